@@ -1,0 +1,149 @@
+"""The catalog's exceptions and their mapping to the Iceberg error model.
+
+Every exception raised by the service layer knows its HTTP status and the Iceberg
+error ``type`` that the Java (``ErrorHandlers``) and Python (``pyiceberg.catalog.rest``)
+clients translate into their own exception classes. ``error_body`` is the single place
+that shapes ``{"error": {"message", "type", "code"}}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class CatalogError(Exception):
+    """Base class: an error the client is told about, never a stack trace."""
+
+    code: int = 500
+    error_type: str = "InternalServerError"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def headers(self) -> dict[str, str]:
+        return {}
+
+    def body(self) -> dict[str, Any]:
+        return error_body(self.message, self.error_type, self.code)
+
+
+class BadRequest(CatalogError):
+    code, error_type = 400, "BadRequestException"
+
+
+class NotAuthorized(CatalogError):
+    code, error_type = 401, "NotAuthorizedException"
+
+
+class Forbidden(CatalogError):
+    code, error_type = 403, "ForbiddenException"
+
+
+class NotFound(CatalogError):
+    """An unknown route; resources have their own, more specific types."""
+
+    code, error_type = 404, "NotFoundException"
+
+
+class NoSuchWarehouse(NotFound):
+    error_type = "NoSuchWarehouseException"
+
+
+class NoSuchNamespace(NotFound):
+    error_type = "NoSuchNamespaceException"
+
+
+class NoSuchTable(NotFound):
+    error_type = "NoSuchTableException"
+
+
+class NoSuchView(NotFound):
+    error_type = "NoSuchViewException"
+
+
+class MethodNotAllowed(CatalogError):
+    code, error_type = 405, "MethodNotAllowedException"
+
+
+class UnsupportedOperation(CatalogError):
+    """The spec's answer (406) for an operation this server does not implement."""
+
+    code, error_type = 406, "UnsupportedOperationException"
+
+
+class AlreadyExists(CatalogError):
+    code, error_type = 409, "AlreadyExistsException"
+
+
+class NamespaceNotEmpty(CatalogError):
+    code, error_type = 409, "NamespaceNotEmptyException"
+
+
+class CommitFailed(CatalogError):
+    """A requirement did not hold: the client refreshes and may retry."""
+
+    code, error_type = 409, "CommitFailedException"
+
+
+class PayloadTooLarge(CatalogError):
+    code, error_type = 413, "BadRequestException"
+
+
+class UnsupportedMediaType(CatalogError):
+    code, error_type = 415, "BadRequestException"
+
+
+class UnprocessableEntity(CatalogError):
+    code, error_type = 422, "UnprocessableEntityException"
+
+
+class InternalError(CatalogError):
+    code, error_type = 500, "InternalServerError"
+
+
+class CommitStateUnknown(CatalogError):
+    """The outcome of a commit cannot be known; clients must not clean up its files."""
+
+    code, error_type = 500, "CommitStateUnknownException"
+
+
+class ServiceUnavailable(CatalogError):
+    """A dependency (PostgreSQL, object storage) is unreachable; retrying later may work."""
+
+    code, error_type = 503, "ServiceUnavailableException"
+
+    def __init__(self, message: str, retry_after: int = 5) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after)}
+
+
+def error_body(message: str, error_type: str, code: int) -> dict[str, Any]:
+    """The spec's ``IcebergErrorResponse``."""
+    return {"error": {"message": message, "type": error_type, "code": code}}
+
+
+# Status codes that reach us from routing/validation layers (connexion, Flask, our ASGI
+# middleware) without a CatalogError, mapped to the error type clients expect.
+ERROR_TYPE_BY_STATUS: dict[int, str] = {
+    400: "BadRequestException",
+    401: "NotAuthorizedException",
+    403: "ForbiddenException",
+    404: "NotFoundException",
+    405: "MethodNotAllowedException",
+    406: "UnsupportedOperationException",
+    409: "AlreadyExistsException",
+    413: "BadRequestException",
+    415: "BadRequestException",
+    422: "UnprocessableEntityException",
+    503: "ServiceUnavailableException",
+}
+
+
+def error_type_for_status(status: int) -> str:
+    if status in ERROR_TYPE_BY_STATUS:
+        return ERROR_TYPE_BY_STATUS[status]
+    return "BadRequestException" if 400 <= status < 500 else "InternalServerError"
