@@ -1,0 +1,161 @@
+"""The catalog service: what each operation does, independent of HTTP.
+
+Handlers call one method here; this module orchestrates the repository (PostgreSQL), the
+object store and the pure rules. It never sees psycopg or minio types.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from app.errors import BadRequest, NoSuchNamespace, NoSuchWarehouse, UnprocessableEntity
+from app.identifiers import decode_page_token, encode_page_token, format_namespace, page_window
+from app.settings import Settings
+from storage.objects import ObjectStore
+from storage.repository import CatalogRepository, WarehouseRow
+
+WAREHOUSE_CACHE_TTL_S = 30.0
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[Any]
+    next_page_token: str | None
+
+
+class WarehouseDirectory:
+    """Warehouse rows by name, cached briefly: every request names one, and they rarely change."""
+
+    def __init__(self, repository: CatalogRepository) -> None:
+        self._repository = repository
+        self._cache: dict[str, tuple[float, WarehouseRow]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> WarehouseRow:
+        now = time.monotonic()
+        cached = self._cache.get(name)
+        if cached and now - cached[0] < WAREHOUSE_CACHE_TTL_S:
+            return cached[1]
+        row = self._repository.get_warehouse(name)
+        if row is None:
+            raise NoSuchWarehouse(f"Warehouse does not exist: {name}")
+        with self._lock:
+            self._cache[name] = (now, row)
+        return row
+
+    def remember(self, row: WarehouseRow) -> None:
+        with self._lock:
+            self._cache[row.name] = (time.monotonic(), row)
+
+
+class CatalogService:
+    def __init__(self, settings: Settings, repository: CatalogRepository, objects: ObjectStore) -> None:
+        self.settings = settings
+        self.repository = repository
+        self.objects = objects
+        self.warehouses = WarehouseDirectory(repository)
+
+    # -- start-up and health ------------------------------------------------------------
+
+    def ensure_default_warehouse(self) -> WarehouseRow:
+        s3 = self.settings.s3
+        storage = {"endpoint": s3.endpoint, "region": s3.region, "path-style": s3.path_style}
+        row = self.repository.upsert_warehouse(
+            self.settings.warehouse, self.settings.warehouse_location, storage
+        )
+        self.warehouses.remember(row)
+        return row
+
+    def check_ready(self) -> dict[str, str]:
+        """Each dependency's state; raises ServiceUnavailable when one is down."""
+        self.repository.ping()
+        self.objects.ping()
+        return {"database": "ok", "object-storage": "ok"}
+
+    # -- config -------------------------------------------------------------------------
+
+    def config(self, warehouse: str | None, endpoints: list[str]) -> dict[str, Any]:
+        row = self.warehouses.get(warehouse or self.settings.warehouse)
+        return {
+            "defaults": {},
+            "overrides": {
+                "prefix": row.name,
+                "namespace-separator": self.settings.namespace_separator,
+            },
+            "endpoints": endpoints,
+        }
+
+    # -- namespaces ---------------------------------------------------------------------
+
+    def list_namespaces(
+        self,
+        prefix: str,
+        parent: tuple[str, ...] | None,
+        page_token: str | None,
+        page_size: int | None,
+    ) -> Page:
+        warehouse = self.warehouses.get(prefix)
+        paginate, limit = page_window(page_token, page_size, self.settings.max_page_size)
+        after = decode_page_token(page_token) if page_token else None
+        if isinstance(after, str):  # a table/view token replayed on the namespace list
+            raise BadRequest("Invalid pageToken")
+        rows = self.repository.list_namespaces(
+            warehouse.id, parent, after, None if limit is None else limit + 1
+        )
+        return _page(rows, limit, lambda last: encode_page_token(list(last)) if paginate else None)
+
+    def create_namespace(
+        self, prefix: str, namespace: tuple[str, ...], properties: dict[str, str]
+    ) -> dict[str, Any]:
+        warehouse = self.warehouses.get(prefix)
+        self.repository.create_namespace(warehouse.id, namespace, properties)
+        return {"namespace": list(namespace), "properties": properties}
+
+    def load_namespace(self, prefix: str, namespace: tuple[str, ...]) -> dict[str, Any]:
+        warehouse = self.warehouses.get(prefix)
+        properties = self.repository.namespace_properties(warehouse.id, namespace)
+        return {"namespace": list(namespace), "properties": properties}
+
+    def require_namespace(self, prefix: str, namespace: tuple[str, ...]) -> None:
+        """HEAD namespace: NoSuchNamespace (404) unless it exists."""
+        warehouse = self.warehouses.get(prefix)
+        if not self.repository.namespace_exists(warehouse.id, namespace):
+            raise NoSuchNamespace(f"Namespace does not exist: {format_namespace(namespace)}")
+
+    def drop_namespace(self, prefix: str, namespace: tuple[str, ...]) -> None:
+        warehouse = self.warehouses.get(prefix)
+        self.repository.drop_namespace(warehouse.id, namespace)
+
+    def update_namespace_properties(
+        self,
+        prefix: str,
+        namespace: tuple[str, ...],
+        removals: list[str],
+        updates: dict[str, str],
+    ) -> dict[str, list[str]]:
+        both = sorted(set(removals) & set(updates))
+        if both:
+            raise UnprocessableEntity(
+                f"Properties cannot be both set and removed in namespace {format_namespace(namespace)}: "
+                + ", ".join(both)
+            )
+        warehouse = self.warehouses.get(prefix)
+        before = self.repository.update_namespace_properties(
+            warehouse.id, namespace, list(dict.fromkeys(removals)), updates
+        )
+        return {
+            "updated": sorted(updates),
+            "removed": [key for key in dict.fromkeys(removals) if key in before],
+            "missing": [key for key in dict.fromkeys(removals) if key not in before],
+        }
+
+
+def _page(rows: list[Any], limit: int | None, token_for) -> Page:
+    """Trim the one-extra row fetched to learn whether another page exists."""
+    if limit is not None and len(rows) > limit:
+        rows = rows[:limit]
+        return Page(rows, token_for(rows[-1]))
+    return Page(rows, None)

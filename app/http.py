@@ -1,0 +1,151 @@
+"""ASGI middleware and error handlers: the HTTP edges every request passes through.
+
+- ``RequestIdMiddleware`` (outermost) gives each request an ``X-Request-Id`` (the caller's, if
+  sane) and echoes it on every response, error responses included.
+- ``RequestGuardMiddleware`` (inside connexion's exception handling, before routing) refuses
+  oversized bodies and maps the unprefixed routes (``/v1/namespaces/...``) to the default
+  warehouse.
+- The error handlers turn every failure - ours, connexion's validation problems, unknown
+  routes, wrong methods, unexpected exceptions - into the Iceberg error body.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import uuid
+from typing import Any
+
+from connexion.exceptions import ProblemException
+from connexion.lifecycle import ConnexionRequest, ConnexionResponse
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.errors import CatalogError, PayloadTooLarge, error_body, error_type_for_status
+
+log = logging.getLogger(__name__)
+
+REQUEST_ID_HEADER = b"x-request-id"
+_SANE_REQUEST_ID = re.compile(rb"^[A-Za-z0-9._:-]{1,128}$")
+# Routes of the spec that live under /v1/{prefix}/; served for the default warehouse without it.
+_UNPREFIXED = re.compile(r"^/v1/(namespaces|tables|views|transactions)(/.*)?$")
+
+
+def request_id_of(headers: Any) -> str:
+    return headers.get("x-request-id", "-") if headers is not None else "-"
+
+
+class RequestIdMiddleware:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = [(k, v) for k, v in scope["headers"] if k != REQUEST_ID_HEADER]
+        given = next((v for k, v in scope["headers"] if k == REQUEST_ID_HEADER), None)
+        request_id = given if given and _SANE_REQUEST_ID.match(given) else uuid.uuid4().hex.encode()
+        scope = dict(scope, headers=headers + [(REQUEST_ID_HEADER, request_id)])
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = dict(message)
+                message["headers"] = list(message.get("headers", [])) + [(REQUEST_ID_HEADER, request_id)]
+            await send(message)
+
+        await self.app(scope, receive, send_with_id)
+
+
+class RequestGuardMiddleware:
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int, default_prefix: str) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+        self.default_prefix = default_prefix
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        self._check_declared_length(scope)
+        scope = self._with_default_prefix(scope)
+        await self.app(scope, self._limited(receive), send)
+
+    def _check_declared_length(self, scope: Scope) -> None:
+        for key, value in scope["headers"]:
+            if key == b"content-length":
+                try:
+                    length = int(value)
+                except ValueError:
+                    length = -1
+                if length < 0 or length > self.max_body_bytes:
+                    raise PayloadTooLarge(f"Request body larger than {self.max_body_bytes} bytes")
+
+    def _limited(self, receive: Receive) -> Receive:
+        """Count streamed (chunked) bodies too: Content-Length is not always there."""
+        seen = 0
+
+        async def limited_receive() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_body_bytes:
+                    raise PayloadTooLarge(f"Request body larger than {self.max_body_bytes} bytes")
+            return message
+
+        return limited_receive
+
+    def _with_default_prefix(self, scope: Scope) -> Scope:
+        match = _UNPREFIXED.match(scope["path"])
+        if not match:
+            return scope
+        path = f"/v1/{self.default_prefix}/{match.group(1)}{match.group(2) or ''}"
+        raw = scope.get("raw_path")
+        if raw is not None:
+            raw = raw.replace(b"/v1/", f"/v1/{self.default_prefix}/".encode(), 1)
+        return dict(scope, path=path, raw_path=raw)
+
+
+# -- error handlers (connexion signature: (ConnexionRequest, Exception) -> ConnexionResponse) --
+
+
+def _response(status: int, message: str, error_type: str, headers: dict[str, str] | None = None) -> ConnexionResponse:
+    return ConnexionResponse(
+        status_code=status,
+        mimetype="application/json",
+        content_type="application/json",
+        body=json.dumps(error_body(message, error_type, status)),
+        headers=headers or {},
+    )
+
+
+def handle_catalog_error(request: ConnexionRequest, exc: CatalogError) -> ConnexionResponse:
+    if exc.code >= 500:
+        log.warning("request %s failed: %s %s", request_id_of(request.headers), exc.error_type, exc.message)
+    return _response(exc.code, exc.message, exc.error_type, exc.headers())
+
+
+def handle_problem(request: ConnexionRequest, exc: ProblemException) -> ConnexionResponse:
+    """connexion's own problems: request validation (400), unsupported media type (415), ..."""
+    message = exc.detail or exc.title or "Invalid request"
+    return _response(exc.status, str(message), error_type_for_status(exc.status))
+
+
+def handle_http_exception(request: ConnexionRequest, exc: HTTPException) -> ConnexionResponse:
+    """Unknown routes and wrong methods surface as starlette/werkzeug HTTP exceptions."""
+    status = exc.status_code
+    if status == 404:
+        message = f"No route for {request.method} {request.url.path}"
+    elif status == 405:
+        message = f"Method {request.method} is not allowed on {request.url.path}"
+    else:
+        message = str(exc.detail)
+    return _response(status, message, error_type_for_status(status), dict(exc.headers or {}))
+
+
+def handle_unexpected(request: ConnexionRequest, exc: Exception) -> ConnexionResponse:
+    request_id = request_id_of(request.headers)
+    log.error("request %s: unexpected %s", request_id, type(exc).__name__, exc_info=exc)
+    return _response(500, f"Internal server error (request id {request_id})", "InternalServerError")

@@ -1,0 +1,62 @@
+"""Maps each operationId in the yaml to a handler function by naming convention.
+
+``loadTable`` -> a function ``load_table`` in one of the ``handlers`` modules. Operations with
+no handler answer 406 ``UnsupportedOperationException`` and are left out of the
+``endpoints`` that ``/v1/config`` advertises.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable
+from typing import Any
+
+from connexion.resolver import Resolution, Resolver
+
+from app.errors import UnsupportedOperation
+
+HANDLER_MODULES = ("config", "oauth", "namespaces", "tables", "views", "transactions", "scans", "functions")
+
+
+def handler_name(operation_id: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", operation_id).lower()
+
+
+def find_handler(operation_id: str) -> Callable[..., Any] | None:
+    name = handler_name(operation_id)
+    found = []
+    for module_name in HANDLER_MODULES:
+        try:
+            module = importlib.import_module(f"handlers.{module_name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"handlers.{module_name}":
+                raise
+            continue
+        if callable(getattr(module, name, None)):
+            found.append(getattr(module, name))
+    if len(found) > 1:
+        raise RuntimeError(f"operation {operation_id} has handlers in several modules")
+    return found[0] if found else None
+
+
+def not_implemented(operation_id: str) -> Callable[..., Any]:
+    def unsupported(*_args: Any, **_kwargs: Any) -> Any:
+        raise UnsupportedOperation(f"Operation {operation_id} is not supported by this catalog")
+
+    unsupported.__name__ = handler_name(operation_id)
+    return unsupported
+
+
+class CatalogResolver(Resolver):
+    def __init__(self) -> None:
+        super().__init__()
+        self.endpoints: list[str] = []
+
+    def resolve(self, operation: Any) -> Resolution:
+        operation_id = operation.operation_id
+        handler = find_handler(operation_id)
+        if handler is None:
+            return Resolution(not_implemented(operation_id), operation_id)
+        self.endpoints.append(f"{operation.method.upper()} {operation.path}")
+        return Resolution(handler, operation_id)

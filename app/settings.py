@@ -1,0 +1,102 @@
+"""All configuration, read once from environment variables (documented in README.md)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+WAREHOUSE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+# Path segments that follow /v1/ directly in unprefixed routes; a warehouse with one of
+# these names would make /v1/<name>/... ambiguous, so they are refused.
+RESERVED_PREFIXES = frozenset({"config", "oauth", "namespaces", "tables", "views", "transactions"})
+
+
+def _bool(value: str | None, default: bool) -> bool:
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "")
+    try:
+        return int(raw) if raw else default
+    except ValueError as exc:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+
+
+@dataclass(frozen=True)
+class S3Settings:
+    endpoint: str | None = None
+    access_key: str | None = None
+    secret_key: str | None = None
+    region: str = "us-east-1"
+    path_style: bool = True
+
+    def __repr__(self) -> str:  # never print the secret key
+        return (
+            f"S3Settings(endpoint={self.endpoint!r}, access_key={'***' if self.access_key else None}, "
+            f"region={self.region!r}, path_style={self.path_style})"
+        )
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str
+    warehouse: str = "warehouse"
+    warehouse_location: str = "s3://growler-warehouse/"
+    s3: S3Settings = field(default_factory=S3Settings)
+    namespace_separator: str = "%1F"
+    pool_min_size: int = 1
+    pool_max_size: int = 10
+    pool_timeout_s: float = 5.0
+    statement_timeout_ms: int = 15_000
+    max_body_bytes: int = 8 * 1024 * 1024
+    max_page_size: int = 1000
+    validate_responses: bool = False
+    log_level: str = "INFO"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        database_url = env.get("GROWLER_DATABASE_URL", "")
+        if not database_url:
+            raise ValueError("GROWLER_DATABASE_URL is not set (make run sets it for the embedded PostgreSQL)")
+        settings = cls(
+            database_url=database_url,
+            warehouse=env.get("GROWLER_WAREHOUSE", "warehouse"),
+            warehouse_location=env.get("GROWLER_WAREHOUSE_LOCATION", "s3://growler-warehouse/"),
+            s3=S3Settings(
+                endpoint=env.get("GROWLER_S3_ENDPOINT") or None,
+                access_key=env.get("GROWLER_S3_ACCESS_KEY") or None,
+                secret_key=env.get("GROWLER_S3_SECRET_KEY") or None,
+                region=env.get("GROWLER_S3_REGION", "us-east-1"),
+                path_style=_bool(env.get("GROWLER_S3_PATH_STYLE"), True),
+            ),
+            namespace_separator=env.get("GROWLER_NAMESPACE_SEPARATOR", "%1F"),
+            pool_min_size=_int(env, "GROWLER_DB_POOL_MIN", 1),
+            pool_max_size=_int(env, "GROWLER_DB_POOL_MAX", 10),
+            pool_timeout_s=float(env.get("GROWLER_DB_POOL_TIMEOUT_S", "5") or 5),
+            statement_timeout_ms=_int(env, "GROWLER_DB_STATEMENT_TIMEOUT_MS", 15_000),
+            max_body_bytes=_int(env, "GROWLER_MAX_BODY_BYTES", 8 * 1024 * 1024),
+            max_page_size=_int(env, "GROWLER_MAX_PAGE_SIZE", 1000),
+            validate_responses=_bool(env.get("GROWLER_VALIDATE_RESPONSES"), False),
+            log_level=env.get("GROWLER_LOG_LEVEL", "INFO").upper(),
+        )
+        settings.check()
+        return settings
+
+    def check(self) -> None:
+        """Fail at start-up, not at the first request, on settings that cannot work."""
+        if not WAREHOUSE_NAME.match(self.warehouse) or self.warehouse in RESERVED_PREFIXES:
+            raise ValueError(f"GROWLER_WAREHOUSE {self.warehouse!r} is not a valid warehouse name")
+        if not self.warehouse_location.startswith(("s3://", "file://")):
+            raise ValueError("GROWLER_WAREHOUSE_LOCATION must start with s3:// or file://")
+        if self.warehouse_location.startswith("s3://") and not self.s3.endpoint:
+            raise ValueError("GROWLER_S3_ENDPOINT is required for an s3:// warehouse location")
+        if self.max_page_size < 1 or self.pool_max_size < 1:
+            raise ValueError("GROWLER_MAX_PAGE_SIZE and GROWLER_DB_POOL_MAX must be positive")
+        if not self.namespace_separator:
+            raise ValueError("GROWLER_NAMESPACE_SEPARATOR must not be empty")

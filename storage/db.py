@@ -1,0 +1,104 @@
+"""The PostgreSQL connection pool and the boundary where psycopg errors become catalog errors.
+
+Nothing above ``storage/`` imports psycopg: every database failure leaves this module as a
+``CatalogError`` (``ServiceUnavailable`` when the server cannot be reached, so clients get
+503 + Retry-After and try again; the pool re-validates connections on checkout, so the
+service recovers by itself when PostgreSQL returns).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from app.errors import AlreadyExists, BadRequest, CatalogError, ServiceUnavailable
+
+log = logging.getLogger(__name__)
+
+Connection = psycopg.Connection
+
+
+class Database:
+    """A psycopg pool sized to the app's thread pool, with an explicit ``transaction()``."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 10,
+        timeout_s: float = 5.0,
+        statement_timeout_ms: int = 15_000,
+    ) -> None:
+        self.url = url
+        self._statement_timeout_ms = statement_timeout_ms
+        self.pool = ConnectionPool(
+            url,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=timeout_s,
+            kwargs={"row_factory": dict_row, "autocommit": True, "connect_timeout": 5},
+            configure=self._configure,
+            check=ConnectionPool.check_connection,
+            reconnect_timeout=0,  # keep trying forever: PostgreSQL may come back any time
+            open=False,
+            name="growler",
+        )
+
+    def _configure(self, conn: psycopg.Connection) -> None:
+        conn.execute(f"SET statement_timeout = {int(self._statement_timeout_ms)}")
+        conn.execute("SET application_name = 'growler'")
+
+    def open(self) -> None:
+        self.pool.open(wait=False)
+
+    def close(self) -> None:
+        self.pool.close()
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        """A pooled autocommit connection; each statement is its own transaction."""
+        with translate_errors():
+            with self.pool.connection() as conn:
+                yield conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection]:
+        """One connection and one transaction, so a check and its update see the same state."""
+        with translate_errors():
+            with self.pool.connection() as conn:
+                with conn.transaction():
+                    yield conn
+
+    def ping(self) -> None:
+        with self.connection() as conn:
+            conn.execute("SELECT 1")
+
+
+@contextmanager
+def translate_errors() -> Iterator[None]:
+    """Map psycopg failures onto the catalog's error model at the storage boundary."""
+    try:
+        yield
+    except CatalogError:
+        raise
+    except pg_errors.UniqueViolation as exc:
+        raise AlreadyExists(_constraint_message(exc, "already exists")) from exc
+    except (pg_errors.DataException, pg_errors.CharacterNotInRepertoire) as exc:
+        raise BadRequest(f"Invalid value: {exc.diag.message_primary or exc}") from exc
+    except PoolTimeout as exc:
+        log.warning("database pool exhausted or unreachable: %s", exc)
+        raise ServiceUnavailable("The catalog database is unavailable, retry later") from exc
+    except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+        log.warning("database unavailable: %s", type(exc).__name__)
+        raise ServiceUnavailable("The catalog database is unavailable, retry later") from exc
+
+
+def _constraint_message(exc: psycopg.Error, default: str) -> str:
+    return exc.diag.message_detail or default

@@ -1,0 +1,239 @@
+"""Object storage for metadata files: S3 through the minio SDK, or a local directory.
+
+The interface is deliberately small (``write_new``, ``read``, ``exists``, ``delete``, ``list``).
+``write_new`` never overwrites: callers pass a fresh name per version and the S3 store adds a
+conditional ``If-None-Match: *`` so a server that supports it refuses a second write too.
+Failures to reach the store leave here as ``ServiceUnavailable`` (503 + Retry-After).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Protocol
+from urllib.parse import unquote, urlparse
+
+import urllib3
+from minio import Minio
+from minio.deleteobjects import DeleteObject
+from minio.error import S3Error
+
+from app.errors import AlreadyExists, BadRequest, CatalogError, ServiceUnavailable
+from app.settings import S3Settings
+
+log = logging.getLogger(__name__)
+
+
+class ObjectNotFound(CatalogError):
+    code, error_type = 404, "NotFoundException"
+
+
+class ObjectStore(Protocol):
+    def write_new(self, location: str, data: bytes, content_type: str = ...) -> None: ...
+    def read(self, location: str) -> bytes: ...
+    def exists(self, location: str) -> bool: ...
+    def delete(self, locations: list[str]) -> None: ...
+    def list(self, prefix: str) -> Iterator[str]: ...
+    def ping(self) -> None: ...
+
+
+def split_s3(location: str) -> tuple[str, str]:
+    """``s3://bucket/key`` -> (bucket, key); also accepts s3a:// and s3n:// as Spark writes them."""
+    parsed = urlparse(location)
+    if parsed.scheme not in ("s3", "s3a", "s3n") or not parsed.netloc:
+        raise BadRequest(f"Not an S3 location: {location}")
+    return parsed.netloc, parsed.path.lstrip("/")
+
+
+class S3ObjectStore:
+    def __init__(self, settings: S3Settings) -> None:
+        if not settings.endpoint:
+            raise ValueError("an S3 endpoint is required")
+        endpoint = urlparse(settings.endpoint)
+        # Short timeouts and few retries: a dead store must turn into a quick 503, not a hung worker.
+        http = urllib3.PoolManager(
+            timeout=urllib3.Timeout(connect=3.0, read=20.0),
+            maxsize=16,
+            retries=urllib3.Retry(total=2, backoff_factor=0.1, status_forcelist=[500, 502, 503, 504]),
+        )
+        self.client = Minio(
+            endpoint.netloc,
+            access_key=settings.access_key,
+            secret_key=settings.secret_key,
+            secure=endpoint.scheme == "https",
+            region=settings.region,
+            http_client=http,
+        )
+
+    @contextmanager
+    def _calls(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except S3Error as exc:
+            if exc.code in ("NoSuchKey", "NoSuchBucket"):
+                raise ObjectNotFound(f"{what}: {exc.code}") from exc
+            if exc.code in ("PreconditionFailed", "ConditionalRequestConflict"):
+                raise AlreadyExists(f"{what}: object already exists") from exc
+            if exc.code in ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
+                log.error("object store refused %s: %s", what, exc.code)
+                raise ServiceUnavailable("Object storage refused the catalog's credentials") from exc
+            raise ServiceUnavailable(f"Object storage error ({exc.code})") from exc
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            log.warning("object storage unreachable during %s: %s", what, type(exc).__name__)
+            raise ServiceUnavailable("Object storage is unavailable, retry later") from exc
+
+    def write_new(self, location: str, data: bytes, content_type: str = "application/json") -> None:
+        bucket, key = split_s3(location)
+        headers = {"If-None-Match": "*", "Content-Type": content_type}
+        with self._calls(f"write {location}"):
+            # put_object() would turn If-None-Match into user metadata; the plain PUT keeps it a
+            # real conditional header (minio 7.2 is pinned in requirements.txt).
+            self.client._put_object(bucket, key, data, headers=headers)
+
+    def read(self, location: str) -> bytes:
+        bucket, key = split_s3(location)
+        with self._calls(f"read {location}"):
+            response = self.client.get_object(bucket, key)
+            try:
+                return response.read()
+            finally:
+                response.close()
+                response.release_conn()
+
+    def exists(self, location: str) -> bool:
+        bucket, key = split_s3(location)
+        try:
+            with self._calls(f"stat {location}"):
+                self.client.stat_object(bucket, key)
+        except ObjectNotFound:
+            return False
+        return True
+
+    def delete(self, locations: list[str]) -> None:
+        by_bucket: dict[str, list[DeleteObject]] = {}
+        for location in locations:
+            bucket, key = split_s3(location)
+            by_bucket.setdefault(bucket, []).append(DeleteObject(key))
+        for bucket, objects in by_bucket.items():
+            with self._calls(f"delete in {bucket}"):
+                errors = list(self.client.remove_objects(bucket, objects))
+            failed = [e for e in errors if e.code != "NoSuchKey"]
+            if failed:
+                raise ServiceUnavailable(f"Object storage could not delete {len(failed)} objects")
+
+    def list(self, prefix: str) -> Iterator[str]:
+        bucket, key = split_s3(prefix)
+        scheme = urlparse(prefix).scheme
+        with self._calls(f"list {prefix}"):
+            for obj in self.client.list_objects(bucket, prefix=key, recursive=True):
+                yield f"{scheme}://{bucket}/{obj.object_name}"
+
+    def ensure_bucket(self, bucket: str) -> None:
+        with self._calls(f"create bucket {bucket}"):
+            if not self.client.bucket_exists(bucket):
+                self.client.make_bucket(bucket)
+
+    def bucket_exists(self, bucket: str) -> bool:
+        with self._calls(f"check bucket {bucket}"):
+            return self.client.bucket_exists(bucket)
+
+    def ping(self) -> None:
+        with self._calls("list buckets"):
+            self.client.list_buckets()
+
+
+def local_path(location: str) -> Path:
+    parsed = urlparse(location)
+    if parsed.scheme != "file":
+        raise BadRequest(f"Not a file:// location: {location}")
+    return Path(unquote(parsed.path))
+
+
+class LocalObjectStore:
+    """``file://`` warehouses: for single-machine use and tests that need no S3."""
+
+    def write_new(self, location: str, data: bytes, content_type: str = "application/json") -> None:
+        path = local_path(location)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Write to a temp file, then link it into place: link() fails if the name exists, so a
+        # version is never overwritten, and readers never see a half-written file.
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            try:
+                os.link(tmp, path)
+            except FileExistsError as exc:
+                raise AlreadyExists(f"write {location}: object already exists") from exc
+        finally:
+            os.unlink(tmp)
+
+    def read(self, location: str) -> bytes:
+        try:
+            return local_path(location).read_bytes()
+        except FileNotFoundError as exc:
+            raise ObjectNotFound(f"read {location}: no such file") from exc
+
+    def exists(self, location: str) -> bool:
+        return local_path(location).is_file()
+
+    def delete(self, locations: list[str]) -> None:
+        for location in locations:
+            local_path(location).unlink(missing_ok=True)
+
+    def list(self, prefix: str) -> Iterator[str]:
+        root = local_path(prefix)
+        if root.is_file():
+            yield root.as_uri()
+            return
+        if root.is_dir():
+            for path in sorted(root.rglob("*")):
+                if path.is_file():
+                    yield path.as_uri()
+
+    def ping(self) -> None:
+        return None
+
+
+class RoutingObjectStore:
+    """Chooses the S3 or the local store by the location's scheme."""
+
+    def __init__(self, s3: S3ObjectStore | None, local: LocalObjectStore | None = None) -> None:
+        self.s3 = s3
+        self.local = local or LocalObjectStore()
+
+    def _store(self, location: str) -> ObjectStore:
+        scheme = urlparse(location).scheme
+        if scheme == "file":
+            return self.local
+        if scheme in ("s3", "s3a", "s3n"):
+            if self.s3 is None:
+                raise BadRequest("No S3 endpoint is configured for s3:// locations")
+            return self.s3
+        raise BadRequest(f"Unsupported storage location scheme: {location}")
+
+    def write_new(self, location: str, data: bytes, content_type: str = "application/json") -> None:
+        self._store(location).write_new(location, data, content_type)
+
+    def read(self, location: str) -> bytes:
+        return self._store(location).read(location)
+
+    def exists(self, location: str) -> bool:
+        return self._store(location).exists(location)
+
+    def delete(self, locations: list[str]) -> None:
+        for location in locations:
+            self._store(location).delete([location])
+
+    def list(self, prefix: str) -> Iterator[str]:
+        return self._store(prefix).list(prefix)
+
+    def ping(self) -> None:
+        if self.s3 is not None:
+            self.s3.ping()

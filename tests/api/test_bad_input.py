@@ -1,0 +1,139 @@
+"""Bad input gets a clear 4xx with the Iceberg error body and leaves nothing behind."""
+
+from __future__ import annotations
+
+import pytest
+
+NS = "/v1/test/namespaces"
+
+
+def namespace_count(db) -> int:
+    return db.execute("SELECT count(*) FROM namespace").fetchone()[0]
+
+
+def assert_iceberg_error(response, status: int, error_type: str | None = None) -> None:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    error = response.json()["error"]
+    assert error["code"] == status
+    assert isinstance(error["message"], str) and error["message"]
+    assert "Traceback" not in error["message"]
+    if error_type:
+        assert error["type"] == error_type
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"namespace": ["a"',  # truncated
+        b"not json at all",
+        b'{"namespace": ["a"]}}',
+    ],
+)
+def test_malformed_json(client, db, body):
+    response = client.post(NS, content=body, headers={"content-type": "application/json"})
+    assert_iceberg_error(response, 400, "BadRequestException")
+    assert namespace_count(db) == 0
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"namespace": "flat-string"},
+        {"namespace": [1, 2]},
+        {"namespace": ["ok"], "properties": {"k": 1}},
+        {"namespace": ["ok"], "properties": ["k"]},
+        {},
+        {"namespace": ["ok"], "unknown-field": True},
+        [],
+    ],
+)
+def test_wrong_types_and_unknown_fields(client, db, body):
+    assert_iceberg_error(client.post(NS, json=body), 400, "BadRequestException")
+    assert namespace_count(db) == 0
+
+
+@pytest.mark.parametrize(
+    "levels",
+    [[], [""], ["a", ""], ["a\x00b"], ["tab\there"], ["bell\x07"], ["del\x7f"], ["x" * 300]],
+)
+def test_invalid_namespace_levels(client, db, levels):
+    assert_iceberg_error(client.post(NS, json={"namespace": levels}), 400, "BadRequestException")
+    assert namespace_count(db) == 0
+
+
+@pytest.mark.parametrize("path", ["a%1F%1Fb", "%1Fa", "a%1F", "a%00b"])
+def test_empty_or_control_levels_in_path(client, path):
+    assert_iceberg_error(client.get(f"{NS}/{path}"), 400, "BadRequestException")
+
+
+def test_ten_megabyte_body_is_refused(client, db):
+    big = b'{"namespace": ["big"], "properties": {"k": "' + b"x" * (10 * 1024 * 1024) + b'"}}'
+    response = client.post(NS, content=big, headers={"content-type": "application/json"})
+    assert_iceberg_error(response, 413)
+    assert namespace_count(db) == 0
+
+
+def test_chunked_oversized_body_is_refused(client, db):
+    def chunks():
+        yield b'{"namespace": ["big"], "properties": {"k": "'
+        for _ in range(10):
+            yield b"x" * (1024 * 1024)
+        yield b'"}}'
+
+    response = client.post(NS, content=chunks(), headers={"content-type": "application/json"})
+    assert_iceberg_error(response, 413)
+    assert namespace_count(db) == 0
+
+
+@pytest.mark.parametrize("size", ["0", "-1", "1000000000", "abc"])
+def test_bad_page_size(client, size):
+    assert_iceberg_error(client.get(NS, params={"pageToken": "", "pageSize": size}), 400, "BadRequestException")
+    assert_iceberg_error(client.get(NS, params={"pageSize": size}), 400, "BadRequestException")
+
+
+@pytest.mark.parametrize("token", ["!!!", "bm90LWpzb24", "e30", "WzFd"])
+def test_bad_page_token(client, token):
+    assert_iceberg_error(client.get(NS, params={"pageToken": token}), 400, "BadRequestException")
+
+
+def test_unknown_query_parameter(client):
+    assert_iceberg_error(client.get(NS, params={"bogus": "1"}), 400, "BadRequestException")
+
+
+def test_unknown_warehouse(client, db):
+    assert_iceberg_error(client.post("/v1/nope/namespaces", json={"namespace": ["a"]}), 404, "NoSuchWarehouseException")
+    assert namespace_count(db) == 0
+
+
+def test_unknown_route_and_wrong_method(client):
+    assert_iceberg_error(client.get("/v1/test/nothing-here"), 404, "NotFoundException")
+    assert_iceberg_error(client.get("/totally/unknown"), 404, "NotFoundException")
+    assert_iceberg_error(client.put("/v1/config", json={}), 405, "MethodNotAllowedException")
+
+
+def test_wrong_content_type(client, db):
+    response = client.post(NS, content=b"namespace=a", headers={"content-type": "text/plain"})
+    assert 400 <= response.status_code < 500
+    assert response.json()["error"]["code"] == response.status_code
+    assert namespace_count(db) == 0
+
+
+def test_unexpected_exception_is_a_500_without_stack_trace(client, app, monkeypatch, caplog):
+    service = app.app.extensions["growler.catalog"]
+
+    def explode(*_args, **_kwargs):
+        raise RuntimeError("secret internals")
+
+    monkeypatch.setattr(service, "load_namespace", explode)
+    response = client.get(f"{NS}/anything", headers={"X-Request-Id": "req-123"})
+    assert_iceberg_error(response, 500, "InternalServerError")
+    assert "secret internals" not in response.text
+    assert "req-123" in response.json()["error"]["message"]
+    assert response.headers["x-request-id"] == "req-123"
+    assert any("req-123" in record.getMessage() for record in caplog.records)
+
+
+def test_request_id_is_generated(client):
+    response = client.get("/v1/config")
+    assert len(response.headers["x-request-id"]) == 32

@@ -1,0 +1,183 @@
+"""Namespace operations through the real app on real PostgreSQL (responses validated against the yaml)."""
+
+from __future__ import annotations
+
+import pytest
+
+NS = "/v1/test/namespaces"
+
+
+def create(client, *levels, properties=None):
+    body = {"namespace": list(levels)}
+    if properties is not None:
+        body["properties"] = properties
+    return client.post(NS, json=body)
+
+
+def assert_error(response, status: int, error_type: str) -> dict:
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["code"] == status
+    assert error["type"] == error_type
+    assert error["message"]
+    return error
+
+
+def test_create_then_load(client):
+    response = create(client, "sales", properties={"owner": "ana", "team": "finance"})
+    assert response.status_code == 200
+    assert response.json() == {"namespace": ["sales"], "properties": {"owner": "ana", "team": "finance"}}
+
+    loaded = client.get(f"{NS}/sales")
+    assert loaded.status_code == 200
+    assert loaded.json() == {"namespace": ["sales"], "properties": {"owner": "ana", "team": "finance"}}
+
+
+def test_create_without_properties_has_empty_properties(client):
+    assert create(client, "bare").json() == {"namespace": ["bare"], "properties": {}}
+    assert client.get(f"{NS}/bare").json()["properties"] == {}
+
+
+def test_create_existing_is_409(client):
+    assert create(client, "dup").status_code == 200
+    assert_error(create(client, "dup"), 409, "AlreadyExistsException")
+
+
+def test_nested_namespace_needs_parent(client):
+    assert_error(create(client, "nope", "child"), 404, "NoSuchNamespaceException")
+    assert create(client, "acct").status_code == 200
+    assert create(client, "acct", "tax").status_code == 200
+    assert create(client, "acct", "tax", "paid").status_code == 200
+    loaded = client.get(f"{NS}/acct%1Ftax%1Fpaid")
+    assert loaded.status_code == 200
+    assert loaded.json()["namespace"] == ["acct", "tax", "paid"]
+
+
+def test_list_top_level_and_children(client):
+    for levels in (["a"], ["b"], ["a", "x"], ["a", "y"], ["a", "x", "deep"]):
+        assert create(client, *levels).status_code == 200
+
+    assert client.get(NS).json() == {"namespaces": [["a"], ["b"]]}
+    assert client.get(NS, params={"parent": "a"}).json() == {"namespaces": [["a", "x"], ["a", "y"]]}
+    assert client.get(NS, params={"parent": "a\x1fx"}).json() == {"namespaces": [["a", "x", "deep"]]}
+    assert client.get(NS, params={"parent": "b"}).json() == {"namespaces": []}
+    assert_error(client.get(NS, params={"parent": "missing"}), 404, "NoSuchNamespaceException")
+
+
+def test_pagination_walks_every_page_once(client):
+    names = [f"ns{i:03d}" for i in range(25)]
+    for name in reversed(names):
+        assert create(client, name).status_code == 200
+
+    seen, token, pages = [], "", 0
+    while True:
+        response = client.get(NS, params={"pageToken": token, "pageSize": 10})
+        assert response.status_code == 200
+        body = response.json()
+        pages += 1
+        seen += [ns[0] for ns in body["namespaces"]]
+        token = body.get("next-page-token")
+        if not token:
+            break
+    assert pages == 3
+    assert seen == names
+
+
+def test_without_page_token_everything_is_returned(client):
+    for i in range(12):
+        create(client, f"n{i:02d}")
+    body = client.get(NS).json()
+    assert len(body["namespaces"]) == 12
+    assert "next-page-token" not in body
+
+
+def test_pagination_with_parent(client):
+    create(client, "p")
+    for i in range(5):
+        create(client, "p", f"c{i}")
+    first = client.get(NS, params={"parent": "p", "pageToken": "", "pageSize": 3}).json()
+    assert first["namespaces"] == [["p", "c0"], ["p", "c1"], ["p", "c2"]]
+    second = client.get(NS, params={"parent": "p", "pageToken": first["next-page-token"], "pageSize": 3}).json()
+    assert second["namespaces"] == [["p", "c3"], ["p", "c4"]]
+    assert "next-page-token" not in second
+
+
+def test_head_namespace(client):
+    create(client, "here")
+    assert client.head(f"{NS}/here").status_code == 204
+    assert client.head(f"{NS}/absent").status_code == 404
+
+
+def test_drop_namespace(client):
+    create(client, "gone")
+    assert client.delete(f"{NS}/gone").status_code == 204
+    assert client.head(f"{NS}/gone").status_code == 404
+    assert_error(client.delete(f"{NS}/gone"), 404, "NoSuchNamespaceException")
+
+
+def test_drop_namespace_with_children_is_409(client):
+    create(client, "parent")
+    create(client, "parent", "kid")
+    assert_error(client.delete(f"{NS}/parent"), 409, "NamespaceNotEmptyException")
+    assert client.delete(f"{NS}/parent%1Fkid").status_code == 204
+    assert client.delete(f"{NS}/parent").status_code == 204
+
+
+def test_drop_namespace_holding_a_table_or_view_is_409(client, db):
+    create(client, "holder")
+    ns_id = db.execute("SELECT id FROM namespace WHERE path = '{holder}'").fetchone()[0]
+    for kind in ("table", "view"):
+        db.execute(
+            "INSERT INTO catalog_entry (namespace_id, name, kind, uuid, location, metadata_location, metadata)"
+            " VALUES (%s, %s, %s, gen_random_uuid(), 's3://b/x', 's3://b/x/m.json', '{}')",
+            (ns_id, f"a_{kind}", kind),
+        )
+        assert_error(client.delete(f"{NS}/holder"), 409, "NamespaceNotEmptyException")
+        db.execute("DELETE FROM catalog_entry WHERE namespace_id = %s", (ns_id,))
+    assert client.delete(f"{NS}/holder").status_code == 204
+
+
+def test_update_properties(client):
+    create(client, "props", properties={"a": "1", "b": "2", "c": "3"})
+    response = client.post(
+        f"{NS}/props/properties",
+        json={"removals": ["a", "zzz"], "updates": {"b": "20", "d": "4"}},
+    )
+    assert response.status_code == 200
+    body = response.json()
+    assert sorted(body["updated"]) == ["b", "d"]
+    assert body["removed"] == ["a"]
+    assert body["missing"] == ["zzz"]
+    assert client.get(f"{NS}/props").json()["properties"] == {"b": "20", "c": "3", "d": "4"}
+
+
+def test_update_properties_key_in_both_is_422(client):
+    create(client, "both", properties={"k": "v"})
+    response = client.post(f"{NS}/both/properties", json={"removals": ["k"], "updates": {"k": "w"}})
+    assert_error(response, 422, "UnprocessableEntityException")
+    assert client.get(f"{NS}/both").json()["properties"] == {"k": "v"}
+
+
+def test_update_properties_of_missing_namespace_is_404(client):
+    response = client.post(f"{NS}/ghost/properties", json={"updates": {"k": "v"}})
+    assert_error(response, 404, "NoSuchNamespaceException")
+
+
+def test_unprefixed_routes_serve_the_default_warehouse(client):
+    assert client.post("/v1/namespaces", json={"namespace": ["plain"]}).status_code == 200
+    assert client.get(f"{NS}/plain").status_code == 200
+    assert client.get("/v1/namespaces").json() == {"namespaces": [["plain"]]}
+    assert client.head("/v1/namespaces/plain").status_code == 204
+    assert client.delete("/v1/namespaces/plain").status_code == 204
+
+
+def test_unknown_warehouse_is_404(client):
+    assert_error(client.get("/v1/nowhere/namespaces"), 404, "NoSuchWarehouseException")
+    assert_error(client.post("/v1/nowhere/namespaces", json={"namespace": ["x"]}), 404, "NoSuchWarehouseException")
+
+
+@pytest.mark.parametrize("separator_form", ["%1F", "%1f"])
+def test_unit_separator_in_path(client, separator_form):
+    create(client, "u")
+    create(client, "u", "v")
+    assert client.get(f"{NS}/u{separator_form}v").json()["namespace"] == ["u", "v"]
