@@ -8,9 +8,11 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import yaml
 from connexion import FlaskApp
 from connexion.exceptions import ProblemException
-from connexion.middleware import MiddlewarePosition
+from connexion.middleware import ConnexionMiddleware, MiddlewarePosition
+from connexion.middleware.security import SecurityMiddleware
 from starlette.exceptions import HTTPException
 
 from app.catalog import CatalogService
@@ -23,8 +25,11 @@ from app.http import (
     handle_problem,
     handle_unexpected,
 )
-from app.resolver import CatalogResolver
+from app.purger import Purger
+from app.resolver import CatalogResolver, implemented_endpoints
 from app.settings import Settings
+from app.tables import TableService
+from app.validation import validator_map
 from storage.db import Database
 from storage.migrate import migrate
 from storage.objects import RoutingObjectStore, S3ObjectStore
@@ -36,6 +41,7 @@ SPEC_FILE = Path(__file__).resolve().parent.parent / "openapi" / "catalog.yaml"
 STARTUP_WAIT_S = 30.0
 
 CATALOG = "growler.catalog"
+TABLES = "growler.tables"
 ENDPOINTS = "growler.endpoints"
 
 
@@ -53,21 +59,27 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
     )
     database.open()
     objects = RoutingObjectStore(S3ObjectStore(settings.s3) if settings.s3.endpoint else None)
-    service = CatalogService(settings, CatalogRepository(database), objects)
+    repository = CatalogRepository(database)
+    service = CatalogService(settings, repository, objects)
     service.ensure_default_warehouse()
+    tables = TableService(settings, repository, objects, service.warehouses)
+    purger = Purger(repository, objects, tables.purge_requested)
+    purger.start()
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: object) -> AsyncIterator[None]:
         yield
+        purger.stop()
         database.close()
 
-    resolver = CatalogResolver()
-    app = FlaskApp(__name__, lifespan=lifespan)
+    app = FlaskApp(__name__, lifespan=lifespan, middlewares=_middlewares())
+    spec = load_spec()
     app.add_api(
-        SPEC_FILE,
-        resolver=resolver,
+        spec,
+        resolver=CatalogResolver(),
         strict_validation=True,
         validate_responses=settings.validate_responses,
+        validator_map=validator_map(),
     )
     app.add_middleware(RequestIdMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION)
     app.add_middleware(
@@ -83,7 +95,8 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
 
     flask_app = app.app
     flask_app.extensions[CATALOG] = service
-    flask_app.extensions[ENDPOINTS] = sorted(resolver.endpoints)
+    flask_app.extensions[TABLES] = tables
+    flask_app.extensions[ENDPOINTS] = implemented_endpoints(spec)
     flask_app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
 
     from handlers import health
@@ -91,6 +104,29 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
     app.add_url_rule("/healthz", "healthz", health.healthz, methods=["GET"])
     app.add_url_rule("/readyz", "readyz", health.readyz, methods=["GET"])
     return app
+
+
+def load_spec() -> dict:
+    """The contract, with each path's HEAD operation ahead of its GET.
+
+    Flask answers HEAD on every GET rule it registers; connexion registers operations in spec
+    order, so an explicit HEAD (tableExists, namespaceExists, ...) must come first to be routed.
+    """
+    spec = yaml.safe_load(SPEC_FILE.read_text())
+    for path, item in spec["paths"].items():
+        if "head" in item:
+            spec["paths"][path] = {"head": item["head"], **{k: v for k, v in item.items() if k != "head"}}
+    return spec
+
+
+def _middlewares() -> list:
+    """connexion's stack without its SecurityMiddleware.
+
+    The spec declares OAuth2/bearer security, but Growler does not authenticate (yet): deploy it
+    behind a proxy that does. Enforcing the declarations without token validators would only
+    answer 401 to every client.
+    """
+    return [m for m in ConnexionMiddleware.default_middlewares if m is not SecurityMiddleware]
 
 
 def _migrate_when_reachable(database_url: str) -> None:

@@ -48,15 +48,21 @@ def not_implemented(operation_id: str) -> Callable[..., Any]:
     return unsupported
 
 
-class CatalogResolver(Resolver):
-    def __init__(self) -> None:
-        super().__init__()
-        self.endpoints: list[str] = []
+HTTP_METHODS = ("get", "put", "post", "delete", "head", "patch")
 
+
+def implemented_endpoints(spec: dict[str, Any]) -> list[str]:
+    """``"METHOD /path"`` for every operation of the spec that has a handler, as /v1/config lists them."""
+    return sorted(
+        f"{method.upper()} {path}"
+        for path, item in spec["paths"].items()
+        for method, operation in item.items()
+        if method in HTTP_METHODS and find_handler(operation["operationId"]) is not None
+    )
+
+
+class CatalogResolver(Resolver):
     def resolve(self, operation: Any) -> Resolution:
         operation_id = operation.operation_id
-        handler = find_handler(operation_id)
-        if handler is None:
-            return Resolution(not_implemented(operation_id), operation_id)
-        self.endpoints.append(f"{operation.method.upper()} {operation.path}")
+        handler = find_handler(operation_id) or not_implemented(operation_id)
         return Resolution(handler, operation_id)

@@ -2,22 +2,32 @@
 
 from __future__ import annotations
 
-from flask import current_app
+from flask import Response, current_app
 
 from app.catalog import CatalogService
+from app.factory import CATALOG, ENDPOINTS, TABLES
 from app.identifiers import parse_namespace
+from app.tables import TableService
 
 
 def catalog() -> CatalogService:
-    return current_app.extensions["growler.catalog"]
+    return current_app.extensions[CATALOG]
+
+
+def tables() -> TableService:
+    return current_app.extensions[TABLES]
 
 
 def advertised_endpoints() -> list[str]:
-    return current_app.extensions["growler.endpoints"]
+    return current_app.extensions[ENDPOINTS]
 
 
 def namespace_arg(raw: str) -> tuple[str, ...]:
     return parse_namespace(raw, catalog().settings.namespace_separator)
 
 
-NO_CONTENT = ("", 204)
+def no_content() -> Response:
+    """204 with no body and no content type (a ("", 204) tuple would be typed as JSON)."""
+    response = Response(status=204)
+    del response.headers["Content-Type"]
+    return response

@@ -1,7 +1,7 @@
 """Namespace operations."""
 
 from app.identifiers import check_namespace, decoded_separator
-from handlers._context import NO_CONTENT, catalog, namespace_arg
+from handlers._context import catalog, namespace_arg, no_content
 
 
 def list_namespaces(prefix: str, parent: str | None = None, pageToken: str | None = None, pageSize: int | None = None):  # noqa: N803
@@ -25,12 +25,12 @@ def load_namespace_metadata(prefix: str, namespace: str):
 
 def namespace_exists(prefix: str, namespace: str):
     catalog().require_namespace(prefix, namespace_arg(namespace))
-    return NO_CONTENT
+    return no_content()
 
 
 def drop_namespace(prefix: str, namespace: str):
     catalog().drop_namespace(prefix, namespace_arg(namespace))
-    return NO_CONTENT
+    return no_content()
 
 
 def update_properties(prefix: str, namespace: str, body: dict):

@@ -23,6 +23,29 @@ class WarehouseRow:
     storage: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class EntryRow:
+    id: int
+    kind: str
+    uuid: str
+    location: str
+    metadata_location: str
+    metadata: str
+
+
+@dataclass(frozen=True)
+class NewEntry:
+    name: str
+    kind: str
+    uuid: str
+    location: str
+    metadata_location: str
+    metadata: str
+
+    def values(self) -> tuple[str, ...]:
+        return (self.name, self.kind, self.uuid, self.location, self.metadata_location, self.metadata)
+
+
 def _dotted(path: tuple[str, ...] | list[str]) -> str:
     return ".".join(path)
 
@@ -169,6 +192,204 @@ class CatalogRepository:
         if row is None:
             raise NoSuchNamespace(f"Namespace does not exist: {_dotted(path)}")
         return row["before"]
+
+    # -- tables and views (one identifier space) ----------------------------------------
+
+    def load_entry(self, warehouse_id: int, namespace: tuple[str, ...], name: str) -> EntryRow | None:
+        """The hot path of loadTable: one indexed query, the document returned as stored text."""
+        with self.db.connection() as conn:
+            row = conn.execute(
+                "SELECT e.id, e.kind, e.uuid::text AS uuid, e.location, e.metadata_location, e.metadata"
+                " FROM namespace n JOIN catalog_entry e ON e.namespace_id = n.id"
+                " WHERE n.warehouse_id = %s AND n.path = %s AND e.name = %s",
+                (warehouse_id, list(namespace), name),
+            ).fetchone()
+        return EntryRow(**row) if row else None
+
+    def entry_exists(self, warehouse_id: int, namespace: tuple[str, ...], name: str, kind: str) -> bool:
+        with self.db.connection() as conn:
+            row = conn.execute(
+                "SELECT 1 FROM namespace n JOIN catalog_entry e ON e.namespace_id = n.id"
+                " WHERE n.warehouse_id = %s AND n.path = %s AND e.name = %s AND e.kind = %s",
+                (warehouse_id, list(namespace), name, kind),
+            ).fetchone()
+        return row is not None
+
+    def list_entries(
+        self,
+        warehouse_id: int,
+        namespace: tuple[str, ...],
+        kind: str,
+        after: str | None,
+        limit: int | None,
+    ) -> list[str]:
+        with self.db.connection() as conn:
+            found = conn.execute(
+                "SELECT id FROM namespace WHERE warehouse_id = %s AND path = %s",
+                (warehouse_id, list(namespace)),
+            ).fetchone()
+            if found is None:
+                raise NoSuchNamespace(f"Namespace does not exist: {_dotted(namespace)}")
+            rows = conn.execute(
+                "SELECT name FROM catalog_entry"
+                " WHERE namespace_id = %(ns)s AND kind = %(kind)s AND (%(after)s::text IS NULL OR name > %(after)s)"
+                " ORDER BY name LIMIT %(limit)s",
+                {"ns": found["id"], "kind": kind, "after": after, "limit": limit},
+            ).fetchall()
+        return [row["name"] for row in rows]
+
+    def insert_entry(self, warehouse_id: int, namespace: tuple[str, ...], entry: NewEntry) -> int:
+        """Register a new table or view; AlreadyExists if the name is taken by either kind."""
+        with self.db.connection() as conn:
+            try:
+                row = conn.execute(
+                    "INSERT INTO catalog_entry (namespace_id, name, kind, uuid, location, metadata_location, metadata)"
+                    " SELECT n.id, %s, %s, %s, %s, %s, %s FROM namespace n"
+                    " WHERE n.warehouse_id = %s AND n.path = %s RETURNING id",
+                    (*entry.values(), warehouse_id, list(namespace)),
+                ).fetchone()
+            except pg_errors.UniqueViolation as exc:
+                raise AlreadyExists(f"Table or view already exists: {_dotted((*namespace, entry.name))}") from exc
+            except pg_errors.ForeignKeyViolation as exc:  # namespace dropped concurrently
+                raise NoSuchNamespace(f"Namespace does not exist: {_dotted(namespace)}") from exc
+        if row is None:
+            raise NoSuchNamespace(f"Namespace does not exist: {_dotted(namespace)}")
+        return row["id"]
+
+    def replace_entry(self, warehouse_id: int, namespace: tuple[str, ...], entry: NewEntry) -> str | None:
+        """registerTable/registerView with overwrite: insert, or repoint an entry of the same kind.
+
+        Returns the previous metadata location (None when nothing was replaced).
+        """
+        with self.db.transaction() as conn:
+            ns = conn.execute(
+                "SELECT id FROM namespace WHERE warehouse_id = %s AND path = %s FOR SHARE",
+                (warehouse_id, list(namespace)),
+            ).fetchone()
+            if ns is None:
+                raise NoSuchNamespace(f"Namespace does not exist: {_dotted(namespace)}")
+            old = conn.execute(
+                "SELECT kind, metadata_location FROM catalog_entry WHERE namespace_id = %s AND name = %s FOR UPDATE",
+                (ns["id"], entry.name),
+            ).fetchone()
+            if old is None:
+                conn.execute(
+                    "INSERT INTO catalog_entry (namespace_id, name, kind, uuid, location, metadata_location, metadata)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                    (ns["id"], *entry.values()),
+                )
+                return None
+            if old["kind"] != entry.kind:
+                raise AlreadyExists(f"A {old['kind']} already exists: {_dotted((*namespace, entry.name))}")
+            conn.execute(
+                "UPDATE catalog_entry SET uuid = %s, location = %s, metadata_location = %s, metadata = %s,"
+                " version = version + 1, updated_at = now() WHERE namespace_id = %s AND name = %s",
+                (entry.uuid, entry.location, entry.metadata_location, entry.metadata, ns["id"], entry.name),
+            )
+            return old["metadata_location"]
+
+    def swap_metadata(self, entry_id: int, expected_location: str, new_location: str, new_metadata: str,
+                      new_table_location: str) -> bool:
+        """The commit point: compare-and-set on the metadata location. False = another writer won."""
+        with self.db.connection() as conn:
+            cursor = conn.execute(
+                "UPDATE catalog_entry SET metadata_location = %s, metadata = %s, location = %s,"
+                " version = version + 1, updated_at = now() WHERE id = %s AND metadata_location = %s",
+                (new_location, new_metadata, new_table_location, entry_id, expected_location),
+            )
+            return cursor.rowcount == 1
+
+    def delete_entry(
+        self, warehouse_id: int, namespace: tuple[str, ...], name: str, kind: str, purge_objects: list[str] | None
+    ) -> EntryRow | None:
+        """Remove an entry; with ``purge_objects`` also queue its files for deletion, atomically."""
+        with self.db.transaction() as conn:
+            row = conn.execute(
+                "DELETE FROM catalog_entry e USING namespace n"
+                " WHERE e.namespace_id = n.id AND n.warehouse_id = %s AND n.path = %s AND e.name = %s AND e.kind = %s"
+                " RETURNING e.id, e.kind, e.uuid::text AS uuid, e.location, e.metadata_location, e.metadata",
+                (warehouse_id, list(namespace), name, kind),
+            ).fetchone()
+            if row is not None and purge_objects is not None:
+                conn.execute(
+                    "INSERT INTO purge_job (location, extra_objects) VALUES (%s, %s)",
+                    (row["location"], purge_objects),
+                )
+        return EntryRow(**row) if row else None
+
+    def rename_entry(
+        self,
+        warehouse_id: int,
+        source: tuple[tuple[str, ...], str],
+        destination: tuple[tuple[str, ...], str],
+        kind: str,
+    ) -> bool:
+        """Move an entry; False when the source does not exist (as this kind)."""
+        (src_ns, src_name), (dst_ns, dst_name) = source, destination
+        with self.db.transaction() as conn:
+            dst = conn.execute(
+                "SELECT id FROM namespace WHERE warehouse_id = %s AND path = %s FOR SHARE",
+                (warehouse_id, list(dst_ns)),
+            ).fetchone()
+            if dst is None:
+                raise NoSuchNamespace(f"Namespace does not exist: {_dotted(dst_ns)}")
+            try:
+                cursor = conn.execute(
+                    "UPDATE catalog_entry e SET namespace_id = %s, name = %s, updated_at = now()"
+                    " FROM namespace n WHERE e.namespace_id = n.id AND n.warehouse_id = %s AND n.path = %s"
+                    " AND e.name = %s AND e.kind = %s",
+                    (dst["id"], dst_name, warehouse_id, list(src_ns), src_name, kind),
+                )
+            except pg_errors.UniqueViolation as exc:
+                raise AlreadyExists(f"Table or view already exists: {_dotted((*dst_ns, dst_name))}") from exc
+            return cursor.rowcount == 1
+
+    def location_in_use(self, location: str) -> bool:
+        """Whether a live table/view sits at or under ``location`` (purges must not touch it)."""
+        with self.db.connection() as conn:
+            row = conn.execute(
+                "SELECT 1 FROM catalog_entry WHERE location = %s OR starts_with(location, %s) LIMIT 1",
+                (location, location.rstrip("/") + "/"),
+            ).fetchone()
+        return row is not None
+
+    # -- purge queue ----------------------------------------------------------------------
+
+    def claim_purge_job(self, lease_seconds: int) -> dict[str, Any] | None:
+        """Take the next due purge job and push its lease forward (another worker skips it)."""
+        with self.db.transaction() as conn:
+            row = conn.execute(
+                "SELECT id, location, extra_objects FROM purge_job WHERE not_before <= now()"
+                " ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED"
+            ).fetchone()
+            if row is None:
+                return None
+            conn.execute(
+                "UPDATE purge_job SET attempts = attempts + 1,"
+                " not_before = now() + make_interval(secs => %s) WHERE id = %s",
+                (lease_seconds, row["id"]),
+            )
+        return row
+
+    def finish_purge_job(self, job_id: int) -> None:
+        with self.db.connection() as conn:
+            conn.execute("DELETE FROM purge_job WHERE id = %s", (job_id,))
+
+    def fail_purge_job(self, job_id: int, error: str) -> None:
+        with self.db.connection() as conn:
+            conn.execute("UPDATE purge_job SET last_error = %s WHERE id = %s", (error[:1000], job_id))
+
+    # -- metrics --------------------------------------------------------------------------
+
+    def insert_metrics_report(
+        self, warehouse_id: int, namespace: tuple[str, ...], table: str, report_type: str, report: dict[str, Any]
+    ) -> None:
+        with self.db.connection() as conn:
+            conn.execute(
+                "INSERT INTO metrics_report (warehouse_id, namespace, table_name, report_type, report)"
+                " VALUES (%s, %s, %s, %s, %s)",
+                (warehouse_id, list(namespace), table, report_type, Jsonb(report)),
+            )
 
     # -- health -------------------------------------------------------------------------
 

@@ -96,8 +96,9 @@ def app(settings: Settings):
 
 @pytest.fixture
 def client(app, clean_catalog):
-    with app.test_client() as test_client:
-        yield test_client
+    # Not used as a context manager: that would run the app's lifespan, whose shutdown closes
+    # the session-wide pool after the first test.
+    return app.test_client()
 
 
 @pytest.fixture

@@ -1,0 +1,49 @@
+"""What clients are told about reaching a warehouse's storage, and the credentials they may get.
+
+The ``config`` of a LoadTableResult says where the bytes are (endpoint, region, addressing
+style). Credentials are only ever handed out as ``storage-credentials`` to a request that
+asked for ``vended-credentials`` delegation, scoped by the table's location prefix.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.settings import Settings
+from storage.repository import WarehouseRow
+
+VENDED_CREDENTIALS = "vended-credentials"
+
+
+def wants_vended_credentials(header: str | None) -> bool:
+    """``X-Iceberg-Access-Delegation`` is a comma-separated list of mechanisms."""
+    if not header:
+        return False
+    return VENDED_CREDENTIALS in {part.strip().lower() for part in header.split(",")}
+
+
+def client_storage_config(warehouse: WarehouseRow) -> dict[str, str]:
+    """Non-secret FileIO properties understood by both the Java (S3FileIO) and Python clients."""
+    storage = warehouse.storage or {}
+    if not warehouse.location.startswith("s3://") or not storage.get("endpoint"):
+        return {}
+    config = {
+        "s3.endpoint": storage["endpoint"],
+        "s3.path-style-access": "true" if storage.get("path-style", True) else "false",
+        "s3.region": storage.get("region") or "us-east-1",
+        "client.region": storage.get("region") or "us-east-1",
+    }
+    if storage.get("path-style", True):
+        config["s3.force-virtual-addressing"] = "false"
+    return config
+
+
+def storage_credentials(settings: Settings, warehouse: WarehouseRow, location: str) -> list[dict[str, Any]]:
+    """Static keys of the warehouse, scoped to ``location``; empty when there is nothing to vend."""
+    s3 = settings.s3
+    if not location.startswith("s3://") or not (s3.access_key and s3.secret_key):
+        return []
+    config = dict(client_storage_config(warehouse))
+    config["s3.access-key-id"] = s3.access_key
+    config["s3.secret-access-key"] = s3.secret_key
+    return [{"prefix": location, "config": config}]

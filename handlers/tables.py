@@ -1,0 +1,87 @@
+"""Table operations."""
+
+from __future__ import annotations
+
+import json
+
+from flask import Response, request
+
+from app.storage_access import wants_vended_credentials
+from app.tables import LoadedTable, etag_matches
+from handlers._context import namespace_arg, no_content, tables
+
+
+def _vend() -> bool:
+    return wants_vended_credentials(request.headers.get("X-Iceberg-Access-Delegation"))
+
+
+def _table_response(loaded: LoadedTable) -> Response:
+    """LoadTableResult, assembled around the stored metadata text without parsing it."""
+    parts = []
+    if loaded.metadata_location is not None:
+        parts.append(f'"metadata-location":{json.dumps(loaded.metadata_location)}')
+    parts.append(f'"metadata":{loaded.metadata}')
+    parts.append(f'"config":{json.dumps(loaded.config)}')
+    if loaded.credentials:
+        parts.append(f'"storage-credentials":{json.dumps(loaded.credentials)}')
+    response = Response("{" + ",".join(parts) + "}", status=200, mimetype="application/json")
+    if loaded.etag:
+        response.headers["ETag"] = loaded.etag
+    return response
+
+
+def list_tables(prefix: str, namespace: str, pageToken: str | None = None, pageSize: int | None = None):
+    levels = namespace_arg(namespace)
+    page = tables().list_tables(prefix, levels, pageToken, pageSize)
+    body = {"identifiers": [{"namespace": list(levels), "name": name} for name in page.items]}
+    if page.next_page_token:
+        body["next-page-token"] = page.next_page_token
+    return body, 200
+
+
+def create_table(prefix: str, namespace: str, body: dict):
+    return _table_response(tables().create_table(prefix, namespace_arg(namespace), body, _vend()))
+
+
+def register_table(prefix: str, namespace: str, body: dict):
+    return _table_response(tables().register_table(prefix, namespace_arg(namespace), body, _vend()))
+
+
+def load_table(prefix: str, namespace: str, table: str, snapshots: str | None = None):
+    service, levels = tables(), namespace_arg(namespace)
+    if_none_match = request.headers.get("If-None-Match")
+    if if_none_match and etag_matches(if_none_match, service.table_etag(prefix, levels, table, snapshots, _vend())):
+        return Response(status=304)
+    return _table_response(service.load_table(prefix, levels, table, snapshots=snapshots, vend_credentials=_vend()))
+
+
+def table_exists(prefix: str, namespace: str, table: str):
+    tables().require_table(prefix, namespace_arg(namespace), table)
+    return no_content()
+
+
+def update_table(prefix: str, namespace: str, table: str, body: dict):
+    committed = tables().commit_table(
+        prefix, namespace_arg(namespace), table, body.get("requirements") or [], body.get("updates") or []
+    )
+    return _table_response(committed)
+
+
+def drop_table(prefix: str, namespace: str, table: str, purgeRequested: bool = False):
+    tables().drop_table(prefix, namespace_arg(namespace), table, purge=bool(purgeRequested))
+    return no_content()
+
+
+def rename_table(prefix: str, body: dict):
+    tables().rename_table(prefix, body["source"], body["destination"])
+    return no_content()
+
+
+def load_credentials(prefix: str, namespace: str, table: str):
+    credentials = tables().load_credentials(prefix, namespace_arg(namespace), table)
+    return {"storage-credentials": credentials}, 200
+
+
+def report_metrics(prefix: str, namespace: str, table: str, body: dict):
+    tables().report_metrics(prefix, namespace_arg(namespace), table, body)
+    return no_content()

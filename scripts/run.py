@@ -1,0 +1,210 @@
+"""``make run``: serve Growler locally, with embedded PostgreSQL / S3 unless external ones are configured.
+
+Environment (the app reads the same names):
+
+  GROWLER_DATABASE_URL        external PostgreSQL; unset: embedded one in $GROWLER_DATA_DIR/postgres
+  GROWLER_S3_ENDPOINT         external S3; unset: embedded SeaweedFS in $GROWLER_DATA_DIR/s3
+  GROWLER_S3_ACCESS_KEY / GROWLER_S3_SECRET_KEY / GROWLER_S3_REGION (us-east-1)
+  GROWLER_WAREHOUSE (warehouse), GROWLER_WAREHOUSE_LOCATION (s3://growler-warehouse/)
+  GROWLER_BIND (127.0.0.1:8181), GROWLER_WORKERS (2, read by gunicorn.conf.py)
+  GROWLER_DATA_DIR (<repo>/.growler)
+  GROWLER_EMBEDDED_PG_PORT (54329), GROWLER_EMBEDDED_S3_PORT (8333)
+
+Ctrl-C / SIGTERM stops gunicorn, then S3, then PostgreSQL, and exits 0.
+Data directories persist between runs (initdb happens only the first time).
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from scripts.services import (
+    EmbeddedPostgres,
+    EmbeddedS3,
+    die_with_parent,
+    port_is_listening,
+    signals_deferred,
+    stop_process_group,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+
+# Development-only credentials for the embedded S3 server (it listens on 127.0.0.1
+# only).  Never use these for a real deployment: set GROWLER_S3_* instead.
+DEV_S3_ACCESS_KEY = "growler"
+DEV_S3_SECRET_KEY = "growler-secret-key"
+
+GUNICORN_STARTUP_TIMEOUT = 60.0
+GUNICORN_STOP_TIMEOUT = 40.0  # > graceful_timeout (30 s) in gunicorn.conf.py
+
+
+def log(msg: str) -> None:
+    print(f"[run] {msg}", file=sys.stderr, flush=True)
+
+
+def _env_int(env: dict[str, str], name: str, default: int) -> int:
+    raw = env.get(name) or str(default)
+    try:
+        return int(raw)
+    except ValueError:
+        raise SystemExit(f"{name}={raw!r} is not a port number") from None
+
+
+def parse_bind(bind: str) -> tuple[str, int] | None:
+    """``host:port`` from a gunicorn bind string -> (host to probe, port); None for unix sockets."""
+    bind = bind.split(",")[0].strip()
+    if bind.startswith(("unix:", "fd://")):
+        return None
+    host, _, port = bind.rpartition(":")
+    if not host:  # just a host name: gunicorn's default port
+        host, port = port, "8000"
+    host = host.strip("[]")
+    if host in ("", "0.0.0.0"):
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    return host, int(port)
+
+
+def wait_for_http(proc: subprocess.Popen, host: str, port: int, timeout: float) -> bool:
+    """Wait until a worker answers HTTP (any status) on host:port; False if gunicorn died."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        if port_is_listening(port, host):
+            conn = http.client.HTTPConnection(host, port, timeout=5)
+            try:
+                conn.request("GET", "/v1/config")
+                conn.getresponse().read()
+                return True
+            except (OSError, http.client.HTTPException):
+                pass
+            finally:
+                conn.close()
+        time.sleep(0.1)
+    raise TimeoutError(f"gunicorn did not answer on {host}:{port} within {timeout:.0f} s")
+
+
+def warehouse_bucket(location: str) -> str | None:
+    parts = urlsplit(location)
+    return parts.netloc if parts.scheme == "s3" and parts.netloc else None
+
+
+def main() -> int:
+    env = dict(os.environ)
+    data_dir = Path(env.get("GROWLER_DATA_DIR") or REPO / ".growler").absolute()
+    env.setdefault("GROWLER_S3_REGION", "us-east-1")
+    env.setdefault("GROWLER_WAREHOUSE", "warehouse")
+    env.setdefault("GROWLER_WAREHOUSE_LOCATION", "s3://growler-warehouse/")
+    env.setdefault("GROWLER_BIND", "127.0.0.1:8181")
+    pg_port = _env_int(env, "GROWLER_EMBEDDED_PG_PORT", 54329)
+    s3_port = _env_int(env, "GROWLER_EMBEDDED_S3_PORT", 8333)
+
+    stopping = False
+
+    def on_signal(signum: int, _frame: object) -> None:
+        if stopping:
+            log("already stopping, please wait")
+            return
+        raise KeyboardInterrupt  # unwinds whatever is in progress (also a startup) into the cleanup
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+
+    postgres: EmbeddedPostgres | None = None
+    s3: EmbeddedS3 | None = None
+    gunicorn: subprocess.Popen | None = None
+    rc = 0
+    try:
+        if not env.get("GROWLER_DATABASE_URL"):
+            postgres = EmbeddedPostgres(data_dir / "postgres", pg_port)
+            t0 = time.monotonic()
+            postgres.start()
+            env["GROWLER_DATABASE_URL"] = postgres.url
+            log(f"PostgreSQL ready in {time.monotonic() - t0:.1f} s: {postgres.url} (log {postgres.log_path})")
+        else:
+            log("using external PostgreSQL from GROWLER_DATABASE_URL")
+
+        if not env.get("GROWLER_S3_ENDPOINT"):
+            env["GROWLER_S3_ACCESS_KEY"] = env.get("GROWLER_S3_ACCESS_KEY") or DEV_S3_ACCESS_KEY
+            env["GROWLER_S3_SECRET_KEY"] = env.get("GROWLER_S3_SECRET_KEY") or DEV_S3_SECRET_KEY
+            s3 = EmbeddedS3(
+                data_dir / "s3",
+                s3_port,
+                env["GROWLER_S3_ACCESS_KEY"],
+                env["GROWLER_S3_SECRET_KEY"],
+                region=env["GROWLER_S3_REGION"],
+            )
+            t0 = time.monotonic()
+            s3.start()
+            env["GROWLER_S3_ENDPOINT"] = s3.endpoint
+            bucket = warehouse_bucket(env["GROWLER_WAREHOUSE_LOCATION"])
+            if bucket:
+                s3.ensure_bucket(bucket)
+            log(f"S3 ready in {time.monotonic() - t0:.1f} s: {s3.endpoint} (log {s3.log_path})")
+        else:
+            log(f"using external S3 at {env['GROWLER_S3_ENDPOINT']}")
+
+        # Own session: a terminal Ctrl-C reaches only us, and we stop gunicorn gracefully (SIGTERM).
+        with signals_deferred():
+            gunicorn = subprocess.Popen(
+                [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py"],
+                cwd=REPO,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=die_with_parent(signal.SIGTERM),
+            )
+        target = parse_bind(env["GROWLER_BIND"])
+        up = wait_for_http(gunicorn, *target, GUNICORN_STARTUP_TIMEOUT) if target else gunicorn.poll() is None
+        if up:
+            where = f"http://{target[0]}:{target[1]}/" if target else env["GROWLER_BIND"]
+            print(
+                f"Growler is up at {where} (warehouse {env['GROWLER_WAREHOUSE']!r}, "
+                f"{env['GROWLER_WAREHOUSE_LOCATION']}); Ctrl-C to stop",
+                flush=True,
+            )
+        else:
+            log(f"gunicorn exited with {gunicorn.returncode} during startup")
+            rc = gunicorn.returncode or 1
+
+        while not rc:
+            code = gunicorn.poll()
+            if code is not None:
+                log(f"gunicorn exited with {code}")
+                rc = code or 1
+                break
+            for name, svc in (("PostgreSQL", postgres), ("S3", s3)):
+                if svc is not None and not svc.running:
+                    log(f"embedded {name} died (see {svc.log_path}); shutting down")
+                    rc = 1
+            if not rc:
+                time.sleep(0.5)
+    except KeyboardInterrupt:
+        log("stopping")
+        rc = 0
+    except (RuntimeError, TimeoutError) as e:
+        log(f"error: {e}")
+        rc = 1
+    finally:
+        stopping = True
+        if gunicorn is not None:
+            stop_process_group(gunicorn, [(signal.SIGTERM, GUNICORN_STOP_TIMEOUT)])
+        if s3 is not None:
+            s3.stop()
+        if postgres is not None:
+            postgres.stop()
+    log("stopped")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

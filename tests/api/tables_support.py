@@ -1,0 +1,66 @@
+"""Request bodies and small helpers shared by the table API tests."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+PREFIX = "/v1/test"
+
+SCHEMA: dict[str, Any] = {
+    "type": "struct",
+    "schema-id": 0,
+    "fields": [
+        {"id": 1, "name": "id", "type": "long", "required": True},
+        {"id": 2, "name": "ts", "type": "timestamptz", "required": False},
+        {"id": 3, "name": "data", "type": "string", "required": False},
+    ],
+}
+PARTITION_SPEC: dict[str, Any] = {
+    "spec-id": 0,
+    "fields": [{"source-id": 2, "field-id": 1000, "name": "ts_day", "transform": "day"}],
+}
+SORT_ORDER: dict[str, Any] = {
+    "order-id": 1,
+    "fields": [{"source-id": 1, "transform": "identity", "direction": "asc", "null-order": "nulls-first"}],
+}
+
+
+def create_request(name: str, **extra: Any) -> dict[str, Any]:
+    body = {"name": name, "schema": copy.deepcopy(SCHEMA), "partition-spec": copy.deepcopy(PARTITION_SPEC)}
+    body.update(extra)
+    return body
+
+
+def tables_url(namespace: str = "db") -> str:
+    return f"{PREFIX}/namespaces/{namespace}/tables"
+
+
+def table_url(name: str, namespace: str = "db") -> str:
+    return f"{tables_url(namespace)}/{name}"
+
+
+def snapshot(snapshot_id: int, sequence_number: int, parent: int | None = None, ts: int = 1_700_000_000_000,
+             schema_id: int = 0) -> dict[str, Any]:
+    body = {
+        "snapshot-id": snapshot_id,
+        "sequence-number": sequence_number,
+        "timestamp-ms": ts,
+        "manifest-list": f"s3://growler-test-warehouse/db/t/metadata/snap-{snapshot_id}.avro",
+        "summary": {"operation": "append"},
+        "schema-id": schema_id,
+    }
+    if parent is not None:
+        body["parent-snapshot-id"] = parent
+    return body
+
+
+def append(client, url: str, snapshot_id: int, sequence_number: int, parent: int | None):
+    """Commit one snapshot to main the way clients do: add-snapshot + set-snapshot-ref + requirement."""
+    return client.post(url, json={
+        "requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": parent}],
+        "updates": [
+            {"action": "add-snapshot", "snapshot": snapshot(snapshot_id, sequence_number, parent)},
+            {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": snapshot_id},
+        ],
+    })

@@ -1,0 +1,493 @@
+"""Table operations through the HTTP API on real PostgreSQL and S3."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import time
+
+import pytest
+
+from tests.api.tables_support import (
+    PREFIX,
+    SORT_ORDER,
+    append,
+    create_request,
+    table_url,
+    tables_url,
+)
+from tests.conftest import TEST_BUCKET
+
+METADATA_FILE = re.compile(r"/metadata/\d{5}-[0-9a-f-]{36}\.metadata\.json$")
+
+
+@pytest.fixture
+def ns(client):
+    assert client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]}).status_code == 200
+    return "db"
+
+
+@pytest.fixture
+def s3(app):
+    return app.app.extensions["growler.catalog"].objects
+
+
+def objects_under(s3, location: str) -> list[str]:
+    return list(s3.list(location.rstrip("/") + "/"))
+
+
+def bucket_objects(s3) -> set[str]:
+    return set(s3.list(f"s3://{TEST_BUCKET}/"))
+
+
+def set_properties(client, table: str, **properties: str):
+    updates = [{"action": "set-properties", "updates": properties}]
+    return client.post(table_url(table), json={"requirements": [], "updates": updates})
+
+
+def error_type(response) -> str:
+    return response.json()["error"]["type"]
+
+
+def test_create_table(client, ns, s3, db):
+    response = client.post(tables_url(), json=create_request("events", properties={"owner": "ana"}))
+    assert response.status_code == 200, response.text
+    body = response.json()
+    metadata = body["metadata"]
+    assert METADATA_FILE.search(body["metadata-location"])
+    assert metadata["format-version"] == 2
+    assert metadata["location"].startswith(f"s3://{TEST_BUCKET}/db/events-")
+    assert metadata["properties"]["owner"] == "ana"
+    assert metadata["current-schema-id"] == 0
+    assert metadata["partition-specs"][0]["fields"][0]["field-id"] == 1000
+    assert metadata["last-partition-id"] == 1000
+    assert s3.exists(body["metadata-location"])
+    stored = json.loads(s3.read(body["metadata-location"]))
+    assert stored == metadata
+    assert response.headers["ETag"]
+    row = db.execute("SELECT metadata_location FROM catalog_entry WHERE name = 'events'").fetchone()
+    assert row[0] == body["metadata-location"]
+
+
+def test_create_assigns_fresh_ids(client, ns):
+    request = create_request("fresh")
+    request["schema"]["fields"] = [
+        {"id": 10, "name": "a", "type": "long", "required": True},
+        {
+            "id": 20,
+            "name": "s",
+            "type": {"type": "struct", "fields": [{"id": 30, "name": "x", "type": "int", "required": False}]},
+            "required": False,
+        },
+    ]
+    request["partition-spec"] = {"fields": [{"source-id": 30, "field-id": 5, "name": "x_id", "transform": "identity"}]}
+    request["write-order"] = {
+        "order-id": 7,
+        "fields": [{"source-id": 10, "transform": "identity", "direction": "desc", "null-order": "nulls-last"}],
+    }
+    metadata = client.post(tables_url(), json=request).json()["metadata"]
+    fields = metadata["schemas"][0]["fields"]
+    assert [f["id"] for f in fields] == [1, 2]
+    assert fields[1]["type"]["fields"][0]["id"] == 3
+    assert metadata["last-column-id"] == 3
+    assert metadata["partition-specs"][0]["fields"][0] == {
+        "source-id": 3,
+        "field-id": 1000,
+        "name": "x_id",
+        "transform": "identity",
+    }
+    assert metadata["sort-orders"][-1]["fields"][0]["source-id"] == 1
+    assert metadata["default-sort-order-id"] == 1
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_format_versions(client, ns, version):
+    request = create_request(f"v{version}", properties={"format-version": str(version)})
+    response = client.post(tables_url(), json=request)
+    assert response.status_code == 200, response.text
+    assert response.json()["metadata"]["format-version"] == version
+
+
+def test_create_in_missing_namespace_is_404(client, ns):
+    response = client.post(tables_url("nowhere"), json=create_request("t"))
+    assert response.status_code == 404
+    assert error_type(response) == "NoSuchNamespaceException"
+
+
+def test_create_existing_is_409_and_writes_nothing(client, ns, s3):
+    assert client.post(tables_url(), json=create_request("dup")).status_code == 200
+    before = bucket_objects(s3)
+    response = client.post(tables_url(), json=create_request("dup"))
+    assert response.status_code == 409
+    assert error_type(response) == "AlreadyExistsException"
+    assert bucket_objects(s3) == before
+
+
+def test_recreated_table_gets_a_new_location(client, ns):
+    first = client.post(tables_url(), json=create_request("again")).json()["metadata"]["location"]
+    assert client.delete(table_url("again")).status_code == 204
+    second = client.post(tables_url(), json=create_request("again")).json()["metadata"]["location"]
+    assert first != second
+
+
+def test_caller_location_inside_warehouse_is_honoured(client, ns):
+    location = f"s3://{TEST_BUCKET}/custom/place"
+    response = client.post(tables_url(), json=create_request("placed", location=location))
+    assert response.status_code == 200
+    assert response.json()["metadata"]["location"] == location
+    assert response.json()["metadata-location"].startswith(location + "/metadata/")
+
+
+def test_caller_location_outside_warehouse_is_400(client, ns, db):
+    response = client.post(tables_url(), json=create_request("escape", location="s3://other-bucket/x"))
+    assert response.status_code == 400
+    assert db.execute("SELECT count(*) FROM catalog_entry").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "struct", "fields": [{"id": 1, "name": "a", "type": "no-such-type", "required": True}]},
+        {
+            "type": "struct",
+            "fields": [
+                {"id": 1, "name": "a", "type": "int", "required": True},
+                {"id": 1, "name": "b", "type": "int", "required": True},
+            ],
+        },
+        {
+            "type": "struct",
+            "fields": [
+                {"id": 1, "name": "a", "type": "int", "required": True},
+                {"id": 2, "name": "a", "type": "int", "required": True},
+            ],
+        },
+    ],
+)
+def test_invalid_schema_is_400_and_leaves_nothing(client, ns, s3, db, schema):
+    before = bucket_objects(s3)
+    request = {"name": "bad", "schema": schema}
+    response = client.post(tables_url(), json=request)
+    assert response.status_code == 400, response.text
+    assert error_type(response) == "BadRequestException"
+    assert db.execute("SELECT count(*) FROM catalog_entry").fetchone()[0] == 0
+    assert bucket_objects(s3) == before
+
+
+def test_stage_create_writes_nothing(client, ns, s3, db):
+    before = bucket_objects(s3)
+    response = client.post(tables_url(), json=create_request("staged", **{"stage-create": True}))
+    assert response.status_code == 200
+    body = response.json()
+    assert "metadata-location" not in body or body["metadata-location"] is None
+    assert body["metadata"]["schemas"][0]["fields"][0]["name"] == "id"
+    assert db.execute("SELECT count(*) FROM catalog_entry").fetchone()[0] == 0
+    assert bucket_objects(s3) == before
+    assert client.head(table_url("staged")).status_code == 404
+
+
+def test_staged_create_commits_with_assert_create(client, ns, s3):
+    staged = client.post(tables_url(), json=create_request("ctas", **{"stage-create": True})).json()["metadata"]
+    updates = [
+        {"action": "assign-uuid", "uuid": staged["table-uuid"]},
+        {"action": "upgrade-format-version", "format-version": staged["format-version"]},
+        {"action": "add-schema", "schema": staged["schemas"][0], "last-column-id": staged["last-column-id"]},
+        {"action": "set-current-schema", "schema-id": -1},
+        {"action": "add-spec", "spec": staged["partition-specs"][0]},
+        {"action": "set-default-spec", "spec-id": -1},
+        {"action": "add-sort-order", "sort-order": staged["sort-orders"][0]},
+        {"action": "set-default-sort-order", "sort-order-id": -1},
+        {"action": "set-location", "location": staged["location"]},
+        {"action": "set-properties", "updates": {"created-by": "ctas"}},
+    ]
+    response = client.post(table_url("ctas"), json={"requirements": [{"type": "assert-create"}], "updates": updates})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["metadata"]["table-uuid"] == staged["table-uuid"]
+    assert body["metadata"]["properties"]["created-by"] == "ctas"
+    assert s3.exists(body["metadata-location"])
+    again = client.post(table_url("ctas"), json={"requirements": [{"type": "assert-create"}], "updates": updates})
+    assert again.status_code == 409
+    assert error_type(again) == "CommitFailedException"
+
+
+def test_load_table_etag_and_304(client, ns):
+    created = client.post(tables_url(), json=create_request("etag"))
+    loaded = client.get(table_url("etag"))
+    assert loaded.status_code == 200
+    etag = loaded.headers["ETag"]
+    assert loaded.json()["metadata"] == created.json()["metadata"]
+    not_modified = client.get(table_url("etag"), headers={"If-None-Match": etag})
+    assert not_modified.status_code == 304
+    assert not_modified.content == b""
+    set_properties(client, "etag", k="v")
+    changed = client.get(table_url("etag"), headers={"If-None-Match": etag})
+    assert changed.status_code == 200
+    assert changed.headers["ETag"] != etag
+    assert client.get(table_url("etag"), params={"snapshots": "refs"}).headers["ETag"] != changed.headers["ETag"]
+
+
+def test_load_missing_table_is_404(client, ns):
+    response = client.get(table_url("missing"))
+    assert response.status_code == 404
+    assert error_type(response) == "NoSuchTableException"
+    assert error_type(client.get(table_url("t", "nons"))) == "NoSuchNamespaceException"
+
+
+def test_snapshots_refs_hides_unreferenced_snapshots(client, ns):
+    client.post(tables_url(), json=create_request("refs"))
+    assert append(client, table_url("refs"), 1, 1, None).status_code == 200
+    assert append(client, table_url("refs"), 2, 2, 1).status_code == 200
+    all_snapshots = client.get(table_url("refs")).json()["metadata"]["snapshots"]
+    refs_only = client.get(table_url("refs"), params={"snapshots": "refs"}).json()["metadata"]["snapshots"]
+    assert sorted(s["snapshot-id"] for s in all_snapshots) == [1, 2]
+    assert [s["snapshot-id"] for s in refs_only] == [2]
+
+
+def test_credentials_only_when_delegation_is_requested(client, ns, settings):
+    client.post(tables_url(), json=create_request("creds"))
+    plain = client.get(table_url("creds"))
+    assert "storage-credentials" not in plain.json()
+    assert settings.s3.secret_key not in plain.text
+    assert plain.json()["config"]["s3.endpoint"] == settings.s3.endpoint
+    vended = client.get(table_url("creds"), headers={"X-Iceberg-Access-Delegation": "vended-credentials"}).json()
+    (credential,) = vended["storage-credentials"]
+    assert vended["metadata"]["location"].startswith(credential["prefix"])
+    assert credential["config"]["s3.access-key-id"] == settings.s3.access_key
+    assert credential["config"]["s3.secret-access-key"] == settings.s3.secret_key
+    loaded = client.get(f"{table_url('creds')}/credentials").json()
+    assert loaded["storage-credentials"] == vended["storage-credentials"]
+
+
+def test_head_table(client, ns):
+    client.post(tables_url(), json=create_request("exists"))
+    assert client.head(table_url("exists")).status_code == 204
+    assert client.head(table_url("nope")).status_code == 404
+
+
+def test_list_tables_pagination_over_1000_tables(client, ns, db):
+    ns_id = db.execute("SELECT id FROM namespace WHERE path = '{db}'").fetchone()[0]
+    with db.cursor() as cursor:
+        cursor.executemany(
+            "INSERT INTO catalog_entry (namespace_id, name, kind, uuid, location, metadata_location, metadata)"
+            " VALUES (%s, %s, 'table', gen_random_uuid(), 's3://b/t', 's3://b/t/m.json', '{}')",
+            [(ns_id, f"t{i:04d}") for i in range(1000)],
+        )
+    db.execute(
+        "INSERT INTO catalog_entry (namespace_id, name, kind, uuid, location, metadata_location, metadata)"
+        " VALUES (%s, 'a_view', 'view', gen_random_uuid(), 's3://b/v', 's3://b/v/m.json', '{}')",
+        (ns_id,),
+    )
+    names, token, pages = [], "", 0
+    while True:
+        body = client.get(tables_url(), params={"pageToken": token, "pageSize": 100}).json()
+        pages += 1
+        names += [identifier["name"] for identifier in body["identifiers"]]
+        token = body.get("next-page-token")
+        if not token:
+            break
+    assert pages == 10
+    assert names == [f"t{i:04d}" for i in range(1000)]
+    assert len(client.get(tables_url()).json()["identifiers"]) == 1000
+
+
+def test_commit_rejects_failed_requirement_and_writes_nothing(client, ns, s3):
+    client.post(tables_url(), json=create_request("guarded"))
+    before = bucket_objects(s3)
+    response = client.post(
+        table_url("guarded"),
+        json={
+            "requirements": [{"type": "assert-current-schema-id", "current-schema-id": 5}],
+            "updates": [{"action": "set-properties", "updates": {"k": "v"}}],
+        },
+    )
+    assert response.status_code == 409
+    assert error_type(response) == "CommitFailedException"
+    message = response.json()["error"]["message"]
+    assert "5" in message and "0" in message
+    assert bucket_objects(s3) == before
+    assert "k" not in client.get(table_url("guarded")).json()["metadata"]["properties"]
+
+
+@pytest.mark.parametrize(
+    "update",
+    [
+        {"action": "set-current-schema", "schema-id": 42},
+        {"action": "set-default-spec", "spec-id": 42},
+        {"action": "set-default-sort-order", "sort-order-id": 42},
+        {"action": "remove-schemas", "schema-ids": [0]},
+        {"action": "upgrade-format-version", "format-version": 1},
+    ],
+)
+def test_invalid_update_is_400_and_writes_nothing(client, ns, s3, update):
+    created = client.post(tables_url(), json=create_request("strict")).json()
+    before = bucket_objects(s3)
+    response = client.post(table_url("strict"), json={"requirements": [], "updates": [update]})
+    assert response.status_code == 400, response.text
+    assert error_type(response) == "BadRequestException"
+    assert bucket_objects(s3) == before
+    assert client.get(table_url("strict")).json()["metadata-location"] == created["metadata-location"]
+
+
+def test_commit_writes_a_new_version_and_keeps_the_log(client, ns, s3):
+    created = client.post(tables_url(), json=create_request("versions")).json()
+    first = created["metadata-location"]
+    committed = client.post(
+        table_url("versions"),
+        json={
+            "requirements": [{"type": "assert-table-uuid", "uuid": created["metadata"]["table-uuid"]}],
+            "updates": [
+                {"action": "add-sort-order", "sort-order": SORT_ORDER},
+                {"action": "set-default-sort-order", "sort-order-id": -1},
+            ],
+        },
+    )
+    assert committed.status_code == 200, committed.text
+    body = committed.json()
+    assert body["metadata-location"] != first
+    assert (
+        int(METADATA_FILE.search(body["metadata-location"]).group(0)[10:15])
+        == int(METADATA_FILE.search(first).group(0)[10:15]) + 1
+    )
+    assert body["metadata"]["metadata-log"][-1]["metadata-file"] == first
+    assert s3.exists(first) and s3.exists(body["metadata-location"])
+    assert json.loads(s3.read(body["metadata-location"])) == body["metadata"]
+
+
+def test_appends_maintain_snapshot_log_and_sequence_numbers(client, ns):
+    client.post(tables_url(), json=create_request("appends"))
+    parent = None
+    for i in range(1, 4):
+        response = append(client, table_url("appends"), i, i, parent)
+        assert response.status_code == 200, response.text
+        parent = i
+    metadata = client.get(table_url("appends")).json()["metadata"]
+    assert metadata["current-snapshot-id"] == 3
+    assert metadata["last-sequence-number"] == 3
+    assert [entry["snapshot-id"] for entry in metadata["snapshot-log"]] == [1, 2, 3]
+    stale = append(client, table_url("appends"), 9, 4, 1)
+    assert stale.status_code == 409
+    assert error_type(stale) == "CommitFailedException"
+
+
+def test_gzip_metadata_files(client, ns, s3):
+    request = create_request("zipped", properties={"write.metadata.compression-codec": "gzip"})
+    body = client.post(tables_url(), json=request).json()
+    assert body["metadata-location"].endswith(".gz.metadata.json")
+    assert json.loads(gzip.decompress(s3.read(body["metadata-location"]))) == body["metadata"]
+    assert client.get(table_url("zipped")).json()["metadata"] == body["metadata"]
+
+
+def test_delete_after_commit_keeps_previous_versions_max(client, ns, s3):
+    request = create_request(
+        "trimmed",
+        properties={"write.metadata.delete-after-commit.enabled": "true", "write.metadata.previous-versions-max": "2"},
+    )
+    locations = [client.post(tables_url(), json=request).json()["metadata-location"]]
+    for i in range(4):
+        body = set_properties(client, "trimmed", n=str(i)).json()
+        locations.append(body["metadata-location"])
+    assert [entry["metadata-file"] for entry in body["metadata"]["metadata-log"]] == locations[-3:-1]
+    assert [s3.exists(location) for location in locations] == [False, False, True, True, True]
+
+
+def test_drop_table_keeps_files_without_purge(client, ns, s3):
+    body = client.post(tables_url(), json=create_request("keep")).json()
+    assert client.delete(table_url("keep")).status_code == 204
+    assert client.head(table_url("keep")).status_code == 404
+    assert s3.exists(body["metadata-location"])
+    assert error_type(client.delete(table_url("keep"))) == "NoSuchTableException"
+
+
+def test_drop_table_with_purge_deletes_every_object(client, ns, s3, app):
+    body = client.post(tables_url(), json=create_request("purged")).json()
+    location = body["metadata"]["location"]
+    s3.write_new(f"{location}/data/part-0.parquet", b"data")
+    set_properties(client, "purged", a="b")
+    neighbour = client.post(tables_url(), json=create_request("neighbour")).json()
+    assert len(objects_under(s3, location)) == 3
+    assert client.delete(table_url("purged"), params={"purgeRequested": "true"}).status_code == 204
+    deadline = time.monotonic() + 30
+    while objects_under(s3, location) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert objects_under(s3, location) == []
+    assert s3.exists(neighbour["metadata-location"])
+
+
+def test_rename_table(client, ns):
+    client.post(f"{PREFIX}/namespaces", json={"namespace": ["other"]})
+    client.post(tables_url(), json=create_request("old"))
+    rename = {"source": {"namespace": ["db"], "name": "old"}, "destination": {"namespace": ["db"], "name": "new"}}
+    assert client.post(f"{PREFIX}/tables/rename", json=rename).status_code == 204
+    assert client.head(table_url("new")).status_code == 204
+    assert client.head(table_url("old")).status_code == 404
+    across = {"source": {"namespace": ["db"], "name": "new"}, "destination": {"namespace": ["other"], "name": "moved"}}
+    assert client.post(f"{PREFIX}/tables/rename", json=across).status_code == 204
+    assert client.head(table_url("moved", "other")).status_code == 204
+
+
+def test_rename_errors(client, ns):
+    client.post(tables_url(), json=create_request("a"))
+    client.post(tables_url(), json=create_request("b"))
+
+    def rename(src_ns, src, dst_ns, dst):
+        return client.post(
+            f"{PREFIX}/tables/rename",
+            json={"source": {"namespace": src_ns, "name": src}, "destination": {"namespace": dst_ns, "name": dst}},
+        )
+
+    missing = rename(["db"], "zzz", ["db"], "c")
+    assert (missing.status_code, error_type(missing)) == (404, "NoSuchTableException")
+    no_src_ns = rename(["nons"], "a", ["db"], "c")
+    assert (no_src_ns.status_code, error_type(no_src_ns)) == (404, "NoSuchNamespaceException")
+    no_dst_ns = rename(["db"], "a", ["nons"], "c")
+    assert (no_dst_ns.status_code, error_type(no_dst_ns)) == (404, "NoSuchNamespaceException")
+    taken = rename(["db"], "a", ["db"], "b")
+    assert (taken.status_code, error_type(taken)) == (409, "AlreadyExistsException")
+    assert client.head(table_url("a")).status_code == 204
+
+
+def test_register_table(client, ns):
+    created = client.post(tables_url(), json=create_request("orig")).json()
+    assert client.delete(table_url("orig")).status_code == 204
+    register = {"name": "back", "metadata-location": created["metadata-location"]}
+    response = client.post(f"{PREFIX}/namespaces/db/register", json=register)
+    assert response.status_code == 200, response.text
+    assert response.json()["metadata"]["table-uuid"] == created["metadata"]["table-uuid"]
+    assert client.get(table_url("back")).json()["metadata-location"] == created["metadata-location"]
+    again = client.post(f"{PREFIX}/namespaces/db/register", json=register)
+    assert (again.status_code, error_type(again)) == (409, "AlreadyExistsException")
+    overwritten = client.post(f"{PREFIX}/namespaces/db/register", json={**register, "overwrite": True})
+    assert overwritten.status_code == 200
+
+
+def test_register_missing_or_invalid_file_is_400(client, ns, s3, db):
+    missing = client.post(
+        f"{PREFIX}/namespaces/db/register",
+        json={"name": "x", "metadata-location": f"s3://{TEST_BUCKET}/nothing/here.metadata.json"},
+    )
+    assert (missing.status_code, error_type(missing)) == (400, "BadRequestException")
+    junk_location = f"s3://{TEST_BUCKET}/junk/00001-junk.metadata.json"
+    s3.write_new(junk_location, b'{"not": "metadata"}')
+    junk = client.post(f"{PREFIX}/namespaces/db/register", json={"name": "x", "metadata-location": junk_location})
+    assert (junk.status_code, error_type(junk)) == (400, "BadRequestException")
+    assert db.execute("SELECT count(*) FROM catalog_entry").fetchone()[0] == 0
+
+
+def test_report_metrics(client, ns, db):
+    client.post(tables_url(), json=create_request("measured"))
+    report = {
+        "report-type": "commit-report",
+        "table-name": "db.measured",
+        "snapshot-id": 1,
+        "sequence-number": 1,
+        "operation": "append",
+        "metrics": {"total-duration": {"count": 1, "time-unit": "nanoseconds", "total-duration": 100}},
+    }
+    assert client.post(f"{table_url('measured')}/metrics", json=report).status_code == 204
+    stored = db.execute("SELECT report_type, report FROM metrics_report").fetchall()
+    assert stored == [("commit-report", report)]
+    assert client.post(f"{table_url('ghost')}/metrics", json=report).status_code == 404
+    bad = client.post(f"{table_url('measured')}/metrics", json={"report-type": "commit-report"})
+    assert bad.status_code == 400

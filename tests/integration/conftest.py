@@ -1,0 +1,94 @@
+"""A real gunicorn serving Growler (ASGI worker), for real clients to talk to."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Server:
+    url: str
+    warehouse: str
+    process: subprocess.Popen
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def server_env(settings, bind: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        GROWLER_BIND=bind,
+        GROWLER_DATABASE_URL=settings.database_url,
+        GROWLER_WAREHOUSE=settings.warehouse,
+        GROWLER_WAREHOUSE_LOCATION=settings.warehouse_location,
+        GROWLER_S3_ENDPOINT=settings.s3.endpoint or "",
+        GROWLER_S3_ACCESS_KEY=settings.s3.access_key or "",
+        GROWLER_S3_SECRET_KEY=settings.s3.secret_key or "",
+        GROWLER_S3_REGION=settings.s3.region,
+        GROWLER_WORKERS=os.environ.get("GROWLER_TEST_WORKERS", "2"),
+        GROWLER_VALIDATE_RESPONSES="true",
+    )
+    return env
+
+
+def start_server(settings, tmp_dir: Path) -> Server:
+    from scripts.services import free_port
+
+    port = free_port()
+    log_path = tmp_dir / f"gunicorn-{port}.log"
+    with open(log_path, "wb") as log_file:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "-c", str(REPO / "gunicorn.conf.py")],
+            cwd=REPO,
+            env=server_env(settings, f"127.0.0.1:{port}"),
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    server = Server(f"http://127.0.0.1:{port}", settings.warehouse, process, log_path)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"gunicorn exited with {process.returncode}:\n{server.log()}")
+        try:
+            if httpx.get(f"{server.url}/readyz", timeout=2).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    stop_server(server)
+    raise RuntimeError(f"gunicorn did not become ready:\n{server.log()}")
+
+
+def stop_server(server: Server) -> None:
+    if server.process.poll() is None:
+        os.killpg(server.process.pid, signal.SIGTERM)
+        try:
+            server.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.process.pid, signal.SIGKILL)
+            server.process.wait()
+
+
+@pytest.fixture(scope="session")
+def server(settings, app, tmp_path_factory) -> Iterator[Server]:
+    # `app` first: it migrates the database, so the workers start against a ready schema
+    running = start_server(settings, tmp_path_factory.mktemp("gunicorn"))
+    try:
+        yield running
+    finally:
+        stop_server(running)

@@ -1,0 +1,284 @@
+"""The embedded PostgreSQL / SeaweedFS helpers used by `make run` and the test suite.
+
+Self-contained (no conftest): run with
+``python -m pytest -p no:cacheprovider --noconftest tests/integration/test_embedded_services.py``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+from minio.error import S3Error
+
+from scripts.services import EmbeddedPostgres, EmbeddedS3, free_port, port_is_listening
+
+REPO = Path(__file__).resolve().parents[2]
+ACCESS_KEY = "embedded-test"
+SECRET_KEY = "embedded-test-secret"
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Pids whose command line mentions ``text`` (our data dirs are unique)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmd:
+            pids.append(int(entry.name))
+    return pids
+
+
+def wait_until(predicate, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def put(s3: EmbeddedS3, bucket: str, key: str, body: bytes) -> None:
+    s3.client().put_object(bucket, key, io.BytesIO(body), len(body))
+
+
+def get(client, bucket: str, key: str) -> bytes:
+    resp = client.get_object(bucket, key)
+    try:
+        return resp.read()
+    finally:
+        resp.close()
+        resp.release_conn()
+
+
+@pytest.fixture
+def pg(tmp_path: Path):
+    server = EmbeddedPostgres(tmp_path / "pg", free_port(), fast=True)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3(tmp_path: Path):
+    server = EmbeddedS3(tmp_path / "s3", free_port(), ACCESS_KEY, SECRET_KEY)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_postgres_select_restart_keeps_data_and_stop_frees_port(pg: EmbeddedPostgres, tmp_path: Path):
+    with pg:
+        assert pg.running
+        assert pg.url == f"postgresql://growler@127.0.0.1:{pg.port}/growler"
+        assert (tmp_path / "postgres.log").exists()
+        with psycopg.connect(pg.url, autocommit=True) as conn:
+            assert conn.execute("select 1").fetchone() == (1,)
+            assert conn.execute("select current_database(), current_user").fetchone() == ("growler", "growler")
+            conn.execute("create table kept (v text)")
+            conn.execute("insert into kept values ('before restart')")
+
+        pg.restart()
+
+        assert pg.running
+        with psycopg.connect(pg.url) as conn:
+            assert conn.execute("select v from kept").fetchall() == [("before restart",)]
+
+    assert not pg.running
+    assert not port_is_listening(pg.port)
+    assert processes_mentioning(str(pg.data_dir)) == []
+
+
+def test_postgres_recovers_from_crash_with_stale_pidfile(pg: EmbeddedPostgres):
+    pg.start()
+    with psycopg.connect(pg.url, autocommit=True) as conn:
+        conn.execute("create table t (v int)")
+        conn.execute("insert into t values (42)")
+    # crash: SIGKILL the whole server (postmaster + backends), postmaster.pid stays behind
+    os.killpg(pg.pid, signal.SIGKILL)
+    assert wait_until(lambda: not pg.running)
+    assert wait_until(lambda: processes_mentioning(str(pg.data_dir)) == [])
+    assert (pg.data_dir / "postmaster.pid").exists()
+
+    pg.start()
+
+    with psycopg.connect(pg.url) as conn:
+        assert conn.execute("select v from t").fetchall() == [(42,)]
+    pg.stop()
+    assert not port_is_listening(pg.port)
+
+
+def test_s3_roundtrip_auth_restart_and_stop(s3: EmbeddedS3, tmp_path: Path):
+    with s3:
+        assert s3.endpoint == f"http://127.0.0.1:{s3.port}"
+        assert (tmp_path / "weed.log").exists()
+        s3.ensure_bucket("growler-test")
+        s3.ensure_bucket("growler-test")  # idempotent
+        put(s3, "growler-test", "dir/object.txt", b"before restart")
+        assert get(s3.client(), "growler-test", "dir/object.txt") == b"before restart"
+
+        # wrong secret / unknown key / anonymous are all refused
+        for access_key, secret_key in [(ACCESS_KEY, "not-the-secret"), ("nobody", SECRET_KEY), ("", "")]:
+            client = s3.client(retries=False, access_key=access_key, secret_key=secret_key)
+            with pytest.raises(S3Error) as err:
+                get(client, "growler-test", "dir/object.txt")
+            assert err.value.code in {"SignatureDoesNotMatch", "InvalidAccessKeyId", "AccessDenied"}
+            with pytest.raises(S3Error):
+                client.list_buckets()
+
+        ports = set(s3.ports.values()) | {s3.port}
+        s3.restart()
+
+        assert s3.running
+        assert set(s3.ports.values()) | {s3.port} == ports  # internal ports are remembered
+        assert get(s3.client(), "growler-test", "dir/object.txt") == b"before restart"
+        put(s3, "growler-test", "after.txt", b"after restart")
+        assert get(s3.client(), "growler-test", "after.txt") == b"after restart"
+
+    assert not s3.running
+    for port in ports:
+        assert not port_is_listening(port), port
+    assert processes_mentioning(str(s3.data_dir)) == []
+    leftovers = [p for port in ports for p in Path("/tmp").glob(f"seaweedfs-*-{port}.sock")]
+    assert leftovers == []
+
+
+def test_s3_recovers_from_crash(s3: EmbeddedS3):
+    s3.start()
+    s3.ensure_bucket("crash")
+    put(s3, "crash", "k", b"survives SIGKILL")
+    os.killpg(s3.pid, signal.SIGKILL)
+    assert wait_until(lambda: not s3.running)
+
+    s3.start()
+
+    assert get(s3.client(), "crash", "k") == b"survives SIGKILL"
+
+
+def test_changed_secret_key_takes_effect_on_restart(tmp_path: Path):
+    data = tmp_path / "s3"
+    with EmbeddedS3(data, free_port(), ACCESS_KEY, SECRET_KEY) as first:
+        first.ensure_bucket("keys")
+        port = first.port
+    with EmbeddedS3(data, port, ACCESS_KEY, "a-new-secret") as second:
+        second.ensure_bucket("keys")  # works with the new secret
+        old = second.client(retries=False, secret_key=SECRET_KEY)
+        with pytest.raises(S3Error):
+            old.list_buckets()
+
+
+def test_children_die_with_their_parent(tmp_path: Path):
+    """A parent killed with SIGKILL (no atexit) must not leave servers behind."""
+    script = textwrap.dedent(
+        f"""
+        import json, sys, time
+        from pathlib import Path
+        from scripts.services import EmbeddedPostgres, EmbeddedS3, free_port
+        root = Path({str(tmp_path)!r})
+        pg = EmbeddedPostgres(root / "pg", free_port(), fast=True).start()
+        s3 = EmbeddedS3(root / "s3", free_port(), "k", "secret-key").start()
+        print(json.dumps({{"pg": [pg.pid, pg.port], "s3": [s3.pid, s3.port]}}), flush=True)
+        time.sleep(600)
+        """
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=REPO, stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        line = parent.stdout.readline()
+        assert line, "child script failed to start the services"
+        info = json.loads(line)
+        assert port_is_listening(info["pg"][1]) and port_is_listening(info["s3"][1])
+        parent.kill()
+        parent.wait()
+        assert wait_until(lambda: processes_mentioning(str(tmp_path)) == [], timeout=15)
+        assert not port_is_listening(info["pg"][1])
+        assert not port_is_listening(info["s3"][1])
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+        for pid in processes_mentioning(str(tmp_path)):  # only if the assertion above failed
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    # the leftovers of the dead run (stale postmaster.pid, weed's /tmp sockets) do not
+    # prevent a new start, and a clean stop removes them
+    with EmbeddedPostgres(tmp_path / "pg", free_port(), fast=True) as pg:
+        with psycopg.connect(pg.url) as conn:
+            assert conn.execute("select 1").fetchone() == (1,)
+    with EmbeddedS3(tmp_path / "s3", info["s3"][1], "k", "secret-key") as s3:
+        s3.client().list_buckets()
+        ports = set(s3.ports.values()) | {s3.port}
+    assert [p for port in ports for p in Path("/tmp").glob(f"seaweedfs-*-{port}.sock")] == []
+
+
+def test_second_instance_on_same_data_dir_is_refused(pg: EmbeddedPostgres, s3: EmbeddedS3):
+    pg.start()
+    s3.start()
+    with pytest.raises(RuntimeError, match="already running"):
+        EmbeddedPostgres(pg.data_dir, free_port(), fast=True).start()
+    with pytest.raises(RuntimeError, match="already running"):
+        EmbeddedS3(s3.data_dir, free_port(), ACCESS_KEY, SECRET_KEY).start()
+    assert pg.running and s3.running  # untouched
+    with psycopg.connect(pg.url) as conn:
+        assert conn.execute("select 1").fetchone() == (1,)
+
+
+def test_orphans_of_a_dead_run_are_stopped_on_start(tmp_path: Path):
+    """If a child ever misses its parent-death signal, the next start() cleans up."""
+    script = textwrap.dedent(
+        f"""
+        import json, time
+        from pathlib import Path
+        from scripts import services
+        services._libc = None  # simulate a missed parent-death signal
+        root = Path({str(tmp_path)!r})
+        pg = services.EmbeddedPostgres(root / "pg", services.free_port(), fast=True).start()
+        s3 = services.EmbeddedS3(root / "s3", services.free_port(), "k", "secret-key").start()
+        print(json.dumps({{"pg": pg.pid, "s3": s3.pid, "s3_port": s3.port}}), flush=True)
+        time.sleep(600)
+        """
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=REPO, stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        line = parent.stdout.readline()
+        assert line, "child script failed to start the services"
+        info = json.loads(line)
+        parent.kill()  # only the parent: its servers keep running as orphans
+        parent.wait()
+        assert processes_mentioning(str(tmp_path))  # orphans exist
+
+        with EmbeddedPostgres(tmp_path / "pg", free_port(), fast=True) as pg:
+            with psycopg.connect(pg.url) as conn:
+                assert conn.execute("select 1").fetchone() == (1,)
+        with EmbeddedS3(tmp_path / "s3", info["s3_port"], "k", "secret-key") as s3:
+            s3.client().list_buckets()
+        assert processes_mentioning(str(tmp_path)) == []
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+        for pid in processes_mentioning(str(tmp_path)):  # only if an assertion above failed
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass

@@ -1,0 +1,739 @@
+"""Creating tables, staged creates, the metadata and snapshot logs, files, and (de)serialisation."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import uuid
+
+import pytest
+from pyiceberg.partitioning import PartitionField, PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.table.metadata import TableMetadataUtil
+from pyiceberg.table.metadata import new_table_metadata as pyiceberg_new_table_metadata
+from pyiceberg.table.sorting import NullOrder, SortDirection, SortField, SortOrder
+from pyiceberg.table.update import (
+    AddPartitionSpecUpdate,
+    AddSchemaUpdate,
+    AddSortOrderUpdate,
+    AssertCreate,
+    AssignUUIDUpdate,
+    SetCurrentSchemaUpdate,
+    SetDefaultSortOrderUpdate,
+    SetDefaultSpecUpdate,
+    SetLocationUpdate,
+    SetPropertiesUpdate,
+    UpgradeFormatVersionUpdate,
+)
+from pyiceberg.transforms import DayTransform, IdentityTransform
+from pyiceberg.types import LongType, NestedField, StringType, TimestamptzType
+from table_metadata_builders import (
+    LOCATION,
+    T0,
+    TABLE_UUID,
+    add_snapshot,
+    append,
+    apply,
+    as_json,
+    create_request,
+    event_schema,
+    metadata_file,
+    new_table,
+    set_ref,
+    snapshot,
+    table_with_history,
+)
+
+from app import table_metadata as tm
+from app.errors import BadRequest
+
+# -- new_table_metadata: fresh ids ----------------------------------------------------------
+
+
+def test_columns_are_renumbered_in_java_order_through_map_list_struct():
+    schema = new_table().schema()
+    ids = {
+        name: schema.find_field(name).field_id
+        for name in (
+            "id",
+            "ts",
+            "items",
+            "geo",
+            "items.key",
+            "items.value",
+            "items.value.element",
+            "items.value.element.name",
+            "items.value.element.qty",
+            "geo.lat",
+            "geo.country",
+        )
+    }
+    assert ids == {
+        "id": 1,
+        "ts": 2,
+        "items": 3,
+        "geo": 4,
+        "items.key": 5,
+        "items.value": 6,
+        "items.value.element": 7,
+        "items.value.element.name": 8,
+        "items.value.element.qty": 9,
+        "geo.lat": 10,
+        "geo.country": 11,
+    }
+    assert schema.schema_id == 0  # the client's 7 is not kept
+    assert schema.identifier_field_ids == [1]  # was 10
+    assert schema.find_field("ts").doc == "event time"
+
+
+def test_create_records_last_ids_and_time():
+    metadata = new_table()
+    assert metadata.last_column_id == 11
+    assert metadata.last_partition_id == 1001
+    assert metadata.last_updated_ms == T0
+    assert metadata.location == LOCATION  # the resolved location, not the request's
+    assert str(metadata.table_uuid) == TABLE_UUID
+
+
+def test_partition_spec_and_sort_order_follow_the_renumbered_columns():
+    metadata = new_table()
+    spec = as_json(metadata)["partition-specs"]
+    assert spec == [
+        {
+            "spec-id": 0,
+            "fields": [
+                {"source-id": 2, "field-id": 1000, "transform": "day", "name": "ts_day"},
+                {"source-id": 1, "field-id": 1001, "transform": "bucket[16]", "name": "id_bucket"},
+            ],
+        }
+    ]
+    orders = as_json(metadata)["sort-orders"]
+    assert metadata.default_sort_order_id == 1
+    assert orders == [
+        {
+            "order-id": 1,
+            "fields": [
+                {"source-id": 11, "transform": "identity", "direction": "asc", "null-order": "nulls-first"},
+                {"source-id": 1, "transform": "identity", "direction": "desc", "null-order": "nulls-last"},
+            ],
+        }
+    ]
+
+
+def test_partition_field_ids_are_reassigned_from_1000_and_may_be_omitted():
+    spec = {
+        "fields": [
+            {"source-id": 22, "field-id": 5000, "transform": "identity", "name": "country"},
+            {"source-id": 11, "transform": "hour", "name": "ts_hour"},
+        ]
+    }
+    metadata = new_table(**{"partition-spec": spec})
+    assert [(f.source_id, f.field_id) for f in metadata.spec().fields] == [(11, 1000), (2, 1001)]
+
+
+def test_unpartitioned_and_unsorted_by_default():
+    metadata = new_table(**{"partition-spec": None, "write-order": None})
+    assert metadata.spec().fields == () and metadata.last_partition_id == 999
+    assert metadata.default_sort_order_id == 0 and metadata.sort_order().is_unsorted
+
+
+@pytest.mark.parametrize("format_version", [1, 2, 3])
+def test_format_versions(format_version):
+    document = as_json(new_table(format_version))
+    assert document["format-version"] == format_version
+    assert "format-version" not in document["properties"]
+    assert document["properties"]["owner"] == "analytics"
+    assert ("schema" in document) == (format_version == 1)
+    assert ("partition-spec" in document) == (format_version == 1)
+    assert ("last-sequence-number" in document) == (format_version >= 2)
+    assert ("next-row-id" in document) == (format_version == 3)
+
+
+def test_v1_carries_the_current_schema_and_spec_in_legacy_fields():
+    document = as_json(new_table(1))
+    assert document["schema"] == document["schemas"][0]
+    assert document["partition-spec"] == document["partition-specs"][0]["fields"]
+
+
+def test_format_version_defaults_to_2():
+    assert new_table(format_version=None).format_version == 2  # type: ignore[arg-type]
+
+
+def test_reserved_properties_are_not_stored():
+    request = create_request(3)
+    request["properties"].update({"uuid": "x", "current-snapshot-id": "5", "snapshot-count": "9"})
+    metadata = tm.new_table_metadata(request, location=LOCATION, now_ms=T0)
+    assert set(metadata.properties) == {"owner", "write.parquet.compression-codec"}
+
+
+@pytest.mark.parametrize("version", ["4", "0", "two", "-1"])
+def test_invalid_format_versions_are_bad_requests(version):
+    with pytest.raises(BadRequest) as info:
+        tm.new_table_metadata(create_request(version), location=LOCATION, now_ms=T0)
+    assert "format-version" in info.value.message
+
+
+def schema_variant(*fields: dict) -> dict:
+    return {"type": "struct", "fields": list(fields)}
+
+
+ID = {"id": 1, "name": "id", "type": "long", "required": True}
+
+
+@pytest.mark.parametrize(
+    "overrides, wording",
+    [
+        ({"schema": schema_variant({"id": 1, "name": "a", "type": "varchar", "required": True})}, "varchar"),
+        (
+            {"schema": schema_variant(ID, {"id": 2, "name": "id", "type": "string", "required": False})},
+            "multiple fields for name id",
+        ),
+        (
+            {"schema": schema_variant(ID, {"id": 1, "name": "b", "type": "string", "required": False})},
+            "duplicate field ids [1]",
+        ),
+        (
+            {"schema": schema_variant(ID, {"id": 2, "name": "t", "type": "timestamp_ns", "required": False})},
+            "timestamp_ns",
+        ),
+        ({"schema": schema_variant({**ID, "initial-default": 5})}, "initial default"),
+        ({"schema": {**event_schema(), "identifier-field-ids": [11]}}, "not a required field"),
+        ({"schema": None}, "schema"),
+        (
+            {"partition-spec": {"fields": [{"source-id": 99, "transform": "identity", "name": "x"}]}},
+            "Could not find in old schema",
+        ),
+        (
+            {"partition-spec": {"fields": [{"source-id": 21, "transform": "bucket[8]", "name": "lat_b"}]}},
+            "Invalid source field",
+        ),
+        (
+            {"partition-spec": {"fields": [{"source-id": 12, "transform": "identity", "name": "items"}]}},
+            "non-primitive",
+        ),
+        (
+            {
+                "partition-spec": {
+                    "fields": [
+                        {"source-id": 10, "transform": "identity", "name": "p"},
+                        {"source-id": 11, "transform": "day", "name": "p"},
+                    ]
+                }
+            },
+            "more than once",
+        ),
+        ({"partition-spec": {"fields": [{"source-id": 11, "transform": "day", "name": "id"}]}}, "exists in schema"),
+        (
+            {
+                "write-order": {
+                    "order-id": 1,
+                    "fields": [
+                        {"source-id": 99, "transform": "identity", "direction": "asc", "null-order": "nulls-first"}
+                    ],
+                }
+            },
+            "Could not find in old schema",
+        ),
+        (
+            {
+                "write-order": {
+                    "order-id": 1,
+                    "fields": [{"source-id": 22, "transform": "year", "direction": "asc", "null-order": "nulls-first"}],
+                }
+            },
+            "Invalid source field",
+        ),
+        ({"properties": {"write.metadata.compression-codec": "zstd"}}, "compression-codec"),
+    ],
+)
+def test_invalid_table_definitions_are_bad_requests(overrides, wording):
+    request = create_request(2, **overrides) if "properties" not in overrides else {**create_request(), **overrides}
+    with pytest.raises(BadRequest) as info:
+        tm.new_table_metadata(request, location=LOCATION, now_ms=T0)
+    assert info.value.code == 400
+    assert wording in info.value.message
+
+
+def test_v3_create_keeps_default_values():
+    schema = schema_variant(
+        ID,
+        {
+            "id": 2,
+            "name": "region",
+            "type": "string",
+            "required": False,
+            "initial-default": "emea",
+            "write-default": "amer",
+        },
+    )
+    metadata = tm.new_table_metadata(
+        create_request(3, schema=schema, **{"partition-spec": None, "write-order": None}), location=LOCATION, now_ms=T0
+    )
+    field = as_json(metadata)["schemas"][0]["fields"][1]
+    assert (field["initial-default"], field["write-default"]) == ("emea", "amer")
+
+
+def test_a_table_uuid_is_generated_when_not_given():
+    first = tm.new_table_metadata(create_request(), location=LOCATION, now_ms=T0)
+    second = tm.new_table_metadata(create_request(), location=LOCATION, now_ms=T0)
+    assert first.table_uuid != second.table_uuid
+    assert uuid.UUID(tm.table_uuid(first)).version == 4
+
+
+# -- staged creates (assert-create + the full table as updates) ------------------------------
+
+
+def pyiceberg_create_transaction_updates(format_version: int) -> list[dict]:
+    """Exactly what PyIceberg's ``create_table_transaction`` sends (``_initial_changes``)."""
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "ts", TimestamptzType(), required=False),
+        NestedField(3, "country", StringType(), required=False),
+        identifier_field_ids=[1],
+    )
+    spec = PartitionSpec(PartitionField(2, 1000, DayTransform(), "ts_day"))
+    order = SortOrder(SortField(3, IdentityTransform(), SortDirection.ASC, NullOrder.NULLS_FIRST))
+    staged = pyiceberg_new_table_metadata(
+        schema,
+        spec,
+        order,
+        LOCATION,
+        {"format-version": str(format_version), "owner": "py"},
+        table_uuid=uuid.UUID(TABLE_UUID),
+    )
+    updates = (
+        AssignUUIDUpdate(uuid=staged.table_uuid),
+        UpgradeFormatVersionUpdate(format_version=staged.format_version),
+        AddSchemaUpdate(schema_=staged.schema()),
+        SetCurrentSchemaUpdate(schema_id=-1),
+        AddPartitionSpecUpdate(spec=staged.spec()),
+        SetDefaultSpecUpdate(spec_id=-1),
+        AddSortOrderUpdate(sort_order=staged.sort_order()),
+        SetDefaultSortOrderUpdate(sort_order_id=-1),
+        SetLocationUpdate(location=staged.location),
+        SetPropertiesUpdate(updates=staged.properties),
+    )
+    return [json.loads(update.model_dump_json()) for update in updates]
+
+
+@pytest.mark.parametrize("format_version", [1, 2])
+def test_pyiceberg_create_table_transaction(format_version):
+    requirements = [json.loads(AssertCreate().model_dump_json())]
+    metadata = tm.commit(
+        None, requirements, pyiceberg_create_transaction_updates(format_version), base_location=None, now_ms=T0
+    )
+    assert tm.table_uuid(metadata) == TABLE_UUID
+    assert metadata.format_version == format_version
+    assert (metadata.current_schema_id, metadata.default_spec_id, metadata.default_sort_order_id) == (0, 0, 1)
+    assert [f.name for f in metadata.schema().fields] == ["id", "ts", "country"]
+    assert [(f.source_id, f.field_id, str(f.transform)) for f in metadata.spec().fields] == [(2, 1000, "day")]
+    assert metadata.last_partition_id == 1000 and metadata.last_column_id == 3
+    assert metadata.properties == {"owner": "py"}
+    assert metadata.location == LOCATION and metadata.last_updated_ms == T0
+    assert metadata.metadata_log == [] and metadata.snapshots == []
+
+
+def spark_ctas_updates(format_version: int = 2) -> list[dict]:
+    """Java's RESTSessionCatalog create transaction with data (CTAS), as it goes over the wire."""
+    snap = snapshot(8271, sequence_number=1, timestamp_ms=T0 + 1234)
+    if format_version >= 3:
+        snap.update({"first-row-id": 0, "added-rows": 100})
+    return [
+        {"action": "assign-uuid", "uuid": TABLE_UUID},
+        {"action": "upgrade-format-version", "format-version": format_version},
+        {
+            "action": "add-schema",
+            "schema": {
+                "type": "struct",
+                "schema-id": 0,
+                "fields": [
+                    {"id": 1, "name": "id", "type": "long", "required": False},
+                    {"id": 2, "name": "data", "type": "string", "required": False},
+                ],
+            },
+            "last-column-id": 2,
+        },
+        {"action": "set-current-schema", "schema-id": -1},
+        {"action": "add-spec", "spec": {"spec-id": 0, "fields": []}},
+        {"action": "set-default-spec", "spec-id": -1},
+        {"action": "add-sort-order", "sort-order": {"order-id": 0, "fields": []}},
+        {"action": "set-default-sort-order", "sort-order-id": -1},
+        {"action": "set-location", "location": LOCATION},
+        {"action": "set-properties", "updates": {"write.parquet.compression-codec": "zstd"}},
+        add_snapshot(snap),
+        set_ref("main", 8271),
+    ]
+
+
+@pytest.mark.parametrize("format_version", [2, 3])
+def test_spark_ctas_staged_create_with_a_snapshot(format_version):
+    metadata = tm.commit(
+        None, [{"type": "assert-create"}], spark_ctas_updates(format_version), base_location=None, now_ms=T0 + 2000
+    )
+    assert metadata.format_version == format_version
+    assert metadata.current_snapshot_id == 8271
+    assert [(e.snapshot_id, e.timestamp_ms) for e in metadata.snapshot_log] == [(8271, T0 + 1234)]
+    assert metadata.last_sequence_number == 1
+    assert metadata.spec().fields == () and metadata.default_sort_order_id == 0
+    if format_version == 3:
+        assert metadata.next_row_id == 100
+    assert tm.parse_metadata(tm.to_json(metadata)) == metadata
+
+
+def test_staged_create_without_a_location_uses_the_default_or_fails():
+    updates = [u for u in spark_ctas_updates() if u["action"] != "set-location"]
+    with pytest.raises(BadRequest, match="location"):
+        tm.commit(None, [{"type": "assert-create"}], updates, base_location=None, now_ms=T0)
+    metadata = tm.commit(
+        None,
+        [{"type": "assert-create"}],
+        updates,
+        base_location=None,
+        now_ms=T0,
+        default_location="s3://warehouse/staged",
+    )
+    assert metadata.location == "s3://warehouse/staged"
+
+
+def test_staged_create_without_a_schema_is_a_bad_request():
+    with pytest.raises(BadRequest, match="schema"):
+        tm.commit(
+            None,
+            [{"type": "assert-create"}],
+            [{"action": "set-location", "location": LOCATION}],
+            base_location=None,
+            now_ms=T0,
+        )
+
+
+def test_staged_create_without_assign_uuid_gets_a_fresh_uuid():
+    updates = [u for u in spark_ctas_updates() if u["action"] != "assign-uuid"]
+    metadata = tm.commit(None, [{"type": "assert-create"}], updates, base_location=None, now_ms=T0)
+    assert tm.table_uuid(metadata) != TABLE_UUID and uuid.UUID(tm.table_uuid(metadata))
+
+
+def test_staged_create_adds_unpartitioned_unsorted_when_left_out():
+    kept = ("assign-uuid", "add-schema", "set-current-schema", "set-location")
+    updates = [u for u in spark_ctas_updates() if u["action"] in kept]
+    metadata = tm.commit(None, [{"type": "assert-create"}], updates, base_location=None, now_ms=T0)
+    assert metadata.spec().spec_id == 0 and metadata.spec().fields == ()
+    assert metadata.default_sort_order_id == 0
+    with pytest.raises(BadRequest, match="before a partition spec"):  # as Java: a snapshot needs a spec
+        tm.commit(
+            None, [{"type": "assert-create"}], [*updates, add_snapshot(snapshot(1))], base_location=None, now_ms=T0
+        )
+
+
+# -- metadata log, last-updated-ms, snapshot log --------------------------------------------
+
+
+def test_a_commit_appends_the_base_file_to_the_metadata_log():
+    base = new_table()
+    metadata = apply(
+        base, {"action": "set-properties", "updates": {"a": "1"}}, base_location=metadata_file(0), now_ms=T0 + 5
+    )
+    assert [(e.metadata_file, e.timestamp_ms) for e in metadata.metadata_log] == [(metadata_file(0), T0)]
+    assert metadata.last_updated_ms == T0 + 5
+
+
+def test_no_metadata_log_entry_without_a_base_location():
+    assert apply(new_table(), {"action": "set-properties", "updates": {"a": "1"}}).metadata_log == []
+
+
+def commits(count: int, properties: dict[str, str]) -> list[tm.TableMetadata]:
+    """``count`` property commits in a row, each with the previous file as base location."""
+    history = [apply(new_table(), {"action": "set-properties", "updates": properties})]
+    for version in range(1, count + 1):
+        history.append(
+            apply(
+                history[-1],
+                {"action": "set-properties", "updates": {"n": str(version)}},
+                base_location=metadata_file(version),
+                now_ms=T0 + 1000 * version,
+            )
+        )
+    return history
+
+
+def test_the_metadata_log_is_trimmed_to_previous_versions_max_dropping_the_oldest():
+    history = commits(4, {"write.metadata.previous-versions-max": "2"})
+    assert [e.metadata_file for e in history[-1].metadata_log] == [metadata_file(3), metadata_file(4)]
+    assert len(commits(4, {})[-1].metadata_log) == 4  # default 100
+
+
+def test_previous_versions_max_below_one_keeps_one():
+    history = commits(3, {"write.metadata.previous-versions-max": "0"})
+    assert [e.metadata_file for e in history[-1].metadata_log] == [metadata_file(3)]
+
+
+def test_metadata_files_to_delete_follow_the_trim_when_enabled():
+    history = commits(
+        4, {"write.metadata.previous-versions-max": "2", "write.metadata.delete-after-commit.enabled": "true"}
+    )
+    assert tm.metadata_files_to_delete(history[-2], history[-1]) == [metadata_file(2)]
+    assert tm.metadata_files_to_delete(history[-3], history[-2]) == [metadata_file(1)]
+
+
+def test_metadata_files_are_kept_by_default():
+    history = commits(4, {"write.metadata.previous-versions-max": "2"})
+    assert tm.metadata_files_to_delete(history[-2], history[-1]) == []
+
+
+def test_last_updated_ms_never_goes_back():
+    base = new_table()
+    earlier = apply(base, {"action": "set-properties", "updates": {"a": "1"}}, now_ms=T0 - 50_000)
+    assert earlier.last_updated_ms == T0
+    ahead = snapshot(1, sequence_number=1, timestamp_ms=T0 + 900_000)  # the writer's clock is ahead
+    metadata = apply(base, add_snapshot(ahead), set_ref("main", 1), now_ms=T0 + 1)
+    assert metadata.last_updated_ms == T0 + 900_000
+
+
+def test_a_commit_that_changes_nothing_returns_the_base_unchanged():
+    base = table_with_history()
+    same = apply(
+        base,
+        {"action": "set-properties", "updates": dict(base.properties)},
+        set_ref("main", 3),
+        base_location=metadata_file(3),
+        now_ms=T0 + 10**9,
+    )
+    assert same is base
+    assert tm.to_json(same) == tm.to_json(base)  # the service compares the text
+
+
+def test_snapshots_replaced_within_one_commit_are_not_logged():
+    base = append(new_table(), 1)
+    metadata = apply(
+        base,
+        add_snapshot(snapshot(2, parent=1, sequence_number=2)),
+        set_ref("main", 2),
+        add_snapshot(snapshot(3, parent=2, sequence_number=3)),
+        set_ref("main", 3),
+    )
+    assert [e.snapshot_id for e in metadata.snapshot_log] == [1, 3]
+    assert metadata.current_snapshot_id == 3 and metadata.last_sequence_number == 3
+
+
+def test_snapshot_log_stays_sorted_when_a_writer_clock_is_behind():
+    base = append(new_table(), 1, timestamp_ms=T0 + 10_000)
+    late = snapshot(2, parent=1, sequence_number=2, timestamp_ms=T0 + 1)
+    metadata = apply(base, add_snapshot(late), set_ref("main", 2))
+    times = [e.timestamp_ms for e in metadata.snapshot_log]
+    assert times == sorted(times) and times[-1] == T0 + 10_000
+
+
+def test_sequence_numbers_count_commits():
+    assert table_with_history().last_sequence_number == 3
+    assert [s.sequence_number for s in table_with_history().snapshots] == [1, 2, 3]
+
+
+def test_commit_is_deterministic():
+    def run() -> str:
+        return tm.to_json(
+            apply(
+                table_with_history(3),
+                add_snapshot(snapshot(4, parent=3, sequence_number=4, **{"first-row-id": 30, "added-rows": 7})),
+                set_ref("main", 4),
+                base_location=metadata_file(3),
+                now_ms=T0 + 77_000,
+            )
+        )
+
+    assert run() == run()
+
+
+# -- metadata files -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "properties, name",
+    [
+        ({}, "00001-abc.metadata.json"),
+        ({"write.metadata.compression-codec": "none"}, "00001-abc.metadata.json"),
+        ({"write.metadata.compression-codec": "NONE"}, "00001-abc.metadata.json"),
+        ({"write.metadata.compression-codec": "gzip"}, "00001-abc.gz.metadata.json"),
+        ({"write.metadata.compression-codec": "GZip"}, "00001-abc.gz.metadata.json"),
+    ],
+)
+def test_metadata_file_name(properties, name):
+    assert tm.metadata_file_name(1, properties, "abc") == name
+
+
+def test_metadata_file_versions_are_zero_padded_to_five_digits_and_can_grow():
+    assert tm.metadata_file_name(0, {}, "u").startswith("00000-")
+    assert tm.metadata_file_name(123456, {}, "u").startswith("123456-")
+
+
+def test_metadata_file_name_with_an_unknown_codec_is_a_bad_request():
+    with pytest.raises(BadRequest, match="compression-codec"):
+        tm.metadata_file_name(1, {"write.metadata.compression-codec": "snappy"}, "abc")
+
+
+@pytest.mark.parametrize(
+    "location, version",
+    [
+        (f"{LOCATION}/metadata/00042-6c97e413-d51b-4538-ac70-12fe2a85cb83.metadata.json", 42),
+        ("00007-6c97e413-d51b-4538-ac70-12fe2a85cb83.gz.metadata.json", 7),
+        (f"{LOCATION}/metadata/v3.metadata.json", -1),
+        (f"{LOCATION}/metadata/metadata.json", -1),
+        ("s3://bucket/00012-dir/v3.metadata.json", -1),
+    ],
+)
+def test_parse_metadata_version(location, version):
+    assert tm.parse_metadata_version(location) == version
+
+
+def test_next_metadata_version_starts_at_zero_like_java():
+    assert tm.next_metadata_version(None) == 0
+    assert tm.next_metadata_version(f"{LOCATION}/metadata/00041-x.metadata.json") == 42
+    assert tm.next_metadata_version(f"{LOCATION}/metadata/v3.metadata.json") == 0
+
+
+def test_metadata_directory():
+    assert tm.metadata_directory(new_table()) == f"{LOCATION}/metadata"
+    custom = apply(new_table(), {"action": "set-properties", "updates": {"write.metadata.path": "s3://m/x/"}})
+    assert tm.metadata_directory(custom) == "s3://m/x"
+    assert tm.current_location(custom) == LOCATION
+
+
+# -- snapshots=refs -------------------------------------------------------------------------
+
+
+def test_refs_only_keeps_the_snapshots_refs_point_to():
+    document = as_json(apply(table_with_history(), set_ref("v1", 1, "tag")))
+    original = json.loads(json.dumps(document))
+    trimmed = tm.refs_only(document)
+    assert [s["snapshot-id"] for s in trimmed["snapshots"]] == [1, 3]
+    assert trimmed["snapshot-log"] == document["snapshot-log"] and trimmed["refs"] == document["refs"]
+    assert document == original  # the input is not modified
+
+
+def test_refs_only_on_a_table_without_snapshots():
+    document = as_json(new_table())
+    assert tm.refs_only(document) == document
+
+
+# -- serialisation --------------------------------------------------------------------------
+
+
+def rich_table(format_version: int) -> tm.TableMetadata:
+    metadata = apply(
+        table_with_history(format_version),
+        set_ref("v1", 1, "tag"),
+        {
+            "action": "set-statistics",
+            "statistics": {
+                "snapshot-id": 3,
+                "statistics-path": f"{LOCATION}/metadata/s.puffin",
+                "file-size-in-bytes": 10,
+                "file-footer-size-in-bytes": 4,
+                "blob-metadata": [
+                    {"type": "apache-datasketches-theta-v1", "snapshot-id": 3, "sequence-number": 3, "fields": [1]}
+                ],
+            },
+        },
+        {
+            "action": "set-partition-statistics",
+            "partition-statistics": {
+                "snapshot-id": 3,
+                "statistics-path": f"{LOCATION}/metadata/p.parquet",
+                "file-size-in-bytes": 5,
+            },
+        },
+        base_location=metadata_file(3),
+    )
+    if format_version == 3:
+        metadata = apply(
+            metadata,
+            {"action": "add-encryption-key", "encryption-key": {"key-id": "k", "encrypted-key-metadata": "a2V5"}},
+        )
+    return metadata
+
+
+def walk(value):
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from walk(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from walk(item)
+    yield value
+
+
+@pytest.mark.parametrize("format_version", [1, 2, 3])
+def test_to_json_round_trips_through_parse_metadata(format_version):
+    metadata = rich_table(format_version)
+    text = tm.to_json(metadata)
+    assert tm.to_json(tm.parse_metadata(text)) == text
+    assert tm.parse_metadata(text) == metadata
+    document = json.loads(text)
+    assert None not in list(walk(document))
+    assert list(document)[:3] == ["format-version", "table-uuid", "location"]
+    assert len(document["snapshots"]) == 3 and document["refs"]["v1"] == {"snapshot-id": 1, "type": "tag"}
+
+
+def test_v3_metadata_can_be_dumped_with_pydantic_too():
+    assert json.loads(rich_table(3).model_dump_json())["format-version"] == 3
+
+
+def test_parse_metadata_reads_java_v1_conventions():
+    document = as_json(new_table(1))
+    document["current-snapshot-id"] = -1
+    del document["schemas"], document["partition-specs"], document["refs"]
+    metadata = tm.parse_metadata(json.dumps(document))
+    assert metadata.current_snapshot_id is None and metadata.schema().find_field("id").field_id == 1
+
+
+def test_a_plain_pyiceberg_base_is_accepted():
+    base = TableMetadataUtil.parse_raw(tm.to_json(table_with_history()))
+    metadata = apply(base, {"action": "set-properties", "updates": {"a": "1"}})
+    assert metadata.properties["a"] == "1" and len(metadata.snapshots) == 3
+
+
+@pytest.mark.parametrize(
+    "mutate, wording",
+    [
+        (lambda d: "{not json", "not valid table metadata"),
+        (lambda d: "[]", "expected a JSON object"),
+        (lambda d: json.dumps({**d, "format-version": 4}), "format-version 4"),
+        (lambda d: json.dumps({k: v for k, v in d.items() if k != "location"}), "location"),
+        (lambda d: json.dumps({**d, "current-schema-id": 9}), "current-schema-id 9"),
+        (lambda d: json.dumps({**d, "refs": {"dev": {"snapshot-id": 99, "type": "branch"}}}), "unknown snapshot 99"),
+        (lambda d: json.dumps({**d, "current-snapshot-id": 1}), "does not match main"),
+        (lambda d: json.dumps({**d, "snapshots": [{"snapshot-id": "x"}]}), "snapshots.0"),
+    ],
+)
+def test_invalid_metadata_text_is_a_bad_request(mutate, wording):
+    with pytest.raises(BadRequest) as info:
+        tm.parse_metadata(mutate(as_json(table_with_history())))
+    assert info.value.message.startswith("not valid table metadata")
+    assert wording in info.value.message
+
+
+# -- purity ---------------------------------------------------------------------------------
+
+
+def test_no_file_io_and_no_pyiceberg_config(monkeypatch):
+    import pyiceberg.utils.config as config
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the rules must not do I/O")
+
+    monkeypatch.setattr(builtins, "open", refuse)
+    monkeypatch.setattr(config.Config, "__init__", refuse)
+    metadata = table_with_history(3)
+    text = tm.to_json(apply(metadata, {"action": "remove-snapshot-ref", "ref-name": "main"}))
+    assert "current-snapshot-id" not in json.loads(text)
+    assert tm.parse_metadata(text).format_version == 3
+
+
+def test_transforms_pyiceberg_does_not_know_survive_a_round_trip():
+    document = as_json(table_with_history())
+    document["partition-specs"].append(
+        {"spec-id": 1, "fields": [{"source-id": 1, "field-id": 1002, "transform": "zorder[3]", "name": "z"}]}
+    )
+    document["last-partition-id"] = 1002
+    text = tm.to_json(
+        apply(tm.parse_metadata(json.dumps(document)), {"action": "set-properties", "updates": {"a": "b"}})
+    )
+    assert json.loads(text)["partition-specs"][1]["fields"][0]["transform"] == "zorder[3]"
