@@ -70,7 +70,38 @@ class RequestGuardMiddleware:
             return
         self._check_declared_length(scope)
         scope = self._with_default_prefix(scope)
-        await self.app(scope, self._limited(receive), send)
+        receive = self._limited(receive)
+        if _is_chunked(scope):
+            scope, receive = await self._buffered(scope, receive)
+        await self.app(scope, receive, send)
+
+    async def _buffered(self, scope: Scope, receive: Receive) -> tuple[Scope, Receive]:
+        """Read a chunked body whole (within the limit) and give it a Content-Length.
+
+        connexion treats a request without Content-Length as having no body at all, so a
+        streamed request would fail validation; buffering is bounded by ``max_body_bytes``.
+        """
+        chunks = []
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        headers = [(k, v) for k, v in scope["headers"] if k != b"transfer-encoding"]
+        headers.append((b"content-length", str(len(body)).encode()))
+        delivered = False
+
+        async def replay() -> Message:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return dict(scope, headers=headers), replay
 
     def _check_declared_length(self, scope: Scope) -> None:
         for key, value in scope["headers"]:
@@ -106,6 +137,11 @@ class RequestGuardMiddleware:
         if raw is not None:
             raw = raw.replace(b"/v1/", f"/v1/{self.default_prefix}/".encode(), 1)
         return dict(scope, path=path, raw_path=raw)
+
+
+def _is_chunked(scope: Scope) -> bool:
+    names = {key for key, _ in scope["headers"]}
+    return b"content-length" not in names and b"transfer-encoding" in names
 
 
 # -- error handlers (connexion signature: (ConnexionRequest, Exception) -> ConnexionResponse) --

@@ -11,7 +11,7 @@ import os
 import tempfile
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -84,6 +84,7 @@ def settings(services: Services) -> Settings:
         s3=s3,
         validate_responses=True,
         max_page_size=1000,
+        pool_timeout_s=2.0,  # the dependency-failure tests wait this long per refused request
     )
 
 
@@ -118,7 +119,3 @@ def clean_catalog(app, services: Services) -> None:
 @pytest.fixture
 def unique() -> str:
     return "t" + uuid.uuid4().hex[:10]
-
-
-def with_settings(settings: Settings, **changes) -> Settings:
-    return replace(settings, **changes)

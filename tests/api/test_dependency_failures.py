@@ -1,0 +1,56 @@
+"""PostgreSQL or S3 down: 503 + Retry-After, nothing half-done, and recovery without a restart."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.api.tables_support import PREFIX, create_request, tables_url
+
+
+def wait_until(predicate, timeout_s: float = 60.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def assert_unavailable(response) -> None:
+    assert response.status_code == 503, response.text
+    assert response.json()["error"]["type"] == "ServiceUnavailableException"
+    assert int(response.headers["Retry-After"]) > 0
+
+
+def test_postgres_down_then_back(client, services):
+    if services.postgres is None:
+        pytest.skip("external PostgreSQL: the test cannot stop it")
+    assert client.post(f"{PREFIX}/namespaces", json={"namespace": ["before"]}).status_code == 200
+    services.postgres.stop()
+    try:
+        assert_unavailable(client.get(f"{PREFIX}/namespaces/before"))
+        assert_unavailable(client.post(f"{PREFIX}/namespaces", json={"namespace": ["during"]}))
+        assert_unavailable(client.get("/readyz"))
+        assert client.get("/healthz").status_code == 200
+    finally:
+        services.postgres.start()
+    assert wait_until(lambda: client.get(f"{PREFIX}/namespaces/before").status_code == 200)
+    assert client.get("/readyz").status_code == 200
+    assert client.get(f"{PREFIX}/namespaces").json() == {"namespaces": [["before"]]}
+
+
+def test_object_storage_down_changes_nothing(client, services, db):
+    if services.s3 is None:
+        pytest.skip("external S3: the test cannot stop it")
+    assert client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]}).status_code == 200
+    services.s3.stop()
+    try:
+        assert_unavailable(client.post(tables_url(), json=create_request("during")))
+        assert db.execute("SELECT count(*) FROM catalog_entry").fetchone()[0] == 0
+        assert_unavailable(client.get("/readyz"))
+    finally:
+        services.s3.start()
+    assert wait_until(lambda: client.get("/readyz").status_code == 200)
+    assert client.post(tables_url(), json=create_request("after")).status_code == 200
