@@ -173,6 +173,12 @@ class TableService:
         config = client_storage_config(warehouse)
         credentials = self._credentials(warehouse, location, vend_credentials)
         if request.get("stage-create"):
+            if self.repository.load_entry(warehouse.id, namespace, name) is not None:
+                raise AlreadyExists(f"Table or view already exists: {format_namespace((*namespace, name))}")
+            if credentials:
+                # A staged table has no metadata-location, and PyIceberg matches storage-credentials
+                # against it; so the vended keys (asked for by this request) also travel in config.
+                config = {**config, **credentials[0]["config"]}
             return LoadedTable(None, text, config, credentials)
         metadata_location = self._metadata_location(metadata, rules.next_metadata_version(None))
         self._write_metadata(metadata_location, text)
