@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.errors import BadRequest, NoSuchNamespace, NoSuchWarehouse, UnprocessableEntity
+from app.idempotency import iso8601_duration
 from app.identifiers import decode_page_token, encode_page_token, format_namespace, page_window
 from app.settings import Settings
 from storage.objects import ObjectStore
@@ -86,6 +87,7 @@ class CatalogService:
                 "namespace-separator": self.settings.namespace_separator,
             },
             "endpoints": endpoints,
+            "idempotency-key-lifetime": iso8601_duration(self.settings.idempotency_lifetime_s),
         }
 
     # -- namespaces ---------------------------------------------------------------------

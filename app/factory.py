@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException
 
 from app.catalog import CatalogService
 from app.errors import CatalogError
+from app.housekeeping import Housekeeper
 from app.http import (
     RequestGuardMiddleware,
     RequestIdMiddleware,
@@ -25,12 +26,13 @@ from app.http import (
     handle_problem,
     handle_unexpected,
 )
-from app.purger import Purger
+from app.idempotency import IdempotencyService
 from app.resolver import CatalogResolver, implemented_endpoints
 from app.settings import Settings
 from app.tables import TableService
 from app.validation import validator_map
 from storage.db import Database
+from storage.idempotency import IdempotencyRepository
 from storage.migrate import migrate
 from storage.objects import RoutingObjectStore, S3ObjectStore
 from storage.repository import CatalogRepository
@@ -43,6 +45,7 @@ STARTUP_WAIT_S = 30.0
 CATALOG = "growler.catalog"
 TABLES = "growler.tables"
 ENDPOINTS = "growler.endpoints"
+IDEMPOTENCY = "growler.idempotency"
 
 
 def create_app(settings: Settings | None = None) -> FlaskApp:
@@ -50,33 +53,25 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     _migrate_when_reachable(settings.database_url)
-    database = Database(
-        settings.database_url,
-        min_size=settings.pool_min_size,
-        max_size=settings.pool_max_size,
-        timeout_s=settings.pool_timeout_s,
-        statement_timeout_ms=settings.statement_timeout_ms,
-    )
-    database.open()
-    objects = RoutingObjectStore(S3ObjectStore(settings.s3) if settings.s3.endpoint else None)
-    repository = CatalogRepository(database)
+    database, repository, objects = build_storage(settings)
     service = CatalogService(settings, repository, objects)
     service.ensure_default_warehouse()
     tables = TableService(settings, repository, objects, service.warehouses)
-    purger = Purger(repository, objects, tables.purge_requested)
-    purger.start()
+    idempotency_keys = IdempotencyRepository(database)
+    housekeeper = Housekeeper(repository, objects, idempotency_keys, tables.purge_requested)
+    housekeeper.start()
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: object) -> AsyncIterator[None]:
         yield
-        purger.stop()
+        housekeeper.stop()
         database.close()
 
     app = FlaskApp(__name__, lifespan=lifespan, middlewares=_middlewares())
     spec = load_spec()
     app.add_api(
         spec,
-        resolver=CatalogResolver(),
+        resolver=CatalogResolver(spec),
         strict_validation=True,
         validate_responses=settings.validate_responses,
         validator_map=validator_map(),
@@ -96,6 +91,7 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
     flask_app = app.app
     flask_app.extensions[CATALOG] = service
     flask_app.extensions[TABLES] = tables
+    flask_app.extensions[IDEMPOTENCY] = IdempotencyService(idempotency_keys, settings.idempotency_lifetime_s)
     flask_app.extensions[ENDPOINTS] = implemented_endpoints(spec)
     flask_app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
 
@@ -104,6 +100,20 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
     app.add_url_rule("/healthz", "healthz", health.healthz, methods=["GET"])
     app.add_url_rule("/readyz", "readyz", health.readyz, methods=["GET"])
     return app
+
+
+def build_storage(settings: Settings) -> tuple[Database, CatalogRepository, RoutingObjectStore]:
+    """The pool (opened), the repository and the object store for these settings."""
+    database = Database(
+        settings.database_url,
+        min_size=settings.pool_min_size,
+        max_size=settings.pool_max_size,
+        timeout_s=settings.pool_timeout_s,
+        statement_timeout_ms=settings.statement_timeout_ms,
+    )
+    database.open()
+    objects = RoutingObjectStore(S3ObjectStore(settings.s3) if settings.s3.endpoint else None)
+    return database, CatalogRepository(database), objects
 
 
 def load_spec() -> dict:

@@ -61,8 +61,38 @@ def implemented_endpoints(spec: dict[str, Any]) -> list[str]:
     )
 
 
+def idempotent_operations(spec: dict[str, Any]) -> set[str]:
+    """operationIds whose operation declares the ``Idempotency-Key`` header."""
+    shared = spec.get("components", {}).get("parameters", {})
+
+    def resolve(parameter: dict[str, Any]) -> dict[str, Any]:
+        ref = parameter.get("$ref", "")
+        return shared.get(ref.rsplit("/", 1)[-1], {}) if ref else parameter
+
+    return {
+        operation["operationId"]
+        for item in spec["paths"].values()
+        for method, operation in item.items()
+        if method in HTTP_METHODS
+        and any(
+            resolve(p).get("in") == "header" and resolve(p).get("name", "").lower() == "idempotency-key"
+            for p in operation.get("parameters", [])
+        )
+    }
+
+
 class CatalogResolver(Resolver):
+    def __init__(self, spec: dict[str, Any]) -> None:
+        super().__init__()
+        self.idempotent = idempotent_operations(spec)
+
     def resolve(self, operation: Any) -> Resolution:
         operation_id = operation.operation_id
-        handler = find_handler(operation_id) or not_implemented(operation_id)
+        handler = find_handler(operation_id)
+        if handler is None:
+            return Resolution(not_implemented(operation_id), operation_id)
+        if operation_id in self.idempotent:
+            from handlers._idempotency import idempotent
+
+            handler = idempotent(operation_id, handler)
         return Resolution(handler, operation_id)

@@ -55,6 +55,7 @@ class Settings:
     statement_timeout_ms: int = 15_000
     max_body_bytes: int = 8 * 1024 * 1024
     max_page_size: int = 1000
+    idempotency_lifetime_s: int = 1800
     validate_responses: bool = False
     log_level: str = "INFO"
 
@@ -82,6 +83,7 @@ class Settings:
             statement_timeout_ms=_int(env, "GROWLER_DB_STATEMENT_TIMEOUT_MS", 15_000),
             max_body_bytes=_int(env, "GROWLER_MAX_BODY_BYTES", 8 * 1024 * 1024),
             max_page_size=_int(env, "GROWLER_MAX_PAGE_SIZE", 1000),
+            idempotency_lifetime_s=_int(env, "GROWLER_IDEMPOTENCY_LIFETIME_S", 1800),
             validate_responses=_bool(env.get("GROWLER_VALIDATE_RESPONSES"), False),
             log_level=env.get("GROWLER_LOG_LEVEL", "INFO").upper(),
         )

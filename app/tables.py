@@ -24,8 +24,10 @@ from app.errors import (
     AlreadyExists,
     BadRequest,
     CommitFailed,
+    CommitStateUnknown,
     NoSuchNamespace,
     NoSuchTable,
+    ServiceUnavailable,
 )
 from app.identifiers import (
     check_name,
@@ -38,13 +40,48 @@ from app.identifiers import (
 from app.settings import Settings
 from app.storage_access import client_storage_config, storage_credentials
 from storage.objects import ObjectNotFound, ObjectStore
-from storage.repository import CatalogRepository, EntryRow, NewEntry, WarehouseRow
+from storage.repository import (
+    CatalogRepository,
+    CommitOutcomeUnknown,
+    EntryRow,
+    MetadataSwap,
+    NewEntry,
+    WarehouseRow,
+)
 
 log = logging.getLogger(__name__)
 
 TABLE = "table"
 MAX_COMMIT_ATTEMPTS = 8
 GZIP_MAGIC = b"\x1f\x8b"
+
+
+@dataclass(frozen=True)
+class TableChange:
+    namespace: tuple[str, ...]
+    name: str
+    requirements: list[dict[str, Any]]
+    updates: list[dict[str, Any]]
+
+    @classmethod
+    def from_request(cls, change: dict[str, Any]) -> TableChange:
+        identifier = change.get("identifier")
+        if not identifier:
+            raise BadRequest("Every table change of a transaction needs an identifier")
+        return cls(
+            check_namespace(identifier["namespace"]),
+            check_name(identifier["name"], "table name"),
+            change.get("requirements") or [],
+            change.get("updates") or [],
+        )
+
+
+@dataclass(frozen=True)
+class PreparedCommit:
+    row: EntryRow | None
+    base: Any
+    new: Any
+    text: str
 
 
 @dataclass(frozen=True)
@@ -181,7 +218,7 @@ class TableService:
                 config = {**config, **credentials[0]["config"]}
             return LoadedTable(None, text, config, credentials)
         metadata_location = self._metadata_location(metadata, rules.next_metadata_version(None))
-        self._write_metadata(metadata_location, text)
+        self._write_metadata_files([(metadata_location, text)])
         entry = NewEntry(name, TABLE, str(metadata.table_uuid), metadata.location, metadata_location, text)
         try:
             self.repository.insert_entry(warehouse.id, namespace, entry)
@@ -230,76 +267,127 @@ class TableService:
         updates: list[dict[str, Any]],
     ) -> LoadedTable:
         warehouse = self.warehouses.get(prefix)
-        check_name(name, "table name")
+        change = TableChange(namespace, check_name(name, "table name"), requirements, updates)
+        return self._commit_with_retries(warehouse, [change])[0]
+
+    def commit_transaction(self, prefix: str, changes: list[dict[str, Any]]) -> None:
+        """Several tables, all or nothing (``POST /v1/{prefix}/transactions/commit``)."""
+        warehouse = self.warehouses.get(prefix)
+        parsed = [TableChange.from_request(change) for change in changes]
+        named = [(change.namespace, change.name) for change in parsed]
+        if len(set(named)) != len(named):
+            raise BadRequest("A transaction may name each table only once")
+        if not parsed:
+            raise BadRequest("A transaction needs at least one table change")
+        self._commit_with_retries(warehouse, parsed)
+
+    def _commit_with_retries(self, warehouse: WarehouseRow, changes: list[TableChange]) -> list[LoadedTable]:
         for attempt in range(MAX_COMMIT_ATTEMPTS):
-            outcome = self._attempt_commit(warehouse, namespace, name, requirements, updates)
+            outcome = self._attempt_commit(warehouse, changes)
             if outcome is not None:
                 return outcome
-            # Another writer swapped the pointer first: back off, re-read, re-check, re-apply.
+            # Another writer swapped a pointer first: back off, re-read, re-check, re-apply.
             time.sleep(random.uniform(0, min(0.2, 0.005 * 2**attempt)))
-        raise CommitFailed(
-            f"Commit to {format_namespace((*namespace, name))} lost {MAX_COMMIT_ATTEMPTS} races "
-            "with concurrent writers; refresh and retry"
-        )
+        tables = ", ".join(format_namespace((*c.namespace, c.name)) for c in changes)
+        raise CommitFailed(f"Commit to {tables} lost {MAX_COMMIT_ATTEMPTS} races with concurrent writers; retry")
 
-    def _attempt_commit(
-        self,
-        warehouse: WarehouseRow,
-        namespace: tuple[str, ...],
-        name: str,
-        requirements: list[dict[str, Any]],
-        updates: list[dict[str, Any]],
-    ) -> LoadedTable | None:
-        row = self.repository.load_entry(warehouse.id, namespace, name)
+    def _attempt_commit(self, warehouse: WarehouseRow, changes: list[TableChange]) -> list[LoadedTable] | None:
+        """One optimistic attempt; None when a concurrent commit won the compare-and-set."""
+        prepared = [self._prepare(warehouse, change, allow_create=len(changes) == 1) for change in changes]
+        if prepared[0].row is None:
+            return [self._create_from_commit(warehouse, changes[0], prepared[0])]
+        changed = [p for p in prepared if p.text != p.row.metadata]
+        written = self._write_new_versions(changed)
+        swaps = [
+            MetadataSwap(p.row.id, p.row.metadata_location, location, p.text, p.new.location)
+            for p, location in zip(changed, written, strict=True)
+        ]
+        if swaps and not self._swap(swaps):
+            self._forget_files(written)
+            return None
+        for p in changed:
+            self._forget_files(rules.metadata_files_to_delete(p.base, p.new))
+        locations = dict(zip(map(id, changed), written, strict=True))
+        results = []
+        for p in prepared:
+            location = locations.get(id(p), p.row.metadata_location)
+            results.append(LoadedTable(location, p.text, {}, [], etag_for(location, "all|plain")))
+        return results
+
+    def _prepare(self, warehouse: WarehouseRow, change: TableChange, allow_create: bool) -> PreparedCommit:
+        """Read the current row (one query) and apply the pure rules to it."""
+        qualified = format_namespace((*change.namespace, change.name))
+        row = self.repository.load_entry(warehouse.id, change.namespace, change.name)
         if row is not None and row.kind != TABLE:
-            raise NoSuchTable(f"Table does not exist: {format_namespace((*namespace, name))} is a view")
-        if row is None and not any(r.get("type") == "assert-create" for r in requirements):
-            self._require_namespace(warehouse, namespace)
-            raise NoSuchTable(f"Table does not exist: {format_namespace((*namespace, name))}")
+            raise NoSuchTable(f"Table does not exist: {qualified} is a view")
+        creating = any(r.get("type") == "assert-create" for r in change.requirements)
+        if row is None and not (creating and allow_create):
+            self._require_namespace(warehouse, change.namespace)
+            raise NoSuchTable(f"Table does not exist: {qualified}")
         base = rules.parse_metadata(row.metadata) if row else None
         default_location = None
         if row is None:  # staged create: a location unless the updates set one
-            default_location = self._table_location(warehouse, namespace, name, str(uuid.uuid4()), None)
+            default_location = self._table_location(warehouse, change.namespace, change.name, str(uuid.uuid4()), None)
         new = rules.commit(
             base,
-            requirements,
-            updates,
+            change.requirements,
+            change.updates,
             base_location=row.metadata_location if row else None,
             now_ms=now_ms(),
             default_location=default_location,
         )
-        if row is None:
-            return self._create_from_commit(warehouse, namespace, name, new)
-        text = rules.to_json(new)
-        if text == row.metadata:  # nothing changed: no new version
-            return LoadedTable(
-                row.metadata_location, row.metadata, {}, [], etag_for(row.metadata_location, "all|plain")
-            )
         self._require_inside_warehouse(warehouse, new.location, "location")
-        metadata_location = self._metadata_location(new, rules.next_metadata_version(row.metadata_location))
-        self._write_metadata(metadata_location, text)
-        if not self.repository.swap_metadata(row.id, row.metadata_location, metadata_location, text, new.location):
-            self._forget_files([metadata_location])
-            return None
-        self._forget_files(rules.metadata_files_to_delete(base, new))
-        return LoadedTable(metadata_location, text, {}, [], etag_for(metadata_location, "all|plain"))
+        return PreparedCommit(row, base, new, rules.to_json(new))
+
+    def _write_new_versions(self, prepared: list[PreparedCommit]) -> list[str]:
+        locations = [
+            self._metadata_location(p.new, rules.next_metadata_version(p.row.metadata_location)) for p in prepared
+        ]
+        self._write_metadata_files(list(zip(locations, [p.text for p in prepared], strict=True)))
+        return locations
+
+    def _swap(self, swaps: list[MetadataSwap]) -> bool:
+        try:
+            return self.repository.swap_metadata(swaps)
+        except CommitOutcomeUnknown:
+            return self._outcome_after_failure(swaps)
+
+    def _outcome_after_failure(self, swaps: list[MetadataSwap]) -> bool:
+        """The connection broke after the swap was sent: look whether it took effect.
+
+        The swaps are one transaction, so the first one tells for all. Only when the database
+        cannot be asked either is the outcome unknown to us - and then the client must not
+        clean up, which is what CommitStateUnknown tells it.
+        """
+        swap = swaps[0]
+        try:
+            current = self.repository.current_metadata_location(swap.entry_id)
+            if current in (swap.new_location, swap.expected_location):
+                return current == swap.new_location
+            row = self.repository.load_entry_by_id(swap.entry_id)
+        except ServiceUnavailable as exc:
+            raise CommitStateUnknown(
+                "The catalog database failed while the commit was being applied; its outcome is unknown"
+            ) from exc
+        if row is None:
+            return False
+        log_files = [entry["metadata-file"] for entry in json.loads(row.metadata).get("metadata-log", [])]
+        return swap.new_location in log_files
 
     def _create_from_commit(
-        self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str, new: Any
+        self, warehouse: WarehouseRow, change: TableChange, prepared: PreparedCommit
     ) -> LoadedTable:
         """A staged create (``assert-create``) becomes a table: first version of its metadata."""
-        self._require_inside_warehouse(warehouse, new.location, "location")
-        text = rules.to_json(new)
+        new, text = prepared.new, prepared.text
         metadata_location = self._metadata_location(new, rules.next_metadata_version(None))
-        self._write_metadata(metadata_location, text)
-        entry = NewEntry(name, TABLE, str(new.table_uuid), new.location, metadata_location, text)
+        self._write_metadata_files([(metadata_location, text)])
+        entry = NewEntry(change.name, TABLE, str(new.table_uuid), new.location, metadata_location, text)
         try:
-            self.repository.insert_entry(warehouse.id, namespace, entry)
+            self.repository.insert_entry(warehouse.id, change.namespace, entry)
         except AlreadyExists as exc:
             self._forget_files([metadata_location])
-            raise CommitFailed(
-                f"Requirement failed: table {format_namespace((*namespace, name))} already exists"
-            ) from exc
+            qualified = format_namespace((*change.namespace, change.name))
+            raise CommitFailed(f"Requirement failed: table {qualified} already exists") from exc
         except Exception:
             self._forget_files([metadata_location])
             raise
@@ -369,15 +457,23 @@ class TableService:
         file_name = rules.metadata_file_name(version, metadata.properties or {}, str(uuid.uuid4()))
         return f"{rules.metadata_directory(metadata).rstrip('/')}/{file_name}"
 
-    def _write_metadata(self, location: str, text: str) -> None:
-        self.objects.write_new(location, encode_metadata(text, location))
+    def _write_metadata_files(self, files: list[tuple[str, str]]) -> None:
+        """Record the objects as pending (durably, first), then write them; all or none stay."""
+        self.repository.record_pending([location for location, _ in files])
+        try:
+            for location, text in files:
+                self.objects.write_new(location, encode_metadata(text, location))
+        except Exception:
+            self._forget_files([location for location, _ in files])
+            raise
 
     def _forget_files(self, locations: list[str]) -> None:
-        """Best-effort cleanup of files no commit points to; a failure only leaves garbage."""
+        """Best-effort cleanup of files no commit points to; what fails here the sweeper reclaims."""
         if not locations:
             return
         try:
             self.objects.delete(locations)
+            self.repository.settle_pending(locations)
         except Exception as exc:  # noqa: BLE001 - cleanup must not turn a result into an error
             log.warning("could not delete %d unreferenced metadata files: %s", len(locations), type(exc).__name__)
 

@@ -6,9 +6,15 @@ import json
 
 from flask import Response, request
 
+from app.identifiers import check_name
 from app.storage_access import wants_vended_credentials
 from app.tables import LoadedTable, etag_matches
 from handlers._context import namespace_arg, no_content, tables
+
+
+def _name(table: str) -> str:
+    """The table name from the path, held to the rules of created names (a NUL must not reach the database)."""
+    return check_name(table, "table name")
 
 
 def _vend() -> bool:
@@ -48,27 +54,27 @@ def register_table(prefix: str, namespace: str, body: dict):
 
 
 def load_table(prefix: str, namespace: str, table: str, snapshots: str | None = None):
-    service, levels = tables(), namespace_arg(namespace)
+    service, levels, name = tables(), namespace_arg(namespace), _name(table)
     if_none_match = request.headers.get("If-None-Match")
-    if if_none_match and etag_matches(if_none_match, service.table_etag(prefix, levels, table, snapshots, _vend())):
+    if if_none_match and etag_matches(if_none_match, service.table_etag(prefix, levels, name, snapshots, _vend())):
         return Response(status=304)
-    return _table_response(service.load_table(prefix, levels, table, snapshots=snapshots, vend_credentials=_vend()))
+    return _table_response(service.load_table(prefix, levels, name, snapshots=snapshots, vend_credentials=_vend()))
 
 
 def table_exists(prefix: str, namespace: str, table: str):
-    tables().require_table(prefix, namespace_arg(namespace), table)
+    tables().require_table(prefix, namespace_arg(namespace), _name(table))
     return no_content()
 
 
 def update_table(prefix: str, namespace: str, table: str, body: dict):
     committed = tables().commit_table(
-        prefix, namespace_arg(namespace), table, body.get("requirements") or [], body.get("updates") or []
+        prefix, namespace_arg(namespace), _name(table), body.get("requirements") or [], body.get("updates") or []
     )
     return _table_response(committed)
 
 
 def drop_table(prefix: str, namespace: str, table: str, purgeRequested: bool = False):
-    tables().drop_table(prefix, namespace_arg(namespace), table, purge=bool(purgeRequested))
+    tables().drop_table(prefix, namespace_arg(namespace), _name(table), purge=bool(purgeRequested))
     return no_content()
 
 
@@ -78,10 +84,10 @@ def rename_table(prefix: str, body: dict):
 
 
 def load_credentials(prefix: str, namespace: str, table: str):
-    credentials = tables().load_credentials(prefix, namespace_arg(namespace), table)
+    credentials = tables().load_credentials(prefix, namespace_arg(namespace), _name(table))
     return {"storage-credentials": credentials}, 200
 
 
 def report_metrics(prefix: str, namespace: str, table: str, body: dict):
-    tables().report_metrics(prefix, namespace_arg(namespace), table, body)
+    tables().report_metrics(prefix, namespace_arg(namespace), _name(table), body)
     return no_content()

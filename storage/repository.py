@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 from psycopg import errors as pg_errors
 from psycopg.types.json import Jsonb
 
@@ -31,6 +32,26 @@ class EntryRow:
     location: str
     metadata_location: str
     metadata: str
+
+
+@dataclass(frozen=True)
+class MetadataSwap:
+    entry_id: int
+    expected_location: str
+    new_location: str
+    new_metadata: str
+    new_table_location: str
+
+
+class CommitOutcomeUnknown(Exception):
+    """The database connection failed after the commit statements were sent."""
+
+
+class _LostRace(Exception):
+    pass
+
+
+SETTLE_PENDING = "DELETE FROM pending_object WHERE location = ANY(%s)"
 
 
 @dataclass(frozen=True)
@@ -206,6 +227,15 @@ class CatalogRepository:
             ).fetchone()
         return EntryRow(**row) if row else None
 
+    def load_entry_by_id(self, entry_id: int) -> EntryRow | None:
+        with self.db.connection() as conn:
+            row = conn.execute(
+                "SELECT id, kind, uuid::text AS uuid, location, metadata_location, metadata"
+                " FROM catalog_entry WHERE id = %s",
+                (entry_id,),
+            ).fetchone()
+        return EntryRow(**row) if row else None
+
     def entry_exists(self, warehouse_id: int, namespace: tuple[str, ...], name: str, kind: str) -> bool:
         with self.db.connection() as conn:
             row = conn.execute(
@@ -240,7 +270,7 @@ class CatalogRepository:
 
     def insert_entry(self, warehouse_id: int, namespace: tuple[str, ...], entry: NewEntry) -> int:
         """Register a new table or view; AlreadyExists if the name is taken by either kind."""
-        with self.db.connection() as conn:
+        with self.db.transaction() as conn:
             try:
                 row = conn.execute(
                     "INSERT INTO catalog_entry (namespace_id, name, kind, uuid, location, metadata_location, metadata)"
@@ -248,6 +278,7 @@ class CatalogRepository:
                     " WHERE n.warehouse_id = %s AND n.path = %s RETURNING id",
                     (*entry.values(), warehouse_id, list(namespace)),
                 ).fetchone()
+                conn.execute(SETTLE_PENDING, ([entry.metadata_location],))
             except pg_errors.UniqueViolation as exc:
                 raise AlreadyExists(f"Table or view already exists: {_dotted((*namespace, entry.name))}") from exc
             except pg_errors.ForeignKeyViolation as exc:  # namespace dropped concurrently
@@ -288,16 +319,74 @@ class CatalogRepository:
             )
             return old["metadata_location"]
 
-    def swap_metadata(self, entry_id: int, expected_location: str, new_location: str, new_metadata: str,
-                      new_table_location: str) -> bool:
-        """The commit point: compare-and-set on the metadata location. False = another writer won."""
+    def swap_metadata(self, swaps: list[MetadataSwap]) -> bool:
+        """The commit point: compare-and-set every pointer, all or none. False = another writer won.
+
+        One swap is a single conditional UPDATE. Several (a multi-table transaction) lock their rows
+        in id order - a fixed order, so concurrent transactions cannot deadlock - and check every
+        expected location before changing any. The pending-object records of the new files are
+        settled in the same transaction, so "committed" and "no longer pending" cannot disagree.
+        A failure after the statements were sent raises ``CommitOutcomeUnknown``.
+        """
+        ordered = sorted(swaps, key=lambda swap: swap.entry_id)
         with self.db.connection() as conn:
-            cursor = conn.execute(
-                "UPDATE catalog_entry SET metadata_location = %s, metadata = %s, location = %s,"
-                " version = version + 1, updated_at = now() WHERE id = %s AND metadata_location = %s",
-                (new_location, new_metadata, new_table_location, entry_id, expected_location),
+            try:
+                with conn.transaction():
+                    if len(ordered) > 1 and not self._current_locations_match(conn, ordered):
+                        return False
+                    for swap in ordered:
+                        cursor = conn.execute(
+                            "UPDATE catalog_entry SET metadata_location = %s, metadata = %s, location = %s,"
+                            " version = version + 1, updated_at = now() WHERE id = %s AND metadata_location = %s",
+                            (swap.new_location, swap.new_metadata, swap.new_table_location, swap.entry_id,
+                             swap.expected_location),
+                        )
+                        if cursor.rowcount != 1:
+                            raise _LostRace
+                    conn.execute(SETTLE_PENDING, ([swap.new_location for swap in ordered],))
+            except _LostRace:
+                return False
+            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                raise CommitOutcomeUnknown(str(exc)) from exc
+        return True
+
+    @staticmethod
+    def _current_locations_match(conn: psycopg.Connection, ordered: list[MetadataSwap]) -> bool:
+        rows = conn.execute(
+            "SELECT id, metadata_location FROM catalog_entry WHERE id = ANY(%s) ORDER BY id FOR UPDATE",
+            ([swap.entry_id for swap in ordered],),
+        ).fetchall()
+        current = {row["id"]: row["metadata_location"] for row in rows}
+        return all(current.get(swap.entry_id) == swap.expected_location for swap in ordered)
+
+    def current_metadata_location(self, entry_id: int) -> str | None:
+        with self.db.connection() as conn:
+            row = conn.execute("SELECT metadata_location FROM catalog_entry WHERE id = %s", (entry_id,)).fetchone()
+        return row["metadata_location"] if row else None
+
+    # -- pending objects (crash safety) -------------------------------------------------
+
+    def record_pending(self, locations: list[str]) -> None:
+        """Durably note objects about to be written, before writing them."""
+        with self.db.connection() as conn:
+            conn.execute(
+                "INSERT INTO pending_object (location) SELECT unnest(%s::text[]) ON CONFLICT DO NOTHING",
+                (locations,),
             )
-            return cursor.rowcount == 1
+
+    def settle_pending(self, locations: list[str]) -> None:
+        with self.db.connection() as conn:
+            conn.execute(SETTLE_PENDING, (locations,))
+
+    def stale_pending(self, older_than_s: float, limit: int = 1000) -> list[str]:
+        """Pending objects whose commit can no longer happen (older than any request may run)."""
+        with self.db.connection() as conn:
+            rows = conn.execute(
+                "SELECT location FROM pending_object WHERE created_at < now() - make_interval(secs => %s)"
+                " ORDER BY created_at LIMIT %s",
+                (older_than_s, limit),
+            ).fetchall()
+        return [row["location"] for row in rows]
 
     def delete_entry(
         self, warehouse_id: int, namespace: tuple[str, ...], name: str, kind: str, purge_objects: list[str] | None
@@ -352,6 +441,13 @@ class CatalogRepository:
                 (location, location.rstrip("/") + "/"),
             ).fetchone()
         return row is not None
+
+    def current_metadata_locations(self, locations: list[str]) -> set[str]:
+        with self.db.connection() as conn:
+            rows = conn.execute(
+                "SELECT metadata_location FROM catalog_entry WHERE metadata_location = ANY(%s)", (locations,)
+            ).fetchall()
+        return {row["metadata_location"] for row in rows}
 
     # -- purge queue ----------------------------------------------------------------------
 

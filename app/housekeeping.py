@@ -1,0 +1,150 @@
+"""Background housekeeping, one thread per worker process.
+
+- **Purges**: dropTable with ``purgeRequested=true`` only records a purge job (in the same
+  transaction that removes the table), so it answers at once however large the table is. Jobs are
+  claimed with a lease (``FOR UPDATE SKIP LOCKED`` + ``not_before``): an interrupted purge is
+  picked up again when the lease runs out, and two workers never purge the same table at once.
+- **Sweeping**: a metadata object is recorded as pending before it is written and settled in the
+  transaction that commits it. A pending record older than any request can run names an object of
+  a commit that never happened (the worker died, or its cleanup failed): it is deleted.
+- **Idempotency keys** past their lifetime are forgotten.
+
+``python -m app.housekeeping`` runs one round by hand (``make sweep``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from itertools import islice
+from typing import Any
+
+from storage.idempotency import IdempotencyRepository
+from storage.objects import ObjectStore
+from storage.repository import CatalogRepository
+
+log = logging.getLogger(__name__)
+
+LEASE_SECONDS = 300
+DELETE_BATCH = 500
+# A commit's objects are settled within one request; gunicorn kills a request after 60 s.
+PENDING_GRACE_SECONDS = 600
+
+
+class Housekeeper:
+    def __init__(
+        self,
+        repository: CatalogRepository,
+        objects: ObjectStore,
+        idempotency: IdempotencyRepository,
+        wake: threading.Event,
+        idle_seconds: float = 10.0,
+    ) -> None:
+        self.repository = repository
+        self.idempotency = idempotency
+        self.objects = objects
+        self.wake = wake
+        self.idle_seconds = idle_seconds
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="growler-housekeeping", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.wake.set()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.run_round(PENDING_GRACE_SECONDS)
+            except Exception as exc:  # noqa: BLE001 - the database may be down; try again later
+                log.warning("housekeeping idle after error: %s", type(exc).__name__)
+            self.wake.wait(self.idle_seconds)
+            self.wake.clear()
+
+    def run_round(self, pending_grace_s: float) -> dict[str, int]:
+        """Every due purge, one sweep of stale pending objects, expired idempotency keys."""
+        purged = 0
+        while self.run_once():
+            purged += 1
+        return {
+            "purges": purged,
+            "swept": self.sweep_pending(pending_grace_s),
+            "expired-keys": self.idempotency.delete_expired(),
+        }
+
+    def sweep_pending(self, grace_s: float) -> int:
+        swept = 0
+        while stale := self.repository.stale_pending(grace_s, DELETE_BATCH):
+            current = self.repository.current_metadata_locations(stale)
+            orphans = [location for location in stale if location not in current]
+            if orphans:
+                self.objects.delete(orphans)
+            self.repository.settle_pending(stale)
+            swept += len(orphans)
+        if swept:
+            log.info("swept %d metadata objects of commits that never happened", swept)
+        return swept
+
+    def run_once(self) -> bool:
+        """Purge one due job; False when there was none."""
+        job = self.repository.claim_purge_job(LEASE_SECONDS)
+        if job is None:
+            return False
+        try:
+            deleted = self._purge(job)
+        except Exception as exc:  # noqa: BLE001 - leave the job for the next lease
+            log.warning("purge of %s failed, will retry: %s", job["location"], type(exc).__name__)
+            self.repository.fail_purge_job(job["id"], f"{type(exc).__name__}: {exc}")
+            return True
+        self.repository.finish_purge_job(job["id"])
+        log.info("purged %d objects under %s", deleted, job["location"])
+        return True
+
+    def _purge(self, job: dict[str, Any]) -> int:
+        deleted = 0
+        location = job["location"].rstrip("/")
+        # Never delete under a location a live table or view still uses (a re-registration,
+        # or a table created inside the dropped one's folder).
+        if not self.repository.location_in_use(location):
+            listing = iter(self.objects.list(location + "/"))
+            while batch := list(islice(listing, DELETE_BATCH)):
+                self.objects.delete(batch)
+                deleted += len(batch)
+        extra = [obj for obj in job["extra_objects"] if not obj.startswith(location + "/")]
+        if extra:
+            self.objects.delete(extra)
+            deleted += len(extra)
+        return deleted
+
+
+def main() -> None:
+    """One housekeeping round against the configured catalog (``make sweep``)."""
+    import argparse
+    import json
+
+    from app.factory import build_storage
+    from app.settings import Settings
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--grace-seconds",
+        type=float,
+        default=PENDING_GRACE_SECONDS,
+        help="age after which a pending object is an orphan (0 only when no commit is running)",
+    )
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO)
+    database, repository, objects = build_storage(Settings.from_env())
+    housekeeper = Housekeeper(repository, objects, IdempotencyRepository(database), threading.Event())
+    try:
+        print(json.dumps(housekeeper.run_round(args.grace_seconds)))
+    finally:
+        database.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""Idempotency-Key semantics for mutating operations.
+
+The first request with a key runs; its final response - 2xx, or a deterministic 4xx such as a
+409 - is kept for the key's lifetime, and a retry with the same key gets it back without running
+again. A concurrent duplicate waits for the first to finish and then gets the same answer. A 5xx
+is not kept: the key is released so a retry runs. Reusing a key for a different request is 422.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from app.errors import BadRequest, CatalogError, ServiceUnavailable, UnprocessableEntity
+from storage.idempotency import IdempotencyRepository
+
+# How long a running request may hold its key before another attempt may take it over: longer
+# than any request is allowed to run (gunicorn's timeout is 60 s).
+LEASE_SECONDS = 120
+WAIT_FOR_FIRST_S = 30.0
+POLL_S = 0.05
+
+
+@dataclass(frozen=True)
+class StoredResponse:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+
+def iso8601_duration(seconds: int) -> str:
+    """``PT30M`` style, as ``idempotency-key-lifetime`` is advertised."""
+    minutes, secs = divmod(seconds, 60)
+    hours, minutes = divmod(minutes, 60)
+    return "PT" + "".join(f"{v}{u}" for v, u in ((hours, "H"), (minutes, "M"), (secs, "S")) if v) if seconds else "PT0S"
+
+
+def parse_key(raw: str) -> str:
+    try:
+        return str(uuid.UUID(raw))
+    except ValueError as exc:
+        raise BadRequest("Idempotency-Key must be a UUID (UUIDv7 recommended)") from exc
+
+
+def fingerprint(method: str, path: str, body: bytes) -> str:
+    return hashlib.sha256(b"\0".join([method.encode(), path.encode(), body])).hexdigest()
+
+
+class IdempotencyService:
+    def __init__(self, repository: IdempotencyRepository, lifetime_s: int) -> None:
+        self.repository = repository
+        self.lifetime_s = lifetime_s
+
+    def run_once(
+        self,
+        key: str,
+        operation: str,
+        request_fingerprint: str,
+        run: Callable[[], StoredResponse],
+    ) -> tuple[StoredResponse, bool]:
+        """(response, replayed). ``run`` returns the response, or raises a CatalogError."""
+        deadline = time.monotonic() + WAIT_FOR_FIRST_S
+        while True:
+            if self.repository.claim(key, operation, request_fingerprint, self.lifetime_s, LEASE_SECONDS):
+                return self._run_and_keep(key, run), False
+            record = self.repository.get(key)
+            if record is None:
+                continue  # released or expired between the two statements: claim again
+            if record.fingerprint != request_fingerprint:
+                raise UnprocessableEntity("Idempotency-Key was already used for a different request")
+            if record.state == "done":
+                return StoredResponse(record.status, dict(record.headers or {}), bytes(record.body or b"")), True
+            if time.monotonic() > deadline:
+                raise ServiceUnavailable("A request with this Idempotency-Key is still running", retry_after=2)
+            time.sleep(POLL_S)
+
+    def _run_and_keep(self, key: str, run: Callable[[], StoredResponse]) -> StoredResponse:
+        try:
+            response = run()
+        except CatalogError as exc:
+            if exc.code >= 500:
+                self.repository.release(key)
+            else:
+                self.repository.complete(
+                    key, exc.code, {"Content-Type": "application/json", **exc.headers()}, _error_bytes(exc)
+                )
+            raise
+        except BaseException:
+            self.repository.release(key)
+            raise
+        if response.status >= 500:
+            self.repository.release(key)
+        else:
+            self.repository.complete(key, response.status, response.headers, response.body)
+        return response
+
+    def forget_expired(self) -> int:
+        return self.repository.delete_expired()
+
+
+def _error_bytes(exc: CatalogError) -> bytes:
+    import json
+
+    return json.dumps(exc.body()).encode()
