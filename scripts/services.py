@@ -12,8 +12,13 @@ Child-process hygiene: every child runs in its own session / process group
 (so a terminal Ctrl-C does not hit it behind our back, and stop() can kill
 the whole group), gets a parent-death signal (Linux ``PR_SET_PDEATHSIG``) so
 it does not outlive a parent that dies abruptly, and every running instance
-is stopped by an ``atexit`` hook.  A pid file left behind by an orphan of an
-earlier run is detected on start() and that orphan is stopped first.
+is stopped by an ``atexit`` hook.  On start(), a server still running for the
+same data directory is stopped first if its owner is gone (an orphan), and
+refused ("already running") if its owner is alive.
+
+Running as root (CI): PostgreSQL refuses root, so it runs as the ``postgres``
+system user (``Popen(user=...)``), its data directory is chowned to that user
+and every ancestor directory gets the "x" (search) bit that user needs.
 
 CLI (manual check)::
 
@@ -48,8 +53,8 @@ from typing import Any
 __all__ = [
     "EmbeddedPostgres",
     "EmbeddedS3",
-    "find_pg_bin",
     "die_with_parent",
+    "find_pg_bin",
     "find_weed_bin",
     "free_port",
     "port_is_free",
@@ -200,13 +205,24 @@ def _spawn(
 
 
 def _group_alive(pgid: int) -> bool:
+    """True if a live (non-zombie) process is in process group ``pgid``.  Zombies
+    are ignored: killed orphans linger as zombies until init reaps them."""
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            return True
+    return False
 
 
 def stop_process_group(proc: subprocess.Popen, signals: list[tuple[int, float]]) -> None:
@@ -682,15 +698,17 @@ def find_weed_bin() -> Path:
 
 _WEED_ENV_PREFIXES = ("AWS_", "S3_", "WEED_")  # weed mini reads these (e.g. AWS_ACCESS_KEY_ID adds a user)
 _GRPC_PORT_OFFSET = 10000  # see _pick_admin_ports
+_HEARTBEAT_RACE_RETRIES = 2  # relaunches before waiting out weed's 5 s heartbeat retry
 
 
 class EmbeddedS3(_Service):
     """SeaweedFS S3 API on 127.0.0.1:<port> with one static admin identity.
 
-    Runs ``weed mini`` (master + volume + filer + S3 in one process; it starts in
-    ~0.3-0.5 s, whereas ``weed server -filer -s3`` takes 3 s cold and 10+ s warm
-    because of raft bootstrap waits).  All internal ports are chosen free and
-    remembered in ``<data_dir>/.growler-ports.json`` so restarts reuse them.
+    Runs ``weed mini`` (master + volume + filer + S3 in one process): ready in
+    ~0.7-0.9 s cold or warm, whereas ``weed server -filer -s3`` takes 3-6 s cold and
+    13+ s warm (raft bootstrap waits).  All internal ports are chosen free and
+    remembered in ``<data_dir>/.growler-ports.json`` so restarts reuse them (the
+    master keeps its raft state in ``m<port>``).
     """
 
     def __init__(
@@ -813,6 +831,26 @@ class EmbeddedS3(_Service):
             "-volume.preStopSeconds=0",
         ]
         env = {k: v for k, v in os.environ.items() if not k.startswith(_WEED_ENV_PREFIXES)}
+        deadline = t0 + self.startup_timeout
+        try:
+            for attempt in range(1, _HEARTBEAT_RACE_RETRIES + 2):
+                self._launch(argv, env)
+                if self._wait_ready(deadline, give_up_on_race=attempt <= _HEARTBEAT_RACE_RETRIES):
+                    break
+                # Lost the heartbeat race (see _volume_server_registered): nothing has been
+                # written through this instance yet, so a kill + relaunch (~0.7 s) beats
+                # waiting out weed's 5 s heartbeat retry.
+                with open(self.log_path, "ab") as log:
+                    log.write(b"--- volume server heartbeat lost the race with master leadership: relaunching\n")
+                stop_process_group(self._proc, [])
+                self._remove_stale_sockets()
+        except BaseException:
+            self.stop()
+            raise
+        self.last_start_seconds = time.monotonic() - t0
+        return self
+
+    def _launch(self, argv: list[str], env: dict[str, str]) -> None:
         with open(self.log_path, "ab") as log:
             log.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(argv)}\n".encode())
         with signals_deferred():
@@ -825,13 +863,6 @@ class EmbeddedS3(_Service):
             )
             _register(self)
         self._pidfile.write_text(f"{self._proc.pid} {os.getpid()}\n")
-        try:
-            self._wait_ready(t0 + self.startup_timeout)
-        except BaseException:
-            self.stop()
-            raise
-        self.last_start_seconds = time.monotonic() - t0
-        return self
 
     def stop(self) -> None:
         proc = self._proc
@@ -945,12 +976,16 @@ class EmbeddedS3(_Service):
             rack.get("DataNodes") for dc in topology.get("DataCenters") or [] for rack in dc.get("Racks") or []
         )
 
-    def _wait_ready(self, deadline: float) -> None:
+    def _wait_ready(self, deadline: float, give_up_on_race: bool) -> bool:
+        """Wait until S3 answers and the master knows a volume server.  Returns False
+        (only if ``give_up_on_race``) when S3 answers but the volume server is still
+        unregistered well after: the heartbeat race, worth a relaunch."""
         import urllib3
         from minio.error import MinioException
 
         client = self.client(retries=False)  # minio's default urllib3 retries back off for seconds
         last: Exception | None = None
+        s3_up_since: float | None = None
         while True:
             assert self._proc is not None
             rc = self._proc.poll()
@@ -962,8 +997,13 @@ class EmbeddedS3(_Service):
             try:
                 client.list_buckets()
                 if self._volume_server_registered():
-                    return
+                    return True
                 last = RuntimeError("S3 answers, but no volume server has registered with the master yet")
+                # mini starts the volume server before filer and S3: normally it has
+                # registered long before S3 answers
+                s3_up_since = s3_up_since or time.monotonic()
+                if give_up_on_race and time.monotonic() - s3_up_since > 0.5:
+                    return False
             except (OSError, urllib3.exceptions.HTTPError, MinioException) as e:  # refused, 503 while starting
                 last = e
             if time.monotonic() > deadline:

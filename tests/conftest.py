@@ -8,6 +8,7 @@ services instead; the database must be empty or Growler's own.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -63,6 +64,7 @@ def services() -> Iterator[Services]:
             s3.stop()
         if postgres is not None:
             postgres.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
