@@ -177,14 +177,6 @@ class TableService:
             etag=etag_for(row.metadata_location, variant),
         )
 
-    def table_etag(
-        self, prefix: str, namespace: tuple[str, ...], name: str, snapshots: str | None, vend_credentials: bool
-    ) -> str:
-        """The ETag loadTable would send, for answering If-None-Match."""
-        warehouse = self.warehouses.get(prefix)
-        row = self._require_table(warehouse, namespace, name)
-        return etag_for(row.metadata_location, f"{snapshots or 'all'}|{'vended' if vend_credentials else 'plain'}")
-
     def require_table(self, prefix: str, namespace: tuple[str, ...], name: str) -> None:
         warehouse = self.warehouses.get(prefix)
         if not self.repository.entry_exists(warehouse.id, namespace, name, TABLE):

@@ -54,11 +54,12 @@ def register_table(prefix: str, namespace: str, body: dict):
 
 
 def load_table(prefix: str, namespace: str, table: str, snapshots: str | None = None):
-    service, levels, name = tables(), namespace_arg(namespace), _name(table)
-    if_none_match = request.headers.get("If-None-Match")
-    if if_none_match and etag_matches(if_none_match, service.table_etag(prefix, levels, name, snapshots, _vend())):
-        return Response(status=304)
-    return _table_response(service.load_table(prefix, levels, name, snapshots=snapshots, vend_credentials=_vend()))
+    loaded = tables().load_table(
+        prefix, namespace_arg(namespace), _name(table), snapshots=snapshots, vend_credentials=_vend()
+    )
+    if etag_matches(request.headers.get("If-None-Match"), loaded.etag):
+        return Response(status=304, headers={"ETag": loaded.etag})
+    return _table_response(loaded)
 
 
 def table_exists(prefix: str, namespace: str, table: str):
