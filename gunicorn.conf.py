@@ -1,32 +1,150 @@
 """Gunicorn settings for Growler (``python -m gunicorn -c gunicorn.conf.py``; ``make run`` does this).
 
-Everything the app itself needs comes from GROWLER_* environment variables (see app/settings.py).
+Everything the app itself needs comes from GROWLER_* environment variables (see app/settings.py);
+the process-level ones below are documented in README.md ("Deploying"). Signals to the master:
+TERM = graceful stop (in-flight requests, e.g. commits, finish within ``graceful_timeout``),
+HUP = graceful reload (new workers with re-read code and config, old ones finish their requests),
+INT/QUIT = fast stop.
 """
 
+import asyncio
+import glob
 import os
+import shutil
+import sys
+import tempfile
+import time
+
+from gunicorn.arbiter import Arbiter
+from uvicorn.server import Server
+from uvicorn_worker import UvicornWorker
+
+
+def _int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "")
+    try:
+        return int(raw) if raw else default
+    except ValueError:
+        raise SystemExit(f"{name} must be an integer, got {raw!r}") from None
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))  # what this process may use (containers, taskset)
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+class _DrainingServer(Server):
+    """uvicorn's server, except that a graceful stop first lets accepted connections speak.
+
+    uvicorn's shutdown stops accepting and then closes at once every connection whose request
+    it has not started reading. A connection accepted a moment earlier - nginx connects and
+    sends its request right away - is then reset, and nginx answers 502 (it never retries a
+    POST). So: stop accepting (the other workers take new connections from the shared socket),
+    wait until every accepted connection has a request in progress (bounded), then shut down
+    as usual, which lets in-flight requests finish.
+    """
+
+    DRAIN_S = 2.0
+
+    async def shutdown(self, sockets=None):
+        for server in self.servers:
+            server.close()
+        deadline = time.monotonic() + self.DRAIN_S
+        while time.monotonic() < deadline and any(
+            getattr(connection, "cycle", None) is None for connection in self.server_state.connections
+        ):
+            await asyncio.sleep(0.02)
+        await super().shutdown(sockets)
+
+
+class GrowlerWorker(UvicornWorker):
+    """uvicorn_worker.UvicornWorker (0.4, pinned) serving with the draining server above."""
+
+    async def _serve(self) -> None:
+        self.config.app = self.wsgi
+        server = _DrainingServer(config=self.config)
+        self._install_sigquit_handler()
+        await server.serve(sockets=self.sockets)
+        if not server.started:
+            sys.exit(Arbiter.WORKER_BOOT_ERROR)
+
 
 # The ASGI app, served by uvicorn workers under gunicorn's process management.
 wsgi_app = "app.asgi:application"
-worker_class = "uvicorn_worker.UvicornWorker"
+worker_class = GrowlerWorker
+proc_name = "growler"
 
-bind = os.environ.get("GROWLER_BIND", "127.0.0.1:8181")  # loopback by default: no auth in dev
-workers = int(os.environ.get("GROWLER_WORKERS", "2"))
+bind = os.environ.get("GROWLER_BIND", "127.0.0.1:8181")  # loopback by default: no auth
+# One worker per core (at least 2, so one busy or restarting worker never stops service): each
+# worker is async for I/O and runs the catalog code in its own thread pool, so more workers than
+# cores only add PostgreSQL connections (workers x GROWLER_DB_POOL_MAX).
+workers = _int("GROWLER_WORKERS", max(2, _cores()))
 
-# A worker that does not report for 60 s is killed and replaced (a stuck request must not wedge it).
-timeout = 60
-# On SIGTERM, in-flight requests (e.g. a commit) get 30 s to finish before workers are killed.
-graceful_timeout = 30
-# Keep idle client connections (Spark/PyIceberg reuse them) open briefly.
-keepalive = 5
+# X-Forwarded-For/-Proto are honoured only from these peers (uvicorn's forwarded_allow_ips):
+# loopback by default, where nginx runs in deploy/nginx.conf; "" trusts nobody. Never "*"
+# unless every path to gunicorn goes through the proxy.
+forwarded_allow_ips = os.environ.get("GROWLER_TRUSTED_PROXIES", "127.0.0.1,::1")
 
-# Access and error logs to stdout/stderr: the process supervisor (or terminal) collects them.
-accesslog = "-"
+# Uvicorn workers answer gunicorn's heartbeat from their event loop, so a long commit (which runs
+# in the worker's thread pool) does not trip this; a worker whose loop is stuck 60 s is replaced.
+timeout = _int("GROWLER_WORKER_TIMEOUT_S", 60)
+# On SIGTERM/SIGHUP/max_requests, a worker stops accepting and gets this long to finish its
+# in-flight requests before it is killed. Longer than any commit may take; keep the supervisor's
+# stop timeout (systemd TimeoutStopSec, Kubernetes terminationGracePeriodSeconds) above it.
+graceful_timeout = _int("GROWLER_GRACEFUL_TIMEOUT_S", 30)
+# Idle keep-alive connections are closed after 5 s; a proxy's upstream keep-alive must be shorter.
+keepalive = _int("GROWLER_KEEPALIVE_S", 5)
+# Recycle workers now and then (bounds slow leaks); jitter keeps them from restarting together.
+max_requests = _int("GROWLER_MAX_REQUESTS", 10000)
+max_requests_jitter = _int("GROWLER_MAX_REQUESTS_JITTER", max(max_requests // 10, 0))
+
+# The app writes one JSON line per request (app/observability.py: request id, operationId,
+# warehouse, namespace, table, status, duration), so uvicorn's plain-text access log is off.
+# Gunicorn's own messages and the app's other logs go to stderr; the supervisor collects them.
+accesslog = None
 errorlog = "-"
+loglevel = os.environ.get("GROWLER_LOG_LEVEL", "info").lower()
 
-# Each worker imports the app itself: no connection pools/threads created before fork,
-# and code changes are picked up by a plain worker restart.
+# Not preloaded: create_app() opens the PostgreSQL pool and starts the housekeeping thread, which
+# must not be shared across fork; and without preload, SIGHUP picks up new code.
 preload_app = False
+
+# Heartbeat files on tmpfs where there is one (a slow disk must not make workers look dead).
+if os.path.isdir("/dev/shm"):
+    worker_tmp_dir = "/dev/shm"
 
 # gunicorn >= 25 opens a control socket at one fixed per-user path (~/.gunicorn/gunicorn.ctl):
 # two servers (make run + a test server) would clobber each other's. We do not use gunicornc.
 control_socket_disable = True
+
+# --- Prometheus multiprocess mode ---------------------------------------------------------------
+# Workers write their metric values into files under PROMETHEUS_MULTIPROC_DIR; GET /metrics on any
+# worker sums them. Set here, in the master, before any worker imports prometheus_client. A
+# private temporary directory is made (and removed on exit) when none is configured; config
+# re-reads on SIGHUP keep the directory, so counters survive reloads.
+if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="growler-metrics-")
+    os.environ["GROWLER_METRICS_DIR_IS_TEMPORARY"] = os.environ["PROMETHEUS_MULTIPROC_DIR"]
+
+
+def on_starting(server):
+    """Start from empty metric files: values left by a previous run would be added to ours."""
+    directory = os.environ["PROMETHEUS_MULTIPROC_DIR"]
+    os.makedirs(directory, exist_ok=True)
+    for path in glob.glob(os.path.join(directory, "*.db")):
+        os.remove(path)
+
+
+def child_exit(server, worker):
+    """A worker is gone: drop its live gauges (in-progress requests, pool) from the sums."""
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server):
+    temporary = os.environ.get("GROWLER_METRICS_DIR_IS_TEMPORARY")
+    if temporary and temporary == os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        shutil.rmtree(temporary, ignore_errors=True)

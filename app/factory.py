@@ -15,6 +15,7 @@ from connexion.middleware import ConnexionMiddleware, MiddlewarePosition
 from connexion.middleware.security import SecurityMiddleware
 from starlette.exceptions import HTTPException
 
+from app import metrics
 from app.catalog import CatalogService
 from app.errors import CatalogError
 from app.housekeeping import Housekeeper
@@ -27,10 +28,12 @@ from app.http import (
     handle_unexpected,
 )
 from app.idempotency import IdempotencyService
+from app.observability import ObservabilityMiddleware, configure_event_logs
 from app.resolver import CatalogResolver, implemented_endpoints
 from app.settings import Settings
 from app.tables import TableService
 from app.validation import validator_map
+from app.views import ViewService
 from storage.db import Database
 from storage.idempotency import IdempotencyRepository
 from storage.migrate import migrate
@@ -44,6 +47,7 @@ STARTUP_WAIT_S = 30.0
 
 CATALOG = "growler.catalog"
 TABLES = "growler.tables"
+VIEWS = "growler.views"
 ENDPOINTS = "growler.endpoints"
 IDEMPOTENCY = "growler.idempotency"
 
@@ -51,12 +55,14 @@ IDEMPOTENCY = "growler.idempotency"
 def create_app(settings: Settings | None = None) -> FlaskApp:
     settings = settings or Settings.from_env()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_event_logs()  # request and commit lines: JSON
 
     _migrate_when_reachable(settings.database_url)
     database, repository, objects = build_storage(settings)
     service = CatalogService(settings, repository, objects)
     service.ensure_default_warehouse()
     tables = TableService(settings, repository, objects, service.warehouses)
+    views = ViewService(settings, repository, objects, service.warehouses)
     idempotency_keys = IdempotencyRepository(database)
     housekeeper = Housekeeper(repository, objects, idempotency_keys, tables.purge_requested)
     housekeeper.start()
@@ -77,6 +83,12 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
         validator_map=validator_map(),
     )
     app.add_middleware(RequestIdMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION)
+    # Added after RequestIdMiddleware at the same position = just inside it: sees the request id.
+    app.add_middleware(
+        ObservabilityMiddleware,
+        position=MiddlewarePosition.BEFORE_EXCEPTION,
+        namespace_separator=settings.namespace_separator,
+    )
     app.add_middleware(
         RequestGuardMiddleware,
         position=MiddlewarePosition.BEFORE_ROUTING,
@@ -91,14 +103,18 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
     flask_app = app.app
     flask_app.extensions[CATALOG] = service
     flask_app.extensions[TABLES] = tables
+    flask_app.extensions[VIEWS] = views
     flask_app.extensions[IDEMPOTENCY] = IdempotencyService(idempotency_keys, settings.idempotency_lifetime_s)
     flask_app.extensions[ENDPOINTS] = implemented_endpoints(spec)
     flask_app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
 
     from handlers import health
+    from handlers import metrics as metrics_handler
 
     app.add_url_rule("/healthz", "healthz", health.healthz, methods=["GET"])
     app.add_url_rule("/readyz", "readyz", health.readyz, methods=["GET"])
+    app.add_url_rule("/metrics", "metrics", metrics_handler.metrics, methods=["GET"])
+    metrics.watch_pool(database.pool.pop_stats)
     return app
 
 

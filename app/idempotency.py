@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from app import metrics
 from app.errors import BadRequest, CatalogError, ServiceUnavailable, UnprocessableEntity
 from storage.idempotency import IdempotencyRepository
 
@@ -72,6 +73,7 @@ class IdempotencyService:
             if record.fingerprint != request_fingerprint:
                 raise UnprocessableEntity("Idempotency-Key was already used for a different request")
             if record.state == "done":
+                metrics.IDEMPOTENCY_REPLAYS.labels(operation).inc()
                 return StoredResponse(record.status, dict(record.headers or {}), bytes(record.body or b"")), True
             if time.monotonic() > deadline:
                 raise ServiceUnavailable("A request with this Idempotency-Key is still running", retry_after=2)

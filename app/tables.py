@@ -37,6 +37,7 @@ from app.identifiers import (
     format_namespace,
     page_window,
 )
+from app.observability import CommitRecorder
 from app.settings import Settings
 from app.storage_access import client_storage_config, storage_credentials
 from storage.objects import ObjectNotFound, ObjectStore
@@ -274,20 +275,28 @@ class TableService:
         self._commit_with_retries(warehouse, parsed)
 
     def _commit_with_retries(self, warehouse: WarehouseRow, changes: list[TableChange]) -> list[LoadedTable]:
-        for attempt in range(MAX_COMMIT_ATTEMPTS):
-            outcome = self._attempt_commit(warehouse, changes)
-            if outcome is not None:
-                return outcome
-            # Another writer swapped a pointer first: back off, re-read, re-check, re-apply.
-            time.sleep(random.uniform(0, min(0.2, 0.005 * 2**attempt)))
-        tables = ", ".join(format_namespace((*c.namespace, c.name)) for c in changes)
-        raise CommitFailed(f"Commit to {tables} lost {MAX_COMMIT_ATTEMPTS} races with concurrent writers; retry")
+        names = [format_namespace((*c.namespace, c.name)) for c in changes]
+        with CommitRecorder(warehouse.name, names) as recorder:  # metrics + one log line per table
+            for attempt in range(MAX_COMMIT_ATTEMPTS):
+                outcome = self._attempt_commit(warehouse, changes, recorder)
+                if outcome is not None:
+                    return outcome
+                recorder.retried()
+                # Another writer swapped a pointer first: back off, re-read, re-check, re-apply.
+                time.sleep(random.uniform(0, min(0.2, 0.005 * 2**attempt)))
+            tables = ", ".join(names)
+            raise CommitFailed(f"Commit to {tables} lost {MAX_COMMIT_ATTEMPTS} races with concurrent writers; retry")
 
-    def _attempt_commit(self, warehouse: WarehouseRow, changes: list[TableChange]) -> list[LoadedTable] | None:
+    def _attempt_commit(
+        self, warehouse: WarehouseRow, changes: list[TableChange], recorder: CommitRecorder | None = None
+    ) -> list[LoadedTable] | None:
         """One optimistic attempt; None when a concurrent commit won the compare-and-set."""
         prepared = [self._prepare(warehouse, change, allow_create=len(changes) == 1) for change in changes]
         if prepared[0].row is None:
-            return [self._create_from_commit(warehouse, changes[0], prepared[0])]
+            created = self._create_from_commit(warehouse, changes[0], prepared[0])
+            if recorder is not None:
+                recorder.locations = [(None, created.metadata_location)]
+            return [created]
         changed = [p for p in prepared if p.text != p.row.metadata]
         written = self._write_new_versions(changed)
         swaps = [
@@ -304,6 +313,9 @@ class TableService:
         for p in prepared:
             location = locations.get(id(p), p.row.metadata_location)
             results.append(LoadedTable(location, p.text, {}, [], etag_for(location, "all|plain")))
+        if recorder is not None:
+            old = [p.row.metadata_location for p in prepared]
+            recorder.locations = list(zip(old, [r.metadata_location for r in results], strict=True))
         return results
 
     def _prepare(self, warehouse: WarehouseRow, change: TableChange, allow_create: bool) -> PreparedCommit:

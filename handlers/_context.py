@@ -5,9 +5,10 @@ from __future__ import annotations
 from flask import Response, current_app
 
 from app.catalog import CatalogService
-from app.factory import CATALOG, ENDPOINTS, TABLES
+from app.factory import CATALOG, ENDPOINTS, TABLES, VIEWS
 from app.identifiers import parse_namespace
 from app.tables import TableService
+from app.views import ViewService
 
 
 def catalog() -> CatalogService:
@@ -16,6 +17,10 @@ def catalog() -> CatalogService:
 
 def tables() -> TableService:
     return current_app.extensions[TABLES]
+
+
+def views() -> ViewService:
+    return current_app.extensions[VIEWS]
 
 
 def advertised_endpoints() -> list[str]:

@@ -105,6 +105,7 @@ def main() -> int:
     env.setdefault("GROWLER_WAREHOUSE", "warehouse")
     env.setdefault("GROWLER_WAREHOUSE_LOCATION", "s3://growler-warehouse/")
     env.setdefault("GROWLER_BIND", "127.0.0.1:8181")
+    env.setdefault("PROMETHEUS_MULTIPROC_DIR", str(data_dir / "metrics"))  # emptied by gunicorn at start
     pg_port = _env_int(env, "GROWLER_EMBEDDED_PG_PORT", 54329)
     s3_port = _env_int(env, "GROWLER_EMBEDDED_S3_PORT", 8333)
 

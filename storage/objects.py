@@ -22,6 +22,7 @@ from minio import Minio
 from minio.deleteobjects import DeleteObject
 from minio.error import S3Error
 
+from app import metrics  # prometheus only, no app imports
 from app.errors import AlreadyExists, BadRequest, CatalogError, ServiceUnavailable
 from app.settings import S3Settings
 
@@ -71,6 +72,12 @@ class S3ObjectStore:
 
     @contextmanager
     def _calls(self, what: str) -> Iterator[None]:
+        # Timed, and errors counted by S3 code, per first word of ``what`` (write, read, stat, ...).
+        with self._translated(what), metrics.object_store_call(what.split(" ", 1)[0]):
+            yield
+
+    @contextmanager
+    def _translated(self, what: str) -> Iterator[None]:
         try:
             yield
         except S3Error as exc:

@@ -45,16 +45,19 @@ def server_env(settings, bind: str) -> dict[str, str]:
     return env
 
 
-def start_server(settings, tmp_dir: Path) -> Server:
+def start_server(settings, tmp_dir: Path, extra_env: dict[str, str] | None = None) -> Server:
     from scripts.services import free_port
 
     port = free_port()
     log_path = tmp_dir / f"gunicorn-{port}.log"
+    env = server_env(settings, f"127.0.0.1:{port}")
+    env["PROMETHEUS_MULTIPROC_DIR"] = str(tmp_dir / f"metrics-{port}")
+    env.update(extra_env or {})
     with open(log_path, "wb") as log_file:
         process = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "-c", str(REPO / "gunicorn.conf.py")],
             cwd=REPO,
-            env=server_env(settings, f"127.0.0.1:{port}"),
+            env=env,
             stdout=log_file,
             stderr=subprocess.STDOUT,
             start_new_session=True,

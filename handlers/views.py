@@ -1,0 +1,68 @@
+"""View operations."""
+
+from __future__ import annotations
+
+import json
+
+from flask import Response
+
+from app.identifiers import check_name
+from app.views import LoadedView
+from handlers._context import namespace_arg, no_content, views
+
+
+def _name(view: str) -> str:
+    """The view name from the path, held to the rules of created names (a NUL must not reach the database)."""
+    return check_name(view, "view name")
+
+
+def _view_response(loaded: LoadedView) -> Response:
+    """LoadViewResult, assembled around the stored metadata text without parsing it."""
+    body = (
+        f'{{"metadata-location":{json.dumps(loaded.metadata_location)},'
+        f'"metadata":{loaded.metadata},"config":{json.dumps(loaded.config)}}}'
+    )
+    return Response(body, status=200, mimetype="application/json")
+
+
+def list_views(prefix: str, namespace: str, pageToken: str | None = None, pageSize: int | None = None):
+    levels = namespace_arg(namespace)
+    page = views().list_views(prefix, levels, pageToken, pageSize)
+    body = {"identifiers": [{"namespace": list(levels), "name": name} for name in page.items]}
+    if page.next_page_token:
+        body["next-page-token"] = page.next_page_token
+    return body, 200
+
+
+def create_view(prefix: str, namespace: str, body: dict):
+    return _view_response(views().create_view(prefix, namespace_arg(namespace), body))
+
+
+def register_view(prefix: str, namespace: str, body: dict):
+    return _view_response(views().register_view(prefix, namespace_arg(namespace), body))
+
+
+def load_view(prefix: str, namespace: str, view: str):
+    return _view_response(views().load_view(prefix, namespace_arg(namespace), _name(view)))
+
+
+def view_exists(prefix: str, namespace: str, view: str):
+    views().require_view(prefix, namespace_arg(namespace), _name(view))
+    return no_content()
+
+
+def replace_view(prefix: str, namespace: str, view: str, body: dict):
+    committed = views().replace_view(
+        prefix, namespace_arg(namespace), _name(view), body.get("requirements") or [], body.get("updates") or []
+    )
+    return _view_response(committed)
+
+
+def drop_view(prefix: str, namespace: str, view: str):
+    views().drop_view(prefix, namespace_arg(namespace), _name(view))
+    return no_content()
+
+
+def rename_view(prefix: str, body: dict):
+    views().rename_view(prefix, body["source"], body["destination"])
+    return no_content()

@@ -1,0 +1,209 @@
+"""Graceful shutdown and reload: no request in flight is lost.
+
+- SIGTERM to gunicorn while a commit is in flight: the commit completes (200, pointer swapped,
+  file written) and gunicorn then exits 0. The commit is made slow for real, not by a test knob
+  in the server: Growler talks to S3 through a loopback TCP proxy that holds the metadata PUT.
+- SIGHUP (reload) while clients hammer Growler through nginx: workers are replaced and no request
+  is answered 502 (or fails in any other way).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import signal
+import socket
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import httpx
+import psycopg
+import pytest
+
+from storage.objects import S3ObjectStore
+from tests.api.tables_support import create_request
+from tests.conftest import TEST_BUCKET
+from tests.integration.conftest import start_server, stop_server
+from tests.integration.nginx_support import start_nginx, stop_nginx
+
+HOLD_S = 3.0
+
+
+class SlowS3Proxy:
+    """Forwards TCP to S3; while ``hold_puts_s`` is set, each PUT request waits that long first."""
+
+    def __init__(self, target: str) -> None:
+        parts = urlsplit(target)
+        self.target = (parts.hostname, parts.port)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.endpoint = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.hold_puts_s = 0.0
+        self.put_held = threading.Event()
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.closed:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self.target)
+            threading.Thread(target=self._pump, args=(client, upstream, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, False), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket, requests: bool) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                if requests and self.hold_puts_s and data.startswith(b"PUT "):
+                    self.put_held.set()
+                    time.sleep(self.hold_puts_s)
+                sink.sendall(data)
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        self.closed = True
+        self.listener.close()
+
+
+@pytest.fixture
+def slow_s3(services) -> Iterator[SlowS3Proxy]:
+    proxy = SlowS3Proxy(services.s3_endpoint)
+    try:
+        yield proxy
+    finally:
+        proxy.close()
+
+
+def set_property(client: httpx.Client, url: str, key: str, value: str) -> httpx.Response:
+    return client.post(url, json={"requirements": [], "updates": [
+        {"action": "set-properties", "updates": {key: value}}
+    ]})
+
+
+def test_sigterm_lets_an_inflight_commit_finish(settings, app, services, slow_s3, tmp_path, clean_catalog):
+    # Its own warehouse (the default warehouse row records the S3 endpoint, which is the proxy here).
+    own = dataclasses.replace(
+        settings,
+        warehouse="graceful",
+        warehouse_location=f"s3://{TEST_BUCKET}/graceful",
+        s3=dataclasses.replace(settings.s3, endpoint=slow_s3.endpoint),
+    )
+    server = start_server(own, tmp_path)
+    try:
+        url = f"{server.url}/v1/graceful/namespaces/ops/tables/jobs"
+        with httpx.Client(timeout=60) as client:
+            assert client.post(f"{server.url}/v1/graceful/namespaces", json={"namespace": ["ops"]}).status_code == 200
+            created = client.post(f"{server.url}/v1/graceful/namespaces/ops/tables", json=create_request("jobs"))
+            assert created.status_code == 200, created.text
+        before = created.json()["metadata-location"]
+
+        slow_s3.hold_puts_s = HOLD_S
+        result: dict[str, httpx.Response] = {}
+
+        def commit() -> None:
+            with httpx.Client(timeout=60) as client:
+                result["response"] = set_property(client, url, "state", "committed-during-sigterm")
+
+        committer = threading.Thread(target=commit)
+        committer.start()
+        assert slow_s3.put_held.wait(20), "the commit never reached S3"
+        sent_at = time.monotonic()
+        os.kill(server.process.pid, signal.SIGTERM)  # the master: it stops the workers gracefully
+
+        committer.join(60)
+        response = result["response"]
+        assert response.status_code == 200, response.text
+        assert time.monotonic() - sent_at >= HOLD_S - 0.5  # it really was in flight during SIGTERM
+        after = response.json()["metadata-location"]
+        assert after != before
+        assert response.json()["metadata"]["properties"]["state"] == "committed-during-sigterm"
+
+        assert server.process.wait(timeout=40) == 0
+        # committed for real: the pointer was swapped and the file is there
+        with psycopg.connect(services.database_url) as conn:
+            current = conn.execute(
+                "SELECT metadata_location FROM catalog_entry WHERE name = 'jobs'"
+            ).fetchone()[0]
+        assert current == after
+        slow_s3.hold_puts_s = 0
+        assert S3ObjectStore(settings.s3).exists(after)
+        log = server.log()
+        commit_lines = [json.loads(line) for line in log.splitlines() if '"event":"commit"' in line]
+        assert any(c["new_metadata_location"] == after and c["outcome"] == "committed" for c in commit_lines)
+        assert "Traceback" not in log
+    finally:
+        stop_server(server)
+
+
+def test_sighup_reload_under_load_through_nginx(settings, app, tmp_path, clean_catalog):
+    server = start_server(settings, tmp_path)
+    proxy = start_nginx(server.url.removeprefix("http://"), tmp_path)
+    statuses: Counter[str] = Counter()
+    failures: list[str] = []
+    stop = threading.Event()
+    prefix = f"{proxy.url}/v1/{settings.warehouse}"
+
+    def load(worker: int) -> None:
+        with httpx.Client(timeout=60) as client:
+            namespace = f"load{worker}"
+            client.post(f"{prefix}/namespaces", json={"namespace": [namespace]})
+            client.post(f"{prefix}/namespaces/{namespace}/tables", json=create_request("t"))
+            i = 0
+            while not stop.is_set() and i < 5000:
+                i += 1
+                try:
+                    if i % 3 == 0:
+                        response = set_property(client, f"{prefix}/namespaces/{namespace}/tables/t", "i", str(i))
+                    elif i % 3 == 1:
+                        response = client.post(f"{prefix}/namespaces", json={"namespace": [namespace, f"n{i}"]})
+                    else:
+                        response = client.get(f"{prefix}/namespaces/{namespace}/tables/t")
+                    statuses[str(response.status_code)] += 1
+                    if response.status_code >= 300:
+                        failures.append(f"{response.request.method} {response.request.url}: "
+                                        f"{response.status_code} {response.text[:200]}")
+                except httpx.HTTPError as exc:
+                    statuses[type(exc).__name__] += 1
+                    failures.append(f"{type(exc).__name__}: {exc}")
+
+    def worker_pids() -> set[int]:
+        lines = [json.loads(line) for line in server.log().splitlines() if '"event":"request"' in line]
+        return {line["pid"] for line in lines if line.get("path", "").startswith(f"/v1/{settings.warehouse}/")}
+
+    threads = [threading.Thread(target=load, args=(n,)) for n in range(4)]
+    try:
+        for thread in threads:
+            thread.start()
+        time.sleep(1.5)
+        old_workers = worker_pids()
+        for _ in range(2):
+            os.kill(server.process.pid, signal.SIGHUP)
+            # wait until requests are served by workers of the new generation
+            deadline = time.monotonic() + 60
+            while not (worker_pids() - old_workers) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            time.sleep(1.0)
+            new_workers = worker_pids() - old_workers
+            assert new_workers, "no new worker served a request after SIGHUP"
+            old_workers |= new_workers
+        time.sleep(1.0)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(60)
+        stop_nginx(proxy)
+        stop_server(server)
+
+    assert sum(statuses.values()) > 100, statuses
+    assert not failures, f"{statuses}\n" + "\n".join(failures[:20])
+    assert set(statuses) == {"200"}, statuses
+    # nginx's own view: every request it proxied got an answer, none a 502
+    answered = Counter(json.loads(line)["status"] for line in proxy.access_log().splitlines())
+    assert set(answered) == {200}, answered

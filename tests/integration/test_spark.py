@@ -1,0 +1,644 @@
+"""Spark 3.5 (PySpark + Iceberg's Spark runtime and S3FileIO) against a running gunicorn.
+
+The session is configured with Growler's URL and warehouse name and asks for vended credentials
+(``spark_support.catalog_conf``); everything about S3 (endpoint, region, addressing style, keys)
+comes from the catalog. One SparkSession is shared by every test (a JVM start costs tens of
+seconds); each test works in its own namespace. Results are checked through Spark, through the
+REST API (the metadata Growler stores) and by listing the bucket.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from urllib.parse import quote
+
+import httpx
+import pytest
+
+from storage.objects import S3ObjectStore
+from tests.integration.spark_support import CATALOG, shared_session, spark_env
+
+pytestmark = pytest.mark.slow
+
+SUPPORT_SCRIPT = __file__.replace("test_spark.py", "spark_support.py")
+
+
+# ------------------------------------------------------------------------------------------
+# helpers
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def spark(server):
+    return shared_session(server.url, server.warehouse)
+
+
+@pytest.fixture
+def ns(spark, request) -> str:
+    """A fresh namespace for this test, created through Spark."""
+    name = "spark_" + re.sub(r"[^a-z0-9]+", "_", request.node.name.lower()).strip("_")
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.{name}")
+    return name
+
+
+@pytest.fixture
+def objects(settings) -> S3ObjectStore:
+    return S3ObjectStore(settings.s3)
+
+
+def rows(spark, sql: str) -> list[tuple]:
+    return [tuple(row) for row in spark.sql(sql).collect()]
+
+
+def scalar(spark, sql: str):
+    return spark.sql(sql).collect()[0][0]
+
+
+def ns_path(namespace: str) -> str:
+    return quote("\x1f".join(namespace.split(".")), safe="")
+
+
+def load_table(server, namespace: str, name: str) -> dict:
+    """Growler's loadTable answer for ``namespace.name`` (404 -> None)."""
+    url = f"{server.url}/v1/{server.warehouse}/namespaces/{ns_path(namespace)}/tables/{name}"
+    response = httpx.get(url, timeout=30)
+    if response.status_code == 404:
+        return None
+    response.raise_for_status()
+    return response.json()
+
+
+def objects_under(objects: S3ObjectStore, location: str) -> list[str]:
+    return sorted(objects.list(location.rstrip("/") + "/"))
+
+
+def wait_until_empty(objects: S3ObjectStore, location: str, timeout_s: float = 30.0) -> list[str]:
+    deadline = time.monotonic() + timeout_s
+    remaining = objects_under(objects, location)
+    while remaining and time.monotonic() < deadline:
+        time.sleep(0.3)
+        remaining = objects_under(objects, location)
+    return remaining
+
+
+def snapshot_operations(spark, table: str) -> list[str]:
+    return [r[0] for r in rows(spark, f"SELECT operation FROM {table}.snapshots ORDER BY committed_at")]
+
+
+# ------------------------------------------------------------------------------------------
+# namespaces
+# ------------------------------------------------------------------------------------------
+
+
+def test_namespaces_nested_and_properties(spark, server, ns):
+    spark.sql(f"CREATE NAMESPACE {CATALOG}.{ns}.inner WITH DBPROPERTIES ('steward' = 'etl', 'tier' = 'gold')")
+    spark.sql(f"CREATE NAMESPACE {CATALOG}.{ns}.inner.deepest")
+
+    assert rows(spark, f"SHOW NAMESPACES IN {CATALOG}.{ns}") == [(f"{ns}.inner",)]
+    assert rows(spark, f"SHOW NAMESPACES IN {CATALOG}.{ns}.inner") == [(f"{ns}.inner.deepest",)]
+    top_level = [r[0] for r in rows(spark, f"SHOW NAMESPACES IN {CATALOG}")]
+    assert ns in top_level and f"{ns}.inner" not in top_level
+
+    spark.sql(f"ALTER NAMESPACE {CATALOG}.{ns}.inner SET DBPROPERTIES ('tier' = 'silver', 'team' = 'data')")
+    described = dict(rows(spark, f"DESCRIBE NAMESPACE EXTENDED {CATALOG}.{ns}.inner"))
+    assert "(steward,etl), (team,data), (tier,silver)" in described["Properties"]
+
+    # what Growler stores, over its own API
+    response = httpx.get(f"{server.url}/v1/{server.warehouse}/namespaces/{ns_path(ns + '.inner')}")
+    assert response.status_code == 200
+    properties = response.json()["properties"]
+    assert {k: properties[k] for k in ("steward", "tier", "team")} == {"steward": "etl", "tier": "silver", "team": "data"}
+    assert properties["owner"]  # Spark sets it to the current user
+
+    # a table three levels deep
+    spark.sql(f"CREATE TABLE {CATALOG}.{ns}.inner.deepest.t (id bigint) USING iceberg")
+    spark.sql(f"INSERT INTO {CATALOG}.{ns}.inner.deepest.t VALUES (1), (2)")
+    assert rows(spark, f"SELECT id FROM {CATALOG}.{ns}.inner.deepest.t ORDER BY id") == [(1,), (2,)]
+    assert load_table(server, f"{ns}.inner.deepest", "t")["metadata"]["location"].startswith(
+        f"s3://growler-test-warehouse/{ns}/inner/deepest/t"
+    )
+
+    # non-empty namespaces refuse to go; empty ones go
+    with pytest.raises(Exception, match="(?i)not empty|NamespaceNotEmpty"):
+        spark.sql(f"DROP NAMESPACE {CATALOG}.{ns}.inner.deepest")
+    spark.sql(f"DROP TABLE {CATALOG}.{ns}.inner.deepest.t")
+    spark.sql(f"DROP NAMESPACE {CATALOG}.{ns}.inner.deepest")
+    assert rows(spark, f"SHOW NAMESPACES IN {CATALOG}.{ns}.inner") == []
+
+
+# ------------------------------------------------------------------------------------------
+# create, write, read
+# ------------------------------------------------------------------------------------------
+
+EVENTS = [  # id, ts, category, amount
+    (1, "2024-01-01 08:00:00", "a", 1.5),
+    (2, "2024-01-01 09:30:00", "b", 2.5),
+    (3, "2024-01-01 23:59:59", "a", 3.5),
+    (4, "2024-01-02 00:00:00", "b", 4.5),
+    (5, "2024-01-02 12:00:00", "a", 5.5),
+    (6, "2024-01-02 13:00:00", "c", 6.5),
+    (7, "2024-01-03 01:00:00", "c", 7.5),
+    (8, "2024-01-03 02:00:00", "a", 8.5),
+]
+
+
+def values_sql(events) -> str:
+    return ", ".join(f"({i}, TIMESTAMP '{ts}', '{c}', {a})" for i, ts, c, a in events)
+
+
+def test_partitioned_table_insert_and_filtered_select(spark, server, ns, objects):
+    table = f"{CATALOG}.{ns}.events"
+    spark.sql(
+        f"CREATE TABLE {table} (id bigint, ts timestamp, category string, amount double) "
+        "USING iceberg PARTITIONED BY (days(ts), bucket(8, id))"
+    )
+    spark.sql(f"INSERT INTO {table} VALUES {values_sql(EVENTS[:5])}")
+    spark.sql(f"INSERT INTO {table} VALUES {values_sql(EVENTS[5:])}")
+
+    assert scalar(spark, f"SELECT count(*) FROM {table}") == 8
+    assert rows(spark, f"SELECT id FROM {table} WHERE ts >= '2024-01-02' AND ts < '2024-01-03' ORDER BY id") == [
+        (4,),
+        (5,),
+        (6,),
+    ]
+    assert rows(spark, f"SELECT id, category, amount FROM {table} WHERE id = 7") == [(7, "c", 7.5)]
+    assert rows(
+        spark,
+        f"SELECT category, count(*), sum(amount) FROM {table} WHERE amount > 2 GROUP BY category ORDER BY category",
+    ) == [("a", 3, 17.5), ("b", 2, 7.0), ("c", 2, 14.0)]
+    assert rows(spark, f"SELECT id FROM {table} WHERE category = 'c' AND ts < '2024-01-03' ORDER BY id") == [(6,)]
+
+    # the partition spec Growler stored, and the files laid out by it
+    metadata = load_table(server, ns, "events")["metadata"]
+    spec = next(s for s in metadata["partition-specs"] if s["spec-id"] == metadata["default-spec-id"])
+    assert [(f["name"], f["transform"]) for f in spec["fields"]] == [("ts_day", "day"), ("id_bucket", "bucket[8]")]
+    assert len(metadata["snapshots"]) == 2
+    data_files = [o for o in objects_under(objects, metadata["location"]) if o.endswith(".parquet")]
+    days = {re.search(r"ts_day=([0-9-]+)/", f).group(1) for f in data_files}
+    assert days == {"2024-01-01", "2024-01-02", "2024-01-03"}
+    assert all(re.search(r"/id_bucket=[0-7]/", f) for f in data_files)
+    # Iceberg's own view of the files agrees with the bucket, partition values included
+    files = rows(spark, f"SELECT file_path, partition.ts_day, partition.id_bucket FROM {table}.files")
+    assert sorted(f[0] for f in files) == sorted(data_files)
+    assert all(f"ts_day={day}/id_bucket={bucket}/" in path for path, day, bucket in files)
+    assert scalar(spark, f"SELECT count(*) FROM {table}.partitions") == len({(d, b) for _, d, b in files})
+
+
+# ------------------------------------------------------------------------------------------
+# row-level operations: MERGE, UPDATE, DELETE
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("mode", "format_version"),
+    [("copy-on-write", 2), ("merge-on-read", 2), ("merge-on-read", 3)],
+    ids=["cow-v2", "mor-v2", "mor-v3"],
+)
+def test_merge_update_delete(spark, server, ns, mode, format_version):
+    table = f"{CATALOG}.{ns}.stock"
+    spark.sql(
+        f"CREATE TABLE {table} (id bigint, name string, qty int) USING iceberg TBLPROPERTIES ("
+        f"'format-version' = '{format_version}', 'write.delete.mode' = '{mode}', "
+        f"'write.update.mode' = '{mode}', 'write.merge.mode' = '{mode}')"
+    )
+    spark.sql(f"INSERT INTO {table} VALUES (1, 'a', 10), (2, 'b', 20), (3, 'c', 30), (4, 'd', 40)")
+
+    spark.sql(
+        f"""MERGE INTO {table} t
+        USING (SELECT * FROM VALUES (2, 'B', 21), (4, 'x', -1), (5, 'e', 50) AS s(id, name, qty)) s
+        ON t.id = s.id
+        WHEN MATCHED AND s.qty < 0 THEN DELETE
+        WHEN MATCHED THEN UPDATE SET name = s.name, qty = s.qty
+        WHEN NOT MATCHED THEN INSERT *"""
+    )
+    assert rows(spark, f"SELECT * FROM {table} ORDER BY id") == [(1, "a", 10), (2, "B", 21), (3, "c", 30), (5, "e", 50)]
+
+    spark.sql(f"UPDATE {table} SET qty = qty + 1 WHERE id IN (1, 3)")
+    assert rows(spark, f"SELECT * FROM {table} ORDER BY id") == [(1, "a", 11), (2, "B", 21), (3, "c", 31), (5, "e", 50)]
+
+    spark.sql(f"DELETE FROM {table} WHERE id = 2")
+    assert rows(spark, f"SELECT * FROM {table} ORDER BY id") == [(1, "a", 11), (3, "c", 31), (5, "e", 50)]
+
+    # the stored metadata: the format version asked for, one snapshot per statement
+    metadata = load_table(server, ns, "stock")["metadata"]
+    assert metadata["format-version"] == format_version
+    assert len(metadata["snapshots"]) == 4
+    delete_files = scalar(spark, f"SELECT count(*) FROM {table}.delete_files")
+    summary = {k: v for k, v in metadata["snapshots"][-1]["summary"].items()}
+    if mode == "copy-on-write":
+        assert delete_files == 0
+        assert snapshot_operations(spark, table) == ["append", "overwrite", "overwrite", "overwrite"]
+        assert summary.get("total-position-deletes", "0") == "0"
+    else:
+        assert delete_files > 0  # position deletes (v2) or deletion vectors (v3)
+        assert int(summary["total-position-deletes"]) > 0
+        if format_version == 3:
+            formats = {r[0] for r in rows(spark, f"SELECT file_format FROM {table}.delete_files")}
+            assert formats == {"PUFFIN"}  # deletion vectors
+            assert metadata["next-row-id"] > 0  # row lineage kept by the catalog
+
+
+# ------------------------------------------------------------------------------------------
+# schema and partition evolution
+# ------------------------------------------------------------------------------------------
+
+
+def test_alter_table_columns_and_partition_field(spark, server, ns, objects):
+    table = f"{CATALOG}.{ns}.people"
+    spark.sql(f"CREATE TABLE {table} (id bigint, name string, age int) USING iceberg")
+    spark.sql(f"INSERT INTO {table} VALUES (1, 'ann', 30)")
+
+    spark.sql(f"ALTER TABLE {table} ADD COLUMN score double")
+    spark.sql(f"ALTER TABLE {table} RENAME COLUMN name TO label")
+    spark.sql(f"ALTER TABLE {table} DROP COLUMN age")
+    spark.sql(f"ALTER TABLE {table} ALTER COLUMN id COMMENT 'the key'")
+    spark.sql(f"ALTER TABLE {table} ADD PARTITION FIELD bucket(4, id)")
+    spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('owner' = 'etl')")
+    spark.sql(f"INSERT INTO {table} VALUES (2, 'bob', 2.5)")
+
+    assert spark.table(table).columns == ["id", "label", "score"]
+    assert rows(spark, f"SELECT * FROM {table} ORDER BY id") == [(1, "ann", None), (2, "bob", 2.5)]
+
+    metadata = load_table(server, ns, "people")["metadata"]
+    schema = next(s for s in metadata["schemas"] if s["schema-id"] == metadata["current-schema-id"])
+    assert [(f["id"], f["name"], f["type"]) for f in schema["fields"]] == [
+        (1, "id", "long"),
+        (2, "label", "string"),
+        (4, "score", "double"),
+    ]
+    assert schema["fields"][0]["doc"] == "the key"
+    assert metadata["last-column-id"] == 4
+    assert len(metadata["schemas"]) == 5  # add, rename, drop, comment: a new schema each
+    assert [len(s["fields"]) for s in metadata["partition-specs"]] == [0, 1]
+    assert metadata["default-spec-id"] == 1
+    assert metadata["properties"]["owner"] == "etl"
+    assert metadata["last-partition-id"] == 1000
+
+    # the old file stays unpartitioned, the new one lands in a bucket
+    data_files = [o for o in objects_under(objects, metadata["location"]) if o.endswith(".parquet")]
+    assert len(data_files) == 2
+    assert sum("/id_bucket=" in f for f in data_files) == 1
+    assert rows(spark, f"SELECT spec_id, count(*) FROM {table}.files GROUP BY spec_id ORDER BY spec_id") == [
+        (0, 1),
+        (1, 1),
+    ]
+
+
+# ------------------------------------------------------------------------------------------
+# CTAS / RTAS (staged create)
+# ------------------------------------------------------------------------------------------
+
+
+def test_create_and_replace_table_as_select(spark, server, ns):
+    source = f"{CATALOG}.{ns}.src"
+    spark.sql(f"CREATE TABLE {source} (id bigint, category string) USING iceberg")
+    spark.sql(f"INSERT INTO {source} VALUES (1, 'a'), (2, 'b'), (3, 'a'), (4, 'c')")
+
+    ctas = f"{CATALOG}.{ns}.derived"
+    spark.sql(
+        f"CREATE TABLE {ctas} USING iceberg PARTITIONED BY (category) "
+        f"TBLPROPERTIES ('owner' = 'ctas') AS SELECT id, category FROM {source} WHERE category = 'a'"
+    )
+    assert rows(spark, f"SELECT * FROM {ctas} ORDER BY id") == [(1, "a"), (3, "a")]
+    created = load_table(server, ns, "derived")["metadata"]
+    assert len(created["snapshots"]) == 1
+    assert created["properties"]["owner"] == "ctas"
+    assert [f["name"] for f in created["partition-specs"][-1]["fields"]] == ["category"]
+
+    spark.sql(f"REPLACE TABLE {ctas} USING iceberg AS SELECT id, id * 10 AS tenfold FROM {source}")
+    assert spark.table(ctas).columns == ["id", "tenfold"]
+    assert rows(spark, f"SELECT * FROM {ctas} ORDER BY id") == [(1, 10), (2, 20), (3, 30), (4, 40)]
+    replaced = load_table(server, ns, "derived")["metadata"]
+    assert replaced["table-uuid"] == created["table-uuid"]  # the same table, a new version
+    assert len(replaced["snapshots"]) == 2
+    assert len(replaced["schemas"]) == 2
+    default_spec = next(s for s in replaced["partition-specs"] if s["spec-id"] == replaced["default-spec-id"])
+    assert default_spec["fields"] == []  # the replacement is unpartitioned
+    # the old data is still reachable by time travel
+    first = created["current-snapshot-id"]
+    assert rows(spark, f"SELECT id FROM {ctas} VERSION AS OF {first} ORDER BY id") == [(1,), (3,)]
+
+    # CREATE OR REPLACE of a new name creates it
+    spark.sql(f"CREATE OR REPLACE TABLE {CATALOG}.{ns}.fresh USING iceberg AS SELECT 42 AS answer")
+    assert rows(spark, f"SELECT * FROM {CATALOG}.{ns}.fresh") == [(42,)]
+
+    # a CTAS whose query fails leaves no table behind (the create was staged, never committed)
+    with pytest.raises(Exception, match="boom"):
+        spark.sql(f"CREATE TABLE {CATALOG}.{ns}.broken USING iceberg AS SELECT id, raise_error('boom') FROM {source}")
+    assert load_table(server, ns, "broken") is None
+    assert "broken" not in [r[1] for r in rows(spark, f"SHOW TABLES IN {CATALOG}.{ns}")]
+
+
+# ------------------------------------------------------------------------------------------
+# time travel, branches and tags
+# ------------------------------------------------------------------------------------------
+
+
+def test_time_travel_by_version_and_timestamp(spark, ns):
+    table = f"{CATALOG}.{ns}.history"
+    spark.sql(f"CREATE TABLE {table} (id bigint) USING iceberg")
+    for i in (1, 2, 3):
+        spark.sql(f"INSERT INTO {table} VALUES ({i})")
+    # commit times in epoch milliseconds (no time zone to get wrong)
+    snapshots = rows(spark, f"SELECT snapshot_id, unix_millis(committed_at) FROM {table}.snapshots ORDER BY 2")
+    assert len(snapshots) == 3
+    (s1, t1), (s2, t2), (s3, t3) = snapshots
+    assert t1 < t2 < t3
+
+    assert rows(spark, f"SELECT id FROM {table} VERSION AS OF {s1}") == [(1,)]
+    assert rows(spark, f"SELECT id FROM {table} VERSION AS OF {s2} ORDER BY id") == [(1,), (2,)]
+    assert rows(spark, f"SELECT id FROM {table} FOR SYSTEM_VERSION AS OF {s3} ORDER BY id") == [(1,), (2,), (3,)]
+
+    def as_of(millis: int) -> str:
+        return f"SELECT id FROM {table} TIMESTAMP AS OF timestamp_millis({millis}) ORDER BY id"
+
+    assert rows(spark, as_of(t2)) == [(1,), (2,)]
+    assert rows(spark, as_of((t2 + t3) // 2)) == [(1,), (2,)]
+    assert rows(spark, as_of(t3 - 1)) == [(1,), (2,)]
+    assert rows(spark, as_of(t3)) == [(1,), (2,), (3,)]
+    with pytest.raises(Exception, match="(?i)Cannot find a snapshot older than"):
+        spark.sql(as_of(t1 - 5000)).collect()
+
+    # the DataFrame reader's options reach the same snapshots
+    assert spark.read.option("snapshot-id", s1).table(table).count() == 1
+    assert spark.read.option("as-of-timestamp", str(t2)).table(table).count() == 2
+    history = rows(spark, f"SELECT snapshot_id, is_current_ancestor FROM {table}.history ORDER BY made_current_at")
+    assert history == [(s1, True), (s2, True), (s3, True)]
+
+
+def test_branches_and_tags(spark, server, ns):
+    table = f"{CATALOG}.{ns}.orders"
+    spark.sql(f"CREATE TABLE {table} (id bigint, status string) USING iceberg")
+    spark.sql(f"INSERT INTO {table} VALUES (1, 'new'), (2, 'new')")
+    spark.sql(f"ALTER TABLE {table} CREATE TAG v1")
+    spark.sql(f"ALTER TABLE {table} CREATE BRANCH audit RETAIN 7 DAYS")
+
+    # writes to the branch leave main alone
+    spark.sql(f"INSERT INTO {table}.branch_audit VALUES (3, 'audit')")
+    spark.sql(f"UPDATE {table}.branch_audit SET status = 'checked' WHERE id = 1")
+    assert rows(spark, f"SELECT * FROM {table} ORDER BY id") == [(1, "new"), (2, "new")]
+    assert rows(spark, f"SELECT * FROM {table} VERSION AS OF 'audit' ORDER BY id") == [
+        (1, "checked"),
+        (2, "new"),
+        (3, "audit"),
+    ]
+    assert rows(spark, f"SELECT * FROM {table}.branch_audit ORDER BY id") == rows(
+        spark, f"SELECT * FROM {table} VERSION AS OF 'audit' ORDER BY id"
+    )
+    refs = dict((name, kind) for name, kind in rows(spark, f"SELECT name, type FROM {table}.refs"))
+    assert refs == {"main": "BRANCH", "audit": "BRANCH", "v1": "TAG"}
+
+    stored = load_table(server, ns, "orders")["metadata"]
+    assert stored["refs"]["audit"]["max-ref-age-ms"] == 7 * 24 * 3600 * 1000
+    assert stored["refs"]["v1"]["snapshot-id"] == stored["refs"]["main"]["snapshot-id"]
+    assert stored["refs"]["audit"]["snapshot-id"] != stored["refs"]["main"]["snapshot-id"]
+
+    # fast-forward main to the audited branch
+    result = rows(spark, f"CALL {CATALOG}.system.fast_forward('{ns}.orders', 'main', 'audit')")
+    assert result[0][0] == "main"
+    assert rows(spark, f"SELECT * FROM {table} ORDER BY id") == [(1, "checked"), (2, "new"), (3, "audit")]
+    assert rows(spark, f"SELECT * FROM {table} VERSION AS OF 'v1' ORDER BY id") == [(1, "new"), (2, "new")]
+    stored = load_table(server, ns, "orders")["metadata"]
+    assert stored["refs"]["main"]["snapshot-id"] == stored["refs"]["audit"]["snapshot-id"]
+    assert stored["current-snapshot-id"] == stored["refs"]["main"]["snapshot-id"]
+
+    spark.sql(f"ALTER TABLE {table} DROP TAG v1")
+    spark.sql(f"ALTER TABLE {table} DROP BRANCH audit")
+    assert set(load_table(server, ns, "orders")["metadata"]["refs"]) == {"main"}
+
+
+# ------------------------------------------------------------------------------------------
+# maintenance procedures
+# ------------------------------------------------------------------------------------------
+
+
+def test_maintenance_procedures(spark, server, ns, objects):
+    name = f"{ns}.compact"
+    table = f"{CATALOG}.{name}"
+    spark.sql(f"CREATE TABLE {table} (id bigint, payload string) USING iceberg")
+    for i in range(1, 6):
+        spark.sql(f"INSERT INTO {table} VALUES ({i}, 'p{i}')")
+    expected = [(i, f"p{i}") for i in range(1, 6)]
+    assert scalar(spark, f"SELECT count(*) FROM {table}.files") == 5
+    assert scalar(spark, f"SELECT count(*) FROM {table}.manifests") == 5
+    location = load_table(server, ns, "compact")["metadata"]["location"]
+    first_files = {o for o in objects_under(objects, location + "/data") if o.endswith(".parquet")}
+    assert len(first_files) == 5
+
+    # rewrite_data_files: five small files become one
+    result = spark.sql(
+        f"CALL {CATALOG}.system.rewrite_data_files(table => '{name}', options => map('min-input-files', '2'))"
+    ).collect()[0]
+    assert (result["rewritten_data_files_count"], result["added_data_files_count"]) == (5, 1)
+    assert scalar(spark, f"SELECT count(*) FROM {table}.files") == 1
+    assert rows(spark, f"SELECT * FROM {table} ORDER BY id") == expected
+    assert snapshot_operations(spark, table)[-1] == "replace"
+
+    # rewrite_manifests: the manifests of the current snapshot become one
+    before = scalar(spark, f"SELECT count(*) FROM {table}.manifests")
+    result = spark.sql(f"CALL {CATALOG}.system.rewrite_manifests('{name}')").collect()[0]
+    assert result["rewritten_manifests_count"] == before > 1
+    assert result["added_manifests_count"] == 1
+    assert scalar(spark, f"SELECT count(*) FROM {table}.manifests") == 1
+
+    # expire_snapshots: keep only the current one; the compacted-away files are deleted
+    now = datetime.now(UTC).replace(tzinfo=None) + timedelta(seconds=1)
+    result = spark.sql(
+        f"CALL {CATALOG}.system.expire_snapshots(table => '{name}', "
+        f"older_than => TIMESTAMP '{now:%Y-%m-%d %H:%M:%S.%f}', retain_last => 1)"
+    ).collect()[0]
+    assert result["deleted_data_files_count"] == 5
+    assert scalar(spark, f"SELECT count(*) FROM {table}.snapshots") == 1
+    metadata = load_table(server, ns, "compact")["metadata"]
+    assert len(metadata["snapshots"]) == 1
+    assert metadata["snapshots"][0]["snapshot-id"] == metadata["current-snapshot-id"]
+    remaining = {o for o in objects_under(objects, location + "/data") if o.endswith(".parquet")}
+    assert not remaining & first_files and len(remaining) == 1
+    assert rows(spark, f"SELECT * FROM {table} ORDER BY id") == expected
+
+    # remove_orphan_files: an object nobody references is found and deleted
+    orphan = f"{location}/data/orphan-{int(time.time())}.parquet"
+    objects.write_new(orphan, b"not referenced by any snapshot", "application/octet-stream")
+    later = datetime.now(UTC).replace(tzinfo=None) + timedelta(minutes=1)
+    dry = rows(
+        spark,
+        f"CALL {CATALOG}.system.remove_orphan_files(table => '{name}', "
+        f"older_than => TIMESTAMP '{later:%Y-%m-%d %H:%M:%S}', dry_run => true, prefix_listing => true)",
+    )
+    assert dry == [(orphan,)]
+    assert objects.exists(orphan)
+    removed = rows(
+        spark,
+        f"CALL {CATALOG}.system.remove_orphan_files(table => '{name}', "
+        f"older_than => TIMESTAMP '{later:%Y-%m-%d %H:%M:%S}', prefix_listing => true)",
+    )
+    assert removed == [(orphan,)]
+    assert not objects.exists(orphan)
+    assert rows(spark, f"SELECT * FROM {table} ORDER BY id") == expected
+
+
+# ------------------------------------------------------------------------------------------
+# rename, drop, purge
+# ------------------------------------------------------------------------------------------
+
+
+def test_rename_table_across_namespaces(spark, server, ns):
+    spark.sql(f"CREATE NAMESPACE {CATALOG}.{ns}_target")
+    spark.sql(f"CREATE TABLE {CATALOG}.{ns}.before (id bigint) USING iceberg")
+    spark.sql(f"INSERT INTO {CATALOG}.{ns}.before VALUES (1), (2)")
+    original = load_table(server, ns, "before")
+
+    spark.sql(f"ALTER TABLE {CATALOG}.{ns}.before RENAME TO {ns}_target.after")
+    assert load_table(server, ns, "before") is None
+    renamed = load_table(server, f"{ns}_target", "after")
+    assert renamed["metadata-location"] == original["metadata-location"]
+    assert renamed["metadata"]["table-uuid"] == original["metadata"]["table-uuid"]
+    assert rows(spark, f"SELECT id FROM {CATALOG}.{ns}_target.after ORDER BY id") == [(1,), (2,)]
+    with pytest.raises(Exception, match="(?i)TABLE_OR_VIEW_NOT_FOUND|not found"):
+        spark.sql(f"SELECT * FROM {CATALOG}.{ns}.before").collect()
+    assert [r[1] for r in rows(spark, f"SHOW TABLES IN {CATALOG}.{ns}_target")] == ["after"]
+
+    # and the renamed table takes writes
+    spark.sql(f"INSERT INTO {CATALOG}.{ns}_target.after VALUES (3)")
+    assert scalar(spark, f"SELECT count(*) FROM {CATALOG}.{ns}_target.after") == 3
+
+
+def test_drop_table_with_and_without_purge(spark, server, ns, objects):
+    for name in ("kept", "purged"):
+        spark.sql(f"CREATE TABLE {CATALOG}.{ns}.{name} (id bigint) USING iceberg")
+        spark.sql(f"INSERT INTO {CATALOG}.{ns}.{name} VALUES (1)")
+        spark.sql(f"INSERT INTO {CATALOG}.{ns}.{name} VALUES (2)")
+    kept = load_table(server, ns, "kept")["metadata"]["location"]
+    purged = load_table(server, ns, "purged")["metadata"]["location"]
+    kept_objects = objects_under(objects, kept)
+    purged_objects = objects_under(objects, purged)
+    for listing in (kept_objects, purged_objects):
+        assert sum(o.endswith(".parquet") for o in listing) == 2
+        assert sum(o.endswith(".metadata.json") for o in listing) >= 3
+
+    spark.sql(f"DROP TABLE {CATALOG}.{ns}.kept")
+    spark.sql(f"DROP TABLE {CATALOG}.{ns}.purged PURGE")
+    assert load_table(server, ns, "kept") is None
+    assert load_table(server, ns, "purged") is None
+    assert rows(spark, f"SHOW TABLES IN {CATALOG}.{ns}") == []
+
+    assert wait_until_empty(objects, purged) == []
+    time.sleep(0.5)
+    assert objects_under(objects, kept) == kept_objects
+
+
+# ------------------------------------------------------------------------------------------
+# views
+# ------------------------------------------------------------------------------------------
+
+
+def test_views(spark, server, ns):
+    table = f"{CATALOG}.{ns}.sales"
+    spark.sql(f"CREATE TABLE {table} (id bigint, region string, amount double) USING iceberg")
+    spark.sql(f"INSERT INTO {table} VALUES (1, 'eu', 10.0), (2, 'us', 20.0), (3, 'eu', 5.0)")
+
+    view = f"{CATALOG}.{ns}.by_region"
+    spark.sql(
+        f"CREATE VIEW {view} (region, total COMMENT 'sum of amounts') COMMENT 'sales per region' AS "
+        f"SELECT region, sum(amount) FROM {table} GROUP BY region"
+    )
+    assert rows(spark, f"SELECT * FROM {view} ORDER BY region") == [("eu", 15.0), ("us", 20.0)]
+    assert [r[1] for r in rows(spark, f"SHOW VIEWS IN {CATALOG}.{ns}")] == ["by_region"]
+
+    view_url = f"{server.url}/v1/{server.warehouse}/namespaces/{ns}/views/by_region"
+    stored = httpx.get(view_url).json()["metadata"]
+    assert len(stored["versions"]) == 1
+    representation = stored["versions"][0]["representations"][0]
+    assert representation["dialect"] == "spark" and "GROUP BY region" in representation["sql"]
+
+    # the view follows its table
+    spark.sql(f"INSERT INTO {table} VALUES (4, 'us', 1.0)")
+    assert rows(spark, f"SELECT * FROM {view} ORDER BY region") == [("eu", 15.0), ("us", 21.0)]
+
+    spark.sql(f"ALTER VIEW {view} AS SELECT region, count(*) AS orders FROM {table} GROUP BY region")
+    assert rows(spark, f"SELECT * FROM {view} ORDER BY region") == [("eu", 2), ("us", 2)]
+    stored = httpx.get(view_url).json()["metadata"]
+    assert len(stored["versions"]) == 2
+    assert stored["current-version-id"] == max(v["version-id"] for v in stored["versions"])
+
+    spark.sql(f"ALTER VIEW {view} SET TBLPROPERTIES ('owner' = 'bi')")
+    assert httpx.get(view_url).json()["metadata"]["properties"]["owner"] == "bi"
+
+    # a view and a table cannot share a name
+    with pytest.raises(Exception, match="(?i)already exists"):
+        spark.sql(f"CREATE VIEW {CATALOG}.{ns}.sales AS SELECT 1")
+
+    spark.sql(f"DROP VIEW {view}")
+    assert rows(spark, f"SHOW VIEWS IN {CATALOG}.{ns}") == []
+    assert httpx.get(view_url).status_code == 404
+    assert scalar(spark, f"SELECT count(*) FROM {table}") == 4  # the table is untouched
+
+
+# ------------------------------------------------------------------------------------------
+# two Spark drivers appending to one table at once
+# ------------------------------------------------------------------------------------------
+
+BATCHES = 6
+ROWS_PER_BATCH = 100
+
+
+def test_two_spark_sessions_append_concurrently(spark, server, ns):
+    name = f"{CATALOG}.{ns}.shared"
+    spark.sql(f"CREATE TABLE {name} (id bigint, who string) USING iceberg")
+
+    # the second driver is its own process: its own JVM, REST client and table cache
+    second = subprocess.Popen(
+        [
+            sys.executable,
+            SUPPORT_SCRIPT,
+            "append",
+            server.url,
+            server.warehouse,
+            name,
+            str(100_000),
+            str(BATCHES),
+            str(ROWS_PER_BATCH),
+        ],
+        env=spark_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        # wait until the second driver is about to write, then write alongside it
+        ready = ""
+        for line in second.stdout:
+            if line.startswith("ready"):
+                ready = line
+                break
+        assert ready, f"second driver did not start:\n{second.stdout.read() if second.stdout else ''}"
+        for batch in range(BATCHES):
+            low = batch * ROWS_PER_BATCH
+            spark.sql(f"INSERT INTO {name} SELECT id, 'first' FROM range({low}, {low + ROWS_PER_BATCH})")
+        output = second.communicate(timeout=600)[0]
+    finally:
+        if second.poll() is None:
+            second.kill()
+            second.wait()
+    assert second.returncode == 0, output
+    assert f"appended {BATCHES * ROWS_PER_BATCH}" in output
+
+    spark.sql(f"REFRESH TABLE {name}")
+    total = BATCHES * ROWS_PER_BATCH
+    assert rows(spark, f"SELECT count(*), count(DISTINCT id) FROM {name}") == [(2 * total, 2 * total)]
+    assert rows(spark, f"SELECT who, count(*) FROM {name} GROUP BY who ORDER BY who") == [
+        ("first", total),
+        ("writer-100000", total),
+    ]
+    # every commit is in one linear history: no snapshot was lost or forked off
+    snapshots = rows(spark, f"SELECT snapshot_id, parent_id FROM {name}.snapshots ORDER BY committed_at")
+    assert len(snapshots) == 2 * BATCHES
+    assert snapshots[0][1] is None
+    assert all(parent == previous for (_, parent), (previous, _) in zip(snapshots[1:], snapshots, strict=False))
+    assert sorted(r[0] for r in rows(spark, f"SELECT snapshot_id FROM {name}.history")) == sorted(
+        s for s, _ in snapshots
+    )
