@@ -45,6 +45,14 @@ echo "PostgreSQL server binaries not found: installing postgresql"; \
 $(call apt_install,postgresql)
 endef
 
+# $(call ensure_nginx): Debian's nginx, for the integration tests that put it in front of gunicorn
+# (tests/integration/test_nginx.py runs deploy/nginx.conf); installed only when missing.
+define ensure_nginx
+if command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; then exit 0; fi; \
+echo "nginx not found: installing nginx"; \
+$(call apt_install,nginx)
+endef
+
 .PHONY: help venv venv-test run test lint clean distclean
 
 help:
@@ -85,6 +93,7 @@ run: venv
 
 test: venv-test
 	@$(call ensure_postgres,GROWLER_TEST_DATABASE_URL)
+	@$(call ensure_nginx)
 	$(VPY) -m pytest $(PYTEST_ARGS)
 
 lint: venv-test

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,7 +108,7 @@ class CatalogService:
         rows = self.repository.list_namespaces(
             warehouse.id, parent, after, None if limit is None else limit + 1
         )
-        return _page(rows, limit, lambda last: encode_page_token(list(last)) if paginate else None)
+        return page_of(rows, limit, (lambda last: encode_page_token(list(last))) if paginate else None)
 
     def create_namespace(
         self, prefix: str, namespace: tuple[str, ...], properties: dict[str, str]
@@ -155,9 +156,12 @@ class CatalogService:
         }
 
 
-def _page(rows: list[Any], limit: int | None, token_for) -> Page:
-    """Trim the one-extra row fetched to learn whether another page exists."""
+def page_of(rows: list[Any], limit: int | None, token_for: Callable[[Any], str] | None) -> Page:
+    """Trim the one extra row fetched to learn whether another page exists.
+
+    ``token_for`` makes the next page's token from the last item; None when not paginating.
+    """
     if limit is not None and len(rows) > limit:
         rows = rows[:limit]
-        return Page(rows, token_for(rows[-1]))
+        return Page(rows, token_for(rows[-1]) if token_for else None)
     return Page(rows, None)

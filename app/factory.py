@@ -25,6 +25,7 @@ from app.http import (
     handle_catalog_error,
     handle_http_exception,
     handle_problem,
+    handle_undecodable_body,
     handle_unexpected,
 )
 from app.idempotency import IdempotencyService
@@ -98,6 +99,7 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
     app.add_error_handler(CatalogError, handle_catalog_error)
     app.add_error_handler(ProblemException, handle_problem)
     app.add_error_handler(HTTPException, handle_http_exception)
+    app.add_error_handler(UnicodeDecodeError, handle_undecodable_body)
     app.add_error_handler(Exception, handle_unexpected)
 
     flask_app = app.app

@@ -22,13 +22,15 @@ from connexion.lifecycle import ConnexionRequest, ConnexionResponse
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.errors import CatalogError, PayloadTooLarge, error_body, error_type_for_status
+from app.errors import BadRequest, CatalogError, PayloadTooLarge, error_body, error_type_for_status
 
 log = logging.getLogger(__name__)
 
 REQUEST_ID_HEADER = b"x-request-id"
 _SANE_REQUEST_ID = re.compile(rb"^[A-Za-z0-9._:-]{1,128}$")
 # Routes of the spec that live under /v1/{prefix}/; served for the default warehouse without it.
+# Control characters other than 0x1F, the namespace separator, which paths legitimately carry.
+_CONTROL = re.compile(r"[\x00-\x1e\x7f]")
 _UNPREFIXED = re.compile(r"^/v1/(namespaces|tables|views|transactions)(/.*)?$")
 
 
@@ -69,6 +71,9 @@ class RequestGuardMiddleware:
             await self.app(scope, receive, send)
             return
         self._check_declared_length(scope)
+        if _CONTROL.search(scope["path"]):
+            # connexion's router does not match such paths while Flask's does: refuse them here
+            raise BadRequest("Control characters are not allowed in the request path")
         scope = self._with_default_prefix(scope)
         receive = self._limited(receive)
         if _is_chunked(scope):
@@ -179,6 +184,11 @@ def handle_http_exception(request: ConnexionRequest, exc: HTTPException) -> Conn
     else:
         message = str(exc.detail)
     return _response(status, message, error_type_for_status(status), dict(exc.headers or {}))
+
+
+def handle_undecodable_body(request: ConnexionRequest, exc: UnicodeDecodeError) -> ConnexionResponse:
+    """connexion decodes JSON bodies as UTF-8 and lets the error escape."""
+    return _response(400, "The request body is not valid UTF-8", "BadRequestException")
 
 
 def handle_unexpected(request: ConnexionRequest, exc: Exception) -> ConnexionResponse:

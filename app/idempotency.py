@@ -3,7 +3,8 @@
 The first request with a key runs; its final response - 2xx, or a deterministic 4xx such as a
 409 - is kept for the key's lifetime, and a retry with the same key gets it back without running
 again. A concurrent duplicate waits for the first to finish and then gets the same answer. A 5xx
-is not kept: the key is released so a retry runs. Reusing a key for a different request is 422.
+is not kept: the key is released so a retry runs. Reusing a key for a different request is 400
+(the client error every mutating operation declares).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from app import metrics
-from app.errors import BadRequest, CatalogError, ServiceUnavailable, UnprocessableEntity
+from app.errors import BadRequest, CatalogError, ServiceUnavailable
 from storage.idempotency import IdempotencyRepository
 
 # How long a running request may hold its key before another attempt may take it over: longer
@@ -71,7 +72,7 @@ class IdempotencyService:
             if record is None:
                 continue  # released or expired between the two statements: claim again
             if record.fingerprint != request_fingerprint:
-                raise UnprocessableEntity("Idempotency-Key was already used for a different request")
+                raise BadRequest("Idempotency-Key was already used for a different request")
             if record.state == "done":
                 metrics.IDEMPOTENCY_REPLAYS.labels(operation).inc()
                 return StoredResponse(record.status, dict(record.headers or {}), bytes(record.body or b"")), True

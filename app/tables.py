@@ -7,40 +7,34 @@ race re-reads and re-applies while the requirements still hold; the losing file 
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import logging
-import random
 import threading
-import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from app import table_metadata as rules
-from app.catalog import Page, WarehouseDirectory
+from app.catalog import WarehouseDirectory
+from app.entries import EntryService, now_ms
 from app.errors import (
     AlreadyExists,
     BadRequest,
     CommitFailed,
     CommitStateUnknown,
-    NoSuchNamespace,
     NoSuchTable,
     ServiceUnavailable,
 )
 from app.identifiers import (
     check_name,
     check_namespace,
-    decode_page_token,
-    encode_page_token,
     format_namespace,
-    page_window,
 )
 from app.observability import CommitRecorder
 from app.settings import Settings
 from app.storage_access import client_storage_config, storage_credentials
-from storage.objects import ObjectNotFound, ObjectStore
+from storage.objects import ObjectStore
 from storage.repository import (
     CatalogRepository,
     CommitOutcomeUnknown,
@@ -53,8 +47,6 @@ from storage.repository import (
 log = logging.getLogger(__name__)
 
 TABLE = "table"
-MAX_COMMIT_ATTEMPTS = 8
-GZIP_MAGIC = b"\x1f\x8b"
 
 
 @dataclass(frozen=True)
@@ -108,22 +100,10 @@ def etag_matches(if_none_match: str | None, etag: str) -> bool:
     return "*" in candidates or etag in candidates
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
+class TableService(EntryService):
+    kind = TABLE
+    not_found = NoSuchTable
 
-
-def encode_metadata(text: str, location: str) -> bytes:
-    data = text.encode("utf-8")
-    return gzip.compress(data, mtime=0) if location.endswith(".gz.metadata.json") else data
-
-
-def decode_metadata(data: bytes) -> str:
-    if data[:2] == GZIP_MAGIC:
-        data = gzip.decompress(data)
-    return data.decode("utf-8")
-
-
-class TableService:
     def __init__(
         self,
         settings: Settings,
@@ -131,29 +111,10 @@ class TableService:
         objects: ObjectStore,
         warehouses: WarehouseDirectory,
     ) -> None:
-        self.settings = settings
-        self.repository = repository
-        self.objects = objects
-        self.warehouses = warehouses
+        super().__init__(settings, repository, objects, warehouses)
         self.purge_requested = threading.Event()
 
     # -- reading ------------------------------------------------------------------------
-
-    def list_tables(
-        self, prefix: str, namespace: tuple[str, ...], page_token: str | None, page_size: int | None
-    ) -> Page:
-        warehouse = self.warehouses.get(prefix)
-        paginate, limit = page_window(page_token, page_size, self.settings.max_page_size)
-        after = decode_page_token(page_token) if page_token else None
-        if after is not None and not isinstance(after, str):
-            raise BadRequest("Invalid pageToken")
-        names = self.repository.list_entries(
-            warehouse.id, namespace, TABLE, after, None if limit is None else limit + 1
-        )
-        if limit is not None and len(names) > limit:
-            names = names[:limit]
-            return Page(names, encode_page_token(names[-1]) if paginate else None)
-        return Page(names, None)
 
     def load_table(
         self,
@@ -165,7 +126,7 @@ class TableService:
         vend_credentials: bool = False,
     ) -> LoadedTable:
         warehouse = self.warehouses.get(prefix)
-        row = self._require_table(warehouse, namespace, name)
+        row = self._require_entry(warehouse, namespace, name)
         metadata = row.metadata
         if snapshots == "refs":
             metadata = json.dumps(rules.refs_only(json.loads(metadata)), separators=(",", ":"))
@@ -178,14 +139,9 @@ class TableService:
             etag=etag_for(row.metadata_location, variant),
         )
 
-    def require_table(self, prefix: str, namespace: tuple[str, ...], name: str) -> None:
-        warehouse = self.warehouses.get(prefix)
-        if not self.repository.entry_exists(warehouse.id, namespace, name, TABLE):
-            raise NoSuchTable(f"Table does not exist: {format_namespace((*namespace, name))}")
-
     def load_credentials(self, prefix: str, namespace: tuple[str, ...], name: str) -> list[dict[str, Any]]:
         warehouse = self.warehouses.get(prefix)
-        row = self._require_table(warehouse, namespace, name)
+        row = self._require_entry(warehouse, namespace, name)
         return self._credentials(warehouse, row.location, True)
 
     # -- creating -----------------------------------------------------------------------
@@ -197,27 +153,22 @@ class TableService:
         name = check_name(request["name"], "table name")
         self._require_namespace(warehouse, namespace)
         table_uuid = str(uuid.uuid4())
-        location = self._table_location(warehouse, namespace, name, table_uuid, request.get("location"))
+        location = self._location_for(warehouse, namespace, name, table_uuid, request.get("location"))
         metadata = rules.new_table_metadata(request, location=location, now_ms=now_ms(), table_uuid=table_uuid)
+        self._require_inside_warehouse(warehouse, rules.metadata_directory(metadata), "write.metadata.path")
         text = rules.to_json(metadata)
         config = client_storage_config(warehouse)
         credentials = self._credentials(warehouse, location, vend_credentials)
         if request.get("stage-create"):
-            if self.repository.load_entry(warehouse.id, namespace, name) is not None:
-                raise AlreadyExists(f"Table or view already exists: {format_namespace((*namespace, name))}")
+            self._require_name_free(warehouse, namespace, name)
             if credentials:
                 # A staged table has no metadata-location, and PyIceberg matches storage-credentials
                 # against it; so the vended keys (asked for by this request) also travel in config.
                 config = {**config, **credentials[0]["config"]}
             return LoadedTable(None, text, config, credentials)
         metadata_location = self._metadata_location(metadata, rules.next_metadata_version(None))
-        self._write_metadata_files([(metadata_location, text)])
         entry = NewEntry(name, TABLE, str(metadata.table_uuid), metadata.location, metadata_location, text)
-        try:
-            self.repository.insert_entry(warehouse.id, namespace, entry)
-        except Exception:
-            self._forget_files([metadata_location])
-            raise
+        self._insert_new(warehouse, namespace, entry)
         return LoadedTable(metadata_location, text, config, credentials, etag_for(metadata_location, "all|plain"))
 
     def register_table(
@@ -226,21 +177,12 @@ class TableService:
         warehouse = self.warehouses.get(prefix)
         name = check_name(request["name"], "table name")
         metadata_location = request["metadata-location"]
-        self._require_inside_warehouse(warehouse, metadata_location, "metadata-location")
         self._require_namespace(warehouse, namespace)
-        try:
-            text = decode_metadata(self.objects.read(metadata_location))
-        except ObjectNotFound as exc:
-            raise BadRequest(f"Metadata file does not exist: {metadata_location}") from exc
-        except (UnicodeDecodeError, OSError, EOFError) as exc:
-            raise BadRequest(f"Not a valid table metadata file: {metadata_location}") from exc
-        metadata = rules.parse_metadata(text)
+        metadata = rules.parse_metadata(self._read_metadata_file(warehouse, metadata_location))
+        self._require_inside_warehouse(warehouse, metadata.location, "location")
         text = rules.to_json(metadata)
         entry = NewEntry(name, TABLE, str(metadata.table_uuid), metadata.location, metadata_location, text)
-        if request.get("overwrite"):
-            self.repository.replace_entry(warehouse.id, namespace, entry)
-        else:
-            self.repository.insert_entry(warehouse.id, namespace, entry)
+        self._register(warehouse, namespace, entry, bool(request.get("overwrite")))
         return LoadedTable(
             metadata_location,
             text,
@@ -277,15 +219,9 @@ class TableService:
     def _commit_with_retries(self, warehouse: WarehouseRow, changes: list[TableChange]) -> list[LoadedTable]:
         names = [format_namespace((*c.namespace, c.name)) for c in changes]
         with CommitRecorder(warehouse.name, names) as recorder:  # metrics + one log line per table
-            for attempt in range(MAX_COMMIT_ATTEMPTS):
-                outcome = self._attempt_commit(warehouse, changes, recorder)
-                if outcome is not None:
-                    return outcome
-                recorder.retried()
-                # Another writer swapped a pointer first: back off, re-read, re-check, re-apply.
-                time.sleep(random.uniform(0, min(0.2, 0.005 * 2**attempt)))
-            tables = ", ".join(names)
-            raise CommitFailed(f"Commit to {tables} lost {MAX_COMMIT_ATTEMPTS} races with concurrent writers; retry")
+            return self._with_retries(
+                lambda: self._attempt_commit(warehouse, changes, recorder), ", ".join(names), recorder.retried
+            )
 
     def _attempt_commit(
         self, warehouse: WarehouseRow, changes: list[TableChange], recorder: CommitRecorder | None = None
@@ -331,7 +267,7 @@ class TableService:
         base = rules.parse_metadata(row.metadata) if row else None
         default_location = None
         if row is None:  # staged create: a location unless the updates set one
-            default_location = self._table_location(warehouse, change.namespace, change.name, str(uuid.uuid4()), None)
+            default_location = self._location_for(warehouse, change.namespace, change.name, str(uuid.uuid4()), None)
         new = rules.commit(
             base,
             change.requirements,
@@ -341,6 +277,7 @@ class TableService:
             default_location=default_location,
         )
         self._require_inside_warehouse(warehouse, new.location, "location")
+        self._require_inside_warehouse(warehouse, rules.metadata_directory(new), "write.metadata.path")
         return PreparedCommit(row, base, new, rules.to_json(new))
 
     def _write_new_versions(self, prepared: list[PreparedCommit]) -> list[str]:
@@ -403,83 +340,24 @@ class TableService:
         warehouse = self.warehouses.get(prefix)
         purge_objects = None
         if purge:
-            row = self._require_table(warehouse, namespace, name)
-            purge_objects = self._metadata_files_of(row)
-        row = self.repository.delete_entry(warehouse.id, namespace, name, TABLE, purge_objects)
-        if row is None:
+            purge_objects = self._metadata_files_of(self._require_entry(warehouse, namespace, name))
+        if self.repository.delete_entry(warehouse.id, namespace, name, TABLE, purge_objects) is None:
             self._require_namespace(warehouse, namespace)
-            raise NoSuchTable(f"Table does not exist: {format_namespace((*namespace, name))}")
+            raise self._missing(namespace, name)
         if purge:
             self.purge_requested.set()
 
-    def rename_table(self, prefix: str, source: dict[str, Any], destination: dict[str, Any]) -> None:
-        warehouse = self.warehouses.get(prefix)
-        src = (check_namespace(source["namespace"]), check_name(source["name"], "table name"))
-        dst = (check_namespace(destination["namespace"]), check_name(destination["name"], "table name"))
-        if not self.repository.rename_entry(warehouse.id, src, dst, TABLE):
-            self._require_namespace(warehouse, src[0])
-            raise NoSuchTable(f"Table does not exist: {format_namespace((*src[0], src[1]))}")
-
     def report_metrics(self, prefix: str, namespace: tuple[str, ...], name: str, report: dict[str, Any]) -> None:
         warehouse = self.warehouses.get(prefix)
-        self._require_table(warehouse, namespace, name)
+        self._require_entry(warehouse, namespace, name)
         self.repository.insert_metrics_report(warehouse.id, namespace, name, report["report-type"], report)
 
     # -- helpers ------------------------------------------------------------------------
 
-    def _require_table(self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str) -> EntryRow:
-        row = self.repository.load_entry(warehouse.id, namespace, name)
-        if row is None or row.kind != TABLE:
-            if row is None:
-                self._require_namespace(warehouse, namespace)
-            raise NoSuchTable(f"Table does not exist: {format_namespace((*namespace, name))}")
-        return row
-
-    def _require_namespace(self, warehouse: WarehouseRow, namespace: tuple[str, ...]) -> None:
-        if not self.repository.namespace_exists(warehouse.id, namespace):
-            raise NoSuchNamespace(f"Namespace does not exist: {format_namespace(namespace)}")
-
-    def _table_location(
-        self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str, table_uuid: str, requested: str | None
-    ) -> str:
-        if requested:
-            location = requested.rstrip("/")
-            self._require_inside_warehouse(warehouse, location, "location")
-            return location
-        # The uuid suffix keeps a re-created table from ever sharing files with a dropped one.
-        base = warehouse.location.rstrip("/")
-        return f"{base}/{'/'.join(namespace)}/{name}-{table_uuid.replace('-', '')}"
-
-    @staticmethod
-    def _require_inside_warehouse(warehouse: WarehouseRow, location: str, what: str) -> None:
-        root = warehouse.location.rstrip("/") + "/"
-        if not location.startswith(root) or ".." in location.split("/"):
-            raise BadRequest(f"The {what} {location} is outside the warehouse storage location {root}")
-
-    @staticmethod
-    def _metadata_location(metadata: Any, version: int) -> str:
-        file_name = rules.metadata_file_name(version, metadata.properties or {}, str(uuid.uuid4()))
-        return f"{rules.metadata_directory(metadata).rstrip('/')}/{file_name}"
-
-    def _write_metadata_files(self, files: list[tuple[str, str]]) -> None:
-        """Record the objects as pending (durably, first), then write them; all or none stay."""
-        self.repository.record_pending([location for location, _ in files])
-        try:
-            for location, text in files:
-                self.objects.write_new(location, encode_metadata(text, location))
-        except Exception:
-            self._forget_files([location for location, _ in files])
-            raise
-
-    def _forget_files(self, locations: list[str]) -> None:
-        """Best-effort cleanup of files no commit points to; what fails here the sweeper reclaims."""
-        if not locations:
-            return
-        try:
-            self.objects.delete(locations)
-            self.repository.settle_pending(locations)
-        except Exception as exc:  # noqa: BLE001 - cleanup must not turn a result into an error
-            log.warning("could not delete %d unreferenced metadata files: %s", len(locations), type(exc).__name__)
+    def _metadata_location(self, metadata: Any, version: int) -> str:
+        return self._metadata_file(
+            rules.metadata_directory(metadata), version, metadata.properties or {}, rules.metadata_file_name
+        )
 
     @staticmethod
     def _metadata_files_of(row: EntryRow) -> list[str]:

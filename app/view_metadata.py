@@ -56,6 +56,7 @@ __all__ = [
     "ViewMetadata",
     "commit",
     "current_version",
+    "history_size",
     "metadata_directory",
     "metadata_file_name",
     "new_view_metadata",

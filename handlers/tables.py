@@ -38,7 +38,7 @@ def _table_response(loaded: LoadedTable) -> Response:
 
 def list_tables(prefix: str, namespace: str, pageToken: str | None = None, pageSize: int | None = None):
     levels = namespace_arg(namespace)
-    page = tables().list_tables(prefix, levels, pageToken, pageSize)
+    page = tables().list_names(prefix, levels, pageToken, pageSize)
     body = {"identifiers": [{"namespace": list(levels), "name": name} for name in page.items]}
     if page.next_page_token:
         body["next-page-token"] = page.next_page_token
@@ -63,7 +63,7 @@ def load_table(prefix: str, namespace: str, table: str, snapshots: str | None = 
 
 
 def table_exists(prefix: str, namespace: str, table: str):
-    tables().require_table(prefix, namespace_arg(namespace), _name(table))
+    tables().require_exists(prefix, namespace_arg(namespace), _name(table))
     return no_content()
 
 
@@ -80,7 +80,7 @@ def drop_table(prefix: str, namespace: str, table: str, purgeRequested: bool = F
 
 
 def rename_table(prefix: str, body: dict):
-    tables().rename_table(prefix, body["source"], body["destination"])
+    tables().rename(prefix, body["source"], body["destination"])
     return no_content()
 
 

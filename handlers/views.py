@@ -27,7 +27,7 @@ def _view_response(loaded: LoadedView) -> Response:
 
 def list_views(prefix: str, namespace: str, pageToken: str | None = None, pageSize: int | None = None):
     levels = namespace_arg(namespace)
-    page = views().list_views(prefix, levels, pageToken, pageSize)
+    page = views().list_names(prefix, levels, pageToken, pageSize)
     body = {"identifiers": [{"namespace": list(levels), "name": name} for name in page.items]}
     if page.next_page_token:
         body["next-page-token"] = page.next_page_token
@@ -47,7 +47,7 @@ def load_view(prefix: str, namespace: str, view: str):
 
 
 def view_exists(prefix: str, namespace: str, view: str):
-    views().require_view(prefix, namespace_arg(namespace), _name(view))
+    views().require_exists(prefix, namespace_arg(namespace), _name(view))
     return no_content()
 
 
@@ -64,5 +64,5 @@ def drop_view(prefix: str, namespace: str, view: str):
 
 
 def rename_view(prefix: str, body: dict):
-    views().rename_view(prefix, body["source"], body["destination"])
+    views().rename(prefix, body["source"], body["destination"])
     return no_content()

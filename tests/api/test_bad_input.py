@@ -125,3 +125,14 @@ def test_unexpected_exception_is_a_500_without_stack_trace(client, app, monkeypa
 def test_request_id_is_generated(client):
     response = client.get("/v1/config")
     assert len(response.headers["x-request-id"]) == 32
+
+
+@pytest.mark.parametrize("path", [f"{NS}/a%0Ab", f"{NS}/a%0Ab/tables", "/v1/test%0A/namespaces"])
+def test_control_characters_in_path(client, path):
+    assert_iceberg_error(client.get(path), 400, "BadRequestException")
+
+
+def test_body_that_is_not_utf8(client, db):
+    response = client.post(NS, content=b'{"namespace": ["\xff\xfe"]}', headers={"content-type": "application/json"})
+    assert_iceberg_error(response, 400, "BadRequestException")
+    assert namespace_count(db) == 0

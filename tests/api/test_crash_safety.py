@@ -38,7 +38,8 @@ def test_orphan_of_a_dead_worker_is_swept(client, app, db):
     assert tables.objects.exists(orphan)
 
     db.execute("UPDATE pending_object SET created_at = now() - interval '2 hours'")
-    assert housekeeper(app).sweep_pending(grace_s=3600) == 1
+    # (the app's own housekeeping thread may get there first: assert the outcome, not who did it)
+    assert housekeeper(app).sweep_pending(grace_s=3600) in (0, 1)
     assert not tables.objects.exists(orphan)
     assert tables.objects.exists(current["metadata-location"])
     assert db.execute("SELECT count(*) FROM pending_object").fetchone()[0] == 0

@@ -63,6 +63,7 @@ import pytest
 
 from storage.objects import S3ObjectStore
 from tests.api.tables_support import create_request
+from tests.integration import conftest as integration_conftest
 from tests.integration.conftest import REPO, Server, server_env, start_server, stop_server
 
 pytestmark = pytest.mark.slow
@@ -82,6 +83,8 @@ FAULT_APPENDS = _env_int("GROWLER_STRESS_FAULT_APPENDS", 25)
 FAULT_TX_COMMITS = _env_int("GROWLER_STRESS_FAULT_TX_COMMITS", 10)
 TIMEOUT_S = _env_int("GROWLER_STRESS_TIMEOUT_S", 240)
 
+BACKOFF_BASE_S = float(os.environ.get("GROWLER_STRESS_BACKOFF_BASE_S") or 0.01)
+BACKOFF_CAP_S = float(os.environ.get("GROWLER_STRESS_BACKOFF_CAP_S") or 1.0)
 TX_TABLES = 4
 PREFIX = "/v1/test"
 REQUEST_TIMEOUT_S = 30.0
@@ -162,7 +165,14 @@ class Load:
 
     # -- running --------------------------------------------------------------------------
 
-    def run(self, fault: Callable[[Load], None] | None = None) -> None:
+    def run(self, label: str, fault: Callable[[Load], None] | None = None) -> None:
+        try:
+            self._run(fault)
+        finally:
+            self.finished = time.monotonic()
+            print("\n" + self.summary(label), flush=True)
+
+    def _run(self, fault: Callable[[Load], None] | None) -> None:
         writers: list[Callable[[], None]] = []
         s = self.sizes
         writers += [lambda i=i: self._append_writer(f"a{i}") for i in range(s.writers)]
@@ -192,7 +202,6 @@ class Load:
                 raise AssertionError(
                     f"the load did not finish within {TIMEOUT_S} s (a hang?): {dict(self.done)} of {self.target}"
                 )
-        self.finished = time.monotonic()
 
     def check(self) -> None:
         if self.stop.is_set():
@@ -252,7 +261,7 @@ class Load:
 
     @staticmethod
     def _backoff(rng: random.Random, streak: int) -> None:
-        time.sleep(rng.uniform(0, min(0.1, 0.002 * 2**streak)))
+        time.sleep(rng.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**streak)))
 
     def _snapshot(self, table: dict[str, Any], writer: str, number: int) -> tuple[int, dict[str, Any], int | None]:
         metadata = table["metadata"]
@@ -572,8 +581,18 @@ def drop(load: Load) -> None:
 
 @pytest.fixture(scope="module")
 def stress_server(settings, app, tmp_path_factory) -> Iterator[Server]:
-    """A gunicorn of its own: the fault runs kill its workers."""
-    running = start_server(settings, tmp_path_factory.mktemp("stress-gunicorn"))
+    """A gunicorn of its own (the fault runs kill its workers), configured as in production.
+
+    Unlike the other test servers it does not validate its responses against the yaml: that
+    costs far more than the commit itself once the metadata holds hundreds of snapshots, and
+    the api and conformance tests cover it.
+    """
+    def production_env(settings, bind: str) -> dict[str, str]:
+        return {**server_env(settings, bind), "GROWLER_VALIDATE_RESPONSES": "false"}
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(integration_conftest, "server_env", production_env)
+        running = start_server(settings, tmp_path_factory.mktemp("stress-gunicorn"))
     try:
         yield running
     finally:
@@ -591,8 +610,7 @@ def store(settings) -> S3ObjectStore:
 def test_no_acknowledged_commit_is_lost(stress_server, store, services):
     load = Load(stress_server, FULL, faults=False)
     load.create_tables()
-    load.run()
-    print("\n" + load.summary("no faults"))
+    load.run("no faults")
     verify(load, store, services, strict=True)
     # the server re-applied what a lost race did not invalidate: no property commit was refused
     assert load.count("property", REJECTED) == 0, [a.detail for a in load.attempts if a.outcome == REJECTED][:3]
@@ -612,8 +630,8 @@ def test_killed_workers_lose_nothing(stress_server, store, services, settings):
 
     load = Load(stress_server, UNDER_FAULTS, faults=True)
     load.create_tables()
-    load.run(kill_workers)
-    print("\n" + load.summary(f"SIGKILL of workers {[pid for pid, _ in killed]}"))
+    load.run("SIGKILL of workers", kill_workers)
+    print(f"[stress SIGKILL] killed workers {[pid for pid, _ in killed]}")
 
     assert len(killed) == 2 and stress_server.process.poll() is None
     pids = wait_for_workers(stress_server, expected_workers)
@@ -641,11 +659,10 @@ def test_postgres_restart_loses_nothing(stress_server, store, services, settings
     load = Load(stress_server, UNDER_FAULTS, faults=True)
     load.create_tables()
     try:
-        load.run(restart_postgres)
+        load.run("PostgreSQL restart", restart_postgres)
     finally:
         if not services.postgres.running:
             services.postgres.start()
-    print("\n" + load.summary("PostgreSQL restart"))
 
     assert restarted and stress_server.process.poll() is None
     after = [a for a in load.attempts if a.outcome == ACK and a.at > restarted[0]]

@@ -142,6 +142,27 @@ def test_sigterm_lets_an_inflight_commit_finish(settings, app, services, slow_s3
         stop_server(server)
 
 
+def test_a_stopping_worker_serves_connections_it_has_accepted(settings, app, tmp_path):
+    """The 502 race, widened: a connection accepted just before SIGTERM, request sent just after.
+
+    Plain uvicorn closes such a connection without reading it (nginx would answer 502); the
+    worker in gunicorn.conf.py waits for its request and serves it.
+    """
+    server = start_server(settings, tmp_path, {"GROWLER_WORKERS": "1"})
+    try:
+        port = int(server.url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=20) as conn:
+            time.sleep(0.5)  # accepted by the worker by now
+            os.kill(server.process.pid, signal.SIGTERM)
+            time.sleep(0.3)  # the worker is shutting down
+            conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: growler\r\n\r\n")
+            answer = conn.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 200 OK"), answer
+        assert server.process.wait(timeout=40) == 0
+    finally:
+        stop_server(server)
+
+
 def test_sighup_reload_under_load_through_nginx(settings, app, tmp_path, clean_catalog):
     server = start_server(settings, tmp_path)
     proxy = start_nginx(server.url.removeprefix("http://"), tmp_path)

@@ -8,8 +8,6 @@ Growler's request log, gzip for JSON, and /metrics kept private.
 
 from __future__ import annotations
 
-import json
-import time
 import uuid
 from collections.abc import Iterator
 
@@ -22,6 +20,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
 from tests.api.tables_support import create_request
+from tests.integration.log_support import json_lines
 from tests.integration.nginx_support import Nginx, start_nginx, stop_nginx
 
 MAX_BODY = 8 * 1024 * 1024  # GROWLER_MAX_BODY_BYTES default = client_max_body_size 8m
@@ -43,14 +42,7 @@ def http(nginx, clean_catalog) -> Iterator[httpx.Client]:
 
 
 def request_log(server, request_id: str) -> list[dict]:
-    """Growler's JSON request-log lines for this request id (written just after the response)."""
-    deadline = time.monotonic() + 5
-    while True:
-        lines = [line for line in server.log().splitlines() if line.startswith("{") and request_id in line]
-        found = [doc for doc in map(json.loads, lines) if doc.get("request_id") == request_id]
-        if found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.05)
+    return json_lines(server, event="request", request_id=request_id)
 
 
 def test_namespace_and_table_operations(http, server):

@@ -1,0 +1,207 @@
+"""What tables and views have in common: one identifier space, metadata files, the commit loop.
+
+``TableService`` and ``ViewService`` derive from ``EntryService``; each adds its own metadata
+rules (``app.table_metadata`` / ``app.view_metadata``). The shared parts: listing with keyset
+pagination, existence, rename, locations kept inside the warehouse, metadata files recorded as
+pending before they are written and deleted when no commit points to them, and the bounded,
+jittered retry of a commit that lost the compare-and-set.
+"""
+
+from __future__ import annotations
+
+import gzip
+import logging
+import random
+import re
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from app.catalog import Page, WarehouseDirectory, page_of
+from app.errors import AlreadyExists, BadRequest, CatalogError, CommitFailed, NoSuchNamespace
+from app.identifiers import (
+    check_name,
+    check_namespace,
+    decode_page_token,
+    encode_page_token,
+    format_namespace,
+    page_window,
+)
+from app.settings import Settings
+from storage.objects import ObjectNotFound, ObjectStore
+from storage.repository import CatalogRepository, EntryRow, NewEntry, WarehouseRow
+
+log = logging.getLogger(__name__)
+
+MAX_COMMIT_ATTEMPTS = 8
+GZIP_MAGIC = b"\x1f\x8b"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+T = TypeVar("T")
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def encode_metadata(text: str, location: str) -> bytes:
+    data = text.encode("utf-8")
+    return gzip.compress(data, mtime=0) if location.endswith(".gz.metadata.json") else data
+
+
+def decode_metadata(data: bytes) -> str:
+    if data[:2] == GZIP_MAGIC:
+        data = gzip.decompress(data)
+    return data.decode("utf-8")
+
+
+def backoff(attempt: int) -> None:
+    """Full jitter, capped: concurrent losers spread out instead of colliding again."""
+    time.sleep(random.uniform(0, min(0.2, 0.005 * 2**attempt)))
+
+
+class EntryService:
+    kind: str = ""  # "table" or "view": the catalog_entry kind this service owns
+    not_found: type[CatalogError] = CatalogError
+
+    def __init__(
+        self,
+        settings: Settings,
+        repository: CatalogRepository,
+        objects: ObjectStore,
+        warehouses: WarehouseDirectory,
+    ) -> None:
+        self.settings = settings
+        self.repository = repository
+        self.objects = objects
+        self.warehouses = warehouses
+
+    # -- shared operations --------------------------------------------------------------
+
+    def list_names(
+        self, prefix: str, namespace: tuple[str, ...], page_token: str | None, page_size: int | None
+    ) -> Page:
+        warehouse = self.warehouses.get(prefix)
+        paginate, limit = page_window(page_token, page_size, self.settings.max_page_size)
+        after = decode_page_token(page_token) if page_token else None
+        if after is not None and not isinstance(after, str):  # a namespace token replayed here
+            raise BadRequest("Invalid pageToken")
+        names = self.repository.list_entries(
+            warehouse.id, namespace, self.kind, after, None if limit is None else limit + 1
+        )
+        return page_of(names, limit, encode_page_token if paginate else None)
+
+    def require_exists(self, prefix: str, namespace: tuple[str, ...], name: str) -> None:
+        """HEAD: the entity's 404 unless it exists (as this kind)."""
+        warehouse = self.warehouses.get(prefix)
+        if not self.repository.entry_exists(warehouse.id, namespace, name, self.kind):
+            raise self._missing(namespace, name)
+
+    def rename(self, prefix: str, source: dict[str, Any], destination: dict[str, Any]) -> None:
+        warehouse = self.warehouses.get(prefix)
+        src = (check_namespace(source["namespace"]), check_name(source["name"], f"{self.kind} name"))
+        dst = (check_namespace(destination["namespace"]), check_name(destination["name"], f"{self.kind} name"))
+        if not self.repository.rename_entry(warehouse.id, src, dst, self.kind):
+            self._require_namespace(warehouse, src[0])
+            raise self._missing(*src)
+
+    # -- helpers for the subclasses -----------------------------------------------------
+
+    def _missing(self, namespace: tuple[str, ...], name: str) -> CatalogError:
+        return self.not_found(f"{self.kind.capitalize()} does not exist: {format_namespace((*namespace, name))}")
+
+    def _require_entry(self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str) -> EntryRow:
+        """The row of this kind, in one query; a missing namespace is told apart only on a miss."""
+        row = self.repository.load_entry(warehouse.id, namespace, name)
+        if row is None or row.kind != self.kind:
+            if row is None:
+                self._require_namespace(warehouse, namespace)
+            raise self._missing(namespace, name)
+        return row
+
+    def _require_namespace(self, warehouse: WarehouseRow, namespace: tuple[str, ...]) -> None:
+        if not self.repository.namespace_exists(warehouse.id, namespace):
+            raise NoSuchNamespace(f"Namespace does not exist: {format_namespace(namespace)}")
+
+    def _require_name_free(self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str) -> None:
+        if self.repository.load_entry(warehouse.id, namespace, name) is not None:
+            raise AlreadyExists(f"Table or view already exists: {format_namespace((*namespace, name))}")
+
+    def _location_for(
+        self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str, entry_uuid: str, requested: Any
+    ) -> str:
+        if requested:
+            location = str(requested).rstrip("/")
+            self._require_inside_warehouse(warehouse, location, "location")
+            return location
+        # The uuid suffix keeps a re-created table or view from ever sharing files with a dropped one.
+        base = warehouse.location.rstrip("/")
+        return f"{base}/{'/'.join(namespace)}/{name}-{entry_uuid.replace('-', '')}"
+
+    @staticmethod
+    def _require_inside_warehouse(warehouse: WarehouseRow, location: str, what: str) -> None:
+        """Every location Growler writes to, reads from or purges stays under the warehouse root."""
+        root = warehouse.location.rstrip("/") + "/"
+        if not location.startswith(root) or ".." in location.split("/") or _CONTROL.search(location):
+            raise BadRequest(f"The {what} {location!r} is outside the warehouse storage location {root}")
+
+    @staticmethod
+    def _metadata_file(directory: str, version: int, properties: dict[str, str], file_name: Callable) -> str:
+        return f"{directory.rstrip('/')}/{file_name(version, properties, str(uuid.uuid4()))}"
+
+    def _read_metadata_file(self, warehouse: WarehouseRow, location: str) -> str:
+        """registerTable/registerView: the text of an existing metadata file in the warehouse."""
+        self._require_inside_warehouse(warehouse, location, "metadata-location")
+        try:
+            return decode_metadata(self.objects.read(location))
+        except ObjectNotFound as exc:
+            raise BadRequest(f"Metadata file does not exist: {location}") from exc
+        except (UnicodeDecodeError, OSError, EOFError) as exc:
+            raise BadRequest(f"Not a valid {self.kind} metadata file: {location}") from exc
+
+    def _register(self, warehouse: WarehouseRow, namespace: tuple[str, ...], entry: NewEntry, overwrite: bool) -> None:
+        if overwrite:
+            self.repository.replace_entry(warehouse.id, namespace, entry)
+        else:
+            self.repository.insert_entry(warehouse.id, namespace, entry)
+
+    def _insert_new(self, warehouse: WarehouseRow, namespace: tuple[str, ...], entry: NewEntry) -> None:
+        """Write the first metadata file, then register the entry; the file goes if that fails."""
+        self._write_metadata_files([(entry.metadata_location, entry.metadata)])
+        try:
+            self.repository.insert_entry(warehouse.id, namespace, entry)
+        except Exception:
+            self._forget_files([entry.metadata_location])
+            raise
+
+    def _write_metadata_files(self, files: list[tuple[str, str]]) -> None:
+        """Record the objects as pending (durably, first), then write them; all or none stay."""
+        self.repository.record_pending([location for location, _ in files])
+        try:
+            for location, text in files:
+                self.objects.write_new(location, encode_metadata(text, location))
+        except Exception:
+            self._forget_files([location for location, _ in files])
+            raise
+
+    def _forget_files(self, locations: list[str]) -> None:
+        """Best-effort cleanup of files no commit points to; what fails here the sweeper reclaims."""
+        if not locations:
+            return
+        try:
+            self.objects.delete(locations)
+            self.repository.settle_pending(locations)
+        except Exception as exc:  # noqa: BLE001 - cleanup must not turn a result into an error
+            log.warning("could not delete %d unreferenced metadata files: %s", len(locations), type(exc).__name__)
+
+    def _with_retries(
+        self, attempt: Callable[[], T | None], what: str, on_retry: Callable[[], None] = lambda: None
+    ) -> T:
+        """Run optimistic attempts until one wins the compare-and-set (None = lost the race)."""
+        for number in range(MAX_COMMIT_ATTEMPTS):
+            outcome = attempt()
+            if outcome is not None:
+                return outcome
+            on_retry()
+            backoff(number)  # then re-read, re-check the requirements, re-apply
+        raise CommitFailed(f"Commit to {what} lost {MAX_COMMIT_ATTEMPTS} races with concurrent writers; retry")
