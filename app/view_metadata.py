@@ -139,7 +139,10 @@ def _schema(raw: object, what: str = "schema") -> dict[str, Any]:
     """A schema as PyIceberg reads it (types, names, identifier fields) with unique field ids."""
     if not isinstance(raw, dict):
         raise ValueError(f"{what} must be an object")
-    schema = Schema.model_validate(raw)
+    try:
+        schema = Schema.model_validate(raw)
+    except TypeError as exc:  # PyIceberg raises TypeError for a default that does not fit its type
+        raise ValueError(f"Invalid {what}: {exc}") from exc
     duplicates = sorted(i for i, n in Counter(_field_ids(schema.as_struct())).items() if n > 1)
     if duplicates:
         raise ValueError(f"Invalid {what}: duplicate field ids {duplicates}")

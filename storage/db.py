@@ -90,8 +90,9 @@ def translate_errors() -> Iterator[None]:
         raise
     except pg_errors.UniqueViolation as exc:
         raise AlreadyExists(_constraint_message(exc, "already exists")) from exc
-    except (pg_errors.DataException, pg_errors.CharacterNotInRepertoire) as exc:
-        raise BadRequest(f"Invalid value: {exc.diag.message_primary or exc}") from exc
+    except psycopg.DataError as exc:  # NUL in text, untranslatable characters, out-of-range values
+        message = getattr(getattr(exc, "diag", None), "message_primary", None) or str(exc)
+        raise BadRequest(f"Invalid value: {message}") from exc
     except PoolTimeout as exc:
         log.warning("database pool exhausted or unreachable: %s", exc)
         raise ServiceUnavailable("The catalog database is unavailable, retry later") from exc

@@ -12,7 +12,7 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg.types.json import Jsonb
 
-from app.errors import AlreadyExists, NamespaceNotEmpty, NoSuchNamespace
+from app.errors import AlreadyExists, BadRequest, NamespaceNotEmpty, NoSuchNamespace
 from storage.db import Database
 
 
@@ -155,9 +155,9 @@ class CatalogRepository:
             except pg_errors.UniqueViolation as exc:
                 raise AlreadyExists(f"Namespace already exists: {_dotted(path)}") from exc
             except pg_errors.ForeignKeyViolation as exc:  # parent dropped concurrently
-                raise NoSuchNamespace(f"Parent namespace does not exist: {_dotted(path[:-1])}") from exc
+                raise BadRequest(f"Parent namespace does not exist: {_dotted(path[:-1])}") from exc
         if row is None:
-            raise NoSuchNamespace(f"Parent namespace does not exist: {_dotted(path[:-1])}")
+            raise BadRequest(f"Parent namespace does not exist: {_dotted(path[:-1])}")
 
     def namespace_properties(self, warehouse_id: int, path: tuple[str, ...]) -> dict[str, str]:
         with self.db.connection() as conn:

@@ -136,3 +136,17 @@ def test_body_that_is_not_utf8(client, db):
     response = client.post(NS, content=b'{"namespace": ["\xff\xfe"]}', headers={"content-type": "application/json"})
     assert_iceberg_error(response, 400, "BadRequestException")
     assert namespace_count(db) == 0
+
+
+@pytest.mark.parametrize(
+    "method, path, body",
+    [
+        ("GET", "/v1/config?warehouse=%00", None),
+        ("POST", NS, {"namespace": ["x"], "properties": {"k": "a\u0000"}}),
+        ("POST", NS, {"namespace": ["x\u0000y"]}),
+    ],
+)
+def test_nul_characters_are_400(client, db, method, path, body):
+    response = client.request(method, path, json=body) if body is not None else client.request(method, path)
+    assert 400 <= response.status_code < 500, response.text
+    assert namespace_count(db) == 0

@@ -44,7 +44,8 @@ def test_create_existing_is_409(client):
 
 
 def test_nested_namespace_needs_parent(client):
-    assert_error(create(client, "nope", "child"), 404, "NoSuchNamespaceException")
+    # createNamespace declares no 404: a missing parent is a bad request
+    assert_error(create(client, "nope", "child"), 400, "BadRequestException")
     assert create(client, "acct").status_code == 200
     assert create(client, "acct", "tax").status_code == 200
     assert create(client, "acct", "tax", "paid").status_code == 200
