@@ -4,6 +4,9 @@
 #   make run            serve on $GROWLER_BIND (127.0.0.1:8181) with embedded PostgreSQL + S3
 #   make test           run the test suite (PYTEST_ARGS="-k foo -x" to pass options)
 #   make lint           ruff
+#   make spark-jars     fetch the Iceberg Spark runtime + AWS bundle (mvn) into .cache/spark-jars
+#   make example        the Spark pipeline example (examples/pipeline.py) against a running make run
+#   make bench          catalog benchmarks vs. a peer; README.md "Benchmarks" (BENCH_QUICK=1: smoke run)
 #   make clean          remove local data (.growler) and caches; keeps .venv
 #   make distclean      clean + remove .venv
 
@@ -16,6 +19,16 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 PIP := $(VPY) -m pip install --disable-pip-version-check --no-input
 PYTEST_ARGS ?=
+
+# Spark (tests/integration/test_spark.py, examples/pipeline.py): PySpark 3.5 from requirements-test.txt
+# plus two jars of one Iceberg release from Maven Central; the only place the version is named.
+ICEBERG_VERSION := 1.12.0
+SPARK_JARS_DIR := .cache/spark-jars
+SPARK_JARS := $(SPARK_JARS_DIR)/iceberg-spark-runtime-3.5_2.12-$(ICEBERG_VERSION).jar \
+              $(SPARK_JARS_DIR)/iceberg-aws-bundle-$(ICEBERG_VERSION).jar
+MVN_DEPENDENCY_PLUGIN := org.apache.maven.plugins:maven-dependency-plugin:3.8.1
+# Spark 3.5 runs on Java 8/11/17: prefer an installed JDK 17 over a newer default java.
+SPARK_JAVA_HOME ?= $(firstword $(wildcard /usr/lib/jvm/java-17-openjdk*))
 
 # A stamp named after the hash of the requirement files: unchanged files -> no pip at all.
 DEV_REQS := requirements.txt requirements-dev.txt
@@ -53,7 +66,22 @@ echo "nginx not found: installing nginx"; \
 $(call apt_install,nginx)
 endef
 
-.PHONY: help venv venv-test run test lint clean distclean
+# $(call ensure_wrk): Debian's wrk (HTTP load generator with Lua scripts) for make bench.
+define ensure_wrk
+if command -v wrk >/dev/null 2>&1; then exit 0; fi; \
+echo "wrk not found: installing wrk"; \
+$(call apt_install,wrk)
+endef
+
+# $(call ensure_maven): Debian's maven (it brings a Java runtime), to fetch the Spark jars.
+define ensure_maven
+if command -v mvn >/dev/null 2>&1; then exit 0; fi; \
+echo "mvn not found: installing maven"; \
+$(call apt_install,maven)
+endef
+
+.PHONY: help venv venv-test run test lint bench clean distclean
+.PHONY: spark-jars example
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
@@ -95,6 +123,40 @@ test: venv-test
 	@$(call ensure_postgres,GROWLER_TEST_DATABASE_URL)
 	@$(call ensure_nginx)
 	$(VPY) -m pytest $(PYTEST_ARGS)
+
+# The Spark tests need the jars: fetched once, then found by the tests through GROWLER_SPARK_JARS.
+test: spark-jars
+test example: export GROWLER_SPARK_JARS = $(abspath $(SPARK_JARS_DIR))
+test example: export GROWLER_SPARK_JAVA_HOME = $(SPARK_JAVA_HOME)
+
+spark-jars: $(SPARK_JARS)
+
+# One jar per rule, idempotent (an existing jar is not fetched again). mvn copies into a temporary
+# directory and the jar is moved in place only when complete; three attempts against flaky
+# networks; other versions of the same artifact are removed (the tests expect exactly one).
+$(SPARK_JARS_DIR)/%-$(ICEBERG_VERSION).jar:
+	@$(call ensure_maven)
+	rm -rf $(SPARK_JARS_DIR)/.tmp-$* && mkdir -p $(SPARK_JARS_DIR)/.tmp-$*
+	for attempt in 1 2 3; do \
+	  if mvn -q -B -Dstyle.color=never $(MVN_DEPENDENCY_PLUGIN):copy -Dartifact=org.apache.iceberg:$*:$(ICEBERG_VERSION) \
+	      -DoutputDirectory=$(SPARK_JARS_DIR)/.tmp-$* -Dmaven.wagon.http.retryHandler.count=3; then break; fi; \
+	  if [ $$attempt = 3 ]; then echo "error: could not fetch org.apache.iceberg:$*:$(ICEBERG_VERSION)" >&2; exit 1; fi; \
+	  echo "mvn failed (attempt $$attempt); retrying"; sleep $$((attempt * 10)); \
+	done
+	rm -f $(SPARK_JARS_DIR)/$*-*.jar
+	mv $(SPARK_JARS_DIR)/.tmp-$*/$*-$(ICEBERG_VERSION).jar $@
+	rm -rf $(SPARK_JARS_DIR)/.tmp-$*
+
+# Against a running `make run` (another server: EXAMPLE_ARGS="--uri http://host:8181 --warehouse w").
+example: venv-test spark-jars
+	$(VPY) examples/pipeline.py $(EXAMPLE_ARGS)
+
+# BENCH_QUICK=1: a smoke run (under a minute); other knobs in bench/run.py's docstring. The
+# benchmark always starts its own PostgreSQL (no variable names an external one for it).
+bench: venv-test
+	@$(call ensure_postgres,GROWLER_BENCH_NO_EXTERNAL_DATABASE)
+	@$(call ensure_wrk)
+	$(VPY) -m bench.run
 
 lint: venv-test
 	$(VENV)/bin/ruff check .

@@ -1,0 +1,1 @@
+"""Catalog benchmarks: ``make bench`` (see bench/run.py and README.md, "Benchmarks")."""

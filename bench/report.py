@@ -1,0 +1,227 @@
+"""Tables from a results document (bench/results/*.json), for the terminal and for README.md.
+
+``python -m bench.report [results.json]`` prints the table of a run (default: latest.json);
+``python -m bench.report --readme [results.json]`` rewrites README.md's block between
+``<!-- bench:begin -->`` and ``<!-- bench:end -->`` with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+RESULTS_DIR = BENCH_DIR / "results"
+README = BENCH_DIR.parent / "README.md"
+BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+
+WORKLOADS = [
+    ("W1", "W1 loadNamespaceMetadata"),
+    ("W2", "W2 listNamespaces (100)"),
+    ("W3", "W3 loadTable (40 cols, 100 snapshots)"),
+    ("W4", "W4 loadTable, If-None-Match -> 304"),
+    ("W5", "W5 createTable"),
+    ("W6", "W6 append commit, 1 writer"),
+    ("W7", "W7 appends, 8 writers, 1 table (commits/s)"),
+    ("W8_big", "W8 listTables page of 100, {big} tables"),
+    ("W8_small", "W8 listTables page of 100, {small} tables"),
+]
+
+
+def throughput(result: dict[str, Any], key: str) -> float | None:
+    if key == "W7":
+        return result.get("commits_per_s")
+    return result.get("rps")
+
+
+def _num(value: Any, digits: int = 1) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and value >= 100:
+        return f"{value:,.0f}"
+    return f"{value:,.{digits}f}" if isinstance(value, float) else f"{value:,}"
+
+
+def _cells(result: dict[str, Any] | None, key: str) -> list[str]:
+    if not result:
+        return ["-"] * 5
+    if "n/a" in result:
+        return ["n/a", "", "", "", ""]
+    if "failed" in result:
+        return ["failed", "", "", "", ""]
+    lat = result.get("latency_ms") or {}
+    return [_num(throughput(result, key)), _num(lat.get("p50"), 2), _num(lat.get("p90"), 2),
+            _num(lat.get("p99"), 2), _num(result.get("errors"))]
+
+
+def ratio(doc: dict[str, Any], key: str) -> str:
+    r = doc.get("ratios", {}).get(key)
+    return "-" if r is None else f"{r:.2f}"
+
+
+def compute_ratios(growler: dict[str, Any], peer: dict[str, Any]) -> dict[str, float | None]:
+    ratios: dict[str, float | None] = {}
+    for key, _ in WORKLOADS:
+        g, p = growler.get(key) or {}, peer.get(key) or {}
+        gv, pv = throughput(g, key), throughput(p, key)
+        ratios[key] = round(gv / pv, 2) if gv and pv else None
+    return ratios
+
+
+def evaluate_targets(growler: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    def get(key: str, *path: str) -> Any:
+        value: Any = growler.get(key) or {}
+        for p in path:
+            value = value.get(p) if isinstance(value, dict) else None
+        return value
+
+    out: dict[str, dict[str, Any]] = {}
+
+    def check(name: str, goal: str, measured: str, ok: bool | None) -> None:
+        out[name] = {"goal": goal, "measured": measured, "met": ok}
+
+    w3_rps, w3_p99 = get("W3", "rps"), get("W3", "latency_ms", "p99")
+    check("W3", ">= 2,000 req/s, p99 <= 20 ms", f"{_num(w3_rps)} req/s, p99 {_num(w3_p99, 2)} ms",
+          None if w3_rps is None else w3_rps >= 2000 and w3_p99 <= 20)
+    w4 = get("W4", "rps")
+    check("W4", ">= 3,000 req/s", f"{_num(w4)} req/s", None if w4 is None else w4 >= 3000)
+    w6 = get("W6", "latency_ms", "p50")
+    check("W6", "p50 <= 25 ms", f"p50 {_num(w6, 2)} ms", None if w6 is None else w6 <= 25)
+    w7, lost = get("W7", "commits_per_s"), get("W7", "lost")
+    check("W7", ">= 60 commits/s, 0 lost", f"{_num(w7)} commits/s, {lost} lost",
+          None if w7 is None else w7 >= 60 and lost == 0)
+    big, small = get("W8_big", "latency_ms", "p99"), get("W8_small", "latency_ms", "p99")
+    w8 = round(big / small, 2) if big and small else None
+    check("W8", "p99 (big namespace) <= 1.5 x p99 (100 tables)", f"{_num(w8, 2)} x",
+          None if w8 is None else w8 <= 1.5)
+    workers = (growler.get("W9") or {}).get("workers") or []
+    rss = max((w.get("rss_mb") or 0 for w in workers), default=None)
+    check("W9", "<= 150 MB per worker", f"max RSS {_num(rss)} MB", None if rss is None else rss <= 150)
+    return out
+
+
+def _machine_line(doc: dict[str, Any]) -> str:
+    m = doc.get("machine", {})
+    load = m.get("loadavg_before")
+    return (f"{m.get('cpu_model', '?')}, {m.get('cores', '?')} cores, {m.get('memory_gb', '?')} GB, "
+            f"{m.get('os', '?')}; load average before the run {load}")
+
+
+def render_markdown(doc: dict[str, Any]) -> str:
+    res = doc.get("results", {})
+    growler, peer = res.get("growler", {}), res.get("peer", {})
+    plan = doc.get("settings", {}).get("plan", {})
+    seeded = doc.get("seeding", {}).get("growler", {})
+    big = seeded.get("w8_big_tables", plan.get("w8_big", "?"))
+    small = seeded.get("w8_small_tables", plan.get("w8_small", "?"))
+    lines: list[str] = []
+    if doc.get("quick"):
+        lines.append("**Smoke run (`BENCH_QUICK=1`): 1-second measurements, no real warm-up, small counts. "
+                     "Not figures to quote.**")
+        lines.append("")
+    if doc.get("busy_machine"):
+        lines.append(f"**Measured on a busy machine (load average {doc['machine'].get('loadavg_before')} on "
+                     f"{doc['machine'].get('cores')} cores before the run, other jobs sharing the cores): the "
+                     "figures are low and noisy; CPU per request is the steadier column. Re-run `make bench` on a "
+                     "quiet machine to refresh them.**")
+        lines.append("")
+    lines.append(f"Run {doc.get('started_at', '?')}, Growler {doc.get('versions', {}).get('growler_commit', '?')}; "
+                 f"machine: {_machine_line(doc)}.")
+    lines.append(f"Concurrency {plan.get('concurrency')} (W6: 1 writer, W7: {plan.get('w7_writers')} writers), "
+                 f"{plan.get('warmup_s')} s warm-up + {plan.get('duration_s')} s per read workload, "
+                 f"Growler with {doc.get('settings', {}).get('growler', {}).get('GROWLER_WORKERS')} workers; "
+                 f"peer: {doc.get('versions', {}).get('peer', {}).get('weed', '?')}.")
+    lines.append("")
+    lines.append("| workload | Growler req/s | p50 ms | p90 ms | p99 ms | errors "
+                 "| peer req/s | p50 ms | p90 ms | p99 ms | errors | Growler/peer |")
+    lines.append("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+    for key, label in WORKLOADS:
+        label = label.format(big=f"{big:,}" if isinstance(big, int) else big,
+                             small=f"{small:,}" if isinstance(small, int) else small)
+        g, p = _cells(growler.get(key), key), _cells(peer.get(key), key)
+        lines.append(f"| {label} | " + " | ".join(g) + " | " + " | ".join(p) + f" | {ratio(doc, key)} |")
+    lines.append("")
+    lines.append("CPU milliseconds per request (Growler: gunicorn workers, PostgreSQL, S3; peer: its one process; "
+                 "load generator apart). Less disturbed by a busy machine than req/s:")
+    lines.append("")
+    lines.append("| workload | Growler app | PostgreSQL | S3 | Growler total | peer total | generator |")
+    lines.append("|---|--:|--:|--:|--:|--:|--:|")
+    for key, label in WORKLOADS:
+        g = (growler.get(key) or {}).get("cpu_ms_per_request") or {}
+        p = (peer.get(key) or {}).get("cpu_ms_per_request") or {}
+        if not g and not p:
+            continue
+        label = label.format(big=f"{big:,}" if isinstance(big, int) else big,
+                             small=f"{small:,}" if isinstance(small, int) else small)
+        cells = [g.get("app"), g.get("postgres"), g.get("s3"), g.get("server_total"), p.get("server_total"),
+                 g.get("generator")]
+        lines.append(f"| {label} | " + " | ".join(_num(c, 2) for c in cells) + " |")
+    lines.append("")
+    w7g, w7p = growler.get("W7") or {}, peer.get("W7") or {}
+
+    def w7_line(name: str, w: dict[str, Any]) -> str:
+        if not w or "failed" in w:
+            return f"- W7 {name}: {w.get('failed', 'not run')}"
+        exists = w.get("final_metadata_file_exists")
+        return (f"- W7 {name}: {w.get('commits')} commits at {_num(w.get('commits_per_s'))}/s, "
+                f"{w.get('conflicts_409')} answered 409 (client reloaded and retried), server-side retries "
+                f"{'not reported' if w.get('server_retries') is None else _num(w.get('server_retries'), 0)}, "
+                f"{w.get('lost')} lost, current metadata file "
+                f"{'present' if exists else 'MISSING' if exists is False else 'not checked'}; "
+                f"append incl. retries p50 {_num((w.get('append_latency_ms') or {}).get('p50'), 1)} ms")
+
+    lines.append(w7_line("Growler", w7g))
+    if peer:
+        lines.append(w7_line("peer", w7p))
+    workers = (growler.get("W9") or {}).get("workers") or []
+    if workers:
+        rss = ", ".join(f"{w.get('rss_mb')} MB" for w in workers)
+        pss = ", ".join(f"{w.get('pss_mb')} MB" for w in workers)
+        lines.append(f"- W9 Growler resident memory per worker after W1-W8: {rss} (PSS {pss}); master "
+                     f"{(growler['W9'].get('master') or {}).get('rss_mb')} MB")
+    weed = ((peer.get("W9") or {}).get("weed") or {}).get("rss_mb")
+    if weed:
+        lines.append(f"- W9 peer: one `weed mini` process (catalog + S3 + filer + master + volume): {weed} MB")
+    targets = doc.get("targets") or {}
+    if targets:
+        lines.append("")
+        lines.append("| target | goal | measured | met |")
+        lines.append("|---|---|---|---|")
+        for name, t in targets.items():
+            met = {True: "yes", False: "**no**", None: "-"}[t["met"]]
+            lines.append(f"| {name} | {t['goal']} | {t['measured']} | {met} |")
+    gaps = doc.get("peer_gaps") or []
+    if gaps:
+        lines.append("")
+        lines.append("Peer gaps found by the probe (Growler has them): " + "; ".join(gaps) + ".")
+    return "\n".join(lines)
+
+
+def update_readme(doc: dict[str, Any], readme: Path = README) -> None:
+    text = readme.read_text()
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"{readme}: no {BEGIN} ... {END} block to fill")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    readme.write_text(f"{head}{BEGIN}\n{render_markdown(doc)}\n{END}{tail}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.report")
+    parser.add_argument("results", nargs="?", default=str(RESULTS_DIR / "latest.json"))
+    parser.add_argument("--readme", action="store_true", help="rewrite the Benchmarks block of README.md")
+    args = parser.parse_args(argv)
+    doc = json.loads(Path(args.results).read_text())
+    if args.readme:
+        update_readme(doc)
+        print(f"README.md updated from {args.results}")
+    else:
+        print(render_markdown(doc))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,193 @@
+"""``make bench``: reproducible catalog benchmarks, Growler and a peer, on this machine.
+
+For each target in turn (never both at once):
+
+1. start it in a private temporary directory on free ports: Growler as ``make run`` does
+   (embedded PostgreSQL + SeaweedFS S3 + gunicorn with gunicorn.conf.py, GROWLER_WORKERS=2 unless
+   set), then the peer, SeaweedFS's own Iceberg REST catalog (``weed mini -s3.port.iceberg``);
+2. seed it over HTTP (W8's 10,000-table namespace in Growler with one SQL INSERT, for speed);
+3. run W1-W8 from separate processes (wrk for reads, bench/load.py for writes), then W9;
+4. stop it.
+
+Then print the table and write ``bench/results/<UTC time>.json`` and ``bench/results/latest.json``
+(a ``BENCH_QUICK=1`` smoke run writes ``<time>-quick.json`` and ``latest-quick.json`` instead, so it
+never replaces the figures README.md quotes). ``python -m bench.report --readme`` puts latest.json
+into README.md.
+
+Environment: BENCH_QUICK=1 (smoke run, under a minute), BENCH_PEER=0 (Growler only),
+BENCH_SEED (default 7), BENCH_WRK_THREADS (default 1), BENCH_KEEP=1 (keep the temporary
+directory with the servers' logs), GROWLER_WORKERS (default 2).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import report, wrk
+from bench.targets import REPO, GrowlerTarget, PeerTarget, Target, make_root, remove_root
+from bench.workloads import Plan, run_all, seed
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+PEER_NOTES = [
+    "The peer keeps catalog state in its own filer (no PostgreSQL) and is one Go process that is also "
+    "the S3 server; Growler runs PostgreSQL, SeaweedFS S3 and 2 gunicorn workers.",
+    "The peer checks a bearer token (HS256 JWT) on every request; Growler does not authenticate.",
+    "Growler writes one JSON log line per request and keeps Prometheus metrics; the peer logs nothing "
+    "per request at its default verbosity.",
+    "W8: Growler's 10,000 tables are inserted with SQL, the peer's created over HTTP (it has no database "
+    "to write to); both list the same names.",
+    "Both catalogs re-check the requirements of a commit that lost a race and retry on the server "
+    "(the peer 3 times, Growler up to 8), so W7's 409s come from assert-ref-snapshot-id, as with real clients.",
+]
+
+
+def log(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def machine() -> dict[str, Any]:
+    info: dict[str, Any] = {"cores": len(os.sched_getaffinity(0)), "logical_cpus": os.cpu_count()}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                info["cpu_model"] = line.split(":", 1)[1].strip()
+                break
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                info["memory_gb"] = round(int(line.split()[1]) / 1024 / 1024, 1)
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                info["os"] = line.split("=", 1)[1].strip('"')
+    except OSError:
+        pass
+    info["kernel"] = platform.release()
+    info["loadavg_before"] = round(os.getloadavg()[0], 2)
+    return info
+
+
+def growler_commit() -> str:
+    def git(*args: str) -> str:
+        out = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=False,
+                             env=dict(os.environ, GIT_OPTIONAL_LOCKS="0"))  # read-only: no index refresh
+        return out.stdout.strip()
+
+    commit = git("rev-parse", "--short=12", "HEAD") or "unknown"
+    return commit + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def run_target(target: Target, plan: Plan, work_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    log(f"starting {target.label}")
+    start = time.perf_counter()
+    try:
+        target.start()
+        log(f"{target.name} up in {time.perf_counter() - start:.1f} s at {target.api()}; seeding")
+        seeded = seed(target, plan, work_dir)
+        log(f"{target.name} seeded: {seeded['timings_s']}")
+        results = run_all(target, plan, seeded, work_dir, log)
+    finally:
+        target.stop()
+    summary = {k: v for k, v in seeded.items() if not k.endswith("_pages")}
+    for which in ("big", "small"):
+        summary[f"w8_{which}_pages"] = seeded.get(f"w8_{which}_pages", {}).get("pages")
+    return summary, results
+
+
+def main() -> int:
+    quick = _env_flag("BENCH_QUICK")
+    with_peer = os.environ.get("BENCH_PEER", "1").strip() not in ("0", "false", "no", "off")
+    plan = Plan.make(quick, int(os.environ.get("BENCH_SEED", "7")), int(os.environ.get("BENCH_WRK_THREADS", "1")))
+    workers = int(os.environ.get("GROWLER_WORKERS") or 2)
+    keep = _env_flag("BENCH_KEEP")
+
+    def on_signal(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_signal)
+    started = datetime.datetime.now(datetime.UTC)
+    t0 = time.perf_counter()
+    doc: dict[str, Any] = {
+        "schema": 1,
+        "started_at": started.isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "quick": quick,
+        "machine": machine(),
+        "versions": {"growler_commit": growler_commit(), "python": platform.python_version(),
+                     "wrk": wrk.wrk_version()},
+        "settings": {"plan": plan.as_dict()},
+        "seeding": {},
+        "results": {},
+        "notes": PEER_NOTES if with_peer else [],
+    }
+    doc["busy_machine"] = doc["machine"]["loadavg_before"] > 0.5 * doc["machine"]["cores"]
+    if doc["busy_machine"]:
+        log(f"warning: load average {doc['machine']['loadavg_before']} before the run on "
+            f"{doc['machine']['cores']} cores: figures will be low and noisy")
+    root = make_root()
+    work_dir = root / "work"
+    work_dir.mkdir()
+    failed = False
+    try:
+        targets: list[Target] = [GrowlerTarget(root / "growler", workers)]
+        if with_peer:
+            targets.append(PeerTarget(root / "peer"))
+        for target in targets:
+            target.root.mkdir(parents=True, exist_ok=True)
+            try:
+                seeded, results = run_target(target, plan, work_dir)
+            except Exception as exc:  # noqa: BLE001 - report it, keep the logs, go on with the next
+                log(f"{target.name} failed: {type(exc).__name__}: {exc}")
+                seeded, results = {}, {"failed": f"{type(exc).__name__}: {exc}"[:2000]}
+                failed = keep = True
+            doc["seeding"][target.name] = seeded
+            doc["results"][target.name] = results
+            doc["versions"][target.name] = target.versions()
+            doc["settings"][target.name] = target.settings()
+    except KeyboardInterrupt:
+        log("interrupted")
+        return 130
+    finally:
+        if keep:
+            log(f"kept {root} (servers' logs: growler/gunicorn.log, growler/postgres.log, */weed.log)")
+        else:
+            remove_root(root)
+
+    growler = doc["results"].get("growler", {})
+    peer = doc["results"].get("peer", {})
+    doc["ratios"] = report.compute_ratios(growler, peer) if peer else {}
+    doc["targets"] = report.evaluate_targets(growler)
+    caps_g, caps_p = growler.get("capabilities") or {}, peer.get("capabilities") or {}
+    doc["peer_gaps"] = [name for name, ok in caps_g.items() if ok and caps_p.get(name) is False] if peer else []
+    doc["wall_s"] = round(time.perf_counter() - t0, 1)
+    doc["machine"]["loadavg_after"] = round(os.getloadavg()[0], 2)
+
+    RESULTS_DIR.mkdir(exist_ok=True)
+    stamp = started.strftime("%Y%m%dT%H%M%SZ") + ("-quick" if quick else "")
+    text = json.dumps(doc, indent=1, sort_keys=False) + "\n"
+    (RESULTS_DIR / f"{stamp}.json").write_text(text)
+    latest = RESULTS_DIR / ("latest-quick.json" if quick else "latest.json")
+    tmp = latest.with_suffix(".json.tmp")
+    tmp.write_text(text)
+    tmp.replace(latest)
+
+    print(report.render_markdown(doc))
+    print()
+    print(f"results: {RESULTS_DIR / f'{stamp}.json'} and {latest} ({doc['wall_s']} s)")
+    if not quick:
+        print("README.md: python -m bench.report --readme")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

