@@ -125,7 +125,8 @@ class CatalogRepository:
             rows = conn.execute(
                 "SELECT path FROM namespace"
                 " WHERE warehouse_id = %(wh)s AND parent_id IS NOT DISTINCT FROM %(parent)s"
-                "   AND (%(after)s::text[] IS NULL OR path > %(after)s::text[])"
+                # coalesce, not "IS NULL OR": one index range scan even under a generic plan
+                "   AND path > coalesce(%(after)s::text[], '{}'::text[])"
                 " ORDER BY path LIMIT %(limit)s",
                 {"wh": warehouse_id, "parent": parent_id, "after": after, "limit": limit},
             ).fetchall()
@@ -262,7 +263,7 @@ class CatalogRepository:
                 raise NoSuchNamespace(f"Namespace does not exist: {_dotted(namespace)}")
             rows = conn.execute(
                 "SELECT name FROM catalog_entry"
-                " WHERE namespace_id = %(ns)s AND kind = %(kind)s AND (%(after)s::text IS NULL OR name > %(after)s)"
+                " WHERE namespace_id = %(ns)s AND kind = %(kind)s AND name > coalesce(%(after)s::text, '')"
                 " ORDER BY name LIMIT %(limit)s",
                 {"ns": found["id"], "kind": kind, "after": after, "limit": limit},
             ).fetchall()
