@@ -34,7 +34,8 @@ from storage.repository import CatalogRepository, EntryRow, NewEntry, WarehouseR
 
 log = logging.getLogger(__name__)
 
-MAX_COMMIT_ATTEMPTS = 8
+# Bounded server-side retries of a commit whose requirements still hold after a lost race.
+MAX_COMMIT_ATTEMPTS = 12
 GZIP_MAGIC = b"\x1f\x8b"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 T = TypeVar("T")

@@ -46,7 +46,9 @@ class Database:
             kwargs={"row_factory": dict_row, "autocommit": True, "connect_timeout": 5},
             configure=self._configure,
             check=ConnectionPool.check_connection,
-            reconnect_timeout=0,  # keep trying forever: PostgreSQL may come back any time
+            # Give up background reconnection at once; a request that needs a connection opens one,
+            # so the pool grows back as soon as PostgreSQL returns (the fault tests prove it).
+            reconnect_timeout=0,
             open=False,
             name="growler",
         )

@@ -25,15 +25,20 @@ tables keep the whole log: ``write.metadata.previous-versions-max`` is set beyon
 commits, so "not in the log" means "orphan" rather than "trimmed"; delete-after-commit is left off
 because its deletions are best-effort by design, which would blur what this test is about).
 
-Fault runs: the same load while gunicorn workers are SIGKILLed, and while PostgreSQL is restarted.
-Afterwards the same invariants hold (unknown attempts may be present or absent, never twice), the
-sweeper (``python -m app.housekeeping --grace-seconds 0``) leaves no orphan, and the same gunicorn
-serves a load and a commit.
+Fault runs: the same load (fewer appends and transactions per writer) while gunicorn workers are
+SIGKILLed twice, and while PostgreSQL is restarted and later stopped for longer than the pool waits
+(GROWLER_STRESS_PG_OUTAGE_S, 6 s). Afterwards the same invariants hold (unknown attempts may be
+present or absent, never twice; a transaction still all or nothing), the sweeper (``python -m
+app.housekeeping --grace-seconds 0``) leaves no orphan, and the same gunicorn master serves a load
+and a commit at the first try.
 
 Sizes: GROWLER_STRESS_WRITERS (16), GROWLER_STRESS_APPENDS (50), GROWLER_STRESS_TX_WRITERS (8),
 GROWLER_STRESS_TX_COMMITS (20), GROWLER_STRESS_PROPERTY_WRITERS (4), GROWLER_STRESS_PROPERTY_COMMITS
-(25); the fault runs use GROWLER_STRESS_FAULT_APPENDS (25) and GROWLER_STRESS_FAULT_TX_COMMITS (10)
-per writer; GROWLER_STRESS_TIMEOUT_S (240) bounds each run (a hang fails the test).
+(25); the fault runs use GROWLER_STRESS_FAULT_APPENDS (15) and GROWLER_STRESS_FAULT_TX_COMMITS (6)
+per writer. After a 409 a writer backs off like Iceberg's clients (full jitter, from
+GROWLER_STRESS_BACKOFF_BASE_S = 0.1 doubling up to GROWLER_STRESS_BACKOFF_CAP_S = 3). A run fails as
+a hang when no commit is acknowledged for GROWLER_STRESS_STALL_S (60) or it lasts longer than
+GROWLER_STRESS_TIMEOUT_S (900). GROWLER_TEST_WORKERS sets the gunicorn workers (at least 2 here).
 """
 
 from __future__ import annotations
@@ -63,7 +68,6 @@ import pytest
 
 from storage.objects import S3ObjectStore
 from tests.api.tables_support import create_request
-from tests.integration import conftest as integration_conftest
 from tests.integration.conftest import REPO, Server, server_env, start_server, stop_server
 
 pytestmark = pytest.mark.slow
@@ -79,12 +83,15 @@ TX_WRITERS = _env_int("GROWLER_STRESS_TX_WRITERS", 8)
 TX_COMMITS = _env_int("GROWLER_STRESS_TX_COMMITS", 20)
 PROPERTY_WRITERS = _env_int("GROWLER_STRESS_PROPERTY_WRITERS", 4)
 PROPERTY_COMMITS = _env_int("GROWLER_STRESS_PROPERTY_COMMITS", 25)
-FAULT_APPENDS = _env_int("GROWLER_STRESS_FAULT_APPENDS", 25)
-FAULT_TX_COMMITS = _env_int("GROWLER_STRESS_FAULT_TX_COMMITS", 10)
-TIMEOUT_S = _env_int("GROWLER_STRESS_TIMEOUT_S", 240)
+FAULT_APPENDS = _env_int("GROWLER_STRESS_FAULT_APPENDS", 15)
+FAULT_TX_COMMITS = _env_int("GROWLER_STRESS_FAULT_TX_COMMITS", 6)
+TIMEOUT_S = _env_int("GROWLER_STRESS_TIMEOUT_S", 900)
+STALL_S = _env_int("GROWLER_STRESS_STALL_S", 60)  # no commit acknowledged for this long: a hang
+# longer than the server's pool timeout (GROWLER_DB_POOL_TIMEOUT_S, 5 s): requests fail meanwhile
+PG_OUTAGE_S = float(os.environ.get("GROWLER_STRESS_PG_OUTAGE_S") or 6)
 
-BACKOFF_BASE_S = float(os.environ.get("GROWLER_STRESS_BACKOFF_BASE_S") or 0.01)
-BACKOFF_CAP_S = float(os.environ.get("GROWLER_STRESS_BACKOFF_CAP_S") or 1.0)
+BACKOFF_BASE_S = float(os.environ.get("GROWLER_STRESS_BACKOFF_BASE_S") or 0.1)
+BACKOFF_CAP_S = float(os.environ.get("GROWLER_STRESS_BACKOFF_CAP_S") or 3.0)
 TX_TABLES = 4
 PREFIX = "/v1/test"
 REQUEST_TIMEOUT_S = 30.0
@@ -128,10 +135,9 @@ class Aborted(Exception):
 class Load:
     """One run of the three workloads against one namespace; collects every attempt."""
 
-    def __init__(self, server: Server, sizes: Sizes, *, faults: bool) -> None:
+    def __init__(self, server: Server, sizes: Sizes) -> None:
         self.server = server
         self.sizes = sizes
-        self.faults = faults
         self.namespace = "stress_" + uuid.uuid4().hex[:8]
         self.append_table = "appends"
         self.tx_tables = [f"tx{i}" for i in range(TX_TABLES)]
@@ -142,7 +148,10 @@ class Load:
         self._lock = threading.Lock()
         self.stop = threading.Event()
         self.deadline = time.monotonic() + TIMEOUT_S
+        self.last_progress = time.monotonic()
         self.started = self.finished = 0.0
+        self.server_cpu_s = 0.0  # of the live workers (a killed worker's share is not counted)
+        self.server_commits: dict[str, float] = {}  # growler_commit* counters moved during the run
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -166,10 +175,17 @@ class Load:
     # -- running --------------------------------------------------------------------------
 
     def run(self, label: str, fault: Callable[[Load], None] | None = None) -> None:
+        metrics_before = commit_metrics(self.server)
+        cpu_before = {pid: cpu_seconds(pid) for pid in worker_pids(self.server)}
         try:
             self._run(fault)
         finally:
             self.finished = time.monotonic()
+            cpu_after = {pid: cpu_seconds(pid) for pid in worker_pids(self.server)}
+            self.server_cpu_s = sum(cpu_after[pid] - cpu_before.get(pid, 0.0) for pid in cpu_after)
+            metrics_after = commit_metrics(self.server)
+            self.server_commits = {k: v - metrics_before.get(k, 0.0) for k, v in metrics_after.items()
+                                   if v != metrics_before.get(k, 0.0)}
             print("\n" + self.summary(label), flush=True)
 
     def _run(self, fault: Callable[[Load], None] | None) -> None:
@@ -178,7 +194,8 @@ class Load:
         writers += [lambda i=i: self._append_writer(f"a{i}") for i in range(s.writers)]
         writers += [lambda i=i: self._transaction_writer(f"x{i}") for i in range(s.tx_writers)]
         writers += [lambda i=i: self._property_writer(f"p{i}") for i in range(s.property_writers)]
-        self.started = time.monotonic()
+        self.started = self.last_progress = time.monotonic()
+        self.deadline = self.started + TIMEOUT_S
         with ThreadPoolExecutor(max_workers=len(writers), thread_name_prefix="stress") as pool:
             futures = [pool.submit(writer) for writer in writers]
             # The fault runs in this (long-lived) thread: a PostgreSQL started from a pool thread
@@ -191,7 +208,7 @@ class Load:
             except BaseException:
                 self.stop.set()
                 raise
-            done, _ = wait(futures, timeout=max(1.0, self.deadline + 30 - time.monotonic()),
+            done, _ = wait(futures, timeout=max(1.0, self.deadline + 60 - time.monotonic()),
                            return_when=FIRST_EXCEPTION)
             self.stop.set()
             failures = [f.exception() for f in done if f.exception() is not None]
@@ -199,14 +216,19 @@ class Load:
             if real:
                 raise real[0]
             if failures or len(done) < len(futures):
+                stalled = time.monotonic() - self.last_progress
                 raise AssertionError(
-                    f"the load did not finish within {TIMEOUT_S} s (a hang?): {dict(self.done)} of {self.target}"
+                    f"the load did not finish (a hang?): {dict(self.done)} of {self.target} acknowledged after"
+                    f" {time.monotonic() - self.started:.0f} s, the last one {stalled:.0f} s ago"
+                    f" (limits: GROWLER_STRESS_TIMEOUT_S={TIMEOUT_S}, GROWLER_STRESS_STALL_S={STALL_S})"
                 )
 
     def check(self) -> None:
         if self.stop.is_set():
             raise Aborted("stopped")
-        if time.monotonic() > self.deadline:
+        now = time.monotonic()
+        if now > self.deadline or now - self.last_progress > STALL_S:
+            self.stop.set()
             raise Aborted("deadline")
 
     def progress(self) -> float:
@@ -221,6 +243,8 @@ class Load:
     def _count(self, kind: str, n: int = 1) -> None:
         with self._lock:
             self.done[kind] += n
+            if n:
+                self.last_progress = time.monotonic()
 
     def _record(self, attempt: Attempt) -> None:
         self.attempts.append(attempt)
@@ -240,14 +264,16 @@ class Load:
         assert response.status_code == 200, response.text
         return response.json()
 
-    def _post(self, http: httpx.Client, path: str, body: dict[str, Any]) -> tuple[str, int | None, Any, str]:
+    def _post(
+        self, http: httpx.Client, path: str, body: dict[str, Any]
+    ) -> tuple[str, int | None, httpx.Response | None, str]:
         try:
             response = http.post(path, json=body)
         except httpx.HTTPError as exc:
             return UNKNOWN, None, None, type(exc).__name__
         status = response.status_code
         if status in (200, 204):
-            return ACK, status, response.json() if status == 200 else None, ""
+            return ACK, status, response, ""
         if status == 409:
             error = response.json()["error"]
             assert error["type"] == "CommitFailedException", response.text
@@ -377,7 +403,7 @@ class Load:
                 rebased = False
                 if outcome == ACK:
                     # the version the server applied it to is the last entry of the new metadata-log
-                    applied_to = answer["metadata"]["metadata-log"][-1]["metadata-file"]
+                    applied_to = answer.json()["metadata"]["metadata-log"][-1]["metadata-file"]
                     rebased = applied_to != table["metadata-location"]
                     done += 1
                 self._record(Attempt("property", writer, outcome, status, properties={key: value},
@@ -399,10 +425,11 @@ class Load:
             parts.append(f"{kind} {counts}")
         rebased = sum(1 for a in self.attempts if a.rebased)
         statuses = Counter(a.status for a in self.attempts if a.outcome == UNKNOWN)
+        server = ", ".join(f"{k} {v:g}" for k, v in sorted(self.server_commits.items())) or "no /metrics"
         return (
-            f"[stress {label}] acknowledged/409/unknown: {', '.join(parts)};"
-            f" properties rebased on the server: {rebased}; unknown by status: {dict(statuses)};"
-            f" failed loads: {len(self.load_failures)}; {self.finished - self.started:.1f} s"
+            f"[stress {label}] {self.finished - self.started:.1f} s; acknowledged/409/unknown: {', '.join(parts)};"
+            f" property commits rebased on the server: {rebased}; unknown by status: {dict(statuses)};"
+            f" failed loads: {len(self.load_failures)}; server: {server}; worker CPU {self.server_cpu_s:.0f} s"
         )
 
 
@@ -560,6 +587,34 @@ def worker_pids(server: Server) -> set[int]:
     return children
 
 
+def commit_metrics(server: Server) -> dict[str, float]:
+    """growler_commits_total / growler_commit_retries_total by labels, summed over the workers."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    try:
+        response = httpx.get(f"{server.url}/metrics", timeout=REQUEST_TIMEOUT_S)
+    except httpx.HTTPError:
+        return {}
+    if response.status_code != 200:
+        return {}
+    values = {}
+    for family in text_string_to_metric_families(response.text):
+        for sample in family.samples:
+            if sample.name in ("growler_commits_total", "growler_commit_retries_total"):
+                short = "retries" if "retries" in sample.name else "commits"
+                key = ":".join([short, *(sample.labels[k] for k in sorted(sample.labels))])
+                values[key] = sample.value
+    return values
+
+
+def cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def wait_for_workers(server: Server, count: int, timeout: float = 30.0) -> set[int]:
     deadline = time.monotonic() + timeout
     while True:
@@ -587,12 +642,12 @@ def stress_server(settings, app, tmp_path_factory) -> Iterator[Server]:
     costs far more than the commit itself once the metadata holds hundreds of snapshots, and
     the api and conformance tests cover it.
     """
-    def production_env(settings, bind: str) -> dict[str, str]:
-        return {**server_env(settings, bind), "GROWLER_VALIDATE_RESPONSES": "false"}
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(integration_conftest, "server_env", production_env)
-        running = start_server(settings, tmp_path_factory.mktemp("stress-gunicorn"))
+    workers = max(2, _env_int("GROWLER_TEST_WORKERS", 2))
+    running = start_server(
+        settings,
+        tmp_path_factory.mktemp("stress-gunicorn"),
+        {"GROWLER_VALIDATE_RESPONSES": "false", "GROWLER_WORKERS": str(workers)},
+    )
     try:
         yield running
     finally:
@@ -608,12 +663,17 @@ def store(settings) -> S3ObjectStore:
 
 
 def test_no_acknowledged_commit_is_lost(stress_server, store, services):
-    load = Load(stress_server, FULL, faults=False)
+    load = Load(stress_server, FULL)
     load.create_tables()
     load.run("no faults")
     verify(load, store, services, strict=True)
-    # the server re-applied what a lost race did not invalidate: no property commit was refused
-    assert load.count("property", REJECTED) == 0, [a.detail for a in load.attempts if a.outcome == REJECTED][:3]
+    # The server re-applies what a lost race did not invalidate, so these commits - racing 16
+    # appenders on one table - mostly succeed without a client retry (the issue's "mostly"):
+    # the server's retries are bounded, and a commit that loses every race gets a clean 409
+    # (verify() has checked that no refused property was applied).
+    properties = [a for a in load.attempts if a.kind == "property"]
+    refused = [a.detail for a in properties if a.outcome == REJECTED]
+    assert len(refused) <= 0.1 * len(properties), f"{len(refused)} property commits refused: {refused[:3]}"
     drop(load)
 
 
@@ -628,7 +688,7 @@ def test_killed_workers_lose_nothing(stress_server, store, services, settings):
             os.kill(victim, signal.SIGKILL)
             killed.append((victim, time.monotonic()))
 
-    load = Load(stress_server, UNDER_FAULTS, faults=True)
+    load = Load(stress_server, UNDER_FAULTS)
     load.create_tables()
     load.run("SIGKILL of workers", kill_workers)
     print(f"[stress SIGKILL] killed workers {[pid for pid, _ in killed]}")
@@ -645,29 +705,34 @@ def test_killed_workers_lose_nothing(stress_server, store, services, settings):
 
 
 def test_postgres_restart_loses_nothing(stress_server, store, services, settings):
+    """A quick restart (the pool reconnects) and an outage longer than the pool's timeout (503s)."""
     if services.postgres is None:
         pytest.skip("PostgreSQL is external: it cannot be restarted by the tests")
-    restarted: list[float] = []
+    postgres = services.postgres
+    back: list[float] = []
 
     def restart_postgres(load: Load) -> None:
-        load.wait_progress(0.4)
-        began = time.monotonic()
-        services.postgres.restart()
-        restarted.append(time.monotonic())
-        print(f"\n[stress PostgreSQL restart] restart took {restarted[0] - began:.1f} s", flush=True)
+        load.wait_progress(0.3)
+        postgres.restart()
+        back.append(time.monotonic())
+        load.wait_progress(0.6)
+        postgres.stop()
+        time.sleep(PG_OUTAGE_S)
+        postgres.start()
+        back.append(time.monotonic())
 
-    load = Load(stress_server, UNDER_FAULTS, faults=True)
+    load = Load(stress_server, UNDER_FAULTS)
     load.create_tables()
     try:
-        load.run("PostgreSQL restart", restart_postgres)
+        load.run(f"PostgreSQL restarted, then down {PG_OUTAGE_S:g} s", restart_postgres)
     finally:
-        if not services.postgres.running:
-            services.postgres.start()
+        if not postgres.running:
+            postgres.start()
 
-    assert restarted and stress_server.process.poll() is None
-    after = [a for a in load.attempts if a.outcome == ACK and a.at > restarted[0]]
-    assert after, "nothing was acknowledged after the restart"
+    assert len(back) == 2 and stress_server.process.poll() is None
+    after = [a for a in load.attempts if a.outcome == ACK and a.at > back[-1]]
+    assert after, "nothing was acknowledged after PostgreSQL came back"
     still_serving(load)
-    print(f"[stress PostgreSQL restart] sweeper: {sweep(settings, stress_server)}")
+    print(f"[stress PostgreSQL] sweeper: {sweep(settings, stress_server)}")
     verify(load, store, services, strict=False)
     drop(load)
