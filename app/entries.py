@@ -112,11 +112,14 @@ class EntryService:
         return self.not_found(f"{self.kind.capitalize()} does not exist: {format_namespace((*namespace, name))}")
 
     def _require_entry(self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str) -> EntryRow:
-        """The row of this kind, in one query; a missing namespace is told apart only on a miss."""
+        """The row of this kind, in one query.
+
+        A miss is the entity's own 404 even when the namespace is missing too: that is the only
+        404 the spec gives loadTable/loadView, and the Java client falls back to metadata tables
+        (``db.t.snapshots``) only on NoSuchTableException.
+        """
         row = self.repository.load_entry(warehouse.id, namespace, name)
         if row is None or row.kind != self.kind:
-            if row is None:
-                self._require_namespace(warehouse, namespace)
             raise self._missing(namespace, name)
         return row
 

@@ -31,6 +31,7 @@ _SANE_REQUEST_ID = re.compile(rb"^[A-Za-z0-9._:-]{1,128}$")
 # Routes of the spec that live under /v1/{prefix}/; served for the default warehouse without it.
 # Control characters other than 0x1F, the namespace separator, which paths legitimately carry.
 _CONTROL = re.compile(r"[\x00-\x1e\x7f]")
+_EMPTY_NAMESPACE = re.compile(r"^/v1/[^/]+/namespaces//(tables|views)/([^/]+)$")
 _UNPREFIXED = re.compile(r"^/v1/(namespaces|tables|views|transactions)(/.*)?$")
 
 
@@ -177,6 +178,11 @@ def handle_problem(request: ConnexionRequest, exc: ProblemException) -> Connexio
 def handle_http_exception(request: ConnexionRequest, exc: HTTPException) -> ConnexionResponse:
     """Unknown routes and wrong methods surface as starlette/werkzeug HTTP exceptions."""
     status = exc.status_code
+    missing = _EMPTY_NAMESPACE.match(request.url.path) if status == 404 else None
+    if missing:
+        # ".../namespaces//tables/x": the Java client probes this for metadata tables (db.history)
+        kind = "Table" if missing.group(1) == "tables" else "View"
+        return _response(404, f"{kind} does not exist: {missing.group(2)}", f"NoSuch{kind}Exception")
     if status == 404:
         message = f"No route for {request.method} {request.url.path}"
     elif status == 405:

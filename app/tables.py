@@ -131,11 +131,12 @@ class TableService(EntryService):
         if snapshots == "refs":
             metadata = json.dumps(rules.refs_only(json.loads(metadata)), separators=(",", ":"))
         variant = f"{snapshots or 'all'}|{'vended' if vend_credentials else 'plain'}"
+        credentials = self._credentials(warehouse, row.location, vend_credentials)
         return LoadedTable(
             metadata_location=row.metadata_location,
             metadata=metadata,
-            config=client_storage_config(warehouse),
-            credentials=self._credentials(warehouse, row.location, vend_credentials),
+            config=self._client_config(warehouse, credentials),
+            credentials=credentials,
             etag=etag_for(row.metadata_location, variant),
         )
 
@@ -157,14 +158,10 @@ class TableService(EntryService):
         metadata = rules.new_table_metadata(request, location=location, now_ms=now_ms(), table_uuid=table_uuid)
         self._require_inside_warehouse(warehouse, rules.metadata_directory(metadata), "write.metadata.path")
         text = rules.to_json(metadata)
-        config = client_storage_config(warehouse)
         credentials = self._credentials(warehouse, location, vend_credentials)
+        config = self._client_config(warehouse, credentials)
         if request.get("stage-create"):
             self._require_name_free(warehouse, namespace, name)
-            if credentials:
-                # A staged table has no metadata-location, and PyIceberg matches storage-credentials
-                # against it; so the vended keys (asked for by this request) also travel in config.
-                config = {**config, **credentials[0]["config"]}
             return LoadedTable(None, text, config, credentials)
         metadata_location = self._metadata_location(metadata, rules.next_metadata_version(None))
         entry = NewEntry(name, TABLE, str(metadata.table_uuid), metadata.location, metadata_location, text)
@@ -183,13 +180,9 @@ class TableService(EntryService):
         text = rules.to_json(metadata)
         entry = NewEntry(name, TABLE, str(metadata.table_uuid), metadata.location, metadata_location, text)
         self._register(warehouse, namespace, entry, bool(request.get("overwrite")))
-        return LoadedTable(
-            metadata_location,
-            text,
-            client_storage_config(warehouse),
-            self._credentials(warehouse, metadata.location, vend_credentials),
-            etag_for(metadata_location, "all|plain"),
-        )
+        credentials = self._credentials(warehouse, metadata.location, vend_credentials)
+        config = self._client_config(warehouse, credentials)
+        return LoadedTable(metadata_location, text, config, credentials, etag_for(metadata_location, "all|plain"))
 
     # -- committing ---------------------------------------------------------------------
 
@@ -262,7 +255,6 @@ class TableService(EntryService):
             raise NoSuchTable(f"Table does not exist: {qualified} is a view")
         creating = any(r.get("type") == "assert-create" for r in change.requirements)
         if row is None and not (creating and allow_create):
-            self._require_namespace(warehouse, change.namespace)
             raise NoSuchTable(f"Table does not exist: {qualified}")
         base = rules.parse_metadata(row.metadata) if row else None
         default_location = None
@@ -342,7 +334,6 @@ class TableService(EntryService):
         if purge:
             purge_objects = self._metadata_files_of(self._require_entry(warehouse, namespace, name))
         if self.repository.delete_entry(warehouse.id, namespace, name, TABLE, purge_objects) is None:
-            self._require_namespace(warehouse, namespace)
             raise self._missing(namespace, name)
         if purge:
             self.purge_requested.set()
@@ -365,6 +356,17 @@ class TableService(EntryService):
         files = [row.metadata_location]
         files += [entry["metadata-file"] for entry in document.get("metadata-log", [])]
         return files
+
+    @staticmethod
+    def _client_config(warehouse: WarehouseRow, credentials: list[dict[str, Any]]) -> dict[str, str]:
+        """Where the bytes are, plus - only when this request asked for delegation - the keys.
+
+        The keys travel in ``config`` as well as in ``storage-credentials``: the Java S3FileIO
+        deletes through a client for the bucket root, which no table-prefix credential matches,
+        and PyIceberg matches credentials against a metadata-location a staged table lacks.
+        """
+        config = client_storage_config(warehouse)
+        return {**config, **credentials[0]["config"]} if credentials else config
 
     def _credentials(self, warehouse: WarehouseRow, location: str, vend: bool) -> list[dict[str, Any]]:
         return storage_credentials(self.settings, warehouse, location) if vend else []

@@ -206,7 +206,8 @@ def test_missing_view_and_namespace_are_404(client, ns):
     response = client.get(view_url("missing"))
     assert response.status_code == 404
     assert error_type(response) == "NoSuchViewException"
-    assert error_type(client.get(view_url("v", "nowhere"))) == "NoSuchNamespaceException"
+    # loadView's only 404 in the spec: the view's, even when its namespace is missing too
+    assert error_type(client.get(view_url("v", "nowhere"))) == "NoSuchViewException"
     missing_ns = client.post(views_url("nowhere"), json=view_request("v"))
     assert missing_ns.status_code == 404
     assert error_type(missing_ns) == "NoSuchNamespaceException"
@@ -446,7 +447,7 @@ def test_replace_missing_view_is_404(client, ns):
     assert response.status_code == 404
     assert error_type(response) == "NoSuchViewException"
     response = client.post(view_url("v", "nowhere"), json={"updates": []})
-    assert error_type(response) == "NoSuchNamespaceException"
+    assert error_type(response) == "NoSuchViewException"
 
 
 # -- concurrent replaces ---------------------------------------------------------------------
