@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from connexion.validators import VALIDATOR_MAP, ParameterValidator
+from connexion.datastructures import MediaTypeDict
+from connexion.validators import VALIDATOR_MAP, JSONRequestBodyValidator, ParameterValidator
 
 
 class SimpleStyleHeaderValidator(ParameterValidator):
@@ -22,5 +23,21 @@ class SimpleStyleHeaderValidator(ParameterValidator):
         return self.validate_parameter("header", value, param)
 
 
+class NullMeansAbsentBodyValidator(JSONRequestBodyValidator):
+    """Validates a JSON body with ``null`` on an optional top-level member read as "not given".
+
+    The Java client serializes unset fields as null (``"location": null, "write-order": null``
+    in every CreateTableRequest Spark sends); the spec's schemas do not allow null there, and
+    refusing them would refuse every table Spark creates. The services treat None as absent.
+    """
+
+    def _validate(self, body: Any) -> dict | None:
+        if isinstance(body, dict) and isinstance(self._schema, dict):
+            required = set(self._schema.get("required", []))
+            body = {key: value for key, value in body.items() if value is not None or key in required}
+        return super()._validate(body)
+
+
 def validator_map() -> dict[str, Any]:
-    return {**VALIDATOR_MAP, "parameter": SimpleStyleHeaderValidator}
+    body = MediaTypeDict({**VALIDATOR_MAP["body"], "*/*json": NullMeansAbsentBodyValidator})
+    return {**VALIDATOR_MAP, "parameter": SimpleStyleHeaderValidator, "body": body}

@@ -493,3 +493,14 @@ def test_report_metrics(client, ns, db):
     assert client.post(f"{table_url('ghost')}/metrics", json=report).status_code == 404
     bad = client.post(f"{table_url('measured')}/metrics", json={"report-type": "commit-report"})
     assert bad.status_code == 400
+
+
+def test_java_style_nulls_in_create_request(client, ns):
+    """The Java client sends unset optional fields as null."""
+    request = create_request("nulls", location=None, **{"write-order": None, "stage-create": False})
+    request["partition-spec"] = None
+    response = client.post(tables_url(), json=request)
+    assert response.status_code == 200, response.text
+    metadata = response.json()["metadata"]
+    assert metadata["location"].startswith(f"s3://{TEST_BUCKET}/db/nulls-")
+    assert metadata["partition-specs"][0]["fields"] == []
