@@ -2,14 +2,16 @@
 
 The session knows the catalog URL and the warehouse name, nothing else about storage: the
 endpoint, region and addressing style of S3 come from loadTable's ``config``, the keys from its
-``storage-credentials`` (the Java REST client asks for ``vended-credentials`` itself).
+``storage-credentials``, which the session asks for with ``X-Iceberg-Access-Delegation:
+vended-credentials`` (the Java REST client sends no such header unless configured to).
 
 The jars (``iceberg-spark-runtime-3.5_2.12`` and ``iceberg-aws-bundle``, one Iceberg release,
 pinned in the Makefile) are fetched by ``make spark-jars`` into ``.cache/spark-jars``;
 ``GROWLER_SPARK_JARS`` names another directory. Missing jars are an error, not a skip.
 
 Also runnable as a script, for a second, independent Spark driver (its own JVM and catalog
-cache): ``python spark_support.py append <uri> <warehouse> <table> <first-id> <batches> <rows>``.
+cache): ``python spark_support.py append <uri> <warehouse> <table> <warm-up table> <who> <first-id>
+<batches> <rows>``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import atexit
 import glob
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -44,12 +47,6 @@ def spark_jars() -> list[str]:
             )
         found.append(matches[0])
     return found
-
-
-def iceberg_version() -> str:
-    """The Iceberg release of the jars in use (from the runtime jar's file name)."""
-    name = Path(spark_jars()[0]).name
-    return name.removeprefix("iceberg-spark-runtime-3.5_2.12-").removesuffix(".jar")
 
 
 def java17_home() -> str | None:
@@ -88,12 +85,23 @@ def catalog_conf(uri: str, warehouse: str, catalog: str = CATALOG) -> dict[str, 
     }
 
 
+def add_catalog(spark, name: str, uri: str, warehouse: str, **options: str) -> str:
+    """Register another Growler catalog in a running session (catalogs are instantiated on first use)."""
+    for key, value in catalog_conf(uri, warehouse, name).items():
+        if key != "spark.sql.extensions":
+            spark.conf.set(key, value)
+    for key, value in options.items():
+        spark.conf.set(f"spark.sql.catalog.{name}.{key}", value)
+    return name
+
+
 def build_session(uri: str, warehouse: str, app_name: str = "growler-test", catalog: str = CATALOG):
     """A small local SparkSession (2 threads, no UI, few shuffle partitions) with Growler as ``catalog``."""
     os.environ.update(spark_env())
     from pyspark.sql import SparkSession
 
     scratch = tempfile.mkdtemp(prefix="growler-spark-")
+    atexit.register(shutil.rmtree, scratch, ignore_errors=True)  # after session.stop (atexit is LIFO)
     builder = (
         SparkSession.builder.master("local[2]")
         .appName(app_name)
@@ -124,34 +132,32 @@ def shared_session(uri: str, warehouse: str):
     """One SparkSession (one JVM) per test run, whichever module asks first; stopped at exit."""
     key = (uri, warehouse)
     if key not in _shared:
-        if os.environ.get("DEV_PROXY"):  # TEMP-DEV
-            sys.path.insert(0, "/tmp")  # TEMP-DEV
-            import proxy  # TEMP-DEV
-
-            uri = proxy.start(uri)  # TEMP-DEV
         session = build_session(uri, warehouse)
         atexit.register(session.stop)
         _shared[key] = session
     return _shared[key]
 
 
-def _append_main(uri: str, warehouse: str, table: str, first_id: str, batches: str, rows: str) -> None:
-    """Append ``batches`` batches of ``rows`` rows with consecutive ids from ``first_id``, one commit each."""
-    spark = build_session(uri, warehouse, app_name="growler-test-second-writer")
+def _append_main(uri: str, warehouse: str, table: str, warmup: str, who: str, first_id: str, batches: str, rows: str):
+    """Append ``batches`` batches of ``rows`` rows (ids from ``first_id``, tagged ``who``), one commit each.
+
+    One row into ``warmup`` first (loading the classes of the write path), then "ready" on stdout.
+    """
+    spark = build_session(uri, warehouse, app_name=f"growler-test-{who}")
     try:
         start, batch_count, row_count = int(first_id), int(batches), int(rows)
-        spark.table(table).count()  # load the table and warm up the JVM before the race starts
+        spark.sql(f"INSERT INTO {warmup} VALUES ('{who}')")
         print("ready", flush=True)
         for batch in range(batch_count):
             low = start + batch * row_count
-            spark.sql(f"INSERT INTO {table} SELECT id, 'writer-{start}' AS who FROM range({low}, {low + row_count})")
+            spark.sql(f"INSERT INTO {table} SELECT id, '{who}' FROM range({low}, {low + row_count})")
         print("appended", batch_count * row_count, flush=True)
     finally:
         spark.stop()
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 8 and sys.argv[1] == "append":
+    if len(sys.argv) == 10 and sys.argv[1] == "append":
         _append_main(*sys.argv[2:])
     else:
         sys.exit(__doc__)

@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from storage.objects import S3ObjectStore
-from tests.integration.spark_support import CATALOG, shared_session, spark_env
+from tests.integration.spark_support import CATALOG, add_catalog, shared_session, spark_env
 
 pytestmark = pytest.mark.slow
 
@@ -111,7 +111,11 @@ def test_namespaces_nested_and_properties(spark, server, ns):
     response = httpx.get(f"{server.url}/v1/{server.warehouse}/namespaces/{ns_path(ns + '.inner')}")
     assert response.status_code == 200
     properties = response.json()["properties"]
-    assert {k: properties[k] for k in ("steward", "tier", "team")} == {"steward": "etl", "tier": "silver", "team": "data"}
+    assert {k: properties[k] for k in ("steward", "tier", "team")} == {
+        "steward": "etl",
+        "tier": "silver",
+        "team": "data",
+    }
     assert properties["owner"]  # Spark sets it to the current user
 
     # a table three levels deep
@@ -257,7 +261,7 @@ def test_alter_table_columns_and_partition_field(spark, server, ns, objects):
     spark.sql(f"ALTER TABLE {table} DROP COLUMN age")
     spark.sql(f"ALTER TABLE {table} ALTER COLUMN id COMMENT 'the key'")
     spark.sql(f"ALTER TABLE {table} ADD PARTITION FIELD bucket(4, id)")
-    spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('owner' = 'etl')")
+    spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('steward' = 'etl')")
     spark.sql(f"INSERT INTO {table} VALUES (2, 'bob', 2.5)")
 
     assert spark.table(table).columns == ["id", "label", "score"]
@@ -273,15 +277,18 @@ def test_alter_table_columns_and_partition_field(spark, server, ns, objects):
     assert schema["fields"][0]["doc"] == "the key"
     assert metadata["last-column-id"] == 4
     assert len(metadata["schemas"]) == 5  # add, rename, drop, comment: a new schema each
-    assert [len(s["fields"]) for s in metadata["partition-specs"]] == [0, 1]
+    assert [[(f["name"], f["transform"]) for f in s["fields"]] for s in metadata["partition-specs"]] == [
+        [],
+        [("id_bucket_4", "bucket[4]")],
+    ]
     assert metadata["default-spec-id"] == 1
-    assert metadata["properties"]["owner"] == "etl"
+    assert metadata["properties"]["steward"] == "etl"
     assert metadata["last-partition-id"] == 1000
 
     # the old file stays unpartitioned, the new one lands in a bucket
     data_files = [o for o in objects_under(objects, metadata["location"]) if o.endswith(".parquet")]
     assert len(data_files) == 2
-    assert sum("/id_bucket=" in f for f in data_files) == 1
+    assert sum("/id_bucket_4=" in f for f in data_files) == 1
     assert rows(spark, f"SELECT spec_id, count(*) FROM {table}.files GROUP BY spec_id ORDER BY spec_id") == [
         (0, 1),
         (1, 1),
@@ -301,12 +308,12 @@ def test_create_and_replace_table_as_select(spark, server, ns):
     ctas = f"{CATALOG}.{ns}.derived"
     spark.sql(
         f"CREATE TABLE {ctas} USING iceberg PARTITIONED BY (category) "
-        f"TBLPROPERTIES ('owner' = 'ctas') AS SELECT id, category FROM {source} WHERE category = 'a'"
+        f"TBLPROPERTIES ('steward' = 'ctas') AS SELECT id, category FROM {source} WHERE category = 'a'"
     )
     assert rows(spark, f"SELECT * FROM {ctas} ORDER BY id") == [(1, "a"), (3, "a")]
     created = load_table(server, ns, "derived")["metadata"]
     assert len(created["snapshots"]) == 1
-    assert created["properties"]["owner"] == "ctas"
+    assert created["properties"]["steward"] == "ctas"
     assert [f["name"] for f in created["partition-specs"][-1]["fields"]] == ["category"]
 
     spark.sql(f"REPLACE TABLE {ctas} USING iceberg AS SELECT id, id * 10 AS tenfold FROM {source}")
@@ -328,7 +335,10 @@ def test_create_and_replace_table_as_select(spark, server, ns):
 
     # a CTAS whose query fails leaves no table behind (the create was staged, never committed)
     with pytest.raises(Exception, match="boom"):
-        spark.sql(f"CREATE TABLE {CATALOG}.{ns}.broken USING iceberg AS SELECT id, raise_error('boom') FROM {source}")
+        spark.sql(
+            f"CREATE TABLE {CATALOG}.{ns}.broken USING iceberg AS "
+            f"SELECT id, CAST(IF(id > 2, raise_error('boom'), id) AS bigint) AS checked FROM {source}"
+        )
     assert load_table(server, ns, "broken") is None
     assert "broken" not in [r[1] for r in rows(spark, f"SHOW TABLES IN {CATALOG}.{ns}")]
 
@@ -339,7 +349,7 @@ def test_create_and_replace_table_as_select(spark, server, ns):
 
 
 def test_time_travel_by_version_and_timestamp(spark, ns):
-    table = f"{CATALOG}.{ns}.history"
+    table = f"{CATALOG}.{ns}.timeline"
     spark.sql(f"CREATE TABLE {table} (id bigint) USING iceberg")
     for i in (1, 2, 3):
         spark.sql(f"INSERT INTO {table} VALUES ({i})")
@@ -368,6 +378,16 @@ def test_time_travel_by_version_and_timestamp(spark, ns):
     assert spark.read.option("as-of-timestamp", str(t2)).table(table).count() == 2
     history = rows(spark, f"SELECT snapshot_id, is_current_ancestor FROM {table}.history ORDER BY made_current_at")
     assert history == [(s1, True), (s2, True), (s3, True)]
+
+
+def test_tables_named_like_metadata_tables(spark, server, ns):
+    """``history``, ``files``, ``snapshots`` are fine table names: Spark looks them up as tables first."""
+    for name in ("history", "files", "snapshots"):
+        spark.sql(f"CREATE TABLE {CATALOG}.{ns}.{name} (id bigint) USING iceberg")
+        spark.sql(f"INSERT INTO {CATALOG}.{ns}.{name} VALUES (7)")
+        assert rows(spark, f"SELECT id FROM {CATALOG}.{ns}.{name}") == [(7,)]
+        assert scalar(spark, f"SELECT count(*) FROM {CATALOG}.{ns}.{name}.snapshots") == 1
+        assert load_table(server, ns, name) is not None
 
 
 def test_branches_and_tags(spark, server, ns):
@@ -460,25 +480,36 @@ def test_maintenance_procedures(spark, server, ns, objects):
     assert not remaining & first_files and len(remaining) == 1
     assert rows(spark, f"SELECT * FROM {table} ORDER BY id") == expected
 
-    # remove_orphan_files: an object nobody references is found and deleted
+    # remove_orphan_files: an object nobody references is found and deleted. The procedure refuses
+    # older_than within the last 24 hours, so CALL (listing through S3FileIO's prefix listing)
+    # runs with its default (3 days: nothing that young is touched), and the deletion of a
+    # just-written orphan goes through the Spark action the procedure wraps.
     orphan = f"{location}/data/orphan-{int(time.time())}.parquet"
     objects.write_new(orphan, b"not referenced by any snapshot", "application/octet-stream")
-    later = datetime.now(UTC).replace(tzinfo=None) + timedelta(minutes=1)
-    dry = rows(
-        spark,
-        f"CALL {CATALOG}.system.remove_orphan_files(table => '{name}', "
-        f"older_than => TIMESTAMP '{later:%Y-%m-%d %H:%M:%S}', dry_run => true, prefix_listing => true)",
-    )
-    assert dry == [(orphan,)]
+    dry = rows(spark, f"CALL {CATALOG}.system.remove_orphan_files(table => '{name}', prefix_listing => true)")
+    assert dry == []
     assert objects.exists(orphan)
-    removed = rows(
-        spark,
-        f"CALL {CATALOG}.system.remove_orphan_files(table => '{name}', "
-        f"older_than => TIMESTAMP '{later:%Y-%m-%d %H:%M:%S}', prefix_listing => true)",
-    )
-    assert removed == [(orphan,)]
+    removed = delete_orphan_files(spark, table, older_than=datetime.now(UTC) + timedelta(minutes=1))
+    assert removed == [orphan]  # exactly the planted object: every file Growler wrote is referenced
     assert not objects.exists(orphan)
     assert rows(spark, f"SELECT * FROM {table} ORDER BY id") == expected
+
+
+def delete_orphan_files(spark, table: str, older_than: datetime) -> list[str]:
+    """SparkActions.deleteOrphanFiles (what CALL remove_orphan_files runs), without the 24-hour floor."""
+    jvm = spark._jvm
+    iceberg_table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table)
+    result = (
+        jvm.org.apache.iceberg.spark.actions.SparkActions.get(spark._jsparkSession)
+        .deleteOrphanFiles(iceberg_table)
+        .olderThan(int(older_than.timestamp() * 1000))
+        .usePrefixListing(True)
+        .execute()
+    )
+    locations, iterator = [], result.orphanFileLocations().iterator()
+    while iterator.hasNext():
+        locations.append(iterator.next())
+    return sorted(locations)
 
 
 # ------------------------------------------------------------------------------------------
@@ -507,18 +538,21 @@ def test_rename_table_across_namespaces(spark, server, ns):
     assert scalar(spark, f"SELECT count(*) FROM {CATALOG}.{ns}_target.after") == 3
 
 
-def test_drop_table_with_and_without_purge(spark, server, ns, objects):
-    for name in ("kept", "purged"):
-        spark.sql(f"CREATE TABLE {CATALOG}.{ns}.{name} (id bigint) USING iceberg")
-        spark.sql(f"INSERT INTO {CATALOG}.{ns}.{name} VALUES (1)")
-        spark.sql(f"INSERT INTO {CATALOG}.{ns}.{name} VALUES (2)")
-    kept = load_table(server, ns, "kept")["metadata"]["location"]
-    purged = load_table(server, ns, "purged")["metadata"]["location"]
-    kept_objects = objects_under(objects, kept)
-    purged_objects = objects_under(objects, purged)
-    for listing in (kept_objects, purged_objects):
-        assert sum(o.endswith(".parquet") for o in listing) == 2
-        assert sum(o.endswith(".metadata.json") for o in listing) >= 3
+def make_table_with_files(spark, server, objects, catalog: str, ns: str, name: str) -> tuple[str, list[str]]:
+    spark.sql(f"CREATE TABLE {catalog}.{ns}.{name} (id bigint) USING iceberg")
+    spark.sql(f"INSERT INTO {catalog}.{ns}.{name} VALUES (1)")
+    spark.sql(f"INSERT INTO {catalog}.{ns}.{name} VALUES (2)")
+    location = load_table(server, ns, name)["metadata"]["location"]
+    listing = objects_under(objects, location)
+    assert sum(o.endswith(".parquet") for o in listing) == 2
+    assert sum(o.endswith(".metadata.json") for o in listing) >= 3
+    return location, listing
+
+
+def test_drop_table_keeps_files_and_purge_deletes_them(spark, server, ns, objects):
+    """Spark's own DROP TABLE ... PURGE: the catalog drops the entry, Spark deletes the reachable files."""
+    kept, kept_objects = make_table_with_files(spark, server, objects, CATALOG, ns, "kept")
+    purged, _ = make_table_with_files(spark, server, objects, CATALOG, ns, "purged")
 
     spark.sql(f"DROP TABLE {CATALOG}.{ns}.kept")
     spark.sql(f"DROP TABLE {CATALOG}.{ns}.purged PURGE")
@@ -526,9 +560,21 @@ def test_drop_table_with_and_without_purge(spark, server, ns, objects):
     assert load_table(server, ns, "purged") is None
     assert rows(spark, f"SHOW TABLES IN {CATALOG}.{ns}") == []
 
+    # Iceberg 1.12's Spark catalog deletes the files itself (through the table's FileIO, with the
+    # credentials the catalog vended): every data, manifest and metadata file is gone
     assert wait_until_empty(objects, purged) == []
-    time.sleep(0.5)
     assert objects_under(objects, kept) == kept_objects
+
+
+def test_drop_table_purge_delegated_to_the_catalog(spark, server, ns, objects):
+    """With rest-catalog-purge, Spark sends purgeRequested=true and Growler's purger deletes the files."""
+    uri = spark.conf.get(f"spark.sql.catalog.{CATALOG}.uri")
+    purging = add_catalog(spark, "growler_purging", uri, server.warehouse, **{"rest-catalog-purge": "true"})
+    location, _ = make_table_with_files(spark, server, objects, purging, ns, "purged")
+
+    spark.sql(f"DROP TABLE {purging}.{ns}.purged PURGE")
+    assert load_table(server, ns, "purged") is None
+    assert wait_until_empty(objects, location) == []
 
 
 # ------------------------------------------------------------------------------------------
@@ -559,14 +605,16 @@ def test_views(spark, server, ns):
     spark.sql(f"INSERT INTO {table} VALUES (4, 'us', 1.0)")
     assert rows(spark, f"SELECT * FROM {view} ORDER BY region") == [("eu", 15.0), ("us", 21.0)]
 
-    spark.sql(f"ALTER VIEW {view} AS SELECT region, count(*) AS orders FROM {table} GROUP BY region")
+    # Iceberg's Spark 3.5 extensions refuse ALTER VIEW ... AS ("use CREATE OR REPLACE VIEW"): that is
+    # the statement that replaces a view's query (a replaceView commit adding a version)
+    spark.sql(f"CREATE OR REPLACE VIEW {view} AS SELECT region, count(*) AS orders FROM {table} GROUP BY region")
     assert rows(spark, f"SELECT * FROM {view} ORDER BY region") == [("eu", 2), ("us", 2)]
     stored = httpx.get(view_url).json()["metadata"]
     assert len(stored["versions"]) == 2
     assert stored["current-version-id"] == max(v["version-id"] for v in stored["versions"])
 
-    spark.sql(f"ALTER VIEW {view} SET TBLPROPERTIES ('owner' = 'bi')")
-    assert httpx.get(view_url).json()["metadata"]["properties"]["owner"] == "bi"
+    spark.sql(f"ALTER VIEW {view} SET TBLPROPERTIES ('steward' = 'bi')")
+    assert httpx.get(view_url).json()["metadata"]["properties"]["steward"] == "bi"
 
     # a view and a table cannot share a name
     with pytest.raises(Exception, match="(?i)already exists"):
@@ -582,40 +630,35 @@ def test_views(spark, server, ns):
 # two Spark drivers appending to one table at once
 # ------------------------------------------------------------------------------------------
 
-BATCHES = 6
+BATCHES = 8
 ROWS_PER_BATCH = 100
 
 
 def test_two_spark_sessions_append_concurrently(spark, server, ns):
     name = f"{CATALOG}.{ns}.shared"
+    warmup = f"{CATALOG}.{ns}.warmup"
     spark.sql(f"CREATE TABLE {name} (id bigint, who string) USING iceberg")
+    spark.sql(f"CREATE TABLE {warmup} (who string) USING iceberg")
 
     # the second driver is its own process: its own JVM, REST client and table cache
+    uri = spark.conf.get(f"spark.sql.catalog.{CATALOG}.uri")
+    args = [name, warmup, "second", str(100_000), str(BATCHES), str(ROWS_PER_BATCH)]
     second = subprocess.Popen(
-        [
-            sys.executable,
-            SUPPORT_SCRIPT,
-            "append",
-            server.url,
-            server.warehouse,
-            name,
-            str(100_000),
-            str(BATCHES),
-            str(ROWS_PER_BATCH),
-        ],
+        [sys.executable, SUPPORT_SCRIPT, "append", uri, server.warehouse, *args],
         env=spark_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
     try:
-        # wait until the second driver is about to write, then write alongside it
-        ready = ""
+        spark.sql(f"INSERT INTO {warmup} VALUES ('first')")
+        # wait until the second driver is warm too, then both write at once
+        seen = []
         for line in second.stdout:
+            seen.append(line)
             if line.startswith("ready"):
-                ready = line
                 break
-        assert ready, f"second driver did not start:\n{second.stdout.read() if second.stdout else ''}"
+        assert seen and seen[-1].startswith("ready"), "second driver did not start:\n" + "".join(seen)
         for batch in range(BATCHES):
             low = batch * ROWS_PER_BATCH
             spark.sql(f"INSERT INTO {name} SELECT id, 'first' FROM range({low}, {low + ROWS_PER_BATCH})")
@@ -632,7 +675,7 @@ def test_two_spark_sessions_append_concurrently(spark, server, ns):
     assert rows(spark, f"SELECT count(*), count(DISTINCT id) FROM {name}") == [(2 * total, 2 * total)]
     assert rows(spark, f"SELECT who, count(*) FROM {name} GROUP BY who ORDER BY who") == [
         ("first", total),
-        ("writer-100000", total),
+        ("second", total),
     ]
     # every commit is in one linear history: no snapshot was lost or forked off
     snapshots = rows(spark, f"SELECT snapshot_id, parent_id FROM {name}.snapshots ORDER BY committed_at")
@@ -642,3 +685,14 @@ def test_two_spark_sessions_append_concurrently(spark, server, ns):
     assert sorted(r[0] for r in rows(spark, f"SELECT snapshot_id FROM {name}.history")) == sorted(
         s for s, _ in snapshots
     )
+    # and the two writers really raced: their commits interleave
+    writer_of = dict(
+        rows(
+            spark,
+            f"""SELECT e.snapshot_id, first(f.who) FROM {name}.entries e
+            JOIN (SELECT DISTINCT input_file_name() AS path, who FROM {name}) f ON e.data_file.file_path = f.path
+            WHERE e.status = 1 GROUP BY e.snapshot_id""",
+        )
+    )
+    order = [writer_of[s] for s, _ in snapshots]
+    assert sum(a != b for a, b in zip(order, order[1:], strict=False)) >= 2, order
