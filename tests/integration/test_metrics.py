@@ -6,6 +6,7 @@ The server here trusts no proxy (GROWLER_TRUSTED_PROXIES=""), so X-Forwarded-For
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -110,6 +111,11 @@ def test_catalog_metrics_move(metrics_server, clean_catalog):
         assert missing.status_code == 400
         assert client.get(f"{url}/namespaces/nope/tables").status_code == 404
         assert client.get("/".join([metrics_server.url, "no", "such", "route"])).status_code == 404
+        # pool counters are copied at most once a second per worker (after a request): let a
+        # second pass, then touch the database again so the workers flush what they counted
+        time.sleep(1.2)
+        for _ in range(8):
+            assert client.get(f"{url}/namespaces").status_code == 200
     after = Scrape(metrics_server)
 
     def moved(name: str, **labels: str) -> float:
