@@ -8,6 +8,7 @@ Growler's request log, gzip for JSON, and /metrics kept private.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -158,14 +159,14 @@ def test_request_id_and_forwarded_for_reach_growler(http, server, nginx):
     # nginx connects from loopback (trusted by default), and the test client is on loopback
     # too, so the left-most address is the client
     assert line["client"] == "203.0.113.9"
-    assert given in nginx.access_log()
+    assert wait_for_log_line(nginx, given)
 
     # without an id, nginx makes one up and Growler uses it
     response = http.get("/v1/config")
     generated = response.headers["x-request-id"]
     assert len(generated) == 32
     assert request_log(server, generated)
-    assert f'"request_id":"{generated}"' in nginx.access_log()
+    assert wait_for_log_line(nginx, f'"request_id":"{generated}"')
 
 
 def test_gzip_for_json(http, server):
@@ -182,3 +183,13 @@ def test_metrics_are_not_exposed(http, server):
     assert http.get("/metrics").status_code == 404
     assert http.get("/%6Detrics").status_code == 404
     assert httpx.get(f"{server.url}/metrics").status_code == 200
+
+
+def wait_for_log_line(nginx, text: str, timeout_s: float = 5.0) -> bool:
+    """nginx writes the access-log line after the response went out: give it a moment."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if text in nginx.access_log():
+            return True
+        time.sleep(0.05)
+    return text in nginx.access_log()
