@@ -57,6 +57,7 @@ class Settings:
     max_page_size: int = 1000
     idempotency_lifetime_s: int = 1800
     validate_responses: bool = False
+    fast_reads: bool = True
     log_level: str = "INFO"
 
     @classmethod
@@ -85,6 +86,7 @@ class Settings:
             max_page_size=_int(env, "GROWLER_MAX_PAGE_SIZE", 1000),
             idempotency_lifetime_s=_int(env, "GROWLER_IDEMPOTENCY_LIFETIME_S", 1800),
             validate_responses=_bool(env.get("GROWLER_VALIDATE_RESPONSES"), False),
+            fast_reads=_bool(env.get("GROWLER_FAST_READS"), True),
             log_level=env.get("GROWLER_LOG_LEVEL", "INFO").upper(),
         )
         settings.check()

@@ -54,9 +54,17 @@ from pyiceberg.partitioning import (
     validate_partition_name,
 )
 from pyiceberg.schema import Schema, index_by_id
-from pyiceberg.table.metadata import TableMetadata, TableMetadataV1, TableMetadataV2, TableMetadataV3
+from pyiceberg.table.metadata import (
+    TableMetadata,
+    TableMetadataV1,
+    TableMetadataV2,
+    TableMetadataV3,
+    check_partition_specs,
+    check_schemas,
+    check_sort_orders,
+)
 from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRef, SnapshotRefType
-from pyiceberg.table.snapshots import Snapshot, SnapshotLogEntry
+from pyiceberg.table.snapshots import MetadataLogEntry, Snapshot, SnapshotLogEntry
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, UNSORTED_SORT_ORDER_ID, SortOrder, assign_fresh_sort_order_ids
 from pyiceberg.table.statistics import BlobMetadata, StatisticsFile
 from pyiceberg.table.update import (
@@ -1185,7 +1193,9 @@ def apply_updates(
     if base is None:
         metadata = _complete_new_table(metadata, changes, default_location)
     metadata = _correct_snapshot_log(metadata, changes)
-    if base is not None and _to_dict(metadata) == _to_dict(base):
+    # Model equality, not a comparison of two dumps: the updates copy only what they change, so
+    # the unchanged parts (the snapshot list above all) compare by identity, in O(changes).
+    if base is not None and metadata == base:
         return base
     return _finish(base, metadata, base_location=base_location, now_ms=now_ms)
 
@@ -1256,35 +1266,55 @@ def _correct_snapshot_log(metadata: TableMetadata, changes: _Changes) -> TableMe
 def _finish(
     base: TableMetadata | None, metadata: TableMetadata, *, base_location: str | None, now_ms: int
 ) -> TableMetadata:
-    """Metadata log, ``last-updated-ms``, and a full re-validation of the result."""
+    """Metadata log, ``last-updated-ms``, and a check of the result.
+
+    A commit on an existing table of the same format version is checked with the rules the model
+    validators hold (current schema, default spec and sort order exist; refs are consistent),
+    without re-validating every snapshot: the parts the updates did not touch were validated when
+    the base was parsed, and the parts they added when the updates were. That keeps a commit's
+    cost independent of the table's history. A new table and a format upgrade, whose models are
+    built without validation, are re-validated in full.
+    """
+    problem = "Invalid table metadata after updates"
     try:
         metadata.spec().check_compatible(metadata.schema())
         metadata.sort_order().check_compatible(metadata.schema())
     except _INVALID as exc:
-        raise BadRequest(f"Invalid table metadata after updates: {_describe(exc)}") from exc
-    data = _to_dict(metadata)
+        raise BadRequest(f"{problem}: {_describe(exc)}") from exc
+    metadata_log = list(metadata.metadata_log)
     if base is not None and base_location:
-        data["metadata-log"] = _metadata_log_with(base, base_location, data["properties"])
-    data["last-updated-ms"] = _last_updated_ms(base, data, now_ms)
-    return _metadata_from_dict(data, "Invalid table metadata after updates")
+        metadata_log = _metadata_log_with(base, base_location, metadata.properties)
+    values = {"metadata_log": metadata_log, "last_updated_ms": _last_updated_ms(base, metadata, metadata_log, now_ms)}
+    if base is None or type(base) is not type(metadata) or metadata.format_version == 1:
+        data = _to_dict(metadata.model_copy(update=values))
+        return _metadata_from_dict(data, problem)
+    try:
+        for check in (check_schemas, check_partition_specs, check_sort_orders):
+            check(metadata)
+    except _INVALID as exc:
+        raise BadRequest(f"{problem}: {_describe(exc)}") from exc
+    _check_refs(metadata, problem)
+    return metadata.model_copy(update=values)
 
 
-def _metadata_log_with(base: TableMetadata, base_location: str, properties: dict[str, str]) -> list[dict[str, Any]]:
+def _metadata_log_with(base: TableMetadata, base_location: str, properties: dict[str, str]) -> list[MetadataLogEntry]:
     """Java's ``addPreviousFile``: append the base file, keep at most previous-versions-max."""
     max_entries = max(1, _int_property(properties, PREVIOUS_VERSIONS_MAX, PREVIOUS_VERSIONS_MAX_DEFAULT))
-    previous = [entry.model_dump(mode="json") for entry in base.metadata_log]
+    previous = list(base.metadata_log)
     kept = previous[len(previous) - max_entries + 1 :] if len(previous) >= max_entries else previous
-    return [*kept, {"metadata-file": base_location, "timestamp-ms": base.last_updated_ms}]
+    return [*kept, MetadataLogEntry(metadata_file=base_location, timestamp_ms=base.last_updated_ms)]
 
 
-def _last_updated_ms(base: TableMetadata | None, data: dict[str, Any], now_ms: int) -> int:
+def _last_updated_ms(
+    base: TableMetadata | None, metadata: TableMetadata, metadata_log: list[MetadataLogEntry], now_ms: int
+) -> int:
     """``now_ms``, but never before the base or the newest log entries (clocks differ)."""
     candidates = [now_ms]
     if base is not None:
         candidates.append(base.last_updated_ms)
-    for log in ("snapshot-log", "metadata-log"):
-        if data.get(log):
-            candidates.append(data[log][-1]["timestamp-ms"])
+    for log in (metadata.snapshot_log, metadata_log):
+        if log:
+            candidates.append(log[-1].timestamp_ms)
     return max(candidates)
 
 

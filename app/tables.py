@@ -12,6 +12,7 @@ import json
 import logging
 import threading
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,6 +88,17 @@ class LoadedTable:
     credentials: list[dict[str, Any]]
     etag: str | None = None
 
+    def body(self) -> str:
+        """The LoadTableResult JSON, assembled around the stored metadata text without parsing it."""
+        parts = []
+        if self.metadata_location is not None:
+            parts.append(f'"metadata-location":{json.dumps(self.metadata_location)}')
+        parts.append(f'"metadata":{self.metadata}')
+        parts.append(f'"config":{json.dumps(self.config)}')
+        if self.credentials:
+            parts.append(f'"storage-credentials":{json.dumps(self.credentials)}')
+        return "{" + ",".join(parts) + "}"
+
 
 def etag_for(metadata_location: str, variant: str) -> str:
     digest = hashlib.sha256(f"{metadata_location}|{variant}".encode()).hexdigest()[:32]
@@ -98,6 +110,38 @@ def etag_matches(if_none_match: str | None, etag: str) -> bool:
         return False
     candidates = {tag.strip().removeprefix("W/") for tag in if_none_match.split(",")}
     return "*" in candidates or etag in candidates
+
+
+class ParsedMetadataCache:
+    """Recently parsed metadata documents of this worker, by metadata location.
+
+    Parsing a table's metadata is the largest cost of a commit and grows with its history; the
+    next commit to a table almost always starts from the version the previous one wrote or read.
+    An entry is used only when the stored text is identical, so a stale entry can cost a parse,
+    never a wrong answer. Models are immutable here: commits copy, never modify, what they get.
+    """
+
+    def __init__(self, capacity: int = 32) -> None:
+        self._capacity = capacity
+        self._entries: OrderedDict[str, tuple[str, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def parse(self, location: str, text: str) -> Any:
+        with self._lock:
+            cached = self._entries.get(location)
+            if cached is not None and cached[0] == text:
+                self._entries.move_to_end(location)
+                return cached[1]
+        metadata = rules.parse_metadata(text)
+        self.remember(location, text, metadata)
+        return metadata
+
+    def remember(self, location: str, text: str, metadata: Any) -> None:
+        with self._lock:
+            self._entries[location] = (text, metadata)
+            self._entries.move_to_end(location)
+            while len(self._entries) > self._capacity:
+                self._entries.popitem(last=False)
 
 
 class TableService(EntryService):
@@ -113,6 +157,7 @@ class TableService(EntryService):
     ) -> None:
         super().__init__(settings, repository, objects, warehouses)
         self.purge_requested = threading.Event()
+        self.parsed = ParsedMetadataCache()
 
     # -- reading ------------------------------------------------------------------------
 
@@ -235,7 +280,8 @@ class TableService(EntryService):
         if swaps and not self._swap(swaps):
             self._forget_files(written)
             return None
-        for p in changed:
+        for p, location in zip(changed, written, strict=True):
+            self.parsed.remember(location, p.text, p.new)
             self._forget_files(rules.metadata_files_to_delete(p.base, p.new))
         locations = dict(zip(map(id, changed), written, strict=True))
         results = []
@@ -256,7 +302,7 @@ class TableService(EntryService):
         creating = any(r.get("type") == "assert-create" for r in change.requirements)
         if row is None and not (creating and allow_create):
             raise NoSuchTable(f"Table does not exist: {qualified}")
-        base = rules.parse_metadata(row.metadata) if row else None
+        base = self.parsed.parse(row.metadata_location, row.metadata) if row else None
         default_location = None
         if row is None:  # staged create: a location unless the updates set one
             default_location = self._location_for(warehouse, change.namespace, change.name, str(uuid.uuid4()), None)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from flask import Response, request
 
 from app.identifiers import check_name
@@ -22,15 +20,7 @@ def _vend() -> bool:
 
 
 def _table_response(loaded: LoadedTable) -> Response:
-    """LoadTableResult, assembled around the stored metadata text without parsing it."""
-    parts = []
-    if loaded.metadata_location is not None:
-        parts.append(f'"metadata-location":{json.dumps(loaded.metadata_location)}')
-    parts.append(f'"metadata":{loaded.metadata}')
-    parts.append(f'"config":{json.dumps(loaded.config)}')
-    if loaded.credentials:
-        parts.append(f'"storage-credentials":{json.dumps(loaded.credentials)}')
-    response = Response("{" + ",".join(parts) + "}", status=200, mimetype="application/json")
+    response = Response(loaded.body(), status=200, mimetype="application/json")
     if loaded.etag:
         response.headers["ETag"] = loaded.etag
     return response

@@ -2,13 +2,15 @@
 
 Nothing above ``storage/`` imports psycopg: every database failure leaves this module as a
 ``CatalogError`` (``ServiceUnavailable`` when the server cannot be reached, so clients get
-503 + Retry-After and try again; the pool re-validates connections on checkout, so the
-service recovers by itself when PostgreSQL returns).
+503 + Retry-After and try again; the pool re-validates a connection that sat idle before handing
+it out, and drops a broken one when it comes back, so the service recovers by itself when
+PostgreSQL returns).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -22,6 +24,11 @@ from app.errors import AlreadyExists, BadRequest, CatalogError, ServiceUnavailab
 log = logging.getLogger(__name__)
 
 Connection = psycopg.Connection
+
+# A connection back in the pool for longer than this is checked (one round trip) before reuse.
+# One that was just used worked a moment ago: checking it on every checkout would double the
+# round trips of the one-query requests (loadTable) for nothing.
+CHECK_IDLE_AFTER_S = 1.0
 
 
 class Database:
@@ -38,6 +45,7 @@ class Database:
     ) -> None:
         self.url = url
         self._statement_timeout_ms = statement_timeout_ms
+        self._returned_at: dict[int, float] = {}  # id(connection) -> when it came back to the pool
         self.pool = ConnectionPool(
             url,
             min_size=min_size,
@@ -45,13 +53,22 @@ class Database:
             timeout=timeout_s,
             kwargs={"row_factory": dict_row, "autocommit": True, "connect_timeout": 5},
             configure=self._configure,
-            check=ConnectionPool.check_connection,
+            check=self._check_if_idle,
+            reset=self._mark_returned,
             # Give up background reconnection at once; a request that needs a connection opens one,
             # so the pool grows back as soon as PostgreSQL returns (the fault tests prove it).
             reconnect_timeout=0,
             open=False,
             name="growler",
         )
+
+    def _mark_returned(self, conn: psycopg.Connection) -> None:
+        self._returned_at[id(conn)] = time.monotonic()
+
+    def _check_if_idle(self, conn: psycopg.Connection) -> None:
+        returned = self._returned_at.pop(id(conn), None)
+        if returned is None or time.monotonic() - returned > CHECK_IDLE_AFTER_S:
+            ConnectionPool.check_connection(conn)
 
     def _configure(self, conn: psycopg.Connection) -> None:
         conn.execute(f"SET statement_timeout = {int(self._statement_timeout_ms)}")

@@ -150,8 +150,16 @@ def apply(
     base_location: str | None = None,
     requirements: list[dict[str, Any]] | None = None,
 ) -> tm.TableMetadata:
-    """Commit ``updates`` (and optional requirements) as the service does."""
-    return tm.commit(metadata, requirements or [], list(updates), base_location=base_location, now_ms=now_ms)
+    """Commit ``updates`` (and optional requirements) as the service does.
+
+    Every result must also be what a full parse of its own file gives: commits skip re-validating
+    the whole document, so this is where a model that only a re-parse would correct shows up.
+    """
+    result = tm.commit(metadata, requirements or [], list(updates), base_location=base_location, now_ms=now_ms)
+    text = tm.to_json(result)
+    assert tm.to_json(tm.parse_metadata(text)) == text
+    assert tm.parse_metadata(text) == result
+    return result
 
 
 def append(

@@ -1,0 +1,146 @@
+"""loadTable's fast path answers exactly as the full connexion + Flask stack does.
+
+The same requests go to the session app (fast path on) and to an app built with
+``fast_reads=False``, whose responses connexion validates against the yaml; status, headers and
+body must be identical byte for byte. A spy proves the fast path really served the requests it
+should and left the others to connexion.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from app.fast_path import LoadTableFastPath
+from tests.api.tables_support import PREFIX, append, create_request, table_url
+
+VARYING_HEADERS = {"x-request-id", "date"}
+
+
+@pytest.fixture(scope="module")
+def full_stack_client(settings):
+    from app import create_app
+
+    return create_app(dataclasses.replace(settings, fast_reads=False)).test_client()
+
+
+@pytest.fixture
+def served(monkeypatch) -> list[str]:
+    """The tables the fast path loaded, in order."""
+    calls: list[str] = []
+    original = LoadTableFastPath._load
+
+    def spy(self, request):
+        calls.append(request.table)
+        return original(self, request)
+
+    monkeypatch.setattr(LoadTableFastPath, "_load", spy)
+    return calls
+
+
+@pytest.fixture
+def table(client) -> str:
+    assert client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]}).status_code == 200
+    assert client.post(f"{PREFIX}/namespaces", json={"namespace": ["db", "nested"]}).status_code == 200
+    assert client.post(f"{PREFIX}/namespaces/db/tables", json=create_request("events")).status_code == 200
+    assert client.post(f"{PREFIX}/namespaces/db%1Fnested/tables", json=create_request("inner")).status_code == 200
+    url = table_url("events")
+    append(client, url, 101, 1, None)
+    append(client, url, 102, 2, 101)
+    return url
+
+
+def _same(fast, full) -> None:
+    assert fast.status_code == full.status_code
+    assert fast.content == full.content
+    fast_headers = {k: v for k, v in fast.headers.items() if k not in VARYING_HEADERS}
+    full_headers = {k: v for k, v in full.headers.items() if k not in VARYING_HEADERS}
+    assert fast_headers == full_headers
+    assert fast.headers["x-request-id"]
+
+
+def _etag(client, url: str) -> str:
+    return client.get(url).headers["etag"]
+
+
+@pytest.mark.parametrize(
+    ("path", "headers"),
+    [
+        ("", {}),
+        ("?snapshots=all", {}),
+        ("?snapshots=refs", {}),
+        ("", {"X-Iceberg-Access-Delegation": "vended-credentials"}),
+        ("", {"X-Iceberg-Access-Delegation": "remote-signing"}),
+        ("", {"If-None-Match": '"not-the-etag"'}),
+        ("", {"If-None-Match": "*"}),
+    ],
+)
+def test_fast_path_answers_like_the_full_stack(client, full_stack_client, table, served, path, headers):
+    fast = client.get(table + path, headers=headers)
+    full = full_stack_client.get(table + path, headers=headers)
+    _same(fast, full)
+    assert served == ["events"]
+
+
+def test_matching_etag_is_a_304_on_both_paths(client, full_stack_client, table, served):
+    etag = _etag(full_stack_client, table)
+    fast = client.get(table, headers={"If-None-Match": etag})
+    full = full_stack_client.get(table, headers={"If-None-Match": etag})
+    assert fast.status_code == 304 and fast.content == b""
+    _same(fast, full)
+    assert served == ["events"]
+
+
+def test_refs_etag_differs_from_all(client, table):
+    assert _etag(client, table) != _etag(client, table + "?snapshots=refs")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        f"{PREFIX}/namespaces/db/tables/missing",
+        f"{PREFIX}/namespaces/nope/tables/events",
+        "/v1/no-such-warehouse/namespaces/db/tables/events",
+        f"{PREFIX}/namespaces/db%1Fnested/tables/inner",
+        f"{PREFIX}/namespaces/db%1Fnested/tables/events",
+    ],
+)
+def test_errors_and_nested_namespaces_match(client, full_stack_client, table, served, path):
+    _same(client.get(path), full_stack_client.get(path))
+    assert len(served) == 1
+
+
+@pytest.mark.parametrize(
+    ("path", "headers", "status"),
+    [
+        ("?snapshots=bogus", {}, 400),  # connexion validates the enum
+        ("?snapshots=all&extra=1", {}, 400),  # strict validation refuses unknown parameters
+        ("", {"X-Iceberg-Access-Delegation": "carrier-pigeon"}, 400),
+    ],
+)
+def test_anything_else_goes_through_connexion(client, full_stack_client, table, served, path, headers, status):
+    fast = client.get(table + path, headers=headers)
+    assert fast.status_code == status
+    assert fast.json()["error"]["type"] == "BadRequestException"
+    _same(fast, full_stack_client.get(table + path, headers=headers))
+    assert served == []
+
+
+def test_escaped_names_and_unprefixed_routes_go_through_connexion(client, full_stack_client, table, served):
+    for path in (f"{PREFIX}/namespaces/db/tables/ev%65nts", "/v1/namespaces/db/tables/events"):
+        fast = client.get(path)
+        assert fast.status_code == 200
+        _same(fast, full_stack_client.get(path))
+    assert served == []
+
+
+def test_the_request_is_logged_and_counted_as_load_table(client, table, capfd):
+    capfd.readouterr()
+    client.get(table, headers={"X-Request-Id": "fast-path-log-check"})
+    lines = [line for line in capfd.readouterr().err.splitlines() if "fast-path-log-check" in line]
+    assert len(lines) == 1
+    assert '"operation":"loadTable"' in lines[0]
+    assert '"table":"events"' in lines[0] and '"namespace":"db"' in lines[0] and '"status":200' in lines[0]
+    metrics = client.get("/metrics").text
+    assert 'operation="loadTable"' in metrics
