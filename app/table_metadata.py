@@ -37,8 +37,9 @@ import binascii
 import itertools
 import json
 import re
+import threading
 import uuid
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, NoReturn
@@ -426,14 +427,70 @@ def _check_refs(metadata: TableMetadata, problem: str) -> None:
         raise BadRequest(f"{problem}: current-snapshot-id {metadata.current_snapshot_id} does not match main")
 
 
-def to_json(metadata: TableMetadata) -> str:
-    """The canonical metadata-file JSON: spec field names, Java's key order, no nulls."""
-    return json.dumps(_to_dict(metadata), separators=(",", ":"))
+_COMPACT = (",", ":")
 
 
-def _to_dict(metadata: TableMetadata) -> dict[str, Any]:
+class SnapshotJson:
+    """The JSON of snapshots already serialised, reused when the next version is written.
+
+    Snapshots never change once added, and a commit's new metadata shares its base's snapshot
+    objects (updates copy only what they change); serialising only the new ones keeps the cost of
+    a commit from growing with the table's history. An entry is used only for the very object it
+    was made from (models are frozen), so it can never be stale.
+    """
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self._capacity = capacity
+        self._entries: OrderedDict[tuple[int, int], tuple[Snapshot, str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def of(self, snapshot: Snapshot, format_version: int) -> str:
+        key = (snapshot.snapshot_id, format_version)
+        with self._lock:
+            cached = self._entries.get(key)
+            if cached is not None and cached[0] is snapshot:
+                self._entries.move_to_end(key)
+                return cached[1]
+        text = json.dumps(_snapshot_dict(snapshot, format_version), separators=_COMPACT)
+        with self._lock:
+            self._entries[key] = (snapshot, text)
+            while len(self._entries) > self._capacity:
+                self._entries.popitem(last=False)
+        return text
+
+
+def _snapshot_dict(snapshot: Snapshot, format_version: int) -> dict[str, Any]:
+    """One element of ``snapshots`` as ``_Lossless.serialize_snapshots`` writes it."""
+    if format_version == 1:
+        snapshot = snapshot.model_copy(update={"sequence_number": None})
+    return snapshot.model_dump(mode="json")
+
+
+def to_json(metadata: TableMetadata, snapshot_json: SnapshotJson | None = None) -> str:
+    """The canonical metadata-file JSON: spec field names, Java's key order, no nulls.
+
+    With ``snapshot_json``, snapshots it has already serialised are not serialised again; the
+    text is the same either way.
+    """
+    if snapshot_json is None or not metadata.snapshots:
+        return json.dumps(_to_dict(metadata), separators=_COMPACT)
+    data = _to_dict(metadata, snapshots=False)
+    keys = list(data)
+    at = keys.index("snapshots")
+    head = json.dumps({key: data[key] for key in keys[:at]}, separators=_COMPACT)
+    tail = json.dumps({key: data[key] for key in keys[at + 1 :]}, separators=_COMPACT)
+    version = metadata.format_version
+    snapshots = ",".join(snapshot_json.of(snapshot, version) for snapshot in metadata.snapshots)
+    parts = [head[1:-1], f'"snapshots":[{snapshots}]', tail[1:-1]]
+    return "{" + ",".join(part for part in parts if part) + "}"
+
+
+def _to_dict(metadata: TableMetadata, snapshots: bool = True) -> dict[str, Any]:
+    """The document as a dict; ``snapshots=False`` leaves a placeholder where they go."""
     metadata = _as_lossless(metadata)
-    data = metadata.model_dump(mode="json")
+    data = metadata.model_dump(mode="json", exclude=None if snapshots else {"snapshots"})
+    if not snapshots:
+        data["snapshots"] = None
     _restore_unknown_transforms(data, metadata)
     if metadata.format_version == 1:
         # v1 readers use the single current schema/spec; they are derived, never stale.

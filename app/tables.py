@@ -121,7 +121,7 @@ class ParsedMetadataCache:
     never a wrong answer. Models are immutable here: commits copy, never modify, what they get.
     """
 
-    def __init__(self, capacity: int = 32) -> None:
+    def __init__(self, capacity: int = 8) -> None:
         self._capacity = capacity
         self._entries: OrderedDict[str, tuple[str, Any]] = OrderedDict()
         self._lock = threading.Lock()
@@ -158,6 +158,7 @@ class TableService(EntryService):
         super().__init__(settings, repository, objects, warehouses)
         self.purge_requested = threading.Event()
         self.parsed = ParsedMetadataCache()
+        self.snapshot_json = rules.SnapshotJson()
 
     # -- reading ------------------------------------------------------------------------
 
@@ -316,7 +317,7 @@ class TableService(EntryService):
         )
         self._require_inside_warehouse(warehouse, new.location, "location")
         self._require_inside_warehouse(warehouse, rules.metadata_directory(new), "write.metadata.path")
-        return PreparedCommit(row, base, new, rules.to_json(new))
+        return PreparedCommit(row, base, new, rules.to_json(new, self.snapshot_json))
 
     def _write_new_versions(self, prepared: list[PreparedCommit]) -> list[str]:
         locations = [

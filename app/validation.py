@@ -9,7 +9,7 @@ from connexion.datastructures import MediaTypeDict
 from connexion.json_schema import Draft4RequestValidator
 from connexion.utils import is_null, is_nullable
 from connexion.validators import VALIDATOR_MAP, JSONRequestBodyValidator, ParameterValidator
-from jsonschema import Draft4Validator, ValidationError
+from jsonschema import Draft4Validator, ValidationError, validators
 
 
 class _ValidatorCache:
@@ -39,8 +39,46 @@ class _ValidatorCache:
         return validator
 
 
+def _any_of_trying_last_match_first(validator: Any, any_of: list[Any], instance: Any, schema: Any) -> Any:
+    """``anyOf`` as jsonschema has it, trying first the branch that matched a similar instance.
+
+    A commit's ``updates`` are ``anyOf`` 23 update schemas told apart by ``action``; plain
+    ``anyOf`` walks them in order, so an append's two updates cost about twenty failed
+    validations (a quarter of a commit's CPU time). Whether some branch matches does not depend
+    on the order they are tried in, and the error when none does lists them all, so remembering
+    which branch matched last time for the same kind of instance (its type and its ``action`` or
+    ``type`` member) changes the cost only.
+    """
+    hint = _BRANCH_HINTS.get((id(any_of), *_shape(instance)))
+    order = range(len(any_of)) if hint is None else [hint, *(i for i in range(len(any_of)) if i != hint)]
+    all_errors = []
+    for index in order:
+        errors = list(validator.descend(instance, any_of[index], schema_path=index))
+        if not errors:
+            if len(_BRANCH_HINTS) >= _MAX_HINTS:  # shapes come from requests: keep it bounded
+                _BRANCH_HINTS.clear()
+            _BRANCH_HINTS[(id(any_of), *_shape(instance))] = index
+            return
+        all_errors.extend(errors)
+    yield ValidationError(f"{instance!r} is not valid under any of the given schemas", context=all_errors)
+
+
+def _shape(instance: Any) -> tuple[str, Any, Any]:
+    if isinstance(instance, dict):
+        action, kind = instance.get("action"), instance.get("type")
+        return "object", action if isinstance(action, str) else None, kind if isinstance(kind, str) else None
+    return type(instance).__name__, None, None
+
+
+# (id of an anyOf list of the spec, instance shape) -> index of the branch that matched. The lists
+# live as long as the spec; a permissive branch could match any ``type`` string, hence the bound.
+_BRANCH_HINTS: dict[tuple[int, str, Any, Any], int] = {}
+_MAX_HINTS = 4096
+
 _PARAMETER_VALIDATORS = _ValidatorCache(Draft4Validator)
-_BODY_VALIDATORS = _ValidatorCache(Draft4RequestValidator)
+_BODY_VALIDATORS = _ValidatorCache(
+    validators.extend(Draft4RequestValidator, {"anyOf": _any_of_trying_last_match_first})
+)
 
 
 class SimpleStyleHeaderValidator(ParameterValidator):

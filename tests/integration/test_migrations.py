@@ -28,6 +28,10 @@ def test_concurrent_workers_apply_each_migration_once(services):
             tables = {row[0] for row in conn.execute(
                 "SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall()}
             assert {"warehouse", "namespace", "catalog_entry", "purge_job", "metrics_report"} <= tables
+            compression = conn.execute(
+                "SELECT attcompression FROM pg_attribute"
+                " WHERE attrelid = 'catalog_entry'::regclass AND attname = 'metadata'").fetchone()[0]
+            assert compression == "l"  # Debian's PostgreSQL has lz4; the migration switched to it
         assert migrate(url) == []
     finally:
         with psycopg.connect(services.database_url, autocommit=True) as admin:

@@ -143,6 +143,9 @@ def set_ref(name: str, snapshot_id: int, ref_type: str = "branch", **extra: Any)
     return {"action": "set-snapshot-ref", "ref-name": name, "type": ref_type, "snapshot-id": snapshot_id, **extra}
 
 
+SNAPSHOT_JSON = tm.SnapshotJson()  # shared by every commit of the unit tests, as in the service
+
+
 def apply(
     metadata: tm.TableMetadata | None,
     *updates: dict[str, Any],
@@ -157,6 +160,7 @@ def apply(
     """
     result = tm.commit(metadata, requirements or [], list(updates), base_location=base_location, now_ms=now_ms)
     text = tm.to_json(result)
+    assert tm.to_json(result, SNAPSHOT_JSON) == text  # reusing the base's snapshots' JSON changes nothing
     assert tm.to_json(tm.parse_metadata(text)) == text
     assert tm.parse_metadata(text) == result
     return result
