@@ -37,16 +37,21 @@ class WarehouseDirectory:
         self._lock = threading.Lock()
 
     def get(self, name: str) -> WarehouseRow:
-        now = time.monotonic()
-        cached = self._cache.get(name)
-        if cached and now - cached[0] < WAREHOUSE_CACHE_TTL_S:
-            return cached[1]
+        cached = self.cached(name)
+        if cached is not None:
+            return cached
         row = self._repository.get_warehouse(name)
         if row is None:
             raise NoSuchWarehouse(f"Warehouse does not exist: {name}")
-        with self._lock:
-            self._cache[name] = (now, row)
+        self.remember(row)
         return row
+
+    def cached(self, name: str) -> WarehouseRow | None:
+        """The row when it is cached and fresh, without going to the database."""
+        cached = self._cache.get(name)
+        if cached and time.monotonic() - cached[0] < WAREHOUSE_CACHE_TTL_S:
+            return cached[1]
+        return None
 
     def remember(self, row: WarehouseRow) -> None:
         with self._lock:

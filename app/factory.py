@@ -38,11 +38,11 @@ from app.settings import Settings
 from app.tables import TableService
 from app.validation import validator_map
 from app.views import ViewService
-from storage.db import Database
+from storage.db import AsyncDatabase, Database
 from storage.idempotency import IdempotencyRepository
 from storage.migrate import migrate
 from storage.objects import RoutingObjectStore, S3ObjectStore
-from storage.repository import CatalogRepository
+from storage.repository import AsyncEntryReader, CatalogRepository
 
 log = logging.getLogger(__name__)
 
@@ -71,10 +71,18 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
     housekeeper = Housekeeper(repository, objects, idempotency_keys, tables.purge_requested)
     housekeeper.start()
 
+    async_database = AsyncDatabase(
+        settings.database_url,
+        max_size=settings.async_pool_max_size,
+        timeout_s=settings.pool_timeout_s,
+        statement_timeout_ms=settings.statement_timeout_ms,
+    )
+
     @contextlib.asynccontextmanager
     async def lifespan(_app: object) -> AsyncIterator[None]:
         yield
         housekeeper.stop()
+        await async_database.close()
         database.close()
 
     # Compact JSON: connexion's default indents every response body, which costs time and bytes.
@@ -100,6 +108,7 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
             LoadTableFastPath,
             position=MiddlewarePosition.BEFORE_EXCEPTION,
             tables=tables,
+            reader=AsyncEntryReader(async_database),
             namespace_separator=settings.namespace_separator,
             threads=settings.pool_max_size,
         )

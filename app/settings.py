@@ -51,6 +51,7 @@ class Settings:
     namespace_separator: str = "%1F"
     pool_min_size: int = 1
     pool_max_size: int = 10
+    async_pool_max_size: int = 4
     pool_timeout_s: float = 5.0
     statement_timeout_ms: int = 15_000
     max_body_bytes: int = 8 * 1024 * 1024
@@ -80,6 +81,7 @@ class Settings:
             namespace_separator=env.get("GROWLER_NAMESPACE_SEPARATOR", "%1F"),
             pool_min_size=_int(env, "GROWLER_DB_POOL_MIN", 1),
             pool_max_size=_int(env, "GROWLER_DB_POOL_MAX", 10),
+            async_pool_max_size=_int(env, "GROWLER_DB_ASYNC_POOL_MAX", 4),
             pool_timeout_s=float(env.get("GROWLER_DB_POOL_TIMEOUT_S", "5") or 5),
             statement_timeout_ms=_int(env, "GROWLER_DB_STATEMENT_TIMEOUT_MS", 15_000),
             max_body_bytes=_int(env, "GROWLER_MAX_BODY_BYTES", 8 * 1024 * 1024),
@@ -100,7 +102,9 @@ class Settings:
             raise ValueError("GROWLER_WAREHOUSE_LOCATION must start with s3:// or file://")
         if self.warehouse_location.startswith("s3://") and not self.s3.endpoint:
             raise ValueError("GROWLER_S3_ENDPOINT is required for an s3:// warehouse location")
-        if self.max_page_size < 1 or self.pool_max_size < 1:
-            raise ValueError("GROWLER_MAX_PAGE_SIZE and GROWLER_DB_POOL_MAX must be positive")
+        if self.max_page_size < 1 or self.pool_max_size < 1 or self.async_pool_max_size < 1:
+            raise ValueError(
+                "GROWLER_MAX_PAGE_SIZE, GROWLER_DB_POOL_MAX and GROWLER_DB_ASYNC_POOL_MAX must be positive"
+            )
         if not self.namespace_separator:
             raise ValueError("GROWLER_NAMESPACE_SEPARATOR must not be empty")

@@ -173,6 +173,12 @@ class TableService(EntryService):
     ) -> LoadedTable:
         warehouse = self.warehouses.get(prefix)
         row = self._require_entry(warehouse, namespace, name)
+        return self.loaded(warehouse, row, snapshots=snapshots, vend_credentials=vend_credentials)
+
+    def loaded(
+        self, warehouse: WarehouseRow, row: EntryRow, *, snapshots: str | None, vend_credentials: bool
+    ) -> LoadedTable:
+        """loadTable's answer for a row already read (here, or on the event loop by the fast path)."""
         metadata = row.metadata
         if snapshots == "refs":
             metadata = json.dumps(rules.refs_only(json.loads(metadata)), separators=(",", ":"))

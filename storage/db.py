@@ -9,15 +9,17 @@ PostgreSQL returns).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from app.errors import AlreadyExists, BadRequest, CatalogError, ServiceUnavailable
 
@@ -25,10 +27,26 @@ log = logging.getLogger(__name__)
 
 Connection = psycopg.Connection
 
-# A connection back in the pool for longer than this is checked (one round trip) before reuse.
-# One that was just used worked a moment ago: checking it on every checkout would double the
-# round trips of the one-query requests (loadTable) for nothing.
+# A connection back in the pool for longer than this is checked before reuse (see _IdleCheck).
 CHECK_IDLE_AFTER_S = 1.0
+
+
+class _IdleCheck:
+    """Check a pooled connection (one round trip) only when it sat idle before being handed out.
+
+    A connection that was just used worked a moment ago: checking it on every checkout would
+    double the round trips of the one-query requests (loadTable) for nothing.
+    """
+
+    def __init__(self) -> None:
+        self._returned_at: dict[int, float] = {}  # id(connection) -> when it came back to the pool
+
+    def returned(self, conn: Any) -> None:
+        self._returned_at[id(conn)] = time.monotonic()
+
+    def due(self, conn: Any) -> bool:
+        returned = self._returned_at.pop(id(conn), None)
+        return returned is None or time.monotonic() - returned > CHECK_IDLE_AFTER_S
 
 
 class Database:
@@ -45,7 +63,7 @@ class Database:
     ) -> None:
         self.url = url
         self._statement_timeout_ms = statement_timeout_ms
-        self._returned_at: dict[int, float] = {}  # id(connection) -> when it came back to the pool
+        self._idle = _IdleCheck()
         self.pool = ConnectionPool(
             url,
             min_size=min_size,
@@ -54,7 +72,7 @@ class Database:
             kwargs={"row_factory": dict_row, "autocommit": True, "connect_timeout": 5},
             configure=self._configure,
             check=self._check_if_idle,
-            reset=self._mark_returned,
+            reset=self._idle.returned,
             # Give up background reconnection at once; a request that needs a connection opens one,
             # so the pool grows back as soon as PostgreSQL returns (the fault tests prove it).
             reconnect_timeout=0,
@@ -62,12 +80,8 @@ class Database:
             name="growler",
         )
 
-    def _mark_returned(self, conn: psycopg.Connection) -> None:
-        self._returned_at[id(conn)] = time.monotonic()
-
     def _check_if_idle(self, conn: psycopg.Connection) -> None:
-        returned = self._returned_at.pop(id(conn), None)
-        if returned is None or time.monotonic() - returned > CHECK_IDLE_AFTER_S:
+        if self._idle.due(conn):
             ConnectionPool.check_connection(conn)
 
     def _configure(self, conn: psycopg.Connection) -> None:
@@ -98,6 +112,68 @@ class Database:
     def ping(self) -> None:
         with self.connection() as conn:
             conn.execute("SELECT 1")
+
+
+class AsyncDatabase:
+    """A small asyncio pool for the reads served on the event loop (app/fast_path.py).
+
+    Opened on first use, inside the worker's event loop, and bound to it; configured and checked
+    like ``Database``. A server has one loop per worker; a test client may run each request in a
+    loop of its own, and there ``serves_running_loop`` tells the caller to read another way.
+    """
+
+    def __init__(self, url: str, *, max_size: int, timeout_s: float, statement_timeout_ms: int) -> None:
+        self._statement_timeout_ms = statement_timeout_ms
+        self._idle = _IdleCheck()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._opened = False
+        self.pool = AsyncConnectionPool(
+            url,
+            min_size=1,
+            max_size=max_size,
+            timeout=timeout_s,
+            kwargs={"row_factory": dict_row, "autocommit": True, "connect_timeout": 5},
+            configure=self._configure,
+            check=self._check_if_idle,
+            reset=self._returned,
+            reconnect_timeout=0,
+            open=False,
+            name="growler-async",
+        )
+
+    async def _configure(self, conn: psycopg.AsyncConnection) -> None:
+        await conn.execute(f"SET statement_timeout = {int(self._statement_timeout_ms)}")
+        await conn.execute("SET application_name = 'growler'")
+
+    async def _returned(self, conn: psycopg.AsyncConnection) -> None:
+        self._idle.returned(conn)
+
+    async def _check_if_idle(self, conn: psycopg.AsyncConnection) -> None:
+        if self._idle.due(conn):
+            await AsyncConnectionPool.check_connection(conn)
+
+    def serves_running_loop(self) -> bool:
+        """True when the pool belongs (or, first used now, will belong) to the running loop."""
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        return self._loop is loop
+
+    async def fetch_one(self, query: str, params: tuple[Any, ...]) -> dict[str, Any] | None:
+        """One row of one autocommit statement; psycopg errors leave as catalog errors."""
+        if not self.serves_running_loop():
+            raise RuntimeError("the asyncio pool belongs to another event loop")
+        with translate_errors():
+            if not self._opened:
+                self._opened = True
+                await self.pool.open(wait=False)
+            async with self.pool.connection() as conn:
+                cursor = await conn.execute(query, params)
+                return await cursor.fetchone()
+
+    async def close(self) -> None:
+        if self._opened and self._loop is asyncio.get_running_loop():
+            await self.pool.close()
 
 
 @contextmanager
