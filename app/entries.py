@@ -13,6 +13,7 @@ import gzip
 import logging
 import random
 import re
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -54,6 +55,24 @@ def decode_metadata(data: bytes) -> str:
     if data[:2] == GZIP_MAGIC:
         data = gzip.decompress(data)
     return data.decode("utf-8")
+
+
+class CommitLanes:
+    """Commits to one table from threads of this worker take turns.
+
+    They would all prepare and write a metadata file, and all but one would lose the
+    compare-and-set and delete theirs. Taking turns, the next one starts from the version the
+    previous one wrote: it either applies cleanly or fails its requirements at once, without
+    writing. Commits from other workers still race through the compare-and-set, which is what
+    makes them safe; this only saves the work a lost race would waste. Locks are striped: two
+    tables sharing a stripe only wait for each other.
+    """
+
+    def __init__(self, stripes: int = 64) -> None:
+        self._locks = [threading.Lock() for _ in range(stripes)]
+
+    def lane(self, key: tuple[Any, ...]) -> threading.Lock:
+        return self._locks[hash(key) % len(self._locks)]
 
 
 def backoff(attempt: int) -> None:

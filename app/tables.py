@@ -18,7 +18,7 @@ from typing import Any
 
 from app import table_metadata as rules
 from app.catalog import WarehouseDirectory
-from app.entries import EntryService, now_ms
+from app.entries import CommitLanes, EntryService, now_ms
 from app.errors import (
     AlreadyExists,
     BadRequest,
@@ -159,6 +159,7 @@ class TableService(EntryService):
         self.purge_requested = threading.Event()
         self.parsed = ParsedMetadataCache()
         self.snapshot_json = rules.SnapshotJson()
+        self.lanes = CommitLanes()
 
     # -- reading ------------------------------------------------------------------------
 
@@ -265,8 +266,20 @@ class TableService(EntryService):
         names = [format_namespace((*c.namespace, c.name)) for c in changes]
         with CommitRecorder(warehouse.name, names) as recorder:  # metrics + one log line per table
             return self._with_retries(
-                lambda: self._attempt_commit(warehouse, changes, recorder), ", ".join(names), recorder.retried
+                lambda: self._attempt_in_lane(warehouse, changes, recorder), ", ".join(names), recorder.retried
             )
+
+    def _attempt_in_lane(
+        self, warehouse: WarehouseRow, changes: list[TableChange], recorder: CommitRecorder
+    ) -> list[LoadedTable] | None:
+        """A single-table attempt waits for this worker's other commits to the table (CommitLanes).
+
+        Transactions do not: holding several lanes could deadlock, and they are rare.
+        """
+        if len(changes) != 1:
+            return self._attempt_commit(warehouse, changes, recorder)
+        with self.lanes.lane((warehouse.id, changes[0].namespace, changes[0].name)):
+            return self._attempt_commit(warehouse, changes, recorder)
 
     def _attempt_commit(
         self, warehouse: WarehouseRow, changes: list[TableChange], recorder: CommitRecorder | None = None
