@@ -24,6 +24,7 @@ import functools
 import json
 import logging
 import re
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +35,7 @@ from app.errors import CatalogError
 from app.identifiers import check_name, parse_namespace
 from app.observability import ROUTING_CONTEXT
 from app.storage_access import wants_vended_credentials
-from app.tables import TABLE, LoadedTable, TableService, etag_matches
+from app.tables import TABLE, LoadedTable, TableService, etag_matches, load_etag
 from storage.repository import AsyncEntryReader
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,7 @@ class LoadTableFastPath:
         self.separator = namespace_separator
         # Misses (unknown table, warehouse not cached yet) take the service's own path in threads.
         self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="growler-load")
+        self.issued = IssuedETags()  # only touched on the event loop
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = _match(scope) if scope["type"] == "http" else None
@@ -81,25 +83,55 @@ class LoadTableFastPath:
                 log.warning("loadTable failed: %s %s", exc.error_type, exc.message)
             await _send(send, exc.code, json.dumps(exc.body()).encode(), "application/json", exc.headers())
             return
+        if loaded.etag and loaded.metadata_location:
+            self.issued.remember(loaded.etag, loaded.metadata_location)
         if loaded.etag and etag_matches(request.if_none_match, loaded.etag):
             await _send(send, 304, b"", None, {"etag": loaded.etag})
             return
         await _send(send, 200, loaded.body().encode(), "application/json", {"etag": loaded.etag} if loaded.etag else {})
 
     async def _load(self, request: _LoadRequest) -> LoadedTable:
-        """The row read on the event loop (no thread hand-off); anything unusual via the service."""
+        """The row read on the event loop (no thread hand-off); anything unusual via the service.
+
+        A revalidation (``If-None-Match`` with an ETag this worker issued) asks the database for
+        the document only if the table has moved on; when it has not, the answer is a 304 and the
+        LoadedTable carries no document.
+        """
         namespace = parse_namespace(request.namespace, self.separator)
         name = check_name(request.table, "table name")
         vend = wants_vended_credentials(request.delegation)
         warehouse = self.tables.warehouses.cached(request.prefix)
         if warehouse is not None and self.reader.available():
-            row = await self.reader.load_entry(warehouse.id, namespace, name)
+            known = self.issued.location_of(request.if_none_match)
+            row = await self.reader.load_entry(warehouse.id, namespace, name, unless_at=known)
             if row is not None and row.kind == TABLE:
-                return self.tables.loaded(warehouse, row, snapshots=request.snapshots, vend_credentials=vend)
+                etag = load_etag(row.metadata_location, request.snapshots, vend)
+                if row.metadata_location == known and etag == request.if_none_match:
+                    return LoadedTable(row.metadata_location, "", {}, [], etag)
+                if row.metadata_location != known:
+                    return self.tables.loaded(warehouse, row, snapshots=request.snapshots, vend_credentials=vend)
+                # still at that version, but the client's ETag is for another variant: read it all
         load = functools.partial(
             self.tables.load_table, request.prefix, namespace, name, snapshots=request.snapshots, vend_credentials=vend
         )
         return await asyncio.get_running_loop().run_in_executor(self.executor, load)
+
+
+class IssuedETags:
+    """The metadata location behind each ETag this worker recently sent (ETags are one-way hashes)."""
+
+    def __init__(self, capacity: int = 10_000) -> None:
+        self._capacity = capacity
+        self._locations: OrderedDict[str, str] = OrderedDict()
+
+    def remember(self, etag: str, location: str) -> None:
+        self._locations[etag] = location
+        self._locations.move_to_end(etag)
+        if len(self._locations) > self._capacity:
+            self._locations.popitem(last=False)
+
+    def location_of(self, if_none_match: str | None) -> str | None:
+        return self._locations.get(if_none_match.strip()) if if_none_match else None
 
 
 def _match(scope: Scope) -> _LoadRequest | None:

@@ -105,6 +105,11 @@ def etag_for(metadata_location: str, variant: str) -> str:
     return f'"{digest}"'
 
 
+def load_etag(metadata_location: str, snapshots: str | None, vend_credentials: bool) -> str:
+    """loadTable's ETag: the metadata version and what of it the response shows."""
+    return etag_for(metadata_location, f"{snapshots or 'all'}|{'vended' if vend_credentials else 'plain'}")
+
+
 def etag_matches(if_none_match: str | None, etag: str) -> bool:
     if not if_none_match:
         return False
@@ -183,14 +188,13 @@ class TableService(EntryService):
         metadata = row.metadata
         if snapshots == "refs":
             metadata = json.dumps(rules.refs_only(json.loads(metadata)), separators=(",", ":"))
-        variant = f"{snapshots or 'all'}|{'vended' if vend_credentials else 'plain'}"
         credentials = self._credentials(warehouse, row.location, vend_credentials)
         return LoadedTable(
             metadata_location=row.metadata_location,
             metadata=metadata,
             config=self._client_config(warehouse, credentials),
             credentials=credentials,
-            etag=etag_for(row.metadata_location, variant),
+            etag=load_etag(row.metadata_location, snapshots, vend_credentials),
         )
 
     def load_credentials(self, prefix: str, namespace: tuple[str, ...], name: str) -> list[dict[str, Any]]:

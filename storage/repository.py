@@ -34,11 +34,15 @@ class EntryRow:
     metadata: str
 
 
-LOAD_ENTRY = (
-    "SELECT e.id, e.kind, e.uuid::text AS uuid, e.location, e.metadata_location, e.metadata"
+_LOAD_ENTRY = (
+    "SELECT e.id, e.kind, e.uuid::text AS uuid, e.location, e.metadata_location, {metadata} AS metadata"
     " FROM namespace n JOIN catalog_entry e ON e.namespace_id = n.id"
     " WHERE n.warehouse_id = %s AND n.path = %s AND e.name = %s"
 )
+LOAD_ENTRY = _LOAD_ENTRY.format(metadata="e.metadata")
+# The document only when the entry has moved on from the given metadata location: a client
+# revalidating what it has (If-None-Match) costs neither decompressing nor sending it.
+LOAD_ENTRY_UNLESS_AT = _LOAD_ENTRY.format(metadata="CASE WHEN e.metadata_location = %s THEN '' ELSE e.metadata END")
 
 
 class AsyncEntryReader:
@@ -50,8 +54,14 @@ class AsyncEntryReader:
     def available(self) -> bool:
         return self.db.serves_running_loop()
 
-    async def load_entry(self, warehouse_id: int, namespace: tuple[str, ...], name: str) -> EntryRow | None:
-        row = await self.db.fetch_one(LOAD_ENTRY, (warehouse_id, list(namespace), name))
+    async def load_entry(
+        self, warehouse_id: int, namespace: tuple[str, ...], name: str, unless_at: str | None = None
+    ) -> EntryRow | None:
+        """The entry; with ``unless_at``, its ``metadata`` is empty when it is still at that location."""
+        if unless_at is None:
+            row = await self.db.fetch_one(LOAD_ENTRY, (warehouse_id, list(namespace), name))
+        else:
+            row = await self.db.fetch_one(LOAD_ENTRY_UNLESS_AT, (unless_at, warehouse_id, list(namespace), name))
         return EntryRow(**row) if row else None
 
 

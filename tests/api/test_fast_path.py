@@ -53,9 +53,9 @@ def served(monkeypatch) -> list[str]:
         calls.append(request.table)
         return await original_load(self, request)
 
-    async def spy_read(self, warehouse_id, namespace, name):
-        calls.append(f"{name} on the loop")
-        return await original_read(self, warehouse_id, namespace, name)
+    async def spy_read(self, warehouse_id, namespace, name, unless_at=None):
+        calls.append(f"{name} on the loop" + (" unless unchanged" if unless_at else ""))
+        return await original_read(self, warehouse_id, namespace, name, unless_at)
 
     monkeypatch.setattr(LoadTableFastPath, "_load", spy_load)
     monkeypatch.setattr(AsyncEntryReader, "load_entry", spy_read)
@@ -113,6 +113,23 @@ def test_matching_etag_is_a_304_on_both_paths(client, full_stack_client, table, 
     assert fast.status_code == 304 and fast.content == b""
     _same(fast, full)
     assert served == ["events", "events on the loop"]
+
+
+def test_revalidation_reads_the_document_only_when_the_table_moved_on(client, full_stack_client, table, served):
+    etag = _etag(client, table)  # issued by the fast path: it knows the metadata location behind it
+    served.clear()
+    unchanged = client.get(table, headers={"If-None-Match": etag})
+    assert unchanged.status_code == 304 and unchanged.headers["etag"] == etag
+    assert served == ["events", "events on the loop unless unchanged"]
+    assert append(client, table, 103, 3, 102).status_code == 200
+    moved_on = client.get(table, headers={"If-None-Match": etag})
+    assert moved_on.status_code == 200 and moved_on.headers["etag"] != etag
+    assert moved_on.json()["metadata"]["current-snapshot-id"] == 103
+    _same(moved_on, full_stack_client.get(table, headers={"If-None-Match": etag}))
+    refs_etag = _etag(client, table + "?snapshots=refs")  # same version, another variant
+    other_variant = client.get(table, headers={"If-None-Match": refs_etag})
+    assert other_variant.status_code == 200
+    _same(other_variant, full_stack_client.get(table, headers={"If-None-Match": refs_etag}))
 
 
 def test_refs_etag_differs_from_all(client, table):
