@@ -128,6 +128,8 @@ test: venv-test
 test: spark-jars
 test example: export GROWLER_SPARK_JARS = $(abspath $(SPARK_JARS_DIR))
 test example: export GROWLER_SPARK_JAVA_HOME = $(SPARK_JAVA_HOME)
+# ensure_nginx ran: the nginx tests must run, not skip.
+test: export GROWLER_TEST_NGINX_REQUIRED = 1
 
 spark-jars: $(SPARK_JARS)
 

@@ -24,7 +24,6 @@ import functools
 import json
 import logging
 import re
-from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +32,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.errors import CatalogError
 from app.identifiers import check_name, parse_namespace
+from app.lru import LruCache
 from app.observability import ROUTING_CONTEXT
 from app.storage_access import wants_vended_credentials
 from app.tables import TABLE, LoadedTable, TableService, etag_matches, load_etag
@@ -121,14 +121,10 @@ class IssuedETags:
     """The metadata location behind each ETag this worker recently sent (ETags are one-way hashes)."""
 
     def __init__(self, capacity: int = 10_000) -> None:
-        self._capacity = capacity
-        self._locations: OrderedDict[str, str] = OrderedDict()
+        self._locations: LruCache[str, str] = LruCache(capacity)
 
     def remember(self, etag: str, location: str) -> None:
-        self._locations[etag] = location
-        self._locations.move_to_end(etag)
-        if len(self._locations) > self._capacity:
-            self._locations.popitem(last=False)
+        self._locations.put(etag, location)
 
     def location_of(self, if_none_match: str | None) -> str | None:
         return self._locations.get(if_none_match.strip()) if if_none_match else None

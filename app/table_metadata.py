@@ -37,9 +37,8 @@ import binascii
 import itertools
 import json
 import re
-import threading
 import uuid
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, NoReturn
@@ -107,6 +106,7 @@ from pyiceberg.typedef import IcebergBaseModel
 from pyiceberg.types import IcebergType, ListType, MapType, StructType
 
 from app.errors import BadRequest, CommitFailed, NoSuchTable
+from app.lru import LruCache
 
 __all__ = [
     "TableMetadata",
@@ -319,8 +319,8 @@ _REQUIREMENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(TableRequirement)
 # --------------------------------------------------------------------------------------------
 
 
-def _describe(exc: BaseException) -> str:
-    """A one-line, client-facing account of a parsing/validation error."""
+def describe_error(exc: BaseException) -> str:
+    """A one-line, client-facing account of a parsing/validation error (views use it too)."""
     if isinstance(exc, PydanticValidationError):
         parts = []
         for error in exc.errors(include_url=False):
@@ -366,7 +366,7 @@ def _parse_item(adapter: TypeAdapter[Any], item: object, kind: str, tag: str, in
     try:
         return adapter.validate_python(item)
     except _INVALID as exc:
-        raise BadRequest(f"Invalid table {kind} #{index} ({item.get(tag)}): {_describe(exc)}") from exc
+        raise BadRequest(f"Invalid table {kind} #{index} ({item.get(tag)}): {describe_error(exc)}") from exc
 
 
 def _prepare_update(item: object) -> object:
@@ -411,7 +411,7 @@ def _metadata_from_dict(data: object, problem: str) -> TableMetadata:
     try:
         metadata = _METADATA_ADAPTER.validate_python(data)
     except _INVALID as exc:
-        raise BadRequest(f"{problem}: {_describe(exc)}") from exc
+        raise BadRequest(f"{problem}: {describe_error(exc)}") from exc
     _check_refs(metadata, problem)
     return metadata
 
@@ -440,22 +440,15 @@ class SnapshotJson:
     """
 
     def __init__(self, capacity: int = 4096) -> None:
-        self._capacity = capacity
-        self._entries: OrderedDict[tuple[int, int], tuple[Snapshot, str]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._texts: LruCache[tuple[int, int], tuple[Snapshot, str]] = LruCache(capacity)
 
     def of(self, snapshot: Snapshot, format_version: int) -> str:
         key = (snapshot.snapshot_id, format_version)
-        with self._lock:
-            cached = self._entries.get(key)
-            if cached is not None and cached[0] is snapshot:
-                self._entries.move_to_end(key)
-                return cached[1]
+        cached = self._texts.get(key)
+        if cached is not None and cached[0] is snapshot:
+            return cached[1]
         text = json.dumps(_snapshot_dict(snapshot, format_version), separators=_COMPACT)
-        with self._lock:
-            self._entries[key] = (snapshot, text)
-            while len(self._entries) > self._capacity:
-                self._entries.popitem(last=False)
+        self._texts.put(key, (snapshot, text))
         return text
 
 
@@ -760,7 +753,7 @@ def new_table_metadata(
         fresh_order = assign_fresh_sort_order_ids(order, schema, fresh_schema)
         fresh_order.check_compatible(fresh_schema)
     except _INVALID as exc:
-        raise BadRequest(f"Invalid table definition: {_describe(exc)}") from exc
+        raise BadRequest(f"Invalid table definition: {describe_error(exc)}") from exc
     data: dict[str, Any] = {
         "format-version": format_version,
         "table-uuid": table_uuid or str(uuid.uuid4()),
@@ -808,7 +801,7 @@ def _parse_part(model: type[Any], raw: object, what: str) -> Any:
     try:
         return model.model_validate(raw)
     except _INVALID as exc:
-        raise BadRequest(f"Invalid {what}: {_describe(exc)}") from exc
+        raise BadRequest(f"Invalid {what}: {describe_error(exc)}") from exc
 
 
 def _validate_properties(properties: dict[str, str]) -> None:
@@ -1219,7 +1212,7 @@ def _apply_one(metadata: TableMetadata, update: Any, changes: _Changes, index: i
     try:
         return handler(metadata, update, changes)
     except _INVALID as exc:
-        raise BadRequest(f"Invalid table update #{index} ({update.action}): {_describe(exc)}") from exc
+        raise BadRequest(f"Invalid table update #{index} ({update.action}): {describe_error(exc)}") from exc
 
 
 def apply_updates(
@@ -1337,7 +1330,7 @@ def _finish(
         metadata.spec().check_compatible(metadata.schema())
         metadata.sort_order().check_compatible(metadata.schema())
     except _INVALID as exc:
-        raise BadRequest(f"{problem}: {_describe(exc)}") from exc
+        raise BadRequest(f"{problem}: {describe_error(exc)}") from exc
     metadata_log = list(metadata.metadata_log)
     if base is not None and base_location:
         metadata_log = _metadata_log_with(base, base_location, metadata.properties)
@@ -1349,7 +1342,7 @@ def _finish(
         for check in (check_schemas, check_partition_specs, check_sort_orders):
             check(metadata)
     except _INVALID as exc:
-        raise BadRequest(f"{problem}: {_describe(exc)}") from exc
+        raise BadRequest(f"{problem}: {describe_error(exc)}") from exc
     _check_refs(metadata, problem)
     return metadata.model_copy(update=values)
 

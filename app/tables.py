@@ -12,7 +12,6 @@ import json
 import logging
 import threading
 import uuid
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +31,7 @@ from app.identifiers import (
     check_namespace,
     format_namespace,
 )
+from app.lru import LruCache
 from app.observability import CommitRecorder
 from app.settings import Settings
 from app.storage_access import client_storage_config, storage_credentials
@@ -127,26 +127,18 @@ class ParsedMetadataCache:
     """
 
     def __init__(self, capacity: int = 8) -> None:
-        self._capacity = capacity
-        self._entries: OrderedDict[str, tuple[str, Any]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._entries: LruCache[str, tuple[str, Any]] = LruCache(capacity)
 
     def parse(self, location: str, text: str) -> Any:
-        with self._lock:
-            cached = self._entries.get(location)
-            if cached is not None and cached[0] == text:
-                self._entries.move_to_end(location)
-                return cached[1]
+        cached = self._entries.get(location)
+        if cached is not None and cached[0] == text:
+            return cached[1]
         metadata = rules.parse_metadata(text)
         self.remember(location, text, metadata)
         return metadata
 
     def remember(self, location: str, text: str, metadata: Any) -> None:
-        with self._lock:
-            self._entries[location] = (text, metadata)
-            self._entries.move_to_end(location)
-            while len(self._entries) > self._capacity:
-                self._entries.popitem(last=False)
+        self._entries.put(location, (text, metadata))
 
 
 class TableService(EntryService):

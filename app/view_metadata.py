@@ -45,12 +45,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from pydantic import ValidationError as PydanticValidationError
 from pyiceberg.schema import Schema
 from pyiceberg.types import IcebergType, ListType, MapType, StructType
 
 from app.errors import BadRequest, CommitFailed
-from app.table_metadata import COMPRESSION_CODEC, metadata_file_name, next_metadata_version
+from app.table_metadata import COMPRESSION_CODEC, describe_error, metadata_file_name, next_metadata_version
 
 __all__ = [
     "ViewMetadata",
@@ -240,16 +239,6 @@ def history_size(properties: dict[str, str]) -> int:
     return size
 
 
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, PydanticValidationError):
-        parts = []
-        for error in exc.errors(include_url=False):
-            location = ".".join(str(part) for part in error["loc"])
-            parts.append(f"{location}: {error['msg']}" if location else error["msg"])
-        return "; ".join(parts)
-    return str(exc)
-
-
 # --------------------------------------------------------------------------------------------
 # Parsing and serialising
 # --------------------------------------------------------------------------------------------
@@ -264,7 +253,7 @@ def parse_view_metadata(text: str | bytes) -> ViewMetadata:
     try:
         return _metadata_from_dict(data)
     except ValueError as exc:
-        raise BadRequest(f"Not valid view metadata: {_describe(exc)}") from exc
+        raise BadRequest(f"Not valid view metadata: {describe_error(exc)}") from exc
 
 
 def _metadata_from_dict(data: object) -> ViewMetadata:
@@ -351,7 +340,7 @@ def new_view_metadata(request: dict[str, Any], *, location: str, now_ms: int, vi
         schema = {**_schema(request.get("schema")), "schema-id": 0}
         version = _version(request.get("view-version"), "view-version", request=True)
     except ValueError as exc:
-        raise BadRequest(f"Invalid view definition: {_describe(exc)}") from exc
+        raise BadRequest(f"Invalid view definition: {describe_error(exc)}") from exc
     version.update({"version-id": 1, "schema-id": 0, "timestamp-ms": now_ms})
     return _ordered(
         {
@@ -538,7 +527,7 @@ def _parse_all(
         try:
             parsed.append((index, name, table[name].parse(item)))
         except ValueError as exc:
-            raise BadRequest(f"Invalid view {kind} #{index} ({name}): {_describe(exc)}") from exc
+            raise BadRequest(f"Invalid view {kind} #{index} ({name}): {describe_error(exc)}") from exc
     return parsed
 
 

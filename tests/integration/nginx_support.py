@@ -26,6 +26,8 @@ def nginx_binary() -> str:
         (p for p in ("/usr/sbin/nginx", "/usr/local/sbin/nginx") if os.access(p, os.X_OK)), None
     )
     if found is None:
+        if os.environ.get("GROWLER_TEST_NGINX_REQUIRED"):  # make test installed it: its absence is a failure
+            pytest.fail("nginx not found although make test installed it")
         pytest.skip("nginx is not installed (make test installs Debian's nginx package)")
     return found
 
