@@ -4,12 +4,19 @@ The first request with a key runs; its final response - 2xx, or a deterministic 
 409 - is kept for the key's lifetime, and a retry with the same key gets it back without running
 again. A concurrent duplicate waits for the first to finish and then gets the same answer. A 5xx
 is not kept: the key is released so a retry runs. Reusing a key for a different request is 400
-(the client error every mutating operation declares).
+(the client error every mutating operation declares). "Same request" means the same method,
+path, query and body, and the same value of every header that changes the outcome (today the
+access delegation a client asks for): ``fingerprint``.
+
+A kept answer never holds credentials. The caller of ``run_once`` passes what to keep (the
+answer with vended secrets removed) next to what to send, and vends them anew on a replay, for
+the caller that replays.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 import uuid
 from collections.abc import Callable
@@ -47,8 +54,15 @@ def parse_key(raw: str) -> str:
         raise BadRequest("Idempotency-Key must be a UUID (UUIDv7 recommended)") from exc
 
 
-def fingerprint(method: str, path: str, body: bytes) -> str:
-    return hashlib.sha256(b"\0".join([method.encode(), path.encode(), body])).hexdigest()
+def fingerprint(method: str, path: str, query: list[tuple[str, str]], headers: dict[str, str], body: bytes) -> str:
+    """What makes two requests the same one; ``query`` pairs and ``headers`` in any order.
+
+    ``headers`` are those that change the outcome, already normalised by the caller (a
+    delegation list parsed into its set of mechanisms, say). The request line and headers are
+    JSON-encoded before the body is appended, so no two different requests share an encoding.
+    """
+    line = json.dumps([method, path, sorted(query), sorted(headers.items())], separators=(",", ":"))
+    return hashlib.sha256(line.encode() + b"\0" + body).hexdigest()
 
 
 class IdempotencyService:
@@ -61,9 +75,13 @@ class IdempotencyService:
         key: str,
         operation: str,
         request_fingerprint: str,
-        run: Callable[[], StoredResponse],
+        run: Callable[[], tuple[StoredResponse, StoredResponse]],
     ) -> tuple[StoredResponse, bool]:
-        """(response, replayed). ``run`` returns the response, or raises a CatalogError."""
+        """(response, replayed).
+
+        ``run`` returns the response to send and the one to keep (without secrets), or raises a
+        CatalogError. A replay returns the kept one.
+        """
         deadline = time.monotonic() + WAIT_FOR_FIRST_S
         while True:
             if self.repository.claim(key, operation, request_fingerprint, self.lifetime_s, LEASE_SECONDS):
@@ -80,9 +98,9 @@ class IdempotencyService:
                 raise ServiceUnavailable("A request with this Idempotency-Key is still running", retry_after=2)
             time.sleep(POLL_S)
 
-    def _run_and_keep(self, key: str, run: Callable[[], StoredResponse]) -> StoredResponse:
+    def _run_and_keep(self, key: str, run: Callable[[], tuple[StoredResponse, StoredResponse]]) -> StoredResponse:
         try:
-            response = run()
+            response, kept = run()
         except CatalogError as exc:
             if exc.code >= 500:
                 self.repository.release(key)
@@ -97,7 +115,7 @@ class IdempotencyService:
         if response.status >= 500:
             self.repository.release(key)
         else:
-            self.repository.complete(key, response.status, response.headers, response.body)
+            self.repository.complete(key, kept.status, kept.headers, kept.body)
         return response
 
     def forget_expired(self) -> int:
@@ -105,6 +123,4 @@ class IdempotencyService:
 
 
 def _error_bytes(exc: CatalogError) -> bytes:
-    import json
-
     return json.dumps(exc.body()).encode()

@@ -13,6 +13,9 @@ from app.settings import Settings
 from storage.repository import WarehouseRow
 
 VENDED_CREDENTIALS = "vended-credentials"
+# FileIO properties that are secrets: they reach a client only in answer to its own request and
+# are never kept anywhere (an idempotent replay vends them anew, see ``strip_credentials``).
+SECRET_PROPERTIES = frozenset({"s3.access-key-id", "s3.secret-access-key", "s3.session-token"})
 
 
 def wants_vended_credentials(header: str | None) -> bool:
@@ -47,3 +50,27 @@ def storage_credentials(settings: Settings, warehouse: WarehouseRow, location: s
     config["s3.access-key-id"] = s3.access_key
     config["s3.secret-access-key"] = s3.secret_key
     return [{"prefix": location, "config": config}]
+
+
+def strip_credentials(result: dict[str, Any]) -> str | None:
+    """Remove vended credentials from a LoadTableResult-shaped body, in place.
+
+    Returns the location they were vended for (to vend anew on replay), or None when the body
+    carried none. The secrets leave both ``storage-credentials`` and ``config``.
+    """
+    credentials = result.pop("storage-credentials", None)
+    if not credentials:
+        return None
+    config = result.get("config")
+    if isinstance(config, dict):
+        for name in SECRET_PROPERTIES & config.keys():
+            del config[name]
+    return str(credentials[0]["prefix"])
+
+
+def attach_credentials(result: dict[str, Any], credentials: list[dict[str, Any]]) -> None:
+    """The inverse of ``strip_credentials`` with freshly vended credentials (same shape as a load)."""
+    if not credentials:
+        return
+    result["config"] = {**result.get("config", {}), **credentials[0]["config"]}
+    result["storage-credentials"] = credentials

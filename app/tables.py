@@ -194,6 +194,10 @@ class TableService(EntryService):
         row = self._require_entry(warehouse, namespace, name)
         return self._credentials(warehouse, row.location, True)
 
+    def vend_for(self, prefix: str, location: str) -> list[dict[str, Any]]:
+        """Credentials for a table location this catalog answered with before (an idempotent replay)."""
+        return self._credentials(self.warehouses.get(prefix), location, True)
+
     # -- creating -----------------------------------------------------------------------
 
     def create_table(

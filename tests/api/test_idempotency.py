@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 
@@ -153,3 +154,67 @@ def test_expired_keys_are_forgotten(client, app, db):
     assert service.forget_expired() >= 1
     assert db.execute("SELECT count(*) FROM idempotency_key WHERE key = %s", (headers["Idempotency-Key"],)
                       ).fetchone()[0] == 0
+
+
+VENDED = {"X-Iceberg-Access-Delegation": "vended-credentials"}
+
+
+def test_same_key_other_query_is_400_and_does_not_run(client, db):
+    client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
+    client.post(tables_url(), json=create_request("t"))
+    headers = {"Idempotency-Key": key()}
+    assert client.delete(table_url("t") + "?purgeRequested=false", headers=headers).status_code == 204
+    client.post(tables_url(), json=create_request("t"))
+    purge = client.delete(table_url("t") + "?purgeRequested=true", headers=headers)
+    assert purge.status_code == 400
+    assert "different request" in purge.json()["error"]["message"]
+    assert "Idempotent-Replayed" not in purge.headers
+    assert client.head(table_url("t")).status_code == 204  # the second table was not dropped
+    assert db.execute("SELECT count(*) FROM purge_job").fetchone()[0] == 0
+
+
+def test_query_order_does_not_make_another_request(client):
+    client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
+    client.post(tables_url(), json=create_request("t"))
+    headers = {"Idempotency-Key": key()}
+    first = client.delete(table_url("t") + "?purgeRequested=false", headers=headers)
+    second = client.delete(table_url("t") + "?purgeRequested=false", headers=headers)
+    assert first.status_code == second.status_code == 204
+    assert second.headers.get("Idempotent-Replayed") == "true"
+
+
+@pytest.mark.parametrize("first_headers, second_headers", [(VENDED, {}), ({}, VENDED)])
+def test_same_key_other_delegation_is_400(client, first_headers, second_headers):
+    client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
+    headers = {"Idempotency-Key": key()}
+    first = client.post(tables_url(), json=create_request("t"), headers={**headers, **first_headers})
+    second = client.post(tables_url(), json=create_request("t"), headers={**headers, **second_headers})
+    assert first.status_code == 200
+    assert second.status_code == 400
+    assert "different request" in second.json()["error"]["message"]
+    assert "growler-test-secret" not in second.text
+    assert ("storage-credentials" in first.json()) == bool(first_headers)
+
+
+def test_kept_answer_holds_no_credentials_and_a_replay_vends_them_anew(client, db):
+    from tests.conftest import TEST_SECRET_KEY
+
+    client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
+    the_key = key()
+    headers = {"Idempotency-Key": the_key, **VENDED}
+    first = client.post(tables_url(), json=create_request("t"), headers=headers)
+    assert first.status_code == 200
+    assert first.json()["config"]["s3.secret-access-key"] == TEST_SECRET_KEY
+    kept_body, kept_headers = db.execute(
+        "SELECT body, headers FROM idempotency_key WHERE key = %s", (the_key,)
+    ).fetchone()
+    assert TEST_SECRET_KEY.encode() not in bytes(kept_body)
+    assert "storage-credentials" not in json.loads(bytes(kept_body))
+    assert TEST_SECRET_KEY not in json.dumps(kept_headers)
+
+    replay = client.post(tables_url(), json=create_request("t"), headers=headers)
+    assert replay.status_code == 200
+    assert replay.headers.get("Idempotent-Replayed") == "true"
+    assert "X-Growler-Vended-For" not in replay.headers
+    assert replay.json() == first.json()  # credentials vended again, for the replaying caller
+    assert replay.headers["ETag"] == first.headers["ETag"]
