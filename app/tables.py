@@ -99,6 +99,10 @@ class LoadedTable:
             parts.append(f'"storage-credentials":{json.dumps(self.credentials)}')
         return "{" + ",".join(parts) + "}"
 
+    def unregistered_body(self) -> str:
+        """The UnregisterTableResult JSON: the location and the stored metadata text, unparsed."""
+        return f'{{"metadata-location":{json.dumps(self.metadata_location)},"metadata":{self.metadata}}}'
+
 
 def etag_for(metadata_location: str, variant: str) -> str:
     digest = hashlib.sha256(f"{metadata_location}|{variant}".encode()).hexdigest()[:32]
@@ -403,6 +407,18 @@ class TableService(EntryService):
             raise self._missing(namespace, name)
         if purge:
             self.purge_requested.set()
+
+    def unregister_table(self, prefix: str, namespace: tuple[str, ...], name: str) -> LoadedTable:
+        """Forget the table, keep every file: the opposite of registerTable.
+
+        The row goes in one statement, which returns what it held: the answer is the last
+        committed version, and a commit racing it loses its compare-and-set and finds no table.
+        """
+        warehouse = self.warehouses.get(prefix)
+        row = self.repository.delete_entry(warehouse.id, namespace, check_name(name, "table name"), TABLE, None)
+        if row is None:
+            raise self._missing(namespace, name)
+        return LoadedTable(row.metadata_location, row.metadata, {}, [])
 
     def report_metrics(self, prefix: str, namespace: tuple[str, ...], name: str, report: dict[str, Any]) -> None:
         warehouse = self.warehouses.get(prefix)

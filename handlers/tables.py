@@ -69,6 +69,11 @@ def drop_table(prefix: str, namespace: str, table: str, purgeRequested: bool = F
     return no_content()
 
 
+def unregister_table(prefix: str, namespace: str, table: str):
+    unregistered = tables().unregister_table(prefix, namespace_arg(namespace), _name(table))
+    return Response(unregistered.unregistered_body(), status=200, mimetype="application/json")
+
+
 def rename_table(prefix: str, body: dict):
     tables().rename(prefix, body["source"], body["destination"])
     return no_content()
