@@ -144,10 +144,10 @@ def _shown(text: str) -> str:
 def _key(raw: str, what: str, shown: str) -> str:
     """A key from the text after ``bucket/`` (or after the file root): one trailing ``/`` (a
     directory written as such) is dropped; any other empty, ``.`` or ``..`` segment is refused."""
-    if raw.endswith("/"):
-        raw = raw[:-1]
     if raw == "":
         return ""
+    if raw.endswith("/"):
+        raw = raw[:-1]
     for segment in raw.split("/"):
         if segment in ("", ".", ".."):
             raise InvalidLocation(f"The {what} {shown} has an empty, '.' or '..' path segment")
