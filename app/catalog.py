@@ -71,7 +71,7 @@ class CatalogService:
         s3 = self.settings.s3
         storage = {"endpoint": s3.endpoint, "region": s3.region, "path-style": s3.path_style}
         row = self.repository.upsert_warehouse(
-            self.settings.warehouse, self.settings.warehouse_location, storage
+            self.settings.warehouse, self.settings.warehouse_location, storage, list(self.settings.allowed_locations)
         )
         self.warehouses.remember(row)
         return row

@@ -12,7 +12,6 @@ from __future__ import annotations
 import gzip
 import logging
 import random
-import re
 import threading
 import time
 import uuid
@@ -29,6 +28,7 @@ from app.identifiers import (
     format_namespace,
     page_window,
 )
+from app.locations import InvalidLocation, Location, is_allowed, safe_segment
 from app.settings import Settings
 from storage.objects import ObjectNotFound, ObjectStore
 from storage.repository import CatalogRepository, EntryRow, NewEntry, WarehouseRow
@@ -38,7 +38,6 @@ log = logging.getLogger(__name__)
 # Bounded server-side retries of a commit whose requirements still hold after a lost race.
 MAX_COMMIT_ATTEMPTS = 12
 GZIP_MAGIC = b"\x1f\x8b"
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 T = TypeVar("T")
 
 
@@ -159,14 +158,24 @@ class EntryService:
             return location
         # The uuid suffix keeps a re-created table or view from ever sharing files with a dropped one.
         base = warehouse.location.rstrip("/")
-        return f"{base}/{'/'.join(namespace)}/{name}-{entry_uuid.replace('-', '')}"
+        path = "/".join(safe_segment(level) for level in namespace)
+        return f"{base}/{path}/{safe_segment(name)}-{entry_uuid.replace('-', '')}"
 
     @staticmethod
-    def _require_inside_warehouse(warehouse: WarehouseRow, location: str, what: str) -> None:
-        """Every location Growler writes to, reads from or purges stays under the warehouse root."""
-        root = warehouse.location.rstrip("/") + "/"
-        if not location.startswith(root) or ".." in location.split("/") or _CONTROL.search(location):
-            raise BadRequest(f"The {what} {location!r} is outside the warehouse storage location {root}")
+    def allowed_roots(warehouse: WarehouseRow) -> list[Location]:
+        """The warehouse location and its allowed locations (configuration, checked at start-up)."""
+        return [Location.parse(text, "allowed location") for text in (warehouse.location, *warehouse.allowed_locations)]
+
+    @classmethod
+    def _require_inside_warehouse(cls, warehouse: WarehouseRow, location: str, what: str) -> Location:
+        """Every location Growler writes to, reads from or purges: valid (``app.locations``) and
+        strictly under the warehouse location or one of its allowed locations, by segments."""
+        parsed = Location.parse(location, what)
+        roots = cls.allowed_roots(warehouse)
+        if not is_allowed(parsed, roots):
+            allowed = ", ".join(root.uri for root in roots)
+            raise BadRequest(f"The {what} {location!r} is outside the warehouse's allowed locations ({allowed})")
+        return parsed
 
     @staticmethod
     def _metadata_file(directory: str, version: int, properties: dict[str, str], file_name: Callable) -> str:
@@ -174,9 +183,9 @@ class EntryService:
 
     def _read_metadata_file(self, warehouse: WarehouseRow, location: str) -> str:
         """registerTable/registerView: the text of an existing metadata file in the warehouse."""
-        self._require_inside_warehouse(warehouse, location, "metadata-location")
+        parsed = self._require_inside_warehouse(warehouse, location, "metadata-location")
         try:
-            return decode_metadata(self.objects.read(location))
+            return decode_metadata(self.objects.read(parsed))
         except ObjectNotFound as exc:
             raise BadRequest(f"Metadata file does not exist: {location}") from exc
         except (UnicodeDecodeError, OSError, EOFError) as exc:
@@ -198,21 +207,43 @@ class EntryService:
             raise
 
     def _write_metadata_files(self, files: list[tuple[str, str]]) -> None:
-        """Record the objects as pending (durably, first), then write them; all or none stay."""
+        """Record the objects as pending (durably, first), then write them; all or none stay.
+
+        On a failure only what this request created goes: the files it wrote, and the one whose
+        write failed unless the store said that name was already taken (someone else's object).
+        """
+        parsed = [Location.parse(location, "metadata file location") for location, _ in files]
         self.repository.record_pending([location for location, _ in files])
-        try:
-            for location, text in files:
-                self.objects.write_new(location, encode_metadata(text, location))
-        except Exception:
-            self._forget_files([location for location, _ in files])
-            raise
+        written: list[str] = []
+        for (location, text), target in zip(files, parsed, strict=True):
+            try:
+                self.objects.write_new(target, encode_metadata(text, location))
+            except AlreadyExists:
+                unwritten = [name for name, _ in files if name not in written]
+                self.repository.settle_pending(unwritten)  # not ours to delete
+                self._forget_files(written)
+                raise
+            except Exception:
+                # the outcome of this write is unknown, but the (fresh, uuid) name is ours
+                unwritten = [name for name, _ in files if name not in written and name != location]
+                self.repository.settle_pending(unwritten)
+                self._forget_files([*written, location])
+                raise
+            written.append(location)
 
     def _forget_files(self, locations: list[str]) -> None:
         """Best-effort cleanup of files no commit points to; what fails here the sweeper reclaims."""
         if not locations:
             return
         try:
-            self.objects.delete(locations)
+            parsed = []
+            for location in locations:
+                try:
+                    parsed.append(Location.parse(location, "metadata file location"))
+                except InvalidLocation:
+                    log.warning("not deleting an object whose location is not valid: %r", location[:200])
+            if parsed:
+                self.objects.delete(parsed)
             self.repository.settle_pending(locations)
         except Exception as exc:  # noqa: BLE001 - cleanup must not turn a result into an error
             log.warning("could not delete %d unreferenced metadata files: %s", len(locations), type(exc).__name__)

@@ -19,6 +19,7 @@ import threading
 from itertools import islice
 from typing import Any
 
+from app.locations import InvalidLocation, Location
 from storage.idempotency import IdempotencyRepository
 from storage.objects import ObjectStore
 from storage.repository import CatalogRepository
@@ -81,8 +82,9 @@ class Housekeeper:
         while stale := self.repository.stale_pending(grace_s, DELETE_BATCH):
             current = self.repository.current_metadata_locations(stale)
             orphans = [location for location in stale if location not in current]
-            if orphans:
-                self.objects.delete(orphans)
+            parsed = _parsed(orphans)  # a location the model refuses was never written
+            if parsed:
+                self.objects.delete(parsed)
             self.repository.settle_pending(stale)
             swept += len(orphans)
         if swept:
@@ -105,20 +107,59 @@ class Housekeeper:
         return True
 
     def _purge(self, job: dict[str, Any]) -> int:
+        """Delete what the dropped table owned, and nothing another entry could still need.
+
+        Only objects under the table's location or its metadata directory are candidates (the
+        listing of the location, and the metadata files recorded at drop time). A candidate is
+        skipped when it lies at or under the location or metadata directory of any live table
+        or view (in any warehouse: a re-registration, a table created inside the dropped one's
+        folder), or when a live entry's metadata names it (current file, metadata log, manifest
+        list). Locations are compared by segments (``app.locations``), never as strings.
+        """
+        try:
+            location = Location.parse(job["location"])
+            own = [location]
+            if job.get("metadata_path"):
+                own.append(Location.parse(job["metadata_path"]))
+        except InvalidLocation:
+            log.warning("purge job %s names a location that is not valid; nothing deleted", job["id"])
+            return 0
+        extra = [obj for obj in _parsed(job["extra_objects"]) if not obj.is_within(location)]
+        extra = [obj for obj in extra if any(obj.is_within(root) and obj != root for root in own)]
+        live_roots = self.repository.entries_overlapping(own)
+        protected_roots = []
+        for entry in live_roots:
+            protected_roots += _parsed([entry.location])
+            protected_roots += [meta.parent for meta in _parsed([entry.metadata_location])]
+        referenced: set[Location] = set()
+        for root in own:
+            referenced |= self.repository.references_under(root)
+
+        def deletable(obj: Location) -> bool:
+            return obj not in referenced and not any(obj.overlaps(root) for root in protected_roots)
+
         deleted = 0
-        location = job["location"].rstrip("/")
-        # Never delete under a location a live table or view still uses (a re-registration,
-        # or a table created inside the dropped one's folder).
-        if not self.repository.location_in_use(location):
-            listing = iter(self.objects.list(location + "/"))
+        if not any(location.is_within(root) for root in protected_roots):
+            listing = (obj for obj in self.objects.list(location) if deletable(obj))
             while batch := list(islice(listing, DELETE_BATCH)):
                 self.objects.delete(batch)
                 deleted += len(batch)
-        extra = [obj for obj in job["extra_objects"] if not obj.startswith(location + "/")]
+        extra = [obj for obj in extra if deletable(obj)]
         if extra:
             self.objects.delete(extra)
             deleted += len(extra)
         return deleted
+
+
+def _parsed(texts: list[str]) -> list[Location]:
+    """The locations the model accepts; the others are logged and left alone."""
+    parsed = []
+    for text in texts:
+        try:
+            parsed.append(Location.parse(text))
+        except InvalidLocation:
+            log.warning("leaving an object whose location is not valid: %r", str(text)[:200])
+    return parsed
 
 
 def main() -> None:

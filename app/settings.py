@@ -7,6 +7,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from app.locations import InvalidLocation, Location
+
 WAREHOUSE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 # Path segments that follow /v1/ directly in unprefixed routes; a warehouse with one of
 # these names would make /v1/<name>/... ambiguous, so they are refused.
@@ -47,6 +49,8 @@ class Settings:
     database_url: str
     warehouse: str = "warehouse"
     warehouse_location: str = "s3://growler-warehouse/"
+    # extra prefixes where the default warehouse's tables and views may live
+    allowed_locations: tuple[str, ...] = ()
     s3: S3Settings = field(default_factory=S3Settings)
     namespace_separator: str = "%1F"
     pool_min_size: int = 1
@@ -71,6 +75,9 @@ class Settings:
             database_url=database_url,
             warehouse=env.get("GROWLER_WAREHOUSE", "warehouse"),
             warehouse_location=env.get("GROWLER_WAREHOUSE_LOCATION", "s3://growler-warehouse/"),
+            allowed_locations=tuple(
+                part.strip() for part in env.get("GROWLER_ALLOWED_LOCATIONS", "").split(",") if part.strip()
+            ),
             s3=S3Settings(
                 endpoint=env.get("GROWLER_S3_ENDPOINT") or None,
                 access_key=env.get("GROWLER_S3_ACCESS_KEY") or None,
@@ -98,10 +105,19 @@ class Settings:
         """Fail at start-up, not at the first request, on settings that cannot work."""
         if not WAREHOUSE_NAME.match(self.warehouse) or self.warehouse in RESERVED_PREFIXES:
             raise ValueError(f"GROWLER_WAREHOUSE {self.warehouse!r} is not a valid warehouse name")
-        if not self.warehouse_location.startswith(("s3://", "file://")):
-            raise ValueError("GROWLER_WAREHOUSE_LOCATION must start with s3:// or file://")
+        if not self.warehouse_location.startswith(("s3://", "file:")):
+            raise ValueError("GROWLER_WAREHOUSE_LOCATION must start with s3:// or file:")
         if self.warehouse_location.startswith("s3://") and not self.s3.endpoint:
             raise ValueError("GROWLER_S3_ENDPOINT is required for an s3:// warehouse location")
+        named = [("GROWLER_WAREHOUSE_LOCATION", self.warehouse_location)]
+        named += [("GROWLER_ALLOWED_LOCATIONS", allowed) for allowed in self.allowed_locations]
+        for name, text in named:
+            try:
+                parsed = Location.parse(text, name)
+            except InvalidLocation as exc:
+                raise ValueError(exc.message) from exc
+            if parsed.scheme == "s3" and not self.s3.endpoint:
+                raise ValueError(f"GROWLER_S3_ENDPOINT is required for the s3 location {text} in {name}")
         if self.max_page_size < 1 or self.pool_max_size < 1 or self.async_pool_max_size < 1:
             raise ValueError(
                 "GROWLER_MAX_PAGE_SIZE, GROWLER_DB_POOL_MAX and GROWLER_DB_ASYNC_POOL_MAX must be positive"

@@ -31,6 +31,7 @@ from app.identifiers import (
     check_namespace,
     format_namespace,
 )
+from app.locations import InvalidLocation, Location
 from app.lru import LruCache
 from app.observability import CommitRecorder
 from app.settings import Settings
@@ -233,7 +234,7 @@ class TableService(EntryService):
         metadata_location = request["metadata-location"]
         self._require_namespace(warehouse, namespace)
         metadata = rules.parse_metadata(self._read_metadata_file(warehouse, metadata_location))
-        self._require_inside_warehouse(warehouse, metadata.location, "location")
+        self._require_registered_locations_allowed(warehouse, metadata)
         text = rules.to_json(metadata)
         entry = NewEntry(name, TABLE, str(metadata.table_uuid), metadata.location, metadata_location, text)
         self._register(warehouse, namespace, entry, bool(request.get("overwrite")))
@@ -306,7 +307,7 @@ class TableService(EntryService):
             return None
         for p, location in zip(changed, written, strict=True):
             self.parsed.remember(location, p.text, p.new)
-            self._forget_files(rules.metadata_files_to_delete(p.base, p.new))
+            self._forget_files(self._owned_previous_files(p, location))
         locations = dict(zip(map(id, changed), written, strict=True))
         results = []
         for p in prepared:
@@ -400,10 +401,11 @@ class TableService(EntryService):
 
     def drop_table(self, prefix: str, namespace: tuple[str, ...], name: str, purge: bool) -> None:
         warehouse = self.warehouses.get(prefix)
-        purge_objects = None
+        purge_objects = metadata_path = None
         if purge:
-            purge_objects = self._metadata_files_of(self._require_entry(warehouse, namespace, name))
-        if self.repository.delete_entry(warehouse.id, namespace, name, TABLE, purge_objects) is None:
+            row = self._require_entry(warehouse, namespace, name)
+            metadata_path, purge_objects = self._owned_metadata_files(row)
+        if self.repository.delete_entry(warehouse.id, namespace, name, TABLE, purge_objects, metadata_path) is None:
             raise self._missing(namespace, name)
         if purge:
             self.purge_requested.set()
@@ -432,12 +434,53 @@ class TableService(EntryService):
             rules.metadata_directory(metadata), version, metadata.properties or {}, rules.metadata_file_name
         )
 
-    @staticmethod
-    def _metadata_files_of(row: EntryRow) -> list[str]:
-        document = json.loads(row.metadata)
-        files = [row.metadata_location]
-        files += [entry["metadata-file"] for entry in document.get("metadata-log", [])]
-        return files
+    def _owned_metadata_files(self, row: EntryRow) -> tuple[str | None, list[str]]:
+        """What a purge of this table may delete besides what lies under its location: its
+        metadata directory, and the metadata files (current and logged) inside it or the location.
+        A logged file anywhere else (registered metadata may name any) is not the table's."""
+        metadata = self.parsed.parse(row.metadata_location, row.metadata)
+        try:
+            roots = [Location.parse(row.location), Location.parse(rules.metadata_directory(metadata))]
+        except InvalidLocation:  # stored before locations were checked: only its location is purged
+            log.warning("table location or metadata path is not a valid location; purging only logged files")
+            return None, []
+        files = [row.metadata_location, *(entry.metadata_file for entry in metadata.metadata_log)]
+        return roots[1].uri, [text for text in dict.fromkeys(files) if _within_any(text, roots)]
+
+    def _owned_previous_files(self, prepared: PreparedCommit, written: str) -> list[str]:
+        """``write.metadata.delete-after-commit``: the previous metadata files that fell out of the log
+        and that this table owns - inside its own metadata directory (before or after the commit),
+        not the file just written, and only while no other table or view shares that directory."""
+        candidates = rules.metadata_files_to_delete(prepared.base, prepared.new)
+        if not candidates:
+            return []
+        try:
+            roots = list(
+                dict.fromkeys(Location.parse(rules.metadata_directory(m)) for m in (prepared.base, prepared.new))
+            )
+        except InvalidLocation:
+            return []
+        owned = [text for text in candidates if text != written and _within_any(text, roots)]
+        if not owned:
+            return []
+        shared = self.repository.entries_overlapping(roots, exclude_id=prepared.row.id)
+        if shared:
+            log.info("not deleting %d previous metadata files: their directory is shared", len(owned))
+            return []
+        return owned
+
+    def _require_registered_locations_allowed(self, warehouse: WarehouseRow, metadata: Any) -> None:
+        """registerTable: the location, metadata path, metadata-log entries and manifest lists of
+        the registered metadata all lie in the warehouse's allowed locations (else 400, nothing
+        written): a later commit, delete-after-commit or purge acts on exactly these."""
+        self._require_inside_warehouse(warehouse, metadata.location, "location")
+        self._require_inside_warehouse(warehouse, rules.metadata_directory(metadata), "write.metadata.path")
+        for entry in metadata.metadata_log:
+            self._require_inside_warehouse(warehouse, entry.metadata_file, "metadata-log entry")
+        for snapshot in metadata.snapshots:
+            manifest_list = getattr(snapshot, "manifest_list", None)
+            if manifest_list:
+                self._require_inside_warehouse(warehouse, manifest_list, "manifest-list")
 
     @staticmethod
     def _client_config(warehouse: WarehouseRow, credentials: list[dict[str, Any]]) -> dict[str, str]:
@@ -452,3 +495,11 @@ class TableService(EntryService):
 
     def _credentials(self, warehouse: WarehouseRow, location: str, vend: bool) -> list[dict[str, Any]]:
         return storage_credentials(self.settings, warehouse, location) if vend else []
+
+
+def _within_any(text: str, roots: list[Location]) -> bool:
+    try:
+        location = Location.parse(text)
+    except InvalidLocation:
+        return False
+    return any(location.is_within(root) and location != root for root in roots)

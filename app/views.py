@@ -10,7 +10,6 @@ row per name): a view is never found as a table, nor a table as a view.
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +30,6 @@ from storage.repository import CommitOutcomeUnknown, MetadataSwap, NewEntry, War
 log = logging.getLogger(__name__)
 
 VIEW = "view"
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -79,6 +77,7 @@ class ViewService(EntryService):
         self._require_namespace(warehouse, namespace)
         metadata = rules.parse_view_metadata(self._read_metadata_file(warehouse, metadata_location))
         self._require_inside_warehouse(warehouse, metadata["location"], "location")
+        self._require_inside_warehouse(warehouse, rules.metadata_directory(metadata), "write.metadata.path")
         text = rules.to_json(metadata)
         entry = NewEntry(name, VIEW, metadata["view-uuid"], metadata["location"], metadata_location, text)
         self._register(warehouse, namespace, entry, request.get("overwrite") is True)

@@ -1,6 +1,7 @@
 """Object storage for metadata files: S3 through the minio SDK, or a local directory.
 
-The interface is deliberately small (``write_new``, ``read``, ``exists``, ``delete``, ``list``).
+The interface is deliberately small (``write_new``, ``read``, ``exists``, ``delete``, ``list``)
+and takes only parsed ``app.locations.Location`` values: raw text never reaches S3 or the disk.
 ``write_new`` never overwrites: callers pass a fresh name per version and the S3 store adds a
 conditional ``If-None-Match: *`` so a server that supports it refuses a second write too.
 Failures to reach the store leave here as ``ServiceUnavailable`` (503 + Retry-After).
@@ -15,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
 
 import urllib3
 from minio import Minio
@@ -24,6 +25,7 @@ from minio.error import S3Error
 
 from app import metrics  # prometheus only, no app imports
 from app.errors import AlreadyExists, BadRequest, CatalogError, ServiceUnavailable
+from app.locations import InvalidLocation, Location
 from app.settings import S3Settings
 
 log = logging.getLogger(__name__)
@@ -34,20 +36,29 @@ class ObjectNotFound(CatalogError):
 
 
 class ObjectStore(Protocol):
-    def write_new(self, location: str, data: bytes, content_type: str = ...) -> None: ...
-    def read(self, location: str) -> bytes: ...
-    def exists(self, location: str) -> bool: ...
-    def delete(self, locations: list[str]) -> None: ...
-    def list(self, prefix: str) -> Iterator[str]: ...
+    def write_new(self, location: Location, data: bytes, content_type: str = ...) -> None: ...
+    def read(self, location: Location) -> bytes: ...
+    def exists(self, location: Location) -> bool: ...
+    def delete(self, locations: list[Location]) -> None: ...
+    def list(self, prefix: Location) -> Iterator[Location]: ...
     def ping(self) -> None: ...
 
 
-def split_s3(location: str) -> tuple[str, str]:
-    """``s3://bucket/key`` -> (bucket, key); also accepts s3a:// and s3n:// as Spark writes them."""
-    parsed = urlparse(location)
-    if parsed.scheme not in ("s3", "s3a", "s3n") or not parsed.netloc:
-        raise BadRequest(f"Not an S3 location: {location}")
-    return parsed.netloc, parsed.path.lstrip("/")
+def _object(location: Location) -> Location:
+    """Only a parsed location naming an object (not a bucket or the file-system root) gets here."""
+    if not isinstance(location, Location):
+        raise TypeError(f"object stores take a parsed Location, not {type(location).__name__}")
+    if not location.key:
+        raise BadRequest(f"{location.uri} names a bucket or root, not an object")
+    return location
+
+
+def _s3(location: Location) -> tuple[str, str]:
+    """(bucket, key) of a parsed ``s3`` location naming an object."""
+    location = _object(location)
+    if location.scheme != "s3":
+        raise BadRequest(f"Not an S3 location: {location.uri}")
+    return location.bucket, location.key
 
 
 class S3ObjectStore:
@@ -93,17 +104,17 @@ class S3ObjectStore:
             log.warning("object storage unreachable during %s: %s", what, type(exc).__name__)
             raise ServiceUnavailable("Object storage is unavailable, retry later") from exc
 
-    def write_new(self, location: str, data: bytes, content_type: str = "application/json") -> None:
-        bucket, key = split_s3(location)
+    def write_new(self, location: Location, data: bytes, content_type: str = "application/json") -> None:
+        bucket, key = _s3(location)
         headers = {"If-None-Match": "*", "Content-Type": content_type}
-        with self._calls(f"write {location}"):
+        with self._calls(f"write {location.uri}"):
             # put_object() would turn If-None-Match into user metadata; the plain PUT keeps it a
             # real conditional header (minio 7.2 is pinned in requirements.txt).
             self.client._put_object(bucket, key, data, headers=headers)
 
-    def read(self, location: str) -> bytes:
-        bucket, key = split_s3(location)
-        with self._calls(f"read {location}"):
+    def read(self, location: Location) -> bytes:
+        bucket, key = _s3(location)
+        with self._calls(f"read {location.uri}"):
             response = self.client.get_object(bucket, key)
             try:
                 return response.read()
@@ -111,19 +122,19 @@ class S3ObjectStore:
                 response.close()
                 response.release_conn()
 
-    def exists(self, location: str) -> bool:
-        bucket, key = split_s3(location)
+    def exists(self, location: Location) -> bool:
+        bucket, key = _s3(location)
         try:
-            with self._calls(f"stat {location}"):
+            with self._calls(f"stat {location.uri}"):
                 self.client.stat_object(bucket, key)
         except ObjectNotFound:
             return False
         return True
 
-    def delete(self, locations: list[str]) -> None:
+    def delete(self, locations: list[Location]) -> None:
         by_bucket: dict[str, list[DeleteObject]] = {}
         for location in locations:
-            bucket, key = split_s3(location)
+            bucket, key = _s3(location)
             by_bucket.setdefault(bucket, []).append(DeleteObject(key))
         for bucket, objects in by_bucket.items():
             with self._calls(f"delete in {bucket}"):
@@ -132,12 +143,24 @@ class S3ObjectStore:
             if failed:
                 raise ServiceUnavailable(f"Object storage could not delete {len(failed)} objects")
 
-    def list(self, prefix: str) -> Iterator[str]:
-        bucket, key = split_s3(prefix)
-        scheme = urlparse(prefix).scheme
-        with self._calls(f"list {prefix}"):
-            for obj in self.client.list_objects(bucket, prefix=key, recursive=True):
-                yield f"{scheme}://{bucket}/{obj.object_name}"
+    def list(self, prefix: Location) -> Iterator[Location]:
+        """Every object at or under ``prefix`` (by segments) whose key the model accepts.
+
+        A key the model refuses (``a//b``, ``x?y``, written by another client) is skipped and
+        logged: Growler never touches what it cannot name unambiguously.
+        """
+        if prefix.scheme != "s3":
+            raise BadRequest(f"Not an S3 location: {prefix.uri}")
+        listed = prefix.key + "/" if prefix.key else ""
+        with self._calls(f"list {prefix.uri}"):
+            for obj in self.client.list_objects(prefix.bucket, prefix=listed, recursive=True):
+                try:
+                    found = Location.parse(f"s3://{prefix.bucket}/{obj.object_name}")
+                except InvalidLocation:
+                    log.warning("skipping an object whose key is not a valid location under %s", prefix.uri)
+                    continue
+                if found.key and found.key == obj.object_name and found.is_within(prefix):
+                    yield found
 
     def ensure_bucket(self, bucket: str) -> None:
         with self._calls(f"create bucket {bucket}"):
@@ -153,17 +176,17 @@ class S3ObjectStore:
             self.client.list_buckets()
 
 
-def local_path(location: str) -> Path:
-    parsed = urlparse(location)
-    if parsed.scheme != "file":
-        raise BadRequest(f"Not a file:// location: {location}")
-    return Path(unquote(parsed.path))
+def local_path(location: Location) -> Path:
+    location = _object(location)
+    if location.scheme != "file":
+        raise BadRequest(f"Not a file: location: {location.uri}")
+    return Path(location.path)
 
 
 class LocalObjectStore:
-    """``file://`` warehouses: for single-machine use and tests that need no S3."""
+    """``file:`` locations: for single-machine use and tests that need no S3."""
 
-    def write_new(self, location: str, data: bytes, content_type: str = "application/json") -> None:
+    def write_new(self, location: Location, data: bytes, content_type: str = "application/json") -> None:
         path = local_path(location)
         path.parent.mkdir(parents=True, exist_ok=True)
         # Write to a temp file, then link it into place: link() fails if the name exists, so a
@@ -177,32 +200,39 @@ class LocalObjectStore:
             try:
                 os.link(tmp, path)
             except FileExistsError as exc:
-                raise AlreadyExists(f"write {location}: object already exists") from exc
+                raise AlreadyExists(f"write {location.uri}: object already exists") from exc
         finally:
             os.unlink(tmp)
 
-    def read(self, location: str) -> bytes:
+    def read(self, location: Location) -> bytes:
         try:
             return local_path(location).read_bytes()
-        except FileNotFoundError as exc:
-            raise ObjectNotFound(f"read {location}: no such file") from exc
+        except (FileNotFoundError, NotADirectoryError) as exc:
+            raise ObjectNotFound(f"read {location.uri}: no such file") from exc
 
-    def exists(self, location: str) -> bool:
+    def exists(self, location: Location) -> bool:
         return local_path(location).is_file()
 
-    def delete(self, locations: list[str]) -> None:
+    def delete(self, locations: list[Location]) -> None:
         for location in locations:
-            local_path(location).unlink(missing_ok=True)
+            path = local_path(location)
+            if not path.is_dir():  # unlink() of a symlink removes the link, never its target
+                path.unlink(missing_ok=True)
 
-    def list(self, prefix: str) -> Iterator[str]:
-        root = local_path(prefix)
-        if root.is_file():
-            yield root.as_uri()
-            return
-        if root.is_dir():
+    def list(self, prefix: Location) -> Iterator[Location]:
+        if prefix.scheme != "file":
+            raise BadRequest(f"Not a file: location: {prefix.uri}")
+        root = Path(prefix.path)
+        if root.is_dir() and not root.is_symlink():
             for path in sorted(root.rglob("*")):
-                if path.is_file():
-                    yield path.as_uri()
+                if path.is_file() or path.is_symlink():
+                    try:
+                        found = Location.parse("file://" + str(path))
+                    except InvalidLocation:
+                        log.warning("skipping a file whose name is not a valid location under %s", prefix.uri)
+                        continue
+                    if found.is_within(prefix):
+                        yield found
 
     def ping(self) -> None:
         return None
@@ -215,30 +245,33 @@ class RoutingObjectStore:
         self.s3 = s3
         self.local = local or LocalObjectStore()
 
-    def _store(self, location: str) -> ObjectStore:
-        scheme = urlparse(location).scheme
-        if scheme == "file":
+    def _store(self, location: Location) -> ObjectStore:
+        if not isinstance(location, Location):
+            raise TypeError(f"object stores take a parsed Location, not {type(location).__name__}")
+        if location.scheme == "file":
             return self.local
-        if scheme in ("s3", "s3a", "s3n"):
-            if self.s3 is None:
-                raise BadRequest("No S3 endpoint is configured for s3:// locations")
-            return self.s3
-        raise BadRequest(f"Unsupported storage location scheme: {location}")
+        if self.s3 is None:
+            raise BadRequest("No S3 endpoint is configured for s3:// locations")
+        return self.s3
 
-    def write_new(self, location: str, data: bytes, content_type: str = "application/json") -> None:
+    def write_new(self, location: Location, data: bytes, content_type: str = "application/json") -> None:
         self._store(location).write_new(location, data, content_type)
 
-    def read(self, location: str) -> bytes:
+    def read(self, location: Location) -> bytes:
         return self._store(location).read(location)
 
-    def exists(self, location: str) -> bool:
+    def exists(self, location: Location) -> bool:
         return self._store(location).exists(location)
 
-    def delete(self, locations: list[str]) -> None:
-        for location in locations:
-            self._store(location).delete([location])
+    def delete(self, locations: list[Location]) -> None:
+        s3 = [location for location in locations if self._store(location) is self.s3]
+        if s3:
+            self._store(s3[0]).delete(s3)
+        local = [location for location in locations if location.scheme == "file"]
+        if local:
+            self.local.delete(local)
 
-    def list(self, prefix: str) -> Iterator[str]:
+    def list(self, prefix: Location) -> Iterator[Location]:
         return self._store(prefix).list(prefix)
 
     def ping(self) -> None:

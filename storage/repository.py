@@ -5,7 +5,9 @@ Methods return plain dicts/tuples and raise ``app.errors`` exceptions; callers n
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import re
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
@@ -13,6 +15,7 @@ from psycopg import errors as pg_errors
 from psycopg.types.json import Jsonb
 
 from app.errors import AlreadyExists, BadRequest, NamespaceNotEmpty, NoSuchNamespace
+from app.locations import InvalidLocation, Location
 from storage.db import AsyncDatabase, Database
 
 
@@ -22,6 +25,11 @@ class WarehouseRow:
     name: str
     location: str
     storage: dict[str, Any]
+    # extra prefixes where tables and views may live (see app.locations / EntryService)
+    allowed_locations: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "allowed_locations", tuple(self.allowed_locations or ()))
 
 
 @dataclass(frozen=True)
@@ -98,6 +106,14 @@ class NewEntry:
         return (self.name, self.kind, self.uuid, self.location, self.metadata_location, self.metadata)
 
 
+_WAREHOUSE_COLUMNS = "id, name, location, storage, allowed_locations"
+
+
+def _bare(location: Location) -> str:
+    """The text a reference to ``location`` contains whatever its scheme spelling: ``bucket/key``."""
+    return f"{location.bucket}/{location.key}".strip("/") if location.scheme == "s3" else location.key
+
+
 def _dotted(path: tuple[str, ...] | list[str]) -> str:
     return ".".join(path)
 
@@ -108,29 +124,28 @@ class CatalogRepository:
 
     # -- warehouses ---------------------------------------------------------------------
 
-    def upsert_warehouse(self, name: str, location: str, storage: dict[str, Any]) -> WarehouseRow:
+    def upsert_warehouse(
+        self, name: str, location: str, storage: dict[str, Any], allowed_locations: list[str] | None = None
+    ) -> WarehouseRow:
         """Create the warehouse, or bring its settings in line with the configuration."""
+        allowed = list(allowed_locations or [])
         with self.db.connection() as conn:
             row = conn.execute(
-                "INSERT INTO warehouse (name, location, storage) VALUES (%s, %s, %s)"
+                "INSERT INTO warehouse (name, location, storage, allowed_locations) VALUES (%s, %s, %s, %s)"
                 " ON CONFLICT (name) DO UPDATE SET location = EXCLUDED.location,"
-                " storage = EXCLUDED.storage, updated_at = now()"
-                " WHERE (warehouse.location, warehouse.storage)"
-                "  IS DISTINCT FROM (EXCLUDED.location, EXCLUDED.storage)"
-                " RETURNING id, name, location, storage",
-                (name, location, Jsonb(storage)),
+                " storage = EXCLUDED.storage, allowed_locations = EXCLUDED.allowed_locations, updated_at = now()"
+                " WHERE (warehouse.location, warehouse.storage, warehouse.allowed_locations)"
+                "  IS DISTINCT FROM (EXCLUDED.location, EXCLUDED.storage, EXCLUDED.allowed_locations)"
+                f" RETURNING {_WAREHOUSE_COLUMNS}",
+                (name, location, Jsonb(storage), allowed),
             ).fetchone()
             if row is None:  # unchanged: the conditional upsert returned nothing
-                row = conn.execute(
-                    "SELECT id, name, location, storage FROM warehouse WHERE name = %s", (name,)
-                ).fetchone()
+                row = conn.execute(f"SELECT {_WAREHOUSE_COLUMNS} FROM warehouse WHERE name = %s", (name,)).fetchone()
         return WarehouseRow(**row)
 
     def get_warehouse(self, name: str) -> WarehouseRow | None:
         with self.db.connection() as conn:
-            row = conn.execute(
-                "SELECT id, name, location, storage FROM warehouse WHERE name = %s", (name,)
-            ).fetchone()
+            row = conn.execute(f"SELECT {_WAREHOUSE_COLUMNS} FROM warehouse WHERE name = %s", (name,)).fetchone()
         return WarehouseRow(**row) if row else None
 
     # -- namespaces ---------------------------------------------------------------------
@@ -416,7 +431,13 @@ class CatalogRepository:
         return [row["location"] for row in rows]
 
     def delete_entry(
-        self, warehouse_id: int, namespace: tuple[str, ...], name: str, kind: str, purge_objects: list[str] | None
+        self,
+        warehouse_id: int,
+        namespace: tuple[str, ...],
+        name: str,
+        kind: str,
+        purge_objects: list[str] | None,
+        metadata_path: str | None = None,
     ) -> EntryRow | None:
         """Remove an entry; with ``purge_objects`` also queue its files for deletion, atomically."""
         with self.db.transaction() as conn:
@@ -428,8 +449,8 @@ class CatalogRepository:
             ).fetchone()
             if row is not None and purge_objects is not None:
                 conn.execute(
-                    "INSERT INTO purge_job (location, extra_objects) VALUES (%s, %s)",
-                    (row["location"], purge_objects),
+                    "INSERT INTO purge_job (location, extra_objects, metadata_path) VALUES (%s, %s, %s)",
+                    (row["location"], purge_objects, metadata_path),
                 )
         return EntryRow(**row) if row else None
 
@@ -460,14 +481,69 @@ class CatalogRepository:
                 raise AlreadyExists(f"Table or view already exists: {_dotted((*dst_ns, dst_name))}") from exc
             return cursor.rowcount == 1
 
-    def location_in_use(self, location: str) -> bool:
-        """Whether a live table/view sits at or under ``location`` (purges must not touch it)."""
+    def entries_overlapping(self, roots: list[Location], exclude_id: int | None = None) -> list[EntryRow]:
+        """Live tables and views (any warehouse) whose location or metadata directory (that of
+        its current metadata file) is at, under or above one of ``roots``, compared by segments.
+
+        SQL narrows the rows by text (scheme spellings and trailing slashes ignored); the model
+        decides. The documents themselves are not read.
+        """
+        if not roots:
+            return []
+        needles = [_bare(root) for root in roots]
         with self.db.connection() as conn:
-            row = conn.execute(
-                "SELECT 1 FROM catalog_entry WHERE location = %s OR starts_with(location, %s) LIMIT 1",
-                (location, location.rstrip("/") + "/"),
-            ).fetchone()
-        return row is not None
+            rows = conn.execute(
+                "WITH e AS (SELECT id, kind, uuid::text AS uuid, location, metadata_location,"
+                "  rtrim(regexp_replace(location, '^[A-Za-z0-9]+:/*', ''), '/') AS l,"
+                "  regexp_replace(regexp_replace(metadata_location, '^[A-Za-z0-9]+:/*', ''), '/[^/]*$', '') AS m"
+                "  FROM catalog_entry WHERE id IS DISTINCT FROM %(me)s)"
+                " SELECT id, kind, uuid, location, metadata_location, '' AS metadata"
+                " FROM e, unnest(%(roots)s::text[]) r"
+                " WHERE starts_with(e.l || '/', r || '/') OR starts_with(r || '/', e.l || '/')"
+                "    OR starts_with(e.m || '/', r || '/') OR starts_with(r || '/', e.m || '/')",
+                {"me": exclude_id, "roots": needles},
+            ).fetchall()
+        found = {}
+        for row in rows:
+            entry = EntryRow(**row)
+            try:
+                places = [Location.parse(entry.location), Location.parse(entry.metadata_location).parent]
+            except InvalidLocation:  # stored before locations were checked: counts as overlapping
+                found[entry.id] = entry
+                continue
+            if any(place.overlaps(root) for place in places for root in roots):
+                found[entry.id] = entry
+        return list(found.values())
+
+    def references_under(self, root: Location) -> set[Location]:
+        """Objects under ``root`` that a live table's or view's metadata names: current metadata
+        file, metadata-log entries, snapshot manifest lists (a purge must leave them)."""
+        needle = re.match(r"[\x20-\x7e]*", _bare(root)).group()  # documents may escape the rest
+        with self.db.connection() as conn:
+            rows = conn.execute(
+                "SELECT metadata_location, metadata FROM catalog_entry WHERE strpos(metadata, %s) > 0"
+                " OR strpos(metadata_location, %s) > 0",
+                (needle, needle),
+            ).fetchall()
+        found: set[Location] = set()
+        for row in rows:
+            texts = [row["metadata_location"]]
+            try:
+                document = json.loads(row["metadata"])
+            except ValueError:
+                document = {}
+            logged = document.get("metadata-log") or []
+            texts += [entry.get("metadata-file") for entry in logged if isinstance(entry, dict)]
+            snapshots = document.get("snapshots") or []
+            texts += [snapshot.get("manifest-list") for snapshot in snapshots if isinstance(snapshot, dict)]
+            for text in texts:
+                try:
+                    location = Location.parse(text)
+                except InvalidLocation:
+                    continue
+                if location.is_within(root):
+                    found.add(location)
+        return found
 
     def current_metadata_locations(self, locations: list[str]) -> set[str]:
         with self.db.connection() as conn:
@@ -482,7 +558,7 @@ class CatalogRepository:
         """Take the next due purge job and push its lease forward (another worker skips it)."""
         with self.db.transaction() as conn:
             row = conn.execute(
-                "SELECT id, location, extra_objects FROM purge_job WHERE not_before <= now()"
+                "SELECT id, location, extra_objects, metadata_path FROM purge_job WHERE not_before <= now()"
                 " ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED"
             ).fetchone()
             if row is None:

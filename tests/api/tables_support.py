@@ -3,9 +3,35 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from typing import Any
 
+from app.locations import Location
+
 PREFIX = "/v1/test"
+
+
+class TextStore:
+    """The catalog's object store for tests, which name objects by text: the store itself takes
+    only parsed locations (``app.locations``); listings come back as canonical text."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+
+    def read(self, location: str) -> bytes:
+        return self.real.read(Location.parse(location))
+
+    def exists(self, location: str) -> bool:
+        return self.real.exists(Location.parse(location))
+
+    def write_new(self, location: str, data: bytes, content_type: str = "application/json") -> None:
+        self.real.write_new(Location.parse(location), data, content_type)
+
+    def delete(self, locations: list[str]) -> None:
+        self.real.delete([Location.parse(location) for location in locations])
+
+    def list(self, prefix: str) -> Iterator[str]:
+        return (found.uri for found in self.real.list(Location.parse(prefix)))
 
 SCHEMA: dict[str, Any] = {
     "type": "struct",

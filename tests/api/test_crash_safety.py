@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 from app.housekeeping import Housekeeper
+from app.locations import Location
 from storage.idempotency import IdempotencyRepository
 from tests.api.tables_support import PREFIX, create_request, table_url, tables_url
 
@@ -30,18 +31,18 @@ def test_orphan_of_a_dead_worker_is_swept(client, app, db):
     tables = app.app.extensions["growler.tables"]
     orphan = current["metadata"]["location"] + "/metadata/00001-dead-worker.metadata.json"
     tables.repository.record_pending([orphan])
-    tables.objects.write_new(orphan, b"{}")
+    tables.objects.write_new(Location.parse(orphan), b"{}")
     # a pending record naming the *current* file (cannot happen, but must never cost the table)
     tables.repository.record_pending([current["metadata-location"]])
 
     assert housekeeper(app).sweep_pending(grace_s=3600) == 0  # young: may still be committing
-    assert tables.objects.exists(orphan)
+    assert tables.objects.exists(Location.parse(orphan))
 
     db.execute("UPDATE pending_object SET created_at = now() - interval '2 hours'")
     # (the app's own housekeeping thread may get there first: assert the outcome, not who did it)
     assert housekeeper(app).sweep_pending(grace_s=3600) in (0, 1)
-    assert not tables.objects.exists(orphan)
-    assert tables.objects.exists(current["metadata-location"])
+    assert not tables.objects.exists(Location.parse(orphan))
+    assert tables.objects.exists(Location.parse(current["metadata-location"]))
     assert db.execute("SELECT count(*) FROM pending_object").fetchone()[0] == 0
     assert client.get(table_url("t")).status_code == 200
 
@@ -50,12 +51,12 @@ def test_failed_swap_deletes_its_file(client, app, monkeypatch):
     client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
     client.post(tables_url(), json=create_request("t"))
     tables = app.app.extensions["growler.tables"]
-    before = set(tables.objects.list("s3://growler-test-warehouse/"))
+    before = set(tables.objects.list(Location.parse("s3://growler-test-warehouse/")))
     monkeypatch.setattr(tables.repository, "swap_metadata", lambda swaps: False)
     response = client.post(table_url("t"), json={"requirements": [], "updates": [
         {"action": "set-properties", "updates": {"a": "1"}}]})
     assert response.status_code == 409
-    assert set(tables.objects.list("s3://growler-test-warehouse/")) == before
+    assert set(tables.objects.list(Location.parse("s3://growler-test-warehouse/"))) == before
 
 
 def _break_after_swap(monkeypatch, repository, *, committed: bool, database_answers: bool):

@@ -12,6 +12,7 @@ import pytest
 from tests.api.tables_support import (
     PREFIX,
     SORT_ORDER,
+    TextStore,
     append,
     create_request,
     table_url,
@@ -30,7 +31,7 @@ def ns(client):
 
 @pytest.fixture
 def s3(app):
-    return app.app.extensions["growler.catalog"].objects
+    return TextStore(app.app.extensions["growler.catalog"].objects)
 
 
 def objects_under(s3, location: str) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from app.locations import Location
 from tests.api.tables_support import PREFIX, create_request, table_url, tables_url
 
 COMMIT = f"{PREFIX}/transactions/commit"
@@ -24,7 +25,7 @@ def change(name: str, requirements=None, **properties):
 
 
 def bucket_objects(app) -> set[str]:
-    return set(app.app.extensions["growler.catalog"].objects.list("s3://growler-test-warehouse/"))
+    return set(app.app.extensions["growler.catalog"].objects.list(Location.parse("s3://growler-test-warehouse/")))
 
 
 def test_commits_every_table(client, three_tables):

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.api.tables_support import PREFIX, create_request, table_url, tables_url
+from tests.api.tables_support import PREFIX, TextStore, create_request, table_url, tables_url
 from tests.conftest import TEST_BUCKET
 
 NS = ("db", "nested")
@@ -84,7 +84,7 @@ def ns(client):
 
 @pytest.fixture
 def s3(app):
-    return app.app.extensions["growler.catalog"].objects
+    return TextStore(app.app.extensions["growler.catalog"].objects)
 
 
 @pytest.fixture
@@ -464,7 +464,7 @@ class RaceOnWrite:
         if not self.fired:
             self.fired = True
             self.interloper()
-        self.written.append(location)
+        self.written.append(location.uri)
         self.real.write_new(location, data, content_type)
 
     def __getattr__(self, name: str):

@@ -66,6 +66,7 @@ import httpx
 import psycopg
 import pytest
 
+from app.locations import Location
 from storage.objects import S3ObjectStore
 from tests.api.tables_support import create_request
 from tests.integration.conftest import REPO, Server, server_env, start_server, stop_server
@@ -465,14 +466,15 @@ def load_final(server: Server, load: Load, table: str) -> dict[str, Any]:
 
 
 def read_metadata_object(store: S3ObjectStore, location: str) -> dict[str, Any]:
-    data = store.read(location)
+    data = store.read(Location.parse(location))
     if data[:2] == b"\x1f\x8b":
         data = gzip.decompress(data)
     return json.loads(data)
 
 
 def metadata_objects(store: S3ObjectStore, table_location: str) -> set[str]:
-    return {obj for obj in store.list(table_location.rstrip("/") + "/") if obj.endswith(".metadata.json")}
+    listed = store.list(Location.parse(table_location))
+    return {obj.uri for obj in listed if obj.uri.endswith(".metadata.json")}
 
 
 def pending_records(services, table_location: str) -> list[str]:

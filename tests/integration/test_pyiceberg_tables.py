@@ -35,6 +35,7 @@ from pyiceberg.types import (
     TimestampType,
 )
 
+from app.locations import Location
 from storage.objects import S3ObjectStore
 
 NS = "shop"
@@ -101,7 +102,7 @@ def objects(settings) -> S3ObjectStore:
 
 
 def objects_under(objects: S3ObjectStore, location: str) -> list[str]:
-    return sorted(objects.list(location.rstrip("/") + "/"))
+    return sorted(found.uri for found in objects.list(Location.parse(location)))
 
 
 def create_sales(catalog: RestCatalog, name: str = "sales", **kwargs):
@@ -148,7 +149,7 @@ def test_create_partitioned_append_and_read_back(catalog, objects, settings):
     assert any("category=b/ts_day=2024-01-01/" in f for f in data_files)
     # and the catalog's pointer is the file PyIceberg was told about
     assert catalog.load_table((NS, "sales")).metadata_location == table.metadata_location
-    assert objects.exists(table.metadata_location)
+    assert objects.exists(Location.parse(table.metadata_location))
 
 
 def test_second_client_reads_table_knowing_only_the_url(server, catalog):
@@ -417,7 +418,7 @@ def test_staged_create_transaction(catalog, objects):
     assert [f.name for f in loaded.spec().fields] == ["category", "ts_day"]
     assert len(loaded.snapshots()) == 1
     assert ids_of(loaded.scan().to_arrow()) == [1, 2]
-    assert objects.exists(loaded.metadata_location)
+    assert objects.exists(Location.parse(loaded.metadata_location))
 
 
 def test_staged_create_without_data(catalog):

@@ -19,6 +19,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
+from app.locations import Location
 from storage.objects import S3ObjectStore
 from tests.integration.spark_support import CATALOG, add_catalog, shared_session, spark_env
 
@@ -73,7 +74,7 @@ def load_table(server, namespace: str, name: str) -> dict:
 
 
 def objects_under(objects: S3ObjectStore, location: str) -> list[str]:
-    return sorted(objects.list(location.rstrip("/") + "/"))
+    return sorted(found.uri for found in objects.list(Location.parse(location)))
 
 
 def wait_until_empty(objects: S3ObjectStore, location: str, timeout_s: float = 30.0) -> list[str]:
@@ -485,13 +486,13 @@ def test_maintenance_procedures(spark, server, ns, objects):
     # runs with its default (3 days: nothing that young is touched), and the deletion of a
     # just-written orphan goes through the Spark action the procedure wraps.
     orphan = f"{location}/data/orphan-{int(time.time())}.parquet"
-    objects.write_new(orphan, b"not referenced by any snapshot", "application/octet-stream")
+    objects.write_new(Location.parse(orphan), b"not referenced by any snapshot", "application/octet-stream")
     dry = rows(spark, f"CALL {CATALOG}.system.remove_orphan_files(table => '{name}', prefix_listing => true)")
     assert dry == []
-    assert objects.exists(orphan)
+    assert objects.exists(Location.parse(orphan))
     removed = delete_orphan_files(spark, table, older_than=datetime.now(UTC) + timedelta(minutes=1))
     assert removed == [orphan]  # exactly the planted object: every file Growler wrote is referenced
-    assert not objects.exists(orphan)
+    assert not objects.exists(Location.parse(orphan))
     assert rows(spark, f"SELECT * FROM {table} ORDER BY id") == expected
 
 
