@@ -61,6 +61,28 @@ class RequestIdMiddleware:
         await self.app(scope, receive, send_with_id)
 
 
+class LivenessMiddleware:
+    """``GET /healthz`` answered on the event loop, without connexion, Flask or a thread.
+
+    Liveness must not depend on how busy the worker is: through Flask it waited for one of the
+    threads that run the handlers, which a burst of large commits can occupy for seconds.
+    Placed inside the observability middleware, so it is logged and counted like any request.
+    """
+
+    BODY = b'{"status":"alive"}'
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != "/healthz" or scope["method"] != "GET":
+            await self.app(scope, receive, send)
+            return
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(self.BODY)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": self.BODY})
+
+
 class RequestGuardMiddleware:
     def __init__(self, app: ASGIApp, *, max_body_bytes: int, default_prefix: str) -> None:
         self.app = app
