@@ -179,7 +179,7 @@ class EntryService:
         try:
             limits = self.settings.limits
             text = decode_metadata(self.objects.read(location, limits.max_metadata_bytes), limits.max_inflated_bytes)
-            check_metadata_schemas(load_json(text, limits, "metadata file"), limits)
+            check_metadata_schemas(load_json(text, limits, "metadata file", items=False), limits)
             return text
         except ObjectNotFound as exc:
             raise BadRequest(f"Metadata file does not exist: {location}") from exc

@@ -26,6 +26,7 @@ gzip bomb costs at most the bound in memory.
 from __future__ import annotations
 
 import json
+import json.scanner
 import math
 import zlib
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ class Limits:
     """The caps (``GROWLER_MAX_*`` settings; README "Behaviour worth knowing")."""
 
     max_json_depth: int = 64
+    max_json_items: int = 20_000
     max_number_length: int = 40
     max_updates: int = 5000
     max_requirements: int = 1000
@@ -65,8 +67,8 @@ class Limits:
             raise ValueError("GROWLER_MAX_JSON_DEPTH must be between 2 and 500")
         if not 20 <= self.max_number_length <= 4000:  # int64 needs 20; Python refuses > 4300 digits
             raise ValueError("GROWLER_MAX_NUMBER_LENGTH must be between 20 and 4000")
-        values = (self.max_updates, self.max_requirements, self.max_table_changes, self.max_schema_fields,
-                  self.max_metadata_bytes, self.max_inflated_bytes)
+        values = (self.max_json_items, self.max_updates, self.max_requirements, self.max_table_changes,
+                  self.max_schema_fields, self.max_metadata_bytes, self.max_inflated_bytes)
         if min(values) < 1:
             raise ValueError("the GROWLER_MAX_* limits must be positive")
 
@@ -75,8 +77,18 @@ class _Refused(ValueError):
     """Raised from the parser's hooks; carries the client-facing message."""
 
 
-def load_json(text: str | bytes, limits: Limits, what: str = "request body") -> Any:
-    """Parse ``text`` within ``limits``; anything else is a 400 naming the rule it broke."""
+# Documents larger than this are parsed by the json module's Python scanner (its C string
+# scanner still does the strings): slower, but it lets other threads - the event loop - run
+# between any two values, where one C-level ``json.loads`` of megabytes holds the GIL throughout.
+LARGE_DOCUMENT_CHARS = 256 * 1024
+
+
+def load_json(text: str | bytes, limits: Limits, what: str = "request body", *, items: bool = True) -> Any:
+    """Parse ``text`` within ``limits``; anything else is a 400 naming the rule it broke.
+
+    ``items=False`` leaves out the cap on members/elements per object/array (registered metadata
+    files list every snapshot of a table's history).
+    """
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
@@ -103,11 +115,13 @@ def load_json(text: str | bytes, limits: Limits, what: str = "request body") -> 
     def parse_constant(literal: str) -> float:
         raise _Refused(f"{literal} is not a JSON value")
 
+    decoder = json.JSONDecoder(
+        parse_int=parse_int, parse_float=parse_float, parse_constant=parse_constant, object_hook=_object
+    )
+    if len(text) > LARGE_DOCUMENT_CHARS:
+        decoder.scan_once = json.scanner.py_make_scanner(decoder)
     try:
-        value = json.loads(
-            text, parse_int=parse_int, parse_float=parse_float, parse_constant=parse_constant,
-            object_pairs_hook=dict,
-        )
+        value = decoder.decode(text)
     except _Refused as exc:
         raise BadRequest(f"Invalid JSON: {exc}") from None
     except RecursionError:
@@ -116,19 +130,26 @@ def load_json(text: str | bytes, limits: Limits, what: str = "request body") -> 
         raise BadRequest(truncate(f"Invalid JSON in the {what}: {exc}")) from None
     except ValueError as exc:  # int() of a literal Python refuses to convert
         raise BadRequest(f"Invalid JSON: a number in the {what} cannot be read ({type(exc).__name__})") from None
-    _check_tree(value, limits.max_json_depth, what)
+    _check_tree(value, limits.max_json_depth, limits.max_json_items if items else None, what)
     if "\\ud" in text or "\\uD" in text:  # only an escape can carry a surrogate past UTF-8 decoding
         _check_no_lone_surrogates(value, what)
     return value
 
 
-def _check_tree(value: Any, max_depth: int, what: str) -> None:
-    """Depth (iteratively, no recursion) and the 32-bit members, in one pass over the containers."""
+def _object(value: dict[str, Any]) -> dict[str, Any]:
+    """A Python-level hook: with the C scanner, each object is a point where other threads may run."""
+    return value
+
+
+def _check_tree(value: Any, max_depth: int, max_items: int | None, what: str) -> None:
+    """Depth (iteratively, no recursion), container sizes and the 32-bit members, in one pass."""
     stack = [(value, 1)]
     while stack:
         node, depth = stack.pop()
         if depth > max_depth:
             raise BadRequest(f"Invalid JSON: the {what} is nested deeper than {max_depth} levels")
+        if max_items is not None and len(node) > max_items:
+            raise BadRequest(f"Invalid JSON: an object or array in the {what} has more than {max_items} entries")
         if type(node) is dict:
             for key, item in node.items():
                 kind = type(item)

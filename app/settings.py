@@ -91,6 +91,7 @@ class Settings:
             max_page_size=_int(env, "GROWLER_MAX_PAGE_SIZE", 1000),
             limits=Limits(
                 max_json_depth=_int(env, "GROWLER_MAX_JSON_DEPTH", Limits.max_json_depth),
+                max_json_items=_int(env, "GROWLER_MAX_JSON_ITEMS", Limits.max_json_items),
                 max_number_length=_int(env, "GROWLER_MAX_NUMBER_LENGTH", Limits.max_number_length),
                 max_updates=_int(env, "GROWLER_MAX_UPDATES", Limits.max_updates),
                 max_requirements=_int(env, "GROWLER_MAX_REQUIREMENTS", Limits.max_requirements),
