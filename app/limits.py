@@ -143,7 +143,7 @@ def _object(value: dict[str, Any]) -> dict[str, Any]:
 
 def _check_tree(value: Any, max_depth: int, max_items: int | None, what: str) -> None:
     """Depth (iteratively, no recursion), container sizes and the 32-bit members, in one pass."""
-    stack = [(value, 1)]
+    stack = [(value, 1)] if type(value) is dict or type(value) is list else []
     while stack:
         node, depth = stack.pop()
         if depth > max_depth:
