@@ -29,6 +29,7 @@ from app.identifiers import (
     page_window,
 )
 from app.locations import InvalidLocation, Location, is_allowed, safe_segment
+from app.limits import check_metadata_schemas, inflate, load_json
 from app.settings import Settings
 from storage.objects import ObjectNotFound, ObjectStore
 from storage.repository import CatalogRepository, EntryRow, NewEntry, WarehouseRow
@@ -50,9 +51,9 @@ def encode_metadata(text: str, location: str) -> bytes:
     return gzip.compress(data, mtime=0) if location.endswith(".gz.metadata.json") else data
 
 
-def decode_metadata(data: bytes) -> str:
+def decode_metadata(data: bytes, max_inflated_bytes: int | None = None) -> str:
     if data[:2] == GZIP_MAGIC:
-        data = gzip.decompress(data)
+        data = gzip.decompress(data) if max_inflated_bytes is None else inflate(data, max_inflated_bytes)
     return data.decode("utf-8")
 
 
@@ -185,7 +186,10 @@ class EntryService:
         """registerTable/registerView: the text of an existing metadata file in the warehouse."""
         parsed = self._require_inside_warehouse(warehouse, location, "metadata-location")
         try:
-            return decode_metadata(self.objects.read(parsed))
+            limits = self.settings.limits
+            text = decode_metadata(self.objects.read(parsed, limits.max_metadata_bytes), limits.max_inflated_bytes)
+            check_metadata_schemas(load_json(text, limits, "metadata file", items=False), limits)
+            return text
         except ObjectNotFound as exc:
             raise BadRequest(f"Metadata file does not exist: {location}") from exc
         except (UnicodeDecodeError, OSError, EOFError) as exc:

@@ -121,9 +121,17 @@ class ServiceUnavailable(CatalogError):
         return {"Retry-After": str(self.retry_after)}
 
 
+MAX_MESSAGE_CHARS = 1000  # longest error message sent to a client
+
+
+def truncate(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """A message of bounded length: messages quote client input (names, values, whole updates)."""
+    return message if len(message) <= limit else message[: limit - 15] + "... (truncated)"
+
+
 def error_body(message: str, error_type: str, code: int) -> dict[str, Any]:
-    """The spec's ``IcebergErrorResponse``."""
-    return {"error": {"message": message, "type": error_type, "code": code}}
+    """The spec's ``IcebergErrorResponse``, its message bounded (``truncate``)."""
+    return {"error": {"message": truncate(message), "type": error_type, "code": code}}
 
 
 # Status codes that reach us from routing/validation layers (connexion, Flask, our ASGI

@@ -23,6 +23,7 @@ from app.errors import CatalogError
 from app.fast_path import LoadTableFastPath
 from app.housekeeping import Housekeeper
 from app.http import (
+    LivenessMiddleware,
     RequestGuardMiddleware,
     RequestIdMiddleware,
     handle_catalog_error,
@@ -36,7 +37,7 @@ from app.observability import ObservabilityMiddleware, configure_event_logs
 from app.resolver import CatalogResolver, implemented_endpoints
 from app.settings import Settings
 from app.tables import TableService
-from app.validation import validator_map
+from app.validation import BoundedJSONProvider, validator_map
 from app.views import ViewService
 from storage.db import AsyncDatabase, Database
 from storage.idempotency import IdempotencyRepository
@@ -94,7 +95,7 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
         resolver=CatalogResolver(spec),
         strict_validation=True,
         validate_responses=settings.validate_responses,
-        validator_map=validator_map(),
+        validator_map=validator_map(settings.limits),
     )
     app.add_middleware(RequestIdMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION)
     # Added after RequestIdMiddleware at the same position = just inside it: sees the request id.
@@ -103,6 +104,7 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
         position=MiddlewarePosition.BEFORE_EXCEPTION,
         namespace_separator=settings.namespace_separator,
     )
+    app.add_middleware(LivenessMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION)  # logged, counted
     if settings.fast_reads:  # just inside observability: logged and counted like any request
         app.add_middleware(
             LoadTableFastPath,
@@ -125,6 +127,7 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
     app.add_error_handler(Exception, handle_unexpected)
 
     flask_app = app.app
+    flask_app.json = type("LimitedJSONProvider", (BoundedJSONProvider,), {"limits": settings.limits})(flask_app)
     flask_app.extensions[CATALOG] = service
     flask_app.extensions[TABLES] = tables
     flask_app.extensions[VIEWS] = views

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -61,11 +62,37 @@ class RequestIdMiddleware:
         await self.app(scope, receive, send_with_id)
 
 
+class LivenessMiddleware:
+    """``GET /healthz`` answered on the event loop, without connexion, Flask or a thread.
+
+    Liveness must not depend on how busy the worker is: through Flask it waited for one of the
+    threads that run the handlers, which a burst of large commits can occupy for seconds.
+    Placed inside the observability middleware, so it is logged and counted like any request.
+    """
+
+    BODY = b'{"status":"alive"}'
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != "/healthz" or scope["method"] != "GET":
+            await self.app(scope, receive, send)
+            return
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(self.BODY)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": self.BODY})
+
+
 class RequestGuardMiddleware:
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int, default_prefix: str) -> None:
+    def __init__(
+        self, app: ASGIApp, *, max_body_bytes: int, default_prefix: str, large_body_bytes: int = 256 * 1024,
+        large_bodies_at_once: int = 1,
+    ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.default_prefix = default_prefix
+        self.large = _LargeBodyLane(large_body_bytes, large_bodies_at_once)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -79,7 +106,11 @@ class RequestGuardMiddleware:
         receive = self._limited(receive)
         if _is_chunked(scope):
             scope, receive = await self._buffered(scope, receive)
-        await self.app(scope, receive, send)
+        if not self.large.applies(scope):
+            await self.app(scope, receive, send)
+            return
+        async with self.large.turn():
+            await self.app(scope, receive, send)
 
     async def _buffered(self, scope: Scope, receive: Receive) -> tuple[Scope, Receive]:
         """Read a chunked body whole (within the limit) and give it a Content-Length.
@@ -143,6 +174,38 @@ class RequestGuardMiddleware:
         if raw is not None:
             raw = raw.replace(b"/v1/", f"/v1/{self.default_prefix}/".encode(), 1)
         return dict(scope, path=path, raw_path=raw)
+
+
+class _LargeBodyLane:
+    """Requests with large bodies take turns within a worker (``large_bodies_at_once`` at a time).
+
+    Parsing, validating and applying a body of megabytes is CPU work in this process: the GIL
+    is shared with the event loop, so every such request running at once adds to how long the
+    loop waits for it, and a burst of them delayed ``/healthz`` and gunicorn's heartbeat by
+    seconds. One at a time, the loop competes with one busy thread; the others wait on the loop
+    without costing anything, and their memory is not taken all at once either. Small requests -
+    nearly all of them - never wait here.
+    """
+
+    def __init__(self, threshold: int, at_once: int) -> None:
+        self.threshold = threshold
+        self.at_once = at_once
+        self._semaphores: dict[int, asyncio.Semaphore] = {}  # per event loop (tests run several)
+
+    def applies(self, scope: Scope) -> bool:
+        for key, value in scope["headers"]:
+            if key == b"content-length":
+                return value.isdigit() and int(value) > self.threshold
+        return False
+
+    def turn(self) -> asyncio.Semaphore:
+        loop = id(asyncio.get_running_loop())
+        semaphore = self._semaphores.get(loop)
+        if semaphore is None:
+            if len(self._semaphores) > 64:
+                self._semaphores.clear()
+            semaphore = self._semaphores[loop] = asyncio.Semaphore(self.at_once)
+        return semaphore
 
 
 def _is_chunked(scope: Scope) -> bool:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from app.locations import InvalidLocation, Location
+from app.limits import Limits
 
 WAREHOUSE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 # Path segments that follow /v1/ directly in unprefixed routes; a warehouse with one of
@@ -60,6 +61,7 @@ class Settings:
     statement_timeout_ms: int = 15_000
     max_body_bytes: int = 8 * 1024 * 1024
     max_page_size: int = 1000
+    limits: Limits = field(default_factory=Limits)
     idempotency_lifetime_s: int = 1800
     validate_responses: bool = False
     fast_reads: bool = True
@@ -93,6 +95,17 @@ class Settings:
             statement_timeout_ms=_int(env, "GROWLER_DB_STATEMENT_TIMEOUT_MS", 15_000),
             max_body_bytes=_int(env, "GROWLER_MAX_BODY_BYTES", 8 * 1024 * 1024),
             max_page_size=_int(env, "GROWLER_MAX_PAGE_SIZE", 1000),
+            limits=Limits(
+                max_json_depth=_int(env, "GROWLER_MAX_JSON_DEPTH", Limits.max_json_depth),
+                max_json_items=_int(env, "GROWLER_MAX_JSON_ITEMS", Limits.max_json_items),
+                max_number_length=_int(env, "GROWLER_MAX_NUMBER_LENGTH", Limits.max_number_length),
+                max_updates=_int(env, "GROWLER_MAX_UPDATES", Limits.max_updates),
+                max_requirements=_int(env, "GROWLER_MAX_REQUIREMENTS", Limits.max_requirements),
+                max_table_changes=_int(env, "GROWLER_MAX_TABLE_CHANGES", Limits.max_table_changes),
+                max_schema_fields=_int(env, "GROWLER_MAX_SCHEMA_FIELDS", Limits.max_schema_fields),
+                max_metadata_bytes=_int(env, "GROWLER_MAX_METADATA_BYTES", Limits.max_metadata_bytes),
+                max_inflated_bytes=_int(env, "GROWLER_MAX_INFLATED_BYTES", Limits.max_inflated_bytes),
+            ),
             idempotency_lifetime_s=_int(env, "GROWLER_IDEMPOTENCY_LIFETIME_S", 1800),
             validate_responses=_bool(env.get("GROWLER_VALIDATE_RESPONSES"), False),
             fast_reads=_bool(env.get("GROWLER_FAST_READS"), True),
@@ -122,5 +135,6 @@ class Settings:
             raise ValueError(
                 "GROWLER_MAX_PAGE_SIZE, GROWLER_DB_POOL_MAX and GROWLER_DB_ASYNC_POOL_MAX must be positive"
             )
+        self.limits.check()
         if not self.namespace_separator:
             raise ValueError("GROWLER_NAMESPACE_SEPARATOR must not be empty")

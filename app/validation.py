@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from connexion.datastructures import MediaTypeDict
+from connexion.frameworks.flask import FlaskJSONProvider
 from connexion.json_schema import Draft4RequestValidator
 from connexion.utils import is_null, is_nullable
 from connexion.validators import VALIDATOR_MAP, JSONRequestBodyValidator, ParameterValidator
 from jsonschema import Draft4Validator, ValidationError, validators
+
+from app.limits import Limits, check_request_shape, load_json
 
 
 class _ValidatorCache:
@@ -118,19 +123,71 @@ class NullMeansAbsentBodyValidator(JSONRequestBodyValidator):
     The Java client serializes unset fields as null (``"location": null, "write-order": null``
     in every CreateTableRequest Spark sends); the spec's schemas do not allow null there, and
     refusing them would refuse every table Spark creates. The services treat None as absent.
+
+    Parsing and validation run in a small thread pool, not on the event loop: connexion does
+    both inline in its ASGI middleware, so a burst of large bodies (thousands of updates take
+    seconds of jsonschema) kept the loop from answering anything else - ``/healthz`` and
+    gunicorn's heartbeat included - until the worker was killed. The body is parsed within
+    ``limits`` (``app.limits``) and its shape capped before the schema is walked.
     """
+
+    limits: Limits = Limits()
 
     @property
     def _validator(self) -> Any:
         return _BODY_VALIDATORS.get(self._schema)
 
+    async def _parse(self, stream: Any, scope: Any) -> Any:
+        data = b"".join([chunk async for chunk in stream])
+        if not data:
+            return None
+        return await asyncio.get_running_loop().run_in_executor(_executor(), self._parse_and_validate, data)
+
+    def _parse_and_validate(self, data: bytes) -> object:
+        body = load_json(data, self.limits)
+        check_request_shape(body, self.limits)
+        self._validate_now(body)
+        return _VALIDATED
+
     def _validate(self, body: Any) -> dict | None:
+        if body is _VALIDATED:  # done in the thread, by _parse
+            return None
+        return self._validate_now(body)
+
+    def _validate_now(self, body: Any) -> dict | None:
         if isinstance(body, dict) and isinstance(self._schema, dict):
             required = set(self._schema.get("required", []))
             body = {key: value for key, value in body.items() if value is not None or key in required}
         return super()._validate(body)
 
 
-def validator_map() -> dict[str, Any]:
-    body = MediaTypeDict({**VALIDATOR_MAP["body"], "*/*json": NullMeansAbsentBodyValidator})
+_VALIDATED = object()  # _parse's result once the body is parsed and valid (connexion discards it)
+# Few threads: validation is CPU-bound, more threads would only contend with the event loop for
+# the GIL; a burst queues here instead of occupying the threads that run the handlers.
+_VALIDATION_THREADS = 2
+_executor_lock = threading.Lock()
+_executor_instance: ThreadPoolExecutor | None = None
+
+
+def _executor() -> ThreadPoolExecutor:
+    """Made on first use, so in the worker process after gunicorn's fork."""
+    global _executor_instance
+    with _executor_lock:
+        if _executor_instance is None:
+            _executor_instance = ThreadPoolExecutor(_VALIDATION_THREADS, thread_name_prefix="growler-validate")
+        return _executor_instance
+
+
+class BoundedJSONProvider(FlaskJSONProvider):
+    """Flask's JSON with the same limits: what the handlers' ``request.get_json`` parses."""
+
+    limits: Limits = Limits()
+
+    def loads(self, s: str | bytes, **kwargs: Any) -> Any:
+        return load_json(s, self.limits)
+
+
+def validator_map(limits: Limits | None = None) -> dict[str, Any]:
+    bounded = type("BoundedBodyValidator", (NullMeansAbsentBodyValidator,), {"limits": limits or Limits()})
+    body = MediaTypeDict({**VALIDATOR_MAP["body"], "*/*json": bounded})
     return {**VALIDATOR_MAP, "parameter": SimpleStyleHeaderValidator, "body": body}

@@ -184,10 +184,13 @@ def translate_errors() -> Iterator[None]:
     except CatalogError:
         raise
     except pg_errors.UniqueViolation as exc:
-        raise AlreadyExists(_constraint_message(exc, "already exists")) from exc
+        # Not the server's detail: it quotes the table and key columns of the catalog's schema.
+        raise AlreadyExists("The name or object already exists") from exc
     except psycopg.DataError as exc:  # NUL in text, untranslatable characters, out-of-range values
-        message = getattr(getattr(exc, "diag", None), "message_primary", None) or str(exc)
-        raise BadRequest(f"Invalid value: {message}") from exc
+        # The client hears which kind of value, never PostgreSQL's text (it names columns,
+        # types and positions); the log keeps the SQLSTATE.
+        log.info("database refused a value: SQLSTATE %s", exc.sqlstate)
+        raise BadRequest(f"Invalid value: {_DATA_ERRORS.get(exc.sqlstate or '', 'a value cannot be stored')}") from exc
     except PoolTimeout as exc:
         log.warning("database pool exhausted or unreachable: %s", exc)
         raise ServiceUnavailable("The catalog database is unavailable, retry later") from exc
@@ -196,5 +199,10 @@ def translate_errors() -> Iterator[None]:
         raise ServiceUnavailable("The catalog database is unavailable, retry later") from exc
 
 
-def _constraint_message(exc: psycopg.Error, default: str) -> str:
-    return exc.diag.message_detail or default
+_DATA_ERRORS = {
+    "22021": "text contains characters that are not valid UTF-8",  # character_not_in_repertoire
+    "22P05": "text contains characters that cannot be stored",  # untranslatable_character
+    "22P02": "a value is not valid JSON or not of the expected type",  # invalid_text_representation
+    "22003": "a number is out of range",  # numeric_value_out_of_range
+    "22001": "a value is too long",  # string_data_right_truncation
+}

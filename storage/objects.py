@@ -24,7 +24,7 @@ from minio.deleteobjects import DeleteObject
 from minio.error import S3Error
 
 from app import metrics  # prometheus only, no app imports
-from app.errors import AlreadyExists, BadRequest, CatalogError, ServiceUnavailable
+from app.errors import AlreadyExists, BadRequest, CatalogError, PayloadTooLarge, ServiceUnavailable
 from app.locations import InvalidLocation, Location
 from app.settings import S3Settings
 
@@ -37,7 +37,7 @@ class ObjectNotFound(CatalogError):
 
 class ObjectStore(Protocol):
     def write_new(self, location: Location, data: bytes, content_type: str = ...) -> None: ...
-    def read(self, location: Location) -> bytes: ...
+    def read(self, location: Location, max_bytes: int | None = None) -> bytes: ...
     def exists(self, location: Location) -> bool: ...
     def delete(self, locations: list[Location]) -> None: ...
     def list(self, prefix: Location) -> Iterator[Location]: ...
@@ -112,12 +112,20 @@ class S3ObjectStore:
             # real conditional header (minio 7.2 is pinned in requirements.txt).
             self.client._put_object(bucket, key, data, headers=headers)
 
-    def read(self, location: Location) -> bytes:
+    def read(self, location: Location, max_bytes: int | None = None) -> bytes:
         bucket, key = _s3(location)
         with self._calls(f"read {location.uri}"):
             response = self.client.get_object(bucket, key)
             try:
-                return response.read()
+                if max_bytes is None:
+                    return response.read()
+                declared = response.headers.get("content-length")
+                if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+                    raise _too_large(max_bytes)
+                data = response.read(max_bytes + 1)  # a lying or missing length is still bounded
+                if len(data) > max_bytes:
+                    raise _too_large(max_bytes)
+                return data
             finally:
                 response.close()
                 response.release_conn()
@@ -176,6 +184,10 @@ class S3ObjectStore:
             self.client.list_buckets()
 
 
+def _too_large(max_bytes: int) -> PayloadTooLarge:
+    return PayloadTooLarge(f"The object is larger than {max_bytes} bytes (GROWLER_MAX_METADATA_BYTES)")
+
+
 def local_path(location: Location) -> Path:
     location = _object(location)
     if location.scheme != "file":
@@ -204,11 +216,15 @@ class LocalObjectStore:
         finally:
             os.unlink(tmp)
 
-    def read(self, location: Location) -> bytes:
+    def read(self, location: Location, max_bytes: int | None = None) -> bytes:
         try:
-            return local_path(location).read_bytes()
+            with local_path(location).open("rb") as handle:
+                data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
         except (FileNotFoundError, NotADirectoryError) as exc:
             raise ObjectNotFound(f"read {location.uri}: no such file") from exc
+        if max_bytes is not None and len(data) > max_bytes:
+            raise _too_large(max_bytes)
+        return data
 
     def exists(self, location: Location) -> bool:
         return local_path(location).is_file()
@@ -257,8 +273,8 @@ class RoutingObjectStore:
     def write_new(self, location: Location, data: bytes, content_type: str = "application/json") -> None:
         self._store(location).write_new(location, data, content_type)
 
-    def read(self, location: Location) -> bytes:
-        return self._store(location).read(location)
+    def read(self, location: Location, max_bytes: int | None = None) -> bytes:
+        return self._store(location).read(location, max_bytes)
 
     def exists(self, location: Location) -> bool:
         return self._store(location).exists(location)
