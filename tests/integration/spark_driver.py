@@ -12,7 +12,8 @@ connection:
   never yields a plain tuple, so the tag is unambiguous), everything else as the Python value
   PySpark produced (datetime, Decimal, bytearray, list, dict...);
 - ``("conf_get", key)`` / ``("conf_set", key, value)``: the runtime SQL configuration;
-- ``("call", name, args)``: one of the JVM-level helpers below (``CALLS``);
+- ``("call", name, args)``: one of the helpers below (``CALLS``: JVM-level actions, the
+  DataFrame reader);
 
 and any failure as ``("error", exception class, message)``. Only the standard library and PySpark
 are imported: the driver's environment holds nothing else.
@@ -88,7 +89,12 @@ def delete_orphan_files(spark, table: str, older_than_ms: int) -> list[str]:
     return sorted(locations)
 
 
-CALLS = {"delete_orphan_files": delete_orphan_files}
+def read_count(spark, table: str, options: dict[str, str]) -> int:
+    """Rows the DataFrame reader sees with ``options`` (``snapshot-id``, ``as-of-timestamp``...)."""
+    return spark.read.options(**options).table(table).count()
+
+
+CALLS = {"delete_orphan_files": delete_orphan_files, "read_count": read_count}
 
 
 def handle(spark, request: tuple):

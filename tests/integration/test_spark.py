@@ -367,8 +367,8 @@ def test_time_travel_by_version_and_timestamp(spark, ns):
         spark.sql(as_of(t1 - 5000)).collect()
 
     # the DataFrame reader's options reach the same snapshots
-    assert spark.read.option("snapshot-id", s1).table(table).count() == 1
-    assert spark.read.option("as-of-timestamp", str(t2)).table(table).count() == 2
+    assert spark.call("read_count", table, {"snapshot-id": str(s1)}) == 1
+    assert spark.call("read_count", table, {"as-of-timestamp": str(t2)}) == 2
     history = rows(spark, f"SELECT snapshot_id, is_current_ancestor FROM {table}.history ORDER BY made_current_at")
     assert history == [(s1, True), (s2, True), (s3, True)]
 
