@@ -4,8 +4,9 @@
 #   make run            serve on $GROWLER_BIND (127.0.0.1:8181) with embedded PostgreSQL + S3
 #   make test           run the test suite (PYTEST_ARGS="-k foo -x" to pass options)
 #   make lint           ruff
-#   make spark-jars     fetch the Iceberg Spark runtime + AWS bundle (mvn) into .cache/spark-jars
+#   make spark-jars     fetch the Iceberg Spark runtimes (3.5, 4.1) + AWS bundle (mvn) into .cache/spark-jars
 #   make example        the Spark pipeline example (examples/pipeline.py) against a running make run
+#                       (SPARK_LINE=4.1: on Spark 4.1 instead of 3.5)
 #   make bench          catalog benchmarks vs. a peer; README.md "Benchmarks" (BENCH_QUICK=1: smoke run)
 #   make clean          remove local data (.growler) and caches; keeps .venv
 #   make distclean      clean + remove .venv
@@ -20,15 +21,28 @@ VPY := $(VENV)/bin/python
 PIP := $(VPY) -m pip install --disable-pip-version-check --no-input
 PYTEST_ARGS ?=
 
-# Spark (tests/integration/test_spark.py, examples/pipeline.py): PySpark 3.5 from requirements-test.txt
-# plus two jars of one Iceberg release from Maven Central; the only place the version is named.
+# Spark (tests/integration/test_spark.py, examples/pipeline.py) on two lines: Spark 3.5 (PySpark
+# from requirements-test.txt, in .venv) and Spark 4.1 (PySpark 4.1 in its own .venv-spark4: the two
+# PySpark releases cannot share one environment), plus jars of one Iceberg release from Maven
+# Central; the only place the versions are named. The tests (in .venv) drive each line's Spark in a
+# driver process started with that line's interpreter (tests/integration/spark_support.py).
 ICEBERG_VERSION := 1.12.0
+PYSPARK4_VERSION := 4.1.4
+SPARK4_VENV := .venv-spark4
+SPARK4_STAMP := $(SPARK4_VENV)/.installed-pyspark-$(PYSPARK4_VERSION)
 SPARK_JARS_DIR := .cache/spark-jars
 SPARK_JARS := $(SPARK_JARS_DIR)/iceberg-spark-runtime-3.5_2.12-$(ICEBERG_VERSION).jar \
+              $(SPARK_JARS_DIR)/iceberg-spark-runtime-4.1_2.13-$(ICEBERG_VERSION).jar \
               $(SPARK_JARS_DIR)/iceberg-aws-bundle-$(ICEBERG_VERSION).jar
 MVN_DEPENDENCY_PLUGIN := org.apache.maven.plugins:maven-dependency-plugin:3.8.1
-# Spark 3.5 runs on Java 8/11/17: prefer an installed JDK 17 over a newer default java.
+# Spark 3.5 runs on Java 8/11/17, Spark 4.1 on 17/21: prefer an installed JDK 17 for both.
 SPARK_JAVA_HOME ?= $(firstword $(wildcard /usr/lib/jvm/java-17-openjdk*))
+# make example SPARK_LINE=4.1: the interpreter of the line's PySpark runs the example.
+SPARK_LINE ?= 3.5
+SPARK_PYTHON_3.5 := $(VPY)
+SPARK_PYTHON_4.1 := $(SPARK4_VENV)/bin/python
+SPARK_VENV_3.5 := venv-test
+SPARK_VENV_4.1 := venv-spark4
 
 # A stamp named after the hash of the requirement files: unchanged files -> no pip at all.
 DEV_REQS := requirements.txt requirements-dev.txt
@@ -81,7 +95,7 @@ $(call apt_install,maven)
 endef
 
 .PHONY: help venv venv-test run test lint bench clean distclean
-.PHONY: spark-jars example
+.PHONY: spark-jars venv-spark4 example
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
@@ -113,6 +127,19 @@ venv: $(DEV_STAMP)
 
 venv-test: $(TEST_STAMP)
 
+# PySpark 4.1 alone (the drivers need nothing else): its own venv, its own stamp.
+$(SPARK4_STAMP):
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found (need Python 3.11+)" >&2; exit 1; }
+	if [ ! -x $(SPARK4_VENV)/bin/pip ]; then \
+	  rm -rf $(SPARK4_VENV); \
+	  $(PYTHON) -m venv $(SPARK4_VENV) || { rm -rf $(SPARK4_VENV); $(call apt_install,python3-venv); $(PYTHON) -m venv $(SPARK4_VENV); }; \
+	fi
+	$(SPARK4_VENV)/bin/python -m pip install --disable-pip-version-check --no-input pyspark==$(PYSPARK4_VERSION)
+	rm -f $(SPARK4_VENV)/.installed-pyspark-*
+	touch $@
+
+venv-spark4: $(SPARK4_STAMP)
+
 # --- targets ----------------------------------------------------------------------------------
 
 run: venv
@@ -124,10 +151,12 @@ test: venv-test
 	@$(call ensure_nginx)
 	$(VPY) -m pytest $(PYTEST_ARGS)
 
-# The Spark tests need the jars: fetched once, then found by the tests through GROWLER_SPARK_JARS.
-test: spark-jars
+# The Spark tests need the jars (fetched once, then found through GROWLER_SPARK_JARS) and the
+# Spark 4.1 interpreter (GROWLER_SPARK4_PYTHON).
+test: spark-jars venv-spark4
 test example: export GROWLER_SPARK_JARS = $(abspath $(SPARK_JARS_DIR))
 test example: export GROWLER_SPARK_JAVA_HOME = $(SPARK_JAVA_HOME)
+test example: export GROWLER_SPARK4_PYTHON = $(abspath $(SPARK_PYTHON_4.1))
 # ensure_nginx ran: the nginx tests must run, not skip.
 test: export GROWLER_TEST_NGINX_REQUIRED = 1
 
@@ -150,8 +179,9 @@ $(SPARK_JARS_DIR)/%-$(ICEBERG_VERSION).jar:
 	rm -rf $(SPARK_JARS_DIR)/.tmp-$*
 
 # Against a running `make run` (another server: EXAMPLE_ARGS="--uri http://host:8181 --warehouse w").
-example: venv-test spark-jars
-	$(VPY) examples/pipeline.py $(EXAMPLE_ARGS)
+example: $(SPARK_VENV_$(SPARK_LINE)) spark-jars
+	@[ -n "$(SPARK_PYTHON_$(SPARK_LINE))" ] || { echo "error: SPARK_LINE must be 3.5 or 4.1" >&2; exit 1; }
+	$(SPARK_PYTHON_$(SPARK_LINE)) examples/pipeline.py --spark-line $(SPARK_LINE) $(EXAMPLE_ARGS)
 
 # BENCH_QUICK=1: a smoke run (under a minute); other knobs in bench/run.py's docstring. The
 # benchmark always starts its own PostgreSQL (no variable names an external one for it).
@@ -168,4 +198,4 @@ clean:
 	find . -path ./$(VENV) -prune -o -type d -name __pycache__ -prune -exec rm -rf {} +
 
 distclean: clean
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(SPARK4_VENV)

@@ -123,8 +123,17 @@ class CatalogService:
         return {"namespace": list(namespace), "properties": properties}
 
     def load_namespace(self, prefix: str, namespace: tuple[str, ...]) -> dict[str, Any]:
+        """The stored properties, plus a ``location`` for a namespace that has none.
+
+        Clients place tables by it (Trino takes its staged create, with a fresh table location,
+        only when the namespace reports one), as other catalogs report it: the warehouse root
+        plus the namespace path, where Growler puts the namespace's tables. A user's own
+        ``location`` wins; the default is reported, never stored.
+        """
         warehouse = self.warehouses.get(prefix)
         properties = self.repository.namespace_properties(warehouse.id, namespace)
+        if not properties.get("location"):
+            properties = {**properties, "location": default_namespace_location(warehouse, namespace)}
         return {"namespace": list(namespace), "properties": properties}
 
     def require_namespace(self, prefix: str, namespace: tuple[str, ...]) -> None:
@@ -159,6 +168,12 @@ class CatalogService:
             "removed": [key for key in dict.fromkeys(removals) if key in before],
             "missing": [key for key in dict.fromkeys(removals) if key not in before],
         }
+
+
+def default_namespace_location(warehouse: WarehouseRow, namespace: tuple[str, ...]) -> str:
+    """The warehouse root plus the namespace path: the directory under which tables created
+    without a location land (``EntryService._location_for``)."""
+    return f"{warehouse.location.rstrip('/')}/{'/'.join(namespace)}"
 
 
 def page_of(rows: list[Any], limit: int | None, token_for: Callable[[Any], str] | None) -> Page:

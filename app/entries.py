@@ -28,8 +28,8 @@ from app.identifiers import (
     format_namespace,
     page_window,
 )
-from app.locations import InvalidLocation, Location, is_allowed, safe_segment
 from app.limits import check_metadata_schemas, inflate, load_json
+from app.locations import InvalidLocation, Location, is_allowed, safe_segment
 from app.settings import Settings
 from storage.objects import ObjectNotFound, ObjectStore
 from storage.repository import CatalogRepository, EntryRow, NewEntry, WarehouseRow
@@ -118,12 +118,21 @@ class EntryService:
             raise self._missing(namespace, name)
 
     def rename(self, prefix: str, source: dict[str, Any], destination: dict[str, Any]) -> None:
+        """Java's wording (``InMemoryCatalog.renameTable``/``renameView``): every refusal names
+        both identifiers, ``Cannot rename ns.a to ns.b. <reason>``."""
         warehouse = self.warehouses.get(prefix)
         src = (check_namespace(source["namespace"]), check_name(source["name"], f"{self.kind} name"))
         dst = (check_namespace(destination["namespace"]), check_name(destination["name"], f"{self.kind} name"))
-        if not self.repository.rename_entry(warehouse.id, src, dst, self.kind):
+        cannot = f"Cannot rename {format_namespace((*src[0], src[1]))} to {format_namespace((*dst[0], dst[1]))}."
+        try:
+            renamed = self.repository.rename_entry(warehouse.id, src, dst, self.kind)
+        except NoSuchNamespace as exc:
+            raise NoSuchNamespace(f"{cannot} {exc.message}") from exc
+        except AlreadyExists as exc:
+            raise AlreadyExists(f"{cannot} {self._kind_at(warehouse, *dst).capitalize()} already exists") from exc
+        if not renamed:
             self._require_namespace(warehouse, src[0])
-            raise self._missing(*src)
+            raise self.not_found(f"{cannot} {self.kind.capitalize()} does not exist")
 
     # -- helpers for the subclasses -----------------------------------------------------
 
@@ -147,8 +156,22 @@ class EntryService:
             raise NoSuchNamespace(f"Namespace does not exist: {format_namespace(namespace)}")
 
     def _require_name_free(self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str) -> None:
-        if self.repository.load_entry(warehouse.id, namespace, name) is not None:
-            raise AlreadyExists(f"Table or view already exists: {format_namespace((*namespace, name))}")
+        row = self.repository.load_entry(warehouse.id, namespace, name)
+        if row is not None:
+            raise self._name_taken(namespace, name, row.kind)
+
+    def _kind_at(self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str) -> str:
+        """The kind of the entry holding a name a write just found taken (this kind if it went again)."""
+        row = self.repository.load_entry(warehouse.id, namespace, name)
+        return row.kind if row is not None else self.kind
+
+    def _name_taken(self, namespace: tuple[str, ...], name: str, existing_kind: str) -> AlreadyExists:
+        """Java's wording (``BaseMetastoreViewCatalog``, ``InMemoryCatalog``): ``Table already
+        exists: ns.t`` over its own kind, ``View with same name already exists: ns.t`` over the other."""
+        qualified = format_namespace((*namespace, name))
+        if existing_kind == self.kind:
+            return AlreadyExists(f"{self.kind.capitalize()} already exists: {qualified}")
+        return AlreadyExists(f"{existing_kind.capitalize()} with same name already exists: {qualified}")
 
     def _location_for(
         self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str, entry_uuid: str, requested: Any
@@ -196,16 +219,22 @@ class EntryService:
             raise BadRequest(f"Not a valid {self.kind} metadata file: {location}") from exc
 
     def _register(self, warehouse: WarehouseRow, namespace: tuple[str, ...], entry: NewEntry, overwrite: bool) -> None:
-        if overwrite:
-            self.repository.replace_entry(warehouse.id, namespace, entry)
-        else:
-            self.repository.insert_entry(warehouse.id, namespace, entry)
+        try:
+            if overwrite:
+                self.repository.replace_entry(warehouse.id, namespace, entry)
+            else:
+                self.repository.insert_entry(warehouse.id, namespace, entry)
+        except AlreadyExists as exc:
+            raise self._name_taken(namespace, entry.name, self._kind_at(warehouse, namespace, entry.name)) from exc
 
     def _insert_new(self, warehouse: WarehouseRow, namespace: tuple[str, ...], entry: NewEntry) -> None:
         """Write the first metadata file, then register the entry; the file goes if that fails."""
         self._write_metadata_files([(entry.metadata_location, entry.metadata)])
         try:
             self.repository.insert_entry(warehouse.id, namespace, entry)
+        except AlreadyExists as exc:
+            self._forget_files([entry.metadata_location])
+            raise self._name_taken(namespace, entry.name, self._kind_at(warehouse, namespace, entry.name)) from exc
         except Exception:
             self._forget_files([entry.metadata_location])
             raise

@@ -32,6 +32,29 @@ class BadRequest(CatalogError):
     code, error_type = 400, "BadRequestException"
 
 
+class InvalidArgument(BadRequest):
+    """Metadata the rules refuse (Java's builders: ``Preconditions.checkArgument``). The Java
+    client maps this 400 to ``IllegalArgumentException``, as from Iceberg's reference catalog."""
+
+    error_type = "IllegalArgumentException"
+
+
+class ValidationFailed(BadRequest):
+    """Metadata failing a validation (a partition field without its source column...); the Java
+    client maps this 400 to ``ValidationException``."""
+
+    error_type = "ValidationException"
+
+
+def invalid_metadata(message: str, exc: BaseException) -> BadRequest:
+    """The 400 for metadata the rules refuse, typed as Java's reference catalog types it:
+    PyIceberg's ``ValidationError`` as ``ValidationException``, anything else as
+    ``IllegalArgumentException``."""
+    from pyiceberg.exceptions import ValidationError
+
+    return (ValidationFailed if isinstance(exc, ValidationError) else InvalidArgument)(message)
+
+
 class NotAuthorized(CatalogError):
     code, error_type = 401, "NotAuthorizedException"
 

@@ -105,7 +105,7 @@ from pyiceberg.transforms import UnknownTransform
 from pyiceberg.typedef import IcebergBaseModel
 from pyiceberg.types import IcebergType, ListType, MapType, StructType
 
-from app.errors import BadRequest, CommitFailed, NoSuchTable
+from app.errors import BadRequest, CommitFailed, InvalidArgument, NoSuchTable, invalid_metadata
 from app.lru import LruCache
 
 __all__ = [
@@ -332,8 +332,10 @@ def describe_error(exc: BaseException) -> str:
     return str(exc)
 
 
-def _requirement_failed(what: str, expected: object, found: object) -> NoReturn:
-    raise CommitFailed(f"Requirement failed: {what}: expected {expected}, found {found}")
+def _requirement_failed(what: str) -> NoReturn:
+    """Java's ``UpdateRequirement`` wording (``Requirement failed: current schema changed: ...``):
+    clients and people search for these messages."""
+    raise CommitFailed(f"Requirement failed: {what}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -407,11 +409,11 @@ def _metadata_from_dict(data: object, problem: str) -> TableMetadata:
     if not isinstance(data, dict):
         raise BadRequest(f"{problem}: expected a JSON object")
     if data.get("format-version") not in FORMAT_VERSIONS:
-        raise BadRequest(f"{problem}: unsupported format-version {data.get('format-version')!r}")
+        raise InvalidArgument(f"{problem}: unsupported format-version {data.get('format-version')!r}")
     try:
         metadata = _METADATA_ADAPTER.validate_python(data)
     except _INVALID as exc:
-        raise BadRequest(f"{problem}: {describe_error(exc)}") from exc
+        raise invalid_metadata(f"{problem}: {describe_error(exc)}", exc) from exc
     _check_refs(metadata, problem)
     return metadata
 
@@ -421,10 +423,10 @@ def _check_refs(metadata: TableMetadata, problem: str) -> None:
     known = {snapshot.snapshot_id for snapshot in metadata.snapshots}
     for name, ref in metadata.refs.items():
         if ref.snapshot_id not in known:
-            raise BadRequest(f"{problem}: ref {name} points to unknown snapshot {ref.snapshot_id}")
+            raise InvalidArgument(f"{problem}: ref {name} points to unknown snapshot {ref.snapshot_id}")
     main = metadata.refs.get(MAIN_BRANCH)
     if (main.snapshot_id if main else None) != metadata.current_snapshot_id:
-        raise BadRequest(f"{problem}: current-snapshot-id {metadata.current_snapshot_id} does not match main")
+        raise InvalidArgument(f"{problem}: current-snapshot-id {metadata.current_snapshot_id} does not match main")
 
 
 _COMPACT = (",", ":")
@@ -539,52 +541,61 @@ def check_requirements(base: TableMetadata | None, requirements: Iterable[TableR
 
 def _check_create(base: TableMetadata | None, _: AssertCreate) -> None:
     if base is not None:
-        raise CommitFailed("Requirement failed: assert-create: table already exists")
+        _requirement_failed("table already exists")
 
 
 def _check_table_uuid(base: TableMetadata, req: AssertTableUUID) -> None:
     if req.uuid != base.table_uuid:
-        _requirement_failed("table uuid changed", req.uuid, base.table_uuid)
+        _requirement_failed(f"UUID does not match: expected {base.table_uuid} != {req.uuid}")
 
 
 def _check_ref_snapshot_id(base: TableMetadata, req: AssertRefSnapshotId) -> None:
     ref = base.refs.get(req.ref)
     if ref is None:
         if req.snapshot_id is not None:
-            _requirement_failed(f"branch or tag {req.ref} is missing", f"snapshot {req.snapshot_id}", "no ref")
+            _requirement_failed(f"branch or tag {req.ref} is missing, expected {req.snapshot_id}")
         return
     kind = ref.snapshot_ref_type.value
     if req.snapshot_id is None:
-        _requirement_failed(f"{kind} {req.ref} was created concurrently", "no ref", f"snapshot {ref.snapshot_id}")
+        _requirement_failed(f"{kind} {req.ref} was created concurrently")
     if req.snapshot_id != ref.snapshot_id:
-        _requirement_failed(f"{kind} {req.ref} changed", f"snapshot {req.snapshot_id}", f"snapshot {ref.snapshot_id}")
+        _requirement_failed(f"{kind} {req.ref} has changed: expected id {req.snapshot_id} != {ref.snapshot_id}")
 
 
 def _check_last_assigned_field_id(base: TableMetadata, req: AssertLastAssignedFieldId) -> None:
     if req.last_assigned_field_id != base.last_column_id:
-        _requirement_failed("last assigned field id changed", req.last_assigned_field_id, base.last_column_id)
+        _requirement_failed(
+            f"last assigned field id changed: expected id {req.last_assigned_field_id} != {base.last_column_id}"
+        )
 
 
 def _check_current_schema_id(base: TableMetadata, req: AssertCurrentSchemaId) -> None:
     if req.current_schema_id != base.current_schema_id:
-        _requirement_failed("current schema id changed", req.current_schema_id, base.current_schema_id)
+        _requirement_failed(
+            f"current schema changed: expected id {req.current_schema_id} != {base.current_schema_id}"
+        )
 
 
 def _check_last_assigned_partition_id(base: TableMetadata, req: AssertLastAssignedPartitionId) -> None:
     if req.last_assigned_partition_id != base.last_partition_id:
         _requirement_failed(
-            "last assigned partition id changed", req.last_assigned_partition_id, base.last_partition_id
+            "last assigned partition id changed: "
+            f"expected id {req.last_assigned_partition_id} != {base.last_partition_id}"
         )
 
 
 def _check_default_spec_id(base: TableMetadata, req: AssertDefaultSpecId) -> None:
     if req.default_spec_id != base.default_spec_id:
-        _requirement_failed("default spec id changed", req.default_spec_id, base.default_spec_id)
+        _requirement_failed(
+            f"default partition spec changed: expected id {req.default_spec_id} != {base.default_spec_id}"
+        )
 
 
 def _check_default_sort_order_id(base: TableMetadata, req: AssertDefaultSortOrderId) -> None:
     if req.default_sort_order_id != base.default_sort_order_id:
-        _requirement_failed("default sort order id changed", req.default_sort_order_id, base.default_sort_order_id)
+        _requirement_failed(
+            f"default sort order changed: expected id {req.default_sort_order_id} != {base.default_sort_order_id}"
+        )
 
 
 # Our own checks rather than PyIceberg's ``validate()``: its assert-ref-snapshot-id wrongly fails
@@ -753,7 +764,7 @@ def new_table_metadata(
         fresh_order = assign_fresh_sort_order_ids(order, schema, fresh_schema)
         fresh_order.check_compatible(fresh_schema)
     except _INVALID as exc:
-        raise BadRequest(f"Invalid table definition: {describe_error(exc)}") from exc
+        raise invalid_metadata(f"Invalid table definition: {describe_error(exc)}", exc) from exc
     data: dict[str, Any] = {
         "format-version": format_version,
         "table-uuid": table_uuid or str(uuid.uuid4()),
@@ -1212,7 +1223,8 @@ def _apply_one(metadata: TableMetadata, update: Any, changes: _Changes, index: i
     try:
         return handler(metadata, update, changes)
     except _INVALID as exc:
-        raise BadRequest(f"Invalid table update #{index} ({update.action}): {describe_error(exc)}") from exc
+        message = f"Invalid table update #{index} ({update.action}): {describe_error(exc)}"
+        raise invalid_metadata(message, exc) from exc
 
 
 def apply_updates(
@@ -1330,7 +1342,7 @@ def _finish(
         metadata.spec().check_compatible(metadata.schema())
         metadata.sort_order().check_compatible(metadata.schema())
     except _INVALID as exc:
-        raise BadRequest(f"{problem}: {describe_error(exc)}") from exc
+        raise invalid_metadata(f"{problem}: {describe_error(exc)}", exc) from exc
     metadata_log = list(metadata.metadata_log)
     if base is not None and base_location:
         metadata_log = _metadata_log_with(base, base_location, metadata.properties)
@@ -1342,7 +1354,7 @@ def _finish(
         for check in (check_schemas, check_partition_specs, check_sort_orders):
             check(metadata)
     except _INVALID as exc:
-        raise BadRequest(f"{problem}: {describe_error(exc)}") from exc
+        raise invalid_metadata(f"{problem}: {describe_error(exc)}", exc) from exc
     _check_refs(metadata, problem)
     return metadata.model_copy(update=values)
 

@@ -322,9 +322,11 @@ class TableService(EntryService):
         """Read the current row (one query) and apply the pure rules to it."""
         qualified = format_namespace((*change.namespace, change.name))
         row = self.repository.load_entry(warehouse.id, change.namespace, change.name)
-        if row is not None and row.kind != TABLE:
-            raise NoSuchTable(f"Table does not exist: {qualified} is a view")
         creating = any(r.get("type") == "assert-create" for r in change.requirements)
+        if row is not None and row.kind != TABLE:
+            if creating and allow_create:  # a create transaction over a view (Java: the same 409)
+                raise self._name_taken(change.namespace, change.name, row.kind)
+            raise NoSuchTable(f"Table does not exist: {qualified} is a view")
         if row is None and not (creating and allow_create):
             raise NoSuchTable(f"Table does not exist: {qualified}")
         base = self.parsed.parse(row.metadata_location, row.metadata) if row else None
@@ -390,8 +392,11 @@ class TableService(EntryService):
             self.repository.insert_entry(warehouse.id, change.namespace, entry)
         except AlreadyExists as exc:
             self._forget_files([metadata_location])
+            existing_kind = self._kind_at(warehouse, change.namespace, change.name)
+            if existing_kind != TABLE:
+                raise self._name_taken(change.namespace, change.name, existing_kind) from exc
             qualified = format_namespace((*change.namespace, change.name))
-            raise CommitFailed(f"Requirement failed: table {qualified} already exists") from exc
+            raise CommitFailed(f"Requirement failed: table already exists: {qualified}") from exc
         except Exception:
             self._forget_files([metadata_location])
             raise

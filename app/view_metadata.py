@@ -48,7 +48,7 @@ from typing import Any, NoReturn
 from pyiceberg.schema import Schema
 from pyiceberg.types import IcebergType, ListType, MapType, StructType
 
-from app.errors import BadRequest, CommitFailed
+from app.errors import BadRequest, CommitFailed, invalid_metadata
 from app.table_metadata import COMPRESSION_CODEC, describe_error, metadata_file_name, next_metadata_version
 
 __all__ = [
@@ -253,7 +253,7 @@ def parse_view_metadata(text: str | bytes) -> ViewMetadata:
     try:
         return _metadata_from_dict(data)
     except ValueError as exc:
-        raise BadRequest(f"Not valid view metadata: {describe_error(exc)}") from exc
+        raise invalid_metadata(f"Not valid view metadata: {describe_error(exc)}", exc) from exc
 
 
 def _metadata_from_dict(data: object) -> ViewMetadata:
@@ -340,7 +340,7 @@ def new_view_metadata(request: dict[str, Any], *, location: str, now_ms: int, vi
         schema = {**_schema(request.get("schema")), "schema-id": 0}
         version = _version(request.get("view-version"), "view-version", request=True)
     except ValueError as exc:
-        raise BadRequest(f"Invalid view definition: {describe_error(exc)}") from exc
+        raise invalid_metadata(f"Invalid view definition: {describe_error(exc)}", exc) from exc
     version.update({"version-id": 1, "schema-id": 0, "timestamp-ms": now_ms})
     return _ordered(
         {
@@ -361,8 +361,9 @@ def new_view_metadata(request: dict[str, Any], *, location: str, now_ms: int, vi
 # --------------------------------------------------------------------------------------------
 
 
-def _requirement_failed(what: str, expected: object, found: object) -> NoReturn:
-    raise CommitFailed(f"Requirement failed: {what}: expected {expected}, found {found}")
+def _requirement_failed(what: str) -> NoReturn:
+    """Java's ``UpdateRequirement`` wording (``Requirement failed: view UUID does not match: ...``)."""
+    raise CommitFailed(f"Requirement failed: {what}")
 
 
 def _parse_view_uuid_requirement(raw: dict[str, Any]) -> str:
@@ -371,7 +372,7 @@ def _parse_view_uuid_requirement(raw: dict[str, Any]) -> str:
 
 def _check_view_uuid(base: ViewMetadata, expected: str) -> None:
     if expected.lower() != base["view-uuid"].lower():
-        _requirement_failed("view uuid changed", expected, base["view-uuid"])
+        _requirement_failed(f"view UUID does not match: expected {base['view-uuid']} != {expected}")
 
 
 @dataclass(frozen=True)
@@ -543,11 +544,11 @@ def _apply_parsed(base: ViewMetadata, parsed: list[tuple[int, str, Any]], *, now
         try:
             _UPDATES[action].apply(metadata, payload, changes)
         except ValueError as exc:
-            raise BadRequest(f"Invalid view update #{index} ({action}): {exc}") from exc
+            raise invalid_metadata(f"Invalid view update #{index} ({action}): {exc}", exc) from exc
     try:
         metadata = _finish(base, metadata, changes)
     except ValueError as exc:
-        raise BadRequest(f"Invalid view metadata after updates: {exc}") from exc
+        raise invalid_metadata(f"Invalid view metadata after updates: {exc}", exc) from exc
     return base if metadata == _ordered(base) else metadata
 
 

@@ -1,10 +1,12 @@
 """A small Spark pipeline on a Growler catalog: ingest -> transform -> merge -> query.
 
     make run        # in one terminal: Growler on http://127.0.0.1:8181, warehouse "warehouse"
-    make example    # in another: fetches the Iceberg jars once, then runs this script
+    make example    # in another: fetches the Iceberg jars once, then runs this script on Spark 3.5
+    make example SPARK_LINE=4.1     # the same on Spark 4.1 (PySpark 4.1 from .venv-spark4)
 
 or directly: ``.venv/bin/python examples/pipeline.py --uri http://127.0.0.1:8181 --warehouse warehouse``
-(``--jars`` names the directory holding ``iceberg-spark-runtime-3.5_2.12-*.jar`` and
+(``.venv-spark4/bin/python ... --spark-line 4.1`` for Spark 4.1; ``--jars`` names the directory
+holding ``iceberg-spark-runtime-3.5_2.12-*.jar`` or ``iceberg-spark-runtime-4.1_2.13-*.jar`` and
 ``iceberg-aws-bundle-*.jar``; ``make spark-jars`` puts them in ``.cache/spark-jars``).
 
 Spark is told the catalog URL and the warehouse name, nothing else: the S3 endpoint, region and
@@ -46,9 +48,12 @@ CORRECTIONS = [
 COLUMNS = "order_id bigint, customer string, sku string, qty int, unit_price double, ts string, status string"
 
 
-def find_jars(directory: Path) -> list[str]:
+RUNTIME_JARS = {"3.5": "iceberg-spark-runtime-3.5_2.12-*.jar", "4.1": "iceberg-spark-runtime-4.1_2.13-*.jar"}
+
+
+def find_jars(directory: Path, line: str) -> list[str]:
     jars = []
-    for pattern in ("iceberg-spark-runtime-3.5_2.12-*.jar", "iceberg-aws-bundle-*.jar"):
+    for pattern in (RUNTIME_JARS[line], "iceberg-aws-bundle-*.jar"):
         found = sorted(glob.glob(str(directory / pattern)))
         if not found:
             sys.exit(f"no {pattern} in {directory}: run `make spark-jars` or pass --jars")
@@ -58,7 +63,7 @@ def find_jars(directory: Path) -> list[str]:
 
 def spark_session(uri: str, warehouse: str, jars: list[str]):
     java_home = os.environ.get("GROWLER_SPARK_JAVA_HOME")
-    if java_home:  # Spark 3.5 wants Java 8/11/17; `make example` points this at a JDK 17
+    if java_home:  # Spark 3.5 wants Java 8/11/17, 4.1 17/21; `make example` points this at a JDK 17
         os.environ["JAVA_HOME"] = java_home
     from pyspark.sql import SparkSession
 
@@ -143,11 +148,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--uri", default=os.environ.get("GROWLER_URI", "http://127.0.0.1:8181"))
     parser.add_argument("--warehouse", default=os.environ.get("GROWLER_WAREHOUSE", "warehouse"))
+    parser.add_argument("--spark-line", choices=sorted(RUNTIME_JARS), default="3.5")
     parser.add_argument(
         "--jars", type=Path, default=Path(os.environ.get("GROWLER_SPARK_JARS") or REPO / ".cache" / "spark-jars")
     )
     args = parser.parse_args()
-    spark = spark_session(args.uri, args.warehouse, find_jars(args.jars))
+    from pyspark import __version__ as pyspark_version
+
+    if not pyspark_version.startswith(args.spark_line + "."):
+        sys.exit(f"--spark-line {args.spark_line} but this interpreter has PySpark {pyspark_version}")
+    spark = spark_session(args.uri, args.warehouse, find_jars(args.jars, args.spark_line))
     try:
         run(spark)
     finally:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import TEST_BUCKET
+
 NS = "/v1/test/namespaces"
+WAREHOUSE_ROOT = f"s3://{TEST_BUCKET}"
+SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
 
 
 def create(client, *levels, properties=None):
@@ -30,12 +34,51 @@ def test_create_then_load(client):
 
     loaded = client.get(f"{NS}/sales")
     assert loaded.status_code == 200
-    assert loaded.json() == {"namespace": ["sales"], "properties": {"owner": "ana", "team": "finance"}}
+    assert loaded.json() == {
+        "namespace": ["sales"],
+        "properties": {"owner": "ana", "team": "finance", "location": f"{WAREHOUSE_ROOT}/sales"},
+    }
 
 
 def test_create_without_properties_has_empty_properties(client):
     assert create(client, "bare").json() == {"namespace": ["bare"], "properties": {}}
-    assert client.get(f"{NS}/bare").json()["properties"] == {}
+    assert client.get(f"{NS}/bare").json()["properties"] == {"location": f"{WAREHOUSE_ROOT}/bare"}
+
+
+def test_load_reports_a_default_location_where_the_tables_land(client):
+    """Every namespace reports a location (warehouse root + namespace path), as other catalogs do."""
+    create(client, "outer")
+    create(client, "outer", "inner")
+    loaded = client.get(f"{NS}/outer%1Finner")
+    assert loaded.status_code == 200
+    location = loaded.json()["properties"]["location"]
+    assert location == f"{WAREHOUSE_ROOT}/outer/inner"
+
+    # a table created without a location lands under it, its metadata file too
+    created = client.post(f"{NS}/outer%1Finner/tables", json={"name": "t", "schema": SCHEMA})
+    assert created.status_code == 200, created.text
+    assert created.json()["metadata"]["location"].startswith(location + "/t")
+    assert created.json()["metadata-location"].startswith(location + "/t")
+
+    # reported, never stored: no property to remove, and listing the properties shows it again
+    removed = client.post(f"{NS}/outer%1Finner/properties", json={"removals": ["location"]})
+    assert removed.status_code == 200
+    assert removed.json()["missing"] == ["location"]
+    assert client.get(f"{NS}/outer%1Finner").json()["properties"] == {"location": location}
+
+
+def test_explicit_location_wins_over_the_default(client):
+    own = f"{WAREHOUSE_ROOT}/custom/place"
+    assert create(client, "placed", properties={"location": own}).json()["properties"] == {"location": own}
+    assert client.get(f"{NS}/placed").json()["properties"] == {"location": own}
+
+    updated = client.post(f"{NS}/placed/properties", json={"updates": {"location": own + "2"}})
+    assert updated.status_code == 200
+    assert client.get(f"{NS}/placed").json()["properties"] == {"location": own + "2"}
+
+    # removing the user's location brings the default back
+    client.post(f"{NS}/placed/properties", json={"removals": ["location"]})
+    assert client.get(f"{NS}/placed").json()["properties"] == {"location": f"{WAREHOUSE_ROOT}/placed"}
 
 
 def test_create_existing_is_409(client):
@@ -149,14 +192,19 @@ def test_update_properties(client):
     assert sorted(body["updated"]) == ["b", "d"]
     assert body["removed"] == ["a"]
     assert body["missing"] == ["zzz"]
-    assert client.get(f"{NS}/props").json()["properties"] == {"b": "20", "c": "3", "d": "4"}
+    assert client.get(f"{NS}/props").json()["properties"] == {
+        "b": "20",
+        "c": "3",
+        "d": "4",
+        "location": f"{WAREHOUSE_ROOT}/props",
+    }
 
 
 def test_update_properties_key_in_both_is_422(client):
     create(client, "both", properties={"k": "v"})
     response = client.post(f"{NS}/both/properties", json={"removals": ["k"], "updates": {"k": "w"}})
     assert_error(response, 422, "UnprocessableEntityException")
-    assert client.get(f"{NS}/both").json()["properties"] == {"k": "v"}
+    assert client.get(f"{NS}/both").json()["properties"] == {"k": "v", "location": f"{WAREHOUSE_ROOT}/both"}
 
 
 def test_update_properties_of_missing_namespace_is_404(client):

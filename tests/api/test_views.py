@@ -260,11 +260,14 @@ def test_locations_outside_the_warehouse_are_400(client, ns, s3, db, extra):
         {"name": "bad\x00name"},
     ],
 )
-def test_invalid_create_is_400_and_writes_nothing(client, ns, s3, db, change):
+def test_invalid_create_is_400_and_writes_nothing(client, ns, s3, db, request, change):
     unchanged = Unchanged(db, s3)
     response = client.post(views_url(), json={**view_request("bad"), **change})
     assert response.status_code == 400, response.text
-    assert error_type(response) == "BadRequestException"
+    # a view definition the rules refuse: IllegalArgumentException, as Iceberg's reference catalog
+    # types it; a bad name: BadRequestException
+    expected = "BadRequestException" if request.node.callspec.id == "change6" else "IllegalArgumentException"
+    assert error_type(response) == expected
     unchanged.check()
 
 
@@ -433,12 +436,16 @@ def test_assert_view_uuid_mismatch_is_409_and_writes_nothing(client, ns, s3, db)
         ],
     ],
 )
-def test_invalid_replace_is_400_and_writes_nothing(client, ns, s3, db, updates):
+def test_invalid_replace_is_400_and_writes_nothing(client, ns, s3, db, request, updates):
     create(client, "strict")
     unchanged = Unchanged(db, s3)
     response = client.post(view_url("strict"), json={"updates": updates})
     assert response.status_code == 400, response.text
-    assert error_type(response) == "BadRequestException"
+    # updates the view rules refuse: IllegalArgumentException, as Iceberg's reference catalog (the
+    # Java client maps it to its own); malformed ones and locations: BadRequestException
+    refused_by_the_rules = {f"updates{i}" for i in (1, 2, 3, 4, 5, 6, 9, 12)}
+    expected = "IllegalArgumentException" if request.node.callspec.id in refused_by_the_rules else "BadRequestException"
+    assert error_type(response) == expected
     unchanged.check()
 
 
@@ -710,14 +717,14 @@ def test_register_view_rejects_bad_files(client, ns, db, s3):
     stray = f"s3://{TEST_BUCKET}/stray/not-metadata.json"
     s3.write_new(stray, b"{not json")
     unchanged = Unchanged(db, s3)
-    for location in (
-        f"s3://{TEST_BUCKET}/nothing/here.metadata.json",  # missing
-        "s3://other-bucket/v.metadata.json",  # outside the warehouse
-        table["metadata-location"],  # a table's metadata
-        stray,  # not JSON
+    for location, expected in (
+        (f"s3://{TEST_BUCKET}/nothing/here.metadata.json", "BadRequestException"),  # missing
+        ("s3://other-bucket/v.metadata.json", "BadRequestException"),  # outside the warehouse
+        (table["metadata-location"], "IllegalArgumentException"),  # a table's metadata: not a view's
+        (stray, "BadRequestException"),  # not JSON
     ):
         response = register(client, "registered", location)
-        assert (response.status_code, error_type(response)) == (400, "BadRequestException"), location
+        assert (response.status_code, error_type(response)) == (400, expected), location
     missing_ns = register(client, "registered", view["metadata-location"], namespace="nowhere")
     assert (missing_ns.status_code, error_type(missing_ns)) == (404, "NoSuchNamespaceException")
     unchanged.check()

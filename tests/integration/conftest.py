@@ -95,3 +95,19 @@ def server(settings, app, tmp_path_factory) -> Iterator[Server]:
         yield running
     finally:
         stop_server(running)
+
+
+@pytest.fixture(scope="session", params=["3.5", "4.1"], ids=lambda line: f"spark{line}")
+def spark(request, server):
+    """One Spark driver (one JVM) per line for the whole run, shared by every Spark test.
+
+    Session-scoped and parametrised by line: pytest runs all tests of one line, then stops its
+    driver and starts the next line's, so at most one JVM of this fixture is alive at a time.
+    """
+    from tests.integration.spark_support import RemoteSpark
+
+    session = RemoteSpark(request.param, server.url, server.warehouse)
+    try:
+        yield session
+    finally:
+        session.stop()

@@ -1,44 +1,57 @@
-"""Spark (PySpark + Iceberg's Spark runtime) configured as a client of a Growler server.
+"""Spark (PySpark + Iceberg's Spark runtime) configured as a client of a Growler server, on two lines.
+
+The suite proves Growler on Spark 3.5 (PySpark 3.5 from requirements-test.txt, in ``.venv``;
+``iceberg-spark-runtime-3.5_2.12``) and Spark 4.1 (PySpark 4.1 in its own ``.venv-spark4``, made
+by ``make venv-spark4``; ``iceberg-spark-runtime-4.1_2.13``): two PySpark releases cannot share one
+environment, so every session runs in a driver process started with its line's interpreter
+(``spark_driver.py``) and the tests talk to it through ``RemoteSpark``, a small stand-in for the
+part of ``SparkSession`` they use (``sql(...).collect()``, ``table(...).columns``, ``conf``).
+Both lines go through the same path, so a test means the same thing on each.
 
 The session knows the catalog URL and the warehouse name, nothing else about storage: the
 endpoint, region and addressing style of S3 come from loadTable's ``config``, the keys from its
 ``storage-credentials``, which the session asks for with ``X-Iceberg-Access-Delegation:
 vended-credentials`` (the Java REST client sends no such header unless configured to).
 
-The jars (``iceberg-spark-runtime-3.5_2.12`` and ``iceberg-aws-bundle``, one Iceberg release,
-pinned in the Makefile) are fetched by ``make spark-jars`` into ``.cache/spark-jars``;
-``GROWLER_SPARK_JARS`` names another directory. Missing jars are an error, not a skip.
-
-Also runnable as a script, for a second, independent Spark driver (its own JVM and catalog
-cache): ``python spark_support.py append <uri> <warehouse> <table> <warm-up table> <who> <first-id>
-<batches> <rows>``.
+The jars (one Iceberg release, pinned in the Makefile) are fetched by ``make spark-jars`` into
+``.cache/spark-jars``; ``GROWLER_SPARK_JARS`` names another directory, ``GROWLER_SPARK4_PYTHON``
+another Spark 4.1 interpreter. Missing jars or interpreters are an error, not a skip.
 """
 
 from __future__ import annotations
 
-import atexit
 import glob
+import json
 import os
-import shutil
+import secrets
+import subprocess
 import sys
 import tempfile
+import threading
+from multiprocessing.connection import Listener
 from pathlib import Path
+
+from tests.integration.spark_driver import ROW
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_JAR_DIR = REPO / ".cache" / "spark-jars"
+DRIVER_SCRIPT = Path(__file__).resolve().parent / "spark_driver.py"
 CATALOG = "growler"
-JAR_PATTERNS = ("iceberg-spark-runtime-3.5_2.12-*.jar", "iceberg-aws-bundle-*.jar")
+LINES = ("3.5", "4.1")
+RUNTIME_JARS = {"3.5": "iceberg-spark-runtime-3.5_2.12-*.jar", "4.1": "iceberg-spark-runtime-4.1_2.13-*.jar"}
+AWS_BUNDLE = "iceberg-aws-bundle-*.jar"
+START_TIMEOUT_S = 300
 
 
 def jar_dir() -> Path:
     return Path(os.environ.get("GROWLER_SPARK_JARS") or DEFAULT_JAR_DIR)
 
 
-def spark_jars() -> list[str]:
-    """The two jars, exactly one of each; a clear error (never a skip) when they are missing."""
+def spark_jars(line: str = "3.5") -> list[str]:
+    """The line's runtime jar and the AWS bundle, exactly one of each; a clear error when missing."""
     directory = jar_dir()
     found = []
-    for pattern in JAR_PATTERNS:
+    for pattern in (RUNTIME_JARS[line], AWS_BUNDLE):
         matches = sorted(glob.glob(str(directory / pattern)))
         if len(matches) != 1:
             raise RuntimeError(
@@ -49,8 +62,20 @@ def spark_jars() -> list[str]:
     return found
 
 
+def line_python(line: str) -> str:
+    """The interpreter whose PySpark is the line's: this one for 3.5, ``.venv-spark4``'s for 4.1."""
+    if line == "3.5":
+        return sys.executable
+    python = os.environ.get("GROWLER_SPARK4_PYTHON") or str(REPO / ".venv-spark4" / "bin" / "python")
+    if not os.access(python, os.X_OK):
+        raise RuntimeError(
+            f"no Spark 4.1 interpreter at {python}: run `make venv-spark4` (or set GROWLER_SPARK4_PYTHON)"
+        )
+    return python
+
+
 def java17_home() -> str | None:
-    """Spark 3.5 runs on Java 8/11/17: prefer GROWLER_SPARK_JAVA_HOME, then an installed JDK 17."""
+    """Spark 3.5 runs on Java 8/11/17, 4.1 on 17/21: GROWLER_SPARK_JAVA_HOME, else an installed JDK 17."""
     explicit = os.environ.get("GROWLER_SPARK_JAVA_HOME")
     if explicit:
         return explicit
@@ -66,15 +91,13 @@ def spark_env() -> dict[str, str]:
     home = java17_home()
     if home:
         env["JAVA_HOME"] = home
-    env.setdefault("PYSPARK_PYTHON", sys.executable)
-    env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     return env
 
 
-def catalog_conf(uri: str, warehouse: str, catalog: str = CATALOG) -> dict[str, str]:
+def catalog_conf(uri: str, warehouse: str, catalog: str = CATALOG, **options: str) -> dict[str, str]:
     """The whole Iceberg side of the configuration: a REST catalog at ``uri``, nothing about S3."""
     prefix = f"spark.sql.catalog.{catalog}"
-    return {
+    conf = {
         "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
         prefix: "org.apache.iceberg.spark.SparkCatalog",
         f"{prefix}.type": "rest",
@@ -83,81 +106,188 @@ def catalog_conf(uri: str, warehouse: str, catalog: str = CATALOG) -> dict[str, 
         # the Java client does not ask for vended credentials unless told to
         f"{prefix}.header.X-Iceberg-Access-Delegation": "vended-credentials",
     }
+    conf.update({f"{prefix}.{key}": value for key, value in options.items()})
+    return conf
 
 
-def add_catalog(spark, name: str, uri: str, warehouse: str, **options: str) -> str:
+class SparkError(Exception):
+    """A failure inside the Spark driver: ``<exception class>: <message>``, as PySpark raised it."""
+
+
+class Row(tuple):
+    """A collected row: a tuple (compares equal to one) whose values are also reachable by field name."""
+
+    _fields: tuple[str, ...]
+
+    def __new__(cls, fields, values):
+        row = super().__new__(cls, values)
+        row._fields = tuple(fields)
+        return row
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            return tuple.__getitem__(self, self._fields.index(key))
+        return tuple.__getitem__(self, key)
+
+    def asDict(self, recursive: bool = False) -> dict:  # noqa: N802 - PySpark's name
+        def plain(value):
+            if isinstance(value, Row):
+                return value.asDict(True)
+            if isinstance(value, list):
+                return [plain(v) for v in value]
+            if isinstance(value, dict):
+                return {k: plain(v) for k, v in value.items()}
+            return value
+
+        return {k: plain(v) if recursive else v for k, v in zip(self._fields, self, strict=True)}
+
+
+def _rows(value):
+    if isinstance(value, tuple) and len(value) == 3 and value[0] == ROW:
+        return Row(value[1], [_rows(v) for v in value[2]])
+    if isinstance(value, list):
+        return [_rows(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _rows(v) for k, v in value.items()}
+    return value
+
+
+class Frame:
+    """A statement's collected result (the driver runs every statement eagerly)."""
+
+    def __init__(self, columns: list[str], rows: list[Row]):
+        self.columns = columns
+        self._rows = rows
+
+    def collect(self) -> list[Row]:
+        return list(self._rows)
+
+
+class Pending:
+    """A statement sent to the driver and not yet answered (``RemoteSpark.submit``)."""
+
+    def __init__(self, spark: RemoteSpark):
+        self._spark = spark
+
+    def result(self, timeout_s: float = 600) -> Frame:
+        columns, rows = self._spark._receive(timeout_s)
+        return Frame(columns, _rows(rows))
+
+
+class _Conf:
+    def __init__(self, spark: RemoteSpark):
+        self._spark = spark
+
+    def get(self, key: str) -> str:
+        return self._spark._request(("conf_get", key))
+
+    def set(self, key: str, value: str) -> None:
+        self._spark._request(("conf_set", key, value))
+
+
+class RemoteSpark:
+    """A SparkSession of one line, living in a driver process (its own JVM, REST client and caches)."""
+
+    def __init__(self, line: str, uri: str, warehouse: str, app_name: str = "growler-test", **catalog_options: str):
+        self.line = line
+        self.conf = _Conf(self)
+        self._lock = threading.Lock()
+        self._log = tempfile.NamedTemporaryFile(prefix=f"growler-spark{line}-", suffix=".log", delete=False)
+        authkey = secrets.token_bytes(16)
+        config = {
+            "app_name": app_name,
+            "jars": spark_jars(line),
+            "conf": catalog_conf(uri, warehouse, **catalog_options),
+        }
+        with Listener(("127.0.0.1", 0), authkey=authkey) as listener:
+            self.process = subprocess.Popen(
+                [line_python(line), str(DRIVER_SCRIPT), str(listener.address[1]), authkey.hex(), json.dumps(config)],
+                env=spark_env(),
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            accepted: list = []
+            acceptor = threading.Thread(target=lambda: accepted.append(listener.accept()), daemon=True)
+            acceptor.start()
+            acceptor.join(START_TIMEOUT_S)
+            while acceptor.is_alive() and self.process.poll() is None:
+                acceptor.join(1)
+            if not accepted:
+                self.stop()
+                raise RuntimeError(f"Spark {line} driver did not connect:\n{self.log()}")
+        self._connection = accepted[0]
+        kind, self.version = self._receive_raw(START_TIMEOUT_S)
+        assert kind == "ready", kind
+
+    def log(self) -> str:
+        return Path(self._log.name).read_text(errors="replace")[-20000:]
+
+    def _receive_raw(self, timeout_s: float):
+        waited = 0.0
+        while not self._connection.poll(1):
+            waited += 1
+            if self.process.poll() is not None:
+                raise RuntimeError(f"Spark {self.line} driver exited with {self.process.returncode}:\n{self.log()}")
+            if waited >= timeout_s:
+                raise TimeoutError(f"Spark {self.line} driver did not answer in {timeout_s} s:\n{self.log()}")
+        return self._connection.recv()
+
+    def _receive(self, timeout_s: float = 600):
+        try:
+            answer = self._receive_raw(timeout_s)
+        finally:
+            self._lock.release()
+        if answer[0] == "error":
+            raise SparkError(f"{answer[1]}: {answer[2]}")
+        return answer[1] if len(answer) == 2 else answer[1:]
+
+    def _request(self, request: tuple):
+        self._send(request)
+        return self._receive()
+
+    def _send(self, request: tuple) -> None:
+        self._lock.acquire()  # one statement at a time per driver, as in one SparkSession thread
+        try:
+            self._connection.send(request)
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def submit(self, query: str) -> Pending:
+        """Send ``query`` and return at once; ``.result()`` waits for its rows (two drivers at work)."""
+        self._send(("sql", query))
+        return Pending(self)
+
+    def sql(self, query: str) -> Frame:
+        return self.submit(query).result()
+
+    def table(self, name: str) -> Frame:
+        return self.sql(f"SELECT * FROM {name}")
+
+    def call(self, name: str, *args):
+        """One of ``spark_driver.CALLS`` (JVM-level helpers), run in the driver."""
+        return self._request(("call", name, list(args)))
+
+    def stop(self) -> None:
+        if getattr(self, "_connection", None) is not None:
+            try:
+                self._connection.send(("stop",))
+                self.process.wait(timeout=120)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+            self._connection.close()
+            self._connection = None
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, 9)
+            self.process.wait()
+        self._log.close()
+        os.unlink(self._log.name)
+
+
+def add_catalog(spark: RemoteSpark, name: str, uri: str, warehouse: str, **options: str) -> str:
     """Register another Growler catalog in a running session (catalogs are instantiated on first use)."""
-    for key, value in catalog_conf(uri, warehouse, name).items():
+    for key, value in catalog_conf(uri, warehouse, name, **options).items():
         if key != "spark.sql.extensions":
             spark.conf.set(key, value)
-    for key, value in options.items():
-        spark.conf.set(f"spark.sql.catalog.{name}.{key}", value)
     return name
-
-
-def build_session(uri: str, warehouse: str, app_name: str = "growler-test", catalog: str = CATALOG):
-    """A small local SparkSession (2 threads, no UI, few shuffle partitions) with Growler as ``catalog``."""
-    os.environ.update(spark_env())
-    from pyspark.sql import SparkSession
-
-    scratch = tempfile.mkdtemp(prefix="growler-spark-")
-    atexit.register(shutil.rmtree, scratch, ignore_errors=True)  # after session.stop (atexit is LIFO)
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName(app_name)
-        .config("spark.jars", ",".join(spark_jars()))
-        .config("spark.driver.memory", "1g")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.sql.adaptive.enabled", "true")
-        .config("spark.sql.catalogImplementation", "in-memory")
-        .config("spark.sql.warehouse.dir", os.path.join(scratch, "spark-warehouse"))
-        .config("spark.local.dir", os.path.join(scratch, "local"))
-        .config("spark.driver.extraJavaOptions", f"-Djava.io.tmpdir={scratch} -Dderby.system.home={scratch}")
-        .config("spark.sql.session.timeZone", "UTC")
-    )
-    for key, value in catalog_conf(uri, warehouse, catalog).items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
-    return session
-
-
-_shared: dict[tuple[str, str], object] = {}
-
-
-def shared_session(uri: str, warehouse: str):
-    """One SparkSession (one JVM) per test run, whichever module asks first; stopped at exit."""
-    key = (uri, warehouse)
-    if key not in _shared:
-        session = build_session(uri, warehouse)
-        atexit.register(session.stop)
-        _shared[key] = session
-    return _shared[key]
-
-
-def _append_main(uri: str, warehouse: str, table: str, warmup: str, who: str, first_id: str, batches: str, rows: str):
-    """Append ``batches`` batches of ``rows`` rows (ids from ``first_id``, tagged ``who``), one commit each.
-
-    One row into ``warmup`` first (loading the classes of the write path), then "ready" on stdout.
-    """
-    spark = build_session(uri, warehouse, app_name=f"growler-test-{who}")
-    try:
-        start, batch_count, row_count = int(first_id), int(batches), int(rows)
-        spark.sql(f"INSERT INTO {warmup} VALUES ('{who}')")
-        print("ready", flush=True)
-        for batch in range(batch_count):
-            low = start + batch * row_count
-            spark.sql(f"INSERT INTO {table} SELECT id, '{who}' FROM range({low}, {low + row_count})")
-        print("appended", batch_count * row_count, flush=True)
-    finally:
-        spark.stop()
-
-
-if __name__ == "__main__":
-    if len(sys.argv) == 10 and sys.argv[1] == "append":
-        _append_main(*sys.argv[2:])
-    else:
-        sys.exit(__doc__)

@@ -35,7 +35,7 @@ from pyiceberg.types import (
     TimestamptzType,
 )
 
-from tests.integration.spark_support import CATALOG, shared_session
+from tests.integration.spark_support import CATALOG
 
 pytestmark = pytest.mark.slow
 
@@ -59,11 +59,6 @@ NAMES = [
     "address",
     "attrs",
 ]
-
-
-@pytest.fixture(scope="module")
-def spark(server):
-    return shared_session(server.url, server.warehouse)
 
 
 @pytest.fixture

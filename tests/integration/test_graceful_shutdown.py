@@ -1,10 +1,14 @@
 """Graceful shutdown and reload: no request in flight is lost.
 
 - SIGTERM to gunicorn while a commit is in flight: the commit completes (200, pointer swapped,
-  file written) and gunicorn then exits 0. The commit is made slow for real, not by a test knob
-  in the server: Growler talks to S3 through a loopback TCP proxy that holds the metadata PUT.
+  file written) and gunicorn then exits 0. The commit is held for real, not by a test knob in the
+  server: Growler talks to S3 through a loopback TCP proxy that holds the metadata PUT until the
+  workers are seen shutting down, then lets it through.
 - SIGHUP (reload) while clients hammer Growler through nginx: workers are replaced and no request
   is answered 502 (or fails in any other way).
+
+No sleep stands in for synchronisation: every step waits for what it needs (a held PUT, a log
+line, a socket accepted or closed by a worker, seen in /proc).
 """
 
 from __future__ import annotations
@@ -31,19 +35,77 @@ from tests.conftest import TEST_BUCKET
 from tests.integration.conftest import start_server, stop_server
 from tests.integration.nginx_support import start_nginx, stop_nginx
 
-HOLD_S = 3.0
+WAIT_S = 60.0
+
+
+def wait_for(predicate, timeout_s: float = WAIT_S, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+# -- sockets as /proc shows them ----------------------------------------------------------------
+
+
+def _tcp_table() -> list[tuple[int, int, str, int]]:
+    """(local port, remote port, state, inode) of every IPv4/IPv6 TCP socket."""
+    rows = []
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(FileNotFoundError), open(name) as table:
+            for line in list(table)[1:]:
+                fields = line.split()
+                local, remote, state, inode = fields[1], fields[2], fields[3], int(fields[9])
+                rows.append((int(local.rsplit(":", 1)[1], 16), int(remote.rsplit(":", 1)[1], 16), state, inode))
+    return rows
+
+
+def socket_inodes(pid: int) -> set[int]:
+    """The sockets process ``pid`` holds open."""
+    inodes = set()
+    with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if target.startswith("socket:["):
+                    inodes.add(int(target[8:-1]))
+    return inodes
+
+
+def children(pid: int) -> set[int]:
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                stat = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
+                if int(stat[1]) == pid:
+                    found.add(int(entry))
+    return found
+
+
+def listening_inode(port: int) -> int:
+    [inode] = {inode for local, _, state, inode in _tcp_table() if local == port and state == "0A"}
+    return inode
+
+
+def accepted_inode(port: int, client_port: int) -> int | None:
+    """The server side of the connection from ``client_port`` (None until the kernel made it)."""
+    found = [inode for local, remote, state, inode in _tcp_table() if (local, remote) == (port, client_port)]
+    return found[0] if found and found[0] else None
 
 
 class SlowS3Proxy:
-    """Forwards TCP to S3; while ``hold_puts_s`` is set, each PUT request waits that long first."""
+    """Forwards TCP to S3; while ``hold_puts`` is set, each PUT request waits for ``release``."""
 
     def __init__(self, target: str) -> None:
         parts = urlsplit(target)
         self.target = (parts.hostname, parts.port)
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.endpoint = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
-        self.hold_puts_s = 0.0
+        self.hold_puts = False
         self.put_held = threading.Event()
+        self.release = threading.Event()
         self.closed = False
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -60,15 +122,16 @@ class SlowS3Proxy:
     def _pump(self, source: socket.socket, sink: socket.socket, requests: bool) -> None:
         with contextlib.suppress(OSError):
             while data := source.recv(65536):
-                if requests and self.hold_puts_s and data.startswith(b"PUT "):
+                if requests and self.hold_puts and data.startswith(b"PUT "):
                     self.put_held.set()
-                    time.sleep(self.hold_puts_s)
+                    self.release.wait(WAIT_S)
                 sink.sendall(data)
         with contextlib.suppress(OSError):
             sink.shutdown(socket.SHUT_WR)
 
     def close(self) -> None:
         self.closed = True
+        self.release.set()
         self.listener.close()
 
 
@@ -104,7 +167,7 @@ def test_sigterm_lets_an_inflight_commit_finish(settings, app, services, slow_s3
             assert created.status_code == 200, created.text
         before = created.json()["metadata-location"]
 
-        slow_s3.hold_puts_s = HOLD_S
+        slow_s3.hold_puts = True
         result: dict[str, httpx.Response] = {}
 
         def commit() -> None:
@@ -113,14 +176,20 @@ def test_sigterm_lets_an_inflight_commit_finish(settings, app, services, slow_s3
 
         committer = threading.Thread(target=commit)
         committer.start()
-        assert slow_s3.put_held.wait(20), "the commit never reached S3"
-        sent_at = time.monotonic()
+        assert slow_s3.put_held.wait(WAIT_S), "the commit never reached S3"
+        port = int(server.url.rsplit(":", 1)[1])
+        listener, workers = listening_inode(port), children(server.process.pid)
+        assert workers
         os.kill(server.process.pid, signal.SIGTERM)  # the master: it stops the workers gracefully
+        # the commit is still held: let it go only once every worker has stopped accepting
+        wait_for(lambda: "Handling signal: term" in server.log(), what="gunicorn handling SIGTERM")
+        wait_for(lambda: all(listener not in socket_inodes(pid) for pid in workers), what="workers to stop accepting")
+        assert committer.is_alive() and "response" not in result
+        slow_s3.release.set()
 
-        committer.join(60)
+        committer.join(WAIT_S)
         response = result["response"]
         assert response.status_code == 200, response.text
-        assert time.monotonic() - sent_at >= HOLD_S - 0.5  # it really was in flight during SIGTERM
         after = response.json()["metadata-location"]
         assert after != before
         assert response.json()["metadata"]["properties"]["state"] == "committed-during-sigterm"
@@ -132,11 +201,16 @@ def test_sigterm_lets_an_inflight_commit_finish(settings, app, services, slow_s3
                 "SELECT metadata_location FROM catalog_entry WHERE name = 'jobs'"
             ).fetchone()[0]
         assert current == after
-        slow_s3.hold_puts_s = 0
+        slow_s3.hold_puts = False
         assert S3ObjectStore(settings.s3).exists(after)
         log = server.log()
         commit_lines = [json.loads(line) for line in log.splitlines() if '"event":"commit"' in line]
         assert any(c["new_metadata_location"] == after and c["outcome"] == "committed" for c in commit_lines)
+        # it really was in flight during SIGTERM: committed after the master handled the signal
+        lines = log.splitlines()
+        signalled = next(i for i, line in enumerate(lines) if "Handling signal: term" in line)
+        committed = next(i for i, line in enumerate(lines) if '"event":"commit"' in line and after in line)
+        assert signalled < committed
         assert "Traceback" not in log
     finally:
         stop_server(server)
@@ -151,10 +225,16 @@ def test_a_stopping_worker_serves_connections_it_has_accepted(settings, app, tmp
     server = start_server(settings, tmp_path, {"GROWLER_WORKERS": "1"})
     try:
         port = int(server.url.rsplit(":", 1)[1])
+        listener = listening_inode(port)
+        [worker] = children(server.process.pid)
         with socket.create_connection(("127.0.0.1", port), timeout=20) as conn:
-            time.sleep(0.5)  # accepted by the worker by now
+            client_port = conn.getsockname()[1]
+            wait_for(lambda: accepted_inode(port, client_port) is not None, what="the kernel's connection")
+            accepted = accepted_inode(port, client_port)
+            wait_for(lambda: accepted in socket_inodes(worker), what="the worker to accept the connection")
             os.kill(server.process.pid, signal.SIGTERM)
-            time.sleep(0.3)  # the worker is shutting down
+            wait_for(lambda: listener not in socket_inodes(worker), what="the worker to stop accepting")
+            assert accepted in socket_inodes(worker)  # shutting down, the connection still open
             conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: growler\r\n\r\n")
             answer = conn.recv(4096)
         assert answer.startswith(b"HTTP/1.1 200 OK"), answer
@@ -198,23 +278,28 @@ def test_sighup_reload_under_load_through_nginx(settings, app, tmp_path, clean_c
         lines = [json.loads(line) for line in server.log().splitlines() if '"event":"request"' in line]
         return {line["pid"] for line in lines if line.get("path", "").startswith(f"/v1/{settings.warehouse}/")}
 
+    def answer_count() -> int:
+        return sum(statuses.values())
+
+    def keep_loading(requests: int) -> None:
+        """Until the clients got ``requests`` more answers (the load goes on meanwhile)."""
+        target = answer_count() + requests
+        wait_for(lambda: answer_count() >= target or failures, what=f"{requests} more answers")
+
     threads = [threading.Thread(target=load, args=(n,)) for n in range(4)]
     try:
         for thread in threads:
             thread.start()
-        time.sleep(1.5)
+        keep_loading(50)
+        wait_for(lambda: worker_pids(), what="requests in the log")
         old_workers = worker_pids()
         for _ in range(2):
             os.kill(server.process.pid, signal.SIGHUP)
-            # wait until requests are served by workers of the new generation
-            deadline = time.monotonic() + 60
-            while not (worker_pids() - old_workers) and time.monotonic() < deadline:
-                time.sleep(0.2)
-            time.sleep(1.0)
-            new_workers = worker_pids() - old_workers
-            assert new_workers, "no new worker served a request after SIGHUP"
-            old_workers |= new_workers
-        time.sleep(1.0)
+            # requests served by workers of the new generation, then more load on them
+            wait_for(lambda seen=old_workers: worker_pids() - seen, what="a new worker serving requests after SIGHUP")
+            keep_loading(50)
+            old_workers |= worker_pids() - old_workers
+        keep_loading(50)
     finally:
         stop.set()
         for thread in threads:

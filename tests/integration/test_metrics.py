@@ -111,12 +111,20 @@ def test_catalog_metrics_move(metrics_server, clean_catalog):
         assert missing.status_code == 400
         assert client.get(f"{url}/namespaces/nope/tables").status_code == 404
         assert client.get("/".join([metrics_server.url, "no", "such", "route"])).status_code == 404
-        # pool counters are copied at most once a second per worker (after a request): let a
-        # second pass, then touch the database again so the workers flush what they counted
-        time.sleep(1.2)
-        for _ in range(8):
-            assert client.get(f"{url}/namespaces").status_code == 200
-    after = Scrape(metrics_server)
+        # pool counters are copied at most once a second per worker, after a request: touch the
+        # database until a scrape shows what the pools counted (a condition, not a guessed sleep)
+        deadline = time.monotonic() + 30
+        while True:
+            # a fresh connection each time: whichever worker accepts it flushes its pool's numbers
+            assert httpx.get(f"{url}/namespaces", timeout=30).status_code == 200
+            after = Scrape(metrics_server)
+            pools_reported = after.value("growler_db_pool_connections", state="max") == 10 * WORKERS
+            counted = after.value("growler_db_pool_events_total", event="requests") > before.value(
+                "growler_db_pool_events_total", event="requests"
+            )
+            if (pools_reported and counted) or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
 
     def moved(name: str, **labels: str) -> float:
         return after.value(name, **labels) - before.value(name, **labels)

@@ -25,15 +25,20 @@ def test_create_list_nested(catalog):
     assert not catalog.namespace_exists(("analytics", "weekly"))
 
 
-def test_properties(catalog):
+def test_properties(catalog, settings):
     catalog.create_namespace("props", {"a": "1", "b": "2"})
-    assert catalog.load_namespace_properties("props") == {"a": "1", "b": "2"}
+    # the default location is reported, never stored (so it is not a removable property)
+    default_location = settings.warehouse_location.rstrip("/") + "/props"
+    assert catalog.load_namespace_properties("props") == {"a": "1", "b": "2", "location": default_location}
 
     summary = catalog.update_namespace_properties("props", removals={"a", "missing"}, updates={"c": "3"})
     assert summary.removed == ["a"]
     assert summary.missing == ["missing"]
     assert summary.updated == ["c"]
-    assert catalog.load_namespace_properties("props") == {"b": "2", "c": "3"}
+    assert catalog.load_namespace_properties("props") == {"b": "2", "c": "3", "location": default_location}
+
+    catalog.update_namespace_properties("props", updates={"location": default_location + "-own"})
+    assert catalog.load_namespace_properties("props")["location"] == default_location + "-own"
 
 
 def test_errors_map_to_pyiceberg_exceptions(catalog):

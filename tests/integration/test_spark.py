@@ -1,17 +1,16 @@
-"""Spark 3.5 (PySpark + Iceberg's Spark runtime and S3FileIO) against a running gunicorn.
+"""Spark 3.5 and 4.1 (PySpark + Iceberg's Spark runtime and S3FileIO) against a running gunicorn.
 
 The session is configured with Growler's URL and warehouse name and asks for vended credentials
 (``spark_support.catalog_conf``); everything about S3 (endpoint, region, addressing style, keys)
-comes from the catalog. One SparkSession is shared by every test (a JVM start costs tens of
-seconds); each test works in its own namespace. Results are checked through Spark, through the
-REST API (the metadata Growler stores) and by listing the bucket.
+comes from the catalog. Every test runs once per Spark line (``spark_support``); one session per
+line is shared by every test (a JVM start costs tens of seconds); each test works in its own
+namespace. Results are checked through Spark, through the REST API (the metadata Growler
+stores) and by listing the bucket.
 """
 
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import time
 from datetime import UTC, datetime, timedelta
 from urllib.parse import quote
@@ -21,21 +20,15 @@ import pytest
 
 from app.locations import Location
 from storage.objects import S3ObjectStore
-from tests.integration.spark_support import CATALOG, add_catalog, shared_session, spark_env
+from tests.integration.commit_barrier import CommitBarrierProxy
+from tests.integration.spark_support import CATALOG, RemoteSpark, add_catalog
 
 pytestmark = pytest.mark.slow
-
-SUPPORT_SCRIPT = __file__.replace("test_spark.py", "spark_support.py")
 
 
 # ------------------------------------------------------------------------------------------
 # helpers
 # ------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def spark(server):
-    return shared_session(server.url, server.warehouse)
 
 
 @pytest.fixture
@@ -375,8 +368,8 @@ def test_time_travel_by_version_and_timestamp(spark, ns):
         spark.sql(as_of(t1 - 5000)).collect()
 
     # the DataFrame reader's options reach the same snapshots
-    assert spark.read.option("snapshot-id", s1).table(table).count() == 1
-    assert spark.read.option("as-of-timestamp", str(t2)).table(table).count() == 2
+    assert spark.call("read_count", table, {"snapshot-id": str(s1)}) == 1
+    assert spark.call("read_count", table, {"as-of-timestamp": str(t2)}) == 2
     history = rows(spark, f"SELECT snapshot_id, is_current_ancestor FROM {table}.history ORDER BY made_current_at")
     assert history == [(s1, True), (s2, True), (s3, True)]
 
@@ -490,27 +483,11 @@ def test_maintenance_procedures(spark, server, ns, objects):
     dry = rows(spark, f"CALL {CATALOG}.system.remove_orphan_files(table => '{name}', prefix_listing => true)")
     assert dry == []
     assert objects.exists(Location.parse(orphan))
-    removed = delete_orphan_files(spark, table, older_than=datetime.now(UTC) + timedelta(minutes=1))
+    older_than = datetime.now(UTC) + timedelta(minutes=1)
+    removed = spark.call("delete_orphan_files", table, int(older_than.timestamp() * 1000))
     assert removed == [orphan]  # exactly the planted object: every file Growler wrote is referenced
     assert not objects.exists(Location.parse(orphan))
     assert rows(spark, f"SELECT * FROM {table} ORDER BY id") == expected
-
-
-def delete_orphan_files(spark, table: str, older_than: datetime) -> list[str]:
-    """SparkActions.deleteOrphanFiles (what CALL remove_orphan_files runs), without the 24-hour floor."""
-    jvm = spark._jvm
-    iceberg_table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table)
-    result = (
-        jvm.org.apache.iceberg.spark.actions.SparkActions.get(spark._jsparkSession)
-        .deleteOrphanFiles(iceberg_table)
-        .olderThan(int(older_than.timestamp() * 1000))
-        .usePrefixListing(True)
-        .execute()
-    )
-    locations, iterator = [], result.orphanFileLocations().iterator()
-    while iterator.hasNext():
-        locations.append(iterator.next())
-    return sorted(locations)
 
 
 # ------------------------------------------------------------------------------------------
@@ -606,7 +583,7 @@ def test_views(spark, server, ns):
     spark.sql(f"INSERT INTO {table} VALUES (4, 'us', 1.0)")
     assert rows(spark, f"SELECT * FROM {view} ORDER BY region") == [("eu", 15.0), ("us", 21.0)]
 
-    # Iceberg's Spark 3.5 extensions refuse ALTER VIEW ... AS ("use CREATE OR REPLACE VIEW"): that is
+    # Iceberg's Spark extensions (3.5) refuse ALTER VIEW ... AS ("use CREATE OR REPLACE VIEW"): that is
     # the statement that replaces a view's query (a replaceView commit adding a version)
     spark.sql(f"CREATE OR REPLACE VIEW {view} AS SELECT region, count(*) AS orders FROM {table} GROUP BY region")
     assert rows(spark, f"SELECT * FROM {view} ORDER BY region") == [("eu", 2), ("us", 2)]
@@ -628,51 +605,64 @@ def test_views(spark, server, ns):
 
 
 # ------------------------------------------------------------------------------------------
-# two Spark drivers appending to one table at once
+# two Spark drivers committing to one table from the same base
 # ------------------------------------------------------------------------------------------
 
-BATCHES = 8
-ROWS_PER_BATCH = 100
+ROUNDS = 3
+ROWS_PER_ROUND = 100
 
 
-def test_two_spark_sessions_append_concurrently(spark, server, ns):
-    name = f"{CATALOG}.{ns}.shared"
-    warmup = f"{CATALOG}.{ns}.warmup"
-    spark.sql(f"CREATE TABLE {name} (id bigint, who string) USING iceberg")
-    spark.sql(f"CREATE TABLE {warmup} (who string) USING iceberg")
-
-    # the second driver is its own process: its own JVM, REST client and table cache
-    uri = spark.conf.get(f"spark.sql.catalog.{CATALOG}.uri")
-    args = [name, warmup, "second", str(100_000), str(BATCHES), str(ROWS_PER_BATCH)]
-    second = subprocess.Popen(
-        [sys.executable, SUPPORT_SCRIPT, "append", uri, server.warehouse, *args],
-        env=spark_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+@pytest.fixture
+def barrier(server):
+    proxy = CommitBarrierProxy(server.url, "shared")
     try:
-        spark.sql(f"INSERT INTO {warmup} VALUES ('first')")
-        # wait until the second driver is warm too, then both write at once
-        seen = []
-        for line in second.stdout:
-            seen.append(line)
-            if line.startswith("ready"):
-                break
-        assert seen and seen[-1].startswith("ready"), "second driver did not start:\n" + "".join(seen)
-        for batch in range(BATCHES):
-            low = batch * ROWS_PER_BATCH
-            spark.sql(f"INSERT INTO {name} SELECT id, 'first' FROM range({low}, {low + ROWS_PER_BATCH})")
-        output = second.communicate(timeout=600)[0]
+        yield proxy
     finally:
-        if second.poll() is None:
-            second.kill()
-            second.wait()
-    assert second.returncode == 0, output
-    assert f"appended {BATCHES * ROWS_PER_BATCH}" in output
+        proxy.close()
+
+
+def test_two_spark_drivers_commit_from_the_same_base(spark, server, ns, barrier):
+    """The race forced, every round: both drivers' appends held until both are built on one base.
+
+    Then the proxy lets them through one after the other: the first lands, the second is a commit
+    from a stale base that Growler refuses with 409 CommitFailedException (never losing or forking
+    a snapshot); the Java client refreshes and retries it on top. Every round, the same outcome.
+    """
+    name = f"{CATALOG}.{ns}.shared"
+    spark.sql(f"CREATE TABLE {name} (id bigint, who string) USING iceberg")
+    # the first driver is the shared session (a second catalog, through the proxy); the second is
+    # its own process: its own JVM, REST client and table cache
+    first = add_catalog(spark, "growler_first", barrier.url, server.warehouse, **{"header.X-Test-Driver": "first"})
+    second = RemoteSpark(
+        spark.line, barrier.url, server.warehouse, app_name="growler-test-second", **{"header.X-Test-Driver": "second"}
+    )
+    drivers = {"first": (spark, f"{first}.{ns}.shared"), "second": (second, f"{CATALOG}.{ns}.shared")}
+    try:
+        for driver, table in drivers.values():  # warm up: load the table, no commit through the barrier
+            assert rows(driver, f"SELECT count(*) FROM {table}") == [(0,)]
+        for round_number in range(ROUNDS):
+            held = barrier.arm(parties=2)
+            pending = []
+            for offset, (who, (driver, table)) in enumerate(drivers.items()):
+                low = (2 * round_number + offset) * ROWS_PER_ROUND
+                select = f"SELECT id, '{who}' FROM range({low}, {low + ROWS_PER_ROUND})"
+                pending.append(driver.submit(f"INSERT INTO {table} {select}"))
+            for statement in pending:
+                statement.result()
+            assert sorted(held.arrived) == ["first", "second"], held
+            winner, loser = held.arrived
+            assert [(a.driver, a.status, a.error_type) for a in held.answers] == [
+                (winner, 200, None),
+                (loser, 409, "CommitFailedException"),
+            ]
+        # each refused commit was retried once, on top, and landed
+        assert sorted(a.driver for a in barrier.passed_commits) == sorted(r.arrived[1] for r in barrier.rounds)
+        assert all(a.status == 200 for a in barrier.passed_commits)
+    finally:
+        second.stop()
 
     spark.sql(f"REFRESH TABLE {name}")
-    total = BATCHES * ROWS_PER_BATCH
+    total = ROUNDS * ROWS_PER_ROUND
     assert rows(spark, f"SELECT count(*), count(DISTINCT id) FROM {name}") == [(2 * total, 2 * total)]
     assert rows(spark, f"SELECT who, count(*) FROM {name} GROUP BY who ORDER BY who") == [
         ("first", total),
@@ -680,13 +670,12 @@ def test_two_spark_sessions_append_concurrently(spark, server, ns):
     ]
     # every commit is in one linear history: no snapshot was lost or forked off
     snapshots = rows(spark, f"SELECT snapshot_id, parent_id FROM {name}.snapshots ORDER BY committed_at")
-    assert len(snapshots) == 2 * BATCHES
+    assert len(snapshots) == 2 * ROUNDS
     assert snapshots[0][1] is None
     assert all(parent == previous for (_, parent), (previous, _) in zip(snapshots[1:], snapshots, strict=False))
-    assert sorted(r[0] for r in rows(spark, f"SELECT snapshot_id FROM {name}.history")) == sorted(
-        s for s, _ in snapshots
-    )
-    # and the two writers really raced: their commits interleave
+    metadata = load_table(server, ns, "shared")["metadata"]
+    assert [entry["snapshot-id"] for entry in metadata["snapshot-log"]] == [s for s, _ in snapshots]
+    # and in commit order, each round's winner then its loser
     writer_of = dict(
         rows(
             spark,
@@ -695,5 +684,4 @@ def test_two_spark_sessions_append_concurrently(spark, server, ns):
             WHERE e.status = 1 GROUP BY e.snapshot_id""",
         )
     )
-    order = [writer_of[s] for s, _ in snapshots]
-    assert sum(a != b for a, b in zip(order, order[1:], strict=False)) >= 2, order
+    assert [writer_of[s] for s, _ in snapshots] == [who for r in barrier.rounds for who in r.arrived]
