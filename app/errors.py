@@ -85,6 +85,10 @@ class NoSuchView(NotFound):
     error_type = "NoSuchViewException"
 
 
+class NoSuchFunction(NotFound):
+    error_type = "NoSuchFunctionException"
+
+
 class MethodNotAllowed(CatalogError):
     code, error_type = 405, "MethodNotAllowedException"
 

@@ -18,9 +18,10 @@ from connexion.middleware.security import SecurityMiddleware
 from starlette.exceptions import HTTPException
 
 from app import metrics
-from app.catalog import CatalogService
+from app.catalog import CatalogService, WarehouseDirectory
 from app.errors import CatalogError
 from app.fast_path import LoadTableFastPath
+from app.functions import FunctionService, function_metadata_schema
 from app.housekeeping import Housekeeper
 from app.http import (
     LivenessMiddleware,
@@ -40,6 +41,7 @@ from app.tables import TableService
 from app.validation import BoundedJSONProvider, validator_map
 from app.views import ViewService
 from storage.db import AsyncDatabase, Database
+from storage.functions import FunctionRepository
 from storage.idempotency import IdempotencyRepository
 from storage.migrate import migrate
 from storage.objects import RoutingObjectStore, S3ObjectStore
@@ -55,6 +57,7 @@ TABLES = "growler.tables"
 VIEWS = "growler.views"
 ENDPOINTS = "growler.endpoints"
 IDEMPOTENCY = "growler.idempotency"
+FUNCTIONS = "growler.functions"
 
 
 def create_app(settings: Settings | None = None) -> FlaskApp:
@@ -132,6 +135,7 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
     flask_app.extensions[TABLES] = tables
     flask_app.extensions[VIEWS] = views
     flask_app.extensions[IDEMPOTENCY] = IdempotencyService(idempotency_keys, settings.idempotency_lifetime_s)
+    flask_app.extensions[FUNCTIONS] = build_functions(settings, database, repository, objects, service.warehouses, spec)
     flask_app.extensions[ENDPOINTS] = implemented_endpoints(spec)
     flask_app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
 
@@ -157,6 +161,20 @@ def build_storage(settings: Settings) -> tuple[Database, CatalogRepository, Rout
     database.open()
     objects = RoutingObjectStore(S3ObjectStore(settings.s3) if settings.s3.endpoint else None)
     return database, CatalogRepository(database), objects
+
+
+def build_functions(
+    settings: Settings,
+    database: Database,
+    repository: CatalogRepository,
+    objects: RoutingObjectStore,
+    warehouses: WarehouseDirectory,
+    spec: dict,
+) -> FunctionService:
+    """The function service (the app and ``scripts.functions`` build it the same way)."""
+    return FunctionService(
+        settings, FunctionRepository(database), repository, objects, warehouses, function_metadata_schema(spec)
+    )
 
 
 def load_spec() -> dict:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from flask import Response, current_app
 
 from app.catalog import CatalogService
-from app.factory import CATALOG, ENDPOINTS, TABLES, VIEWS
+from app.factory import CATALOG, ENDPOINTS, FUNCTIONS, TABLES, VIEWS
+from app.functions import FunctionService
 from app.identifiers import parse_namespace
 from app.tables import TableService
 from app.views import ViewService
@@ -21,6 +22,10 @@ def tables() -> TableService:
 
 def views() -> ViewService:
     return current_app.extensions[VIEWS]
+
+
+def functions() -> FunctionService:
+    return current_app.extensions[FUNCTIONS]
 
 
 def advertised_endpoints() -> list[str]:

@@ -1,0 +1,107 @@
+"""Functions (user-defined functions, UDF format 1): list, load, register and drop.
+
+The REST spec only reads functions (listFunctions, loadFunction). A platform team puts one into
+the catalog by registering a metadata file that already exists in storage (``python -m
+scripts.functions register``), as registerTable does for tables: the file must lie inside the
+warehouse's allowed locations, stay within the size limits, fit the contract's
+``FunctionMetadata`` schema and the format's rules (``app.function_metadata``). Growler never
+writes or deletes function files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import jsonschema
+
+from app.catalog import Page, WarehouseDirectory, page_of
+from app.entries import EntryService, decode_metadata
+from app.errors import BadRequest, NoSuchFunction, NoSuchNamespace
+from app.function_metadata import check_function_metadata
+from app.identifiers import check_name, decode_page_token, encode_page_token, format_namespace, page_window
+from app.limits import load_json
+from app.settings import Settings
+from storage.functions import FunctionRepository, FunctionRow
+from storage.objects import ObjectNotFound, ObjectStore
+from storage.repository import CatalogRepository
+
+SchemaCheck = Callable[[Any], None]
+
+
+def function_metadata_schema(spec: dict[str, Any]) -> SchemaCheck:
+    """The contract's ``FunctionMetadata`` schema as a check raising BadRequest (400)."""
+    validator = jsonschema.Draft4Validator(
+        {"$ref": "#/components/schemas/FunctionMetadata", "components": spec["components"]}
+    )
+
+    def check(document: Any) -> None:
+        error = jsonschema.exceptions.best_match(validator.iter_errors(document))
+        if error is not None:
+            where = "/".join(str(part) for part in error.absolute_path) or "the document"
+            raise BadRequest(f"Invalid function metadata at {where}: {error.message}"[:500])
+
+    return check
+
+
+class FunctionService:
+    def __init__(
+        self,
+        settings: Settings,
+        repository: FunctionRepository,
+        catalog: CatalogRepository,
+        objects: ObjectStore,
+        warehouses: WarehouseDirectory,
+        check_schema: SchemaCheck,
+    ) -> None:
+        self.settings = settings
+        self.repository = repository
+        self.catalog = catalog
+        self.objects = objects
+        self.warehouses = warehouses
+        self.check_schema = check_schema
+
+    def list_names(
+        self, prefix: str, namespace: tuple[str, ...], page_token: str | None, page_size: int | None
+    ) -> Page:
+        warehouse = self.warehouses.get(prefix)
+        paginate, limit = page_window(page_token, page_size, self.settings.max_page_size)
+        after = decode_page_token(page_token) if page_token else None
+        if after is not None and not isinstance(after, str):  # a namespace token replayed here
+            raise BadRequest("Invalid pageToken")
+        names = self.repository.list_names(warehouse.id, namespace, after, None if limit is None else limit + 1)
+        return page_of(names, limit, encode_page_token if paginate else None)
+
+    def load(self, prefix: str, namespace: tuple[str, ...], name: str) -> FunctionRow:
+        warehouse = self.warehouses.get(prefix)
+        row = self.repository.load(warehouse.id, namespace, check_name(name, "function name"))
+        if row is None:
+            if not self.catalog.namespace_exists(warehouse.id, namespace):
+                raise NoSuchNamespace(f"Namespace does not exist: {format_namespace(namespace)}")
+            raise NoSuchFunction(f"Function does not exist: {format_namespace((*namespace, name))}")
+        return row
+
+    def register(self, prefix: str, namespace: tuple[str, ...], name: str, metadata_location: str) -> FunctionRow:
+        """Put an existing, valid function metadata file into the catalog under ``name``."""
+        warehouse = self.warehouses.get(prefix)
+        name = check_name(name, "function name")
+        location = EntryService._require_inside_warehouse(warehouse, metadata_location, "metadata-location")
+        limits = self.settings.limits
+        try:
+            text = decode_metadata(self.objects.read(location, limits.max_metadata_bytes), limits.max_inflated_bytes)
+        except ObjectNotFound as exc:
+            raise BadRequest(f"Metadata file does not exist: {metadata_location}") from exc
+        except (UnicodeDecodeError, OSError, EOFError) as exc:
+            raise BadRequest(f"Not a valid function metadata file: {metadata_location}") from exc
+        document = load_json(text, limits, "function metadata file", items=False)
+        self.check_schema(document)
+        check_function_metadata(document)
+        row = FunctionRow(name, document["function-uuid"], location.uri, json.dumps(document, separators=(",", ":")))
+        self.repository.insert(warehouse.id, namespace, row)
+        return row
+
+    def drop(self, prefix: str, namespace: tuple[str, ...], name: str) -> None:
+        warehouse = self.warehouses.get(prefix)
+        if not self.repository.delete(warehouse.id, namespace, check_name(name, "function name")):
+            raise NoSuchFunction(f"Function does not exist: {format_namespace((*namespace, name))}")

@@ -1,0 +1,25 @@
+"""Function operations (read-only in the REST spec; registration is ``python -m scripts.functions``)."""
+
+from __future__ import annotations
+
+import json
+
+from flask import Response
+
+from handlers._context import functions, namespace_arg
+
+
+def list_functions(prefix: str, namespace: str, pageToken: str | None = None, pageSize: int | None = None):
+    levels = namespace_arg(namespace)
+    page = functions().list_names(prefix, levels, pageToken, pageSize)
+    body = {"identifiers": [[*levels, name] for name in page.items]}  # CatalogObjectIdentifier: a path
+    if page.next_page_token:
+        body["next-page-token"] = page.next_page_token
+    return body, 200
+
+
+def load_function(prefix: str, namespace: str, function: str):
+    row = functions().load(prefix, namespace_arg(namespace), function)
+    body = f'{{"metadata-location":{json.dumps(row.metadata_location)},"metadata":{row.metadata}}}'
+    return Response(body, status=200, mimetype="application/json")
+
