@@ -143,7 +143,8 @@ def test_purging_a_table_beside_or_inside_the_victim_leaves_it(client, victims, 
 
 def test_a_table_moved_onto_the_victim_and_purged_leaves_it(client, victims, app, db):
     client.post(tables_url(), json=create_request("mover"))
-    assert commit(client, "mover", [{"action": "set-location", "location": f"{victims.base}/victim"}]).status_code == 200
+    moved = commit(client, "mover", [{"action": "set-location", "location": f"{victims.base}/victim"}])
+    assert moved.status_code == 200, moved.text
     commit(client, "mover", [{"action": "set-properties", "updates": {
         "write.metadata.path": f"{victims.base}/victim/metadata"}}])
     drop_purge(client, "mover")
