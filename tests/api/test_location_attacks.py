@@ -1,0 +1,231 @@
+"""Crafted locations never touch what a table does not own (issue 13).
+
+A victim table (with a data object), a victim object in another bucket and a local file on the
+catalog host are recorded byte for byte; then an attacker creates, commits, registers, renames,
+drops and purges with crafted ``location``, ``write.metadata.path`` and metadata-log values.
+After every attempt - and after every purge it queued has run - each victim is unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.housekeeping import Housekeeper
+from storage.idempotency import IdempotencyRepository
+from storage.objects import S3ObjectStore
+from tests.api.tables_support import PREFIX, TextStore, create_request, table_url, tables_url
+from tests.conftest import TEST_BUCKET
+
+OTHER_BUCKET = "growler-test-other"
+WH = f"s3://{TEST_BUCKET}"
+
+
+class Victims:
+    """Every object the attacker must not touch, and its bytes."""
+
+    def __init__(self, s3: TextStore, local: Path, prefixes: list[str]) -> None:
+        self.s3, self.local, self.prefixes = s3, local, prefixes
+        self.before = self.snapshot()
+        assert len(self.before) >= 5, self.before.keys()
+
+    def snapshot(self) -> dict[str, bytes]:
+        found = {location: self.s3.read(location) for prefix in self.prefixes for location in self.s3.list(prefix)}
+        found[str(self.local)] = self.local.read_bytes()
+        return found
+
+    def assert_unchanged(self) -> None:
+        """Each victim object is still there with the same bytes (an attacker's own files that a
+        purge had to leave inside the victim's folder may be there too)."""
+        now = self.snapshot()
+        assert {location: now.get(location) for location in self.before} == self.before
+
+
+@pytest.fixture
+def s3(app) -> TextStore:
+    return TextStore(app.app.extensions["growler.catalog"].objects)
+
+
+@pytest.fixture
+def ns(client):
+    assert client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]}).status_code == 200
+    return "db"
+
+
+@pytest.fixture
+def victims(client, ns, s3, settings, tmp_path, unique) -> Victims:
+    S3ObjectStore(settings.s3).ensure_bucket(OTHER_BUCKET)
+    base = f"{WH}/{unique}"
+    victim = client.post(tables_url(), json=create_request("victim", location=f"{base}/victim")).json()
+    s3.write_new(f"{base}/victim/data/part-0.parquet", b"victim data")
+    commit(client, "victim", [{"action": "set-properties", "updates": {"owner": "victim"}}])
+    s3.write_new(f"s3://{OTHER_BUCKET}/{unique}/secret.txt", b"another bucket's object")
+    local = tmp_path / "host-file.txt"
+    local.write_bytes(b"a file on the catalog host")
+    found = Victims(s3, local, [f"{base}/victim", f"s3://{OTHER_BUCKET}/{unique}"])
+    found.base = base  # type: ignore[attr-defined]
+    found.metadata_location = client.get(table_url("victim")).json()["metadata-location"]  # type: ignore[attr-defined]
+    found.first_location = victim["metadata-location"]  # type: ignore[attr-defined]
+    return found
+
+
+def commit(client, name: str, updates: list[dict[str, Any]]):
+    return client.post(table_url(name), json={"requirements": [], "updates": updates})
+
+
+def run_purges(app, db) -> None:
+    """Every queued purge has run (by us or by the app's own housekeeping thread)."""
+    tables = app.app.extensions["growler.tables"]
+    keeper = Housekeeper(tables.repository, tables.objects, IdempotencyRepository(tables.repository.db),
+                         threading.Event())
+    deadline = time.monotonic() + 30
+    while True:
+        keeper.run_round(3600)
+        if db.execute("SELECT count(*) FROM purge_job").fetchone()[0] == 0:
+            return
+        assert time.monotonic() < deadline, "purge jobs did not finish"
+        time.sleep(0.05)  # a job leased by the app's thread: poll until it is done
+
+
+def drop_purge(client, name: str) -> None:
+    assert client.delete(table_url(name), params={"purgeRequested": "true"}).status_code == 204
+
+
+def refused(response) -> None:
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["type"] == "BadRequestException"
+
+
+@pytest.mark.parametrize("suffix", ["#", "?", "?x", "#/../x"])
+def test_metadata_path_naming_the_victims_file_is_refused(client, victims, app, db, suffix):
+    path = victims.first_location + suffix
+    refused(client.post(tables_url(), json=create_request("evil", properties={"write.metadata.path": path})))
+    refused(client.post(tables_url(), json=create_request("evil", location=victims.first_location + suffix)))
+    assert client.head(table_url("evil")).status_code == 404
+    victims.assert_unchanged()
+
+
+@pytest.mark.parametrize("crafted", ["{base}/victim?", "{base}/vic?x", "{base}//victim", "{base}/./victim",
+                                     "{base}/x/../victim", "{base}/victim\\data", "{base}/%76ictim"])
+def test_crafted_locations_are_refused_everywhere(client, victims, crafted):
+    location = crafted.format(base=victims.base)
+    refused(client.post(tables_url(), json=create_request("evil", location=location)))
+    client.post(tables_url(), json=create_request("mover"))
+    refused(commit(client, "mover", [{"action": "set-location", "location": location}]))
+    refused(commit(client, "mover", [{"action": "set-properties", "updates": {"write.metadata.path": location}}]))
+    victims.assert_unchanged()
+
+
+@pytest.mark.parametrize("relative", ["vic", "victim/data", "victim", "victim/metadata", "victi"])
+def test_purging_a_table_beside_or_inside_the_victim_leaves_it(client, victims, app, db, s3, relative):
+    """A table at a string prefix of the victim's location, inside it or at it: dropped with purge."""
+    location = f"{victims.base}/{relative}"
+    response = client.post(tables_url(), json=create_request("evil", location=location))
+    assert response.status_code == 200, response.text
+    own_data = f"{location}/data/evil-0.parquet"
+    s3.write_new(own_data, b"evil data")
+    commit(client, "evil", [{"action": "set-properties", "updates": {"a": "1"}}])
+    rename = {"source": {"namespace": ["db"], "name": "evil"}, "destination": {"namespace": ["db"], "name": "evil2"}}
+    assert client.post(f"{PREFIX}/tables/rename", json=rename).status_code == 204
+    drop_purge(client, "evil2")
+    run_purges(app, db)
+    victims.assert_unchanged()
+    if relative in ("vic", "victi"):  # beside the victim: its own files are purged
+        assert not s3.exists(own_data)
+        assert list(s3.list(location)) == []
+
+
+def test_a_table_moved_onto_the_victim_and_purged_leaves_it(client, victims, app, db):
+    client.post(tables_url(), json=create_request("mover"))
+    moved = commit(client, "mover", [{"action": "set-location", "location": f"{victims.base}/victim"}])
+    assert moved.status_code == 200, moved.text
+    commit(client, "mover", [{"action": "set-properties", "updates": {
+        "write.metadata.path": f"{victims.base}/victim/metadata"}}])
+    drop_purge(client, "mover")
+    run_purges(app, db)
+    victims.assert_unchanged()
+
+
+def registered_metadata(client, s3, victims, name: str, **changes: Any) -> str:
+    """A metadata file (written in the attacker's own folder) made from a real one, then changed."""
+    body = client.post(tables_url(), json=create_request(name)).json()
+    assert client.delete(table_url(name)).status_code == 204
+    metadata = body["metadata"] | changes
+    location = f"{victims.base}/attacker-{uuid.uuid4().hex[:8]}/metadata/00005-{uuid.uuid4()}.metadata.json"
+    s3.write_new(location, json.dumps(metadata).encode())
+    return location
+
+
+def log_naming(*files: str) -> list[dict[str, Any]]:
+    return [{"timestamp-ms": 1_700_000_000_000 + i, "metadata-file": file} for i, file in enumerate(files)]
+
+
+def test_register_with_a_metadata_log_outside_the_warehouse_is_refused(client, victims, s3, db, app):
+    outside = [f"file://{victims.local}", f"s3://{OTHER_BUCKET}/{victims.base.rsplit('/', 1)[1]}/secret.txt"]
+    for file in outside:
+        location = registered_metadata(client, s3, victims, "model", **{"metadata-log": log_naming(file)})
+        refused(client.post(f"{PREFIX}/namespaces/db/register", json={"name": "evil", "metadata-location": location}))
+        assert client.head(table_url("evil")).status_code == 404
+    for changes in ({"location": f"s3://{OTHER_BUCKET}/t"},
+                    {"properties": {"write.metadata.path": f"s3://{OTHER_BUCKET}/m"}},
+                    {"location": f"{victims.base}/vic?x"}):
+        location = registered_metadata(client, s3, victims, "model", **changes)
+        refused(client.post(f"{PREFIX}/namespaces/db/register", json={"name": "evil", "metadata-location": location}))
+    assert db.execute("SELECT count(*) FROM catalog_entry WHERE name = 'evil'").fetchone()[0] == 0
+    victims.assert_unchanged()
+
+
+@pytest.mark.parametrize("shared_location", [False, True])
+def test_delete_after_commit_never_deletes_the_victims_files(client, victims, s3, app, db, shared_location):
+    """Registered metadata whose log names the victim's files (inside the warehouse, so allowed),
+    then commits with delete-after-commit and previous-versions-max=1, then a purge."""
+    victim_files = [victims.first_location, victims.metadata_location]
+    changes: dict[str, Any] = {"metadata-log": log_naming(*victim_files)}
+    if shared_location:
+        changes["location"] = f"{victims.base}/victim"
+    location = registered_metadata(client, s3, victims, "model", **changes)
+    response = client.post(f"{PREFIX}/namespaces/db/register", json={"name": "evil", "metadata-location": location})
+    assert response.status_code == 200, response.text
+    for i in range(3):
+        response = commit(client, "evil", [{"action": "set-properties", "updates": {
+            "write.metadata.delete-after-commit.enabled": "true",
+            "write.metadata.previous-versions-max": "1",
+            "round": str(i)}}])
+        assert response.status_code == 200, response.text
+    assert [e["metadata-file"] for e in response.json()["metadata"]["metadata-log"]][-1:] != victim_files[-1:]
+    victims.assert_unchanged()
+    drop_purge(client, "evil")
+    run_purges(app, db)
+    victims.assert_unchanged()
+
+
+def test_a_registered_copy_of_the_victim_purged_leaves_it(client, victims, app, db):
+    response = client.post(f"{PREFIX}/namespaces/db/register",
+                           json={"name": "copy", "metadata-location": victims.metadata_location})
+    assert response.status_code == 200, response.text
+    drop_purge(client, "copy")
+    run_purges(app, db)
+    victims.assert_unchanged()
+    assert client.get(table_url("victim")).status_code == 200
+
+
+def test_a_failed_write_deletes_only_what_it_created(client, victims, app, db, monkeypatch):
+    """The conditional PUT of a new table's first file meets the victim's file (same name): the
+    refusal's cleanup must not delete it."""
+    victim_dir, victim_file = victims.first_location.rsplit("/", 1)
+    taken = uuid.UUID(victim_file.removeprefix("00000-").removesuffix(".metadata.json"))
+    real_uuid4 = uuid.uuid4
+    monkeypatch.setattr("app.entries.uuid.uuid4", lambda: taken)
+    response = client.post(tables_url(), json=create_request("evil", properties={"write.metadata.path": victim_dir}))
+    monkeypatch.setattr("app.entries.uuid.uuid4", real_uuid4)
+    assert response.status_code == 409, response.text
+    assert client.head(table_url("evil")).status_code == 404
+    assert db.execute("SELECT count(*) FROM pending_object").fetchone()[0] == 0
+    victims.assert_unchanged()
+    assert client.get(table_url("victim")).status_code == 200
