@@ -1355,8 +1355,8 @@ def _check_ranges(metadata: TableMetadata, problem: str) -> None:
     Request values are range-checked when the body is parsed (``app.limits``); a value at the top
     of its range plus one - ``first-row-id + added-rows``, the next schema id - is caught here.
     """
-    longs = {"last-sequence-number": metadata.last_sequence_number, "last-updated-ms": metadata.last_updated_ms,
-             "next-row-id": getattr(metadata, "next_row_id", None) or 0}
+    longs = {"last-sequence-number": getattr(metadata, "last_sequence_number", None) or 0,  # not in v1
+             "last-updated-ms": metadata.last_updated_ms, "next-row-id": getattr(metadata, "next_row_id", None) or 0}
     ints = {
         "last-column-id": metadata.last_column_id,
         "last-partition-id": metadata.last_partition_id or 0,
