@@ -52,7 +52,7 @@ INT32_MEMBERS = frozenset({
 class Limits:
     """The caps (``GROWLER_MAX_*`` settings; README "Behaviour worth knowing")."""
 
-    max_json_depth: int = 64
+    max_json_depth: int = 100  # a struct in a struct takes 3 levels: 30 levels of nested structs
     max_json_items: int = 20_000
     max_number_length: int = 40
     max_updates: int = 5000
@@ -63,8 +63,8 @@ class Limits:
     max_inflated_bytes: int = 128 * 1024 * 1024
 
     def check(self) -> None:
-        if not 2 <= self.max_json_depth <= 500:  # the parser itself gives up near 1000
-            raise ValueError("GROWLER_MAX_JSON_DEPTH must be between 2 and 500")
+        if not 2 <= self.max_json_depth <= 160:  # deeper, jsonschema's recursion runs out of stack
+            raise ValueError("GROWLER_MAX_JSON_DEPTH must be between 2 and 160")
         if not 20 <= self.max_number_length <= 4000:  # int64 needs 20; Python refuses > 4300 digits
             raise ValueError("GROWLER_MAX_NUMBER_LENGTH must be between 20 and 4000")
         values = (self.max_json_items, self.max_updates, self.max_requirements, self.max_table_changes,

@@ -67,9 +67,9 @@ def namespaces(db) -> list[tuple]:
 @pytest.mark.parametrize(
     ("body", "fragment"),
     [
-        (b'{"namespace": ["a"], "properties": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested deeper than 64"),
-        (b'{"namespace": ["a"], "properties": {"k": "v"}, "x": ' + b"{\"y\": " * 70 + b"1" + b"}" * 70 + b"}",
-         "nested deeper than 64"),
+        (b'{"namespace": ["a"], "properties": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested deeper than 100"),
+        (b'{"namespace": ["a"], "properties": {"k": "v"}, "x": ' + b"{\"y\": " * 100 + b"1" + b"}" * 100 + b"}",
+         "nested deeper than 100"),
         (b'{"namespace": [' + b"9" * 5000 + b"]}", "longer than 40 characters"),
         (b'{"namespace": ["a"], "properties": {"k": ' + b"1" * 100_000 + b"}}", "longer than 40 characters"),
         (b'{"namespace": ["a"], "properties": {"k": 1e999}}', "too large for a double"),
@@ -293,3 +293,37 @@ def test_no_database_text_in_error_messages(client, db):
     for database_word in ("jsonb", "json", "DETAIL", "CONTEXT", "escape", "Unicode", "SQL", "psycopg"):
         assert database_word not in message, message
     assert namespaces(db) == []
+
+
+# -- nesting that real schemas need --------------------------------------------------------------
+
+
+def nested_schema(levels: int) -> dict:
+    """A struct in a struct ``levels`` deep: three JSON levels each (field, type, fields)."""
+    ids = iter(range(1, 10_000))
+    inner: dict = {"type": "struct", "fields": [{"id": next(ids), "name": "leaf", "type": "int", "required": False}]}
+    for level in range(levels):
+        field = {"id": next(ids), "name": f"s{level}", "type": inner, "required": False}
+        inner = {"type": "struct", "fields": [field]}
+    return {"type": "struct", "schema-id": 0, "fields": inner["fields"]}
+
+
+def test_thirty_levels_of_nested_structs_are_accepted(client):
+    assert client.post(NS, json={"namespace": ["db"]}).status_code == 200
+    response, _ = post(client, tables_url(), {"name": "deep", "schema": nested_schema(30)})
+    assert response.status_code == 200, response.text
+    commit, _ = post(client, table_url("deep"), {"requirements": [], "updates": [set_property(1)]})
+    assert commit.status_code == 200, commit.text
+
+
+def test_the_deepest_configurable_nesting_is_never_a_server_error(settings, clean_catalog):
+    """At GROWLER_MAX_JSON_DEPTH's maximum, the validators' recursion still has stack to spare."""
+    from app import create_app
+
+    deepest = dataclasses.replace(Limits(), max_json_depth=160)
+    client = create_app(dataclasses.replace(settings, limits=deepest)).test_client()
+    assert client.post(NS, json={"namespace": ["db"]}).status_code == 200
+    accepted, _ = post(client, tables_url(), {"name": "deepest", "schema": nested_schema(51)})  # 158 levels
+    assert accepted.status_code == 200, accepted.text
+    refused, _ = post(client, tables_url(), {"name": "deeper", "schema": nested_schema(55)})
+    assert refused.status_code == 400 and "nested deeper than 160" in refused.json()["error"]["message"]
