@@ -13,9 +13,13 @@ catalog in a form other components choke on:
 - strings holding a lone UTF-16 surrogate (``"\\ud800"``) are refused: they cannot be encoded as
   UTF-8, so PostgreSQL, S3 and every client would fail on them later.
 
-The parser calls back into Python for every object and integer; besides the checks, that gives
-the interpreter a point to hand the GIL to the event loop while a large body is parsed in a
-thread (one C-level ``json.loads`` of 8 MiB would otherwise hold it for a few hundred ms).
+- objects and arrays of a request body have at most ``max_json_items`` entries.
+
+Parsing is done so that a large body does not hold the GIL for long: the parser calls back into
+Python for every object and number, and documents over ``LARGE_DOCUMENT_CHARS`` are read by the
+json module's Python scanner, so the event loop gets its turn between values (one C-level
+``json.loads`` of 8 MiB would hold the GIL for a few hundred ms). The item cap bounds the
+C-level work done later on one container (``json.dumps`` of a properties map, ...).
 
 ``check_request_shape`` caps what a body asks the service to do (updates and requirements per
 commit, table changes per transaction, fields per schema) before the slower jsonschema and
