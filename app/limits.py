@@ -13,9 +13,13 @@ catalog in a form other components choke on:
 - strings holding a lone UTF-16 surrogate (``"\\ud800"``) are refused: they cannot be encoded as
   UTF-8, so PostgreSQL, S3 and every client would fail on them later.
 
-The parser calls back into Python for every object and integer; besides the checks, that gives
-the interpreter a point to hand the GIL to the event loop while a large body is parsed in a
-thread (one C-level ``json.loads`` of 8 MiB would otherwise hold it for a few hundred ms).
+- objects and arrays of a request body have at most ``max_json_items`` entries.
+
+Parsing is done so that a large body does not hold the GIL for long: the parser calls back into
+Python for every object and number, and documents over ``LARGE_DOCUMENT_CHARS`` are read by the
+json module's Python scanner, so the event loop gets its turn between values (one C-level
+``json.loads`` of 8 MiB would hold the GIL for a few hundred ms). The item cap bounds the
+C-level work done later on one container (``json.dumps`` of a properties map, ...).
 
 ``check_request_shape`` caps what a body asks the service to do (updates and requirements per
 commit, table changes per transaction, fields per schema) before the slower jsonschema and
@@ -52,7 +56,7 @@ INT32_MEMBERS = frozenset({
 class Limits:
     """The caps (``GROWLER_MAX_*`` settings; README "Behaviour worth knowing")."""
 
-    max_json_depth: int = 64
+    max_json_depth: int = 100  # a struct in a struct takes 3 levels: 30 levels of nested structs
     max_json_items: int = 20_000
     max_number_length: int = 40
     max_updates: int = 5000
@@ -63,8 +67,8 @@ class Limits:
     max_inflated_bytes: int = 128 * 1024 * 1024
 
     def check(self) -> None:
-        if not 2 <= self.max_json_depth <= 500:  # the parser itself gives up near 1000
-            raise ValueError("GROWLER_MAX_JSON_DEPTH must be between 2 and 500")
+        if not 2 <= self.max_json_depth <= 160:  # deeper, jsonschema's recursion runs out of stack
+            raise ValueError("GROWLER_MAX_JSON_DEPTH must be between 2 and 160")
         if not 20 <= self.max_number_length <= 4000:  # int64 needs 20; Python refuses > 4300 digits
             raise ValueError("GROWLER_MAX_NUMBER_LENGTH must be between 20 and 4000")
         values = (self.max_json_items, self.max_updates, self.max_requirements, self.max_table_changes,

@@ -106,6 +106,7 @@ from pyiceberg.typedef import IcebergBaseModel
 from pyiceberg.types import IcebergType, ListType, MapType, StructType
 
 from app.errors import BadRequest, CommitFailed, InvalidArgument, NoSuchTable, invalid_metadata
+from app.limits import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 from app.lru import LruCache
 
 __all__ = [
@@ -1338,6 +1339,7 @@ def _finish(
     built without validation, are re-validated in full.
     """
     problem = "Invalid table metadata after updates"
+    _check_ranges(metadata, problem)
     try:
         metadata.spec().check_compatible(metadata.schema())
         metadata.sort_order().check_compatible(metadata.schema())
@@ -1357,6 +1359,27 @@ def _finish(
         raise invalid_metadata(f"{problem}: {describe_error(exc)}", exc) from exc
     _check_refs(metadata, problem)
     return metadata.model_copy(update=values)
+
+
+def _check_ranges(metadata: TableMetadata, problem: str) -> None:
+    """Values the rules compute (next ids, row ids, sequence numbers) stay in Java's int/long.
+
+    Request values are range-checked when the body is parsed (``app.limits``); a value at the top
+    of its range plus one - ``first-row-id + added-rows``, the next schema id - is caught here.
+    """
+    longs = {"last-sequence-number": getattr(metadata, "last_sequence_number", None) or 0,  # not in v1
+             "last-updated-ms": metadata.last_updated_ms, "next-row-id": getattr(metadata, "next_row_id", None) or 0}
+    ints = {
+        "last-column-id": metadata.last_column_id,
+        "last-partition-id": metadata.last_partition_id or 0,
+        "schema-id": max((schema.schema_id for schema in metadata.schemas), default=0),
+        "spec-id": max((spec.spec_id for spec in metadata.partition_specs), default=0),
+        "order-id": max((order.order_id for order in metadata.sort_orders), default=0),
+    }
+    for ranges, low, high, kind in ((longs, INT64_MIN, INT64_MAX, "64"), (ints, INT32_MIN, INT32_MAX, "32")):
+        for name, value in ranges.items():
+            if not low <= value <= high:
+                raise BadRequest(f"{problem}: {name} {value} is outside the signed {kind}-bit range")
 
 
 def _metadata_log_with(base: TableMetadata, base_location: str, properties: dict[str, str]) -> list[MetadataLogEntry]:

@@ -104,7 +104,7 @@ class SimpleStyleHeaderValidator(ParameterValidator):
             try:
                 _PARAMETER_VALIDATORS.get(param.get("schema", param)).validate(value)
             except ValidationError as exception:
-                return str(exception)
+                return exception.message  # not str(): that appends the whole schema and instance
             return None
         if param.get("required"):
             return f"Missing {parameter_type} parameter '{param['name']}'"

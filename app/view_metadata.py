@@ -49,6 +49,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import IcebergType, ListType, MapType, StructType
 
 from app.errors import BadRequest, CommitFailed, invalid_metadata
+from app.limits import INT32_MAX
 from app.table_metadata import COMPRESSION_CODEC, describe_error, metadata_file_name, next_metadata_version
 
 __all__ = [
@@ -563,6 +564,9 @@ def _finish(base: ViewMetadata, metadata: ViewMetadata, changes: _Changes) -> Vi
         metadata["version-log"].append({"timestamp-ms": timestamp, "version-id": current_id})
         if properties.get(REPLACE_DROP_DIALECT_ALLOWED, "false").strip().lower() != "true":
             _check_no_dialect_dropped(current_version(base), version)
+    highest = max([0, *(v["version-id"] for v in metadata["versions"]), *(s["schema-id"] for s in metadata["schemas"])])
+    if highest > INT32_MAX:  # an id at the top of the range plus one (request values are checked on parse)
+        raise BadRequest(f"Invalid view metadata after updates: id {highest} is outside the signed 32-bit range")
     keep = max(len(changes.added_version_ids | {current_id}), history_size(properties))
     if len(metadata["versions"]) > keep:
         _expire_versions(metadata, keep)
