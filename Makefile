@@ -9,7 +9,7 @@
 #                       (SPARK_LINE=4.1: on Spark 4.1 instead of 3.5)
 #   make bench          catalog benchmarks vs. a peer; README.md "Benchmarks" (BENCH_QUICK=1: smoke run)
 #   make clean          remove local data (.growler) and caches; keeps .venv
-#   make distclean      clean + remove .venv
+#   make distclean      clean + remove .venv and .venv-spark4
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -195,7 +195,7 @@ lint: venv-test
 
 clean:
 	rm -rf .growler .pytest_cache .ruff_cache .hypothesis .cache
-	find . -path ./$(VENV) -prune -o -type d -name __pycache__ -prune -exec rm -rf {} +
+	find . \( -path ./$(VENV) -o -path ./$(SPARK4_VENV) \) -prune -o -type d -name __pycache__ -prune -exec rm -rf {} +
 
 distclean: clean
 	rm -rf $(VENV) $(SPARK4_VENV)

@@ -214,10 +214,15 @@ class RemoteSpark:
             while acceptor.is_alive() and self.process.poll() is None:
                 acceptor.join(1)
             if not accepted:
+                log = self.log()
                 self.stop()
-                raise RuntimeError(f"Spark {line} driver did not connect:\n{self.log()}")
+                raise RuntimeError(f"Spark {line} driver did not connect:\n{log}")
         self._connection = accepted[0]
-        kind, self.version = self._receive_raw(START_TIMEOUT_S)
+        try:
+            kind, self.version = self._receive_raw(START_TIMEOUT_S)
+        except BaseException:
+            self.stop()
+            raise
         assert kind == "ready", kind
 
     def log(self) -> str:
