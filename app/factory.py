@@ -76,6 +76,7 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
         max_size=settings.async_pool_max_size,
         timeout_s=settings.pool_timeout_s,
         statement_timeout_ms=settings.statement_timeout_ms,
+        deadline_s=settings.db_timeout_s,
     )
 
     @contextlib.asynccontextmanager
@@ -150,6 +151,7 @@ def build_storage(settings: Settings) -> tuple[Database, CatalogRepository, Rout
         max_size=settings.pool_max_size,
         timeout_s=settings.pool_timeout_s,
         statement_timeout_ms=settings.statement_timeout_ms,
+        deadline_s=settings.db_timeout_s,
     )
     database.open()
     objects = RoutingObjectStore(S3ObjectStore(settings.s3) if settings.s3.endpoint else None)
