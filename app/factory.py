@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -37,6 +36,7 @@ from app.idempotency import IdempotencyService
 from app.observability import ObservabilityMiddleware, configure_event_logs
 from app.resolver import CatalogResolver, implemented_endpoints
 from app.settings import Settings
+from app.startup import Startup, StartupGate
 from app.tables import TableService
 from app.validation import BoundedJSONProvider, validator_map
 from app.views import ViewService
@@ -50,7 +50,8 @@ from storage.repository import AsyncEntryReader, CatalogRepository
 log = logging.getLogger(__name__)
 
 SPEC_FILE = Path(__file__).resolve().parent.parent / "openapi" / "catalog.yaml"
-STARTUP_WAIT_S = 30.0
+# How long a worker waits for PostgreSQL before serving (503 until ready, retrying meanwhile).
+STARTUP_WAIT_S = 5.0
 
 CATALOG = "growler.catalog"
 TABLES = "growler.tables"
@@ -65,26 +66,32 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     configure_event_logs()  # request and commit lines: JSON
 
-    _migrate_when_reachable(settings.database_url)
     database, repository, objects = build_storage(settings)
     service = CatalogService(settings, repository, objects)
-    service.ensure_default_warehouse()
     tables = TableService(settings, repository, objects, service.warehouses)
     views = ViewService(settings, repository, objects, service.warehouses)
     idempotency_keys = IdempotencyRepository(database)
     housekeeper = Housekeeper(repository, objects, idempotency_keys, tables.purge_requested)
-    housekeeper.start()
+    # PostgreSQL down at boot must not fail the worker (gunicorn would stop): see app/startup.py.
+    startup = Startup([
+        lambda: _migrate(settings.database_url),
+        service.ensure_default_warehouse,
+        housekeeper.start,
+    ])
+    startup.run(first_wait_s=STARTUP_WAIT_S)
 
     async_database = AsyncDatabase(
         settings.database_url,
         max_size=settings.async_pool_max_size,
         timeout_s=settings.pool_timeout_s,
         statement_timeout_ms=settings.statement_timeout_ms,
+        deadline_s=settings.db_timeout_s,
     )
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: object) -> AsyncIterator[None]:
         yield
+        startup.stop()
         housekeeper.stop()
         await async_database.close()
         database.close()
@@ -108,6 +115,7 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
         namespace_separator=settings.namespace_separator,
     )
     app.add_middleware(LivenessMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION)  # logged, counted
+    app.add_middleware(StartupGate, position=MiddlewarePosition.BEFORE_EXCEPTION, startup=startup)
     if settings.fast_reads:  # just inside observability: logged and counted like any request
         app.add_middleware(
             LoadTableFastPath,
@@ -157,6 +165,7 @@ def build_storage(settings: Settings) -> tuple[Database, CatalogRepository, Rout
         max_size=settings.pool_max_size,
         timeout_s=settings.pool_timeout_s,
         statement_timeout_ms=settings.statement_timeout_ms,
+        deadline_s=settings.db_timeout_s,
     )
     database.open()
     objects = RoutingObjectStore(S3ObjectStore(settings.s3) if settings.s3.endpoint else None)
@@ -200,17 +209,7 @@ def _middlewares() -> list:
     return [m for m in ConnexionMiddleware.default_middlewares if m is not SecurityMiddleware]
 
 
-def _migrate_when_reachable(database_url: str) -> None:
-    """Apply migrations, waiting a little for a database that is still starting."""
-    deadline = time.monotonic() + STARTUP_WAIT_S
-    while True:
-        try:
-            applied = migrate(database_url)
-            if applied:
-                log.info("database migrated: %s", ", ".join(applied))
-            return
-        except Exception as exc:  # noqa: BLE001 - any connection failure means "not yet"
-            if time.monotonic() > deadline:
-                raise
-            log.warning("database not ready (%s), retrying", type(exc).__name__)
-            time.sleep(1.0)
+def _migrate(database_url: str) -> None:
+    applied = migrate(database_url)
+    if applied:
+        log.info("database migrated: %s", ", ".join(applied))

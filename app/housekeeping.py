@@ -9,6 +9,9 @@
   a commit that never happened (the worker died, or its cleanup failed): it is deleted.
 - **Idempotency keys** past their lifetime are forgotten.
 
+Every step, and every row within a step, fails on its own: a row that keeps failing is counted
+(``growler_housekeeping_failures``), logged, and retried with a growing delay; the others go on.
+
 ``python -m app.housekeeping`` runs one round by hand (``make sweep``).
 """
 
@@ -16,9 +19,11 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from itertools import islice
 from typing import Any
 
+from app import metrics
 from app.locations import InvalidLocation, Location
 from storage.idempotency import IdempotencyRepository
 from storage.objects import ObjectStore
@@ -30,6 +35,9 @@ LEASE_SECONDS = 300
 DELETE_BATCH = 500
 # A commit's objects are settled within one request; gunicorn kills a request after 60 s.
 PENDING_GRACE_SECONDS = 600
+# A pending object or purge job that failed is retried after 1 min, 2 min, 4 min, ... at most daily.
+RETRY_BASE_SECONDS = 60.0
+RETRY_MAX_SECONDS = 86_400.0
 
 
 class Housekeeper:
@@ -59,37 +67,70 @@ class Housekeeper:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            try:
-                self.run_round(PENDING_GRACE_SECONDS)
-            except Exception as exc:  # noqa: BLE001 - the database may be down; try again later
-                log.warning("housekeeping idle after error: %s", type(exc).__name__)
+            self.run_round(PENDING_GRACE_SECONDS)  # never raises: each step guards itself
             self.wake.wait(self.idle_seconds)
             self.wake.clear()
 
     def run_round(self, pending_grace_s: float) -> dict[str, int]:
-        """Every due purge, one sweep of stale pending objects, expired idempotency keys."""
+        """Every due purge, one sweep of stale pending objects, expired idempotency keys.
+
+        Each step runs on its own: one that fails (the database is down, a store refuses) is
+        counted and logged, and the others still run. A step's count is -1 when it failed.
+        """
+        return {
+            "purges": self._step("purge", self._purge_due),
+            "swept": self._step("sweep", lambda: self.sweep_pending(pending_grace_s)),
+            "expired-keys": self._step("expire-keys", self.idempotency.delete_expired),
+        }
+
+    def _step(self, name: str, step: Callable[[], int]) -> int:
+        try:
+            return step()
+        except Exception as exc:  # noqa: BLE001 - the database may be down; the next round retries
+            metrics.HOUSEKEEPING_FAILURES.labels("round").inc()
+            log.warning("housekeeping %s failed, will retry: %s", name, type(exc).__name__)
+            return -1
+
+    def _purge_due(self) -> int:
         purged = 0
         while self.run_once():
             purged += 1
-        return {
-            "purges": purged,
-            "swept": self.sweep_pending(pending_grace_s),
-            "expired-keys": self.idempotency.delete_expired(),
-        }
+        return purged
 
     def sweep_pending(self, grace_s: float) -> int:
+        """Delete the objects of stale pending records, each on its own.
+
+        A record whose object cannot be deleted is kept, with its failure counted and its next
+        attempt put off (``RETRY_BASE_SECONDS`` doubling up to ``RETRY_MAX_SECONDS``), so it never
+        blocks the records after it nor the rest of the round.
+        """
         swept = 0
         while stale := self.repository.stale_pending(grace_s, DELETE_BATCH):
             current = self.repository.current_metadata_locations(stale)
-            orphans = [location for location in stale if location not in current]
-            parsed = _parsed(orphans)  # a location the model refuses was never written
-            if parsed:
-                self.objects.delete(parsed)
-            self.repository.settle_pending(stale)
-            swept += len(orphans)
+            for location in stale:
+                if location not in current:
+                    parsed = _parsed([location])  # a location the model refuses was never written
+                    try:
+                        if parsed:
+                            self.objects.delete(parsed)
+                    except Exception as exc:  # noqa: BLE001 - any failure: keep the record, retry later
+                        self._defer(location, exc)
+                        continue
+                    swept += 1
+                self.repository.settle_pending([location])
         if swept:
             log.info("swept %d metadata objects of commits that never happened", swept)
         return swept
+
+    def _defer(self, location: str, exc: Exception) -> None:
+        metrics.HOUSEKEEPING_FAILURES.labels("sweep").inc()
+        attempts = self.repository.defer_pending(
+            location, f"{type(exc).__name__}: {exc}", RETRY_BASE_SECONDS, RETRY_MAX_SECONDS
+        )
+        log.warning(
+            "could not sweep pending object %r (attempt %d), will retry later: %s",
+            location[:300], attempts, type(exc).__name__,
+        )
 
     def run_once(self) -> bool:
         """Purge one due job; False when there was none."""
@@ -98,9 +139,12 @@ class Housekeeper:
             return False
         try:
             deleted = self._purge(job)
-        except Exception as exc:  # noqa: BLE001 - leave the job for the next lease
+        except Exception as exc:  # noqa: BLE001 - keep the job, retry it later (backoff)
+            metrics.HOUSEKEEPING_FAILURES.labels("purge").inc()
             log.warning("purge of %s failed, will retry: %s", job["location"], type(exc).__name__)
-            self.repository.fail_purge_job(job["id"], f"{type(exc).__name__}: {exc}")
+            self.repository.fail_purge_job(
+                job["id"], f"{type(exc).__name__}: {exc}", RETRY_BASE_SECONDS, RETRY_MAX_SECONDS
+            )
             return True
         self.repository.finish_purge_job(job["id"])
         log.info("purged %d objects under %s", deleted, job["location"])

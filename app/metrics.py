@@ -71,6 +71,13 @@ OBJECT_STORE_ERRORS = Counter(
     ["operation", "error"],
 )
 
+HOUSEKEEPING_FAILURES = Counter(
+    "growler_housekeeping_failures",
+    "Housekeeping steps that failed and will be retried: sweep (one pending object), purge (one job), "
+    "expire-keys, and round (a whole step, e.g. the database was down)",
+    ["task"],
+)
+
 IDEMPOTENCY_REPLAYS = Counter(
     "growler_idempotency_replays", "Responses replayed for a repeated Idempotency-Key", ["operation"]
 )

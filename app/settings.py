@@ -30,6 +30,14 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
         raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
 
 
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "")
+    try:
+        return float(raw) if raw else default
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a number, got {raw!r}") from exc
+
+
 @dataclass(frozen=True)
 class S3Settings:
     endpoint: str | None = None
@@ -37,17 +45,18 @@ class S3Settings:
     secret_key: str | None = None
     region: str = "us-east-1"
     path_style: bool = True
+    timeout_s: float = 5.0  # connect, and each wait for an answer (GROWLER_S3_TIMEOUT_S)
 
     def __repr__(self) -> str:  # never print the secret key
         return (
             f"S3Settings(endpoint={self.endpoint!r}, access_key={'***' if self.access_key else None}, "
-            f"region={self.region!r}, path_style={self.path_style})"
+            f"region={self.region!r}, path_style={self.path_style}, timeout_s={self.timeout_s})"
         )
 
 
 @dataclass(frozen=True)
 class Settings:
-    database_url: str
+    database_url: str = field(repr=False)  # may hold a password
     warehouse: str = "warehouse"
     warehouse_location: str = "s3://growler-warehouse/"
     # extra prefixes where the default warehouse's tables and views may live
@@ -59,6 +68,7 @@ class Settings:
     async_pool_max_size: int = 4
     pool_timeout_s: float = 5.0
     statement_timeout_ms: int = 15_000
+    db_timeout_s: float = 5.0  # connect, and each round trip to PostgreSQL (GROWLER_DB_TIMEOUT_S)
     max_body_bytes: int = 8 * 1024 * 1024
     max_page_size: int = 1000
     limits: Limits = field(default_factory=Limits)
@@ -86,6 +96,7 @@ class Settings:
                 secret_key=env.get("GROWLER_S3_SECRET_KEY") or None,
                 region=env.get("GROWLER_S3_REGION", "us-east-1"),
                 path_style=_bool(env.get("GROWLER_S3_PATH_STYLE"), True),
+                timeout_s=_float(env, "GROWLER_S3_TIMEOUT_S", 5.0),
             ),
             namespace_separator=env.get("GROWLER_NAMESPACE_SEPARATOR", "%1F"),
             pool_min_size=_int(env, "GROWLER_DB_POOL_MIN", 1),
@@ -93,6 +104,7 @@ class Settings:
             async_pool_max_size=_int(env, "GROWLER_DB_ASYNC_POOL_MAX", 4),
             pool_timeout_s=float(env.get("GROWLER_DB_POOL_TIMEOUT_S", "5") or 5),
             statement_timeout_ms=_int(env, "GROWLER_DB_STATEMENT_TIMEOUT_MS", 15_000),
+            db_timeout_s=_float(env, "GROWLER_DB_TIMEOUT_S", 5.0),
             max_body_bytes=_int(env, "GROWLER_MAX_BODY_BYTES", 8 * 1024 * 1024),
             max_page_size=_int(env, "GROWLER_MAX_PAGE_SIZE", 1000),
             limits=Limits(
@@ -136,5 +148,7 @@ class Settings:
                 "GROWLER_MAX_PAGE_SIZE, GROWLER_DB_POOL_MAX and GROWLER_DB_ASYNC_POOL_MAX must be positive"
             )
         self.limits.check()
+        if not 0 < self.db_timeout_s <= 300 or not 0 < self.s3.timeout_s <= 300:
+            raise ValueError("GROWLER_DB_TIMEOUT_S and GROWLER_S3_TIMEOUT_S must be between 0 and 300 seconds")
         if not self.namespace_separator:
             raise ValueError("GROWLER_NAMESPACE_SEPARATOR must not be empty")

@@ -130,7 +130,7 @@ def main() -> int:
             t0 = time.monotonic()
             postgres.start()
             env["GROWLER_DATABASE_URL"] = postgres.url
-            log(f"PostgreSQL ready in {time.monotonic() - t0:.1f} s: {postgres.url} (log {postgres.log_path})")
+            log(f"PostgreSQL ready in {time.monotonic() - t0:.1f} s: {postgres.display_url} (log {postgres.log_path})")
         else:
             log("using external PostgreSQL from GROWLER_DATABASE_URL")
 

@@ -36,6 +36,7 @@ import json
 import os
 import pwd
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -463,9 +464,19 @@ def _grant_traverse(path: Path, user: pwd.struct_passwd) -> None:
 class EmbeddedPostgres(_Service):
     """A private PostgreSQL server in ``data_dir``, listening on 127.0.0.1:<port> only.
 
+    Set up like a production server: password authentication (scram-sha-256) for everyone,
+    an administrator (``admin_user``, the cluster's superuser) and the catalog's role (``user``),
+    which is not a superuser, may create nothing outside its database, and owns only the schema
+    named after it in ``database`` (first in its default ``search_path``, so migrations create
+    the catalog's tables there). Both passwords are generated at initdb and kept in
+    ``<data_dir>/growler-secrets.json`` (mode 0600); ``url`` and ``admin_url`` carry them, so
+    never log those: ``display_url`` is the loggable form.
+
     ``fast=True`` (tests only) turns off fsync and full_page_writes (and initdb's
     sync): an OS crash can corrupt the cluster; a killed server loses nothing committed.
     """
+
+    admin_user = "growler_admin"
 
     def __init__(
         self,
@@ -488,6 +499,7 @@ class EmbeddedPostgres(_Service):
         self.log_path = Path(log_path) if log_path else self.data_dir.parent / "postgres.log"
         self.startup_timeout = startup_timeout
         self._proc = None
+        self._secrets: dict[str, str] | None = None
         self.last_start_seconds: float | None = None
         self.last_initdb_seconds: float | None = None
 
@@ -496,7 +508,40 @@ class EmbeddedPostgres(_Service):
 
     @property
     def url(self) -> str:
-        return f"postgresql://{self.user}@{LOCALHOST}:{self.port}/{self.database}"
+        """The catalog role's URL, password included (do not log it: see ``display_url``)."""
+        return f"postgresql://{self.user}:{self._secret('catalog')}@{LOCALHOST}:{self.port}/{self.database}"
+
+    @property
+    def admin_url(self) -> str:
+        """The superuser's URL (for setting up databases; Growler itself never uses it)."""
+        return f"postgresql://{self.admin_user}:{self._secret('admin')}@{LOCALHOST}:{self.port}/{self.database}"
+
+    @property
+    def display_url(self) -> str:
+        return f"postgresql://{self.user}:***@{LOCALHOST}:{self.port}/{self.database}"
+
+    @property
+    def _secrets_file(self) -> Path:
+        return self.data_dir / "growler-secrets.json"
+
+    def _secret(self, which: str) -> str:
+        if self._secrets is None:
+            try:
+                self._secrets = json.loads(self._secrets_file.read_text())
+            except FileNotFoundError:
+                raise RuntimeError(
+                    f"{self.data_dir} has no growler-secrets.json: it was created by an older Growler, with "
+                    "password-less (trust) authentication and the catalog owned by a superuser. Remove the "
+                    "directory to start over (its catalog is lost), or point GROWLER_DATABASE_URL at it."
+                ) from None
+        assert self._secrets is not None
+        return self._secrets[which]
+
+    def _write_secrets(self, secrets_: dict[str, str]) -> None:
+        fd = os.open(self._secrets_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            json.dump(secrets_, handle)
+        self._secrets = dict(secrets_)
 
     def _env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
@@ -511,7 +556,10 @@ class EmbeddedPostgres(_Service):
         run_as = _run_as_postgres()
         self._prepare_data_dir(run_as)
         if not (self.data_dir / "PG_VERSION").exists():
-            self._initdb(bin_dir, run_as)
+            generated = {"admin": secrets.token_urlsafe(24), "catalog": secrets.token_urlsafe(24)}
+            self._initdb(bin_dir, run_as, generated["admin"])
+            self._write_secrets(generated)
+        self._secret("catalog")  # refuse an old trust-authentication directory before starting it
         self._clear_stale_pidfile()
 
         argv = [
@@ -574,18 +622,32 @@ class EmbeddedPostgres(_Service):
                 os.chown(self.data_dir, run_as.pw_uid, run_as.pw_gid)
         os.chmod(self.data_dir, 0o700)  # postgres insists on 0700/0750
 
-    def _initdb(self, bin_dir: Path, run_as: pwd.struct_passwd | None) -> None:
+    def _initdb(self, bin_dir: Path, run_as: pwd.struct_passwd | None, admin_password: str) -> None:
         if any(self.data_dir.iterdir()):
             raise RuntimeError(
                 f"{self.data_dir} is not empty but has no PG_VERSION: not a PostgreSQL data "
                 "directory (a crashed initdb?). Remove it to start over."
             )
         t0 = time.monotonic()
+        # initdb wants an empty data directory: the password goes through a private file beside it.
+        fd, pwfile = tempfile.mkstemp(prefix=".growler-pw-", dir=self.data_dir.parent)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(admin_password + "\n")
+        if run_as is not None:
+            os.chown(pwfile, run_as.pw_uid, run_as.pw_gid)
+        try:
+            self._run_initdb(bin_dir, run_as, pwfile)
+        finally:
+            os.unlink(pwfile)
+        self.last_initdb_seconds = time.monotonic() - t0
+
+    def _run_initdb(self, bin_dir: Path, run_as: pwd.struct_passwd | None, pwfile: str) -> None:
         argv = [
             str(bin_dir / "initdb"),
             "-D", str(self.data_dir),
-            "-U", self.user,
-            "--auth=trust",  # local throwaway server, bound to 127.0.0.1 only
+            "-U", self.admin_user,
+            f"--pwfile={pwfile}",
+            "--auth=scram-sha-256",  # every connection needs a password, as in production
             "--encoding=UTF8",
             "--locale=C",
             "--no-instructions",
@@ -610,7 +672,6 @@ class EmbeddedPostgres(_Service):
             raise
         if rc != 0:
             raise RuntimeError(f"initdb failed (exit {rc}); log {self.log_path}:\n{_log_tail(self.log_path)}")
-        self.last_initdb_seconds = time.monotonic() - t0
 
     @property
     def _owner_file(self) -> Path:
@@ -635,7 +696,13 @@ class EmbeddedPostgres(_Service):
         import psycopg
 
         return psycopg.connect(
-            host=LOCALHOST, port=self.port, user=self.user, dbname=dbname, connect_timeout=2, autocommit=True
+            host=LOCALHOST,
+            port=self.port,
+            user=self.admin_user,
+            password=self._secret("admin"),
+            dbname=dbname,
+            connect_timeout=2,
+            autocommit=True,
         )
 
     def _wait_ready(self, deadline: float) -> None:
@@ -666,10 +733,31 @@ class EmbeddedPostgres(_Service):
         from psycopg import errors, sql
 
         with self._connect("postgres") as conn:
-            exists = conn.execute("select 1 from pg_database where datname = %s", (self.database,)).fetchone()
-            if not exists:
+            role = sql.Identifier(self.user)
+            if not conn.execute("select 1 from pg_roles where rolname = %s", (self.user,)).fetchone():
+                with contextlib.suppress(errors.DuplicateObject):
+                    conn.execute(
+                        sql.SQL(
+                            "create role {} login nosuperuser nocreatedb nocreaterole noreplication nobypassrls"
+                            " password {}"
+                        ).format(role, sql.Literal(self._secret("catalog")))
+                    )
+        self.create_catalog_database(self.database)
+
+    def create_catalog_database(self, name: str) -> None:
+        """A database (created if missing) where the catalog role owns one schema and nothing else."""
+        from psycopg import errors, sql
+
+        database, role = sql.Identifier(name), sql.Identifier(self.user)
+        with self._connect("postgres") as conn:
+            if not conn.execute("select 1 from pg_database where datname = %s", (name,)).fetchone():
                 with contextlib.suppress(errors.DuplicateDatabase):
-                    conn.execute(sql.SQL("create database {}").format(sql.Identifier(self.database)))
+                    conn.execute(sql.SQL("create database {}").format(database))
+            conn.execute(sql.SQL("revoke all on database {} from public").format(database))
+            conn.execute(sql.SQL("grant connect, temporary on database {} to {}").format(database, role))
+        with self._connect(name) as conn:
+            conn.execute(sql.SQL("create schema if not exists {} authorization {}").format(role, role))
+            conn.execute("revoke all on schema public from public")
 
 
 # ---------------------------------------------------------------------------
@@ -1035,7 +1123,7 @@ def _smoke(keep: bool) -> int:
 
     try:
         timed("postgres cold start", pg.start)
-        print(f"    (initdb {pg.last_initdb_seconds:.2f} s)  {pg.url}")
+        print(f"    (initdb {pg.last_initdb_seconds:.2f} s)  {pg.display_url}")
         timed("s3 cold start", s3.start)
         print(f"    {s3.endpoint}  ports {s3.ports}")
 

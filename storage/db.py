@@ -5,12 +5,20 @@ Nothing above ``storage/`` imports psycopg: every database failure leaves this m
 503 + Retry-After and try again; the pool re-validates a connection that sat idle before handing
 it out, and drops a broken one when it comes back, so the service recovers by itself when
 PostgreSQL returns).
+
+Every wait on PostgreSQL has a deadline. A frozen server (SIGSTOP, a hung host behind a live
+kernel) still accepts TCP and acknowledges what is sent, so no TCP timeout fires and libpq would
+wait forever; ``statement_timeout`` is enforced by that same frozen server. So connections are
+opened with ``connect_timeout`` and every round trip afterwards is bounded on our side (see
+``DeadlineConnection``): past the deadline the connection is closed - never handed out again -
+and the caller gets ``ServiceUnavailable`` (or, for a commit already sent, an unknown outcome).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,6 +26,7 @@ from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg.abc import PQGen
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
@@ -29,6 +38,56 @@ Connection = psycopg.Connection
 
 # A connection back in the pool for longer than this is checked before reuse (see _IdleCheck).
 CHECK_IDLE_AFTER_S = 1.0
+# The default deadline of one round trip (and of opening a connection); GROWLER_DB_TIMEOUT_S.
+DEFAULT_TIMEOUT_S = 5.0
+# /readyz opens a fresh connection and gives it this long (psycopg's connect_timeout minimum is 2 s).
+PROBE_TIMEOUT_S = 2.0
+_WAIT_INTERVAL = 0.1  # psycopg's own polling interval
+
+
+class DeadlineExceeded(psycopg.OperationalError):
+    """PostgreSQL did not answer within the deadline; the connection was closed."""
+
+
+class DeadlineConnection(psycopg.Connection):
+    """A connection whose every round trip gives up after ``deadline_s``, closing the connection.
+
+    psycopg runs each query, commit and rollback through ``wait()``; bounding it here bounds them
+    all. The connection is closed on timeout because its protocol state is unknown (a query may
+    be half-answered): the pool discards a closed connection when it comes back.
+    """
+
+    deadline_s: float = DEFAULT_TIMEOUT_S
+
+    def wait(self, gen: PQGen[Any], interval: float = _WAIT_INTERVAL, timeout: float | None = None) -> Any:
+        try:
+            return super().wait(gen, interval, self.deadline_s if timeout is None else timeout)
+        except pg_errors._WaitTimeout:
+            self.pgconn.finish()
+            raise DeadlineExceeded(f"PostgreSQL did not answer within {self.deadline_s:g} s") from None
+
+
+class AsyncDeadlineConnection(psycopg.AsyncConnection):
+    """``DeadlineConnection`` for the asyncio pool."""
+
+    deadline_s: float = DEFAULT_TIMEOUT_S
+
+    async def wait(self, gen: PQGen[Any], interval: float = _WAIT_INTERVAL, timeout: float | None = None) -> Any:
+        try:
+            return await super().wait(gen, interval, self.deadline_s if timeout is None else timeout)
+        except pg_errors._WaitTimeout:
+            self.pgconn.finish()
+            raise DeadlineExceeded(f"PostgreSQL did not answer within {self.deadline_s:g} s") from None
+
+
+def connect_timeout(timeout_s: float) -> int:
+    """libpq's ``connect_timeout``: whole seconds, and psycopg treats less than 2 as 2."""
+    return max(2, math.ceil(timeout_s))
+
+
+def effective_statement_timeout_ms(statement_timeout_ms: int, timeout_s: float) -> int:
+    """Below our own deadline, so the server stops a slow statement before we drop its connection."""
+    return max(100, min(int(statement_timeout_ms), int(timeout_s * 1000) - 500))
 
 
 class _IdleCheck:
@@ -60,16 +119,19 @@ class Database:
         max_size: int = 10,
         timeout_s: float = 5.0,
         statement_timeout_ms: int = 15_000,
+        deadline_s: float = DEFAULT_TIMEOUT_S,
     ) -> None:
         self.url = url
-        self._statement_timeout_ms = statement_timeout_ms
+        self.deadline_s = deadline_s
+        self._statement_timeout_ms = effective_statement_timeout_ms(statement_timeout_ms, deadline_s)
         self._idle = _IdleCheck()
         self.pool = ConnectionPool(
             url,
             min_size=min_size,
             max_size=max_size,
             timeout=timeout_s,
-            kwargs={"row_factory": dict_row, "autocommit": True, "connect_timeout": 5},
+            connection_class=DeadlineConnection,
+            kwargs={"row_factory": dict_row, "autocommit": True, "connect_timeout": connect_timeout(deadline_s)},
             configure=self._configure,
             check=self._check_if_idle,
             reset=self._idle.returned,
@@ -84,7 +146,8 @@ class Database:
         if self._idle.due(conn):
             ConnectionPool.check_connection(conn)
 
-    def _configure(self, conn: psycopg.Connection) -> None:
+    def _configure(self, conn: DeadlineConnection) -> None:
+        conn.deadline_s = self.deadline_s
         conn.execute(f"SET statement_timeout = {int(self._statement_timeout_ms)}")
         conn.execute("SET application_name = 'growler'")
 
@@ -110,8 +173,18 @@ class Database:
                     yield conn
 
     def ping(self) -> None:
-        with self.connection() as conn:
-            conn.execute("SELECT 1")
+        """Readiness: a fresh connection and one round trip, within ``PROBE_TIMEOUT_S`` each.
+
+        Not a pooled connection: the pool may hold connections that still work while no new one
+        can be opened (max_connections reached, authentication broken, server restarting).
+        """
+        timeout = min(self.deadline_s, PROBE_TIMEOUT_S)
+        with translate_errors():
+            with DeadlineConnection.connect(
+                self.url, autocommit=True, connect_timeout=connect_timeout(timeout), application_name="growler-probe"
+            ) as conn:
+                conn.deadline_s = timeout
+                conn.execute("SELECT 1")
 
 
 class AsyncDatabase:
@@ -122,8 +195,17 @@ class AsyncDatabase:
     loop of its own, and there ``serves_running_loop`` tells the caller to read another way.
     """
 
-    def __init__(self, url: str, *, max_size: int, timeout_s: float, statement_timeout_ms: int) -> None:
-        self._statement_timeout_ms = statement_timeout_ms
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_size: int,
+        timeout_s: float,
+        statement_timeout_ms: int,
+        deadline_s: float = DEFAULT_TIMEOUT_S,
+    ) -> None:
+        self.deadline_s = deadline_s
+        self._statement_timeout_ms = effective_statement_timeout_ms(statement_timeout_ms, deadline_s)
         self._idle = _IdleCheck()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._opened = False
@@ -132,7 +214,8 @@ class AsyncDatabase:
             min_size=1,
             max_size=max_size,
             timeout=timeout_s,
-            kwargs={"row_factory": dict_row, "autocommit": True, "connect_timeout": 5},
+            connection_class=AsyncDeadlineConnection,
+            kwargs={"row_factory": dict_row, "autocommit": True, "connect_timeout": connect_timeout(deadline_s)},
             configure=self._configure,
             check=self._check_if_idle,
             reset=self._returned,
@@ -141,7 +224,8 @@ class AsyncDatabase:
             name="growler-async",
         )
 
-    async def _configure(self, conn: psycopg.AsyncConnection) -> None:
+    async def _configure(self, conn: AsyncDeadlineConnection) -> None:
+        conn.deadline_s = self.deadline_s
         await conn.execute(f"SET statement_timeout = {int(self._statement_timeout_ms)}")
         await conn.execute("SET application_name = 'growler'")
 
@@ -195,7 +279,7 @@ def translate_errors() -> Iterator[None]:
         log.warning("database pool exhausted or unreachable: %s", exc)
         raise ServiceUnavailable("The catalog database is unavailable, retry later") from exc
     except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-        log.warning("database unavailable: %s", type(exc).__name__)
+        log.warning("database unavailable: %s", exc if isinstance(exc, DeadlineExceeded) else type(exc).__name__)
         raise ServiceUnavailable("The catalog database is unavailable, retry later") from exc
 
 

@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import urlparse
 
 import urllib3
@@ -29,6 +29,8 @@ from app.locations import InvalidLocation, Location
 from app.settings import S3Settings
 
 log = logging.getLogger(__name__)
+
+PROBE_TIMEOUT_S = 2.0  # /readyz's S3 request
 
 
 class ObjectNotFound(CatalogError):
@@ -66,13 +68,24 @@ class S3ObjectStore:
         if not settings.endpoint:
             raise ValueError("an S3 endpoint is required")
         endpoint = urlparse(settings.endpoint)
-        # Short timeouts and few retries: a dead store must turn into a quick 503, not a hung worker.
-        http = urllib3.PoolManager(
-            timeout=urllib3.Timeout(connect=3.0, read=20.0),
-            maxsize=16,
-            retries=urllib3.Retry(total=2, backoff_factor=0.1, status_forcelist=[500, 502, 503, 504]),
+        # Bounded waits: a dead or frozen store must turn into a quick 503, not a hung worker. A
+        # frozen server still accepts connections and takes the request (its kernel does), so only
+        # the read timeout fires: it is not retried (``read=0``), so a call gives up after about
+        # one ``timeout_s``. Refused connections and 5xx answers are retried twice, briefly.
+        timeout = urllib3.Timeout(connect=settings.timeout_s, read=settings.timeout_s)
+        retries = urllib3.Retry(
+            total=2, connect=2, read=0, status=2, other=0, backoff_factor=0.1, status_forcelist=[500, 502, 503, 504]
         )
-        self.client = Minio(
+        http = urllib3.PoolManager(timeout=timeout, maxsize=16, retries=retries)
+        self.client = self._client(settings, endpoint, http)
+        # /readyz: its own connection, no retries, a short timeout (see ping).
+        probe_timeout = min(settings.timeout_s, PROBE_TIMEOUT_S)
+        self._probe_http = urllib3.PoolManager(timeout=urllib3.Timeout(probe_timeout), maxsize=1, retries=False)
+        self._probe = self._client(settings, endpoint, self._probe_http)
+
+    @staticmethod
+    def _client(settings: S3Settings, endpoint: Any, http: urllib3.PoolManager) -> Minio:
+        return Minio(
             endpoint.netloc,
             access_key=settings.access_key,
             secret_key=settings.secret_key,
@@ -180,8 +193,12 @@ class S3ObjectStore:
             return self.client.bucket_exists(bucket)
 
     def ping(self) -> None:
-        with self._calls("list buckets"):
-            self.client.list_buckets()
+        """Readiness: one request on a fresh connection, answered within a short timeout."""
+        try:
+            with self._calls("list buckets"):
+                self._probe.list_buckets()
+        finally:
+            self._probe_http.clear()  # the next probe connects afresh
 
 
 def _too_large(max_bytes: int) -> PayloadTooLarge:

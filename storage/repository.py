@@ -421,14 +421,28 @@ class CatalogRepository:
             conn.execute(SETTLE_PENDING, (locations,))
 
     def stale_pending(self, older_than_s: float, limit: int = 1000) -> list[str]:
-        """Pending objects whose commit can no longer happen (older than any request may run)."""
+        """Pending objects whose commit can no longer happen (older than any request may run).
+
+        A row whose deletion failed waits until its ``next_attempt_at`` (see ``defer_pending``).
+        """
         with self.db.connection() as conn:
             rows = conn.execute(
                 "SELECT location FROM pending_object WHERE created_at < now() - make_interval(secs => %s)"
-                " ORDER BY created_at LIMIT %s",
+                " AND next_attempt_at <= now() ORDER BY created_at LIMIT %s",
                 (older_than_s, limit),
             ).fetchall()
         return [row["location"] for row in rows]
+
+    def defer_pending(self, location: str, error: str, base_delay_s: float, max_delay_s: float) -> int:
+        """Count a failed sweep of one object and put its next attempt off (exponential backoff)."""
+        with self.db.connection() as conn:
+            row = conn.execute(
+                "UPDATE pending_object SET attempts = attempts + 1, last_error = %(error)s,"
+                " next_attempt_at = now() + make_interval(secs => least(%(max)s, %(base)s * 2 ^ least(attempts, 30)))"
+                " WHERE location = %(location)s RETURNING attempts",
+                {"error": error[:1000], "max": max_delay_s, "base": base_delay_s, "location": location},
+            ).fetchone()
+        return row["attempts"] if row else 0
 
     def delete_entry(
         self,
@@ -574,9 +588,15 @@ class CatalogRepository:
         with self.db.connection() as conn:
             conn.execute("DELETE FROM purge_job WHERE id = %s", (job_id,))
 
-    def fail_purge_job(self, job_id: int, error: str) -> None:
+    def fail_purge_job(self, job_id: int, error: str, base_delay_s: float = 60, max_delay_s: float = 86_400) -> None:
+        """Record the failure; the next attempt waits longer after each one (exponential backoff)."""
         with self.db.connection() as conn:
-            conn.execute("UPDATE purge_job SET last_error = %s WHERE id = %s", (error[:1000], job_id))
+            conn.execute(
+                "UPDATE purge_job SET last_error = %(error)s, not_before = now()"
+                " + make_interval(secs => least(%(max)s, %(base)s * 2 ^ least(greatest(attempts - 1, 0), 30)))"
+                " WHERE id = %(id)s",
+                {"error": error[:1000], "max": max_delay_s, "base": base_delay_s, "id": job_id},
+            )
 
     # -- metrics --------------------------------------------------------------------------
 

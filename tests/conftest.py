@@ -1,6 +1,7 @@
 """Shared fixtures: real PostgreSQL and S3 (embedded, on throwaway ports), the app, a client.
 
-Set ``GROWLER_TEST_DATABASE_URL`` (and ``GROWLER_TEST_S3_ENDPOINT`` with
+Set ``GROWLER_TEST_DATABASE_URL`` (with ``GROWLER_TEST_ADMIN_DATABASE_URL``, a superuser, for the
+tests that create databases; and ``GROWLER_TEST_S3_ENDPOINT`` with
 ``GROWLER_TEST_S3_ACCESS_KEY``/``GROWLER_TEST_S3_SECRET_KEY``) to run against external
 services instead; the database must be empty or Growler's own.
 """
@@ -33,6 +34,8 @@ class Services:
     secret_key: str
     postgres: object | None = None  # EmbeddedPostgres when we started it (fault tests restart it)
     s3: object | None = None
+    # A superuser's URL, for tests that set up databases (the catalog's own role may not).
+    admin_database_url: str | None = None
 
 
 @pytest.fixture(scope="session")
@@ -46,10 +49,12 @@ def services() -> Iterator[Services]:
     try:
         if external_db:
             database_url = external_db
+            admin_database_url = os.environ.get("GROWLER_TEST_ADMIN_DATABASE_URL") or external_db
         else:
             postgres = EmbeddedPostgres(root / "postgres", free_port(), fast=True)
             postgres.start()
             database_url = postgres.url
+            admin_database_url = postgres.admin_url
         if external_s3:
             endpoint = external_s3
             access_key = os.environ["GROWLER_TEST_S3_ACCESS_KEY"]
@@ -58,7 +63,7 @@ def services() -> Iterator[Services]:
             s3 = EmbeddedS3(root / "s3", free_port(), TEST_ACCESS_KEY, TEST_SECRET_KEY)
             s3.start()
             endpoint, access_key, secret_key = s3.endpoint, TEST_ACCESS_KEY, TEST_SECRET_KEY
-        yield Services(database_url, endpoint, access_key, secret_key, postgres, s3)
+        yield Services(database_url, endpoint, access_key, secret_key, postgres, s3, admin_database_url)
     finally:
         if s3 is not None:
             s3.stop()

@@ -10,6 +10,7 @@ import io
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -85,7 +86,7 @@ def s3(tmp_path: Path):
 def test_postgres_select_restart_keeps_data_and_stop_frees_port(pg: EmbeddedPostgres, tmp_path: Path):
     with pg:
         assert pg.running
-        assert pg.url == f"postgresql://growler@127.0.0.1:{pg.port}/growler"
+        assert pg.url.startswith("postgresql://growler:") and pg.url.endswith(f"@127.0.0.1:{pg.port}/growler")
         assert (tmp_path / "postgres.log").exists()
         with psycopg.connect(pg.url, autocommit=True) as conn:
             assert conn.execute("select 1").fetchone() == (1,)
@@ -282,3 +283,42 @@ def test_orphans_of_a_dead_run_are_stopped_on_start(tmp_path: Path):
                 os.killpg(pid, signal.SIGKILL)
             except OSError:
                 pass
+
+
+def test_postgres_is_set_up_like_production(pg: EmbeddedPostgres):
+    """Password authentication with generated secrets; the catalog's role is no superuser."""
+    with pg:
+        secrets_file = pg.data_dir / "growler-secrets.json"
+        assert stat.S_IMODE(secrets_file.stat().st_mode) == 0o600
+        password = json.loads(secrets_file.read_text())["catalog"]
+        assert len(password) >= 24 and password in pg.url and password not in pg.display_url
+        assert password not in repr(pg) and password not in (pg.log_path.read_text(errors="replace"))
+
+        for user in ("growler", EmbeddedPostgres.admin_user):  # no password, or a wrong one: refused
+            for auth in ({}, {"password": "wrong"}):
+                with pytest.raises(psycopg.OperationalError, match="password"):
+                    psycopg.connect(host="127.0.0.1", port=pg.port, user=user, dbname="growler",
+                                    connect_timeout=5, **auth)
+
+        with psycopg.connect(pg.url, autocommit=True) as conn:
+            role = conn.execute(
+                "SELECT rolsuper, rolcreatedb, rolcreaterole, rolreplication, rolbypassrls FROM pg_roles"
+                " WHERE rolname = current_user").fetchone()
+            assert role == (False, False, False, False, False)
+            assert conn.execute("SELECT current_schema()").fetchone() == ("growler",)
+            owned = conn.execute(
+                "SELECT nspname FROM pg_namespace WHERE nspowner = (SELECT oid FROM pg_roles"
+                " WHERE rolname = current_user)").fetchall()
+            assert owned == [("growler",)]
+            conn.execute("CREATE TABLE catalog_thing (v int)")  # in its own schema: allowed
+            for refused in ("CREATE TABLE public.elsewhere (v int)", "CREATE DATABASE other",
+                            "CREATE ROLE intruder", "CREATE SCHEMA another"):
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    conn.execute(refused)
+
+        with psycopg.connect(pg.admin_url, autocommit=True) as conn:
+            assert conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone() == (True,)
+
+        pg.restart()  # the secrets are read back from the data directory
+        with psycopg.connect(pg.url) as conn:
+            assert conn.execute("SELECT count(*) FROM catalog_thing").fetchone() == (0,)

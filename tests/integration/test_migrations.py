@@ -12,8 +12,11 @@ from storage.migrate import migrate, migration_files
 
 def test_concurrent_workers_apply_each_migration_once(services):
     name = "mig_" + uuid.uuid4().hex[:8]
-    with psycopg.connect(services.database_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
+    if services.postgres is not None:  # as in production: the catalog role owns one schema there
+        services.postgres.create_catalog_database(name)
+    else:
+        with psycopg.connect(services.admin_database_url, autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{name}"')
     url = services.database_url.rsplit("/", 1)[0] + f"/{name}"
     try:
         with ThreadPoolExecutor(max_workers=4) as pool:
@@ -26,7 +29,7 @@ def test_concurrent_workers_apply_each_migration_once(services):
             rows = conn.execute("SELECT name FROM growler_schema_migrations ORDER BY version").fetchall()
             assert [row[0] for row in rows] == expected
             tables = {row[0] for row in conn.execute(
-                "SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall()}
+                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()").fetchall()}
             assert {"warehouse", "namespace", "catalog_entry", "purge_job", "metrics_report"} <= tables
             compression = conn.execute(
                 "SELECT attcompression FROM pg_attribute"
@@ -34,5 +37,5 @@ def test_concurrent_workers_apply_each_migration_once(services):
             assert compression == "l"  # Debian's PostgreSQL has lz4; the migration switched to it
         assert migrate(url) == []
     finally:
-        with psycopg.connect(services.database_url, autocommit=True) as admin:
+        with psycopg.connect(services.admin_database_url, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')

@@ -1,0 +1,209 @@
+"""A frozen or restarted PostgreSQL or S3 under commits: bounded 503s, recovery, nothing acknowledged lost.
+
+SIGSTOP freezes a dependency the way a hung host or a stuck disk does: its kernel still accepts
+connections and acknowledges what is sent, so only Growler's own deadlines (GROWLER_DB_TIMEOUT_S,
+GROWLER_S3_TIMEOUT_S) can end a request. Each scenario runs committers against a real gunicorn
+server, applies the fault while they run, and checks that every answer came within a bound, was
+200 or a retryable failure, that /readyz said 503 meanwhile and /healthz stayed alive, that the
+same server recovers once the dependency is back, and that every commit answered 200 is in the
+final metadata.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import httpx
+import pytest
+
+from tests.api.tables_support import create_request
+from tests.integration.conftest import Server, start_server, stop_server
+
+TIMEOUT_S = 2  # GROWLER_DB_TIMEOUT_S, GROWLER_S3_TIMEOUT_S and GROWLER_DB_POOL_TIMEOUT_S of the server
+# A refused request may wait for a few bounded steps (a pool check, a connect, the check of a
+# commit's outcome): each is at most TIMEOUT_S. Without the deadlines a frozen dependency hangs
+# a request forever (the client's own timeout, below, would fire instead).
+ANSWER_WITHIN_S = 6 * TIMEOUT_S
+CLIENT_TIMEOUT_S = 60.0
+COMMITTERS = 3
+RETRYABLE = {503: "ServiceUnavailableException", 500: "CommitStateUnknownException"}
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (PostgreSQL's backends are in sessions of their own)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    tree, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        tree.append(current)
+        todo.extend(children.get(current, []))
+    return tree
+
+
+@contextmanager
+def frozen(service) -> Iterator[None]:
+    pids = process_tree(service._proc.pid)
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in process_tree(service._proc.pid):
+            os.kill(pid, signal.SIGCONT)
+
+
+@dataclass
+class Answer:
+    table: str
+    key: str
+    status: int
+    error_type: str | None
+    retry_after: str | None
+    seconds: float
+
+
+@dataclass
+class Committers:
+    server: Server
+    tables: list[str]
+    answers: list[Answer] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    threads: list[threading.Thread] = field(default_factory=list)
+
+    def url(self, table: str) -> str:
+        return f"{self.server.url}/v1/{self.server.warehouse}/namespaces/faults/tables/{table}"
+
+    def start(self) -> None:
+        for table in self.tables:
+            thread = threading.Thread(target=self._commit_loop, args=(table,), daemon=True)
+            thread.start()
+            self.threads.append(thread)
+
+    def _commit_loop(self, table: str) -> None:
+        with httpx.Client(timeout=CLIENT_TIMEOUT_S) as http:
+            while not self.stop.is_set():
+                key = "k" + uuid.uuid4().hex[:12]
+                body = {"requirements": [], "updates": [{"action": "set-properties", "updates": {key: "1"}}]}
+                started = time.monotonic()
+                try:
+                    response = http.post(self.url(table), json=body)
+                    status, headers = response.status_code, response.headers
+                    error_type = response.json().get("error", {}).get("type") if status != 200 else None
+                except httpx.TimeoutException:
+                    status, headers, error_type = 0, {}, "client timeout"
+                answer = Answer(table, key, status, error_type, headers.get("retry-after"),
+                                time.monotonic() - started)
+                with self.lock:
+                    self.answers.append(answer)
+                if status != 200:
+                    self.stop.wait(0.2)  # as a client backing off
+
+    def count(self, predicate) -> int:
+        with self.lock:
+            return sum(1 for answer in self.answers if predicate(answer))
+
+    def finish(self) -> list[Answer]:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(CLIENT_TIMEOUT_S + 5)
+        assert not any(thread.is_alive() for thread in self.threads)
+        return list(self.answers)
+
+
+def wait_for(predicate, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def timed_get(url: str) -> tuple[int, float]:
+    started = time.monotonic()
+    try:
+        status = httpx.get(url, timeout=CLIENT_TIMEOUT_S).status_code
+    except httpx.TimeoutException:
+        status = 0
+    return status, time.monotonic() - started
+
+
+@pytest.fixture(scope="module")
+def fault_server(settings, app, tmp_path_factory) -> Iterator[Server]:
+    timeouts = {name: str(TIMEOUT_S) for name in
+                ("GROWLER_DB_TIMEOUT_S", "GROWLER_S3_TIMEOUT_S", "GROWLER_DB_POOL_TIMEOUT_S")}
+    running = start_server(settings, tmp_path_factory.mktemp("faults"), timeouts)
+    try:
+        yield running
+    finally:
+        stop_server(running)
+
+
+@pytest.mark.parametrize("dependency", ["postgres", "s3"])
+@pytest.mark.parametrize("fault", ["freeze", "restart"])
+def test_fault_during_commits(fault_server: Server, services, dependency: str, fault: str):
+    service = services.postgres if dependency == "postgres" else services.s3
+    if service is None:
+        pytest.skip(f"external {dependency}: the test cannot freeze or restart it")
+    base = f"{fault_server.url}/v1/{fault_server.warehouse}"
+    httpx.post(f"{base}/namespaces", json={"namespace": ["faults"]})
+    tables = [f"{dependency}_{fault}_{n}_{uuid.uuid4().hex[:6]}" for n in range(COMMITTERS)]
+    for table in tables:
+        assert httpx.post(f"{base}/namespaces/faults/tables", json=create_request(table)).status_code == 200
+
+    committers = Committers(fault_server, tables)
+    committers.start()
+    try:
+        wait_for(lambda: committers.count(lambda a: a.status == 200) >= 2 * COMMITTERS, 60, "commits before")
+        before_fault = len(committers.answers)
+        if fault == "freeze":
+            with frozen(service):
+                # every committer gets at least one refusal while the dependency is frozen
+                wait_for(lambda: all(committers.count(lambda a, t=t: a.table == t and a.status != 200) >= 1
+                                     for t in tables), 4 * ANSWER_WITHIN_S, "refusals while frozen")
+                ready, ready_s = timed_get(f"{fault_server.url}/readyz")
+                alive, alive_s = timed_get(f"{fault_server.url}/healthz")
+                assert ready == 503 and ready_s < ANSWER_WITHIN_S, (ready, ready_s)
+                assert alive == 200 and alive_s < 1.0, (alive, alive_s)
+        else:
+            service.restart()
+        # recovery, without restarting Growler: every committer succeeds again
+        after_fault = len(committers.answers)
+        wait_for(lambda: all(committers.count(lambda a, t=t: a.table == t and a.status == 200) >=
+                             1 + sum(1 for a in committers.answers[:after_fault] if a.table == t and a.status == 200)
+                             for t in tables), 60, "commits after the fault")
+    finally:
+        answers = committers.finish()
+
+    during = answers[before_fault:]
+    print(f"{dependency} {fault}: {len(answers)} answers,", sorted({(a.status, a.error_type) for a in during},
+          key=str), f"slowest {max(a.seconds for a in during):.2f} s")  # shown with -s
+    slow = [a for a in during if a.seconds > ANSWER_WITHIN_S]
+    assert not slow, f"answers slower than {ANSWER_WITHIN_S} s: {slow}"
+    for answer in answers:
+        assert answer.status == 200 or RETRYABLE.get(answer.status) == answer.error_type, answer
+        if answer.status == 503:
+            assert answer.retry_after is not None and int(answer.retry_after) > 0, answer
+    if fault == "freeze":
+        assert any(a.status != 200 for a in during)
+    assert httpx.get(f"{fault_server.url}/readyz", timeout=10).status_code == 200
+
+    # no acknowledged commit lost
+    for table in tables:
+        properties = httpx.get(f"{base}/namespaces/faults/tables/{table}").json()["metadata"]["properties"]
+        acknowledged = {a.key for a in answers if a.table == table and a.status == 200}
+        assert acknowledged <= set(properties), acknowledged - set(properties)
