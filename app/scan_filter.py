@@ -52,6 +52,7 @@ from pyiceberg.expressions import (
     StartsWith,
     UnaryPredicate,
 )
+from pyiceberg.expressions.visitors import bind
 from pyiceberg.schema import Schema
 from pyiceberg.types import (
     BinaryType,
@@ -105,7 +106,7 @@ def parse_filter(node: Any, schema: Schema, case_sensitive: bool = True) -> Bool
     """The request's ``filter`` as an unbound expression over ``schema``, checked by binding it."""
     expression = _Parser(schema, case_sensitive).predicate(node, 0)
     try:
-        expression.bind(schema, case_sensitive) if not isinstance(expression, AlwaysTrue | AlwaysFalse) else None
+        bind(schema, expression, case_sensitive)
     except (ValueError, TypeError, ArithmeticError) as exc:
         raise FilterError(f"Invalid filter: {exc}") from exc
     return expression
