@@ -379,6 +379,8 @@ def value_json(value: Any, field_type: IcebergType | None) -> Any:  # noqa: C901
     if isinstance(value, bool | str):
         return value
     if isinstance(value, bytes):
+        if isinstance(field_type, UUIDType) and len(value) == 16:
+            return str(uuid.UUID(bytes=value))
         return value.hex().upper()
     if isinstance(value, uuid.UUID):
         return str(value)
