@@ -529,3 +529,49 @@ def test_plan_id_of_another_table_is_unknown(server, table):
     assert empty["status"] == "completed" and empty["file-scan-tasks"] == []
     catalog.drop_table((NS, "other"))
     assert other.metadata is not None
+
+
+def test_equality_deletes_apply_to_older_data_files_of_their_partition(server, table):
+    """PyIceberg plans no equality deletes (it refuses them), so the rule is checked directly:
+    an equality delete applies to data files of its partition with a smaller sequence number."""
+    import pyarrow.parquet as pq
+
+    catalog = client_catalog(server)
+    eq_table = catalog.create_table((NS, "eq_deletes"), schema=SCHEMA, partition_spec=SPEC)
+    eq_table.append(batch(range(0, 9)))
+    older = {t.file.file_path: t.file for t in eq_table.scan().plan_files()}
+    target = next(iter(sorted(older.values(), key=lambda f: f.file_path)))
+
+    location = f"{eq_table.location()}/data/eq-deletes-{time.monotonic_ns()}.parquet"
+    rows = pa.Table.from_pylist(
+        [{"id": 3}], schema=pa.schema([pa.field("id", pa.int64(), metadata={"PARQUET:field_id": "1"})])
+    )
+    with eq_table.io.new_output(location).create() as stream:
+        pq.write_table(rows, stream)
+    delete_file = DataFile.from_args(
+        content=DataFileContent.EQUALITY_DELETES,
+        file_path=location,
+        file_format=FileFormat.PARQUET,
+        partition=target.partition,
+        record_count=1,
+        file_size_in_bytes=len(eq_table.io.new_input(location)),
+        equality_ids=[1],
+        spec_id=target.spec_id,
+    )
+    with eq_table.transaction() as transaction:
+        with _AddDeleteFiles(Operation.OVERWRITE, transaction, eq_table.io) as producer:
+            producer.append_data_file(delete_file)
+    eq_table = catalog.load_table((NS, "eq_deletes"))
+    eq_table.append(batch(range(0, 9)))  # newer files in the same partitions: the delete is older
+
+    url = f"{server.url}/v1/{server.warehouse}/namespaces/{NS}/tables/eq_deletes/plan"
+    answer = httpx.post(url, json={})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    (delete,) = body["delete-files"]
+    assert delete["content"] == "equality-deletes" and delete["equality-ids"] == [1]
+    assert delete["file-path"] == location and delete["partition"][0] == target.partition[0]
+    referencing = {t["data-file"]["file-path"] for t in body["file-scan-tasks"] if t.get("delete-file-references")}
+    assert referencing == {target.file_path}
+    assert len(body["file-scan-tasks"]) == 2 * len(older)
+    catalog.drop_table((NS, "eq_deletes"))
