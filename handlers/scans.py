@@ -6,6 +6,7 @@ from typing import Any
 
 from flask import request
 
+from app.errors import BadRequest
 from app.storage_access import wants_vended_credentials
 from handlers._context import namespace_arg, no_content, plans
 from handlers.tables import _name
@@ -31,8 +32,11 @@ def fetch_planning_result(prefix: str, namespace: str, table: str, **kwargs: Any
     return plans().fetch(prefix, namespace_arg(namespace), _name(table), _plan_id(kwargs), _vend()), 200
 
 
-def fetch_scan_tasks(prefix: str, namespace: str, table: str, body: dict, **_: Any):
-    return plans().tasks(prefix, namespace_arg(namespace), _name(table), body["plan-task"]), 200
+def fetch_scan_tasks(prefix: str, namespace: str, table: str, body: dict | None = None, **_: Any):
+    plan_task = (body or {}).get("plan-task")
+    if not isinstance(plan_task, str):
+        raise BadRequest("fetchScanTasks needs a plan-task")
+    return plans().tasks(prefix, namespace_arg(namespace), _name(table), plan_task), 200
 
 
 def cancel_planning(prefix: str, namespace: str, table: str, **kwargs: Any):

@@ -575,3 +575,31 @@ def test_equality_deletes_apply_to_older_data_files_of_their_partition(server, t
     assert referencing == {target.file_path}
     assert len(body["file-scan-tasks"]) == 2 * len(older)
     catalog.drop_table((NS, "eq_deletes"))
+
+
+def test_manifests_are_read_once_then_served_from_the_cache(server, table, app):
+    client = app.test_client()
+    path = f"/v1/{server.warehouse}/namespaces/{NS}/tables/{TABLE}/plan"
+    reader = app.app.extensions[PLANS].reader
+    first = client.post(path, json={"filter": {"type": "eq", "term": "category", "value": "b"}})
+    assert first.status_code == 200
+    reads = reader.reads
+    second = client.post(path, json={"filter": {"type": "eq", "term": "category", "value": "b"}})
+    assert reader.reads == reads
+    assert [t["data-file"] for t in second.json()["file-scan-tasks"]] == [
+        t["data-file"] for t in first.json()["file-scan-tasks"]
+    ]
+
+
+def test_idempotent_plan_replays_with_fresh_credentials(server, table):
+    url = f"{server.url}/v1/{server.warehouse}/namespaces/{NS}/tables/{TABLE}/plan"
+    headers = {
+        "Idempotency-Key": "0190f4a1-7c2b-7d3e-9f00-0123456789ab",
+        "X-Iceberg-Access-Delegation": "vended-credentials",
+    }
+    first = httpx.post(url, json={}, headers=headers)
+    again = httpx.post(url, json={}, headers=headers)
+    assert first.status_code == again.status_code == 200, again.text
+    assert again.headers.get("Idempotent-Replayed") == "true"
+    assert again.json()["plan-id"] == first.json()["plan-id"]
+    assert again.json()["storage-credentials"] == first.json()["storage-credentials"]
