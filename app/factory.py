@@ -34,6 +34,7 @@ from app.http import (
 )
 from app.idempotency import IdempotencyService
 from app.observability import ObservabilityMiddleware, configure_event_logs
+from app.plans import PlanningConfig, PlanningService
 from app.resolver import CatalogResolver, implemented_endpoints
 from app.settings import Settings
 from app.startup import Startup, StartupGate
@@ -45,6 +46,7 @@ from storage.functions import FunctionRepository
 from storage.idempotency import IdempotencyRepository
 from storage.migrate import migrate
 from storage.objects import RoutingObjectStore, S3ObjectStore
+from storage.plans import PlanRepository
 from storage.repository import AsyncEntryReader, CatalogRepository
 
 log = logging.getLogger(__name__)
@@ -59,6 +61,7 @@ VIEWS = "growler.views"
 ENDPOINTS = "growler.endpoints"
 IDEMPOTENCY = "growler.idempotency"
 FUNCTIONS = "growler.functions"
+PLANS = "growler.plans"
 
 
 def create_app(settings: Settings | None = None) -> FlaskApp:
@@ -79,6 +82,7 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
         housekeeper.start,
     ])
     startup.run(first_wait_s=STARTUP_WAIT_S)
+    planning = PlanningService(tables, PlanRepository(database), PlanningConfig.from_env())
 
     async_database = AsyncDatabase(
         settings.database_url,
@@ -93,6 +97,7 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
         yield
         startup.stop()
         housekeeper.stop()
+        planning.close()
         await async_database.close()
         database.close()
 
@@ -144,6 +149,7 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
     flask_app.extensions[VIEWS] = views
     flask_app.extensions[IDEMPOTENCY] = IdempotencyService(idempotency_keys, settings.idempotency_lifetime_s)
     flask_app.extensions[FUNCTIONS] = build_functions(settings, database, repository, objects, service.warehouses, spec)
+    flask_app.extensions[PLANS] = planning
     flask_app.extensions[ENDPOINTS] = implemented_endpoints(spec)
     flask_app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
 

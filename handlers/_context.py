@@ -5,9 +5,10 @@ from __future__ import annotations
 from flask import Response, current_app
 
 from app.catalog import CatalogService
-from app.factory import CATALOG, ENDPOINTS, FUNCTIONS, TABLES, VIEWS
+from app.factory import CATALOG, ENDPOINTS, FUNCTIONS, PLANS, TABLES, VIEWS
 from app.functions import FunctionService
 from app.identifiers import parse_namespace
+from app.plans import PlanningService
 from app.tables import TableService
 from app.views import ViewService
 
@@ -26,6 +27,10 @@ def views() -> ViewService:
 
 def functions() -> FunctionService:
     return current_app.extensions[FUNCTIONS]
+
+
+def plans() -> PlanningService:
+    return current_app.extensions[PLANS]
 
 
 def advertised_endpoints() -> list[str]:

@@ -1,0 +1,216 @@
+"""Scan planning as the REST spec runs it: plan, poll, fetch tasks, cancel.
+
+A scan whose snapshot summaries say it touches fewer than ``async_min_files`` files is planned
+in the request and answered ``completed``; a larger one is answered ``submitted`` with a
+``plan-id`` and planned on a thread of this worker. Either way the result lives in PostgreSQL
+(``storage/plans.py``), so any worker or replica answers the polls. The tasks are cut into pages
+of ``page_size`` file scan tasks: the first page comes with the ``completed`` answer, the others
+as ``plan-tasks`` (``<plan-id>:<page>``) that fetchScanTasks expands, so no answer is unbounded.
+Plans expire after ``lifetime_s``; a submitted plan whose worker stops reporting progress (it
+died) is reported ``failed`` after ``stale_after_s``. cancelPlanning marks the plan cancelled
+and forgets its tasks; the planning thread, wherever it runs, notices within a second and stops.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from app.errors import CatalogError, NotFound, error_body
+from app.scan_planning import PlanningCancelled, ResolvedScan, plan_scan, resolve_scan, task_pages
+from app.tables import TableService
+from storage.manifests import BoundManifestReader, ManifestReader
+from storage.plans import PlanRepository, PlanRow
+from storage.repository import EntryRow, WarehouseRow
+
+log = logging.getLogger(__name__)
+
+
+class NoSuchPlanId(NotFound):
+    error_type = "NoSuchPlanIdException"
+
+
+class NoSuchPlanTask(NotFound):
+    error_type = "NoSuchPlanTaskException"
+
+
+def _env_int(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> int:
+    raw = env.get(name, "")
+    try:
+        value = int(raw) if raw else default
+    except ValueError as exc:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class PlanningConfig:
+    async_min_files: int = 1000
+    page_size: int = 500
+    lifetime_s: int = 3600
+    stale_after_s: float = 60.0
+    threads: int = 2
+    manifest_cache: int = 512
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> PlanningConfig:
+        env = os.environ if env is None else env
+        return cls(
+            async_min_files=_env_int(env, "GROWLER_PLAN_ASYNC_MIN_FILES", cls.async_min_files, 0),
+            page_size=_env_int(env, "GROWLER_PLAN_PAGE_SIZE", cls.page_size),
+            lifetime_s=_env_int(env, "GROWLER_PLAN_LIFETIME_S", cls.lifetime_s),
+            threads=_env_int(env, "GROWLER_PLAN_THREADS", cls.threads),
+            manifest_cache=_env_int(env, "GROWLER_MANIFEST_CACHE_ENTRIES", cls.manifest_cache),
+        )
+
+
+class PlanningService:
+    def __init__(self, tables: TableService, plans: PlanRepository, config: PlanningConfig) -> None:
+        self.tables = tables
+        self.plans = plans
+        self.config = config
+        self.reader = ManifestReader(tables.objects, config.manifest_cache)
+        self._executor = ThreadPoolExecutor(max_workers=config.threads, thread_name_prefix="scan-plan")
+        self._running: set[str] = set()
+        self._cancelled: set[str] = set()
+        self._lock = threading.Lock()
+
+    # -- operations ---------------------------------------------------------------------
+
+    def plan(
+        self, prefix: str, namespace: tuple[str, ...], name: str, request: dict[str, Any], vend: bool
+    ) -> dict[str, Any]:
+        warehouse, row = self._table(prefix, namespace, name)
+        metadata = self.tables.parsed.parse(row.metadata_location, row.metadata)
+        scan = resolve_scan(metadata, request)
+        source = BoundManifestReader(self.reader, self.tables.allowed_roots(warehouse))
+        plan_id = str(uuid.uuid4())
+        if scan.estimated_files() >= self.config.async_min_files:
+            self.plans.create(plan_id, row.id, "submitted", self.config.lifetime_s)
+            self._executor.submit(self._run, plan_id, scan, source)
+            return {"status": "submitted", "plan-id": plan_id}
+        pages = self._pages(scan, plan_scan(scan, source))
+        self.plans.create(plan_id, row.id, "completed", self.config.lifetime_s, pages)
+        return self._completed(plan_id, pages[0], len(pages), warehouse, row, vend, with_id=True)
+
+    def fetch(self, prefix: str, namespace: tuple[str, ...], name: str, plan_id: str, vend: bool) -> dict[str, Any]:
+        warehouse, row = self._table(prefix, namespace, name)
+        plan = self._plan(plan_id, row)
+        if plan.status == "submitted" and plan.stale:
+            error = error_body(
+                "Planning was interrupted (the worker planning it stopped)", "ServiceFailureException", 500
+            )
+            self.plans.fail(plan.id, error["error"], stale_only_s=self.config.stale_after_s)
+            plan = self._plan(plan_id, row)
+        if plan.status == "completed":
+            first = self.plans.page(plan.id, row.id, 0)
+            if first is None:  # cancelled between the two reads
+                return {"status": "cancelled"}
+            return self._completed(plan.id, first, plan.pages, warehouse, row, vend, with_id=False)
+        if plan.status == "failed":
+            return {"status": "failed", "error": plan.error}
+        return {"status": plan.status}
+
+    def tasks(self, prefix: str, namespace: tuple[str, ...], name: str, plan_task: str) -> dict[str, Any]:
+        _, row = self._table(prefix, namespace, name)
+        plan_id, _, page = plan_task.rpartition(":")
+        body = None
+        if _is_uuid(plan_id) and page.isdigit() and 0 < int(page) < 1_000_000_000:
+            body = self.plans.page(plan_id, row.id, int(page))
+        if body is None:
+            raise NoSuchPlanTask(f"Plan task does not exist: {plan_task}")
+        return json.loads(body)
+
+    def cancel(self, prefix: str, namespace: tuple[str, ...], name: str, plan_id: str) -> None:
+        _, row = self._table(prefix, namespace, name)
+        if not _is_uuid(plan_id) or not self.plans.cancel(plan_id, row.id):
+            raise NoSuchPlanId(f"Plan does not exist: {plan_id}")
+        with self._lock:
+            if plan_id in self._running:  # planned here: stop at once (elsewhere: at the heartbeat)
+                self._cancelled.add(plan_id)
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _table(self, prefix: str, namespace: tuple[str, ...], name: str) -> tuple[WarehouseRow, EntryRow]:
+        warehouse = self.tables.warehouses.get(prefix)
+        return warehouse, self.tables._require_entry(warehouse, namespace, name)
+
+    def _plan(self, plan_id: str, row: EntryRow) -> PlanRow:
+        plan = self.plans.load(plan_id, self.config.stale_after_s) if _is_uuid(plan_id) else None
+        if plan is None or plan.entry_id != row.id:
+            raise NoSuchPlanId(f"Plan does not exist: {plan_id}")
+        return plan
+
+    def _pages(self, scan: ResolvedScan, tasks: list) -> list[str]:
+        return [json.dumps(page, separators=(",", ":")) for page in task_pages(scan, tasks, self.config.page_size)]
+
+    def _completed(
+        self, plan_id: str, first: str, pages: int, warehouse: WarehouseRow, row: EntryRow, vend: bool, with_id: bool
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"status": "completed", **json.loads(first)}
+        if with_id:
+            body["plan-id"] = plan_id
+        if pages > 1:
+            body["plan-tasks"] = [f"{plan_id}:{page}" for page in range(1, pages)]
+        credentials = self.tables._credentials(warehouse, row.location, vend)
+        if credentials:
+            body["storage-credentials"] = credentials
+        return body
+
+    def _run(self, plan_id: str, scan: ResolvedScan, source: BoundManifestReader) -> None:
+        """Plan a submitted scan; the result (or the error) goes to PostgreSQL."""
+        checked = [time.monotonic()]
+
+        def should_stop() -> bool:
+            with self._lock:
+                if plan_id in self._cancelled:
+                    return True
+            if time.monotonic() - checked[0] < 1.0:
+                return False
+            checked[0] = time.monotonic()
+            return self.plans.heartbeat(plan_id) != "submitted"
+
+        with self._lock:
+            self._running.add(plan_id)
+        try:
+            if self.plans.heartbeat(plan_id) != "submitted":
+                return
+            pages = self._pages(scan, plan_scan(scan, source, should_stop))
+            self.plans.complete(plan_id, pages)
+        except PlanningCancelled:
+            log.info("scan plan %s cancelled while planning", plan_id)
+        except CatalogError as exc:
+            self._fail(plan_id, exc.body()["error"])
+        except Exception:  # noqa: BLE001 - reported to the client as a failed plan
+            log.exception("scan plan %s failed", plan_id)
+            self._fail(plan_id, error_body("Planning failed", "ServiceFailureException", 500)["error"])
+        finally:
+            with self._lock:
+                self._running.discard(plan_id)
+                self._cancelled.discard(plan_id)
+
+    def _fail(self, plan_id: str, error: dict[str, Any]) -> None:
+        try:
+            self.plans.fail(plan_id, error)
+        except CatalogError:
+            log.warning("could not record the failure of scan plan %s", plan_id)
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        return str(uuid.UUID(text)) == text.lower()
+    except (ValueError, AttributeError, TypeError):
+        return False

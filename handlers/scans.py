@@ -1,0 +1,44 @@
+"""Server-side scan planning: planTableScan, fetchPlanningResult, fetchScanTasks, cancelPlanning."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import request
+
+from app.errors import BadRequest
+from app.storage_access import wants_vended_credentials
+from handlers._context import namespace_arg, no_content, plans
+from handlers.tables import _name
+
+
+def _vend() -> bool:
+    return wants_vended_credentials(request.headers.get("X-Iceberg-Access-Delegation"))
+
+
+def _plan_id(kwargs: dict[str, Any]) -> str:
+    """The ``{plan-id}`` path parameter (connexion passes it under a sanitised name)."""
+    for key in ("plan_id", "planid", "plan-id"):
+        if key in kwargs:
+            return str(kwargs[key])
+    return str((request.view_args or {}).get("plan-id") or (request.view_args or {}).get("plan_id") or "")
+
+
+def plan_table_scan(prefix: str, namespace: str, table: str, body: dict | None = None, **_: Any):
+    return plans().plan(prefix, namespace_arg(namespace), _name(table), body or {}, _vend()), 200
+
+
+def fetch_planning_result(prefix: str, namespace: str, table: str, **kwargs: Any):
+    return plans().fetch(prefix, namespace_arg(namespace), _name(table), _plan_id(kwargs), _vend()), 200
+
+
+def fetch_scan_tasks(prefix: str, namespace: str, table: str, body: dict | None = None, **_: Any):
+    plan_task = (body or {}).get("plan-task")
+    if not isinstance(plan_task, str):
+        raise BadRequest("fetchScanTasks needs a plan-task")
+    return plans().tasks(prefix, namespace_arg(namespace), _name(table), plan_task), 200
+
+
+def cancel_planning(prefix: str, namespace: str, table: str, **kwargs: Any):
+    plans().cancel(prefix, namespace_arg(namespace), _name(table), _plan_id(kwargs))
+    return no_content()
