@@ -6,6 +6,7 @@ import threading
 import uuid
 
 from app.housekeeping import RETRY_BASE_SECONDS, Housekeeper
+from app.locations import Location
 from storage.idempotency import IdempotencyRepository
 from tests.conftest import TEST_BUCKET
 
@@ -37,7 +38,7 @@ def test_a_poison_pending_row_does_not_stop_the_sweeper_nor_key_expiry(client, a
         db.execute("UPDATE pending_object SET created_at = now() - interval '3 hours' WHERE location = %s", (POISON,))
         for orphan in orphans:
             tables.repository.record_pending([orphan])
-            tables.objects.write_new(orphan, b"{}")
+            tables.objects.write_new(Location.parse(orphan), b"{}")
         db.execute(
             "UPDATE pending_object SET created_at = now() - interval '2 hours' WHERE location = ANY(%s)", (orphans,)
         )
@@ -52,7 +53,7 @@ def test_a_poison_pending_row_does_not_stop_the_sweeper_nor_key_expiry(client, a
 
         # (the app's own housekeeping thread may get there first: assert outcomes, not counts)
         assert result["swept"] >= 0 and result["expired-keys"] >= 0, result
-        assert not any(tables.objects.exists(orphan) for orphan in orphans)
+        assert not any(tables.objects.exists(Location.parse(orphan)) for orphan in orphans)
         assert db.execute("SELECT count(*) FROM pending_object WHERE location = ANY(%s)", (orphans,)).fetchone()[0] == 0
         assert db.execute("SELECT count(*) FROM idempotency_key WHERE key = %s", (expired_key,)).fetchone()[0] == 0
         # the poison row is kept, counted, and put off rather than retried at once
@@ -68,10 +69,10 @@ def test_a_poison_pending_row_does_not_stop_the_sweeper_nor_key_expiry(client, a
         # the next round does not touch it (not due yet) and still does everything else
         orphan = f"s3://{TEST_BUCKET}/swept/{uuid.uuid4().hex}.metadata.json"
         tables.repository.record_pending([orphan])
-        tables.objects.write_new(orphan, b"{}")
+        tables.objects.write_new(Location.parse(orphan), b"{}")
         db.execute("UPDATE pending_object SET created_at = now() - interval '2 hours' WHERE location = %s", (orphan,))
         housekeeper(app).run_round(pending_grace_s=3600)
-        assert not tables.objects.exists(orphan)
+        assert not tables.objects.exists(Location.parse(orphan))
         row = db.execute("SELECT attempts FROM pending_object WHERE location = %s", (POISON,)).fetchone()
         assert row[0] == attempts
 
