@@ -42,6 +42,26 @@ class NoSuchPlanTask(NotFound):
     error_type = "NoSuchPlanTaskException"
 
 
+class PlanFailed(CatalogError):
+    """A background plan's failure, answered as the error it was.
+
+    The spec's ``FailedPlanningResult`` (``status: failed`` next to ``error``) cannot be sent: it
+    is an ``allOf`` with ``IcebergErrorResponse``, whose ``additionalProperties: false`` forbids
+    the ``status`` it requires (upstream's schema, unsatisfiable). So a poll of a failed plan gets
+    the error response itself, with the failure's status code and type, as a planTableScan that
+    failed at once would.
+    """
+
+    def __init__(self, error: dict[str, Any]) -> None:
+        super().__init__(str(error.get("message") or "Planning failed"))
+        code = error.get("code")
+        self.code = code if isinstance(code, int) and 400 <= code <= 599 else 500
+        self.error_type = str(error.get("type") or "ServiceFailureException")
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": "1"} if self.code == 503 else {}
+
+
 def _env_int(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> int:
     raw = env.get(name, "")
     try:
@@ -108,7 +128,9 @@ class PlanningService:
         plan = self._plan(plan_id, row)
         if plan.status == "submitted" and plan.stale:
             error = error_body(
-                "Planning was interrupted (the worker planning it stopped)", "ServiceFailureException", 500
+                "Planning was interrupted (the worker planning it stopped); plan the scan again",
+                "ServiceUnavailableException",
+                503,
             )
             self.plans.fail(plan.id, error["error"], stale_only_s=self.config.stale_after_s)
             plan = self._plan(plan_id, row)
@@ -118,7 +140,7 @@ class PlanningService:
                 return {"status": "cancelled"}
             return self._completed(plan.id, first, plan.pages, warehouse, row, vend, with_id=False)
         if plan.status == "failed":
-            return {"status": "failed", "error": plan.error}
+            raise PlanFailed(plan.error or {})
         return {"status": plan.status}
 
     def tasks(self, prefix: str, namespace: tuple[str, ...], name: str, plan_task: str) -> dict[str, Any]:

@@ -603,3 +603,57 @@ def test_idempotent_plan_replays_with_fresh_credentials(server, table):
     assert again.headers.get("Idempotent-Replayed") == "true"
     assert again.json()["plan-id"] == first.json()["plan-id"]
     assert again.json()["storage-credentials"] == first.json()["storage-credentials"]
+
+
+def test_submitted_plan_of_a_dead_worker_is_reported_failed(server, table, services):
+    """A submitted plan nobody works on any more (its worker died) does not stay submitted forever."""
+    import uuid
+
+    url = f"{server.url}/v1/{server.warehouse}/namespaces/{NS}/tables/{TABLE}/plan"
+    live_id, dead_id = str(uuid.uuid4()), str(uuid.uuid4())
+    with psycopg.connect(services.database_url, autocommit=True) as conn:
+        (entry_id,) = conn.execute("SELECT id FROM catalog_entry WHERE name = %s", (TABLE,)).fetchone()
+        for plan_id, age in ((live_id, "1 second"), (dead_id, "5 minutes")):
+            conn.execute(
+                "INSERT INTO scan_plan (id, entry_id, status, heartbeat_at, expires_at)"
+                " VALUES (%s, %s, 'submitted', now() - %s::interval, now() + interval '1 hour')",
+                (plan_id, entry_id, age),
+            )
+    assert httpx.get(f"{url}/{live_id}").json() == {"status": "submitted"}
+    # answered as the error itself: the spec's FailedPlanningResult is unsatisfiable (app/plans.py)
+    for _ in range(2):
+        failed = httpx.get(f"{url}/{dead_id}")
+        assert failed.status_code == 503, failed.text
+        assert failed.headers["Retry-After"] == "1"
+        assert failed.json()["error"]["type"] == "ServiceUnavailableException"
+        assert "interrupted" in failed.json()["error"]["message"]
+
+
+def test_background_failure_is_answered_as_its_error(server, table, app, async_planning):
+    from app.errors import ServiceUnavailable
+
+    reader = async_planning.reader
+    original_entries = reader.entries
+
+    def failing_entries(manifest, roots):
+        raise ServiceUnavailable("Object storage unreachable: read s3://...")
+
+    reader.entries = failing_entries
+    try:
+        path = f"/v1/{server.warehouse}/namespaces/{NS}/tables/{TABLE}/plan"
+        plan_id = app.test_client().post(path, json={}).json()["plan-id"]
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            answer = httpx.get(f"{server.url}{path}/{plan_id}")
+            if answer.status_code != 200:
+                break
+            assert answer.json() == {"status": "submitted"}
+            time.sleep(0.05)
+    finally:
+        reader.entries = original_entries
+    assert answer.status_code == 503, answer.text
+    assert answer.json()["error"] == {
+        "message": "Object storage unreachable: read s3://...",
+        "type": "ServiceUnavailableException",
+        "code": 503,
+    }
