@@ -657,3 +657,60 @@ def test_background_failure_is_answered_as_its_error(server, table, app, async_p
         "type": "ServiceUnavailableException",
         "code": 503,
     }
+
+
+def test_thousands_of_files_submitted_polled_elsewhere_paginated(server, table, app):
+    """3,000 data files (manifest entries; planning never opens data files) under the default
+    settings: submitted, completed on a poll answered by another process, 500 tasks a page."""
+    from pyiceberg.conversions import to_bytes
+    from pyiceberg.typedef import Record
+
+    catalog = client_catalog(server)
+    big = catalog.create_table((NS, "big"), schema=SCHEMA, partition_spec=SPEC)
+    count = 3000
+    with big.transaction() as transaction:
+        with transaction.update_snapshot().fast_append() as append:
+            for i in range(count):
+                append.append_data_file(
+                    DataFile.from_args(
+                        content=DataFileContent.DATA,
+                        file_path=f"{big.location()}/data/f-{i:05d}.parquet",
+                        file_format=FileFormat.PARQUET,
+                        partition=Record("abc"[i % 3], 19723 + i % 3),
+                        record_count=10,
+                        file_size_in_bytes=1000,
+                        lower_bounds={1: to_bytes(LongType(), i * 10)},
+                        upper_bounds={1: to_bytes(LongType(), i * 10 + 9)},
+                        spec_id=0,
+                    )
+                )
+    assert PlanningConfig().async_min_files <= count
+    url = f"{server.url}/v1/{server.warehouse}/namespaces/{NS}/tables/big"
+    submitted = httpx.post(f"{url}/plan", json={"filter": {"type": "not-eq", "term": "category", "value": "c"}})
+    assert submitted.status_code == 200 and submitted.json()["status"] == "submitted", submitted.text
+    plan_id = submitted.json()["plan-id"]
+
+    client = app.test_client()  # this process: not the gunicorn worker that plans
+    path = f"/v1/{server.warehouse}/namespaces/{NS}/tables/big/plan/{plan_id}"
+    deadline = time.monotonic() + 60
+    while (result := client.get(path).json())["status"] == "submitted" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert result["status"] == "completed", result
+    files = [t["data-file"]["file-path"] for t in result["file-scan-tasks"]]
+    assert len(files) == PlanningConfig().page_size
+    for plan_task in result["plan-tasks"]:
+        page = client.post(f"/v1/{server.warehouse}/namespaces/{NS}/tables/big/tasks", json={"plan-task": plan_task})
+        assert page.status_code == 200
+        files += [t["data-file"]["file-path"] for t in page.json()["file-scan-tasks"]]
+    assert len(files) == len(set(files)) == 2000
+    assert set(files) == {t.file.file_path for t in big.scan(row_filter=NotEqualTo("category", "c")).plan_files()}
+
+    # the size estimate is the snapshot summary's, before any pruning: a selective filter on the
+    # same table is submitted too; cancelling it is how a client lets it go
+    narrow = httpx.post(f"{url}/plan", json={"filter": {"type": "lt", "term": "id", "value": 25}})
+    assert narrow.json()["status"] == "submitted"
+    assert (
+        client.delete(f"/v1/{server.warehouse}/namespaces/{NS}/tables/big/plan/{narrow.json()['plan-id']}").status_code
+        == 204
+    )
+    catalog.drop_table((NS, "big"))
