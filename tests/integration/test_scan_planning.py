@@ -714,3 +714,27 @@ def test_thousands_of_files_submitted_polled_elsewhere_paginated(server, table, 
         == 204
     )
     catalog.drop_table((NS, "big"))
+
+
+def test_use_snapshot_schema_binds_the_filter_to_the_snapshots_schema(server, table):
+    catalog = client_catalog(server)
+    evolving = catalog.create_table((NS, "evolving"), schema=SCHEMA, partition_spec=SPEC)
+    evolving.append(batch(range(0, 6)))
+    old = evolving.current_snapshot().snapshot_id
+    with evolving.update_schema() as update:
+        update.rename_column("name", "label")
+    renamed = batch(range(6, 12))
+    evolving.append(renamed.rename_columns([*renamed.column_names[:-1], "label"]))
+
+    url = f"{server.url}/v1/{server.warehouse}/namespaces/{NS}/tables/evolving/plan"
+    by_old_name = {"snapshot-id": old, "filter": {"type": "starts-with", "term": "name", "value": "al"}}
+    refused = httpx.post(url, json=by_old_name)
+    assert refused.status_code == 400 and "cannot find field 'name'" in refused.json()["error"]["message"]
+    answer = httpx.post(url, json={**by_old_name, "use-snapshot-schema": True})
+    assert answer.status_code == 200, answer.text
+    expected = {
+        t.file.file_path for t in evolving.scan(snapshot_id=old, row_filter=StartsWith("label", "al")).plan_files()
+    }
+    assert {t["data-file"]["file-path"] for t in answer.json()["file-scan-tasks"]} == expected
+    assert expected
+    catalog.drop_table((NS, "evolving"))
