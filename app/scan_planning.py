@@ -234,14 +234,19 @@ class _Planner:
         return self._partition_evaluators[spec_id](data_file)
 
     def residual(self, data_file: DataFile) -> BooleanExpression:
+        """The filter left for this file once its partition values are known.
+
+        One evaluator per spec: it keeps per-call state, but a plan runs on one thread.
+        """
         spec_id = data_file.spec_id or 0
-        evaluator = residual_evaluator_of(
-            spec=self.spec(spec_id),
-            expr=self.scan.row_filter,
-            case_sensitive=self.scan.case_sensitive,
-            schema=self.scan.schema,
-        )
-        return evaluator.residual_for(data_file.partition)
+        if spec_id not in self._residuals:
+            self._residuals[spec_id] = residual_evaluator_of(
+                spec=self.spec(spec_id),
+                expr=self.scan.row_filter,
+                case_sensitive=self.scan.case_sensitive,
+                schema=self.scan.schema,
+            )
+        return self._residuals[spec_id].residual_for(data_file.partition)
 
     def plan(
         self,
