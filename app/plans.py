@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from app.errors import CatalogError, NotFound, error_body
+from app.errors import CatalogError, NotFound, ServiceUnavailable, error_body
 from app.scan_planning import PlanningCancelled, ResolvedScan, plan_scan, resolve_scan, task_pages
 from app.tables import TableService
 from storage.manifests import BoundManifestReader, ManifestReader
@@ -32,6 +32,9 @@ from storage.plans import PlanRepository, PlanRow
 from storage.repository import EntryRow, WarehouseRow
 
 log = logging.getLogger(__name__)
+
+# Background plans a worker accepts per planning thread (running or queued); more is a 503.
+MAX_QUEUED_PER_THREAD = 8
 
 
 class NoSuchPlanId(NotFound):
@@ -111,8 +114,10 @@ class PlanningService:
         self.config = config
         self.reader = ManifestReader(tables.objects, config.manifest_cache)
         self._executor = ThreadPoolExecutor(max_workers=config.threads, thread_name_prefix="scan-plan")
+        self._queued: set[str] = set()
         self._running: set[str] = set()
         self._cancelled: set[str] = set()
+        self._closing = False
         self._lock = threading.Lock()
 
     # -- operations ---------------------------------------------------------------------
@@ -126,8 +131,17 @@ class PlanningService:
         source = BoundManifestReader(self.reader, self.tables.allowed_roots(warehouse))
         plan_id = str(uuid.uuid4())
         if scan.estimated_files() >= self.config.async_min_files:
-            self.plans.create(plan_id, row.id, "submitted", self.config.lifetime_s)
-            self._executor.submit(self._run, plan_id, scan, source)
+            with self._lock:
+                if len(self._queued) + len(self._running) >= self.config.threads * MAX_QUEUED_PER_THREAD:
+                    raise ServiceUnavailable("Too many scans are being planned; retry shortly", retry_after=1)
+                self._queued.add(plan_id)
+            try:
+                self.plans.create(plan_id, row.id, "submitted", self.config.lifetime_s)
+                self._executor.submit(self._run, plan_id, scan, source)
+            except BaseException:
+                with self._lock:
+                    self._queued.discard(plan_id)
+                raise
             return {"status": "submitted", "plan-id": plan_id}
         pages = self._pages(scan, plan_scan(scan, source))
         self.plans.create(plan_id, row.id, "completed", self.config.lifetime_s, pages)
@@ -172,6 +186,8 @@ class PlanningService:
                 self._cancelled.add(plan_id)
 
     def close(self) -> None:
+        """Stop planning: running plans stop at their next check and are reported interrupted."""
+        self._closing = True
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     # -- internals ----------------------------------------------------------------------
@@ -208,17 +224,20 @@ class PlanningService:
 
         def should_stop() -> bool:
             with self._lock:
-                if plan_id in self._cancelled:
+                if plan_id in self._cancelled or self._closing:
                     return True
+                waiting = sorted(self._queued)
             if time.monotonic() - checked[0] < 1.0:
                 return False
             checked[0] = time.monotonic()
-            return self.plans.heartbeat(plan_id) != "submitted"
+            # the plans queued behind this one are alive too: keep them from looking interrupted
+            return self.plans.heartbeat([plan_id, *waiting]).get(plan_id) != "submitted"
 
         with self._lock:
+            self._queued.discard(plan_id)
             self._running.add(plan_id)
         try:
-            if self.plans.heartbeat(plan_id) != "submitted":
+            if self._closing or self.plans.heartbeat([plan_id]).get(plan_id) != "submitted":
                 return
             pages = self._pages(scan, plan_scan(scan, source, should_stop))
             self.plans.complete(plan_id, pages)

@@ -754,3 +754,43 @@ def test_config_switch_tells_clients_to_plan_on_the_server(app):
     assert PlanningConfig.from_env({}).scan_planning_mode is None
     with pytest.raises(ValueError, match="GROWLER_SCAN_PLANNING_MODE"):
         PlanningConfig.from_env({"GROWLER_SCAN_PLANNING_MODE": "sometimes"})
+
+
+def test_background_planning_is_bounded(server, table, app, async_planning):
+    """With every planning thread held, a worker queues a bounded number of plans, then says 503."""
+    from app.plans import MAX_QUEUED_PER_THREAD
+
+    async_planning.config = PlanningConfig(async_min_files=1, page_size=4, threads=1)
+    limit = MAX_QUEUED_PER_THREAD
+    release = threading.Event()
+    reader = async_planning.reader
+    original_entries = reader.entries
+
+    def held_entries(manifest, roots):
+        assert release.wait(30)
+        return original_entries(manifest, roots)
+
+    reader.entries = held_entries
+    client = app.test_client()
+    path = f"/v1/{server.warehouse}/namespaces/{NS}/tables/{TABLE}/plan"
+    plan_ids = []
+    try:
+        for _ in range(limit):
+            answer = client.post(path, json={})
+            assert answer.status_code == 200 and answer.json()["status"] == "submitted", answer.text
+            plan_ids.append(answer.json()["plan-id"])
+        refused = client.post(path, json={})
+        assert refused.status_code == 503, refused.text
+        assert refused.headers["Retry-After"] == "1"
+        assert refused.json()["error"]["type"] == "ServiceUnavailableException"
+        for plan_id in plan_ids:  # the queued ones are answered (and cancelled) like any other
+            assert httpx.get(f"{server.url}{path}/{plan_id}").json() == {"status": "submitted"}
+            assert httpx.delete(f"{server.url}{path}/{plan_id}").status_code == 204
+    finally:
+        release.set()
+        reader.entries = original_entries
+    deadline = time.monotonic() + 30
+    while (async_planning._running or async_planning._queued) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not async_planning._running and not async_planning._queued
+    assert all(httpx.get(f"{server.url}{path}/{p}").json() == {"status": "cancelled"} for p in plan_ids)
