@@ -11,11 +11,52 @@ from __future__ import annotations
 
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
-from pyiceberg.expressions import AlwaysTrue, EqualTo, GreaterThan, In, LessThan, Or
+from pyiceberg.expressions import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    EqualTo,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+    Not,
+    NotEqualTo,
+    NotIn,
+    NotNull,
+    NotStartsWith,
+    Or,
+    StartsWith,
+)
 
 pytestmark = pytest.mark.slow
 
 NS = "spark_planning"
+FILTERS = [
+    AlwaysTrue(),
+    AlwaysFalse(),
+    EqualTo("region", "eu"),
+    NotEqualTo("region", "eu"),
+    LessThan("id", 10),
+    LessThanOrEqual("id", 20),
+    GreaterThan("id", 25),
+    GreaterThanOrEqual("amount", 250),
+    In("id", {1, 2, 33}),
+    NotIn("region", {"us"}),
+    IsNull("amount"),
+    NotNull("amount"),
+    StartsWith("region", "e"),
+    NotStartsWith("region", "e"),
+    And(EqualTo("region", "us"), LessThan("id", 15)),
+    Or(GreaterThan("amount", 250), In("id", {1, 2})),
+    Not(EqualTo("region", "us")),
+    And(GreaterThanOrEqual("id", 10), LessThan("id", 20)),
+    Or(IsNull("amount"), EqualTo("id", 7)),
+    EqualTo("id", 1000),
+    In("region", {"eu", "us"}),
+]
 
 
 @pytest.fixture(scope="module")
@@ -55,10 +96,15 @@ def test_spark_reads_merge_on_read_table_through_server_plans(planning_spark, se
         values = ", ".join(f"({i}, '{'eu' if i % 2 else 'us'}', {i * 10})" for i in range(band * 10, band * 10 + 10))
         spark.sql(f"INSERT INTO growler.{NS}.orders VALUES {values}").collect()
     spark.sql(f"DELETE FROM growler.{NS}.orders WHERE id IN (3, 4, 17, 25)").collect()
+    spark.sql(  # merge-on-read MERGE: position deletes for the updated row, a new data file
+        f"MERGE INTO growler.{NS}.orders t USING (SELECT 8 AS id, 'us' AS region, 999 AS amount"
+        " UNION ALL SELECT 40, 'eu', NULL) s ON t.id = s.id"
+        " WHEN MATCHED THEN UPDATE SET t.amount = s.amount WHEN NOT MATCHED THEN INSERT *"
+    ).collect()
 
     before = planned_operations(server)
     rows = spark.sql(f"SELECT id FROM growler.{NS}.orders ORDER BY id").collect()
-    assert [r[0] for r in rows] == [i for i in range(30) if i not in (3, 4, 17, 25)]
+    assert [r[0] for r in rows] == [i for i in range(30) if i not in (3, 4, 17, 25)] + [40]
     filtered = spark.sql(f"SELECT id FROM growler.{NS}.orders WHERE region = 'eu' AND id < 20 ORDER BY id").collect()
     assert [r[0] for r in filtered] == [i for i in range(20) if i % 2 and i not in (3, 17)]
     assert planned_operations(server) >= before + 2, "the Java client did not plan on the server"
@@ -68,12 +114,8 @@ def test_spark_reads_merge_on_read_table_through_server_plans(planning_spark, se
     remote = RestCatalog(
         "server", uri=server.url, warehouse=server.warehouse, **{"scan-planning-mode": "server"}
     ).load_table((NS, "orders"))
-    for row_filter in (
-        AlwaysTrue(),
-        EqualTo("region", "eu"),
-        LessThan("id", 10),
-        Or(GreaterThan("amount", 250), In("id", {1, 2})),
-    ):
+    assert spark.sql(f"SELECT amount FROM growler.{NS}.orders WHERE id = 8").collect()[0][0] == 999
+    for row_filter in FILTERS:
         local_plan = planned(local, row_filter)
         assert planned(remote, row_filter) == local_plan
         assert any(deletes for _, deletes in local_plan) or row_filter != AlwaysTrue()
