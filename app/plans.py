@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from app.errors import CatalogError, NotFound, error_body
+from app.errors import CatalogError, NotFound, ServiceUnavailable, error_body
 from app.scan_planning import PlanningCancelled, ResolvedScan, plan_scan, resolve_scan, task_pages
 from app.tables import TableService
 from storage.manifests import BoundManifestReader, ManifestReader
@@ -33,6 +33,9 @@ from storage.repository import EntryRow, WarehouseRow
 
 log = logging.getLogger(__name__)
 
+# Background plans a worker accepts per planning thread (running or queued); more is a 503.
+MAX_QUEUED_PER_THREAD = 8
+
 
 class NoSuchPlanId(NotFound):
     error_type = "NoSuchPlanIdException"
@@ -40,6 +43,26 @@ class NoSuchPlanId(NotFound):
 
 class NoSuchPlanTask(NotFound):
     error_type = "NoSuchPlanTaskException"
+
+
+class PlanFailed(CatalogError):
+    """A background plan's failure, answered as the error it was.
+
+    The spec's ``FailedPlanningResult`` (``status: failed`` next to ``error``) cannot be sent: it
+    is an ``allOf`` with ``IcebergErrorResponse``, whose ``additionalProperties: false`` forbids
+    the ``status`` it requires (upstream's schema, unsatisfiable). So a poll of a failed plan gets
+    the error response itself, with the failure's status code and type, as a planTableScan that
+    failed at once would.
+    """
+
+    def __init__(self, error: dict[str, Any]) -> None:
+        super().__init__(str(error.get("message") or "Planning failed"))
+        code = error.get("code")
+        self.code = code if isinstance(code, int) and 400 <= code <= 599 else 500
+        self.error_type = str(error.get("type") or "ServiceFailureException")
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": "1"} if self.code == 503 else {}
 
 
 def _env_int(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> int:
@@ -61,6 +84,8 @@ class PlanningConfig:
     stale_after_s: float = 60.0
     threads: int = 2
     manifest_cache: int = 512
+    # what /v1/config tells clients (``scan-planning-mode`` in its defaults); None: nothing
+    scan_planning_mode: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> PlanningConfig:
@@ -71,7 +96,15 @@ class PlanningConfig:
             lifetime_s=_env_int(env, "GROWLER_PLAN_LIFETIME_S", cls.lifetime_s),
             threads=_env_int(env, "GROWLER_PLAN_THREADS", cls.threads),
             manifest_cache=_env_int(env, "GROWLER_MANIFEST_CACHE_ENTRIES", cls.manifest_cache),
+            scan_planning_mode=_planning_mode(env.get("GROWLER_SCAN_PLANNING_MODE", "")),
         )
+
+
+def _planning_mode(raw: str) -> str | None:
+    mode = raw.strip().lower()
+    if mode not in ("", "client", "server"):
+        raise ValueError(f"GROWLER_SCAN_PLANNING_MODE must be client or server, got {raw!r}")
+    return mode or None
 
 
 class PlanningService:
@@ -81,8 +114,10 @@ class PlanningService:
         self.config = config
         self.reader = ManifestReader(tables.objects, config.manifest_cache)
         self._executor = ThreadPoolExecutor(max_workers=config.threads, thread_name_prefix="scan-plan")
+        self._queued: set[str] = set()
         self._running: set[str] = set()
         self._cancelled: set[str] = set()
+        self._closing = False
         self._lock = threading.Lock()
 
     # -- operations ---------------------------------------------------------------------
@@ -96,8 +131,17 @@ class PlanningService:
         source = BoundManifestReader(self.reader, self.tables.allowed_roots(warehouse))
         plan_id = str(uuid.uuid4())
         if scan.estimated_files() >= self.config.async_min_files:
-            self.plans.create(plan_id, row.id, "submitted", self.config.lifetime_s)
-            self._executor.submit(self._run, plan_id, scan, source)
+            with self._lock:
+                if len(self._queued) + len(self._running) >= self.config.threads * MAX_QUEUED_PER_THREAD:
+                    raise ServiceUnavailable("Too many scans are being planned; retry shortly", retry_after=1)
+                self._queued.add(plan_id)
+            try:
+                self.plans.create(plan_id, row.id, "submitted", self.config.lifetime_s)
+                self._executor.submit(self._run, plan_id, scan, source)
+            except BaseException:
+                with self._lock:
+                    self._queued.discard(plan_id)
+                raise
             return {"status": "submitted", "plan-id": plan_id}
         pages = self._pages(scan, plan_scan(scan, source))
         self.plans.create(plan_id, row.id, "completed", self.config.lifetime_s, pages)
@@ -108,7 +152,9 @@ class PlanningService:
         plan = self._plan(plan_id, row)
         if plan.status == "submitted" and plan.stale:
             error = error_body(
-                "Planning was interrupted (the worker planning it stopped)", "ServiceFailureException", 500
+                "Planning was interrupted (the worker planning it stopped); plan the scan again",
+                "ServiceUnavailableException",
+                503,
             )
             self.plans.fail(plan.id, error["error"], stale_only_s=self.config.stale_after_s)
             plan = self._plan(plan_id, row)
@@ -118,7 +164,7 @@ class PlanningService:
                 return {"status": "cancelled"}
             return self._completed(plan.id, first, plan.pages, warehouse, row, vend, with_id=False)
         if plan.status == "failed":
-            return {"status": "failed", "error": plan.error}
+            raise PlanFailed(plan.error or {})
         return {"status": plan.status}
 
     def tasks(self, prefix: str, namespace: tuple[str, ...], name: str, plan_task: str) -> dict[str, Any]:
@@ -140,6 +186,8 @@ class PlanningService:
                 self._cancelled.add(plan_id)
 
     def close(self) -> None:
+        """Stop planning: running plans stop at their next check and are reported interrupted."""
+        self._closing = True
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     # -- internals ----------------------------------------------------------------------
@@ -176,17 +224,20 @@ class PlanningService:
 
         def should_stop() -> bool:
             with self._lock:
-                if plan_id in self._cancelled:
+                if plan_id in self._cancelled or self._closing:
                     return True
+                waiting = sorted(self._queued)
             if time.monotonic() - checked[0] < 1.0:
                 return False
             checked[0] = time.monotonic()
-            return self.plans.heartbeat(plan_id) != "submitted"
+            # the plans queued behind this one are alive too: keep them from looking interrupted
+            return self.plans.heartbeat([plan_id, *waiting]).get(plan_id) != "submitted"
 
         with self._lock:
+            self._queued.discard(plan_id)
             self._running.add(plan_id)
         try:
-            if self.plans.heartbeat(plan_id) != "submitted":
+            if self._closing or self.plans.heartbeat([plan_id]).get(plan_id) != "submitted":
                 return
             pages = self._pages(scan, plan_scan(scan, source, should_stop))
             self.plans.complete(plan_id, pages)

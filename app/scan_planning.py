@@ -47,6 +47,22 @@ from app.scan_files import content_file_json
 from app.scan_filter import filter_json, parse_filter
 
 INITIAL_SEQUENCE_NUMBER = 0
+# Iceberg's reserved metadata columns: engines select them (Spark's merge-on-read DELETE reads
+# ``_file`` and ``_pos``); they are not in the table schema and do not change the plan.
+METADATA_COLUMNS = frozenset(
+    {
+        "_file",
+        "_pos",
+        "_deleted",
+        "_spec_id",
+        "_partition",
+        "_row_id",
+        "_last_updated_sequence_number",
+        "_change_type",
+        "_change_ordinal",
+        "_commit_snapshot_id",
+    }
+)
 
 
 class ManifestSource(Protocol):
@@ -113,7 +129,7 @@ def resolve_scan(metadata: TableMetadata, request: dict[str, Any]) -> ResolvedSc
 
     raw_filter = request.get("filter")
     row_filter = AlwaysTrue() if raw_filter is None else parse_filter(raw_filter, schema, case_sensitive)
-    select = request.get("select")
+    select = [name for name in request.get("select") or [] if name.split(".", 1)[0] not in METADATA_COLUMNS]
     if select:
         try:
             schema.select(*select, case_sensitive=case_sensitive)
@@ -234,14 +250,19 @@ class _Planner:
         return self._partition_evaluators[spec_id](data_file)
 
     def residual(self, data_file: DataFile) -> BooleanExpression:
+        """The filter left for this file once its partition values are known.
+
+        One evaluator per spec: it keeps per-call state, but a plan runs on one thread.
+        """
         spec_id = data_file.spec_id or 0
-        evaluator = residual_evaluator_of(
-            spec=self.spec(spec_id),
-            expr=self.scan.row_filter,
-            case_sensitive=self.scan.case_sensitive,
-            schema=self.scan.schema,
-        )
-        return evaluator.residual_for(data_file.partition)
+        if spec_id not in self._residuals:
+            self._residuals[spec_id] = residual_evaluator_of(
+                spec=self.spec(spec_id),
+                expr=self.scan.row_filter,
+                case_sensitive=self.scan.case_sensitive,
+                schema=self.scan.schema,
+            )
+        return self._residuals[spec_id].residual_for(data_file.partition)
 
     def plan(
         self,

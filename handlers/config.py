@@ -1,7 +1,11 @@
 """GET /v1/config: how clients should talk to a warehouse."""
 
-from handlers._context import advertised_endpoints, catalog
+from handlers._context import advertised_endpoints, catalog, plans
 
 
 def get_config(warehouse: str | None = None):
-    return catalog().config(warehouse, advertised_endpoints()), 200
+    body = catalog().config(warehouse, advertised_endpoints())
+    mode = plans().config.scan_planning_mode
+    if mode:  # a default: a client's own setting wins
+        body["defaults"]["scan-planning-mode"] = mode
+    return body, 200

@@ -76,14 +76,15 @@ class PlanRepository:
             ).fetchone()
         return updated is not None
 
-    def heartbeat(self, plan_id: str) -> str | None:
-        """Note progress on a submitted plan; its status (None when gone or expired)."""
+    def heartbeat(self, plan_ids: list[str]) -> dict[str, str]:
+        """Note progress on plans; their statuses (a plan gone or expired is left out)."""
         with self.db.connection() as conn:
-            row = conn.execute(
-                "UPDATE scan_plan SET heartbeat_at = now() WHERE id = %s AND expires_at > now() RETURNING status",
-                (plan_id,),
-            ).fetchone()
-        return row["status"] if row else None
+            rows = conn.execute(
+                "UPDATE scan_plan SET heartbeat_at = now()"
+                " WHERE id = ANY(%s::uuid[]) AND expires_at > now() RETURNING id::text AS id, status",
+                (plan_ids,),
+            ).fetchall()
+        return {row["id"]: row["status"] for row in rows}
 
     def load(self, plan_id: str, stale_after_s: float) -> PlanRow | None:
         with self.db.connection() as conn:

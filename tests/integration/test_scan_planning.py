@@ -603,3 +603,194 @@ def test_idempotent_plan_replays_with_fresh_credentials(server, table):
     assert again.headers.get("Idempotent-Replayed") == "true"
     assert again.json()["plan-id"] == first.json()["plan-id"]
     assert again.json()["storage-credentials"] == first.json()["storage-credentials"]
+
+
+def test_submitted_plan_of_a_dead_worker_is_reported_failed(server, table, services):
+    """A submitted plan nobody works on any more (its worker died) does not stay submitted forever."""
+    import uuid
+
+    url = f"{server.url}/v1/{server.warehouse}/namespaces/{NS}/tables/{TABLE}/plan"
+    live_id, dead_id = str(uuid.uuid4()), str(uuid.uuid4())
+    with psycopg.connect(services.database_url, autocommit=True) as conn:
+        (entry_id,) = conn.execute("SELECT id FROM catalog_entry WHERE name = %s", (TABLE,)).fetchone()
+        for plan_id, age in ((live_id, "1 second"), (dead_id, "5 minutes")):
+            conn.execute(
+                "INSERT INTO scan_plan (id, entry_id, status, heartbeat_at, expires_at)"
+                " VALUES (%s, %s, 'submitted', now() - %s::interval, now() + interval '1 hour')",
+                (plan_id, entry_id, age),
+            )
+    assert httpx.get(f"{url}/{live_id}").json() == {"status": "submitted"}
+    # answered as the error itself: the spec's FailedPlanningResult is unsatisfiable (app/plans.py)
+    for _ in range(2):
+        failed = httpx.get(f"{url}/{dead_id}")
+        assert failed.status_code == 503, failed.text
+        assert failed.headers["Retry-After"] == "1"
+        assert failed.json()["error"]["type"] == "ServiceUnavailableException"
+        assert "interrupted" in failed.json()["error"]["message"]
+
+
+def test_background_failure_is_answered_as_its_error(server, table, app, async_planning):
+    from app.errors import ServiceUnavailable
+
+    reader = async_planning.reader
+    original_entries = reader.entries
+
+    def failing_entries(manifest, roots):
+        raise ServiceUnavailable("Object storage unreachable: read s3://...")
+
+    reader.entries = failing_entries
+    try:
+        path = f"/v1/{server.warehouse}/namespaces/{NS}/tables/{TABLE}/plan"
+        plan_id = app.test_client().post(path, json={}).json()["plan-id"]
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            answer = httpx.get(f"{server.url}{path}/{plan_id}")
+            if answer.status_code != 200:
+                break
+            assert answer.json() == {"status": "submitted"}
+            time.sleep(0.05)
+    finally:
+        reader.entries = original_entries
+    assert answer.status_code == 503, answer.text
+    assert answer.json()["error"] == {
+        "message": "Object storage unreachable: read s3://...",
+        "type": "ServiceUnavailableException",
+        "code": 503,
+    }
+
+
+def test_thousands_of_files_submitted_polled_elsewhere_paginated(server, table, app):
+    """3,000 data files (manifest entries; planning never opens data files) under the default
+    settings: submitted, completed on a poll answered by another process, 500 tasks a page."""
+    from pyiceberg.conversions import to_bytes
+    from pyiceberg.typedef import Record
+
+    catalog = client_catalog(server)
+    big = catalog.create_table((NS, "big"), schema=SCHEMA, partition_spec=SPEC)
+    count = 3000
+    with big.transaction() as transaction:
+        with transaction.update_snapshot().fast_append() as append:
+            for i in range(count):
+                append.append_data_file(
+                    DataFile.from_args(
+                        content=DataFileContent.DATA,
+                        file_path=f"{big.location()}/data/f-{i:05d}.parquet",
+                        file_format=FileFormat.PARQUET,
+                        partition=Record("abc"[i % 3], 19723 + i % 3),
+                        record_count=10,
+                        file_size_in_bytes=1000,
+                        lower_bounds={1: to_bytes(LongType(), i * 10)},
+                        upper_bounds={1: to_bytes(LongType(), i * 10 + 9)},
+                        spec_id=0,
+                    )
+                )
+    assert PlanningConfig().async_min_files <= count
+    url = f"{server.url}/v1/{server.warehouse}/namespaces/{NS}/tables/big"
+    submitted = httpx.post(f"{url}/plan", json={"filter": {"type": "not-eq", "term": "category", "value": "c"}})
+    assert submitted.status_code == 200 and submitted.json()["status"] == "submitted", submitted.text
+    plan_id = submitted.json()["plan-id"]
+
+    client = app.test_client()  # this process: not the gunicorn worker that plans
+    path = f"/v1/{server.warehouse}/namespaces/{NS}/tables/big/plan/{plan_id}"
+    deadline = time.monotonic() + 60
+    while (result := client.get(path).json())["status"] == "submitted" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert result["status"] == "completed", result
+    files = [t["data-file"]["file-path"] for t in result["file-scan-tasks"]]
+    assert len(files) == PlanningConfig().page_size
+    for plan_task in result["plan-tasks"]:
+        page = client.post(f"/v1/{server.warehouse}/namespaces/{NS}/tables/big/tasks", json={"plan-task": plan_task})
+        assert page.status_code == 200
+        files += [t["data-file"]["file-path"] for t in page.json()["file-scan-tasks"]]
+    assert len(files) == len(set(files)) == 2000
+    assert set(files) == {t.file.file_path for t in big.scan(row_filter=NotEqualTo("category", "c")).plan_files()}
+
+    # the size estimate is the snapshot summary's, before any pruning: a selective filter on the
+    # same table is submitted too; cancelling it is how a client lets it go
+    narrow = httpx.post(f"{url}/plan", json={"filter": {"type": "lt", "term": "id", "value": 25}})
+    assert narrow.json()["status"] == "submitted"
+    assert (
+        client.delete(f"/v1/{server.warehouse}/namespaces/{NS}/tables/big/plan/{narrow.json()['plan-id']}").status_code
+        == 204
+    )
+    catalog.drop_table((NS, "big"))
+
+
+def test_use_snapshot_schema_binds_the_filter_to_the_snapshots_schema(server, table):
+    catalog = client_catalog(server)
+    evolving = catalog.create_table((NS, "evolving"), schema=SCHEMA, partition_spec=SPEC)
+    evolving.append(batch(range(0, 6)))
+    old = evolving.current_snapshot().snapshot_id
+    with evolving.update_schema() as update:
+        update.rename_column("name", "label")
+    renamed = batch(range(6, 12))
+    evolving.append(renamed.rename_columns([*renamed.column_names[:-1], "label"]))
+
+    url = f"{server.url}/v1/{server.warehouse}/namespaces/{NS}/tables/evolving/plan"
+    by_old_name = {"snapshot-id": old, "filter": {"type": "starts-with", "term": "name", "value": "al"}}
+    refused = httpx.post(url, json=by_old_name)
+    assert refused.status_code == 400 and "cannot find field 'name'" in refused.json()["error"]["message"]
+    answer = httpx.post(url, json={**by_old_name, "use-snapshot-schema": True})
+    assert answer.status_code == 200, answer.text
+    expected = {
+        t.file.file_path for t in evolving.scan(snapshot_id=old, row_filter=StartsWith("label", "al")).plan_files()
+    }
+    assert {t["data-file"]["file-path"] for t in answer.json()["file-scan-tasks"]} == expected
+    assert expected
+    catalog.drop_table((NS, "evolving"))
+
+
+def test_config_switch_tells_clients_to_plan_on_the_server(app):
+    client = app.test_client()
+    assert "scan-planning-mode" not in client.get("/v1/config").json()["defaults"]
+    service = app.app.extensions[PLANS]
+    original = service.config
+    service.config = PlanningConfig(scan_planning_mode="server")
+    try:
+        assert client.get("/v1/config").json()["defaults"]["scan-planning-mode"] == "server"
+    finally:
+        service.config = original
+    assert PlanningConfig.from_env({"GROWLER_SCAN_PLANNING_MODE": "Server"}).scan_planning_mode == "server"
+    assert PlanningConfig.from_env({}).scan_planning_mode is None
+    with pytest.raises(ValueError, match="GROWLER_SCAN_PLANNING_MODE"):
+        PlanningConfig.from_env({"GROWLER_SCAN_PLANNING_MODE": "sometimes"})
+
+
+def test_background_planning_is_bounded(server, table, app, async_planning):
+    """With every planning thread held, a worker queues a bounded number of plans, then says 503."""
+    from app.plans import MAX_QUEUED_PER_THREAD
+
+    async_planning.config = PlanningConfig(async_min_files=1, page_size=4, threads=1)
+    limit = MAX_QUEUED_PER_THREAD
+    release = threading.Event()
+    reader = async_planning.reader
+    original_entries = reader.entries
+
+    def held_entries(manifest, roots):
+        assert release.wait(30)
+        return original_entries(manifest, roots)
+
+    reader.entries = held_entries
+    client = app.test_client()
+    path = f"/v1/{server.warehouse}/namespaces/{NS}/tables/{TABLE}/plan"
+    plan_ids = []
+    try:
+        for _ in range(limit):
+            answer = client.post(path, json={})
+            assert answer.status_code == 200 and answer.json()["status"] == "submitted", answer.text
+            plan_ids.append(answer.json()["plan-id"])
+        refused = client.post(path, json={})
+        assert refused.status_code == 503, refused.text
+        assert refused.headers["Retry-After"] == "1"
+        assert refused.json()["error"]["type"] == "ServiceUnavailableException"
+        for plan_id in plan_ids:  # the queued ones are answered (and cancelled) like any other
+            assert httpx.get(f"{server.url}{path}/{plan_id}").json() == {"status": "submitted"}
+            assert httpx.delete(f"{server.url}{path}/{plan_id}").status_code == 204
+    finally:
+        release.set()
+        reader.entries = original_entries
+    deadline = time.monotonic() + 30
+    while (async_planning._running or async_planning._queued) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not async_planning._running and not async_planning._queued
+    assert all(httpx.get(f"{server.url}{path}/{p}").json() == {"status": "cancelled"} for p in plan_ids)
