@@ -72,5 +72,6 @@ def attach_credentials(result: dict[str, Any], credentials: list[dict[str, Any]]
     """The inverse of ``strip_credentials`` with freshly vended credentials (same shape as a load)."""
     if not credentials:
         return
-    result["config"] = {**result.get("config", {}), **credentials[0]["config"]}
+    if "config" in result:  # a LoadTableResult carries them in its config too; a scan plan does not
+        result["config"] = {**result["config"], **credentials[0]["config"]}
     result["storage-credentials"] = credentials

@@ -190,9 +190,10 @@ class Database:
 class AsyncDatabase:
     """A small asyncio pool for the reads served on the event loop (app/fast_path.py).
 
-    Opened on first use, inside the worker's event loop, and bound to it; configured and checked
-    like ``Database``. A server has one loop per worker; a test client may run each request in a
-    loop of its own, and there ``serves_running_loop`` tells the caller to read another way.
+    Bound to the loop that runs the app's lifespan (``bind_running_loop``), opened there on first
+    use; configured and checked like ``Database``. A server has one loop per worker; a test client
+    may run each request in a loop of its own, and there ``serves_running_loop`` tells the caller
+    to read another way.
     """
 
     def __init__(
@@ -236,12 +237,19 @@ class AsyncDatabase:
         if self._idle.due(conn):
             await AsyncConnectionPool.check_connection(conn)
 
+    def bind_running_loop(self) -> None:
+        """Give the pool to the running loop: the one that runs the app's lifespan.
+
+        A server worker runs its lifespan and every request in one loop. A test client that is
+        not entered as a context manager runs no lifespan and each request in a short-lived loop
+        of its own; a pool bound to one of those would have its tasks cancelled when that loop
+        closes (which could hang the loop's shutdown), so such requests read another way.
+        """
+        self._loop = asyncio.get_running_loop()
+
     def serves_running_loop(self) -> bool:
-        """True when the pool belongs (or, first used now, will belong) to the running loop."""
-        loop = asyncio.get_running_loop()
-        if self._loop is None:
-            self._loop = loop
-        return self._loop is loop
+        """True when the pool belongs to the running loop (see ``bind_running_loop``)."""
+        return self._loop is not None and self._loop is asyncio.get_running_loop()
 
     async def fetch_one(self, query: str, params: tuple[Any, ...]) -> dict[str, Any] | None:
         """One row of one autocommit statement; psycopg errors leave as catalog errors."""

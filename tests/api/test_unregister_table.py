@@ -6,6 +6,7 @@ import uuid
 
 import pytest
 
+from app.locations import Location
 from tests.api.tables_support import PREFIX, append, create_request, table_url, tables_url
 
 
@@ -25,7 +26,7 @@ def unregister(client, name: str, **kwargs):
 
 
 def objects_under(s3, location: str) -> set[str]:
-    return set(s3.list(location.rstrip("/") + "/"))
+    return {found.uri for found in s3.list(Location.parse(location))}
 
 
 def test_config_advertises_unregister(client):
