@@ -29,6 +29,7 @@ import httpx
 import psycopg
 import pytest
 
+from app.locations import Location
 from storage.objects import S3ObjectStore
 from tests.api.tables_support import create_request
 from tests.conftest import TEST_BUCKET
@@ -202,7 +203,7 @@ def test_sigterm_lets_an_inflight_commit_finish(settings, app, services, slow_s3
             ).fetchone()[0]
         assert current == after
         slow_s3.hold_puts = False
-        assert S3ObjectStore(settings.s3).exists(after)
+        assert S3ObjectStore(settings.s3).exists(Location.parse(after))
         log = server.log()
         commit_lines = [json.loads(line) for line in log.splitlines() if '"event":"commit"' in line]
         assert any(c["new_metadata_location"] == after and c["outcome"] == "committed" for c in commit_lines)
