@@ -207,3 +207,36 @@ def test_fault_during_commits(fault_server: Server, services, dependency: str, f
         properties = httpx.get(f"{base}/namespaces/faults/tables/{table}").json()["metadata"]["properties"]
         acknowledged = {a.key for a in answers if a.table == table and a.status == 200}
         assert acknowledged <= set(properties), acknowledged - set(properties)
+
+
+def test_workers_restarted_while_postgres_is_down_keep_gunicorn_up(settings, app, services, tmp_path):
+    """The issue's dead ``make run``: PostgreSQL restarting while gunicorn replaces its workers."""
+    if services.postgres is None:
+        pytest.skip("external PostgreSQL: the test cannot stop it")
+    server = start_server(settings, tmp_path, {"GROWLER_WORKERS": "2", "GROWLER_DB_TIMEOUT_S": str(TIMEOUT_S)})
+    try:
+        workers = set(process_tree(server.process.pid)) - {server.process.pid}
+        services.postgres.stop()
+        try:
+            for pid in workers:  # as max_requests or a crash would: gunicorn boots new ones
+                os.kill(pid, signal.SIGKILL)
+            wait_for(lambda: len(set(process_tree(server.process.pid)) - {server.process.pid} - workers) >= 2,
+                     60, "replacement workers")
+            # the new workers serve: alive, not ready, and 503 + Retry-After rather than a hang
+            wait_for(lambda: timed_get(f"{server.url}/healthz")[0] == 200, 60, "healthz from a new worker")
+            assert server.process.poll() is None, server.log()
+            ready, ready_s = timed_get(f"{server.url}/readyz")
+            assert ready == 503 and ready_s < ANSWER_WITHIN_S
+            response = httpx.get(f"{server.url}/v1/{server.warehouse}/namespaces", timeout=CLIENT_TIMEOUT_S)
+            assert response.status_code == 503 and int(response.headers["retry-after"]) > 0
+            assert response.json()["error"]["type"] == "ServiceUnavailableException"
+        finally:
+            services.postgres.start()
+        # back without restarting gunicorn: every worker gets ready (the readiness of each is
+        # asked several times, since connections spread over the workers)
+        wait_for(lambda: all(httpx.get(f"{server.url}/readyz", timeout=10).status_code == 200 for _ in range(6)),
+                 60, "ready again")
+        assert httpx.get(f"{server.url}/v1/{server.warehouse}/namespaces", timeout=10).status_code == 200
+        assert server.process.poll() is None
+    finally:
+        stop_server(server)
