@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -24,7 +26,7 @@ import httpx
 import pytest
 
 from tests.api.tables_support import create_request
-from tests.integration.conftest import Server, start_server, stop_server
+from tests.integration.conftest import REPO, Server, start_server, stop_server
 
 TIMEOUT_S = 2  # GROWLER_DB_TIMEOUT_S, GROWLER_S3_TIMEOUT_S and GROWLER_DB_POOL_TIMEOUT_S of the server
 # A refused request may wait for a few bounded steps (a pool check, a connect, the check of a
@@ -137,7 +139,7 @@ def timed_get(url: str) -> tuple[int, float]:
     started = time.monotonic()
     try:
         status = httpx.get(url, timeout=CLIENT_TIMEOUT_S).status_code
-    except httpx.TimeoutException:
+    except httpx.TransportError:  # a timeout, or nothing listening yet
         status = 0
     return status, time.monotonic() - started
 
@@ -240,3 +242,48 @@ def test_workers_restarted_while_postgres_is_down_keep_gunicorn_up(settings, app
         assert server.process.poll() is None
     finally:
         stop_server(server)
+
+
+def test_make_run_survives_postgres_dying_while_a_worker_restarts(tmp_path):
+    """``make run`` (scripts/run.py) restarts its embedded PostgreSQL; gunicorn rides it out."""
+    from scripts.services import free_port
+
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GROWLER_")}
+    env.update(GROWLER_DATA_DIR=str(tmp_path / "data"), GROWLER_BIND=f"127.0.0.1:{port}", GROWLER_WORKERS="1",
+               GROWLER_EMBEDDED_PG_PORT=str(free_port()), GROWLER_EMBEDDED_S3_PORT=str(free_port()),
+               GROWLER_DB_TIMEOUT_S=str(TIMEOUT_S), PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "metrics"))
+    log_path = tmp_path / "run.log"
+    with open(log_path, "wb") as log_file:
+        run = subprocess.Popen([sys.executable, "-m", "scripts.run"], cwd=REPO, env=env, stdout=log_file,
+                               stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: run.poll() is None and timed_get(f"{url}/readyz")[0] == 200, 120, "make run ready")
+        masters = [pid for pid in process_tree(run.pid) if "-m gunicorn" in _name(pid)]
+        gunicorn = min(masters)  # the master; its workers are its children
+        workers = set(process_tree(gunicorn)) - {gunicorn}
+        assert workers
+        postmaster = int((tmp_path / "data" / "postgres" / "postmaster.pid").read_text().split()[0])
+        os.kill(postmaster, signal.SIGQUIT)  # immediate shutdown, as a crash
+        for pid in workers:
+            os.kill(pid, signal.SIGKILL)
+        restarted = "embedded PostgreSQL restarted"
+        wait_for(lambda: run.poll() is not None or restarted in log_path.read_text(errors="replace"), 120,
+                 "PostgreSQL restarted")
+        wait_for(lambda: run.poll() is not None or timed_get(f"{url}/readyz")[0] == 200, 120, "ready again")
+        assert run.poll() is None, log_path.read_text(errors="replace")
+        assert httpx.post(f"{url}/v1/namespaces", json={"namespace": ["after"]}, timeout=10).status_code == 200
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGTERM)
+            run.wait(90)
+    assert run.returncode == 0
+
+
+def _name(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return cmdline.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
