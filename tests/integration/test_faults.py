@@ -19,13 +19,13 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import httpx
 import pytest
 
 from tests.api.tables_support import create_request
+from tests.fault_support import frozen, process_tree
 from tests.integration.conftest import REPO, Server, start_server, stop_server
 
 TIMEOUT_S = 2  # GROWLER_DB_TIMEOUT_S, GROWLER_S3_TIMEOUT_S and GROWLER_DB_POOL_TIMEOUT_S of the server
@@ -36,37 +36,6 @@ ANSWER_WITHIN_S = 6 * TIMEOUT_S
 CLIENT_TIMEOUT_S = 60.0
 COMMITTERS = 3
 RETRYABLE = {503: "ServiceUnavailableException", 500: "CommitStateUnknownException"}
-
-
-def process_tree(pid: int) -> list[int]:
-    """``pid`` and its descendants (PostgreSQL's backends are in sessions of their own)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    tree, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        tree.append(current)
-        todo.extend(children.get(current, []))
-    return tree
-
-
-@contextmanager
-def frozen(service) -> Iterator[None]:
-    pids = process_tree(service._proc.pid)
-    for pid in pids:
-        os.kill(pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        for pid in process_tree(service._proc.pid):
-            os.kill(pid, signal.SIGCONT)
 
 
 @dataclass
