@@ -150,6 +150,9 @@ def test_fault_during_commits(fault_server: Server, services, dependency: str, f
                 alive, alive_s = timed_get(f"{fault_server.url}/healthz")
                 assert ready == 503 and ready_s < ANSWER_WITHIN_S, (ready, ready_s)
                 assert alive == 200 and alive_s < 1.0, (alive, alive_s)
+                # loadTable (read on the event loop by the asyncio pool) needs only PostgreSQL
+                load, load_s = timed_get(f"{base}/namespaces/faults/tables/{tables[0]}")
+                assert load == (503 if dependency == "postgres" else 200) and load_s < ANSWER_WITHIN_S, (load, load_s)
         else:
             service.restart()
         # recovery, without restarting Growler: every committer succeeds again
