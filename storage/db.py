@@ -190,9 +190,10 @@ class Database:
 class AsyncDatabase:
     """A small asyncio pool for the reads served on the event loop (app/fast_path.py).
 
-    Opened on first use, inside the worker's event loop, and bound to it; configured and checked
-    like ``Database``. A server has one loop per worker; a test client may run each request in a
-    loop of its own, and there ``serves_running_loop`` tells the caller to read another way.
+    Bound to the worker's event loop by the app's lifespan, opened on first use there, and
+    configured and checked like ``Database``. A server has one loop per worker; a test client
+    without lifespan runs each request in a loop of its own, and there ``serves_running_loop``
+    tells the caller to read another way.
     """
 
     def __init__(
@@ -236,12 +237,19 @@ class AsyncDatabase:
         if self._idle.due(conn):
             await AsyncConnectionPool.check_connection(conn)
 
+    def bind_to_running_loop(self) -> None:
+        """Called by the app's lifespan startup: the pool will serve this (the server's) loop.
+
+        Only a loop that runs the lifespan gets the pool, because only there is it closed before
+        the loop ends. A loop that ends without closing it (a test client's per-request loop)
+        would cancel the pool's worker tasks mid-connection, and psycopg_pool's workers swallow
+        that cancellation and wait forever: the loop's shutdown hung.
+        """
+        self._loop = asyncio.get_running_loop()
+
     def serves_running_loop(self) -> bool:
-        """True when the pool belongs (or, first used now, will belong) to the running loop."""
-        loop = asyncio.get_running_loop()
-        if self._loop is None:
-            self._loop = loop
-        return self._loop is loop
+        """True when the pool belongs to the running loop (see ``bind_to_running_loop``)."""
+        return self._loop is not None and self._loop is asyncio.get_running_loop()
 
     async def fetch_one(self, query: str, params: tuple[Any, ...]) -> dict[str, Any] | None:
         """One row of one autocommit statement; psycopg errors leave as catalog errors."""
