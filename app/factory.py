@@ -94,7 +94,7 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: object) -> AsyncIterator[None]:
-        async_database.bind_running_loop()  # the worker's loop: the fast path reads on it
+        async_database.bind_to_running_loop()
         yield
         startup.stop()
         housekeeper.stop()

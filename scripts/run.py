@@ -10,7 +10,8 @@ Environment (the app reads the same names):
   GROWLER_DATA_DIR (<repo>/.growler)
   GROWLER_EMBEDDED_PG_PORT (54329), GROWLER_EMBEDDED_S3_PORT (8333)
 
-Ctrl-C / SIGTERM stops gunicorn, then S3, then PostgreSQL, and exits 0.
+Ctrl-C / SIGTERM stops gunicorn, then S3, then PostgreSQL, and exits 0. An embedded service that
+dies is started again (gunicorn's workers answer 503 meanwhile and recover by themselves).
 Data directories persist between runs (initdb happens only the first time).
 """
 
@@ -43,6 +44,7 @@ DEV_S3_SECRET_KEY = "growler-secret-key"
 
 GUNICORN_STARTUP_TIMEOUT = 60.0
 GUNICORN_STOP_TIMEOUT = 40.0  # > graceful_timeout (30 s) in gunicorn.conf.py
+MAX_RESTART_FAILURES = 5  # an embedded service that dies is restarted, up to this many failures in a row
 
 
 def log(msg: str) -> None:
@@ -93,6 +95,29 @@ def wait_for_http(proc: subprocess.Popen, host: str, port: int, timeout: float) 
     raise TimeoutError(f"gunicorn did not answer on {host}:{port} within {timeout:.0f} s")
 
 
+def restart_embedded(name: str, svc: EmbeddedPostgres | EmbeddedS3, failures: dict[str, int]) -> bool:
+    """Start a dead embedded service again; False after MAX_RESTART_FAILURES failures in a row.
+
+    Growler's workers ride out the gap (503 meanwhile, ready again once it is back), so an
+    embedded service that stopped is restarted rather than taking ``make run`` down.
+    """
+    log(f"embedded {name} stopped (see {svc.log_path}); restarting it")
+    try:
+        svc.stop()  # forget the dead process
+        svc.start()
+    except (RuntimeError, TimeoutError, OSError) as e:
+        failures[name] = failures.get(name, 0) + 1
+        if failures[name] >= MAX_RESTART_FAILURES:
+            log(f"embedded {name} failed to restart {failures[name]} times ({e}); shutting down")
+            return False
+        log(f"embedded {name} failed to restart ({e}); trying again")
+        time.sleep(min(2.0 ** failures[name], 30.0))
+        return True
+    failures[name] = 0
+    log(f"embedded {name} restarted")
+    return True
+
+
 def warehouse_bucket(location: str) -> str | None:
     parts = urlsplit(location)
     return parts.netloc if parts.scheme == "s3" and parts.netloc else None
@@ -123,6 +148,7 @@ def main() -> int:
     postgres: EmbeddedPostgres | None = None
     s3: EmbeddedS3 | None = None
     gunicorn: subprocess.Popen | None = None
+    failures: dict[str, int] = {}
     rc = 0
     try:
         if not env.get("GROWLER_DATABASE_URL"):
@@ -184,8 +210,7 @@ def main() -> int:
                 rc = code or 1
                 break
             for name, svc in (("PostgreSQL", postgres), ("S3", s3)):
-                if svc is not None and not svc.running:
-                    log(f"embedded {name} died (see {svc.log_path}); shutting down")
+                if svc is not None and not svc.running and not restart_embedded(name, svc, failures):
                     rc = 1
             if not rc:
                 time.sleep(0.5)

@@ -190,10 +190,10 @@ class Database:
 class AsyncDatabase:
     """A small asyncio pool for the reads served on the event loop (app/fast_path.py).
 
-    Bound to the loop that runs the app's lifespan (``bind_running_loop``), opened there on first
-    use; configured and checked like ``Database``. A server has one loop per worker; a test client
-    may run each request in a loop of its own, and there ``serves_running_loop`` tells the caller
-    to read another way.
+    Bound to the worker's event loop by the app's lifespan, opened on first use there, and
+    configured and checked like ``Database``. A server has one loop per worker; a test client
+    without lifespan runs each request in a loop of its own, and there ``serves_running_loop``
+    tells the caller to read another way.
     """
 
     def __init__(
@@ -237,18 +237,18 @@ class AsyncDatabase:
         if self._idle.due(conn):
             await AsyncConnectionPool.check_connection(conn)
 
-    def bind_running_loop(self) -> None:
-        """Give the pool to the running loop: the one that runs the app's lifespan.
+    def bind_to_running_loop(self) -> None:
+        """Called by the app's lifespan startup: the pool will serve this (the server's) loop.
 
-        A server worker runs its lifespan and every request in one loop. A test client that is
-        not entered as a context manager runs no lifespan and each request in a short-lived loop
-        of its own; a pool bound to one of those would have its tasks cancelled when that loop
-        closes (which could hang the loop's shutdown), so such requests read another way.
+        Only a loop that runs the lifespan gets the pool, because only there is it closed before
+        the loop ends. A loop that ends without closing it (a test client's per-request loop)
+        would cancel the pool's worker tasks mid-connection, and psycopg_pool's workers swallow
+        that cancellation and wait forever: the loop's shutdown hung.
         """
         self._loop = asyncio.get_running_loop()
 
     def serves_running_loop(self) -> bool:
-        """True when the pool belongs to the running loop (see ``bind_running_loop``)."""
+        """True when the pool belongs to the running loop (see ``bind_to_running_loop``)."""
         return self._loop is not None and self._loop is asyncio.get_running_loop()
 
     async def fetch_one(self, query: str, params: tuple[Any, ...]) -> dict[str, Any] | None:

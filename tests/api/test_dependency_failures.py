@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tests.api.tables_support import PREFIX, create_request, tables_url
+from tests.api.tables_support import PREFIX, create_request, table_url, tables_url
 
 
 def wait_until(predicate, timeout_s: float = 60.0) -> bool:
@@ -54,3 +54,38 @@ def test_object_storage_down_changes_nothing(client, services, db):
         services.s3.start()
     assert wait_until(lambda: client.get("/readyz").status_code == 200)
     assert client.post(tables_url(), json=create_request("after")).status_code == 200
+
+
+def test_database_frozen_during_the_swap_answers_commit_state_unknown(client, app, services, monkeypatch):
+    """The swap was sent and never answered: the outcome is unknown, and said so, within the deadlines."""
+    if services.postgres is None:
+        pytest.skip("external PostgreSQL: the test cannot freeze it")
+    from tests.fault_support import frozen
+
+    assert client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]}).status_code == 200
+    assert client.post(tables_url(), json=create_request("t")).status_code == 200
+    tables = app.app.extensions["growler.tables"]
+    settings = app.app.extensions["growler.catalog"].settings
+    original_swap = tables.repository.swap_metadata
+    freezing = frozen(services.postgres)
+
+    def swap_into_a_frozen_database(swaps):
+        freezing.__enter__()  # thawed below, once the answer is in
+        return original_swap(swaps)
+
+    monkeypatch.setattr(tables.repository, "swap_metadata", swap_into_a_frozen_database)
+    started = time.monotonic()
+    try:
+        response = client.post(table_url("t"), json={
+            "requirements": [], "updates": [{"action": "set-properties", "updates": {"frozen": "1"}}]})
+        elapsed = time.monotonic() - started
+    finally:
+        freezing.__exit__(None, None, None)
+    assert response.status_code == 500, response.text
+    assert response.json()["error"]["type"] == "CommitStateUnknownException"
+    # the swap's deadline, then the lookup of its outcome: a connection check and a pool wait
+    assert elapsed < 2 * settings.db_timeout_s + 2 * settings.pool_timeout_s + 3, elapsed
+    monkeypatch.setattr(tables.repository, "swap_metadata", original_swap)
+    assert wait_until(lambda: client.get(table_url("t")).status_code == 200, 30)
+    loaded = client.get(table_url("t")).json()
+    assert tables.objects.exists(loaded["metadata-location"])  # whichever version won, its file is there

@@ -13,18 +13,20 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import httpx
 import pytest
 
 from tests.api.tables_support import create_request
-from tests.integration.conftest import Server, start_server, stop_server
+from tests.fault_support import frozen, process_tree
+from tests.integration.conftest import REPO, Server, start_server, stop_server
 
 TIMEOUT_S = 2  # GROWLER_DB_TIMEOUT_S, GROWLER_S3_TIMEOUT_S and GROWLER_DB_POOL_TIMEOUT_S of the server
 # A refused request may wait for a few bounded steps (a pool check, a connect, the check of a
@@ -34,37 +36,6 @@ ANSWER_WITHIN_S = 6 * TIMEOUT_S
 CLIENT_TIMEOUT_S = 60.0
 COMMITTERS = 3
 RETRYABLE = {503: "ServiceUnavailableException", 500: "CommitStateUnknownException"}
-
-
-def process_tree(pid: int) -> list[int]:
-    """``pid`` and its descendants (PostgreSQL's backends are in sessions of their own)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    tree, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        tree.append(current)
-        todo.extend(children.get(current, []))
-    return tree
-
-
-@contextmanager
-def frozen(service) -> Iterator[None]:
-    pids = process_tree(service._proc.pid)
-    for pid in pids:
-        os.kill(pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        for pid in process_tree(service._proc.pid):
-            os.kill(pid, signal.SIGCONT)
 
 
 @dataclass
@@ -137,7 +108,7 @@ def timed_get(url: str) -> tuple[int, float]:
     started = time.monotonic()
     try:
         status = httpx.get(url, timeout=CLIENT_TIMEOUT_S).status_code
-    except httpx.TimeoutException:
+    except httpx.TransportError:  # a timeout, or nothing listening yet
         status = 0
     return status, time.monotonic() - started
 
@@ -179,6 +150,9 @@ def test_fault_during_commits(fault_server: Server, services, dependency: str, f
                 alive, alive_s = timed_get(f"{fault_server.url}/healthz")
                 assert ready == 503 and ready_s < ANSWER_WITHIN_S, (ready, ready_s)
                 assert alive == 200 and alive_s < 1.0, (alive, alive_s)
+                # loadTable (read on the event loop by the asyncio pool) needs only PostgreSQL
+                load, load_s = timed_get(f"{base}/namespaces/faults/tables/{tables[0]}")
+                assert load == (503 if dependency == "postgres" else 200) and load_s < ANSWER_WITHIN_S, (load, load_s)
         else:
             service.restart()
         # recovery, without restarting Growler: every committer succeeds again
@@ -207,3 +181,81 @@ def test_fault_during_commits(fault_server: Server, services, dependency: str, f
         properties = httpx.get(f"{base}/namespaces/faults/tables/{table}").json()["metadata"]["properties"]
         acknowledged = {a.key for a in answers if a.table == table and a.status == 200}
         assert acknowledged <= set(properties), acknowledged - set(properties)
+
+
+def test_workers_restarted_while_postgres_is_down_keep_gunicorn_up(settings, app, services, tmp_path):
+    """The issue's dead ``make run``: PostgreSQL restarting while gunicorn replaces its workers."""
+    if services.postgres is None:
+        pytest.skip("external PostgreSQL: the test cannot stop it")
+    server = start_server(settings, tmp_path, {"GROWLER_WORKERS": "2", "GROWLER_DB_TIMEOUT_S": str(TIMEOUT_S)})
+    try:
+        workers = set(process_tree(server.process.pid)) - {server.process.pid}
+        services.postgres.stop()
+        try:
+            for pid in workers:  # as max_requests or a crash would: gunicorn boots new ones
+                os.kill(pid, signal.SIGKILL)
+            wait_for(lambda: len(set(process_tree(server.process.pid)) - {server.process.pid} - workers) >= 2,
+                     60, "replacement workers")
+            # the new workers serve: alive, not ready, and 503 + Retry-After rather than a hang
+            wait_for(lambda: timed_get(f"{server.url}/healthz")[0] == 200, 60, "healthz from a new worker")
+            assert server.process.poll() is None, server.log()
+            ready, ready_s = timed_get(f"{server.url}/readyz")
+            assert ready == 503 and ready_s < ANSWER_WITHIN_S
+            response = httpx.get(f"{server.url}/v1/{server.warehouse}/namespaces", timeout=CLIENT_TIMEOUT_S)
+            assert response.status_code == 503 and int(response.headers["retry-after"]) > 0
+            assert response.json()["error"]["type"] == "ServiceUnavailableException"
+        finally:
+            services.postgres.start()
+        # back without restarting gunicorn: every worker gets ready (the readiness of each is
+        # asked several times, since connections spread over the workers)
+        wait_for(lambda: all(httpx.get(f"{server.url}/readyz", timeout=10).status_code == 200 for _ in range(6)),
+                 60, "ready again")
+        assert httpx.get(f"{server.url}/v1/{server.warehouse}/namespaces", timeout=10).status_code == 200
+        assert server.process.poll() is None
+    finally:
+        stop_server(server)
+
+
+def test_make_run_survives_postgres_dying_while_a_worker_restarts(tmp_path):
+    """``make run`` (scripts/run.py) restarts its embedded PostgreSQL; gunicorn rides it out."""
+    from scripts.services import free_port
+
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GROWLER_")}
+    env.update(GROWLER_DATA_DIR=str(tmp_path / "data"), GROWLER_BIND=f"127.0.0.1:{port}", GROWLER_WORKERS="1",
+               GROWLER_EMBEDDED_PG_PORT=str(free_port()), GROWLER_EMBEDDED_S3_PORT=str(free_port()),
+               GROWLER_DB_TIMEOUT_S=str(TIMEOUT_S), PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "metrics"))
+    log_path = tmp_path / "run.log"
+    with open(log_path, "wb") as log_file:
+        run = subprocess.Popen([sys.executable, "-m", "scripts.run"], cwd=REPO, env=env, stdout=log_file,
+                               stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: run.poll() is None and timed_get(f"{url}/readyz")[0] == 200, 120, "make run ready")
+        masters = [pid for pid in process_tree(run.pid) if "-m gunicorn" in _name(pid)]
+        gunicorn = min(masters)  # the master; its workers are its children
+        workers = set(process_tree(gunicorn)) - {gunicorn}
+        assert workers
+        postmaster = int((tmp_path / "data" / "postgres" / "postmaster.pid").read_text().split()[0])
+        os.kill(postmaster, signal.SIGQUIT)  # immediate shutdown, as a crash
+        for pid in workers:
+            os.kill(pid, signal.SIGKILL)
+        restarted = "embedded PostgreSQL restarted"
+        wait_for(lambda: run.poll() is not None or restarted in log_path.read_text(errors="replace"), 120,
+                 "PostgreSQL restarted")
+        wait_for(lambda: run.poll() is not None or timed_get(f"{url}/readyz")[0] == 200, 120, "ready again")
+        assert run.poll() is None, log_path.read_text(errors="replace")
+        assert httpx.post(f"{url}/v1/namespaces", json={"namespace": ["after"]}, timeout=10).status_code == 200
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGTERM)
+            run.wait(90)
+    assert run.returncode == 0
+
+
+def _name(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return cmdline.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
