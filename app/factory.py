@@ -7,6 +7,7 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import yaml
 from connexion import FlaskApp
@@ -16,7 +17,7 @@ from connexion.middleware import ConnexionMiddleware, MiddlewarePosition
 from connexion.middleware.security import SecurityMiddleware
 from starlette.exceptions import HTTPException
 
-from app import metrics
+from app import limits, metrics
 from app.catalog import CatalogService, WarehouseDirectory
 from app.errors import CatalogError
 from app.fast_path import LoadTableFastPath
@@ -103,7 +104,8 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
         database.close()
 
     # Compact JSON: connexion's default indents every response body, which costs time and bytes.
-    compact = Jsonifier(json, separators=(",", ":"))
+    # Large bodies are encoded by the json module's Python encoder (app.limits.dumps).
+    compact = Jsonifier(SimpleNamespace(dumps=limits.dumps, loads=json.loads), separators=(",", ":"))
     app = FlaskApp(__name__, lifespan=lifespan, middlewares=_middlewares(), jsonifier=compact)
     spec = load_spec()
     app.add_api(

@@ -446,8 +446,8 @@ class TableService(EntryService):
         metadata = self.parsed.parse(row.metadata_location, row.metadata)
         try:
             roots = [Location.parse(row.location), Location.parse(rules.metadata_directory(metadata))]
-        except InvalidLocation:  # stored before locations were checked: only its location is purged
-            log.warning("table location or metadata path is not a valid location; purging only logged files")
+        except InvalidLocation:  # stored before locations were checked: not Growler's to delete
+            log.warning("table location or metadata path is not a valid location; the purge deletes nothing")
             return None, []
         files = [row.metadata_location, *(entry.metadata_file for entry in metadata.metadata_log)]
         return roots[1].uri, [text for text in dict.fromkeys(files) if _within_any(text, roots)]

@@ -28,11 +28,17 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg.abc import PQGen
 from psycopg.rows import dict_row
+from psycopg.types.json import set_json_dumps
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from app.errors import AlreadyExists, BadRequest, CatalogError, ServiceUnavailable
+from app.limits import dumps
 
 log = logging.getLogger(__name__)
+
+# Jsonb parameters (namespace properties, ...): a large one is encoded so that the event loop
+# gets its turn meanwhile (app.limits.dumps).
+set_json_dumps(dumps)
 
 Connection = psycopg.Connection
 
