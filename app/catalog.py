@@ -176,6 +176,24 @@ def default_namespace_location(warehouse: WarehouseRow, namespace: tuple[str, ..
     return f"{warehouse.location.rstrip('/')}/{'/'.join(namespace)}"
 
 
+def page_of_names(
+    page_token: str | None,
+    page_size: int | None,
+    max_page_size: int,
+    fetch: Callable[[str | None, int | None], list[str]],
+) -> Page:
+    """A page of names in one namespace (tables, views, functions), keyset-paginated by name.
+
+    ``fetch(after, limit)`` returns up to ``limit`` names after ``after`` in byte order.
+    """
+    paginate, limit = page_window(page_token, page_size, max_page_size)
+    after = decode_page_token(page_token) if page_token else None
+    if after is not None and not isinstance(after, str):  # a namespace token replayed here
+        raise BadRequest("Invalid pageToken")
+    names = fetch(after, None if limit is None else limit + 1)
+    return page_of(names, limit, encode_page_token if paginate else None)
+
+
 def page_of(rows: list[Any], limit: int | None, token_for: Callable[[Any], str] | None) -> Page:
     """Trim the one extra row fetched to learn whether another page exists.
 

@@ -18,15 +18,12 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from app.catalog import Page, WarehouseDirectory, page_of
+from app.catalog import Page, WarehouseDirectory, page_of_names
 from app.errors import AlreadyExists, BadRequest, CatalogError, CommitFailed, NoSuchNamespace
 from app.identifiers import (
     check_name,
     check_namespace,
-    decode_page_token,
-    encode_page_token,
     format_namespace,
-    page_window,
 )
 from app.limits import check_metadata_schemas, inflate, load_json
 from app.locations import InvalidLocation, Location, is_allowed, safe_segment
@@ -102,14 +99,12 @@ class EntryService:
         self, prefix: str, namespace: tuple[str, ...], page_token: str | None, page_size: int | None
     ) -> Page:
         warehouse = self.warehouses.get(prefix)
-        paginate, limit = page_window(page_token, page_size, self.settings.max_page_size)
-        after = decode_page_token(page_token) if page_token else None
-        if after is not None and not isinstance(after, str):  # a namespace token replayed here
-            raise BadRequest("Invalid pageToken")
-        names = self.repository.list_entries(
-            warehouse.id, namespace, self.kind, after, None if limit is None else limit + 1
+        return page_of_names(
+            page_token,
+            page_size,
+            self.settings.max_page_size,
+            lambda after, limit: self.repository.list_entries(warehouse.id, namespace, self.kind, after, limit),
         )
-        return page_of(names, limit, encode_page_token if paginate else None)
 
     def require_exists(self, prefix: str, namespace: tuple[str, ...], name: str) -> None:
         """HEAD: the entity's 404 unless it exists (as this kind)."""

@@ -16,11 +16,11 @@ from typing import Any
 
 import jsonschema
 
-from app.catalog import Page, WarehouseDirectory, page_of
+from app.catalog import Page, WarehouseDirectory, page_of_names
 from app.entries import EntryService, decode_metadata
 from app.errors import BadRequest, NoSuchFunction, NoSuchNamespace
 from app.function_metadata import check_function_metadata
-from app.identifiers import check_name, decode_page_token, encode_page_token, format_namespace, page_window
+from app.identifiers import check_name, format_namespace
 from app.limits import load_json
 from app.settings import Settings
 from storage.functions import FunctionRepository, FunctionRow
@@ -66,12 +66,12 @@ class FunctionService:
         self, prefix: str, namespace: tuple[str, ...], page_token: str | None, page_size: int | None
     ) -> Page:
         warehouse = self.warehouses.get(prefix)
-        paginate, limit = page_window(page_token, page_size, self.settings.max_page_size)
-        after = decode_page_token(page_token) if page_token else None
-        if after is not None and not isinstance(after, str):  # a namespace token replayed here
-            raise BadRequest("Invalid pageToken")
-        names = self.repository.list_names(warehouse.id, namespace, after, None if limit is None else limit + 1)
-        return page_of(names, limit, encode_page_token if paginate else None)
+        return page_of_names(
+            page_token,
+            page_size,
+            self.settings.max_page_size,
+            lambda after, limit: self.repository.list_names(warehouse.id, namespace, after, limit),
+        )
 
     def load(self, prefix: str, namespace: tuple[str, ...], name: str) -> FunctionRow:
         warehouse = self.warehouses.get(prefix)
