@@ -15,6 +15,7 @@ from typing import Any
 from app.errors import BadRequest, NoSuchNamespace, NoSuchWarehouse, UnprocessableEntity
 from app.idempotency import iso8601_duration
 from app.identifiers import decode_page_token, encode_page_token, format_namespace, page_window
+from app.locations import safe_segment
 from app.settings import Settings
 from storage.objects import ObjectStore
 from storage.repository import CatalogRepository, WarehouseRow
@@ -173,7 +174,7 @@ class CatalogService:
 def default_namespace_location(warehouse: WarehouseRow, namespace: tuple[str, ...]) -> str:
     """The warehouse root plus the namespace path: the directory under which tables created
     without a location land (``EntryService._location_for``)."""
-    return f"{warehouse.location.rstrip('/')}/{'/'.join(namespace)}"
+    return f"{warehouse.location.rstrip('/')}/{'/'.join(safe_segment(level) for level in namespace)}"
 
 
 def page_of_names(

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from app.catalog import Page, WarehouseDirectory, page_of_names
+from app.catalog import Page, WarehouseDirectory, default_namespace_location, page_of_names
 from app.errors import AlreadyExists, BadRequest, CatalogError, CommitFailed, NoSuchNamespace
 from app.identifiers import (
     check_name,
@@ -176,9 +176,7 @@ class EntryService:
             self._require_inside_warehouse(warehouse, location, "location")
             return location
         # The uuid suffix keeps a re-created table or view from ever sharing files with a dropped one.
-        base = warehouse.location.rstrip("/")
-        path = "/".join(safe_segment(level) for level in namespace)
-        return f"{base}/{path}/{safe_segment(name)}-{entry_uuid.replace('-', '')}"
+        return f"{default_namespace_location(warehouse, namespace)}/{safe_segment(name)}-{entry_uuid.replace('-', '')}"
 
     @staticmethod
     def allowed_roots(warehouse: WarehouseRow) -> list[Location]:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from app.locations import Location
 from tests.api.tables_support import PREFIX, create_request, table_url, tables_url
 from tests.conftest import TEST_BUCKET
 
@@ -79,7 +80,7 @@ class Unchanged:
         return [tuple(row) for row in self.db.execute(query).fetchall()]
 
     def _objects(self) -> set[str]:
-        return set(self.s3.list(f"s3://{TEST_BUCKET}/"))
+        return {found.uri for found in self.s3.list(Location.parse(f"s3://{TEST_BUCKET}/"))}
 
     def check(self) -> None:
         assert self._rows() == self.rows, "a refused request changed the catalog"
