@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from app.locations import Location
 from tests.api.tables_support import PREFIX, create_request, table_url, tables_url
 
 
@@ -88,4 +89,4 @@ def test_database_frozen_during_the_swap_answers_commit_state_unknown(client, ap
     monkeypatch.setattr(tables.repository, "swap_metadata", original_swap)
     assert wait_until(lambda: client.get(table_url("t")).status_code == 200, 30)
     loaded = client.get(table_url("t")).json()
-    assert tables.objects.exists(loaded["metadata-location"])  # whichever version won, its file is there
+    assert tables.objects.exists(Location.parse(loaded["metadata-location"]))  # whichever version won, its file is there
