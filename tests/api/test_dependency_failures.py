@@ -89,4 +89,5 @@ def test_database_frozen_during_the_swap_answers_commit_state_unknown(client, ap
     monkeypatch.setattr(tables.repository, "swap_metadata", original_swap)
     assert wait_until(lambda: client.get(table_url("t")).status_code == 200, 30)
     loaded = client.get(table_url("t")).json()
-    assert tables.objects.exists(Location.parse(loaded["metadata-location"]))  # whichever version won, its file is there
+    # whichever version won, its file is there
+    assert tables.objects.exists(Location.parse(loaded["metadata-location"]))
