@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 
 def process_tree(pid: int) -> list[int]:
@@ -27,13 +28,39 @@ def process_tree(pid: int) -> list[int]:
     return tree
 
 
+def _state(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None  # gone
+
+
+def _stop_tree(root: int) -> None:
+    """SIGSTOP every process of the tree, including one forked while we were stopping the others.
+
+    A backend forked between a listing and its parent's stop would keep serving (the freeze
+    would not be one); so list again until a listing finds nothing new, then wait until each
+    process is really stopped. A stopped parent forks no more.
+    """
+    stopped: set[int] = set()
+    while new := [pid for pid in process_tree(root) if pid not in stopped]:
+        for pid in new:
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+            stopped.add(pid)
+    deadline = time.monotonic() + 10
+    while any(_state(pid) not in ("T", "t", None) for pid in stopped):
+        assert time.monotonic() < deadline, "processes did not stop"
+        time.sleep(0.01)
+
+
 @contextmanager
 def frozen(service) -> Iterator[None]:
-    pids = process_tree(service._proc.pid)
-    for pid in pids:
-        os.kill(pid, signal.SIGSTOP)
+    _stop_tree(service._proc.pid)
     try:
         yield
     finally:
         for pid in process_tree(service._proc.pid):
-            os.kill(pid, signal.SIGCONT)
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
