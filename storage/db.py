@@ -265,9 +265,19 @@ class AsyncDatabase:
             if not self._opened:
                 self._opened = True
                 await self.pool.open(wait=False)
-            async with self.pool.connection() as conn:
-                cursor = await conn.execute(query, params)
-                return await cursor.fetchone()
+            try:
+                return await self._fetch_one(query, params)
+            except DeadlineExceeded:
+                raise  # a frozen server: a second try would only double the wait
+            except psycopg.OperationalError:
+                # A pooled connection the server dropped (it restarted): the pool has discarded
+                # it; this read is idempotent, so one more try on another connection.
+                return await self._fetch_one(query, params)
+
+    async def _fetch_one(self, query: str, params: tuple[Any, ...]) -> dict[str, Any] | None:
+        async with self.pool.connection() as conn:
+            cursor = await conn.execute(query, params)
+            return await cursor.fetchone()
 
     async def close(self) -> None:
         if self._opened and self._loop is asyncio.get_running_loop():
