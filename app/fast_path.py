@@ -35,7 +35,7 @@ from app.identifiers import check_name, parse_namespace
 from app.lru import LruCache
 from app.observability import ROUTING_CONTEXT
 from app.storage_access import wants_vended_credentials
-from app.tables import TABLE, LoadedTable, TableService, etag_matches, load_etag
+from app.tables import TABLE, LoadedTable, TableService, etag_matches
 from storage.repository import AsyncEntryReader
 
 log = logging.getLogger(__name__)
@@ -105,7 +105,7 @@ class LoadTableFastPath:
             known = self.issued.location_of(request.if_none_match)
             row = await self.reader.load_entry(warehouse.id, namespace, name, unless_at=known)
             if row is not None and row.kind == TABLE:
-                etag = load_etag(row.metadata_location, request.snapshots, vend)
+                etag = self.tables.load_etag(row.metadata_location, request.snapshots, vend)
                 if row.metadata_location == known and etag == request.if_none_match:
                     return LoadedTable(row.metadata_location, "", {}, [], etag)
                 if row.metadata_location != known:

@@ -84,8 +84,6 @@ class PlanningConfig:
     stale_after_s: float = 60.0
     threads: int = 2
     manifest_cache: int = 512
-    # what /v1/config tells clients (``scan-planning-mode`` in its defaults); None: nothing
-    scan_planning_mode: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> PlanningConfig:
@@ -96,15 +94,7 @@ class PlanningConfig:
             lifetime_s=_env_int(env, "GROWLER_PLAN_LIFETIME_S", cls.lifetime_s),
             threads=_env_int(env, "GROWLER_PLAN_THREADS", cls.threads),
             manifest_cache=_env_int(env, "GROWLER_MANIFEST_CACHE_ENTRIES", cls.manifest_cache),
-            scan_planning_mode=_planning_mode(env.get("GROWLER_SCAN_PLANNING_MODE", "")),
         )
-
-
-def _planning_mode(raw: str) -> str | None:
-    mode = raw.strip().lower()
-    if mode not in ("", "client", "server"):
-        raise ValueError(f"GROWLER_SCAN_PLANNING_MODE must be client or server, got {raw!r}")
-    return mode or None
 
 
 class PlanningService:

@@ -76,6 +76,9 @@ class Settings:
     validate_responses: bool = False
     fast_reads: bool = True
     log_level: str = "INFO"
+    # ``scan-planning-mode`` told to clients (/v1/config defaults, every LoadTableResult's config):
+    # "server", "client", or None to say nothing and leave the choice to each client
+    scan_planning_mode: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -122,6 +125,7 @@ class Settings:
             validate_responses=_bool(env.get("GROWLER_VALIDATE_RESPONSES"), False),
             fast_reads=_bool(env.get("GROWLER_FAST_READS"), True),
             log_level=env.get("GROWLER_LOG_LEVEL", "INFO").upper(),
+            scan_planning_mode=env.get("GROWLER_SCAN_PLANNING_MODE", "").strip().lower() or None,
         )
         settings.check()
         return settings
@@ -152,3 +156,5 @@ class Settings:
             raise ValueError("GROWLER_DB_TIMEOUT_S and GROWLER_S3_TIMEOUT_S must be between 0 and 300 seconds")
         if not self.namespace_separator:
             raise ValueError("GROWLER_NAMESPACE_SEPARATOR must not be empty")
+        if self.scan_planning_mode not in (None, "client", "server"):
+            raise ValueError(f"GROWLER_SCAN_PLANNING_MODE must be client or server, got {self.scan_planning_mode!r}")

@@ -110,9 +110,16 @@ def etag_for(metadata_location: str, variant: str) -> str:
     return f'"{digest}"'
 
 
-def load_etag(metadata_location: str, snapshots: str | None, vend_credentials: bool) -> str:
-    """loadTable's ETag: the metadata version and what of it the response shows."""
-    return etag_for(metadata_location, f"{snapshots or 'all'}|{'vended' if vend_credentials else 'plain'}")
+def load_etag(
+    metadata_location: str, snapshots: str | None, vend_credentials: bool, planning_mode: str | None = None
+) -> str:
+    """loadTable's ETag: the metadata version and what of it the response shows.
+
+    The configured ``scan-planning-mode`` is in the response's config, so it is part of the tag:
+    after a restart with another mode, a client's cached table (and config) is not revalidated.
+    """
+    variant = f"{snapshots or 'all'}|{'vended' if vend_credentials else 'plain'}"
+    return etag_for(metadata_location, f"{variant}|{planning_mode}" if planning_mode else variant)
 
 
 def etag_matches(if_none_match: str | None, etag: str) -> bool:
@@ -191,8 +198,12 @@ class TableService(EntryService):
             metadata=metadata,
             config=self._client_config(warehouse, credentials),
             credentials=credentials,
-            etag=load_etag(row.metadata_location, snapshots, vend_credentials),
+            etag=self.load_etag(row.metadata_location, snapshots, vend_credentials),
         )
+
+    def load_etag(self, metadata_location: str, snapshots: str | None = None, vend_credentials: bool = False) -> str:
+        """The ETag of loadTable's answer (and of the other answers carrying the same metadata)."""
+        return load_etag(metadata_location, snapshots, vend_credentials, self.settings.scan_planning_mode)
 
     def load_credentials(self, prefix: str, namespace: tuple[str, ...], name: str) -> list[dict[str, Any]]:
         warehouse = self.warehouses.get(prefix)
@@ -224,7 +235,7 @@ class TableService(EntryService):
         metadata_location = self._metadata_location(metadata, rules.next_metadata_version(None))
         entry = NewEntry(name, TABLE, str(metadata.table_uuid), metadata.location, metadata_location, text)
         self._insert_new(warehouse, namespace, entry)
-        return LoadedTable(metadata_location, text, config, credentials, etag_for(metadata_location, "all|plain"))
+        return LoadedTable(metadata_location, text, config, credentials, self.load_etag(metadata_location))
 
     def register_table(
         self, prefix: str, namespace: tuple[str, ...], request: dict[str, Any], vend_credentials: bool = False
@@ -240,7 +251,7 @@ class TableService(EntryService):
         self._register(warehouse, namespace, entry, bool(request.get("overwrite")))
         credentials = self._credentials(warehouse, metadata.location, vend_credentials)
         config = self._client_config(warehouse, credentials)
-        return LoadedTable(metadata_location, text, config, credentials, etag_for(metadata_location, "all|plain"))
+        return LoadedTable(metadata_location, text, config, credentials, self.load_etag(metadata_location))
 
     # -- committing ---------------------------------------------------------------------
 
@@ -312,7 +323,7 @@ class TableService(EntryService):
         results = []
         for p in prepared:
             location = locations.get(id(p), p.row.metadata_location)
-            results.append(LoadedTable(location, p.text, {}, [], etag_for(location, "all|plain")))
+            results.append(LoadedTable(location, p.text, {}, [], self.load_etag(location)))
         if recorder is not None:
             old = [p.row.metadata_location for p in prepared]
             recorder.locations = list(zip(old, [r.metadata_location for r in results], strict=True))
@@ -400,7 +411,7 @@ class TableService(EntryService):
         except Exception:
             self._forget_files([metadata_location])
             raise
-        return LoadedTable(metadata_location, text, {}, [], etag_for(metadata_location, "all|plain"))
+        return LoadedTable(metadata_location, text, {}, [], self.load_etag(metadata_location))
 
     # -- dropping and renaming ----------------------------------------------------------
 
@@ -487,15 +498,18 @@ class TableService(EntryService):
             if manifest_list:
                 self._require_inside_warehouse(warehouse, manifest_list, "manifest-list")
 
-    @staticmethod
-    def _client_config(warehouse: WarehouseRow, credentials: list[dict[str, Any]]) -> dict[str, str]:
+    def _client_config(self, warehouse: WarehouseRow, credentials: list[dict[str, Any]]) -> dict[str, str]:
         """Where the bytes are, plus - only when this request asked for delegation - the keys.
 
         The keys travel in ``config`` as well as in ``storage-credentials``: the Java S3FileIO
         deletes through a client for the bucket root, which no table-prefix credential matches,
         and PyIceberg matches credentials against a metadata-location a staged table lacks.
+        ``scan-planning-mode`` (``GROWLER_SCAN_PLANNING_MODE``) is where the spec puts it, in the
+        table's config; Java's client (1.11+) honours it over its own catalog property.
         """
         config = client_storage_config(warehouse)
+        if self.settings.scan_planning_mode:
+            config["scan-planning-mode"] = self.settings.scan_planning_mode
         return {**config, **credentials[0]["config"]} if credentials else config
 
     def _credentials(self, warehouse: WarehouseRow, location: str, vend: bool) -> list[dict[str, Any]]:

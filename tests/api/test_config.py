@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import yaml
 
 from app.factory import SPEC_FILE
@@ -63,3 +64,37 @@ def test_operations_not_advertised_answer_406(client):
             response = client.request(method, _concrete(path))
             assert response.status_code == 406, (operation_id, response.text)
             assert response.json()["error"]["type"] == "UnsupportedOperationException"
+
+
+def test_scan_planning_mode_switch(settings, clean_catalog):
+    """``GROWLER_SCAN_PLANNING_MODE``: in /v1/config's defaults (PyIceberg reads only catalog
+    properties) and in every LoadTableResult's config, where the spec puts it (Java honours it)."""
+    import dataclasses
+
+    from app import create_app
+    from app.settings import Settings
+    from tests.api.tables_support import PREFIX, create_request, table_url
+
+    plain = create_app(settings).test_client()
+    assert "scan-planning-mode" not in plain.get("/v1/config").json()["defaults"]
+    client = create_app(dataclasses.replace(settings, scan_planning_mode="server")).test_client()
+    assert client.get("/v1/config").json()["defaults"]["scan-planning-mode"] == "server"
+    assert client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]}).status_code == 200
+    created = client.post(f"{PREFIX}/namespaces/db/tables", json=create_request("events"))
+    assert created.json()["config"]["scan-planning-mode"] == "server"
+    staged = client.post(f"{PREFIX}/namespaces/db/tables", json={**create_request("staged"), "stage-create": True})
+    assert staged.json()["config"]["scan-planning-mode"] == "server"
+    assert client.get(table_url("events")).json()["config"]["scan-planning-mode"] == "server"
+    assert "scan-planning-mode" not in plain.get(table_url("events")).json()["config"]
+    registered = client.post(
+        f"{PREFIX}/namespaces/db/register",
+        json={"name": "again", "metadata-location": created.json()["metadata-location"]},
+    )
+    assert registered.status_code == 200 and registered.json()["config"]["scan-planning-mode"] == "server"
+
+    env = {"GROWLER_DATABASE_URL": "postgresql://x", "GROWLER_WAREHOUSE_LOCATION": "file:///tmp/w"}
+    assert Settings.from_env({**env, "GROWLER_SCAN_PLANNING_MODE": " Server "}).scan_planning_mode == "server"
+    assert Settings.from_env({**env, "GROWLER_SCAN_PLANNING_MODE": "client"}).scan_planning_mode == "client"
+    assert Settings.from_env(env).scan_planning_mode is None
+    with pytest.raises(ValueError, match="GROWLER_SCAN_PLANNING_MODE"):
+        Settings.from_env({**env, "GROWLER_SCAN_PLANNING_MODE": "sometimes"})

@@ -194,3 +194,36 @@ def test_the_request_is_logged_and_counted_as_load_table(client, table, capfd):
     assert '"table":"events"' in lines[0] and '"namespace":"db"' in lines[0] and '"status":200' in lines[0]
     metrics = client.get("/metrics").text
     assert 'operation="loadTable"' in metrics
+
+
+@pytest.fixture(scope="module")
+def server_planning_apps(settings):
+    """Both paths of an app configured with ``GROWLER_SCAN_PLANNING_MODE=server``."""
+    from app import create_app
+
+    configured = dataclasses.replace(settings, scan_planning_mode="server")
+    full = create_app(dataclasses.replace(configured, fast_reads=False)).test_client()
+    with create_app(configured).test_client() as fast:
+        yield fast, full
+
+
+@pytest.mark.parametrize(
+    ("path", "headers"),
+    [("", {}), ("?snapshots=refs", {}), ("", {"X-Iceberg-Access-Delegation": "vended-credentials"})],
+)
+def test_scan_planning_mode_is_in_the_table_config_on_both_paths(
+    client, server_planning_apps, table, served, path, headers
+):
+    fast, full = server_planning_apps
+    answer = fast.get(table + path, headers=headers)
+    _same(answer, full.get(table + path, headers=headers))
+    assert served == ["events", "events on the loop"]
+    assert answer.json()["config"]["scan-planning-mode"] == "server"
+    # the mode is part of what the ETag names: a client's cached config is not revalidated across a change
+    plain = client.get(table + path, headers=headers)
+    assert "scan-planning-mode" not in plain.json()["config"]
+    assert plain.headers["etag"] != answer.headers["etag"]
+    assert fast.get(table + path, headers={**headers, "If-None-Match": plain.headers["etag"]}).status_code == 200
+    revalidated = fast.get(table + path, headers={**headers, "If-None-Match": answer.headers["etag"]})
+    assert revalidated.status_code == 304
+    _same(revalidated, full.get(table + path, headers={**headers, "If-None-Match": answer.headers["etag"]}))

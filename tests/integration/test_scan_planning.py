@@ -740,22 +740,6 @@ def test_use_snapshot_schema_binds_the_filter_to_the_snapshots_schema(server, ta
     catalog.drop_table((NS, "evolving"))
 
 
-def test_config_switch_tells_clients_to_plan_on_the_server(app):
-    client = app.test_client()
-    assert "scan-planning-mode" not in client.get("/v1/config").json()["defaults"]
-    service = app.app.extensions[PLANS]
-    original = service.config
-    service.config = PlanningConfig(scan_planning_mode="server")
-    try:
-        assert client.get("/v1/config").json()["defaults"]["scan-planning-mode"] == "server"
-    finally:
-        service.config = original
-    assert PlanningConfig.from_env({"GROWLER_SCAN_PLANNING_MODE": "Server"}).scan_planning_mode == "server"
-    assert PlanningConfig.from_env({}).scan_planning_mode is None
-    with pytest.raises(ValueError, match="GROWLER_SCAN_PLANNING_MODE"):
-        PlanningConfig.from_env({"GROWLER_SCAN_PLANNING_MODE": "sometimes"})
-
-
 def test_background_planning_is_bounded(server, table, app, async_planning):
     """With every planning thread held, a worker queues a bounded number of plans, then says 503."""
     from app.plans import MAX_QUEUED_PER_THREAD
