@@ -7,8 +7,9 @@ in the request and answered ``completed``; a larger one is answered ``submitted`
 of ``page_size`` file scan tasks: the first page comes with the ``completed`` answer, the others
 as ``plan-tasks`` (``<plan-id>:<page>``) that fetchScanTasks expands, so no answer is unbounded.
 Plans expire after ``lifetime_s``; a submitted plan whose worker stops reporting progress (it
-died) is reported ``failed`` after ``stale_after_s``. cancelPlanning marks the plan cancelled
-and forgets its tasks; the planning thread, wherever it runs, notices within a second and stops.
+died) is reported ``failed`` after ``stale_after_s`` (``PlanningService.fetch`` says in what shape).
+cancelPlanning marks the plan cancelled and forgets its tasks; the planning thread, wherever it
+runs, notices within a second and stops.
 """
 
 from __future__ import annotations
@@ -43,26 +44,6 @@ class NoSuchPlanId(NotFound):
 
 class NoSuchPlanTask(NotFound):
     error_type = "NoSuchPlanTaskException"
-
-
-class PlanFailed(CatalogError):
-    """A background plan's failure, answered as the error it was.
-
-    The spec's ``FailedPlanningResult`` (``status: failed`` next to ``error``) cannot be sent: it
-    is an ``allOf`` with ``IcebergErrorResponse``, whose ``additionalProperties: false`` forbids
-    the ``status`` it requires (upstream's schema, unsatisfiable). So a poll of a failed plan gets
-    the error response itself, with the failure's status code and type, as a planTableScan that
-    failed at once would.
-    """
-
-    def __init__(self, error: dict[str, Any]) -> None:
-        super().__init__(str(error.get("message") or "Planning failed"))
-        code = error.get("code")
-        self.code = code if isinstance(code, int) and 400 <= code <= 599 else 500
-        self.error_type = str(error.get("type") or "ServiceFailureException")
-
-    def headers(self) -> dict[str, str]:
-        return {"Retry-After": "1"} if self.code == 503 else {}
 
 
 def _env_int(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> int:
@@ -138,6 +119,21 @@ class PlanningService:
         return self._completed(plan_id, pages[0], len(pages), warehouse, row, vend, with_id=True)
 
     def fetch(self, prefix: str, namespace: tuple[str, ...], name: str, plan_id: str, vend: bool) -> dict[str, Any]:
+        """fetchPlanningResult. A plan that failed in the background is a 200 ``{"status": "failed",
+        "error": {message, type, code}}``, the error being what a request planned at once would
+        have been answered (a 503 for a worker that died, say).
+
+        Why a 200 with the status and not the error response itself: that is what both clients
+        read. Java's ``RESTTableScan`` (1.11+) parses the 200 body with
+        ``FetchPlanningResultResponseParser`` (``status`` plus ``error`` via ``ErrorResponseParser``)
+        and fails the scan with "Remote scan planning failed for planId ..."; an HTTP error would
+        go through its retrying HTTP client and error handler instead (a 503 polled again for
+        nothing). PyIceberg's ``PlanFailed`` is the same ``status`` + ``error`` object. Upstream's
+        ``FailedPlanningResult`` schema means this shape but cannot validate it (an ``allOf`` with
+        ``IcebergErrorResponse``, whose ``additionalProperties: false`` forbids the ``status`` it
+        requires); ``openapi/catalog.yaml`` keeps the envelope without that line (a documented
+        deviation). Iceberg's reference ``CatalogHandlers`` never fails a plan, so it shows nothing.
+        """
         warehouse, row = self._table(prefix, namespace, name)
         plan = self._plan(plan_id, row)
         if plan.status == "submitted" and plan.stale:
@@ -154,7 +150,7 @@ class PlanningService:
                 return {"status": "cancelled"}
             return self._completed(plan.id, first, plan.pages, warehouse, row, vend, with_id=False)
         if plan.status == "failed":
-            raise PlanFailed(plan.error or {})
+            return {"status": "failed", "error": _failure(plan.error)}
         return {"status": plan.status}
 
     def tasks(self, prefix: str, namespace: tuple[str, ...], name: str, plan_task: str) -> dict[str, Any]:
@@ -248,6 +244,17 @@ class PlanningService:
             self.plans.fail(plan_id, error)
         except CatalogError:
             log.warning("could not record the failure of scan plan %s", plan_id)
+
+
+def _failure(error: dict[str, Any] | None) -> dict[str, Any]:
+    """The stored failure as an ErrorModel (message, type, code), whatever was stored."""
+    error = error or {}
+    code = error.get("code")
+    return {
+        "message": str(error.get("message") or "Planning failed"),
+        "type": str(error.get("type") or "ServiceFailureException"),
+        "code": code if isinstance(code, int) and 400 <= code <= 599 else 500,
+    }
 
 
 def _is_uuid(text: str) -> bool:

@@ -32,6 +32,9 @@ ERROR_ENVELOPE = "#/components/schemas/IcebergErrorResponse"
 # Aspects of a deviation beyond a plain structural fact (see `_fold_deviations`).
 ONE_OF_AS_ANY_OF = "oneOf -> anyOf"  # same members, but anyOf: upstream's oneOf members overlap
 ERROR_MODEL_AS_ENVELOPE = "ErrorModel -> IcebergErrorResponse"  # error body is {"error": ErrorModel}
+# IcebergErrorResponse's envelope without its additionalProperties: false (so a `status` may sit beside it)
+OPEN_ERROR_ENVELOPE = "IcebergErrorResponse -> open envelope"
+_OPEN_ENVELOPE = {"type": "object", "required": ["error"], "properties": {"error": {"$ref": ERROR_MODEL}}}
 
 _VIEW = "/v1/{prefix}/namespaces/{namespace}/views"
 _JSON = "[application/json] schema"
@@ -48,6 +51,9 @@ ALLOWED_DEVIATIONS: Allowances = {
     "schema Type": {ONE_OF_AS_ANY_OF},
     "schema PrimitiveTypeValue": {ONE_OF_AS_ANY_OF},
     "schema PlanTableScanResult": {ONE_OF_AS_ANY_OF},
+    # upstream's FailedPlanningResult is allOf IcebergErrorResponse (additionalProperties: false) and
+    # a required `status`: unsatisfiable; ours keeps the envelope but lets `status` sit beside it
+    "schema FailedPlanningResult/allOf[0]": {OPEN_ERROR_ENVELOPE},
     # upstream declares these error bodies as a bare ErrorModel; servers send, and clients parse,
     # the IcebergErrorResponse envelope like every other error
     **{
@@ -238,6 +244,8 @@ def _fold_deviations(o: dict, t: dict, allowed: set[str]) -> dict:
         o = {("oneOf" if k == "anyOf" else k): v for k, v in o.items()}
     if ERROR_MODEL_AS_ENVELOPE in allowed and o.get("$ref") == ERROR_ENVELOPE and t.get("$ref") == ERROR_MODEL:
         o = {**o, "$ref": ERROR_MODEL}
+    if OPEN_ERROR_ENVELOPE in allowed and o == _OPEN_ENVELOPE and t == {"$ref": ERROR_ENVELOPE}:
+        o = {"$ref": ERROR_ENVELOPE}
     return o
 
 

@@ -620,16 +620,17 @@ def test_submitted_plan_of_a_dead_worker_is_reported_failed(server, table, servi
                 (plan_id, entry_id, age),
             )
     assert httpx.get(f"{url}/{live_id}").json() == {"status": "submitted"}
-    # answered as the error itself: the spec's FailedPlanningResult is unsatisfiable (app/plans.py)
+    # a 200 FailedPlanningResult, status and error, as Java's and PyIceberg's clients read it (app/plans.py)
     for _ in range(2):
         failed = httpx.get(f"{url}/{dead_id}")
-        assert failed.status_code == 503, failed.text
-        assert failed.headers["Retry-After"] == "1"
+        assert failed.status_code == 200, failed.text
+        assert failed.json()["status"] == "failed"
         assert failed.json()["error"]["type"] == "ServiceUnavailableException"
+        assert failed.json()["error"]["code"] == 503
         assert "interrupted" in failed.json()["error"]["message"]
 
 
-def test_background_failure_is_answered_as_its_error(server, table, app, async_planning):
+def test_background_failure_is_a_failed_plan_with_its_error(server, table, app, async_planning):
     from app.errors import ServiceUnavailable
 
     reader = async_planning.reader
@@ -645,18 +646,26 @@ def test_background_failure_is_answered_as_its_error(server, table, app, async_p
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             answer = httpx.get(f"{server.url}{path}/{plan_id}")
-            if answer.status_code != 200:
+            assert answer.status_code == 200, answer.text
+            if answer.json() != {"status": "submitted"}:
                 break
-            assert answer.json() == {"status": "submitted"}
             time.sleep(0.05)
     finally:
         reader.entries = original_entries
-    assert answer.status_code == 503, answer.text
-    assert answer.json()["error"] == {
-        "message": "Object storage unreachable: read s3://...",
-        "type": "ServiceUnavailableException",
-        "code": 503,
+    assert answer.json() == {
+        "status": "failed",
+        "error": {
+            "message": "Object storage unreachable: read s3://...",
+            "type": "ServiceUnavailableException",
+            "code": 503,
+        },
     }
+    # PyIceberg reads it as its PlanFailed
+    from pydantic import TypeAdapter
+    from pyiceberg.catalog.rest.scan_planning import PlanFailed, PlanningResponse
+
+    parsed = TypeAdapter(PlanningResponse).validate_python(answer.json())
+    assert isinstance(parsed, PlanFailed) and parsed.error.type == "ServiceUnavailableException"
 
 
 def test_thousands_of_files_submitted_polled_elsewhere_paginated(server, table, app):
