@@ -749,6 +749,72 @@ def test_use_snapshot_schema_binds_the_filter_to_the_snapshots_schema(server, ta
     catalog.drop_table((NS, "evolving"))
 
 
+REF_FILTERS = [
+    AlwaysTrue(),
+    EqualTo("category", "a"),
+    GreaterThan("id", 10),
+    In("id", {3, 17, 20}),
+    And(NotEqualTo("category", "c"), LessThan("id", 20)),
+    Or(IsNull("qty"), StartsWith("name", "al")),
+]
+
+
+@pytest.fixture(scope="module")
+def refs_table(server, table):
+    """main: two appends; tag v1 at the first; branch dev from it with its own append and a
+    copy-on-write delete; then a column added on main (the tag's snapshot keeps the old schema)."""
+    catalog = client_catalog(server)
+    created = catalog.create_table((NS, "refs"), schema=SCHEMA, partition_spec=SPEC)
+    created.append(batch(range(0, 8)))
+    first = created.current_snapshot().snapshot_id
+    created.append(batch(range(8, 16)))
+    created.manage_snapshots().create_tag(first, "v1").create_branch(first, "dev").commit()
+    created.append(batch(range(16, 24)), branch="dev")
+    created.delete(EqualTo("id", 17), branch="dev")
+    with created.update_schema() as update:
+        update.add_column("extra", LongType())
+    yield catalog.load_table((NS, "refs"))
+    catalog.drop_table((NS, "refs"))
+
+
+@pytest.mark.parametrize("ref", ["dev", "v1", "main"])
+@pytest.mark.parametrize("row_filter", REF_FILTERS, ids=[str(i) for i in range(len(REF_FILTERS))])
+def test_branch_and_tag_plans_equal_client_plans(server, refs_table, ref, row_filter):
+    """The spec's PlanTableScanRequest names no ref: a client scans a branch or tag by sending its
+    snapshot-id (Java's RESTTableScan.useRef, PyIceberg's use_ref both do), and the server plans that
+    snapshot. The server's plan equals PyIceberg's client-side plan of the ref, rows included."""
+    remote = server_catalog(server).load_table((NS, "refs"))
+    local_tasks = list(refs_table.scan(row_filter=row_filter).use_ref(ref).plan_files())
+    remote_tasks = list(remote.scan(row_filter=row_filter).use_ref(ref).plan_files())
+    assert planned(remote_tasks) == planned(local_tasks)
+    expected = rows_of(refs_table.scan(row_filter=row_filter).use_ref(ref).to_arrow())
+    assert rows_of(remote.scan(row_filter=row_filter).use_ref(ref).to_arrow()) == expected
+    ids = {row["id"] for row in rows_of(refs_table.scan().use_ref(ref).to_arrow())}
+    assert ids == {"dev": set(range(0, 8)) | set(range(16, 24)) - {17}, "v1": set(range(0, 8)), "main": set(range(0, 16))}[ref]
+
+
+def test_branch_scans_the_table_schema_and_tag_its_snapshots(server, refs_table):
+    """``use-snapshot-schema`` is how the request tells the two apart (the spec: false when
+    scanning a branch, true when time travelling): a column added after the tag binds on the
+    branch's scan, and is unknown to the tag's."""
+    url = f"{server.url}/v1/{server.warehouse}/namespaces/{NS}/tables/refs/plan"
+    refs = refs_table.metadata.refs
+    by_extra = {"type": "is-null", "term": "extra"}
+    branch = httpx.post(url, json={"snapshot-id": refs["dev"].snapshot_id, "filter": by_extra})
+    assert branch.status_code == 200, branch.text
+    expected = {t.file.file_path for t in refs_table.scan().use_ref("dev").plan_files()}
+    assert {t["data-file"]["file-path"] for t in branch.json()["file-scan-tasks"]} == expected
+    tag = httpx.post(
+        url, json={"snapshot-id": refs["v1"].snapshot_id, "use-snapshot-schema": True, "filter": by_extra}
+    )
+    assert tag.status_code == 400 and "cannot find field 'extra'" in tag.json()["error"]["message"]
+    by_id = {"type": "lt", "term": "id", "value": 4}
+    tag = httpx.post(url, json={"snapshot-id": refs["v1"].snapshot_id, "use-snapshot-schema": True, "filter": by_id})
+    assert {t["data-file"]["file-path"] for t in tag.json()["file-scan-tasks"]} == {
+        t.file.file_path for t in refs_table.scan(row_filter=LessThan("id", 4)).use_ref("v1").plan_files()
+    }
+
+
 def test_background_planning_is_bounded(server, table, app, async_planning):
     """With every planning thread held, a worker queues a bounded number of plans, then says 503."""
     from app.plans import MAX_QUEUED_PER_THREAD
