@@ -13,6 +13,9 @@ Modes (``spec["mode"]``):
   writer behaves like PyIceberg/Java: assert-ref-snapshot-id on the parent it knows; on 409 it
   reloads the table and tries again. Afterwards every acknowledged snapshot must be in main's
   lineage ("lost" counts those that are not).
+- ``plan``: ``count`` scan plans (after ``warmup`` untimed ones) from ``concurrency`` clients: planTableScan
+  with ``filter``, fetchPlanningResult every ``poll_s`` while ``submitted``, fetchScanTasks for every plan
+  task (bench/planning.py). Latency is per plan; a plan that does not yield ``expected_tasks`` tasks is an error.
 """
 
 from __future__ import annotations
@@ -253,6 +256,78 @@ async def run_append(spec: dict[str, Any]) -> dict[str, Any]:
     return stats
 
 
+# -- W10 scan planning -------------------------------------------------------------------------
+
+
+class PlanError(Exception):
+    pass
+
+
+async def plan_once(client: httpx.AsyncClient, spec: dict[str, Any]) -> tuple[int, int]:
+    """One scan plan, as a client runs it; (tasks, polls)."""
+    base = f"namespaces/{spec['namespace']}/tables/{spec['table']}"
+
+    def ok(response: httpx.Response) -> dict[str, Any]:
+        if response.status_code != 200:
+            raise PlanError(f"{response.request.method} {response.request.url.path}: {response.status_code}")
+        return response.json()
+
+    answer = ok(await client.post(f"{base}/plan", json={"filter": spec["filter"]}))
+    plan_id, polls = answer.get("plan-id"), 0
+    while answer["status"] == "submitted":
+        await asyncio.sleep(spec.get("poll_s", 0.005))
+        polls += 1
+        answer = ok(await client.get(f"{base}/plan/{plan_id}"))
+    if answer["status"] != "completed":
+        raise PlanError(f"plan {plan_id} ended {answer['status']}")
+    tasks = len(answer.get("file-scan-tasks") or [])
+    pending = list(answer.get("plan-tasks") or [])
+    while pending:
+        page = ok(await client.post(f"{base}/tasks", json={"plan-task": pending.pop()}))
+        tasks += len(page.get("file-scan-tasks") or [])
+        pending += page.get("plan-tasks") or []
+    return tasks, polls
+
+
+async def run_plan(spec: dict[str, Any]) -> dict[str, Any]:
+    concurrency, count, warmup = spec["concurrency"], spec["count"], spec.get("warmup", 0)
+    async with _client(spec, concurrency) as client:
+
+        async def phase(n: int) -> tuple[float, list[float], list[int], Counter]:
+            remaining = iter(range(n))
+            latencies: list[float] = []
+            polls: list[int] = []
+            outcomes: Counter = Counter()
+
+            async def worker() -> None:
+                for _ in remaining:
+                    start = time.perf_counter()
+                    try:
+                        tasks, polled = await plan_once(client, spec)
+                    except (PlanError, httpx.HTTPError) as exc:
+                        outcomes[type(exc).__name__] += 1
+                        continue
+                    latencies.append(time.perf_counter() - start)
+                    polls.append(polled)
+                    outcomes["completed" if tasks == spec["expected_tasks"] else "wrong_task_count"] += 1
+
+            start = time.perf_counter()
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+            return time.perf_counter() - start, latencies, polls, outcomes
+
+        if warmup:
+            await phase(warmup)
+        duration, latencies, polls, outcomes = await phase(count)
+    errors = sum(v for k, v in outcomes.items() if k != "completed")
+    stats = summarize(latencies, duration, outcomes, errors)
+    stats["plans_per_s"] = stats.pop("rps")
+    stats["plans"] = stats.pop("requests")
+    stats["plans_total"] = warmup + count
+    stats["tasks_per_plan"] = spec["expected_tasks"]
+    stats["polls_per_plan"] = round(sum(polls) / len(polls), 1) if polls else None
+    return stats
+
+
 _COUNTER = re.compile(r'^(growler_commit_retries_total|growler_commits_total)\{([^}]*)\} ([0-9.e+]+)$')
 
 
@@ -285,6 +360,8 @@ def main(argv: list[str]) -> int:
         result = asyncio.run(run_create(spec))
     elif mode in ("append", "append_concurrent"):
         result = asyncio.run(run_append(spec))
+    elif mode == "plan":
+        result = asyncio.run(run_plan(spec))
     else:
         raise SystemExit(f"unknown mode {mode!r}")
     result["http_requests_total"] = SENT["all"]

@@ -15,6 +15,7 @@ never replaces the figures README.md quotes). ``python -m bench.report --readme`
 into README.md.
 
 Environment: BENCH_QUICK=1 (smoke run, under a minute), BENCH_PEER=0 (Growler only),
+BENCH_ONLY=W10 (a comma-separated list: only those workloads; seeding and W8's listings still run),
 BENCH_SEED (default 7), BENCH_WRK_THREADS (default 1), BENCH_KEEP=1 (keep the temporary
 directory with the servers' logs), GROWLER_WORKERS (default 2).
 """
@@ -108,7 +109,9 @@ def run_target(target: Target, plan: Plan, work_dir: Path) -> tuple[dict[str, An
 def main() -> int:
     quick = _env_flag("BENCH_QUICK")
     with_peer = os.environ.get("BENCH_PEER", "1").strip() not in ("0", "false", "no", "off")
-    plan = Plan.make(quick, int(os.environ.get("BENCH_SEED", "7")), int(os.environ.get("BENCH_WRK_THREADS", "1")))
+    only = tuple(w.strip().upper() for w in os.environ.get("BENCH_ONLY", "").split(",") if w.strip())
+    plan = Plan.make(quick, int(os.environ.get("BENCH_SEED", "7")), int(os.environ.get("BENCH_WRK_THREADS", "1")),
+                     only)
     workers = int(os.environ.get("GROWLER_WORKERS") or 2)
     keep = _env_flag("BENCH_KEEP")
 

@@ -11,6 +11,7 @@ few properties. Some hold the workloads' tables:
   ns005  W8: ``bulk_00001`` .. (10,000 tables; Growler: one SQL INSERT, see GrowlerTarget.bulk_tables;
          the peer has no database to write to, so it gets them over HTTP)
   ns006  W8: ``t000`` .. ``t099`` (100 tables, over HTTP)
+  ns099  W10: ``planned``, 2,000 data files in its manifests (PyIceberg; bench/planning.py)
 
 Reads (W1-W4, W8) are driven by wrk; W5-W7 by bench/load.py in its own process. Every workload has
 a warm-up whose results are thrown away.
@@ -32,7 +33,7 @@ from typing import Any
 
 import httpx
 
-from bench import bodies, wrk
+from bench import bodies, planning, wrk
 from bench.targets import REPO, GrowlerTarget, Target, http_json
 
 NAMESPACES = [f"ns{i:03d}" for i in range(100)]
@@ -60,12 +61,23 @@ class Plan:
     w8_big: int
     w8_small: int
     seed_concurrency: int
+    w10_files: int = 2000
+    w10_commits: int = 4
+    w10_concurrency: int = 4
+    w10_count: int = 200
+    w10_warmup: int = 20
+    only: tuple[str, ...] = ()  # BENCH_ONLY: the workloads to run (W1 .. W10); empty: all
 
     @classmethod
-    def make(cls, quick: bool, seed: int, wrk_threads: int) -> Plan:
+    def make(cls, quick: bool, seed: int, wrk_threads: int, only: tuple[str, ...] = ()) -> Plan:
         if quick:
-            return cls(quick, seed, 16, wrk_threads, 0, 1, 40, 100, 32, 16, 10, 2, 8, 2, 1, 300, 100, 16)
-        return cls(quick, seed, 16, wrk_threads, 5, 20, 40, 100, 2000, 160, 300, 20, 8, 40, 2, 10_000, 100, 16)
+            return cls(quick, seed, 16, wrk_threads, 0, 1, 40, 100, 32, 16, 10, 2, 8, 2, 1, 300, 100, 16,
+                       w10_count=40, w10_warmup=8, only=only)
+        return cls(quick, seed, 16, wrk_threads, 5, 20, 40, 100, 2000, 160, 300, 20, 8, 40, 2, 10_000, 100, 16,
+                   only=only)
+
+    def runs(self, workload: str) -> bool:
+        return not self.only or workload in self.only or workload.split("_")[0] in self.only
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -246,6 +258,8 @@ def run_all(target: Target, plan: Plan, seeded: dict[str, Any], work_dir: Path, 
     results: dict[str, Any] = {}
 
     def step(key: str, fn, *args: Any, **kwargs: Any) -> None:
+        if not plan.runs(key):
+            return
         log(f"{target.name}: {key}")
         start = time.perf_counter()
         try:
@@ -309,9 +323,27 @@ def run_all(target: Target, plan: Plan, seeded: dict[str, Any], work_dir: Path, 
 
     step("W8_big", w8, "big")
     step("W8_small", w8, "small")
-    results["W9"] = target.memory()
-    log(f"{target.name}: capability probe")
-    results["capabilities"] = probe(target)
+    if plan.runs("W9"):
+        results["W9"] = target.memory()
+
+    def w10() -> dict[str, Any]:
+        if not planning.supports_planning(target):
+            return not_available("no server-side scan planning (planTableScan is not among /v1/config's endpoints)")
+        start = time.perf_counter()
+        table = planning.seed_table(target, plan.w10_files, plan.w10_commits)
+        seeding_s = round(time.perf_counter() - start, 1)
+        result = run_generator(target, planning.generator_spec(plan))
+        before_total = result.pop("cpu_ms_per_request")
+        # run_generator divides by HTTP requests; a plan is several (plan, polls, task pages)
+        requests = result.get("http_requests_total") or 1
+        result["cpu_ms_per_plan"] = {k: round(v * requests / result["plans_total"], 3) for k, v in before_total.items()}
+        result.update(table=table, seeding_s=seeding_s)
+        return result
+
+    step("W10", w10)
+    if not plan.only:
+        log(f"{target.name}: capability probe")
+        results["capabilities"] = probe(target)
     return results
 
 
