@@ -171,6 +171,17 @@ class PlanningService:
             if plan_id in self._running:  # planned here: stop at once (elsewhere: at the heartbeat)
                 self._cancelled.add(plan_id)
 
+    def credentials(self, prefix: str, namespace: tuple[str, ...], name: str, plan_id: str) -> list[dict[str, Any]]:
+        """loadCredentials with ``planId``: the table's credentials, for a plan of this table that
+        can still be read (submitted or completed, not expired); else 404 NoSuchPlanIdException, as
+        fetchPlanningResult would answer. A client's FileIO asks again when its credentials expire
+        while it reads the plan's files (Java: ``rest-scan-plan-id``)."""
+        warehouse, row = self._table(prefix, namespace, name)
+        plan = self._plan(plan_id, row)
+        if plan.status not in ("submitted", "completed"):
+            raise NoSuchPlanId(f"Plan does not exist: {plan_id} (it is {plan.status})")
+        return self.tables._credentials(warehouse, row.location, True)
+
     def close(self) -> None:
         """Stop planning: running plans stop at their next check and are reported interrupted."""
         self._closing = True

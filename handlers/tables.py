@@ -7,7 +7,7 @@ from flask import Response, request
 from app.identifiers import check_name
 from app.storage_access import wants_vended_credentials
 from app.tables import LoadedTable, etag_matches
-from handlers._context import namespace_arg, no_content, tables
+from handlers._context import namespace_arg, no_content, plans, tables
 
 
 def _name(table: str) -> str:
@@ -79,8 +79,11 @@ def rename_table(prefix: str, body: dict):
     return no_content()
 
 
-def load_credentials(prefix: str, namespace: str, table: str):
-    credentials = tables().load_credentials(prefix, namespace_arg(namespace), _name(table))
+def load_credentials(prefix: str, namespace: str, table: str, planId: str | None = None):
+    if planId is not None:  # credentials for reading a scan plan's files
+        credentials = plans().credentials(prefix, namespace_arg(namespace), _name(table), planId)
+    else:
+        credentials = tables().load_credentials(prefix, namespace_arg(namespace), _name(table))
     return {"storage-credentials": credentials}, 200
 
 

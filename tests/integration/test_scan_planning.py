@@ -423,6 +423,42 @@ def test_vended_credentials_come_with_the_plan(server, table, settings):
     assert credential["config"]["s3.access-key-id"] == settings.s3.access_key
 
 
+def test_load_credentials_for_a_plan(server, table, settings):
+    """loadCredentials with ``planId``: the table's credentials while the plan can be read;
+    an unknown, cancelled, expired or other table's plan is 404 NoSuchPlanIdException."""
+    base = f"{server.url}/v1/{server.warehouse}/namespaces/{NS}/tables"
+    plan_id = httpx.post(f"{base}/{TABLE}/plan", json={}).json()["plan-id"]
+    answer = httpx.get(f"{base}/{TABLE}/credentials", params={"planId": plan_id})
+    assert answer.status_code == 200, answer.text
+    (credential,) = answer.json()["storage-credentials"]
+    assert credential["prefix"] == table.location()
+    assert credential["config"]["s3.access-key-id"] == settings.s3.access_key
+    assert answer.json() == httpx.get(f"{base}/{TABLE}/credentials").json()
+    # a poll asking for delegation gets the same credentials with the plan's tasks
+    vended = {"X-Iceberg-Access-Delegation": "vended-credentials"}
+    polled = httpx.get(f"{base}/{TABLE}/plan/{plan_id}", headers=vended).json()
+    assert polled["status"] == "completed" and polled["storage-credentials"] == [credential]
+    assert "storage-credentials" not in httpx.get(f"{base}/{TABLE}/plan/{plan_id}").json()
+
+    client_catalog(server).create_table((NS, "creds_other"), schema=SCHEMA)
+    try:
+        for url, params in (
+            (f"{base}/{TABLE}/credentials", {"planId": "2b0c5e0e-0d1c-4a8e-9d61-4f7c2f4a1d11"}),
+            (f"{base}/{TABLE}/credentials", {"planId": "not-a-plan"}),
+            (f"{base}/creds_other/credentials", {"planId": plan_id}),
+        ):
+            refused = httpx.get(url, params=params)
+            assert refused.status_code == 404, refused.text
+            assert refused.json()["error"]["type"] == "NoSuchPlanIdException"
+    finally:
+        client_catalog(server).drop_table((NS, "creds_other"))
+    assert httpx.delete(f"{base}/{TABLE}/plan/{plan_id}").status_code == 204
+    cancelled = httpx.get(f"{base}/{TABLE}/credentials", params={"planId": plan_id})
+    assert cancelled.status_code == 404 and cancelled.json()["error"]["type"] == "NoSuchPlanIdException"
+    missing = httpx.get(f"{base}/nope/credentials", params={"planId": plan_id})
+    assert missing.status_code == 404 and missing.json()["error"]["type"] == "NoSuchTableException"
+
+
 # -- asynchronous plans: submitted here (the in-process app), polled by gunicorn's workers ---
 
 

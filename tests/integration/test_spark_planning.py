@@ -1,7 +1,10 @@
 """Iceberg's Java client (Spark 3.5, Iceberg 1.12) reading through Growler's scan plans.
 
-The Spark catalog is configured with ``scan-planning-mode=server``: the Java client then plans
-every scan with planTableScan/fetchScanTasks (``RESTTableScan``) instead of reading manifests.
+Growler runs with ``GROWLER_SCAN_PLANNING_MODE=server``, so every loadTable's config says
+``scan-planning-mode=server``; the Spark catalog itself says ``client``. Java honours the table's
+config over its own (``RESTSessionCatalog`` logs the mismatch), so it plans every scan with
+planTableScan/fetchScanTasks (``RESTTableScan``) instead of reading manifests: the switch works
+on a client that was told otherwise.
 The table is Spark's own: a partitioned v2 table with merge-on-read deletes (position delete
 files), so the plan carries delete files and the Java client applies them. Growler's plans are
 also compared with PyIceberg's client-side plans of the same table (data and delete files).
@@ -9,6 +12,7 @@ also compared with PyIceberg's client-side plans of the same table (data and del
 
 from __future__ import annotations
 
+import httpx
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.expressions import (
@@ -60,11 +64,23 @@ FILTERS = [
 
 
 @pytest.fixture(scope="module")
+def server(settings, app, tmp_path_factory):
+    """This module's own gunicorn, telling clients to plan on the server."""
+    from tests.integration.conftest import start_server, stop_server
+
+    running = start_server(settings, tmp_path_factory.mktemp("planning"), {"GROWLER_SCAN_PLANNING_MODE": "server"})
+    try:
+        yield running
+    finally:
+        stop_server(running)
+
+
+@pytest.fixture(scope="module")
 def planning_spark(server, app):
     from tests.integration.spark_support import RemoteSpark
 
     session = RemoteSpark(
-        "3.5", server.url, server.warehouse, app_name="growler-planning", **{"scan-planning-mode": "server"}
+        "3.5", server.url, server.warehouse, app_name="growler-planning", **{"scan-planning-mode": "client"}
     )
     try:
         yield session
@@ -102,6 +118,8 @@ def test_spark_reads_merge_on_read_table_through_server_plans(planning_spark, se
         " WHEN MATCHED THEN UPDATE SET t.amount = s.amount WHEN NOT MATCHED THEN INSERT *"
     ).collect()
 
+    loaded = httpx.get(f"{server.url}/v1/{server.warehouse}/namespaces/{NS}/tables/orders").json()
+    assert loaded["config"]["scan-planning-mode"] == "server"
     before = planned_operations(server)
     rows = spark.sql(f"SELECT id FROM growler.{NS}.orders ORDER BY id").collect()
     assert [r[0] for r in rows] == [i for i in range(30) if i not in (3, 4, 17, 25)] + [40]
