@@ -6,7 +6,8 @@ For each target in turn (never both at once):
    (embedded PostgreSQL + SeaweedFS S3 + gunicorn with gunicorn.conf.py, GROWLER_WORKERS=2 unless
    set), then the peer, SeaweedFS's own Iceberg REST catalog (``weed mini -s3.port.iceberg``);
 2. seed it over HTTP (W8's 10,000-table namespace in Growler with one SQL INSERT, for speed);
-3. run W1-W8 from separate processes (wrk for reads, bench/load.py for writes), then W9;
+3. run W1-W8 from separate processes (wrk for reads, bench/load.py for writes), then W9, then W10
+   (scan planning, bench/planning.py);
 4. stop it.
 
 Then print the table and write ``bench/results/<UTC time>.json`` and ``bench/results/latest.json``

@@ -1,4 +1,4 @@
-"""Seeding and the workloads W1-W9, the same for every target (bench/targets.py).
+"""Seeding and the workloads W1-W10, the same for every target (bench/targets.py).
 
 Namespaces: exactly 100 top-level ones, ``ns000`` .. ``ns099`` (so W2 lists 100), each with a
 few properties. Some hold the workloads' tables:
