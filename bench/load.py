@@ -256,7 +256,7 @@ async def run_append(spec: dict[str, Any]) -> dict[str, Any]:
     return stats
 
 
-# -- W10 scan planning -------------------------------------------------------------------------
+# -- W12 scan planning -------------------------------------------------------------------------
 
 
 class PlanError(Exception):

@@ -1,7 +1,7 @@
-"""W10: server-side scan planning of a filter on a table with thousands of data files.
+"""W12: server-side scan planning of a filter on a table with thousands of data files.
 
-The table is real: PyIceberg, through the target's own REST API, commits ``w10_commits`` fast
-appends that together list ``w10_files`` data files (partitioned by ``category``, each with id
+The table is real: PyIceberg, through the target's own REST API, commits ``w12_commits`` fast
+appends that together list ``w12_files`` data files (partitioned by ``category``, each with id
 bounds), so the planner reads real manifest lists and manifests from the target's object store.
 The data files themselves are not written: planning reads manifests only, never data files, and
 writing thousands of Parquet files would make seeding the longest part of the run for nothing.
@@ -97,10 +97,10 @@ def generator_spec(plan: Any) -> dict[str, Any]:
         "mode": "plan",
         "namespace": NAMESPACE,
         "table": TABLE,
-        "filter": plan_filter(plan.w10_files),
-        "expected_tasks": expected_tasks(plan.w10_files),
-        "concurrency": plan.w10_concurrency,
-        "count": plan.w10_count,
-        "warmup": plan.w10_warmup,
+        "filter": plan_filter(plan.w12_files),
+        "expected_tasks": expected_tasks(plan.w12_files),
+        "concurrency": plan.w12_concurrency,
+        "count": plan.w12_count,
+        "warmup": plan.w12_warmup,
         "poll_s": POLL_S,
     }

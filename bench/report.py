@@ -28,14 +28,14 @@ WORKLOADS = [
     ("W7", "W7 appends, 8 writers, 1 table (commits/s)"),
     ("W8_big", "W8 listTables page of 100, {big} tables"),
     ("W8_small", "W8 listTables page of 100, {small} tables"),
-    ("W10", "W10 scan plan of a filter, {w10_files} data files (plans/s; per plan)"),
+    ("W12", "W12 scan plan of a filter, {w12_files} data files (plans/s; per plan)"),
 ]
 
 
 def throughput(result: dict[str, Any], key: str) -> float | None:
     if key == "W7":
         return result.get("commits_per_s")
-    if key == "W10":
+    if key == "W12":
         return result.get("plans_per_s")
     return result.get("rps")
 
@@ -120,8 +120,8 @@ def render_markdown(doc: dict[str, Any]) -> str:
     seeded = doc.get("seeding", {}).get("growler", {})
     big = seeded.get("w8_big_tables", plan.get("w8_big", "?"))
     small = seeded.get("w8_small_tables", plan.get("w8_small", "?"))
-    w10_files = ((growler.get("W10") or {}).get("table") or {}).get("data_files") or plan.get("w10_files", "?")
-    w10_files = f"{w10_files:,}" if isinstance(w10_files, int) else w10_files
+    w12_files = ((growler.get("W12") or {}).get("table") or {}).get("data_files") or plan.get("w12_files", "?")
+    w12_files = f"{w12_files:,}" if isinstance(w12_files, int) else w12_files
     lines: list[str] = []
     if doc.get("quick"):
         lines.append("**Smoke run (`BENCH_QUICK=1`): 1-second measurements, no real warm-up, small counts. "
@@ -145,7 +145,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
     lines.append("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for key, label in WORKLOADS:
         label = label.format(big=f"{big:,}" if isinstance(big, int) else big,
-                             small=f"{small:,}" if isinstance(small, int) else small, w10_files=w10_files)
+                             small=f"{small:,}" if isinstance(small, int) else small, w12_files=w12_files)
         g, p = _cells(growler.get(key), key), _cells(peer.get(key), key)
         lines.append(f"| {label} | " + " | ".join(g) + " | " + " | ".join(p) + f" | {ratio(doc, key)} |")
     lines.append("")
@@ -160,7 +160,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
         if not g and not p:
             continue
         label = label.format(big=f"{big:,}" if isinstance(big, int) else big,
-                             small=f"{small:,}" if isinstance(small, int) else small, w10_files=w10_files)
+                             small=f"{small:,}" if isinstance(small, int) else small, w12_files=w12_files)
         cells = [g.get("app"), g.get("postgres"), g.get("s3"), g.get("server_total"), p.get("server_total"),
                  g.get("generator")]
         lines.append(f"| {label} | " + " | ".join(_num(c, 2) for c in cells) + " |")
@@ -181,12 +181,12 @@ def render_markdown(doc: dict[str, Any]) -> str:
     lines.append(w7_line("Growler", w7g))
     if peer:
         lines.append(w7_line("peer", w7p))
-    w10 = growler.get("W10") or {}
-    if w10.get("plans"):
-        lines.append(f"- W10 Growler: {w10['plans']} plans from {plan.get('w10_concurrency')} clients, each "
-                     f"{w10.get('tasks_per_plan')} file scan tasks of {(w10.get('table') or {}).get('data_files')} "
-                     f"data files, answered `submitted` then polled every 5 ms ({w10.get('polls_per_plan')} polls "
-                     f"a plan on average); {w10.get('errors')} errors")
+    w12 = growler.get("W12") or {}
+    if w12.get("plans"):
+        lines.append(f"- W12 Growler: {w12['plans']} plans from {plan.get('w12_concurrency')} clients, each "
+                     f"{w12.get('tasks_per_plan')} file scan tasks of {(w12.get('table') or {}).get('data_files')} "
+                     f"data files, answered `submitted` then polled every 5 ms ({w12.get('polls_per_plan')} polls "
+                     f"a plan on average); {w12.get('errors')} errors")
     workers = (growler.get("W9") or {}).get("workers") or []
     if workers:
         rss = ", ".join(f"{w.get('rss_mb')} MB" for w in workers)

@@ -6,7 +6,7 @@ For each target in turn (never both at once):
    (embedded PostgreSQL + SeaweedFS S3 + gunicorn with gunicorn.conf.py, GROWLER_WORKERS=2 unless
    set), then the peer, SeaweedFS's own Iceberg REST catalog (``weed mini -s3.port.iceberg``);
 2. seed it over HTTP (W8's 10,000-table namespace in Growler with one SQL INSERT, for speed);
-3. run W1-W8 from separate processes (wrk for reads, bench/load.py for writes), then W9, then W10
+3. run W1-W8 from separate processes (wrk for reads, bench/load.py for writes), then W9, then W12
    (scan planning, bench/planning.py);
 4. stop it.
 
@@ -16,7 +16,7 @@ never replaces the figures README.md quotes). ``python -m bench.report --readme`
 into README.md.
 
 Environment: BENCH_QUICK=1 (smoke run, under a minute), BENCH_PEER=0 (Growler only),
-BENCH_ONLY=W10 (a comma-separated list: only those workloads; seeding and W8's listings still run),
+BENCH_ONLY=W12 (a comma-separated list: only those workloads; seeding and W8's listings still run),
 BENCH_SEED (default 7), BENCH_WRK_THREADS (default 1), BENCH_KEEP=1 (keep the temporary
 directory with the servers' logs), GROWLER_WORKERS (default 2).
 """

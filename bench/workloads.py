@@ -1,4 +1,4 @@
-"""Seeding and the workloads W1-W10, the same for every target (bench/targets.py).
+"""Seeding and the workloads W1-W12, the same for every target (bench/targets.py).
 
 Namespaces: exactly 100 top-level ones, ``ns000`` .. ``ns099`` (so W2 lists 100), each with a
 few properties. Some hold the workloads' tables:
@@ -11,7 +11,7 @@ few properties. Some hold the workloads' tables:
   ns005  W8: ``bulk_00001`` .. (10,000 tables; Growler: one SQL INSERT, see GrowlerTarget.bulk_tables;
          the peer has no database to write to, so it gets them over HTTP)
   ns006  W8: ``t000`` .. ``t099`` (100 tables, over HTTP)
-  ns099  W10: ``planned``, 2,000 data files in its manifests (PyIceberg; bench/planning.py)
+  ns099  W12: ``planned``, 2,000 data files in its manifests (PyIceberg; bench/planning.py)
 
 Reads (W1-W4, W8) are driven by wrk; W5-W7 by bench/load.py in its own process. Every workload has
 a warm-up whose results are thrown away.
@@ -61,18 +61,18 @@ class Plan:
     w8_big: int
     w8_small: int
     seed_concurrency: int
-    w10_files: int = 2000
-    w10_commits: int = 4
-    w10_concurrency: int = 4
-    w10_count: int = 200
-    w10_warmup: int = 20
-    only: tuple[str, ...] = ()  # BENCH_ONLY: the workloads to run (W1 .. W10); empty: all
+    w12_files: int = 2000
+    w12_commits: int = 4
+    w12_concurrency: int = 4
+    w12_count: int = 200
+    w12_warmup: int = 20
+    only: tuple[str, ...] = ()  # BENCH_ONLY: the workloads to run (W1 .. W12); empty: all
 
     @classmethod
     def make(cls, quick: bool, seed: int, wrk_threads: int, only: tuple[str, ...] = ()) -> Plan:
         if quick:
             return cls(quick, seed, 16, wrk_threads, 0, 1, 40, 100, 32, 16, 10, 2, 8, 2, 1, 300, 100, 16,
-                       w10_count=40, w10_warmup=8, only=only)
+                       w12_count=40, w12_warmup=8, only=only)
         return cls(quick, seed, 16, wrk_threads, 5, 20, 40, 100, 2000, 160, 300, 20, 8, 40, 2, 10_000, 100, 16,
                    only=only)
 
@@ -326,11 +326,11 @@ def run_all(target: Target, plan: Plan, seeded: dict[str, Any], work_dir: Path, 
     if plan.runs("W9"):
         results["W9"] = target.memory()
 
-    def w10() -> dict[str, Any]:
+    def w12() -> dict[str, Any]:
         if not planning.supports_planning(target):
             return not_available("no server-side scan planning (planTableScan is not among /v1/config's endpoints)")
         start = time.perf_counter()
-        table = planning.seed_table(target, plan.w10_files, plan.w10_commits)
+        table = planning.seed_table(target, plan.w12_files, plan.w12_commits)
         seeding_s = round(time.perf_counter() - start, 1)
         result = run_generator(target, planning.generator_spec(plan))
         before_total = result.pop("cpu_ms_per_request")
@@ -340,7 +340,7 @@ def run_all(target: Target, plan: Plan, seeded: dict[str, Any], work_dir: Path, 
         result.update(table=table, seeding_s=seeding_s)
         return result
 
-    step("W10", w10)
+    step("W12", w12)
     if not plan.only:
         log(f"{target.name}: capability probe")
         results["capabilities"] = probe(target)

@@ -80,7 +80,7 @@ def test_report_ratios_targets_and_table():
 
 
 def test_planning_workload_filter_matches_its_expected_task_count():
-    """W10's filter keeps category a among the first half of the files (ids ``i*10 .. i*10+9``)."""
+    """W12's filter keeps category a among the first half of the files (ids ``i*10 .. i*10+9``)."""
     from bench import planning
 
     files = 2000
@@ -96,15 +96,15 @@ def test_planning_workload_filter_matches_its_expected_task_count():
 def test_bench_only_selects_workloads():
     from bench.workloads import Plan
 
-    assert Plan.make(True, 7, 1).runs("W3") and Plan.make(True, 7, 1).runs("W10")
-    only = Plan.make(True, 7, 1, ("W10", "W8"))
-    assert only.runs("W10") and only.runs("W8_big") and only.runs("W8_small")
+    assert Plan.make(True, 7, 1).runs("W3") and Plan.make(True, 7, 1).runs("W12")
+    only = Plan.make(True, 7, 1, ("W12", "W8"))
+    assert only.runs("W12") and only.runs("W8_big") and only.runs("W8_small")
     assert not only.runs("W1") and not only.runs("W9")
-    assert Plan.make(True, 7, 1).w10_files >= 1000 and Plan.make(False, 7, 1).w10_files >= 1000
+    assert Plan.make(True, 7, 1).w12_files >= 1000 and Plan.make(False, 7, 1).w12_files >= 1000
 
 
 def test_report_shows_the_planning_workload_per_plan():
-    w10 = {
+    w12 = {
         "plans_per_s": 12.5,
         "plans": 40,
         "errors": 0,
@@ -115,10 +115,10 @@ def test_report_shows_the_planning_workload_per_plan():
         "polls_per_plan": 3.5,
         "table": {"data_files": 2000},
     }
-    doc = {"results": {"growler": {"W10": w10}}, "machine": {"cores": 2}, "settings": {"plan": {"w10_concurrency": 4}}}
+    doc = {"results": {"growler": {"W12": w12}}, "machine": {"cores": 2}, "settings": {"plan": {"w12_concurrency": 4}}}
     text = report.render_markdown(doc)
-    row = next(line for line in text.splitlines() if line.startswith("| W10 scan plan of a filter, 2,000 data files"))
+    row = next(line for line in text.splitlines() if line.startswith("| W12 scan plan of a filter, 2,000 data files"))
     assert "| 12.5 | 80.00 | 120 | 150 | 0 |" in row
-    cpu_rows = [line for line in text.splitlines() if line.startswith("| W10")]
+    cpu_rows = [line for line in text.splitlines() if line.startswith("| W12")]
     assert any("| 90.00 | 10.00 | 0.00 | 100 |" in line for line in cpu_rows)
     assert "334 file scan tasks of 2000 data files" in text and "3.5 polls" in text
