@@ -32,9 +32,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import report, wrk
-from bench.targets import REPO, GrowlerTarget, PeerTarget, Target, make_root, remove_root
-from bench.workloads import Plan, run_all, seed
+from bench import report, tails, wrk
+from bench.targets import REPO, GrowlerTarget, PeerTarget, Target, http_json, make_root, remove_root
+from bench.workloads import Plan, run_all, run_wrk, seed
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 PEER_NOTES = [
@@ -93,10 +93,15 @@ def run_target(target: Target, plan: Plan, work_dir: Path) -> tuple[dict[str, An
     start = time.perf_counter()
     try:
         target.start()
-        log(f"{target.name} up in {time.perf_counter() - start:.1f} s at {target.api()}; seeding")
+        log(f"{target.name} up in {time.perf_counter() - start:.1f} s at {target.api()}; W10 first seconds")
+        try:
+            first_seconds = tails.cold(target, plan, run_wrk, http_json)
+        except Exception as exc:  # noqa: BLE001 - a failed W10 must not lose W1-W11
+            first_seconds = {"failed": f"{type(exc).__name__}: {exc}"[:2000]}
+        log(f"{target.name}: seeding")
         seeded = seed(target, plan, work_dir)
         log(f"{target.name} seeded: {seeded['timings_s']}")
-        results = run_all(target, plan, seeded, work_dir, log)
+        results = {"W10_start": first_seconds, **run_all(target, plan, seeded, work_dir, log)}
     finally:
         target.stop()
     summary = {k: v for k, v in seeded.items() if not k.endswith("_pages")}

@@ -223,6 +223,11 @@ class GrowlerTarget(Target):
                 raise RuntimeError(f"not all {self.workers} gunicorn workers started; see {log}")
             time.sleep(0.1)
 
+    def recycle_workers(self) -> None:
+        """Replace every worker (gunicorn's SIGHUP), as ``GROWLER_MAX_REQUESTS`` replaces one at a time."""
+        assert self.gunicorn is not None
+        self.gunicorn.send_signal(signal.SIGHUP)
+
     def stop(self) -> None:
         if self.gunicorn is not None:
             stop_process_group(self.gunicorn, [(signal.SIGTERM, 40.0)])
