@@ -3,8 +3,9 @@
 - ``W10_start``: the first ``Plan.tail_s`` seconds after the server started (its workers report
   their app built, nothing else warmed them): loadNamespaceMetadata at the usual concurrency, no
   warm-up, before the benchmark's seeding touches the server;
-- ``W10_recycle`` (servers with worker processes): the same right after every worker is replaced
-  (gunicorn's SIGHUP: what ``GROWLER_MAX_REQUESTS`` does to one worker at a time in production);
+- ``W10_recycle`` (servers with worker processes): the same right after one worker is told to
+  exit, as ``GROWLER_MAX_REQUESTS`` does in production: the others serve while the arbiter starts
+  its replacement, whose first requests are then measured too;
 - ``W10_64_W1`` / ``W10_64_W3``: p99.9 at 64 connections for W1 and W3, after a warm-up.
 """
 
@@ -25,9 +26,8 @@ def cold(target: Any, plan: Any, run_wrk, http_json) -> dict[str, Any]:
 
 
 def after_recycle(target: Any, plan: Any, run_wrk) -> dict[str, Any]:
-    """W10_recycle: replace every worker, then measure at once (wrk's first request is the
-    first one the new workers may take)."""
-    recycle = getattr(target, "recycle_workers", None)
+    """W10_recycle: recycle one worker, then measure at once."""
+    recycle = getattr(target, "recycle_worker", None)
     if recycle is None:
         return {"n/a": "one process: no workers to recycle"}
     recycle()
