@@ -146,9 +146,12 @@ class EntryService:
             raise self._missing(namespace, name)
         return row
 
-    def _require_namespace(self, warehouse: WarehouseRow, namespace: tuple[str, ...]) -> None:
-        if not self.repository.namespace_exists(warehouse.id, namespace):
-            raise NoSuchNamespace(f"Namespace does not exist: {format_namespace(namespace)}")
+    def _require_namespace(self, warehouse: WarehouseRow, namespace: tuple[str, ...]) -> dict[str, str]:
+        """The namespace's properties (one round trip, as an existence check costs); 404 if missing."""
+        try:
+            return self.repository.namespace_properties(warehouse.id, namespace)
+        except NoSuchNamespace:
+            raise NoSuchNamespace(f"Namespace does not exist: {format_namespace(namespace)}") from None
 
     def _require_name_free(self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str) -> None:
         row = self.repository.load_entry(warehouse.id, namespace, name)
@@ -169,14 +172,29 @@ class EntryService:
         return AlreadyExists(f"{existing_kind.capitalize()} with same name already exists: {qualified}")
 
     def _location_for(
-        self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str, entry_uuid: str, requested: Any
+        self,
+        warehouse: WarehouseRow,
+        namespace: tuple[str, ...],
+        name: str,
+        entry_uuid: str,
+        requested: Any,
+        namespace_properties: dict[str, str],
     ) -> str:
+        """The requested location, else a new folder under the namespace's location: its own
+        ``location`` property when a user set one (as Hive, Glue and Java's JDBC catalog place
+        tables), else the default one ``loadNamespaceMetadata`` reports. Either way it must lie
+        inside the warehouse's allowed locations."""
         if requested:
             location = str(requested).rstrip("/")
             self._require_inside_warehouse(warehouse, location, "location")
             return location
+        parent = str(namespace_properties.get("location") or "").rstrip("/")
+        if parent:
+            self._require_inside_warehouse(warehouse, parent, "namespace location")
+        else:
+            parent = default_namespace_location(warehouse, namespace)
         # The uuid suffix keeps a re-created table or view from ever sharing files with a dropped one.
-        return f"{default_namespace_location(warehouse, namespace)}/{safe_segment(name)}-{entry_uuid.replace('-', '')}"
+        return f"{parent}/{safe_segment(name)}-{entry_uuid.replace('-', '')}"
 
     @staticmethod
     def allowed_roots(warehouse: WarehouseRow) -> list[Location]:

@@ -221,9 +221,11 @@ class TableService(EntryService):
     ) -> LoadedTable:
         warehouse = self.warehouses.get(prefix)
         name = check_name(request["name"], "table name")
-        self._require_namespace(warehouse, namespace)
+        namespace_properties = self._require_namespace(warehouse, namespace)
         table_uuid = str(uuid.uuid4())
-        location = self._location_for(warehouse, namespace, name, table_uuid, request.get("location"))
+        location = self._location_for(
+            warehouse, namespace, name, table_uuid, request.get("location"), namespace_properties
+        )
         metadata = rules.new_table_metadata(request, location=location, now_ms=now_ms(), table_uuid=table_uuid)
         self._require_inside_warehouse(warehouse, rules.metadata_directory(metadata), "write.metadata.path")
         text = rules.to_json(metadata)
@@ -343,7 +345,10 @@ class TableService(EntryService):
         base = self.parsed.parse(row.metadata_location, row.metadata) if row else None
         default_location = None
         if row is None:  # staged create: a location unless the updates set one
-            default_location = self._location_for(warehouse, change.namespace, change.name, str(uuid.uuid4()), None)
+            namespace_properties = self._require_namespace(warehouse, change.namespace)
+            default_location = self._location_for(
+                warehouse, change.namespace, change.name, str(uuid.uuid4()), None, namespace_properties
+            )
         new = rules.commit(
             base,
             change.requirements,

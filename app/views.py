@@ -57,9 +57,9 @@ class ViewService(EntryService):
     def create_view(self, prefix: str, namespace: tuple[str, ...], request: dict[str, Any]) -> LoadedView:
         warehouse = self.warehouses.get(prefix)
         name = check_name(request["name"], "view name")
-        self._require_namespace(warehouse, namespace)
+        properties = self._require_namespace(warehouse, namespace)
         view_uuid = str(uuid.uuid4())
-        location = self._location_for(warehouse, namespace, name, view_uuid, request.get("location"))
+        location = self._location_for(warehouse, namespace, name, view_uuid, request.get("location"), properties)
         metadata = rules.new_view_metadata(request, location=location, now_ms=now_ms(), view_uuid=view_uuid)
         self._require_inside_warehouse(warehouse, rules.metadata_directory(metadata), "write.metadata.path")
         self._require_name_free(warehouse, namespace, name)

@@ -103,6 +103,17 @@ def evaluate_targets(growler: dict[str, Any]) -> dict[str, dict[str, Any]]:
     workers = (growler.get("W9") or {}).get("workers") or []
     rss = max((w.get("rss_mb") or 0 for w in workers), default=None)
     check("W9", "<= 150 MB per worker", f"max RSS {_num(rss)} MB", None if rss is None else rss <= 150)
+    for key in ("W10_start", "W10_recycle"):
+        p99 = get(key, "latency_ms", "p99")
+        check(key, "p99 <= 20 ms in the first seconds", f"p99 {_num(p99, 2)} ms", None if p99 is None else p99 <= 20)
+    levels = {level["snapshots"]: level for level in get("W11", "levels") or []}
+    if levels:
+        first, last = levels[min(levels)], levels[max(levels)]
+        p50_first = (first["commit"].get("latency_ms") or {}).get("p50")
+        p50_last = (last["commit"].get("latency_ms") or {}).get("p50")
+        check("W11", f"commit p50 at {max(levels):,} snapshots <= 25 ms and <= 2x its p50 at {min(levels):,}",
+              f"{_num(p50_last, 2)} ms vs {_num(p50_first, 2)} ms",
+              None if not p50_first or not p50_last else p50_last <= 25 and p50_last <= 2 * p50_first)
     return out
 
 
@@ -196,6 +207,8 @@ def render_markdown(doc: dict[str, Any]) -> str:
     weed = ((peer.get("W9") or {}).get("weed") or {}).get("rss_mb")
     if weed:
         lines.append(f"- W9 peer: one `weed mini` process (catalog + S3 + filer + master + volume): {weed} MB")
+    lines.extend(_tails_lines(growler, peer))
+    lines.extend(_history_lines(growler, peer))
     targets = doc.get("targets") or {}
     if targets:
         lines.append("")
@@ -209,6 +222,61 @@ def render_markdown(doc: dict[str, Any]) -> str:
         lines.append("")
         lines.append("Peer gaps found by the probe (Growler has them): " + "; ".join(gaps) + ".")
     return "\n".join(lines)
+
+
+TAILS = [
+    ("W10_start", "W10 W1 in the first seconds after start"),
+    ("W10_recycle", "W10 W1 in the first seconds after a worker recycle"),
+    ("W10_64_W1", "W10 W1 at 64 connections"),
+    ("W10_64_W3", "W10 W3 at 64 connections"),
+]
+
+
+def _latency_cells(result: dict[str, Any] | None) -> list[str]:
+    if not result:
+        return ["-"] * 5
+    if "n/a" in result or "failed" in result:
+        return ["n/a" if "n/a" in result else "failed", "", "", "", ""]
+    lat = result.get("latency_ms") or {}
+    return [_num(result.get("rps")), *(_num(lat.get(k), 2) for k in ("p50", "p99", "p999", "max"))]
+
+
+def _tails_lines(growler: dict[str, Any], peer: dict[str, Any]) -> list[str]:
+    if not any(key in growler for key, _ in TAILS):
+        return []
+    lines = ["", "Tails (W10): the first seconds after a start (no warm-up) or a worker recycle, and p99.9 at "
+             "64 connections:", "",
+             "| workload | Growler req/s | p50 ms | p99 ms | p99.9 ms | max ms | peer req/s | p50 ms | p99 ms "
+             "| p99.9 ms | max ms |",
+             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for key, label in TAILS:
+        lines.append(f"| {label} | " + " | ".join(_latency_cells(growler.get(key)) + _latency_cells(peer.get(key)))
+                     + " |")
+    return lines
+
+
+def _history_lines(growler: dict[str, Any], peer: dict[str, Any]) -> list[str]:
+    def by_level(result: dict[str, Any]) -> dict[int, dict[str, Any]]:
+        return {level["snapshots"]: level for level in (result.get("W11") or {}).get("levels") or []}
+
+    mine, theirs = by_level(growler), by_level(peer)
+    if not mine:
+        return []
+    lines = ["", "History (W11): one writer's append commit and loadTable (16 connections) on a 40-column table "
+             "as its snapshots grow; CPU ms per request (app + PostgreSQL + S3):", "",
+             "| snapshots | Growler commit p50 ms | commit CPU ms | load req/s | load p50 ms | load CPU ms "
+             "| load bytes | peer commit p50 ms | peer load req/s |",
+             "|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for snapshots, level in sorted(mine.items()):
+        other = theirs.get(min(theirs, key=lambda n: abs(n - snapshots))) if theirs else {}
+        commit, load = level.get("commit") or {}, level.get("load") or {}
+        cells = [(commit.get("latency_ms") or {}).get("p50"),
+                 (commit.get("cpu_ms_per_request") or {}).get("server_total"),
+                 load.get("rps"), (load.get("latency_ms") or {}).get("p50"),
+                 (load.get("cpu_ms_per_request") or {}).get("server_total"), level.get("load_response_bytes"),
+                 ((other.get("commit") or {}).get("latency_ms") or {}).get("p50"), (other.get("load") or {}).get("rps")]
+        lines.append(f"| {snapshots:,} | " + " | ".join(_num(c, 2) for c in cells) + " |")
+    return lines
 
 
 def update_readme(doc: dict[str, Any], readme: Path = README) -> None:

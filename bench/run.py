@@ -6,7 +6,8 @@ For each target in turn (never both at once):
    (embedded PostgreSQL + SeaweedFS S3 + gunicorn with gunicorn.conf.py, GROWLER_WORKERS=2 unless
    set), then the peer, SeaweedFS's own Iceberg REST catalog (``weed mini -s3.port.iceberg``);
 2. seed it over HTTP (W8's 10,000-table namespace in Growler with one SQL INSERT, for speed);
-3. run W1-W8 from separate processes (wrk for reads, bench/load.py for writes), then W9, then W12
+3. run W1-W8 from separate processes (wrk for reads, bench/load.py for writes), then W9, W10 (tails),
+   W11 (history) and W12
    (scan planning, bench/planning.py);
 4. stop it.
 
@@ -34,9 +35,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import report, wrk
-from bench.targets import REPO, GrowlerTarget, PeerTarget, Target, make_root, remove_root
-from bench.workloads import Plan, run_all, seed
+from bench import report, tails, wrk
+from bench.targets import REPO, GrowlerTarget, PeerTarget, Target, http_json, make_root, remove_root
+from bench.workloads import Plan, run_all, run_wrk, seed
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 PEER_NOTES = [
@@ -95,10 +96,18 @@ def run_target(target: Target, plan: Plan, work_dir: Path) -> tuple[dict[str, An
     start = time.perf_counter()
     try:
         target.start()
-        log(f"{target.name} up in {time.perf_counter() - start:.1f} s at {target.api()}; seeding")
+        log(f"{target.name} up in {time.perf_counter() - start:.1f} s at {target.api()}")
+        first_seconds: dict[str, Any] = {}
+        if plan.runs("W10"):
+            log(f"{target.name}: W10 first seconds")
+            try:
+                first_seconds = {"W10_start": tails.cold(target, plan, run_wrk, http_json)}
+            except Exception as exc:  # noqa: BLE001 - a failed W10 must not lose W1-W12
+                first_seconds = {"W10_start": {"failed": f"{type(exc).__name__}: {exc}"[:2000]}}
+        log(f"{target.name}: seeding")
         seeded = seed(target, plan, work_dir)
         log(f"{target.name} seeded: {seeded['timings_s']}")
-        results = run_all(target, plan, seeded, work_dir, log)
+        results = {**first_seconds, **run_all(target, plan, seeded, work_dir, log)}
     finally:
         target.stop()
     summary = {k: v for k, v in seeded.items() if not k.endswith("_pages")}

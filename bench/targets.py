@@ -223,6 +223,12 @@ class GrowlerTarget(Target):
                 raise RuntimeError(f"not all {self.workers} gunicorn workers started; see {log}")
             time.sleep(0.1)
 
+    def recycle_worker(self) -> None:
+        """Replace one worker as ``GROWLER_MAX_REQUESTS`` does: it finishes what it serves and exits
+        (SIGTERM, gunicorn's graceful stop), and the arbiter starts a fresh one in its place."""
+        assert self.gunicorn is not None
+        os.kill(min(children(self.gunicorn.pid)), signal.SIGTERM)
+
     def stop(self) -> None:
         if self.gunicorn is not None:
             stop_process_group(self.gunicorn, [(signal.SIGTERM, 40.0)])

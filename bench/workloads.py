@@ -33,7 +33,7 @@ from typing import Any
 
 import httpx
 
-from bench import bodies, planning, wrk
+from bench import bodies, history, planning, tails, wrk
 from bench.targets import REPO, GrowlerTarget, Target, http_json
 
 NAMESPACES = [f"ns{i:03d}" for i in range(100)]
@@ -61,6 +61,12 @@ class Plan:
     w8_big: int
     w8_small: int
     seed_concurrency: int
+    # W10 (bench/tails.py): seconds measured after a start or a recycle
+    tail_s: int = 10
+    # W11 (bench/history.py): snapshot counts, appends and seconds of loads measured at each
+    history_levels: tuple[int, ...] = (100, 1000, 4000)
+    history_commits: int = 40
+    history_load_s: int = 5
     w12_files: int = 2000
     w12_commits: int = 4
     w12_concurrency: int = 4
@@ -72,6 +78,7 @@ class Plan:
     def make(cls, quick: bool, seed: int, wrk_threads: int, only: tuple[str, ...] = ()) -> Plan:
         if quick:
             return cls(quick, seed, 16, wrk_threads, 0, 1, 40, 100, 32, 16, 10, 2, 8, 2, 1, 300, 100, 16,
+                       tail_s=2, history_levels=(20, 100), history_commits=5, history_load_s=1,
                        w12_count=40, w12_warmup=8, only=only)
         return cls(quick, seed, 16, wrk_threads, 5, 20, 40, 100, 2000, 160, 300, 20, 8, 40, 2, 10_000, 100, 16,
                    only=only)
@@ -193,21 +200,23 @@ def page_paths(client: httpx.Client, target: Target, namespace: str, size: int) 
 
 
 def run_wrk(target: Target, plan: Plan, path: str, headers: dict[str, str] | None = None,
-            paths: list[str] | None = None, work_dir: Path | None = None) -> dict[str, Any]:
+            paths: list[str] | None = None, work_dir: Path | None = None, *, duration_s: float | None = None,
+            connections: int | None = None, warm: bool = True) -> dict[str, Any]:
+    """wrk against ``path`` (or ``paths``); ``warm=False`` measures from the first request (W10)."""
     url = target.api(path) if path else target.base_url + "/"
-    kwargs: dict[str, Any] = {"connections": plan.concurrency, "threads": plan.wrk_threads,
+    kwargs: dict[str, Any] = {"connections": connections or plan.concurrency, "threads": plan.wrk_threads,
                               "headers": {**target.headers, **(headers or {})}, "seed": plan.seed}
     if paths:
         paths_file = work_dir / f"paths-{target.name}-{abs(hash(tuple(paths))) % 10**8}.txt"
         paths_file.write_text("\n".join(paths) + "\n")
         kwargs.update(script="pages.lua", paths_file=paths_file)
-    if plan.warmup_s:
+    if warm and plan.warmup_s:
         wrk.run(url, duration_s=plan.warmup_s, **kwargs)  # warm-up, thrown away
-    else:  # quick mode: a few requests instead of wrk's shortest run (1 s)
+    elif warm:  # quick mode: a few requests instead of wrk's shortest run (1 s)
         for path in (paths or [urllib.parse.urlsplit(url).path])[:20]:
             http_json("GET", target.base_url + path, headers=kwargs["headers"])
     before, generator_before = target.cpu_seconds(), _children_cpu()
-    result = wrk.run(url, duration_s=plan.duration_s, **kwargs)
+    result = wrk.run(url, duration_s=duration_s or plan.duration_s, **kwargs)
     after, generator_after = target.cpu_seconds(), _children_cpu()
     result["cpu_ms_per_request"] = cpu_per_request(before, after, result["requests"])
     result["cpu_ms_per_request"]["generator"] = round(
@@ -323,8 +332,13 @@ def run_all(target: Target, plan: Plan, seeded: dict[str, Any], work_dir: Path, 
 
     step("W8_big", w8, "big")
     step("W8_small", w8, "small")
+    step("W10_64_W1", tails.wide, target, plan, run_wrk, f"namespaces/{NS_W1}")
+    step("W10_64_W3", tails.wide, target, plan, run_wrk, f"namespaces/{NS_W3}/tables/wide")
     if plan.runs("W9"):
         results["W9"] = target.memory()
+    step("W10_recycle", tails.after_recycle, target, plan, run_wrk)  # after W9: it replaces the workers
+    with _client(target, 1) as client:
+        step("W11", history.run, target, plan, run_generator, run_wrk, client)
 
     def w12() -> dict[str, Any]:
         if not planning.supports_planning(target):

@@ -63,7 +63,7 @@ def run(
         "requests": raw["requests"],
         "duration_s": round(seconds, 3),
         "rps": round(raw["requests"] / seconds, 1) if seconds > 0 else None,
-        "latency_ms": {k: round(lat[k] / 1000, 2) for k in ("p50", "p90", "p99", "mean", "max")},
+        "latency_ms": {k: round(lat[k] / 1000, 2) for k in ("p50", "p90", "p99", "p999", "mean", "max")},
         "errors": errors,
         "error_detail": {k: v for k, v in raw["errors"].items() if v},
         "bytes": raw["bytes"],

@@ -122,3 +122,40 @@ def test_report_shows_the_planning_workload_per_plan():
     cpu_rows = [line for line in text.splitlines() if line.startswith("| W12")]
     assert any("| 90.00 | 10.00 | 0.00 | 100 |" in line for line in cpu_rows)
     assert "334 file scan tasks of 2000 data files" in text and "3.5 polls" in text
+
+
+def test_history_seeding_batch_is_one_chain_on_main():
+    import random
+
+    from bench import history
+
+    body = history.append_batch("s3://b/t", random.Random(1), sequence=7, parent=42, count=3)
+    snapshots = [u["snapshot"] for u in body["updates"] if u["action"] == "add-snapshot"]
+    assert [s["sequence-number"] for s in snapshots] == [8, 9, 10]
+    assert [s.get("parent-snapshot-id") for s in snapshots] == [42, snapshots[0]["snapshot-id"],
+                                                                snapshots[1]["snapshot-id"]]
+    assert body["updates"][-1] == {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch",
+                                   "snapshot-id": snapshots[-1]["snapshot-id"]}
+    assert body["requirements"] == [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": 42}]
+
+
+def test_report_tails_and_history():
+    def level(snapshots, commit_p50):
+        return {"snapshots": snapshots, "commit": {"latency_ms": {"p50": commit_p50},
+                                                   "cpu_ms_per_request": {"server_total": 9.5}},
+                "load": {"rps": 800.0, "latency_ms": {"p50": 3.0}, "cpu_ms_per_request": {"server_total": 1.2}},
+                "load_response_bytes": 123456}
+
+    tail = {"rps": 900.0, "latency_ms": {"p50": 2.0, "p99": 15.0, "p999": 40.0, "max": 80.0}}
+    growler = {"W10_start": tail, "W10_recycle": {**tail, "latency_ms": {**tail["latency_ms"], "p99": 900.0}},
+               "W11": {"levels": [level(100, 11.0), level(1000, 15.0), level(4000, 21.0)]}}
+    peer = {"W10_start": tail, "W10_recycle": {"n/a": "one process"}, "W11": {"levels": [level(100, 20.0)]}}
+    targets = report.evaluate_targets(growler)
+    assert targets["W10_start"]["met"] and not targets["W10_recycle"]["met"]
+    assert targets["W11"]["met"]  # 21 ms <= 25 ms and <= 2 x 11 ms
+    growler["W11"]["levels"][-1]["commit"]["latency_ms"]["p50"] = 24.0
+    assert not report.evaluate_targets(growler)["W11"]["met"]  # under 25 ms but more than twice 11 ms
+    text = report.render_markdown({"results": {"growler": growler, "peer": peer}, "targets": targets,
+                                   "machine": {"cores": 2}, "settings": {"plan": {}}})
+    assert "| W10 W1 in the first seconds after a worker recycle | 900 | 2.00 | 900 | 40.00 | 80.00 | n/a |" in text
+    assert "| 4,000 | 24.00 | 9.50 | 800 | 3.00 | 1.20 | 123,456 | 20.00 | 800 |" in text
