@@ -19,11 +19,43 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from app.auth.config import AuthSettings
 from app.settings import S3Settings, Settings
 
 TEST_ACCESS_KEY = "growler-test"
 TEST_SECRET_KEY = "growler-test-secret"
 TEST_BUCKET = "growler-test-warehouse"
+# Authentication of the test servers: the bootstrap admin every test client authenticates as.
+TEST_CLIENT_ID = "test-admin"
+TEST_CLIENT_SECRET = "test-admin-secret"
+TEST_KEY_PASSWORD = "growler-test-key-password"
+
+
+def auth_settings_for_tests(**overrides: object) -> AuthSettings:
+    """Authentication on, Growler's own tokens, the test admin bootstrapped from these values."""
+    values: dict[str, object] = dict(
+        mode="oauth2",
+        key_password=TEST_KEY_PASSWORD,
+        bootstrap_client_id=TEST_CLIENT_ID,
+        bootstrap_client_secret=TEST_CLIENT_SECRET,
+    )
+    values.update(overrides)
+    return AuthSettings(**values)  # type: ignore[arg-type]
+
+
+def auth_env_for_tests() -> dict[str, str]:
+    """The same, for a server started as a process (tests/integration/conftest.py)."""
+    return {
+        "GROWLER_AUTH": "oauth2",
+        "GROWLER_TOKEN_KEY_PASSWORD": TEST_KEY_PASSWORD,
+        "GROWLER_BOOTSTRAP_CLIENT_ID": TEST_CLIENT_ID,
+        "GROWLER_BOOTSTRAP_CLIENT_SECRET": TEST_CLIENT_SECRET,
+    }
+
+
+# Every app this process builds (create_app reads the environment) and every server it starts
+# (their environment is a copy of this one) authenticates the same way.
+os.environ.update({"GROWLER_AUTH": "none"})
 
 
 @dataclass
