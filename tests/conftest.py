@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -158,3 +159,52 @@ def clean_catalog(app, services: Services) -> None:
 @pytest.fixture
 def unique() -> str:
     return "t" + uuid.uuid4().hex[:10]
+
+
+@pytest.fixture(scope="session")
+def auth_app(settings: Settings, app):
+    """An app with authentication on (own tokens), beside ``app``; polls the auth state often."""
+    from app import create_app
+
+    return create_app(settings, auth_settings_for_tests(poll_s=0.1))
+
+
+def fetch_token(client, client_id: str = TEST_CLIENT_ID, secret: str = TEST_CLIENT_SECRET) -> str:
+    response = client.post(
+        "/v1/oauth/tokens",
+        data={"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret, "scope": "catalog"},
+    )
+    assert response.status_code == 200, response.text
+    return response.json()["access_token"]
+
+
+@pytest.fixture(scope="session")
+def admin_token(auth_app) -> str:
+    return fetch_token(auth_app.test_client())
+
+
+@pytest.fixture
+def auth_client(auth_app, admin_token, clean_catalog):
+    """A test client of ``auth_app`` that sends the test admin's token with every request."""
+    return auth_app.test_client(headers={"Authorization": f"Bearer {admin_token}"})
+
+
+@pytest.fixture(scope="session")
+def token_forge(auth_app, settings):
+    from tests.auth_support import TokenForge
+
+    forge = TokenForge(settings.database_url, auth_settings_for_tests())
+    yield forge
+    forge.close()
+
+
+@pytest.fixture
+def expired_token(token_forge) -> str:
+    past = int(time.time()) - 3600
+    return token_forge.sign(TEST_CLIENT_ID, iat=past - 600, nbf=past - 600, exp=past)
+
+
+@pytest.fixture
+def foreign_token(token_forge) -> str:
+    """Right claims, signed by a key that is not the catalog's."""
+    return token_forge.sign(TEST_CLIENT_ID, stranger_key=True)

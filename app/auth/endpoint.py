@@ -91,6 +91,9 @@ class TokenEndpoint:
         else:
             raise OAuthError("invalid_client", "Client authentication required (client_id and client_secret)", 401)
         principal = await asyncio.to_thread(self.principals.authenticate, client_id, secret)
+        if principal is None and basic is not None and _form_decoded(basic) != basic:
+            # RFC 6749 form-encodes Basic credentials; PyIceberg sends them as they are: try both
+            principal = await asyncio.to_thread(self.principals.authenticate, *_form_decoded(basic))
         if principal is None:
             raise OAuthError("invalid_client", "Client authentication failed", 401, basic=basic is not None)
         return self._answer(principal.client_id, principal.generation, form.get("scope"))
@@ -160,7 +163,7 @@ async def _read_form(scope: Scope, receive: Receive) -> dict[str, str]:
 
 
 def _basic_credentials(scope: Scope) -> tuple[str, str] | None:
-    """(client_id, secret) from ``Authorization: Basic`` (each form-urlencoded, RFC 6749 2.3.1)."""
+    """(client_id, secret) from ``Authorization: Basic``, as sent (see ``_form_decoded``)."""
     header = next((v for k, v in scope["headers"] if k == b"authorization"), None)
     if header is None or not header[:6].lower() == b"basic ":
         return None
@@ -171,7 +174,11 @@ def _basic_credentials(scope: Scope) -> tuple[str, str] | None:
     client_id, sep, secret = decoded.partition(":")
     if not sep:
         raise OAuthError("invalid_client", "Malformed Basic credentials", 401, basic=True)
-    return unquote(client_id.replace("+", " ")), unquote(secret.replace("+", " "))
+    return client_id, secret
+
+
+def _form_decoded(pair: tuple[str, str]) -> tuple[str, str]:
+    return unquote(pair[0].replace("+", " ")), unquote(pair[1].replace("+", " "))
 
 
 async def _send(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> None:
