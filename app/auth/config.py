@@ -3,12 +3,13 @@
 Kept apart from ``app/settings.py`` so that authentication is wired in one place. Modes
 (``GROWLER_AUTH``):
 
-- ``oauth2`` (the default): every route but /healthz, /readyz and /metrics needs a bearer token,
-  either one Growler issued (``POST /v1/oauth/tokens``, unless ``GROWLER_OWN_TOKENS=false``) or,
-  with ``GROWLER_OIDC_ISSUER`` set, one from that identity provider - both at once when both
-  are configured.
-- ``none``: no authentication at all; only allowed when Growler listens on a loopback address
-  (``GROWLER_BIND``), so that turning it off cannot expose a catalog to the network.
+- ``oauth2`` (the default unless Growler listens on loopback only): every route but /healthz,
+  /readyz and /metrics needs a bearer token, either one Growler issued (``POST /v1/oauth/tokens``,
+  unless ``GROWLER_OWN_TOKENS=false``) or, with ``GROWLER_OIDC_ISSUER`` set, one from that
+  identity provider - both at once when both are configured.
+- ``none`` (the default on a loopback ``GROWLER_BIND``): no authentication at all; refused on any
+  other address, so that a catalog reachable from the network never runs open. ``make run`` and
+  the test suite turn ``oauth2`` on explicitly.
 """
 
 from __future__ import annotations
@@ -75,9 +76,10 @@ class AuthSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> AuthSettings:
         env = os.environ if env is None else env
+        bind = env.get("GROWLER_BIND") or DEFAULT_BIND
         settings = cls(
-            mode=(env.get("GROWLER_AUTH") or "oauth2").strip().lower(),
-            bind=env.get("GROWLER_BIND") or DEFAULT_BIND,
+            mode=(env.get("GROWLER_AUTH") or ("none" if is_loopback_bind(bind) else "oauth2")).strip().lower(),
+            bind=bind,
             own_tokens=(env.get("GROWLER_OWN_TOKENS") or "true").strip().lower() in {"1", "true", "yes", "on"},
             issuer=env.get("GROWLER_TOKEN_ISSUER") or "growler",
             audience=env.get("GROWLER_TOKEN_AUDIENCE") or "growler",

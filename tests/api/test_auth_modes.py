@@ -24,21 +24,31 @@ def test_loopback_binds(bind, loopback):
     assert is_loopback_bind(bind) is loopback
 
 
+def test_default_mode_depends_on_the_bind():
+    assert not AuthSettings.from_env({}).enabled  # 127.0.0.1:8181
+    assert AuthSettings.from_env({"GROWLER_BIND": "0.0.0.0:8181", "GROWLER_TOKEN_KEY_PASSWORD": "k"}).enabled
+    with pytest.raises(ValueError, match="GROWLER_TOKEN_KEY_PASSWORD"):
+        AuthSettings.from_env({"GROWLER_BIND": "0.0.0.0:8181"})  # never open on the network
+
+
 def test_auth_none_is_refused_off_loopback():
     assert not AuthSettings.from_env({"GROWLER_AUTH": "none", "GROWLER_BIND": "127.0.0.1:8181"}).enabled
     with pytest.raises(ValueError, match="loopback"):
         AuthSettings.from_env({"GROWLER_AUTH": "none", "GROWLER_BIND": "0.0.0.0:8181"})
 
 
+ON = {"GROWLER_AUTH": "oauth2"}
+
+
 @pytest.mark.parametrize(
     ("env", "message"),
     [
         ({"GROWLER_AUTH": "maybe"}, "GROWLER_AUTH"),
-        ({}, "GROWLER_TOKEN_KEY_PASSWORD"),
-        ({"GROWLER_TOKEN_KEY_PASSWORD": "k", "GROWLER_TOKEN_TTL_S": "0"}, "GROWLER_TOKEN_TTL_S"),
-        ({"GROWLER_TOKEN_KEY_PASSWORD": "k", "GROWLER_OIDC_ISSUER": "http://idp"}, "GROWLER_OIDC_AUDIENCE"),
-        ({"GROWLER_OWN_TOKENS": "false"}, "GROWLER_OIDC_ISSUER"),
-        ({"GROWLER_TOKEN_KEY_PASSWORD": "k", "GROWLER_BOOTSTRAP_CLIENT_ID": "a"}, "go together"),
+        ({"GROWLER_AUTH": "oauth2"}, "GROWLER_TOKEN_KEY_PASSWORD"),
+        ({**ON, "GROWLER_TOKEN_KEY_PASSWORD": "k", "GROWLER_TOKEN_TTL_S": "0"}, "GROWLER_TOKEN_TTL_S"),
+        ({**ON, "GROWLER_TOKEN_KEY_PASSWORD": "k", "GROWLER_OIDC_ISSUER": "http://idp"}, "GROWLER_OIDC_AUDIENCE"),
+        ({"GROWLER_AUTH": "oauth2", "GROWLER_OWN_TOKENS": "false"}, "GROWLER_OIDC_ISSUER"),
+        ({**ON, "GROWLER_TOKEN_KEY_PASSWORD": "k", "GROWLER_BOOTSTRAP_CLIENT_ID": "a"}, "go together"),
     ],
 )
 def test_settings_that_cannot_work_are_refused(env, message):
