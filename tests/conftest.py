@@ -54,9 +54,30 @@ def auth_env_for_tests() -> dict[str, str]:
     }
 
 
-# Every app this process builds (create_app reads the environment) and every server it starts
-# (their environment is a copy of this one) authenticates the same way.
-os.environ.update({"GROWLER_AUTH": "none"})
+# Every app this process builds (create_app reads the environment) authenticates; its test
+# clients send the test admin's token (``authenticated``). Servers started as processes get
+# authentication only when a test asks for it (tests/integration/conftest.py, ``server_env``).
+os.environ.update(auth_env_for_tests())
+TOKEN_RENEWAL_S = 1800  # well within the tokens' 3600 s
+_admin_tokens: dict[int, tuple[str, float]] = {}
+
+
+def authenticated(app):
+    """The app, its ``test_client()`` sending the test admin's bearer token with every request
+    (fetched from the app itself and renewed when it gets old); ``anonymous_client()`` sends none."""
+    plain = app.test_client
+
+    def test_client(**kwargs):
+        token, fetched = _admin_tokens.get(id(app), ("", 0.0))
+        if time.monotonic() - fetched > TOKEN_RENEWAL_S:
+            token = fetch_token(plain())
+            _admin_tokens[id(app)] = (token, time.monotonic())
+        headers = {"Authorization": f"Bearer {token}", **(kwargs.pop("headers", None) or {})}
+        return plain(headers=headers, **kwargs)
+
+    app.test_client = test_client
+    app.anonymous_client = plain
+    return app
 
 
 @dataclass
@@ -132,7 +153,7 @@ def settings(services: Services) -> Settings:
 def app(settings: Settings):
     from app import create_app
 
-    return create_app(settings)
+    return authenticated(create_app(settings))
 
 
 @pytest.fixture

@@ -28,6 +28,7 @@ from starlette.types import Receive, Scope, Send
 from app.auth.metrics import TOKEN_REQUESTS
 from app.auth.principals import PrincipalService
 from app.auth.tokens import ACCESS_TOKEN_TYPE, AuthFailure, TokenIssuer, TokenVerifier
+from app.errors import CatalogError
 
 PATH = "/v1/oauth/tokens"
 CLIENT_CREDENTIALS = "client_credentials"
@@ -59,6 +60,12 @@ class TokenEndpoint:
             form = await _read_form(scope, receive)
             grant = form.get("grant_type") or "missing"
             body = await self._grant(scope, form)
+        except CatalogError as exc:  # the database is unreachable (503): nothing was decided
+            TOKEN_REQUESTS.labels(_grant_label(grant), "unavailable").inc()
+            retry = [(name.lower().encode(), value.encode()) for name, value in exc.headers().items()]
+            error = "temporarily_unavailable" if exc.code == 503 else "server_error"
+            await _send(send, exc.code, {"error": error, "error_description": exc.message}, retry)
+            return
         except OAuthError as exc:
             TOKEN_REQUESTS.labels(_grant_label(grant), exc.error).inc()
             headers = [(b"www-authenticate", b'Basic realm="growler"')] if exc.basic else []

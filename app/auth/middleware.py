@@ -19,7 +19,7 @@ from app.auth.endpoint import PATH as TOKEN_PATH
 from app.auth.endpoint import TokenEndpoint
 from app.auth.metrics import AUTH_FAILURES
 from app.auth.tokens import AuthFailure, TokenVerifier
-from app.errors import error_body
+from app.errors import CatalogError, error_body
 from app.observability import PRINCIPAL
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
@@ -47,6 +47,10 @@ class AuthMiddleware:
             AUTH_FAILURES.labels(exc.reason).inc()
             await _unauthorized(send, exc)
             return
+        except CatalogError as exc:  # a principal or key not seen yet, and the database is down: 503
+            headers = [(k.lower().encode(), v.encode()) for k, v in exc.headers().items()]
+            await _send(send, exc.code, exc.body(), headers)
+            return
         extensions = scope.get("extensions")
         if extensions is not None:
             extensions[PRINCIPAL] = principal.name
@@ -67,12 +71,13 @@ def _bearer_token(scope: Scope) -> str:
 
 
 async def _unauthorized(send: Send, failure: AuthFailure) -> None:
-    body = json.dumps(error_body(failure.message, "NotAuthorizedException", 401)).encode()
     challenge = b"Bearer" if failure.reason == "missing" else b'Bearer error="invalid_token"'
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-        (b"www-authenticate", challenge),
-    ]
-    await send({"type": "http.response.start", "status": 401, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    body = error_body(failure.message, "NotAuthorizedException", 401)
+    await _send(send, 401, body, [(b"www-authenticate", challenge)])
+
+
+async def _send(send: Send, status: int, body: dict, headers: list[tuple[bytes, bytes]]) -> None:
+    raw = json.dumps(body).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode()), *headers]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": raw})
