@@ -108,13 +108,13 @@ class TokenVerifier:
         verified = self._verified.get(token)
         if verified is None:
             verified = await self._verify_signature(token, own_only)
+            self._verified.put(token, verified)
         elif own_only and verified.principal.source != OWN:
             raise AuthFailure("unknown_key")
         if time.time() > verified.expires_at:
             raise AuthFailure("expired")
         if verified.generation is not None:
             await self._check_principal(verified.principal.name, verified.generation)
-        self._verified.put(token, verified)
         return verified.principal
 
     def generation_of(self, client_id: str) -> int | None:
