@@ -112,3 +112,24 @@ def test_generated_bootstrap_admin_is_printed_once(empty_catalog_database, capsy
     write_credential_file(path, credential)
     assert path.read_text().strip() == f"admin:{credential.secret}"
     assert path.stat().st_mode & 0o077 == 0
+
+
+def test_the_principals_command(settings, app, monkeypatch, capsys):
+    from scripts.principals import main
+
+    monkeypatch.setenv("GROWLER_DATABASE_URL", settings.database_url)
+    client_id = _client_id()
+    assert main(["create", client_id]) == 0
+    first = capsys.readouterr().out.strip()
+    assert first.startswith(f"{client_id}:")
+    assert main(["rotate", client_id]) == 0
+    second = capsys.readouterr().out.strip()
+    assert second != first and second.startswith(f"{client_id}:")
+    assert main(["list"]) == 0
+    assert f"{client_id}\tgeneration 2" in capsys.readouterr().out
+    assert main(["delete", client_id]) == 0
+    assert main(["delete", client_id]) == 1
+    monkeypatch.setenv("GROWLER_TOKEN_KEY_PASSWORD", "growler-test-key-password")
+    monkeypatch.setenv("GROWLER_TOKEN_TTL_S", "3600")
+    assert main(["rotate-key"]) == 0
+    assert "new signing key" in capsys.readouterr().out
