@@ -5,6 +5,7 @@
 #   make test           run the test suite (PYTEST_ARGS="-k foo -x" to pass options)
 #   make lint           ruff
 #   make spark-jars     fetch the Iceberg Spark runtimes (3.5, 4.1) + AWS bundle (mvn) into .cache/spark-jars
+#   make keycloak       fetch Keycloak (mvn) into .cache/keycloak-<version>: the IdP of the OIDC tests
 #   make example        the Spark pipeline example (examples/pipeline.py) against a running make run
 #                       (SPARK_LINE=4.1: on Spark 4.1 instead of 3.5)
 #   make bench          catalog benchmarks vs. a peer; README.md "Benchmarks" (BENCH_QUICK=1: smoke run)
@@ -35,6 +36,9 @@ SPARK_JARS := $(SPARK_JARS_DIR)/iceberg-spark-runtime-3.5_2.12-$(ICEBERG_VERSION
               $(SPARK_JARS_DIR)/iceberg-spark-runtime-4.1_2.13-$(ICEBERG_VERSION).jar \
               $(SPARK_JARS_DIR)/iceberg-aws-bundle-$(ICEBERG_VERSION).jar
 MVN_DEPENDENCY_PLUGIN := org.apache.maven.plugins:maven-dependency-plugin:3.8.1
+# Keycloak, the real OIDC identity provider of tests/integration/test_oidc_keycloak.py (Java 17+).
+KEYCLOAK_VERSION := 26.4.0
+KEYCLOAK_HOME := .cache/keycloak-$(KEYCLOAK_VERSION)
 # Spark 3.5 runs on Java 8/11/17, Spark 4.1 on 17/21: prefer an installed JDK 17 for both.
 SPARK_JAVA_HOME ?= $(firstword $(wildcard /usr/lib/jvm/java-17-openjdk*))
 # make example SPARK_LINE=4.1: the interpreter of the line's PySpark runs the example.
@@ -95,7 +99,7 @@ $(call apt_install,maven)
 endef
 
 .PHONY: help venv venv-test run test lint bench clean distclean
-.PHONY: spark-jars venv-spark4 example
+.PHONY: spark-jars venv-spark4 example keycloak
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
@@ -153,7 +157,9 @@ test: venv-test
 
 # The Spark tests need the jars (fetched once, then found through GROWLER_SPARK_JARS) and the
 # Spark 4.1 interpreter (GROWLER_SPARK4_PYTHON).
-test: spark-jars venv-spark4
+test: spark-jars venv-spark4 keycloak
+test: export GROWLER_KEYCLOAK_HOME = $(abspath $(KEYCLOAK_HOME))
+test: export GROWLER_KEYCLOAK_JAVA_HOME = $(SPARK_JAVA_HOME)
 test example: export GROWLER_SPARK_JARS = $(abspath $(SPARK_JARS_DIR))
 test example: export GROWLER_SPARK_JAVA_HOME = $(SPARK_JAVA_HOME)
 test example: export GROWLER_SPARK4_PYTHON = $(abspath $(SPARK_PYTHON_4.1))
@@ -177,6 +183,24 @@ $(SPARK_JARS_DIR)/%-$(ICEBERG_VERSION).jar:
 	rm -f $(SPARK_JARS_DIR)/$*-*.jar
 	mv $(SPARK_JARS_DIR)/.tmp-$*/$*-$(ICEBERG_VERSION).jar $@
 	rm -rf $(SPARK_JARS_DIR)/.tmp-$*
+
+keycloak: $(KEYCLOAK_HOME)/bin/kc.sh
+
+# Fetched once (idempotent: an unpacked distribution is not fetched again), like the jars above:
+# mvn copies the tar.gz into a temporary directory, which is unpacked and moved in place whole.
+$(KEYCLOAK_HOME)/bin/kc.sh:
+	@$(call ensure_maven)
+	rm -rf .cache/.tmp-keycloak && mkdir -p .cache/.tmp-keycloak
+	for attempt in 1 2 3; do \
+	  if mvn -q -B -Dstyle.color=never $(MVN_DEPENDENCY_PLUGIN):copy \
+	      -Dartifact=org.keycloak:keycloak-quarkus-dist:$(KEYCLOAK_VERSION):tar.gz \
+	      -DoutputDirectory=.cache/.tmp-keycloak -Dmaven.wagon.http.retryHandler.count=3; then break; fi; \
+	  if [ $$attempt = 3 ]; then echo "error: could not fetch keycloak-quarkus-dist $(KEYCLOAK_VERSION)" >&2; exit 1; fi; \
+	  echo "mvn failed (attempt $$attempt); retrying"; sleep $$((attempt * 10)); \
+	done
+	tar -xzf .cache/.tmp-keycloak/keycloak-quarkus-dist-$(KEYCLOAK_VERSION).tar.gz -C .cache/.tmp-keycloak
+	rm -rf $(KEYCLOAK_HOME) && mv .cache/.tmp-keycloak/keycloak-$(KEYCLOAK_VERSION) $(KEYCLOAK_HOME)
+	rm -rf .cache/.tmp-keycloak
 
 # Against a running `make run` (another server: EXAMPLE_ARGS="--uri http://host:8181 --warehouse w").
 example: $(SPARK_VENV_$(SPARK_LINE)) spark-jars

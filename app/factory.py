@@ -18,6 +18,7 @@ from connexion.middleware.security import SecurityMiddleware
 from starlette.exceptions import HTTPException
 
 from app import limits, metrics
+from app.auth import Authentication, AuthMiddleware, AuthSettings
 from app.catalog import CatalogService, WarehouseDirectory
 from app.errors import CatalogError
 from app.fast_path import LoadTableFastPath
@@ -65,8 +66,9 @@ FUNCTIONS = "growler.functions"
 PLANS = "growler.plans"
 
 
-def create_app(settings: Settings | None = None) -> FlaskApp:
+def create_app(settings: Settings | None = None, auth_settings: AuthSettings | None = None) -> FlaskApp:
     settings = settings or Settings.from_env()
+    auth_settings = auth_settings or AuthSettings.from_env()  # refuses GROWLER_AUTH=none off loopback
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     configure_event_logs()  # request and commit lines: JSON
 
@@ -76,10 +78,12 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
     views = ViewService(settings, repository, objects, service.warehouses)
     idempotency_keys = IdempotencyRepository(database)
     housekeeper = Housekeeper(repository, objects, idempotency_keys, tables.purge_requested)
+    auth = Authentication(auth_settings, database)
     # PostgreSQL down at boot must not fail the worker (gunicorn would stop): see app/startup.py.
     startup = Startup([
         lambda: _migrate(settings.database_url),
         service.ensure_default_warehouse,
+        auth.start,
         housekeeper.start,
     ])
     startup.run(first_wait_s=STARTUP_WAIT_S)
@@ -98,6 +102,7 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
         async_database.bind_to_running_loop()
         yield
         startup.stop()
+        auth.stop()
         housekeeper.stop()
         planning.close()
         await async_database.close()
@@ -124,6 +129,8 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
     )
     app.add_middleware(LivenessMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION)  # logged, counted
     app.add_middleware(StartupGate, position=MiddlewarePosition.BEFORE_EXCEPTION, startup=startup)
+    # Every request but the probes is authenticated here, before the fast path and connexion.
+    app.add_middleware(AuthMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION, **auth.middleware_options())
     if settings.fast_reads:  # just inside observability: logged and counted like any request
         app.add_middleware(
             LoadTableFastPath,
@@ -214,9 +221,8 @@ def load_spec() -> dict:
 def _middlewares() -> list:
     """connexion's stack without its SecurityMiddleware.
 
-    The spec declares OAuth2/bearer security, but Growler does not authenticate (yet): deploy it
-    behind a proxy that does. Enforcing the declarations without token validators would only
-    answer 401 to every client.
+    The spec declares OAuth2/bearer security; Growler enforces it in ``app.auth.AuthMiddleware``,
+    in front of the loadTable fast path, which connexion's security would not cover.
     """
     return [m for m in ConnexionMiddleware.default_middlewares if m is not SecurityMiddleware]
 

@@ -32,6 +32,7 @@ from app.identifiers import UNIT_SEPARATOR, decoded_separator
 REQUEST_LOGGER = "growler.request"
 COMMIT_LOGGER = "growler.commit"
 ROUTING_CONTEXT = "connexion_routing"  # connexion.middleware.abstract.ROUTING_CONTEXT
+PRINCIPAL = "growler.principal"  # in scope["extensions"]: the authenticated principal (app/auth)
 _UNROUTED = {"/healthz": "healthz", "/readyz": "readyz", "/metrics": "metrics"}
 
 # The request id of the request being served; a2wsgi copies the context into the Flask thread.
@@ -116,7 +117,7 @@ class ObservabilityMiddleware:
             status = status or 500  # nothing sent: the server's error middleware answers 500
             operation = routing.get("operation_id") or _UNROUTED.get(scope["path"], "unmatched")
             metrics.observe_request(operation, status, seconds)
-            self._log(scope, request_id, operation, status, seconds, path_params)
+            self._log(scope, request_id, operation, status, seconds, path_params, extensions.get(PRINCIPAL))
             metrics.refresh_pool()
             request_id_var.reset(token)
 
@@ -128,6 +129,7 @@ class ObservabilityMiddleware:
         status: int,
         seconds: float,
         params: dict[str, Any],
+        principal: str | None = None,
     ) -> None:
         warehouse = params.get("prefix")
         if warehouse is None and scope.get("query_string"):
@@ -136,6 +138,7 @@ class ObservabilityMiddleware:
         fields = {
             "event": "request",
             "request_id": request_id,
+            "principal": principal,
             "method": scope["method"],
             "path": scope["path"],
             "operation": operation,

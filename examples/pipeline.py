@@ -9,6 +9,10 @@ or directly: ``.venv/bin/python examples/pipeline.py --uri http://127.0.0.1:8181
 holding ``iceberg-spark-runtime-3.5_2.12-*.jar`` or ``iceberg-spark-runtime-4.1_2.13-*.jar`` and
 ``iceberg-aws-bundle-*.jar``; ``make spark-jars`` puts them in ``.cache/spark-jars``).
 
+Growler authenticates every request: the script sends the credential (``client_id:secret``) from
+``--credential``, ``$GROWLER_CREDENTIAL`` or the file ``make run`` writes (``.growler/credential``);
+the Iceberg client fetches a token from ``/v1/oauth/tokens`` and refreshes it before it expires.
+
 Spark is told the catalog URL and the warehouse name, nothing else: the S3 endpoint, region and
 addressing style come from Growler's loadTable ``config``, the keys from its vended
 ``storage-credentials``. Every run replaces the tables of namespace ``demo``; each step commits
@@ -61,13 +65,13 @@ def find_jars(directory: Path, line: str) -> list[str]:
     return jars
 
 
-def spark_session(uri: str, warehouse: str, jars: list[str]):
+def spark_session(uri: str, warehouse: str, jars: list[str], credential: str | None = None):
     java_home = os.environ.get("GROWLER_SPARK_JAVA_HOME")
     if java_home:  # Spark 3.5 wants Java 8/11/17, 4.1 17/21; `make example` points this at a JDK 17
         os.environ["JAVA_HOME"] = java_home
     from pyspark.sql import SparkSession
 
-    return (
+    builder = (
         SparkSession.builder.master("local[2]")
         .appName("growler-pipeline-example")
         .config("spark.jars", ",".join(jars))
@@ -81,8 +85,18 @@ def spark_session(uri: str, warehouse: str, jars: list[str]):
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
     )
+    if credential:  # the Iceberg REST client's OAuth2 client credentials, refreshed by it
+        builder = builder.config("spark.sql.catalog.growler.credential", credential)
+    return builder.getOrCreate()
+
+
+def default_credential() -> str | None:
+    """``$GROWLER_CREDENTIAL``, else the bootstrap credential ``make run`` keeps in .growler/credential."""
+    if os.environ.get("GROWLER_CREDENTIAL"):
+        return os.environ["GROWLER_CREDENTIAL"]
+    path = Path(os.environ.get("GROWLER_DATA_DIR") or REPO / ".growler") / "credential"
+    return path.read_text().strip() if path.exists() else None
 
 
 def step(title: str) -> None:
@@ -152,12 +166,14 @@ def main() -> None:
     parser.add_argument(
         "--jars", type=Path, default=Path(os.environ.get("GROWLER_SPARK_JARS") or REPO / ".cache" / "spark-jars")
     )
+    parser.add_argument("--credential", default=None, help="client_id:secret (default: see the docstring)")
     args = parser.parse_args()
     from pyspark import __version__ as pyspark_version
 
     if not pyspark_version.startswith(args.spark_line + "."):
         sys.exit(f"--spark-line {args.spark_line} but this interpreter has PySpark {pyspark_version}")
-    spark = spark_session(args.uri, args.warehouse, find_jars(args.jars, args.spark_line))
+    credential = args.credential or default_credential()
+    spark = spark_session(args.uri, args.warehouse, find_jars(args.jars, args.spark_line), credential)
     try:
         run(spark)
     finally:

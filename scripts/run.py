@@ -9,6 +9,10 @@ Environment (the app reads the same names):
   GROWLER_BIND (127.0.0.1:8181), GROWLER_WORKERS (2, read by gunicorn.conf.py)
   GROWLER_DATA_DIR (<repo>/.growler)
   GROWLER_EMBEDDED_PG_PORT (54329), GROWLER_EMBEDDED_S3_PORT (8333)
+  GROWLER_AUTH (oauth2): the bootstrap admin's credential is kept in $GROWLER_DATA_DIR/credential
+  (``client_id:secret``, mode 0600; made on the first run unless GROWLER_BOOTSTRAP_CLIENT_ID/SECRET
+  are set), the signing keys' password in $GROWLER_DATA_DIR/token-key-password, unless
+  GROWLER_TOKEN_KEY_PASSWORD is set.
 
 Ctrl-C / SIGTERM stops gunicorn, then S3, then PostgreSQL, and exits 0. An embedded service that
 dies is started again (gunicorn's workers answer 503 meanwhile and recover by themselves).
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -118,6 +123,35 @@ def restart_embedded(name: str, svc: EmbeddedPostgres | EmbeddedS3, failures: di
     return True
 
 
+def local_auth(env: dict[str, str], data_dir: Path) -> Path | None:
+    """Authentication on by default, with its secrets kept in git-ignored files under ``data_dir``.
+
+    Returns the credential file the bootstrap admin's ``client_id:secret`` is in (None when
+    authentication is off or the bootstrap credential comes from the environment).
+    """
+    env.setdefault("GROWLER_AUTH", "oauth2")
+    if env["GROWLER_AUTH"] == "none":
+        return None
+    data_dir.mkdir(parents=True, exist_ok=True)
+    if not env.get("GROWLER_TOKEN_KEY_PASSWORD"):
+        env["GROWLER_TOKEN_KEY_PASSWORD"] = _kept_secret(data_dir / "token-key-password", secrets.token_urlsafe(32))
+    if env.get("GROWLER_BOOTSTRAP_CLIENT_ID"):
+        return None
+    credential = _kept_secret(data_dir / "credential", f"admin:{secrets.token_urlsafe(32)}")
+    env["GROWLER_BOOTSTRAP_CLIENT_ID"], _, env["GROWLER_BOOTSTRAP_CLIENT_SECRET"] = credential.partition(":")
+    return data_dir / "credential"
+
+
+def _kept_secret(path: Path, new: str) -> str:
+    """The file's content, or ``new`` written to it first (mode 0600)."""
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        tmp.touch(mode=0o600)
+        tmp.write_text(new + "\n")
+        tmp.replace(path)
+    return path.read_text().strip()
+
+
 def warehouse_bucket(location: str) -> str | None:
     parts = urlsplit(location)
     return parts.netloc if parts.scheme == "s3" and parts.netloc else None
@@ -131,6 +165,7 @@ def main() -> int:
     env.setdefault("GROWLER_WAREHOUSE_LOCATION", "s3://growler-warehouse/")
     env.setdefault("GROWLER_BIND", "127.0.0.1:8181")
     env.setdefault("PROMETHEUS_MULTIPROC_DIR", str(data_dir / "metrics"))  # emptied by gunicorn at start
+    credential_file = local_auth(env, data_dir)
     pg_port = _env_int(env, "GROWLER_EMBEDDED_PG_PORT", 54329)
     s3_port = _env_int(env, "GROWLER_EMBEDDED_S3_PORT", 8333)
 
@@ -199,6 +234,14 @@ def main() -> int:
                 f"{env['GROWLER_WAREHOUSE_LOCATION']}); Ctrl-C to stop",
                 flush=True,
             )
+            if credential_file is not None:
+                print(
+                    f"Authentication is on: the admin credential (client_id:secret) is in {credential_file}"
+                    " (Spark: credential=<that>; README.md, Authentication)",
+                    flush=True,
+                )
+            elif env["GROWLER_AUTH"] == "none":
+                print("Authentication is off (GROWLER_AUTH=none)", flush=True)
         else:
             log(f"gunicorn exited with {gunicorn.returncode} during startup")
             rc = gunicorn.returncode or 1

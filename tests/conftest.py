@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,11 +20,64 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from app.auth.config import AuthSettings
 from app.settings import S3Settings, Settings
 
 TEST_ACCESS_KEY = "growler-test"
 TEST_SECRET_KEY = "growler-test-secret"
 TEST_BUCKET = "growler-test-warehouse"
+# Authentication of the test servers: the bootstrap admin every test client authenticates as.
+TEST_CLIENT_ID = "test-admin"
+TEST_CLIENT_SECRET = "test-admin-secret"
+TEST_KEY_PASSWORD = "growler-test-key-password"
+
+
+def auth_settings_for_tests(**overrides: object) -> AuthSettings:
+    """Authentication on, Growler's own tokens, the test admin bootstrapped from these values."""
+    values: dict[str, object] = dict(
+        mode="oauth2",
+        key_password=TEST_KEY_PASSWORD,
+        bootstrap_client_id=TEST_CLIENT_ID,
+        bootstrap_client_secret=TEST_CLIENT_SECRET,
+    )
+    values.update(overrides)
+    return AuthSettings(**values)  # type: ignore[arg-type]
+
+
+def auth_env_for_tests() -> dict[str, str]:
+    """The same, for a server started as a process (tests/integration/conftest.py)."""
+    return {
+        "GROWLER_AUTH": "oauth2",
+        "GROWLER_TOKEN_KEY_PASSWORD": TEST_KEY_PASSWORD,
+        "GROWLER_BOOTSTRAP_CLIENT_ID": TEST_CLIENT_ID,
+        "GROWLER_BOOTSTRAP_CLIENT_SECRET": TEST_CLIENT_SECRET,
+    }
+
+
+# Every app this process builds (create_app reads the environment) authenticates; its test
+# clients send the test admin's token (``authenticated``). Servers started as processes get
+# authentication only when a test asks for it (tests/integration/conftest.py, ``server_env``).
+os.environ.update(auth_env_for_tests())
+TOKEN_RENEWAL_S = 1800  # well within the tokens' 3600 s
+_admin_tokens: dict[int, tuple[str, float]] = {}
+
+
+def authenticated(app):
+    """The app, its ``test_client()`` sending the test admin's bearer token with every request
+    (fetched from the app itself and renewed when it gets old); ``anonymous_client()`` sends none."""
+    plain = app.test_client
+
+    def test_client(**kwargs):
+        token, fetched = _admin_tokens.get(id(app), ("", 0.0))
+        if time.monotonic() - fetched > TOKEN_RENEWAL_S:
+            token = fetch_token(plain())
+            _admin_tokens[id(app)] = (token, time.monotonic())
+        headers = {"Authorization": f"Bearer {token}", **(kwargs.pop("headers", None) or {})}
+        return plain(headers=headers, **kwargs)
+
+    app.test_client = test_client
+    app.anonymous_client = plain
+    return app
 
 
 @dataclass
@@ -99,7 +153,7 @@ def settings(services: Services) -> Settings:
 def app(settings: Settings):
     from app import create_app
 
-    return create_app(settings)
+    return authenticated(create_app(settings))
 
 
 @pytest.fixture
@@ -126,3 +180,52 @@ def clean_catalog(app, services: Services) -> None:
 @pytest.fixture
 def unique() -> str:
     return "t" + uuid.uuid4().hex[:10]
+
+
+@pytest.fixture(scope="session")
+def auth_app(settings: Settings, app):
+    """An app with authentication on (own tokens), beside ``app``; polls the auth state often."""
+    from app import create_app
+
+    return create_app(settings, auth_settings_for_tests(poll_s=0.1))
+
+
+def fetch_token(client, client_id: str = TEST_CLIENT_ID, secret: str = TEST_CLIENT_SECRET) -> str:
+    response = client.post(
+        "/v1/oauth/tokens",
+        data={"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret, "scope": "catalog"},
+    )
+    assert response.status_code == 200, response.text
+    return response.json()["access_token"]
+
+
+@pytest.fixture(scope="session")
+def admin_token(auth_app) -> str:
+    return fetch_token(auth_app.test_client())
+
+
+@pytest.fixture
+def auth_client(auth_app, admin_token, clean_catalog):
+    """A test client of ``auth_app`` that sends the test admin's token with every request."""
+    return auth_app.test_client(headers={"Authorization": f"Bearer {admin_token}"})
+
+
+@pytest.fixture(scope="session")
+def token_forge(auth_app, settings):
+    from tests.auth_support import TokenForge
+
+    forge = TokenForge(settings.database_url, auth_settings_for_tests())
+    yield forge
+    forge.close()
+
+
+@pytest.fixture
+def expired_token(token_forge) -> str:
+    past = int(time.time()) - 3600
+    return token_forge.sign(TEST_CLIENT_ID, iat=past - 600, nbf=past - 600, exp=past)
+
+
+@pytest.fixture
+def foreign_token(token_forge) -> str:
+    """Right claims, signed by a key that is not the catalog's."""
+    return token_forge.sign(TEST_CLIENT_ID, stranger_key=True)

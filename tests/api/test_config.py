@@ -49,7 +49,8 @@ def _concrete(path: str) -> str:
 
 def test_operations_not_advertised_answer_406(client):
     advertised = set(client.get("/v1/config").json()["endpoints"])
-    missing = [(m, p, op) for m, p, op in OPERATIONS if f"{m} {p}" not in advertised]
+    # getToken is served in front of connexion (app/auth/endpoint.py, tests/api/test_auth_tokens.py)
+    missing = [(m, p, op) for m, p, op in OPERATIONS if f"{m} {p}" not in advertised and op != "getToken"]
     for method, path, operation_id in missing:
         kwargs = {"json": {}} if method in {"POST", "PUT"} else {}
         response = client.request(method, _concrete(path), **kwargs)

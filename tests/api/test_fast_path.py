@@ -15,6 +15,7 @@ import pytest
 from app.fast_path import LoadTableFastPath
 from storage.repository import AsyncEntryReader
 from tests.api.tables_support import PREFIX, append, create_request, table_url
+from tests.conftest import authenticated
 
 VARYING_HEADERS = {"x-request-id", "date"}
 
@@ -23,7 +24,7 @@ VARYING_HEADERS = {"x-request-id", "date"}
 def full_stack_client(settings):
     from app import create_app
 
-    return create_app(dataclasses.replace(settings, fast_reads=False)).test_client()
+    return authenticated(create_app(dataclasses.replace(settings, fast_reads=False))).test_client()
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +34,7 @@ def fast_client(settings):
     each request in a new loop, where the fast path reads through the service instead)."""
     from app import create_app
 
-    with create_app(settings).test_client() as client:
+    with authenticated(create_app(settings)).test_client() as client:
         yield client
 
 

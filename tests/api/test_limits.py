@@ -16,7 +16,7 @@ import pytest
 
 from app.limits import Limits
 from tests.api.tables_support import PREFIX, TextStore, create_request, snapshot, table_url, tables_url
-from tests.conftest import TEST_BUCKET
+from tests.conftest import TEST_BUCKET, authenticated
 
 LIMITS = Limits()
 NS = f"{PREFIX}/namespaces"
@@ -219,7 +219,7 @@ def small_client(settings, clean_catalog):
     from app import create_app
 
     limits = dataclasses.replace(Limits(), max_metadata_bytes=64 * 1024, max_inflated_bytes=256 * 1024)
-    return create_app(dataclasses.replace(settings, limits=limits)).test_client()
+    return authenticated(create_app(dataclasses.replace(settings, limits=limits))).test_client()
 
 
 def metadata_of(client) -> dict:
@@ -321,7 +321,7 @@ def test_the_deepest_configurable_nesting_is_never_a_server_error(settings, clea
     from app import create_app
 
     deepest = dataclasses.replace(Limits(), max_json_depth=160)
-    client = create_app(dataclasses.replace(settings, limits=deepest)).test_client()
+    client = authenticated(create_app(dataclasses.replace(settings, limits=deepest))).test_client()
     assert client.post(NS, json={"namespace": ["db"]}).status_code == 200
     accepted, _ = post(client, tables_url(), {"name": "deepest", "schema": nested_schema(51)})  # 158 levels
     assert accepted.status_code == 200, accepted.text

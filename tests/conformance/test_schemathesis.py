@@ -51,6 +51,7 @@ from schemathesis.specs.openapi.checks import (
 
 from app.factory import load_spec
 from app.resolver import implemented_endpoints
+from tests.conftest import TEST_CLIENT_ID, TEST_CLIENT_SECRET, auth_env_for_tests
 from tests.integration.conftest import Server, start_server, stop_server
 
 EXAMPLES = int(os.environ.get("GROWLER_SCHEMATHESIS_EXAMPLES", "25"))
@@ -92,7 +93,7 @@ VIEWS = "POST /v1/{prefix}/namespaces/{namespace}/views" in ENDPOINTS
 @pytest.fixture(scope="module")
 def live(settings, app, tmp_path_factory) -> Iterator[Server]:
     # `app` first: it migrates the database, so the workers start against a ready schema
-    running = start_server(settings, tmp_path_factory.mktemp("schemathesis-gunicorn"))
+    running = start_server(settings, tmp_path_factory.mktemp("schemathesis-gunicorn"), auth_env_for_tests())
     try:
         yield running
     finally:
@@ -101,7 +102,11 @@ def live(settings, app, tmp_path_factory) -> Iterator[Server]:
 
 @pytest.fixture(scope="module")
 def http(live) -> Iterator[requests.Session]:
+    """Every request with the test admin's token (the server authenticates)."""
     with requests.Session() as session:
+        token = session.post(f"{live.url}/v1/oauth/tokens", data={
+            "grant_type": "client_credentials", "client_id": TEST_CLIENT_ID, "client_secret": TEST_CLIENT_SECRET})
+        session.headers["Authorization"] = f"Bearer {token.json()['access_token']}"
         yield session
 
 
@@ -353,6 +358,17 @@ def test_covers_every_advertised_operation(live, http, operations):
     advertised = http.get(f"{live.url}/v1/config", params={"warehouse": WAREHOUSE}).json()["endpoints"]
     assert sorted(advertised) == sorted(ENDPOINTS), "test_operation_conforms must run over what /v1/config lists"
     assert set(ENDPOINTS) <= set(operations), "advertised operations missing from the yaml"
+
+
+def test_without_a_token_every_operation_is_401(live, http):
+    advertised = http.get(f"{live.url}/v1/config", params={"warehouse": WAREHOUSE}).json()["endpoints"]
+    values = {"prefix": WAREHOUSE, "namespace": SEED_NAMESPACE, "table": SEED_TABLE, "view": SEED_VIEW}
+    for endpoint in advertised:
+        method, path = endpoint.split(" ", 1)
+        url = live.url + re.sub(r"\{([^}]+)\}", lambda m: values.get(m.group(1), "x"), path)
+        response = requests.request(method, url, json={} if method in ("POST", "PUT") else None, timeout=30)
+        assert response.status_code == 401, (endpoint, response.status_code)
+        assert response.headers["www-authenticate"].startswith("Bearer"), endpoint
 
 
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE], ids=lambda m: m.value)

@@ -41,6 +41,8 @@ def server_env(settings, bind: str) -> dict[str, str]:
         GROWLER_S3_REGION=settings.s3.region,
         GROWLER_WORKERS=os.environ.get("GROWLER_TEST_WORKERS", "2"),
         GROWLER_VALIDATE_RESPONSES="true",
+        # Servers authenticate only when a test asks (start_server's extra_env: auth_env_for_tests())
+        GROWLER_AUTH="none",
     )
     return env
 

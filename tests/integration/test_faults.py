@@ -250,7 +250,16 @@ def test_make_run_survives_postgres_dying_while_a_worker_restarts(tmp_path):
                  "PostgreSQL restarted")
         wait_for(lambda: run.poll() is not None or timed_get(f"{url}/readyz")[0] == 200, 120, "ready again")
         assert run.poll() is None, log_path.read_text(errors="replace")
-        assert httpx.post(f"{url}/v1/namespaces", json={"namespace": ["after"]}, timeout=10).status_code == 200
+        # make run serves with authentication on, the admin credential in a file it names
+        credential = tmp_path / "data" / "credential"
+        assert str(credential) in log_path.read_text(errors="replace")
+        client_id, _, secret = credential.read_text().strip().partition(":")
+        token = httpx.post(f"{url}/v1/oauth/tokens", timeout=30, data={
+            "grant_type": "client_credentials", "client_id": client_id, "client_secret": secret}).json()["access_token"]
+        headers = {"Authorization": f"Bearer {token}"}
+        assert httpx.post(f"{url}/v1/namespaces", json={"namespace": ["after"]}, timeout=10).status_code == 401
+        response = httpx.post(f"{url}/v1/namespaces", json={"namespace": ["after"]}, headers=headers, timeout=10)
+        assert response.status_code == 200
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGTERM)

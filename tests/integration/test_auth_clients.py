@@ -1,0 +1,140 @@
+"""Real clients against a gunicorn server with authentication on (two workers).
+
+- PyIceberg with the legacy ``credential`` property (client_secret_post) and with the
+  ``auth: {type: oauth2}`` block (HTTP Basic);
+- invalidation across workers: a principal deleted in the database is refused by every worker
+  within about a second;
+- Spark (Java REST client, ``credential=id:secret``) with tokens that expire every 10 seconds,
+  committing and reading for a minute: it refreshes by token exchange and never sees a 401.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import httpx
+import pytest
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField
+
+from app.auth.principals import PrincipalService
+from storage.db import Database
+from storage.principals import PrincipalRepository
+from tests.conftest import TEST_CLIENT_ID, TEST_CLIENT_SECRET, auth_env_for_tests
+from tests.integration.conftest import start_server, stop_server
+
+CREDENTIAL = f"{TEST_CLIENT_ID}:{TEST_CLIENT_SECRET}"
+SHORT_TTL_S = 10
+
+
+@pytest.fixture(scope="module")
+def auth_server(settings, app, tmp_path_factory):
+    running = start_server(settings, tmp_path_factory.mktemp("auth-gunicorn"), auth_env_for_tests())
+    try:
+        yield running
+    finally:
+        stop_server(running)
+
+
+@pytest.fixture(scope="module")
+def principals(settings):
+    database = Database(settings.database_url, max_size=1)
+    database.open()
+    yield PrincipalService(PrincipalRepository(database))
+    database.close()
+
+
+def _token(url: str, client_id: str = TEST_CLIENT_ID, secret: str = TEST_CLIENT_SECRET) -> str:
+    response = httpx.post(f"{url}/v1/oauth/tokens", data={
+        "grant_type": "client_credentials", "client_id": client_id, "client_secret": secret})
+    assert response.status_code == 200, response.text
+    return response.json()["access_token"]
+
+
+def test_the_server_refuses_anonymous_requests(auth_server):
+    response = httpx.get(f"{auth_server.url}/v1/config")
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"].startswith("Bearer")
+    assert httpx.get(f"{auth_server.url}/readyz").status_code == 200
+
+
+@pytest.mark.parametrize("style", ["credential", "auth-block"])
+def test_pyiceberg(auth_server, style):
+    if style == "credential":
+        options = {"credential": CREDENTIAL}
+    else:
+        options = {"auth": {"type": "oauth2", "oauth2": {
+            "client_id": TEST_CLIENT_ID, "client_secret": TEST_CLIENT_SECRET,
+            "token_url": f"{auth_server.url}/v1/oauth/tokens", "scope": "catalog"}}}
+    catalog = RestCatalog("growler", uri=auth_server.url, warehouse=auth_server.warehouse, **options)
+    namespace = "py_" + uuid.uuid4().hex[:8]
+    catalog.create_namespace(namespace)
+    schema = Schema(NestedField(1, "id", LongType(), required=False))
+    catalog.create_table((namespace, "t"), schema)
+    assert catalog.load_table((namespace, "t")).schema().find_field("id")
+    assert (namespace, "t") in catalog.list_tables(namespace)
+    catalog.drop_table((namespace, "t"))
+    catalog.drop_namespace(namespace)
+
+
+def test_deletion_reaches_every_worker_within_a_second(auth_server, principals):
+    credential = principals.create("w-" + uuid.uuid4().hex[:10])
+    headers = {"Authorization": f"Bearer {_token(auth_server.url, credential.client_id, credential.secret)}"}
+    # no keep-alive: each request may land on either worker
+    assert all(httpx.get(f"{auth_server.url}/v1/config", headers=headers).status_code == 200 for _ in range(10))
+    assert principals.delete(credential.client_id)
+    deleted_at = time.monotonic()
+    # Every worker refuses from some moment on: 20 refusals in a row (on either worker), the first
+    # of them within a few seconds of the deletion (each worker polls every 0.5 s).
+    streak_started, streak = deleted_at, 0
+    while streak < 20:
+        assert time.monotonic() - deleted_at < 30, "the token is still accepted"
+        now = time.monotonic()
+        if httpx.get(f"{auth_server.url}/v1/config", headers=headers).status_code == 401:
+            streak_started, streak = (now, 1) if streak == 0 else (streak_started, streak + 1)
+        else:
+            streak = 0
+    assert streak_started - deleted_at < 3
+
+
+@pytest.fixture(scope="module")
+def short_ttl_server(settings, app, tmp_path_factory):
+    env = {**auth_env_for_tests(), "GROWLER_TOKEN_TTL_S": str(SHORT_TTL_S)}
+    running = start_server(settings, tmp_path_factory.mktemp("short-ttl-gunicorn"), env)
+    try:
+        yield running
+    finally:
+        stop_server(running)
+
+
+def _metric(url: str, sample: str) -> float:
+    for line in httpx.get(f"{url}/metrics").text.splitlines():
+        if line.startswith(sample + " "):
+            return float(line.split()[-1])
+    return 0.0
+
+
+@pytest.mark.slow
+def test_spark_keeps_working_while_its_tokens_expire(short_ttl_server):
+    from tests.integration.spark_support import RemoteSpark
+
+    spark = RemoteSpark("3.5", short_ttl_server.url, short_ttl_server.warehouse, credential=CREDENTIAL)
+    try:
+        spark.sql("CREATE NAMESPACE IF NOT EXISTS growler.refresh")
+        spark.sql("CREATE TABLE growler.refresh.t (id bigint) USING iceberg")
+        start, commits = time.monotonic(), 0
+        while time.monotonic() - start < 60:
+            commits += 1
+            spark.sql(f"INSERT INTO growler.refresh.t VALUES ({commits})")
+            assert spark.sql("SELECT count(*) AS n FROM growler.refresh.t").collect()[0]["n"] == commits
+        assert commits >= 3
+        spark.sql("DROP TABLE growler.refresh.t PURGE")
+    finally:
+        spark.stop()
+    url = short_ttl_server.url
+    refreshed = _metric(url, 'growler_token_requests_total{grant="token_exchange",outcome="issued"}')
+    fetched = _metric(url, 'growler_token_requests_total{grant="client_credentials",outcome="issued"}')
+    assert refreshed + fetched >= 60 // SHORT_TTL_S  # a new token at least every TTL
+    assert _metric(url, 'growler_auth_failures_total{reason="expired"}') == 0
