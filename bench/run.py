@@ -43,7 +43,7 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 PEER_NOTES = [
     "The peer keeps catalog state in its own filer (no PostgreSQL) and is one Go process that is also "
     "the S3 server; Growler runs PostgreSQL, SeaweedFS S3 and 2 gunicorn workers.",
-    "The peer checks a bearer token (HS256 JWT) on every request; Growler does not authenticate.",
+    "Both check a bearer token on every request: the peer an HS256 JWT, Growler an RS256 JWT it issued.",
     "Growler writes one JSON log line per request and keeps Prometheus metrics; the peer logs nothing "
     "per request at its default verbosity.",
     "W8: Growler's 10,000 tables are inserted with SQL, the peer's created over HTTP (it has no database "

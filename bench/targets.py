@@ -189,6 +189,11 @@ class GrowlerTarget(Target):
             "PROMETHEUS_MULTIPROC_DIR": str(self.root / "metrics"),
             "GROWLER_S3_ACCESS_KEY": DEV_S3_ACCESS_KEY,
             "GROWLER_S3_SECRET_KEY": DEV_S3_SECRET_KEY,
+            # authenticated as in production (every request verifies a bearer token), like the peer
+            "GROWLER_AUTH": "oauth2",
+            "GROWLER_TOKEN_KEY_PASSWORD": "bench-key-password",
+            "GROWLER_BOOTSTRAP_CLIENT_ID": "bench",
+            "GROWLER_BOOTSTRAP_CLIENT_SECRET": "bench-secret",
         })
         self.postgres = EmbeddedPostgres(self.root / "postgres", free_port())
         self.postgres.start()
@@ -212,6 +217,12 @@ class GrowlerTarget(Target):
             raise RuntimeError(f"gunicorn exited during start-up; see {self.root / 'gunicorn.log'}")
         self.base_url = f"http://{LOCALHOST}:{port}"
         self._wait_workers()
+        status, _, token = http_json("POST", f"{self.base_url}/v1/oauth/tokens", form={
+            "grant_type": "client_credentials", "client_id": "bench", "client_secret": "bench-secret",
+            "scope": "catalog"})
+        if status != 200:
+            raise RuntimeError(f"Growler refused the bench's token request ({status}): {token}")
+        self.headers = {"Authorization": f"Bearer {token['access_token']}"}
         self.discover_prefix()
 
     def _wait_workers(self, timeout: float = 90.0) -> None:

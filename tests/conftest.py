@@ -30,6 +30,8 @@ TEST_BUCKET = "growler-test-warehouse"
 TEST_CLIENT_ID = "test-admin"
 TEST_CLIENT_SECRET = "test-admin-secret"
 TEST_KEY_PASSWORD = "growler-test-key-password"
+# Spark's and PyIceberg's ``credential`` property for that admin (client id:secret).
+TEST_CREDENTIAL = f"{TEST_CLIENT_ID}:{TEST_CLIENT_SECRET}"
 
 
 def auth_settings_for_tests(**overrides: object) -> AuthSettings:

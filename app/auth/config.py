@@ -3,13 +3,14 @@
 Kept apart from ``app/settings.py`` so that authentication is wired in one place. Modes
 (``GROWLER_AUTH``):
 
-- ``oauth2`` (the default unless Growler listens on loopback only): every route but /healthz,
+- ``oauth2`` (the default): every route but /healthz,
   /readyz and /metrics needs a bearer token, either one Growler issued (``POST /v1/oauth/tokens``,
   unless ``GROWLER_OWN_TOKENS=false``) or, with ``GROWLER_OIDC_ISSUER`` set, one from that
   identity provider - both at once when both are configured.
-- ``none`` (the default on a loopback ``GROWLER_BIND``): no authentication at all; refused on any
-  other address, so that a catalog reachable from the network never runs open. ``make run`` and
-  the test suite turn ``oauth2`` on explicitly.
+- ``none``: no authentication at all, only when asked for and only on a loopback
+  ``GROWLER_BIND`` (refused on any other address, so that a catalog reachable from the network
+  never runs open; note that a reverse proxy on the same host makes loopback reachable, so
+  ``none`` is for a developer's laptop). Secure by default: nothing set means ``oauth2``.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ class AuthSettings:
         env = os.environ if env is None else env
         bind = env.get("GROWLER_BIND") or DEFAULT_BIND
         settings = cls(
-            mode=(env.get("GROWLER_AUTH") or ("none" if is_loopback_bind(bind) else "oauth2")).strip().lower(),
+            mode=(env.get("GROWLER_AUTH") or "oauth2").strip().lower(),
             bind=bind,
             own_tokens=(env.get("GROWLER_OWN_TOKENS") or "true").strip().lower() in {"1", "true", "yes", "on"},
             issuer=env.get("GROWLER_TOKEN_ISSUER") or "growler",

@@ -24,11 +24,13 @@ def test_loopback_binds(bind, loopback):
     assert is_loopback_bind(bind) is loopback
 
 
-def test_default_mode_depends_on_the_bind():
-    assert not AuthSettings.from_env({}).enabled  # 127.0.0.1:8181
-    assert AuthSettings.from_env({"GROWLER_BIND": "0.0.0.0:8181", "GROWLER_TOKEN_KEY_PASSWORD": "k"}).enabled
-    with pytest.raises(ValueError, match="GROWLER_TOKEN_KEY_PASSWORD"):
-        AuthSettings.from_env({"GROWLER_BIND": "0.0.0.0:8181"})  # never open on the network
+def test_authentication_is_on_unless_turned_off():
+    """Secure by default: nothing set is oauth2 on any bind, loopback included (a proxy on the same
+    host makes loopback reachable); without its key password it refuses to start, never runs open."""
+    for bind in ("127.0.0.1:8181", "0.0.0.0:8181"):
+        assert AuthSettings.from_env({"GROWLER_BIND": bind, "GROWLER_TOKEN_KEY_PASSWORD": "k"}).enabled
+        with pytest.raises(ValueError, match="GROWLER_TOKEN_KEY_PASSWORD"):
+            AuthSettings.from_env({"GROWLER_BIND": bind})
 
 
 def test_auth_none_is_refused_off_loopback():

@@ -14,7 +14,21 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.conftest import TEST_CREDENTIAL, auth_env_for_tests
+from tests.integration.bearer import BEARER, BearerForTestServers
+
 REPO = Path(__file__).resolve().parents[2]
+
+
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _bearer_for_test_servers() -> Iterator[BearerForTestServers]:
+    BEARER.install()
+    try:
+        yield BEARER
+    finally:
+        BEARER.uninstall()
 
 
 @dataclass
@@ -41,13 +55,15 @@ def server_env(settings, bind: str) -> dict[str, str]:
         GROWLER_S3_REGION=settings.s3.region,
         GROWLER_WORKERS=os.environ.get("GROWLER_TEST_WORKERS", "2"),
         GROWLER_VALIDATE_RESPONSES="true",
-        # Servers authenticate only when a test asks (start_server's extra_env: auth_env_for_tests())
-        GROWLER_AUTH="none",
+        # authentication on, the test admin bootstrapped (tests' HTTP calls: BearerForTestServers)
+        **auth_env_for_tests(),
     )
     return env
 
 
-def start_server(settings, tmp_dir: Path, extra_env: dict[str, str] | None = None) -> Server:
+def start_server(settings, tmp_dir: Path, extra_env: dict[str, str] | None = None, bearer: bool = True) -> Server:
+    """gunicorn serving Growler; ``bearer``: the tests' httpx calls to it carry the admin's token
+    (``BearerForTestServers``); False for tests of what an anonymous caller gets."""
     from scripts.services import free_port
 
     port = free_port()
@@ -65,6 +81,8 @@ def start_server(settings, tmp_dir: Path, extra_env: dict[str, str] | None = Non
             start_new_session=True,
         )
     server = Server(f"http://127.0.0.1:{port}", settings.warehouse, process, log_path)
+    if bearer:
+        BEARER.register(server.url)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -108,7 +126,7 @@ def spark(request, server):
     """
     from tests.integration.spark_support import RemoteSpark
 
-    session = RemoteSpark(request.param, server.url, server.warehouse)
+    session = RemoteSpark(request.param, server.url, server.warehouse, credential=TEST_CREDENTIAL)
     try:
         yield session
     finally:

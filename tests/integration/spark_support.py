@@ -31,6 +31,7 @@ import threading
 from multiprocessing.connection import Listener
 from pathlib import Path
 
+from tests.conftest import TEST_CREDENTIAL
 from tests.integration.spark_driver import ROW
 
 REPO = Path(__file__).resolve().parents[2]
@@ -95,8 +96,10 @@ def spark_env() -> dict[str, str]:
 
 
 def catalog_conf(uri: str, warehouse: str, catalog: str = CATALOG, **options: str) -> dict[str, str]:
-    """The whole Iceberg side of the configuration: a REST catalog at ``uri``, nothing about S3."""
+    """The whole Iceberg side of the configuration: a REST catalog at ``uri``, nothing about S3;
+    the test admin's ``credential`` (every test server authenticates) unless ``options`` give one."""
     prefix = f"spark.sql.catalog.{catalog}"
+    options = {"credential": TEST_CREDENTIAL, **options}
     conf = {
         "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
         prefix: "org.apache.iceberg.spark.SparkCatalog",

@@ -31,7 +31,7 @@ SHORT_TTL_S = 10
 
 @pytest.fixture(scope="module")
 def auth_server(settings, app, tmp_path_factory):
-    running = start_server(settings, tmp_path_factory.mktemp("auth-gunicorn"), auth_env_for_tests())
+    running = start_server(settings, tmp_path_factory.mktemp("auth-gunicorn"), auth_env_for_tests(), bearer=False)
     try:
         yield running
     finally:
@@ -102,7 +102,7 @@ def test_deletion_reaches_every_worker_within_a_second(auth_server, principals):
 @pytest.fixture(scope="module")
 def short_ttl_server(settings, app, tmp_path_factory):
     env = {**auth_env_for_tests(), "GROWLER_TOKEN_TTL_S": str(SHORT_TTL_S)}
-    running = start_server(settings, tmp_path_factory.mktemp("short-ttl-gunicorn"), env)
+    running = start_server(settings, tmp_path_factory.mktemp("short-ttl-gunicorn"), env, bearer=False)
     try:
         yield running
     finally:

@@ -35,6 +35,7 @@ from pyiceberg.types import (
     TimestamptzType,
 )
 
+from tests.conftest import TEST_CREDENTIAL
 from tests.integration.spark_support import CATALOG
 
 pytestmark = pytest.mark.slow
@@ -70,7 +71,7 @@ def ns(spark, request) -> str:
 
 @pytest.fixture
 def catalog(server) -> RestCatalog:
-    return RestCatalog("pyiceberg", uri=server.url, warehouse=server.warehouse)
+    return RestCatalog("pyiceberg", uri=server.url, warehouse=server.warehouse, credential=TEST_CREDENTIAL)
 
 
 def canonical(value):

@@ -33,6 +33,7 @@ from app.locations import Location
 from storage.objects import S3ObjectStore
 from tests.api.tables_support import create_request
 from tests.conftest import TEST_BUCKET
+from tests.integration.bearer import BEARER
 from tests.integration.conftest import start_server, stop_server
 from tests.integration.nginx_support import start_nginx, stop_nginx
 
@@ -247,6 +248,7 @@ def test_a_stopping_worker_serves_connections_it_has_accepted(settings, app, tmp
 def test_sighup_reload_under_load_through_nginx(settings, app, tmp_path, clean_catalog):
     server = start_server(settings, tmp_path)
     proxy = start_nginx(server.url.removeprefix("http://"), tmp_path)
+    BEARER.register(proxy.url)
     statuses: Counter[str] = Counter()
     failures: list[str] = []
     stop = threading.Event()

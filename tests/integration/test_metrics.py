@@ -16,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.api.tables_support import create_request
 from tests.conftest import TEST_BUCKET
+from tests.integration.bearer import BEARER
 from tests.integration.conftest import Server, start_server, stop_server
 from tests.integration.log_support import json_lines
 
@@ -189,7 +190,8 @@ def test_forwarded_for_ignored_from_untrusted_peer(metrics_server):
 
 def test_no_credentials_in_metrics_or_logs(metrics_server, settings, clean_catalog):
     url = f"{metrics_server.url}/v1/{metrics_server.warehouse}"
-    token = f"tok-{uuid.uuid4().hex}"
+    token = BEARER.token(metrics_server.url)  # a real one: accepted, and never written anywhere
+    wrong_secret = f"secret-{uuid.uuid4().hex}"
     headers = {"Authorization": f"Bearer {token}", "X-Iceberg-Access-Delegation": "vended-credentials"}
     with httpx.Client(timeout=30, headers=headers) as client:
         client.post(f"{url}/namespaces", json={"namespace": ["secret"]})
@@ -198,12 +200,12 @@ def test_no_credentials_in_metrics_or_logs(metrics_server, settings, clean_catal
         assert settings.s3.secret_key in loaded.text  # vended to the client, as asked
         client.get(f"{url}/namespaces/secret/tables/t/credentials")
         client.post(f"{metrics_server.url}/v1/oauth/tokens",
-                    data={"grant_type": "client_credentials", "client_id": "me", "client_secret": token})
+                    data={"grant_type": "client_credentials", "client_id": "me", "client_secret": wrong_secret})
 
     scrape = Scrape(metrics_server)
     json_lines(metrics_server, event="request", request_id=scrape.request_id)  # all lines written
     log = metrics_server.log()
-    for secret in (settings.s3.secret_key, token):
+    for secret in (settings.s3.secret_key, token, wrong_secret):
         assert secret not in scrape.text
         assert secret not in log
     assert settings.s3.access_key not in scrape.text

@@ -21,6 +21,8 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
 from tests.api.tables_support import create_request
+from tests.conftest import TEST_CREDENTIAL
+from tests.integration.bearer import BEARER
 from tests.integration.log_support import json_lines
 from tests.integration.nginx_support import Nginx, start_nginx, stop_nginx
 
@@ -30,6 +32,7 @@ MAX_BODY = 8 * 1024 * 1024  # GROWLER_MAX_BODY_BYTES default = client_max_body_s
 @pytest.fixture(scope="module")
 def nginx(server, tmp_path_factory) -> Iterator[Nginx]:
     proxy = start_nginx(server.url.removeprefix("http://"), tmp_path_factory.mktemp("nginx"))
+    BEARER.register(proxy.url)
     try:
         yield proxy
     finally:
@@ -105,7 +108,7 @@ def test_namespace_and_table_operations(http, server):
 
 
 def test_pyiceberg_round_trip(nginx, server, clean_catalog):
-    catalog = RestCatalog("growler", uri=nginx.url, warehouse=server.warehouse)
+    catalog = RestCatalog("growler", uri=nginx.url, warehouse=server.warehouse, credential=TEST_CREDENTIAL)
     catalog.create_namespace("lake")
     schema = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "name", StringType()))
     table = catalog.create_table(("lake", "people"), schema=schema)
@@ -116,7 +119,8 @@ def test_pyiceberg_round_trip(nginx, server, clean_catalog):
     table.append(data)
     table.append(data.slice(0, 10))
 
-    reloaded = RestCatalog("growler", uri=nginx.url, warehouse=server.warehouse).load_table(("lake", "people"))
+    reloaded = RestCatalog("growler", uri=nginx.url, warehouse=server.warehouse,
+                          credential=TEST_CREDENTIAL).load_table(("lake", "people"))
     assert len(reloaded.history()) == 2
     result = reloaded.scan().to_arrow()
     assert result.num_rows == 110

@@ -6,10 +6,12 @@ import pytest
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import NamespaceAlreadyExistsError, NamespaceNotEmptyError, NoSuchNamespaceError
 
+from tests.conftest import TEST_CREDENTIAL
+
 
 @pytest.fixture
 def catalog(server, clean_catalog) -> RestCatalog:
-    return RestCatalog("growler", uri=server.url, warehouse=server.warehouse)
+    return RestCatalog("growler", uri=server.url, warehouse=server.warehouse, credential=TEST_CREDENTIAL)
 
 
 def test_create_list_nested(catalog):

@@ -37,6 +37,7 @@ from pyiceberg.types import (
 
 from app.locations import Location
 from storage.objects import S3ObjectStore
+from tests.conftest import TEST_CREDENTIAL
 
 NS = "shop"
 
@@ -86,7 +87,7 @@ def ids_of(table: pa.Table) -> list[int]:
 
 
 def new_catalog(server) -> RestCatalog:
-    return RestCatalog("growler", uri=server.url, warehouse=server.warehouse)
+    return RestCatalog("growler", uri=server.url, warehouse=server.warehouse, credential=TEST_CREDENTIAL)
 
 
 @pytest.fixture

@@ -22,6 +22,8 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType
 from pyiceberg.view.metadata import SQLViewRepresentation, ViewRepresentation, ViewVersion
 
+from tests.conftest import TEST_CREDENTIAL
+
 NS = ("analytics", "daily")
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=False),
@@ -32,7 +34,7 @@ SCHEMA = Schema(
 
 @pytest.fixture
 def catalog(server, clean_catalog) -> RestCatalog:
-    catalog = RestCatalog("growler", uri=server.url, warehouse=server.warehouse)
+    catalog = RestCatalog("growler", uri=server.url, warehouse=server.warehouse, credential=TEST_CREDENTIAL)
     catalog.create_namespace(NS[:1])
     catalog.create_namespace(NS)
     return catalog
@@ -90,7 +92,8 @@ def test_every_operation_pyiceberg_has(catalog):
 
 
 def test_list_views_pages(server, catalog):
-    paging = RestCatalog("growler", uri=server.url, warehouse=server.warehouse, **{"rest-page-size": "2"})
+    paging = RestCatalog("growler", uri=server.url, warehouse=server.warehouse,
+        credential=TEST_CREDENTIAL, **{"rest-page-size": "2"})
     for n in range(5):
         catalog.create_view((*NS, f"v{n}"), SCHEMA, view_version())
     assert paging.list_views(NS) == [(*NS, f"v{n}") for n in range(5)]

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from app.limits import Limits
+from tests.integration.bearer import BEARER
 from tests.integration.conftest import start_server, stop_server
 
 LIMITS = Limits()
@@ -65,6 +66,7 @@ def test_healthz_answers_within_100ms_during_a_burst_of_maximal_bodies(server, c
     assert all(len(body) <= 8 * 1024 * 1024 for _, body in bodies)
 
     host, port = urlparse(base).hostname, urlparse(base).port
+    authorization = f"Bearer {BEARER.token(base)}"  # authenticated: the bodies reach the parser
     start = threading.Barrier(BURST + 1)
     sent = threading.Semaphore(0)
     statuses: list[int] = []
@@ -75,7 +77,8 @@ def test_healthz_answers_within_100ms_during_a_burst_of_maximal_bodies(server, c
         conn = http.client.HTTPConnection(host, port, timeout=120)
         try:
             start.wait()
-            conn.request("POST", path, body=body, headers={"content-type": "application/json"})
+            conn.request("POST", path, body=body,
+                         headers={"content-type": "application/json", "authorization": authorization})
             sent.release()  # the whole body is on the wire
             response = conn.getresponse()
             response.read()

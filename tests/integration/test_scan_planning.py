@@ -49,6 +49,7 @@ from pyiceberg.types import DoubleType, IntegerType, LongType, NestedField, Stri
 
 from app.factory import PLANS
 from app.plans import PlanningConfig
+from tests.conftest import TEST_CREDENTIAL
 
 NS = "planning"
 TABLE = "events"
@@ -127,11 +128,12 @@ FILTERS = [
 
 
 def client_catalog(server) -> RestCatalog:
-    return RestCatalog("client", uri=server.url, warehouse=server.warehouse)
+    return RestCatalog("client", uri=server.url, warehouse=server.warehouse, credential=TEST_CREDENTIAL)
 
 
 def server_catalog(server) -> RestCatalog:
-    return RestCatalog("server", uri=server.url, warehouse=server.warehouse, **{"scan-planning-mode": "server"})
+    return RestCatalog("server", uri=server.url, warehouse=server.warehouse,
+        credential=TEST_CREDENTIAL, **{"scan-planning-mode": "server"})
 
 
 @pytest.fixture(scope="module")
