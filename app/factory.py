@@ -38,6 +38,7 @@ from app.observability import ObservabilityMiddleware, configure_event_logs
 from app.plans import PlanningConfig, PlanningService
 from app.resolver import CatalogResolver, implemented_endpoints
 from app.settings import Settings
+from app.signing import RemoteSigner
 from app.startup import Startup, StartupGate
 from app.tables import TableService
 from app.validation import BoundedJSONProvider, validator_map
@@ -63,6 +64,7 @@ ENDPOINTS = "growler.endpoints"
 IDEMPOTENCY = "growler.idempotency"
 FUNCTIONS = "growler.functions"
 PLANS = "growler.plans"
+SIGNER = "growler.signer"
 
 
 def create_app(settings: Settings | None = None) -> FlaskApp:
@@ -153,6 +155,7 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
     flask_app.extensions[IDEMPOTENCY] = IdempotencyService(idempotency_keys, settings.idempotency_lifetime_s)
     flask_app.extensions[FUNCTIONS] = build_functions(settings, database, repository, objects, service.warehouses, spec)
     flask_app.extensions[PLANS] = planning
+    flask_app.extensions[SIGNER] = RemoteSigner(settings, tables)
     flask_app.extensions[ENDPOINTS] = implemented_endpoints(spec)
     flask_app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
 

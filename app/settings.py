@@ -55,6 +55,15 @@ class S3Settings:
 
 
 @dataclass(frozen=True)
+class StsSettings:
+    """Where ``sts`` mode asks for table-scoped credentials (the S3 endpoint when unset)."""
+
+    endpoint: str | None = None
+    role_arn: str = ""
+    duration_s: int = 3600
+
+
+@dataclass(frozen=True)
 class Settings:
     database_url: str = field(repr=False)  # may hold a password
     warehouse: str = "warehouse"
@@ -76,6 +85,9 @@ class Settings:
     validate_responses: bool = False
     fast_reads: bool = True
     log_level: str = "INFO"
+    # how clients get at the default warehouse's storage (app/storage_access.py)
+    storage_credentials_mode: str = "remote-signing"
+    sts: StsSettings = field(default_factory=lambda: StsSettings())
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -122,6 +134,12 @@ class Settings:
             validate_responses=_bool(env.get("GROWLER_VALIDATE_RESPONSES"), False),
             fast_reads=_bool(env.get("GROWLER_FAST_READS"), True),
             log_level=env.get("GROWLER_LOG_LEVEL", "INFO").upper(),
+            storage_credentials_mode=env.get("GROWLER_STORAGE_CREDENTIALS_MODE", "remote-signing").strip().lower(),
+            sts=StsSettings(
+                endpoint=env.get("GROWLER_STS_ENDPOINT") or None,
+                role_arn=env.get("GROWLER_STS_ROLE_ARN", ""),
+                duration_s=_int(env, "GROWLER_STS_DURATION_S", 3600),
+            ),
         )
         settings.check()
         return settings
@@ -150,5 +168,12 @@ class Settings:
         self.limits.check()
         if not 0 < self.db_timeout_s <= 300 or not 0 < self.s3.timeout_s <= 300:
             raise ValueError("GROWLER_DB_TIMEOUT_S and GROWLER_S3_TIMEOUT_S must be between 0 and 300 seconds")
+        if self.storage_credentials_mode not in ("remote-signing", "sts", "static", "none"):
+            raise ValueError(
+                "GROWLER_STORAGE_CREDENTIALS_MODE must be remote-signing, sts, static or none, "
+                f"got {self.storage_credentials_mode!r}"
+            )
+        if not 900 <= self.sts.duration_s <= 43200:
+            raise ValueError("GROWLER_STS_DURATION_S must be between 900 and 43200 seconds")
         if not self.namespace_separator:
             raise ValueError("GROWLER_NAMESPACE_SEPARATOR must not be empty")

@@ -35,7 +35,14 @@ from app.locations import InvalidLocation, Location
 from app.lru import LruCache
 from app.observability import CommitRecorder
 from app.settings import Settings
-from app.storage_access import client_storage_config, storage_credentials
+from app.storage_access import (
+    NO_DELEGATION,
+    Delegation,
+    answer_with,
+    client_storage_config,
+    signing_config,
+    storage_credentials,
+)
 from storage.objects import ObjectStore
 from storage.repository import (
     CatalogRepository,
@@ -110,9 +117,9 @@ def etag_for(metadata_location: str, variant: str) -> str:
     return f'"{digest}"'
 
 
-def load_etag(metadata_location: str, snapshots: str | None, vend_credentials: bool) -> str:
+def load_etag(metadata_location: str, snapshots: str | None, delegation: Delegation) -> str:
     """loadTable's ETag: the metadata version and what of it the response shows."""
-    return etag_for(metadata_location, f"{snapshots or 'all'}|{'vended' if vend_credentials else 'plain'}")
+    return etag_for(metadata_location, f"{snapshots or 'all'}|{delegation.variant}")
 
 
 def etag_matches(if_none_match: str | None, etag: str) -> bool:
@@ -172,26 +179,32 @@ class TableService(EntryService):
         name: str,
         *,
         snapshots: str | None = None,
-        vend_credentials: bool = False,
+        delegation: Delegation = NO_DELEGATION,
     ) -> LoadedTable:
         warehouse = self.warehouses.get(prefix)
         row = self._require_entry(warehouse, namespace, name)
-        return self.loaded(warehouse, row, snapshots=snapshots, vend_credentials=vend_credentials)
+        return self.loaded(warehouse, row, (namespace, name), snapshots=snapshots, delegation=delegation)
 
     def loaded(
-        self, warehouse: WarehouseRow, row: EntryRow, *, snapshots: str | None, vend_credentials: bool
+        self,
+        warehouse: WarehouseRow,
+        row: EntryRow,
+        identifier: tuple[tuple[str, ...], str],
+        *,
+        snapshots: str | None,
+        delegation: Delegation,
     ) -> LoadedTable:
         """loadTable's answer for a row already read (here, or on the event loop by the fast path)."""
         metadata = row.metadata
         if snapshots == "refs":
             metadata = json.dumps(rules.refs_only(json.loads(metadata)), separators=(",", ":"))
-        credentials = self._credentials(warehouse, row.location, vend_credentials)
+        config, credentials = self._storage_access(warehouse, identifier, row.location, delegation)
         return LoadedTable(
             metadata_location=row.metadata_location,
             metadata=metadata,
-            config=self._client_config(warehouse, credentials),
+            config=config,
             credentials=credentials,
-            etag=load_etag(row.metadata_location, snapshots, vend_credentials),
+            etag=load_etag(row.metadata_location, snapshots, delegation),
         )
 
     def load_credentials(self, prefix: str, namespace: tuple[str, ...], name: str) -> list[dict[str, Any]]:
@@ -206,7 +219,7 @@ class TableService(EntryService):
     # -- creating -----------------------------------------------------------------------
 
     def create_table(
-        self, prefix: str, namespace: tuple[str, ...], request: dict[str, Any], vend_credentials: bool = False
+        self, prefix: str, namespace: tuple[str, ...], request: dict[str, Any], delegation: Delegation = NO_DELEGATION
     ) -> LoadedTable:
         warehouse = self.warehouses.get(prefix)
         name = check_name(request["name"], "table name")
@@ -218,8 +231,7 @@ class TableService(EntryService):
         metadata = rules.new_table_metadata(request, location=location, now_ms=now_ms(), table_uuid=table_uuid)
         self._require_inside_warehouse(warehouse, rules.metadata_directory(metadata), "write.metadata.path")
         text = rules.to_json(metadata)
-        credentials = self._credentials(warehouse, location, vend_credentials)
-        config = self._client_config(warehouse, credentials)
+        config, credentials = self._storage_access(warehouse, (namespace, name), location, delegation)
         if request.get("stage-create"):
             self._require_name_free(warehouse, namespace, name)
             return LoadedTable(None, text, config, credentials)
@@ -229,7 +241,7 @@ class TableService(EntryService):
         return LoadedTable(metadata_location, text, config, credentials, etag_for(metadata_location, "all|plain"))
 
     def register_table(
-        self, prefix: str, namespace: tuple[str, ...], request: dict[str, Any], vend_credentials: bool = False
+        self, prefix: str, namespace: tuple[str, ...], request: dict[str, Any], delegation: Delegation = NO_DELEGATION
     ) -> LoadedTable:
         warehouse = self.warehouses.get(prefix)
         name = check_name(request["name"], "table name")
@@ -240,8 +252,7 @@ class TableService(EntryService):
         text = rules.to_json(metadata)
         entry = NewEntry(name, TABLE, str(metadata.table_uuid), metadata.location, metadata_location, text)
         self._register(warehouse, namespace, entry, bool(request.get("overwrite")))
-        credentials = self._credentials(warehouse, metadata.location, vend_credentials)
-        config = self._client_config(warehouse, credentials)
+        config, credentials = self._storage_access(warehouse, (namespace, name), metadata.location, delegation)
         return LoadedTable(metadata_location, text, config, credentials, etag_for(metadata_location, "all|plain"))
 
     # -- committing ---------------------------------------------------------------------
@@ -505,6 +516,23 @@ class TableService(EntryService):
 
     def _credentials(self, warehouse: WarehouseRow, location: str, vend: bool) -> list[dict[str, Any]]:
         return storage_credentials(self.settings, warehouse, location) if vend else []
+
+    def _storage_access(
+        self,
+        warehouse: WarehouseRow,
+        identifier: tuple[tuple[str, ...], str],
+        location: str,
+        delegation: Delegation,
+    ) -> tuple[dict[str, str], list[dict[str, Any]]]:
+        """The client config and credentials for the access the request asked for (none, vended
+        credentials or remote signing), in the warehouse's credentials mode."""
+        answer = answer_with(warehouse, self.settings, delegation)
+        if answer == "signing":
+            namespace, name = identifier
+            config = client_storage_config(warehouse)
+            return {**config, **signing_config(self.settings, warehouse.name, namespace, name)}, []
+        credentials = self._credentials(warehouse, location, answer == "credentials")
+        return self._client_config(warehouse, credentials), credentials
 
 
 def _within_any(text: str, roots: list[Location]) -> bool:
