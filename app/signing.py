@@ -25,7 +25,7 @@ from minio.credentials import Credentials
 from minio.signer import sign_v4_s3
 
 from app import s3_requests
-from app.errors import BadRequest, Forbidden
+from app.errors import BadRequest, Forbidden, NotFound
 from app.locations import InvalidLocation, Location
 from app.lru import LruCache
 from app.s3_requests import READ, WRITE, RefusedRequest, S3Request, StorageScope
@@ -76,7 +76,7 @@ class RemoteSigner:
         self._grants: LruCache[tuple[str, tuple[str, ...], str], tuple[float, Grant]] = LruCache(SCOPE_CACHE_ENTRIES)
 
     def sign(self, prefix: str, namespace: tuple[str, ...], name: str, request: dict[str, Any]) -> SignedRequest:
-        """The signed request, or 403 (nothing signed) / 404 for a table the caller cannot see."""
+        """The signed request, or 403 with nothing signed (a table the caller cannot see included)."""
         if (request.get("provider") or "s3") != "s3":
             raise BadRequest(f"Remote signing supports the s3 provider only, not {request.get('provider')}")
         grant = self.grant(prefix, namespace, name)
@@ -104,10 +104,13 @@ class RemoteSigner:
         now = self._clock()
         if cached is not None and now - cached[0] < SCOPE_TTL_S:
             return cached[1]
-        warehouse = self.tables.warehouses.get(prefix)
+        try:  # a table the caller cannot see is refused like any other request (the spec has no 404 here)
+            warehouse = self.tables.warehouses.get(prefix)
+            row = self.tables._require_entry(warehouse, namespace, name)
+        except NotFound:
+            raise Forbidden(f"Table does not exist or may not be signed for: {'.'.join(namespace)}.{name}") from None
         if credentials_mode(warehouse, self.settings) == NONE:
             raise Forbidden(f"Remote signing is not enabled for warehouse {warehouse.name}")
-        row = self.tables._require_entry(warehouse, namespace, name)
         storage = warehouse.storage or {}
         grant = Grant(
             scope=_scope(row.location),

@@ -246,10 +246,11 @@ def test_other_buckets_and_hosts_are_refused(sclient, tables, signing_settings):
         _refused(_sign(sclient, "PUT", uri))
 
 
-def test_unknown_table_is_404_and_unsupported_provider_400(sclient, tables, signing_settings):
+def test_unknown_table_is_403_and_unsupported_provider_400(sclient, tables, signing_settings):
     uri = _http_url(signing_settings, tables["tbl"] + "/data/x")
-    missing = _sign(sclient, "GET", uri, table="nope")
-    assert missing.status_code == 404 and missing.json()["error"]["type"] == "NoSuchTableException"
+    _refused(_sign(sclient, "GET", uri, table="nope"))
+    assert sclient.post("/v1/nowhere/namespaces/ns/tables/tbl/sign", json={
+        "method": "GET", "uri": uri, "region": "us-east-1", "headers": {}}).status_code == 403
     request = {"method": "GET", "uri": uri, "region": "us-east-1", "headers": {}, "provider": "gcs"}
     other = sclient.post(f"{PREFIX}/namespaces/ns/tables/tbl/sign", json=request)
     assert other.status_code == 400
