@@ -97,6 +97,11 @@ class RemoteSigner:
             raise Forbidden(str(exc)) from None
         return self._sign(s3, headers, payload, grant.region)
 
+    def is_cached(self, prefix: str, namespace: tuple[str, ...], name: str) -> bool:
+        """Whether signing for this table needs no database round trip now (the event loop may sign)."""
+        cached = self._grants.get((prefix, namespace, name))
+        return cached is not None and self._clock() - cached[0] < SCOPE_TTL_S
+
     def grant(self, prefix: str, namespace: tuple[str, ...], name: str) -> Grant:
         """The table's storage scope and the caller's access, from the cache or one query."""
         key = (prefix, namespace, name)

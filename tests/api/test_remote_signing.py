@@ -293,3 +293,47 @@ def test_no_secret_or_signature_in_logs(sclient, tables, signing_settings, caplo
     assert signature not in text
     assert signing_settings.s3.secret_key not in text
     assert "outside the table's location" in text  # the refusal is logged, with its reason
+
+
+@pytest.fixture(scope="module")
+def full_stack_signing_client(signing_settings):
+    from app import create_app
+
+    return create_app(dataclasses.replace(signing_settings, fast_reads=False)).test_client()
+
+
+def test_sign_fast_path_answers_like_the_full_stack(sclient, full_stack_signing_client, tables, signing_settings,
+                                                     monkeypatch):
+    from app import sign_fast_path
+
+    served = []
+    original = sign_fast_path._send
+
+    async def spy(send, status, body, headers):
+        served.append(status)
+        await original(send, status, body, headers)
+
+    monkeypatch.setattr(sign_fast_path, "_send", spy)
+    inside = _http_url(signing_settings, tables["tbl"] + "/data/x")
+    outside = _http_url(signing_settings, tables["tbl2"] + "/data/x")
+    cases = [
+        {"method": "GET", "uri": inside, "region": "us-east-1", "headers": {"Range": ["bytes=0-1"]}},
+        {"method": "PUT", "uri": inside, "region": "us-east-1", "headers": {}, "provider": "s3"},
+        {"method": "PUT", "uri": outside, "region": "us-east-1", "headers": {}},
+        {"method": "GET", "uri": inside, "region": "us-east-1", "headers": {}, "provider": "gcs"},
+        {"method": "TRACE", "uri": inside, "region": "us-east-1", "headers": {}},  # not in the enum: connexion
+        {"method": "GET", "uri": inside, "headers": {}},  # no region: connexion
+        {"method": "GET", "uri": inside, "region": "us-east-1", "headers": {"a": "not-a-list"}},
+    ]
+    url = f"{PREFIX}/namespaces/ns/tables/tbl/sign"
+    for request in cases:
+        fast = sclient.post(url, json=request)
+        full = full_stack_signing_client.post(url, json=request)
+        assert fast.status_code == full.status_code, (request, fast.text, full.text)
+        assert fast.headers.get("Cache-Control") == full.headers.get("Cache-Control")
+        if fast.status_code == 200:
+            assert fast.json()["uri"] == full.json()["uri"]
+            assert set(fast.json()["headers"]) == set(full.json()["headers"])
+        else:
+            assert fast.json()["error"]["type"] == full.json()["error"]["type"]
+    assert served == [200, 200, 403, 400]  # the plainly valid ones; the rest went to connexion
