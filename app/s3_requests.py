@@ -35,6 +35,12 @@ _LIST_PARAMETERS = frozenset(
      "fetch-owner", "marker", "x-id"}
 )
 _DELETE_PARAMETERS = frozenset({"delete", "x-id"})
+# Headers that would make a request reach outside the table (a copy reads its source), change who
+# may read an object, or lock it: refused, whatever the key.
+_REFUSED_HEADERS = re.compile(
+    r"^(x-amz-copy-source.*|x-amz-acl|x-amz-grant-.*|x-amz-object-lock-.*|x-amz-bypass-governance-retention|"
+    r"x-amz-website-redirect-location)$"
+)
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _BAD_KEY_CHARACTERS = re.compile(r"[\x00-\x1f\x7f\\]")
 MAX_DELETE_KEYS = 1000  # what S3 itself accepts in one DeleteObjects
@@ -145,6 +151,13 @@ def parse_request(method: str, uri: str, endpoint: str) -> S3Request:
     request = S3Request(method, parts.scheme, host, bucket, key, query, access)
     _check_operation(request)
     return request
+
+
+def check_headers(headers: dict[str, object]) -> None:
+    """No header that copies from elsewhere, grants access or locks objects (names lower-case)."""
+    for name in headers:
+        if _REFUSED_HEADERS.match(name):
+            raise RefusedRequest(f"Requests with the header {name} are not signed")
 
 
 def _parse_query(text: str) -> tuple[tuple[str, str], ...]:

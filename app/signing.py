@@ -83,6 +83,7 @@ class RemoteSigner:
         headers = _lower(request.get("headers") or {})
         try:
             s3 = s3_requests.parse_request(request["method"], request["uri"], grant.endpoint)
+            s3_requests.check_headers(headers)
             if s3.access not in grant.access:
                 raise RefusedRequest(f"The caller may not {s3.access} this table's objects")
             payload = None

@@ -337,3 +337,27 @@ def test_sign_fast_path_answers_like_the_full_stack(sclient, full_stack_signing_
         else:
             assert fast.json()["error"]["type"] == full.json()["error"]["type"]
     assert served == [200, 200, 403, 400]  # the plainly valid ones; the rest went to connexion
+
+
+def test_copies_acls_and_locks_are_refused(sclient, tables, signing_settings, store):
+    inside = _http_url(signing_settings, tables["tbl"] + "/data/copy")
+    other = Location.parse(tables["tbl2"]).key + "/metadata/x"
+    for headers in (
+        {"x-amz-copy-source": [f"{TEST_BUCKET}/{other}"]},
+        {"X-Amz-Copy-Source-Range": ["bytes=0-10"]},
+        {"x-amz-acl": ["public-read"]},
+        {"x-amz-grant-read": ["uri=http://acs.amazonaws.com/groups/global/AllUsers"]},
+        {"x-amz-object-lock-mode": ["COMPLIANCE"]},
+    ):
+        _refused(_sign(sclient, "PUT", inside, headers))
+    assert not store.exists(Location.parse(tables["tbl"] + "/data/copy"))
+
+
+def test_a_copy_header_added_after_signing_is_refused_by_the_store(sclient, tables, signing_settings, store):
+    source = Location.parse(tables["tbl2"] + "/data/secret")
+    store.write_new(source, b"secret", "application/octet-stream")
+    target = Location.parse(tables["tbl"] + "/data/copy")
+    signed = _sign(sclient, "PUT", _http_url(signing_settings, tables["tbl"] + "/data/copy")).json()
+    sent = _send(signed, "PUT", b"", {"x-amz-copy-source": f"{TEST_BUCKET}/{source.key}"})
+    assert sent.status_code == 403, sent.text  # x-amz-* headers are part of what SeaweedFS checks
+    assert not store.exists(target)
