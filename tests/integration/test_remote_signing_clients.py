@@ -102,8 +102,9 @@ def test_signing_log_holds_no_secret(signing_server, signing_settings):
     assert "Signature=" not in log
 
 
-def test_spark_round_trip_through_remote_signing(signing_server, signing_settings):
-    """Spark 3.5 with Iceberg 1.12: S3FileIO signs every request through ``/sign``
+@pytest.mark.parametrize("line", ["3.5", "4.1"])
+def test_spark_round_trip_through_remote_signing(signing_server, signing_settings, line):
+    """Spark 3.5 and 4.1 with Iceberg 1.12: S3FileIO signs every request through ``/sign``
     (``s3.remote-signing-enabled``): create, insert, overwrite, delete, expire_snapshots (which
     deletes files with DeleteObjects, checked key by key), purge."""
     from tests.integration.spark_support import CATALOG, RemoteSpark
@@ -111,10 +112,11 @@ def test_spark_round_trip_through_remote_signing(signing_server, signing_setting
     # rest-catalog-purge: Growler purges a dropped table's files. Left to Spark (Iceberg 1.12's
     # default), the purge would sign for a table that no longer exists, which the signer refuses.
     options = {"header.X-Iceberg-Access-Delegation": "remote-signing", "rest-catalog-purge": "true"}
-    spark = RemoteSpark("3.5", signing_server.url, WAREHOUSE, **options)
+    spark = RemoteSpark(line, signing_server.url, WAREHOUSE, **options)
     try:
-        table = f"{CATALOG}.sparkrs.t"
-        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.sparkrs")
+        namespace = f"sparkrs{line.replace('.', '')}"
+        table = f"{CATALOG}.{namespace}.t"
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.{namespace}")
         spark.sql(f"CREATE TABLE {table} (id bigint, name string) USING iceberg PARTITIONED BY (name)")
         spark.sql(f"INSERT INTO {table} VALUES (1, 'a'), (2, 'b'), (3, 'a')")
         assert sorted(row[0] for row in spark.sql(f"SELECT id FROM {table}").collect()) == [1, 2, 3]
@@ -122,11 +124,11 @@ def test_spark_round_trip_through_remote_signing(signing_server, signing_setting
         spark.sql(f"DELETE FROM {table} WHERE id = 10")
         assert [row[0] for row in spark.sql(f"SELECT id FROM {table}").collect()] == [11]
         store = S3ObjectStore(signing_settings.s3)
-        root = Location.parse(f"s3://{TEST_BUCKET}/{WAREHOUSE}/sparkrs/")
+        root = Location.parse(f"s3://{TEST_BUCKET}/{WAREHOUSE}/{namespace}/")
         assert len([f for f in store.list(root) if f.uri.endswith(".parquet")]) > 1
         # the default keeps 5 days; a day ahead holds in any session time zone
         now = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%d %H:%M:%S")
-        spark.sql(f"CALL {CATALOG}.system.expire_snapshots(table => 'sparkrs.t', "
+        spark.sql(f"CALL {CATALOG}.system.expire_snapshots(table => '{namespace}.t', "
                   f"older_than => TIMESTAMP '{now}', retain_last => 1)")
         assert [row[0] for row in spark.sql(f"SELECT id FROM {table}").collect()] == [11]
         # the expired snapshots' files were deleted by Spark, through signed DeleteObjects

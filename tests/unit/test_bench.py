@@ -77,10 +77,3 @@ def test_report_ratios_targets_and_table():
     text = report.render_markdown(doc)
     assert "| W4 loadTable, If-None-Match -> 304 |" in text and "n/a" in text
     assert "10,000 tables" in text
-
-
-def test_signing_bench_signs_in_process():
-    from bench.signing import in_process
-
-    result = in_process(0.2)
-    assert result["signatures"] >= 100 and result["per_second"] > 0
