@@ -361,3 +361,18 @@ def test_a_copy_header_added_after_signing_is_refused_by_the_store(sclient, tabl
     sent = _send(signed, "PUT", b"", {"x-amz-copy-source": f"{TEST_BUCKET}/{source.key}"})
     assert sent.status_code == 403, sent.text  # x-amz-* headers are part of what SeaweedFS checks
     assert not store.exists(target)
+
+
+def test_a_read_only_grant_signs_reads_only(sclient, signing_app, tables, signing_settings, monkeypatch):
+    """The one place authorization will decide (``RemoteSigner.privileges``), exercised read-only."""
+    from app.factory import SIGNER
+    from app.s3_requests import READ
+
+    signer = signing_app.app.extensions[SIGNER]
+    monkeypatch.setattr(signer, "privileges", lambda *_args: frozenset({READ}))
+    monkeypatch.setattr(signer, "_grants", type(signer._grants)(10))  # forget grants checked before
+    uri = _http_url(signing_settings, tables["tbl"] + "/data/x")
+    assert _sign(sclient, "GET", uri).status_code == 200
+    assert _sign(sclient, "HEAD", uri).status_code == 200
+    for method, target in (("PUT", uri), ("DELETE", uri), ("POST", uri + "?uploads")):
+        _refused(_sign(sclient, method, target))
