@@ -70,7 +70,12 @@ class CatalogService:
 
     def ensure_default_warehouse(self) -> WarehouseRow:
         s3 = self.settings.s3
-        storage = {"endpoint": s3.endpoint, "region": s3.region, "path-style": s3.path_style}
+        storage = {
+            "endpoint": s3.endpoint,
+            "region": s3.region,
+            "path-style": s3.path_style,
+            "credentials-mode": self.settings.storage_credentials_mode,
+        }
         row = self.repository.upsert_warehouse(
             self.settings.warehouse, self.settings.warehouse_location, storage, list(self.settings.allowed_locations)
         )

@@ -39,6 +39,8 @@ from app.observability import ObservabilityMiddleware, configure_event_logs
 from app.plans import PlanningConfig, PlanningService
 from app.resolver import CatalogResolver, implemented_endpoints
 from app.settings import Settings
+from app.sign_fast_path import SignRequestFastPath
+from app.signing import RemoteSigner
 from app.startup import Startup, StartupGate
 from app.tables import TableService
 from app.validation import BoundedJSONProvider, validator_map
@@ -64,6 +66,7 @@ ENDPOINTS = "growler.endpoints"
 IDEMPOTENCY = "growler.idempotency"
 FUNCTIONS = "growler.functions"
 PLANS = "growler.plans"
+SIGNER = "growler.signer"
 
 
 def create_app(settings: Settings | None = None, auth_settings: AuthSettings | None = None) -> FlaskApp:
@@ -88,6 +91,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     ])
     startup.run(first_wait_s=STARTUP_WAIT_S)
     planning = PlanningService(tables, PlanRepository(database), PlanningConfig.from_env())
+    signer = RemoteSigner(settings, tables)
 
     async_database = AsyncDatabase(
         settings.database_url,
@@ -140,6 +144,14 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
             namespace_separator=settings.namespace_separator,
             threads=settings.pool_max_size,
         )
+    if settings.fast_reads:  # signRequest likewise (app/sign_fast_path.py)
+        app.add_middleware(
+            SignRequestFastPath,
+            position=MiddlewarePosition.BEFORE_EXCEPTION,
+            signer=signer,
+            namespace_separator=settings.namespace_separator,
+            threads=settings.pool_max_size,
+        )
     app.add_middleware(
         RequestGuardMiddleware,
         position=MiddlewarePosition.BEFORE_ROUTING,
@@ -160,6 +172,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     flask_app.extensions[IDEMPOTENCY] = IdempotencyService(idempotency_keys, settings.idempotency_lifetime_s)
     flask_app.extensions[FUNCTIONS] = build_functions(settings, database, repository, objects, service.warehouses, spec)
     flask_app.extensions[PLANS] = planning
+    flask_app.extensions[SIGNER] = signer
     flask_app.extensions[ENDPOINTS] = implemented_endpoints(spec)
     flask_app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
 

@@ -34,7 +34,7 @@ from app.errors import CatalogError
 from app.identifiers import check_name, parse_namespace
 from app.lru import LruCache
 from app.observability import ROUTING_CONTEXT
-from app.storage_access import wants_vended_credentials
+from app.storage_access import Delegation
 from app.tables import TABLE, LoadedTable, TableService, etag_matches
 from storage.repository import AsyncEntryReader
 
@@ -99,20 +99,22 @@ class LoadTableFastPath:
         """
         namespace = parse_namespace(request.namespace, self.separator)
         name = check_name(request.table, "table name")
-        vend = wants_vended_credentials(request.delegation)
+        delegation = Delegation.parse(request.delegation)
         warehouse = self.tables.warehouses.cached(request.prefix)
         if warehouse is not None and self.reader.available():
             known = self.issued.location_of(request.if_none_match)
             row = await self.reader.load_entry(warehouse.id, namespace, name, unless_at=known)
             if row is not None and row.kind == TABLE:
-                etag = self.tables.load_etag(row.metadata_location, request.snapshots, vend)
+                etag = self.tables.load_etag(row.metadata_location, request.snapshots, delegation)
                 if row.metadata_location == known and etag == request.if_none_match:
                     return LoadedTable(row.metadata_location, "", {}, [], etag)
                 if row.metadata_location != known:
-                    return self.tables.loaded(warehouse, row, snapshots=request.snapshots, vend_credentials=vend)
+                    return self.tables.loaded(
+                        warehouse, row, (namespace, name), snapshots=request.snapshots, delegation=delegation
+                    )
                 # still at that version, but the client's ETag is for another variant: read it all
         load = functools.partial(
-            self.tables.load_table, request.prefix, namespace, name, snapshots=request.snapshots, vend_credentials=vend
+            self.tables.load_table, request.prefix, namespace, name, snapshots=request.snapshots, delegation=delegation
         )
         return await asyncio.get_running_loop().run_in_executor(self.executor, load)
 

@@ -55,6 +55,15 @@ class S3Settings:
 
 
 @dataclass(frozen=True)
+class StsSettings:
+    """Where ``sts`` mode asks for table-scoped credentials (the S3 endpoint when unset)."""
+
+    endpoint: str | None = None
+    role_arn: str = ""
+    duration_s: int = 3600
+
+
+@dataclass(frozen=True)
 class Settings:
     database_url: str = field(repr=False)  # may hold a password
     warehouse: str = "warehouse"
@@ -79,6 +88,9 @@ class Settings:
     # ``scan-planning-mode`` told to clients (/v1/config defaults, every LoadTableResult's config):
     # "server", "client", or None to say nothing and leave the choice to each client
     scan_planning_mode: str | None = None
+    # how clients get at the default warehouse's storage (app/storage_access.py)
+    storage_credentials_mode: str = "remote-signing"
+    sts: StsSettings = field(default_factory=lambda: StsSettings())
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -126,6 +138,12 @@ class Settings:
             fast_reads=_bool(env.get("GROWLER_FAST_READS"), True),
             log_level=env.get("GROWLER_LOG_LEVEL", "INFO").upper(),
             scan_planning_mode=env.get("GROWLER_SCAN_PLANNING_MODE", "").strip().lower() or None,
+            storage_credentials_mode=env.get("GROWLER_STORAGE_CREDENTIALS_MODE", "remote-signing").strip().lower(),
+            sts=StsSettings(
+                endpoint=env.get("GROWLER_STS_ENDPOINT") or None,
+                role_arn=env.get("GROWLER_STS_ROLE_ARN", ""),
+                duration_s=_int(env, "GROWLER_STS_DURATION_S", 3600),
+            ),
         )
         settings.check()
         return settings
@@ -154,6 +172,13 @@ class Settings:
         self.limits.check()
         if not 0 < self.db_timeout_s <= 300 or not 0 < self.s3.timeout_s <= 300:
             raise ValueError("GROWLER_DB_TIMEOUT_S and GROWLER_S3_TIMEOUT_S must be between 0 and 300 seconds")
+        if self.storage_credentials_mode not in ("remote-signing", "sts", "static", "none"):
+            raise ValueError(
+                "GROWLER_STORAGE_CREDENTIALS_MODE must be remote-signing, sts, static or none, "
+                f"got {self.storage_credentials_mode!r}"
+            )
+        if not 900 <= self.sts.duration_s <= 43200:
+            raise ValueError("GROWLER_STS_DURATION_S must be between 900 and 43200 seconds")
         if not self.namespace_separator:
             raise ValueError("GROWLER_NAMESPACE_SEPARATOR must not be empty")
         if self.scan_planning_mode not in (None, "client", "server"):

@@ -1,21 +1,110 @@
-"""What clients are told about reaching a warehouse's storage, and the credentials they may get.
+"""What clients are told about reaching a warehouse's storage, and how they get access to it.
 
 The ``config`` of a LoadTableResult says where the bytes are (endpoint, region, addressing
-style). Credentials are only ever handed out as ``storage-credentials`` to a request that
-asked for ``vended-credentials`` delegation, scoped by the table's location prefix.
+style). How a client gets at them is the warehouse's credentials mode (``credentials-mode`` in
+its storage settings; the default warehouse takes ``GROWLER_STORAGE_CREDENTIALS_MODE``):
+
+- ``remote-signing`` (default): the client is told to send each S3 request to the table's
+  ``/sign`` endpoint (``app.signing``); no key leaves Growler.
+- ``sts``: temporary credentials from the storage's STS ``AssumeRole`` with a session policy
+  limited to the table's prefix (``app.sts``), vended as ``storage-credentials``.
+- ``static``: the warehouse's own keys are vended (development only: full access to the bucket).
+- ``none``: nothing is vended and nothing is signed.
+
+Credentials are only ever handed out to a request that asked for ``vended-credentials``
+delegation; a client that asked for delegation in a warehouse that vends none is answered with
+remote signing (``X-Iceberg-Access-Delegation`` lists what the client can do, and both Java and
+PyIceberg can sign).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from app.settings import Settings
 from storage.repository import WarehouseRow
 
 VENDED_CREDENTIALS = "vended-credentials"
+REMOTE_SIGNING_DELEGATION = "remote-signing"
+# Credentials modes of a warehouse.
+REMOTE_SIGNING = "remote-signing"
+STS = "sts"
+STATIC = "static"
+NONE = "none"
+CREDENTIALS_MODES = (REMOTE_SIGNING, STS, STATIC, NONE)
 # FileIO properties that are secrets: they reach a client only in answer to its own request and
 # are never kept anywhere (an idempotent replay vends them anew, see ``strip_credentials``).
 SECRET_PROPERTIES = frozenset({"s3.access-key-id", "s3.secret-access-key", "s3.session-token"})
+
+
+@dataclass(frozen=True)
+class Delegation:
+    """The mechanisms a request's ``X-Iceberg-Access-Delegation`` header lists."""
+
+    vended: bool = False
+    signing: bool = False
+
+    @classmethod
+    def parse(cls, header: str | None) -> Delegation:
+        if not header:
+            return NO_DELEGATION
+        modes = {part.strip().lower() for part in header.split(",")}
+        return cls(VENDED_CREDENTIALS in modes, REMOTE_SIGNING_DELEGATION in modes)
+
+    @property
+    def variant(self) -> str:
+        """For ETags: responses to different delegations differ."""
+        if self.signing:
+            return "vended+signing" if self.vended else "signing"
+        return "vended" if self.vended else "plain"
+
+
+NO_DELEGATION = Delegation()
+
+
+def credentials_mode(warehouse: WarehouseRow, settings: Settings) -> str:
+    mode = (warehouse.storage or {}).get("credentials-mode") or settings.storage_credentials_mode
+    return mode if mode in CREDENTIALS_MODES else NONE
+
+
+def answer_with(warehouse: WarehouseRow, settings: Settings, delegation: Delegation) -> str | None:
+    """``"credentials"``, ``"signing"`` or None: how this request gets at the table's storage."""
+    mode = credentials_mode(warehouse, settings)
+    if mode == NONE or not (delegation.vended or delegation.signing):
+        return None
+    if not warehouse.location.startswith("s3://"):
+        return None
+    if delegation.vended and mode in (STATIC, STS):
+        return "credentials"
+    return "signing"
+
+
+def signing_config(settings: Settings, prefix: str, namespace: tuple[str, ...], name: str) -> dict[str, str]:
+    """FileIO properties that make Java's S3FileIO and PyIceberg sign through this catalog.
+
+    Java (1.10 and later) signs when ``s3.remote-signing-enabled`` is true, at the table's
+    ``/sign`` path it computes itself; PyIceberg 0.12 and older Java clients need the signer
+    (``s3.signer``, its FsspecFileIO) and ``s3.signer.endpoint``, which is relative to the
+    catalog URI the client already has (so Growler needs to know no public URL of its own).
+    """
+    separator = settings.namespace_separator
+    path = "/".join([
+        "v1",
+        quote(prefix, safe=""),
+        "namespaces",
+        separator.join(quote(level, safe="") for level in namespace),
+        "tables",
+        quote(name, safe=""),
+        "sign",
+    ])
+    return {
+        "s3.remote-signing-enabled": "true",
+        "s3.signer": "S3V4RestSigner",
+        "s3.signer.endpoint": path,
+        "py-io-impl": "pyiceberg.io.fsspec.FsspecFileIO",
+    }
 
 
 def wants_vended_credentials(header: str | None) -> bool:
@@ -42,11 +131,19 @@ def client_storage_config(warehouse: WarehouseRow) -> dict[str, str]:
 
 
 def storage_credentials(settings: Settings, warehouse: WarehouseRow, location: str) -> list[dict[str, Any]]:
-    """Static keys of the warehouse, scoped to ``location``; empty when there is nothing to vend."""
-    s3 = settings.s3
-    if not location.startswith("s3://") or not (s3.access_key and s3.secret_key):
+    """Credentials for ``location`` in the warehouse's mode; empty when it vends none."""
+    mode = credentials_mode(warehouse, settings)
+    if not location.startswith("s3://") or mode not in (STATIC, STS):
         return []
     config = dict(client_storage_config(warehouse))
+    if mode == STS:
+        from app.sts import table_credentials  # only warehouses in sts mode need it
+
+        config.update(table_credentials(settings, warehouse, location))
+        return [{"prefix": location, "config": config}]
+    s3 = settings.s3
+    if not (s3.access_key and s3.secret_key):
+        return []
     config["s3.access-key-id"] = s3.access_key
     config["s3.secret-access-key"] = s3.secret_key
     return [{"prefix": location, "config": config}]

@@ -35,7 +35,14 @@ from app.locations import InvalidLocation, Location
 from app.lru import LruCache
 from app.observability import CommitRecorder
 from app.settings import Settings
-from app.storage_access import client_storage_config, storage_credentials
+from app.storage_access import (
+    NO_DELEGATION,
+    Delegation,
+    answer_with,
+    client_storage_config,
+    signing_config,
+    storage_credentials,
+)
 from storage.objects import ObjectStore
 from storage.repository import (
     CatalogRepository,
@@ -111,14 +118,14 @@ def etag_for(metadata_location: str, variant: str) -> str:
 
 
 def load_etag(
-    metadata_location: str, snapshots: str | None, vend_credentials: bool, planning_mode: str | None = None
+    metadata_location: str, snapshots: str | None, delegation: Delegation, planning_mode: str | None = None
 ) -> str:
     """loadTable's ETag: the metadata version and what of it the response shows.
 
     The configured ``scan-planning-mode`` is in the response's config, so it is part of the tag:
     after a restart with another mode, a client's cached table (and config) is not revalidated.
     """
-    variant = f"{snapshots or 'all'}|{'vended' if vend_credentials else 'plain'}"
+    variant = f"{snapshots or 'all'}|{delegation.variant}"
     return etag_for(metadata_location, f"{variant}|{planning_mode}" if planning_mode else variant)
 
 
@@ -179,31 +186,39 @@ class TableService(EntryService):
         name: str,
         *,
         snapshots: str | None = None,
-        vend_credentials: bool = False,
+        delegation: Delegation = NO_DELEGATION,
     ) -> LoadedTable:
         warehouse = self.warehouses.get(prefix)
         row = self._require_entry(warehouse, namespace, name)
-        return self.loaded(warehouse, row, snapshots=snapshots, vend_credentials=vend_credentials)
+        return self.loaded(warehouse, row, (namespace, name), snapshots=snapshots, delegation=delegation)
 
     def loaded(
-        self, warehouse: WarehouseRow, row: EntryRow, *, snapshots: str | None, vend_credentials: bool
+        self,
+        warehouse: WarehouseRow,
+        row: EntryRow,
+        identifier: tuple[tuple[str, ...], str],
+        *,
+        snapshots: str | None,
+        delegation: Delegation,
     ) -> LoadedTable:
         """loadTable's answer for a row already read (here, or on the event loop by the fast path)."""
         metadata = row.metadata
         if snapshots == "refs":
             metadata = json.dumps(rules.refs_only(json.loads(metadata)), separators=(",", ":"))
-        credentials = self._credentials(warehouse, row.location, vend_credentials)
+        config, credentials = self._storage_access(warehouse, identifier, row.location, delegation)
         return LoadedTable(
             metadata_location=row.metadata_location,
             metadata=metadata,
-            config=self._client_config(warehouse, credentials),
+            config=config,
             credentials=credentials,
-            etag=self.load_etag(row.metadata_location, snapshots, vend_credentials),
+            etag=self.load_etag(row.metadata_location, snapshots, delegation),
         )
 
-    def load_etag(self, metadata_location: str, snapshots: str | None = None, vend_credentials: bool = False) -> str:
+    def load_etag(
+        self, metadata_location: str, snapshots: str | None = None, delegation: Delegation = NO_DELEGATION
+    ) -> str:
         """The ETag of loadTable's answer (and of the other answers carrying the same metadata)."""
-        return load_etag(metadata_location, snapshots, vend_credentials, self.settings.scan_planning_mode)
+        return load_etag(metadata_location, snapshots, delegation, self.settings.scan_planning_mode)
 
     def load_credentials(self, prefix: str, namespace: tuple[str, ...], name: str) -> list[dict[str, Any]]:
         warehouse = self.warehouses.get(prefix)
@@ -217,7 +232,7 @@ class TableService(EntryService):
     # -- creating -----------------------------------------------------------------------
 
     def create_table(
-        self, prefix: str, namespace: tuple[str, ...], request: dict[str, Any], vend_credentials: bool = False
+        self, prefix: str, namespace: tuple[str, ...], request: dict[str, Any], delegation: Delegation = NO_DELEGATION
     ) -> LoadedTable:
         warehouse = self.warehouses.get(prefix)
         name = check_name(request["name"], "table name")
@@ -229,8 +244,7 @@ class TableService(EntryService):
         metadata = rules.new_table_metadata(request, location=location, now_ms=now_ms(), table_uuid=table_uuid)
         self._require_inside_warehouse(warehouse, rules.metadata_directory(metadata), "write.metadata.path")
         text = rules.to_json(metadata)
-        credentials = self._credentials(warehouse, location, vend_credentials)
-        config = self._client_config(warehouse, credentials)
+        config, credentials = self._storage_access(warehouse, (namespace, name), location, delegation)
         if request.get("stage-create"):
             self._require_name_free(warehouse, namespace, name)
             return LoadedTable(None, text, config, credentials)
@@ -240,7 +254,7 @@ class TableService(EntryService):
         return LoadedTable(metadata_location, text, config, credentials, self.load_etag(metadata_location))
 
     def register_table(
-        self, prefix: str, namespace: tuple[str, ...], request: dict[str, Any], vend_credentials: bool = False
+        self, prefix: str, namespace: tuple[str, ...], request: dict[str, Any], delegation: Delegation = NO_DELEGATION
     ) -> LoadedTable:
         warehouse = self.warehouses.get(prefix)
         name = check_name(request["name"], "table name")
@@ -251,8 +265,7 @@ class TableService(EntryService):
         text = rules.to_json(metadata)
         entry = NewEntry(name, TABLE, str(metadata.table_uuid), metadata.location, metadata_location, text)
         self._register(warehouse, namespace, entry, bool(request.get("overwrite")))
-        credentials = self._credentials(warehouse, metadata.location, vend_credentials)
-        config = self._client_config(warehouse, credentials)
+        config, credentials = self._storage_access(warehouse, (namespace, name), metadata.location, delegation)
         return LoadedTable(metadata_location, text, config, credentials, self.load_etag(metadata_location))
 
     # -- committing ---------------------------------------------------------------------
@@ -519,6 +532,23 @@ class TableService(EntryService):
 
     def _credentials(self, warehouse: WarehouseRow, location: str, vend: bool) -> list[dict[str, Any]]:
         return storage_credentials(self.settings, warehouse, location) if vend else []
+
+    def _storage_access(
+        self,
+        warehouse: WarehouseRow,
+        identifier: tuple[tuple[str, ...], str],
+        location: str,
+        delegation: Delegation,
+    ) -> tuple[dict[str, str], list[dict[str, Any]]]:
+        """The client config and credentials for the access the request asked for (none, vended
+        credentials or remote signing), in the warehouse's credentials mode."""
+        answer = answer_with(warehouse, self.settings, delegation)
+        if answer == "signing":
+            namespace, name = identifier
+            config = self._client_config(warehouse, [])
+            return {**config, **signing_config(self.settings, warehouse.name, namespace, name)}, []
+        credentials = self._credentials(warehouse, location, answer == "credentials")
+        return self._client_config(warehouse, credentials), credentials
 
 
 def _within_any(text: str, roots: list[Location]) -> bool:

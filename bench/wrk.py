@@ -35,6 +35,7 @@ def run(
     paths_file: Path | None = None,
     seed: int = 1,
     timeout_s: int = 10,
+    body_file: Path | None = None,
 ) -> dict[str, Any]:
     """One wrk run; returns the normalized statistics (see bench/load.py ``summarize``)."""
     argv = [
@@ -51,6 +52,8 @@ def run(
     env = dict(os.environ, BENCH_LUA_DIR=str(LUA_DIR), BENCH_SEED=str(seed))
     if paths_file is not None:
         env["BENCH_PATHS"] = str(paths_file)
+    if body_file is not None:
+        env["BENCH_BODY"] = str(body_file)
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=duration_s + 60, check=False)
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("BENCH_JSON ")), None)
     if proc.returncode != 0 or line is None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from flask import Response, current_app
 
 from app.catalog import CatalogService
-from app.factory import CATALOG, ENDPOINTS, FUNCTIONS, PLANS, TABLES, VIEWS
+from app.factory import CATALOG, ENDPOINTS, FUNCTIONS, PLANS, SIGNER, TABLES, VIEWS
 from app.functions import FunctionService
 from app.identifiers import parse_namespace
 from app.plans import PlanningService
+from app.signing import RemoteSigner
 from app.tables import TableService
 from app.views import ViewService
 
@@ -19,6 +20,10 @@ def catalog() -> CatalogService:
 
 def tables() -> TableService:
     return current_app.extensions[TABLES]
+
+
+def signer() -> RemoteSigner:
+    return current_app.extensions[SIGNER]
 
 
 def views() -> ViewService:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from flask import Response, request
 
 from app.identifiers import check_name
-from app.storage_access import wants_vended_credentials
+from app.storage_access import Delegation
 from app.tables import LoadedTable, etag_matches
-from handlers._context import namespace_arg, no_content, plans, tables
+from handlers._context import namespace_arg, no_content, plans, signer, tables
 
 
 def _name(table: str) -> str:
@@ -15,8 +15,8 @@ def _name(table: str) -> str:
     return check_name(table, "table name")
 
 
-def _vend() -> bool:
-    return wants_vended_credentials(request.headers.get("X-Iceberg-Access-Delegation"))
+def _vend() -> Delegation:
+    return Delegation.parse(request.headers.get("X-Iceberg-Access-Delegation"))
 
 
 def _table_response(loaded: LoadedTable) -> Response:
@@ -45,7 +45,7 @@ def register_table(prefix: str, namespace: str, body: dict):
 
 def load_table(prefix: str, namespace: str, table: str, snapshots: str | None = None):
     loaded = tables().load_table(
-        prefix, namespace_arg(namespace), _name(table), snapshots=snapshots, vend_credentials=_vend()
+        prefix, namespace_arg(namespace), _name(table), snapshots=snapshots, delegation=_vend()
     )
     if etag_matches(request.headers.get("If-None-Match"), loaded.etag):
         return Response(status=304, headers={"ETag": loaded.etag})
@@ -90,3 +90,10 @@ def load_credentials(prefix: str, namespace: str, table: str, planId: str | None
 def report_metrics(prefix: str, namespace: str, table: str, body: dict):
     tables().report_metrics(prefix, namespace_arg(namespace), _name(table), body)
     return no_content()
+
+
+def sign_request(prefix: str, namespace: str, table: str, body: dict):
+    """signRequest: the S3 request signed, or 403 with nothing signed (``app.signing``)."""
+    signed = signer().sign(prefix, namespace_arg(namespace), _name(table), body)
+    cache_control = "private" if signed.cacheable else "no-cache"
+    return signed.body(), 200, {"Cache-Control": cache_control}

@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import base64
 import contextlib
 import ctypes
 import glob
+import hashlib
 import json
 import os
 import pwd
@@ -784,6 +786,8 @@ def find_weed_bin() -> Path:
     )
 
 
+STS_ROLE_NAME = "growler-tables"
+STS_ROLE_ARN = f"arn:aws:iam::000000000000:role/{STS_ROLE_NAME}"
 _WEED_ENV_PREFIXES = ("AWS_", "S3_", "WEED_")  # weed mini reads these (e.g. AWS_ACCESS_KEY_ID adds a user)
 _GRPC_PORT_OFFSET = 10000  # see _pick_admin_ports
 _HEARTBEAT_RACE_RETRIES = 2  # relaunches before waiting out weed's 5 s heartbeat retry
@@ -812,8 +816,12 @@ class EmbeddedS3(_Service):
         startup_timeout: float = 60.0,
         stop_grace: float = 3.0,
         volume_size_limit_mb: int = 64,
+        sts: bool = False,
     ) -> None:
         self.data_dir = Path(data_dir).absolute()
+        # With ``sts``, weed also serves IAM/STS (AssumeRole with inline session policies) for the
+        # role STS_ROLE_ARN, which the static identity may assume (Growler's ``sts`` mode).
+        self.sts = sts
         self.port = int(port)
         self.access_key = access_key
         self.secret_key = secret_key
@@ -889,6 +897,8 @@ class EmbeddedS3(_Service):
         with contextlib.suppress(FileNotFoundError):
             (self.data_dir / "mini.options").unlink()
         self._write_identities()
+        if self.sts:
+            self._write_iam_config()
 
         p = self.ports
         argv = [
@@ -909,7 +919,11 @@ class EmbeddedS3(_Service):
             "-s3.port.iceberg=0",  # else weed serves its own Iceberg catalog on 8181 (ours!)
             "-s3.port.lance=0",  # else a Lance namespace server on 9101
             f"-s3.config={self._config_path}",
-            "-s3.iam=false",  # no IAM API: the static identity file is all we need
+            *(
+                [f"-s3.iam.config={self._iam_config_path}"]
+                if self.sts
+                else ["-s3.iam=false"]  # no IAM API: the static identity file is all we need
+            ),
             f"-admin.port={p['admin']}",  # mini always runs its admin server + maintenance worker
             f"-admin.port.grpc={p['admin_grpc']}",
             "-admin.ui=false",
@@ -1032,6 +1046,50 @@ class EmbeddedS3(_Service):
                         pass
                 with contextlib.suppress(OSError):
                     os.unlink(path)
+
+    @property
+    def _iam_config_path(self) -> Path:
+        return self.data_dir / ".growler-iam.json"
+
+    def _write_iam_config(self) -> None:
+        """STS (signing key derived from the secret, so restarts keep issued tokens valid) and one
+        role, allowed everything on S3 and assumable by any authenticated identity: what the
+        session policy Growler sends narrows it to one table."""
+        signing_key = base64.b64encode(hashlib.sha256(b"growler-sts:" + self.secret_key.encode()).digest())
+        config = {
+            "sts": {
+                "tokenDuration": "1h",
+                "maxSessionLength": "12h",
+                "issuer": "growler-embedded-sts",
+                "signingKey": signing_key.decode(),
+            },
+            "policy": {"defaultEffect": "Deny", "storeType": "memory"},
+            "roles": [
+                {
+                    "roleName": STS_ROLE_NAME,
+                    "roleArn": STS_ROLE_ARN,
+                    "trustPolicy": {
+                        "Version": "2012-10-17",
+                        "Statement": [
+                            {"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": ["sts:AssumeRole"]}
+                        ],
+                    },
+                    "attachedPolicies": ["growler-tables-s3"],
+                }
+            ],
+            "policies": [
+                {
+                    "name": "growler-tables-s3",
+                    "document": {
+                        "Version": "2012-10-17",
+                        "Statement": [{"Effect": "Allow", "Action": ["s3:*"], "Resource": ["*"]}],
+                    },
+                }
+            ],
+        }
+        fd = os.open(self._iam_config_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(config, f, indent=1)
 
     def _write_identities(self) -> None:
         config = {

@@ -148,6 +148,10 @@ def settings(services: Services) -> Settings:
         validate_responses=True,
         max_page_size=1000,
         pool_timeout_s=2.0,  # the dependency-failure tests wait this long per refused request
+        # The suite's default warehouse vends its static keys (the explicit development opt-in):
+        # most tests and the Spark sessions read and write with them. Remote signing and its
+        # refusals are tested on a warehouse of their own (tests/api/test_remote_signing.py).
+        storage_credentials_mode="static",
     )
 
 

@@ -1,0 +1,190 @@
+"""Remote signing: the catalog signs a client's S3 request after checking it, and keeps the keys.
+
+A client that loaded a table with ``X-Iceberg-Access-Delegation: remote-signing`` sends every
+S3 request it wants to make to ``POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/sign``
+(the spec's ``signRequest``; PyIceberg and older Java clients reach the same path through
+``s3.signer.endpoint``). The request is signed (AWS SigV4, ``minio.signer``) only when
+``app.s3_requests`` finds that everything it touches lies inside the table's location and the
+caller may perform it; anything else is 403 ``ForbiddenException`` and nothing is signed.
+
+Signing is on the path of every object a job reads or writes, so the table's storage scope is
+cached per worker for ``SCOPE_TTL_S``: a table already checked costs no database round trip.
+A dropped or moved table can therefore still be signed for during that window.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from minio.credentials import Credentials
+from minio.signer import sign_v4_s3
+
+from app import s3_requests
+from app.errors import BadRequest, Forbidden, NotFound
+from app.locations import InvalidLocation, Location
+from app.lru import LruCache
+from app.s3_requests import READ, WRITE, RefusedRequest, S3Request, StorageScope
+from app.settings import Settings
+from app.storage_access import NONE, credentials_mode
+
+log = logging.getLogger(__name__)
+
+SCOPE_TTL_S = 10.0
+SCOPE_CACHE_ENTRIES = 10_000
+UNSIGNED_PAYLOAD = "UNSIGNED-PAYLOAD"
+# Headers left out of the signature: set or changed by HTTP stacks after signing, varying per
+# retry, or (``range``) allowed to vary under a cached signature (the Java client caches signed
+# GET/HEAD requests by method and URI for 30 seconds).
+UNSIGNED_HEADERS = frozenset({
+    "authorization", "user-agent", "range", "expect", "transfer-encoding", "connection", "content-length",
+    "x-amzn-trace-id", "amz-sdk-invocation-id", "amz-sdk-request", "amz-sdk-retry", "x-amz-date",
+    "accept-encoding",
+})
+_CACHEABLE_METHODS = frozenset({"GET", "HEAD"})
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What a caller may do with one table's storage, as checked (cached briefly)."""
+
+    scope: StorageScope
+    access: frozenset[str]  # READ and/or WRITE
+    endpoint: str
+    region: str
+
+
+@dataclass(frozen=True)
+class SignedRequest:
+    uri: str
+    headers: dict[str, list[str]]  # only the headers the client must add to its own
+    cacheable: bool
+
+    def body(self) -> dict[str, Any]:
+        return {"uri": self.uri, "headers": self.headers}
+
+
+class RemoteSigner:
+    def __init__(self, settings: Settings, tables: Any, clock: Any = time.monotonic) -> None:
+        self.settings = settings
+        self.tables = tables  # app.tables.TableService: its warehouses and rows
+        self._clock = clock
+        self._grants: LruCache[tuple[str, tuple[str, ...], str], tuple[float, Grant]] = LruCache(SCOPE_CACHE_ENTRIES)
+
+    def sign(self, prefix: str, namespace: tuple[str, ...], name: str, request: dict[str, Any]) -> SignedRequest:
+        """The signed request, or 403 with nothing signed (a table the caller cannot see included)."""
+        if (request.get("provider") or "s3") != "s3":
+            raise BadRequest(f"Remote signing supports the s3 provider only, not {request.get('provider')}")
+        grant = self.grant(prefix, namespace, name)
+        headers = _lower(request.get("headers") or {})
+        try:
+            s3 = s3_requests.parse_request(request["method"], request["uri"], grant.endpoint)
+            s3_requests.check_headers(headers)
+            if s3.access not in grant.access:
+                raise RefusedRequest(f"The caller may not {s3.access} this table's objects")
+            payload = None
+            if s3.is_delete_objects:
+                s3_requests.check_delete_scope(s3, request.get("body"), grant.scope)
+                single = {header: ",".join(values) for header, values in headers.items()}
+                payload = s3_requests.body_binding(single, request["body"])
+            else:
+                s3_requests.check_scope(s3, grant.scope)
+        except RefusedRequest as exc:
+            log.info("remote signing refused for %s.%s: %s", ".".join(namespace), name, exc)
+            raise Forbidden(str(exc)) from None
+        return self._sign(s3, headers, payload, grant.region)
+
+    def is_cached(self, prefix: str, namespace: tuple[str, ...], name: str) -> bool:
+        """Whether signing for this table needs no database round trip now (the event loop may sign)."""
+        cached = self._grants.get((prefix, namespace, name))
+        return cached is not None and self._clock() - cached[0] < SCOPE_TTL_S
+
+    def grant(self, prefix: str, namespace: tuple[str, ...], name: str) -> Grant:
+        """The table's storage scope and the caller's access, from the cache or one query."""
+        key = (prefix, namespace, name)
+        cached = self._grants.get(key)
+        now = self._clock()
+        if cached is not None and now - cached[0] < SCOPE_TTL_S:
+            return cached[1]
+        try:  # a table the caller cannot see is refused like any other request (the spec has no 404 here)
+            warehouse = self.tables.warehouses.get(prefix)
+            row = self.tables._require_entry(warehouse, namespace, name)
+        except NotFound:
+            raise Forbidden(f"Table does not exist or may not be signed for: {'.'.join(namespace)}.{name}") from None
+        if credentials_mode(warehouse, self.settings) == NONE:
+            raise Forbidden(f"Remote signing is not enabled for warehouse {warehouse.name}")
+        storage = warehouse.storage or {}
+        grant = Grant(
+            scope=_scope(row.location),
+            access=self.privileges(prefix, namespace, name),
+            endpoint=storage.get("endpoint") or self.settings.s3.endpoint or "",
+            region=storage.get("region") or self.settings.s3.region,
+        )
+        self._grants.put(key, (now, grant))
+        return grant
+
+    def privileges(self, prefix: str, namespace: tuple[str, ...], name: str) -> frozenset[str]:
+        """What the caller may do with the table's objects: the one place authorization plugs in.
+
+        Growler has no principals yet, so every caller that can see the table may read and write
+        it. A read-only grant returns ``{READ}``; the signer then refuses PUT, POST and DELETE.
+        """
+        return frozenset({READ, WRITE})
+
+    def _sign(self, s3: S3Request, headers: dict[str, list[str]], payload: str | None, region: str) -> SignedRequest:
+        s3_settings = self.settings.s3
+        if not (s3_settings.access_key and s3_settings.secret_key):
+            raise Forbidden("This catalog has no storage keys to sign with")
+        to_sign: dict[str, str | list[str]] = {
+            name: values for name, values in headers.items() if name not in UNSIGNED_HEADERS and name != "host"
+        }
+        added: dict[str, list[str]] = {}
+        if "host" not in headers:
+            added["Host"] = [s3.host]
+        to_sign["host"] = s3.host
+        if "x-amz-content-sha256" in headers:
+            content_sha256 = headers["x-amz-content-sha256"][0]
+        else:
+            content_sha256 = payload or UNSIGNED_PAYLOAD
+            to_sign["x-amz-content-sha256"] = content_sha256
+            added["x-amz-content-sha256"] = [content_sha256]
+        date = datetime.now(UTC)
+        amz_date = date.strftime("%Y%m%dT%H%M%SZ")
+        to_sign["x-amz-date"] = amz_date
+        uri = s3.uri
+        signed = sign_v4_s3(
+            method=s3.method,
+            url=urlsplit(uri),
+            region=region,
+            headers=to_sign,
+            credentials=Credentials(s3_settings.access_key, s3_settings.secret_key),
+            content_sha256=content_sha256,
+            date=date,
+        )
+        added["x-amz-date"] = [amz_date]
+        added["Authorization"] = [str(signed["Authorization"])]
+        return SignedRequest(uri, added, cacheable=s3.method in _CACHEABLE_METHODS)
+
+
+def _lower(headers: dict[str, Any]) -> dict[str, list[str]]:
+    lowered: dict[str, list[str]] = {}
+    for name, values in headers.items():
+        items = values if isinstance(values, list) else [values]
+        lowered.setdefault(str(name).lower(), []).extend(str(value) for value in items)
+    return lowered
+
+
+def _scope(location: str) -> StorageScope:
+    """The table's location as a key prefix ending in ``/`` (``tbl/`` does not contain ``tbl2/``)."""
+    try:
+        parsed = Location.parse(location)
+    except InvalidLocation:
+        return StorageScope(())
+    key = parsed.key.rstrip("/")
+    if parsed.scheme != "s3" or not key:  # a table is never the bucket root: sign nothing for one
+        return StorageScope(())
+    return StorageScope(((parsed.bucket, key + "/"),))

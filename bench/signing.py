@@ -1,0 +1,112 @@
+"""Remote signing throughput: signatures per second of one worker (indicative).
+
+Two figures:
+
+- ``in-process``: ``RemoteSigner.sign`` called in a loop with the table's grant cached (what a
+  worker does per signature besides HTTP): parsing, the scope check and SigV4. No database,
+  no network; the ceiling of one worker's signing.
+- ``http``: wrk POSTs the same signRequest to a running Growler (give it one worker,
+  ``GROWLER_WORKERS=1``) for ``--seconds``: the figure per worker, HTTP stack included.
+
+    python -m bench.signing                       # in-process only
+    python -m bench.signing --url http://127.0.0.1:8181 --warehouse warehouse --table ns.t
+
+The http run needs the table to exist and the warehouse in a mode that signs (any but ``none``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from app.settings import S3Settings, Settings
+from app.signing import RemoteSigner
+from storage.repository import EntryRow, WarehouseRow
+
+ENDPOINT = "http://127.0.0.1:8333"
+LOCATION = "s3://bench-bucket/warehouse/ns/t"
+
+
+def sign_request(endpoint: str, location: str) -> dict[str, Any]:
+    """A GET of a data file of the table, as Java's S3FileIO sends it to the signer."""
+    bucket, _, key = location.removeprefix("s3://").partition("/")
+    return {
+        "method": "GET",
+        "region": "us-east-1",
+        "uri": f"{endpoint}/{bucket}/{key}/data/id_bucket=3/00000-0-5e2c.parquet",
+        "headers": {"amz-sdk-invocation-id": ["a8c1"], "User-Agent": ["aws-sdk-java/2.x"], "Range": ["bytes=0-1023"]},
+        "provider": "s3",
+    }
+
+
+def in_process(seconds: float) -> dict[str, Any]:
+    settings = Settings(
+        database_url="postgresql://unused",
+        s3=S3Settings(endpoint=ENDPOINT, access_key="bench-access", secret_key="bench-secret"),
+    )
+    warehouse = WarehouseRow(1, "warehouse", "s3://bench-bucket/warehouse/", {"endpoint": ENDPOINT})
+    row = EntryRow(1, "table", "00000000-0000-0000-0000-000000000000", LOCATION, LOCATION + "/metadata/x.json", "{}")
+    tables = SimpleNamespace(
+        warehouses=SimpleNamespace(get=lambda _name: warehouse),
+        _require_entry=lambda *_args: row,
+    )
+    signer = RemoteSigner(settings, tables)
+    request = sign_request(ENDPOINT, LOCATION)
+    count = 0
+    started = time.perf_counter()
+    deadline = started + seconds
+    while time.perf_counter() < deadline:
+        for _ in range(100):
+            signer.sign("warehouse", ("ns",), "t", request)
+        count += 100
+    elapsed = time.perf_counter() - started
+    return {"signatures": count, "seconds": round(elapsed, 2), "per_second": round(count / elapsed)}
+
+
+def over_http(url: str, warehouse: str, table: str, s3_endpoint: str, location: str, seconds: float,
+              connections: int) -> dict[str, Any]:
+    from bench import wrk
+
+    namespace, _, name = table.rpartition(".")
+    sign_url = f"{url}/v1/{warehouse}/namespaces/{namespace.replace('.', '%1F')}/tables/{name}/sign"
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as body:
+        json.dump(sign_request(s3_endpoint, location), body)
+    try:
+        return wrk.run(sign_url, duration_s=seconds, connections=connections, threads=2, script="post.lua",
+                       body_file=Path(body.name))
+    finally:
+        Path(body.name).unlink()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--url", help="a running Growler (one worker) for the http figure")
+    parser.add_argument("--warehouse", default="warehouse")
+    parser.add_argument("--table", default="ns.t", help="namespace.table that exists in the warehouse")
+    parser.add_argument("--s3-endpoint", default=ENDPOINT, help="the warehouse's S3 endpoint")
+    parser.add_argument("--location", default=None, help="the table's location (default: loaded)")
+    parser.add_argument("--connections", type=int, default=16)
+    args = parser.parse_args(argv)
+    result: dict[str, Any] = {"in_process": in_process(args.seconds)}
+    if args.url:
+        location = args.location
+        if location is None:
+            import httpx
+
+            namespace, _, name = args.table.rpartition(".")
+            loaded = httpx.get(f"{args.url}/v1/{args.warehouse}/namespaces/{namespace}/tables/{name}")
+            location = loaded.raise_for_status().json()["metadata"]["location"]
+        result["http"] = over_http(args.url, args.warehouse, args.table, args.s3_endpoint, location, args.seconds,
+                                   args.connections)
+    print(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,152 @@
+"""``sts`` mode against SeaweedFS's own STS: credentials limited to one table's prefix.
+
+A SeaweedFS of its own runs with its IAM/STS service (``EmbeddedS3(sts=True)``: one role that
+may do anything on S3, assumable by Growler's identity). Growler asks it for credentials with
+an inline session policy naming the table's prefix, and what they can and cannot do is checked
+against the store itself: the table's objects yes; the prefix sibling (``tbl`` vs ``tbl2``),
+the namespace and the bucket root no. PyIceberg then writes and reads a table with nothing
+but the catalog URL, using only the vended temporary credentials.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import minio
+import pyarrow as pa
+import pytest
+from minio.error import S3Error
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField
+
+from app.locations import Location
+from app.settings import S3Settings, StsSettings
+from tests.conftest import TEST_ACCESS_KEY, TEST_BUCKET, TEST_SECRET_KEY
+from tests.integration.conftest import Server, start_server, stop_server
+
+WAREHOUSE = "sts"
+DURATION_S = 900
+
+
+@pytest.fixture(scope="module")
+def sts_s3() -> Iterator:
+    from scripts.services import EmbeddedS3, free_port
+
+    root = Path(tempfile.mkdtemp(prefix="growler-sts-"))
+    s3 = EmbeddedS3(root / "s3", free_port(), TEST_ACCESS_KEY, TEST_SECRET_KEY, sts=True)
+    s3.start()
+    try:
+        s3.ensure_bucket(TEST_BUCKET)
+        yield s3
+    finally:
+        s3.stop()
+
+
+@pytest.fixture(scope="module")
+def sts_settings(settings, sts_s3):
+    from scripts.services import STS_ROLE_ARN
+
+    return dataclasses.replace(
+        settings,
+        warehouse=WAREHOUSE,
+        warehouse_location=f"s3://{TEST_BUCKET}/{WAREHOUSE}/",
+        s3=S3Settings(endpoint=sts_s3.endpoint, access_key=TEST_ACCESS_KEY, secret_key=TEST_SECRET_KEY),
+        storage_credentials_mode="sts",
+        sts=StsSettings(role_arn=STS_ROLE_ARN, duration_s=DURATION_S),
+    )
+
+
+@pytest.fixture(scope="module")
+def sts_server(sts_settings, app, tmp_path_factory) -> Iterator[Server]:
+    extra = {"GROWLER_STS_ROLE_ARN": sts_settings.sts.role_arn, "GROWLER_STS_DURATION_S": str(DURATION_S)}
+    running = start_server(sts_settings, tmp_path_factory.mktemp("gunicorn-sts"), extra)
+    try:
+        yield running
+    finally:
+        stop_server(running)
+
+
+def _client(sts_s3, config: dict) -> minio.Minio:
+    return minio.Minio(
+        f"127.0.0.1:{sts_s3.port}",
+        access_key=config["s3.access-key-id"],
+        secret_key=config["s3.secret-access-key"],
+        session_token=config["s3.session-token"],
+        secure=False,
+        region="us-east-1",
+    )
+
+
+def _allowed(call) -> bool:
+    try:
+        result = call()
+        if hasattr(result, "__next__"):
+            list(result)
+    except S3Error as exc:
+        assert exc.code == "AccessDenied", exc.code
+        return False
+    return True
+
+
+def test_vended_credentials_reach_only_the_table(sts_server, sts_settings, sts_s3):
+    url = f"{sts_server.url}/v1/{WAREHOUSE}"
+    httpx.post(f"{url}/namespaces", json={"namespace": ["ns"]}).raise_for_status()
+    for name in ("tbl", "tbl2"):
+        request = {
+            "name": name,
+            "location": f"s3://{TEST_BUCKET}/{WAREHOUSE}/ns/{name}",
+            "schema": {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long",
+                                                                     "required": False}]},
+        }
+        httpx.post(f"{url}/namespaces/ns/tables", json=request).raise_for_status()
+    before = time.time()
+    loaded = httpx.get(f"{url}/namespaces/ns/tables/tbl", headers={"X-Iceberg-Access-Delegation": "vended-credentials"})
+    assert loaded.status_code == 200, loaded.text
+    (credential,) = loaded.json()["storage-credentials"]
+    config = credential["config"]
+    assert credential["prefix"] == f"s3://{TEST_BUCKET}/{WAREHOUSE}/ns/tbl"
+    assert config["s3.access-key-id"] != TEST_ACCESS_KEY
+    assert TEST_SECRET_KEY not in loaded.text
+    expires_s = int(config["s3.session-token-expires-at-ms"]) / 1000
+    assert before + DURATION_S - 60 <= expires_s <= time.time() + DURATION_S + 60  # they expire
+
+    client = _client(sts_s3, config)
+    own = Location.parse(loaded.json()["metadata-location"]).key
+    assert _allowed(lambda: client.get_object(TEST_BUCKET, own).read())
+    assert _allowed(lambda: client.put_object(TEST_BUCKET, f"{WAREHOUSE}/ns/tbl/data/x", io.BytesIO(b"1"), 1))
+    assert _allowed(lambda: client.list_objects(TEST_BUCKET, prefix=f"{WAREHOUSE}/ns/tbl/", recursive=True))
+    assert _allowed(lambda: client.remove_object(TEST_BUCKET, f"{WAREHOUSE}/ns/tbl/data/x"))
+
+    admin = sts_s3.client()
+    sibling = next(admin.list_objects(TEST_BUCKET, prefix=f"{WAREHOUSE}/ns/tbl2/", recursive=True)).object_name
+    assert not _allowed(lambda: client.get_object(TEST_BUCKET, sibling).read())
+    assert not _allowed(lambda: client.put_object(TEST_BUCKET, f"{WAREHOUSE}/ns/tbl2/data/x", io.BytesIO(b"1"), 1))
+    assert not _allowed(lambda: client.remove_object(TEST_BUCKET, sibling))
+    assert not _allowed(lambda: client.list_objects(TEST_BUCKET, prefix=f"{WAREHOUSE}/ns/", recursive=True))
+    assert not _allowed(lambda: client.put_object(TEST_BUCKET, "elsewhere", io.BytesIO(b"1"), 1))
+    assert admin.stat_object(TEST_BUCKET, sibling) is not None
+
+    refreshed = httpx.get(f"{url}/namespaces/ns/tables/tbl/credentials").json()["storage-credentials"]
+    assert refreshed[0]["config"]["s3.access-key-id"] != config["s3.access-key-id"]  # fresh ones
+    assert "s3.secret-access-key" not in sts_server.log() and TEST_SECRET_KEY not in sts_server.log()
+
+
+def test_pyiceberg_round_trip_with_sts_credentials(sts_server):
+    catalog = RestCatalog("sts", uri=sts_server.url, warehouse=WAREHOUSE)
+    catalog.create_namespace_if_not_exists("py")
+    schema = Schema(NestedField(1, "id", LongType(), required=False))
+    table = catalog.create_table("py.t", schema=schema)
+    assert table.io.properties["s3.access-key-id"] != TEST_ACCESS_KEY
+    table.append(pa.Table.from_pylist([{"id": 1}, {"id": 2}], schema=pa.schema([pa.field("id", pa.int64())])))
+    table = catalog.load_table("py.t")
+    table.overwrite(pa.Table.from_pylist([{"id": 3}], schema=pa.schema([pa.field("id", pa.int64())])))
+    assert catalog.load_table("py.t").scan().to_arrow()["id"].to_pylist() == [3]
+    catalog.purge_table("py.t")
+    assert not catalog.table_exists("py.t")
