@@ -75,10 +75,11 @@ def test_scan_planning_mode_switch(settings, clean_catalog):
     from app import create_app
     from app.settings import Settings
     from tests.api.tables_support import PREFIX, create_request, table_url
+    from tests.conftest import authenticated
 
-    plain = create_app(settings).test_client()
+    plain = authenticated(create_app(settings)).test_client()
     assert "scan-planning-mode" not in plain.get("/v1/config").json()["defaults"]
-    client = create_app(dataclasses.replace(settings, scan_planning_mode="server")).test_client()
+    client = authenticated(create_app(dataclasses.replace(settings, scan_planning_mode="server"))).test_client()
     assert client.get("/v1/config").json()["defaults"]["scan-planning-mode"] == "server"
     assert client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]}).status_code == 200
     created = client.post(f"{PREFIX}/namespaces/db/tables", json=create_request("events"))

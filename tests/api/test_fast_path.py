@@ -201,10 +201,11 @@ def test_the_request_is_logged_and_counted_as_load_table(client, table, capfd):
 def server_planning_apps(settings):
     """Both paths of an app configured with ``GROWLER_SCAN_PLANNING_MODE=server``."""
     from app import create_app
+    from tests.conftest import authenticated
 
     configured = dataclasses.replace(settings, scan_planning_mode="server")
-    full = create_app(dataclasses.replace(configured, fast_reads=False)).test_client()
-    with create_app(configured).test_client() as fast:
+    full = authenticated(create_app(dataclasses.replace(configured, fast_reads=False))).test_client()
+    with authenticated(create_app(configured)).test_client() as fast:
         yield fast, full
 
 

@@ -40,8 +40,9 @@ def signing_settings(settings):
 @pytest.fixture(scope="module")
 def signing_app(signing_settings):
     from app import create_app
+    from tests.conftest import authenticated
 
-    return create_app(signing_settings)
+    return authenticated(create_app(signing_settings))
 
 
 @pytest.fixture
@@ -298,8 +299,9 @@ def test_no_secret_or_signature_in_logs(sclient, tables, signing_settings, caplo
 @pytest.fixture(scope="module")
 def full_stack_signing_client(signing_settings):
     from app import create_app
+    from tests.conftest import authenticated
 
-    return create_app(dataclasses.replace(signing_settings, fast_reads=False)).test_client()
+    return authenticated(create_app(dataclasses.replace(signing_settings, fast_reads=False))).test_client()
 
 
 def test_sign_fast_path_answers_like_the_full_stack(sclient, full_stack_signing_client, tables, signing_settings,
