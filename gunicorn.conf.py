@@ -1,6 +1,6 @@
 """Gunicorn settings for Growler (``python -m gunicorn -c gunicorn.conf.py``; ``make run`` does this).
 
-Everything the app itself needs comes from GROWLER_* environment variables (see app/settings.py);
+Everything the app itself needs comes from GROWLER_* environment variables (see app/ground/settings.py);
 the process-level ones below are documented in README.md ("Deploying"). Signals to the master:
 TERM = graceful stop (in-flight requests, e.g. commits, finish within ``graceful_timeout``),
 HUP = graceful reload (new workers with re-read code and config, old ones finish their requests),

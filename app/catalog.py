@@ -12,11 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from app.errors import BadRequest, NoSuchNamespace, NoSuchWarehouse, UnprocessableEntity
+from app.ground.errors import BadRequest, NoSuchNamespace, NoSuchWarehouse, UnprocessableEntity
+from app.ground.locations import safe_segment
+from app.ground.settings import Settings
 from app.idempotency import iso8601_duration
 from app.identifiers import decode_page_token, encode_page_token, format_namespace, page_window
-from app.locations import safe_segment
-from app.settings import Settings
 from storage.objects import ObjectStore
 from storage.repository import CatalogRepository, WarehouseRow
 

@@ -19,15 +19,15 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from app.catalog import Page, WarehouseDirectory, default_namespace_location, page_of_names
-from app.errors import AlreadyExists, BadRequest, CatalogError, CommitFailed, NoSuchNamespace
+from app.ground.errors import AlreadyExists, BadRequest, CatalogError, CommitFailed, NoSuchNamespace
+from app.ground.limits import check_metadata_schemas, inflate, load_json
+from app.ground.locations import InvalidLocation, Location, is_allowed, safe_segment
+from app.ground.settings import Settings
 from app.identifiers import (
     check_name,
     check_namespace,
     format_namespace,
 )
-from app.limits import check_metadata_schemas, inflate, load_json
-from app.locations import InvalidLocation, Location, is_allowed, safe_segment
-from app.settings import Settings
 from storage.objects import ObjectNotFound, ObjectStore
 from storage.repository import CatalogRepository, EntryRow, NewEntry, WarehouseRow
 
@@ -185,7 +185,7 @@ class EntryService:
 
     @classmethod
     def _require_inside_warehouse(cls, warehouse: WarehouseRow, location: str, what: str) -> Location:
-        """Every location Growler writes to, reads from or purges: valid (``app.locations``) and
+        """Every location Growler writes to, reads from or purges: valid (``app.ground.locations``) and
         strictly under the warehouse location or one of its allowed locations, by segments."""
         parsed = Location.parse(location, what)
         roots = cls.allowed_roots(warehouse)

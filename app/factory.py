@@ -17,11 +17,12 @@ from connexion.middleware import ConnexionMiddleware, MiddlewarePosition
 from connexion.middleware.security import SecurityMiddleware
 from starlette.exceptions import HTTPException
 
-from app import limits, metrics
 from app.catalog import CatalogService, WarehouseDirectory
-from app.errors import CatalogError
 from app.fast_path import LoadTableFastPath
 from app.functions import FunctionService, function_metadata_schema
+from app.ground import limits, metrics
+from app.ground.errors import CatalogError
+from app.ground.settings import Settings
 from app.housekeeping import Housekeeper
 from app.http import (
     LivenessMiddleware,
@@ -37,7 +38,6 @@ from app.idempotency import IdempotencyService
 from app.observability import ObservabilityMiddleware, configure_event_logs
 from app.plans import PlanningConfig, PlanningService
 from app.resolver import CatalogResolver, implemented_endpoints
-from app.settings import Settings
 from app.startup import Startup, StartupGate
 from app.tables import TableService
 from app.validation import BoundedJSONProvider, validator_map
@@ -104,7 +104,7 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
         database.close()
 
     # Compact JSON: connexion's default indents every response body, which costs time and bytes.
-    # Large bodies are encoded by the json module's Python encoder (app.limits.dumps).
+    # Large bodies are encoded by the json module's Python encoder (app.ground.limits.dumps).
     compact = Jsonifier(SimpleNamespace(dumps=limits.dumps, loads=json.loads), separators=(",", ":"))
     app = FlaskApp(__name__, lifespan=lifespan, middlewares=_middlewares(), jsonifier=compact)
     spec = load_spec()

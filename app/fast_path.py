@@ -30,9 +30,10 @@ from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.errors import CatalogError
+from app.ground.errors import CatalogError
+from app.ground.lru import LruCache
+from app.ground.text import path_has_control_characters
 from app.identifiers import check_name, parse_namespace
-from app.lru import LruCache
 from app.observability import ROUTING_CONTEXT
 from app.storage_access import wants_vended_credentials
 from app.tables import TABLE, LoadedTable, TableService, etag_matches, load_etag
@@ -44,7 +45,6 @@ OPERATION_ID = "loadTable"
 # A first segment naming a route is an unprefixed route (RequestGuardMiddleware), not a warehouse.
 _PATH = re.compile(r"^/v1/(?!(?:namespaces|tables|views|transactions)/)([^/]+)/namespaces/([^/]+)/tables/([^/]+)$")
 _RAW_ESCAPE = re.compile(rb"%(?!1[fF])")  # any percent-escape except the namespace separator
-_CONTROL = re.compile(r"[\x00-\x1e\x7f]")
 _SNAPSHOTS = {b"": None, b"snapshots=all": "all", b"snapshots=refs": "refs"}
 _DELEGATION_MODES = frozenset({"vended-credentials", "remote-signing"})  # the spec's enum
 
@@ -135,7 +135,7 @@ def _match(scope: Scope) -> _LoadRequest | None:
     if scope["method"] != "GET" or scope.get("query_string", b"") not in _SNAPSHOTS:
         return None
     match = _PATH.match(scope["path"])
-    if match is None or _CONTROL.search(scope["path"]) or _RAW_ESCAPE.search(scope.get("raw_path") or b""):
+    if match is None or path_has_control_characters(scope["path"]) or _RAW_ESCAPE.search(scope.get("raw_path") or b""):
         return None
     headers: dict[bytes, bytes] = {}
     for key, value in scope["headers"]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.errors import BadRequest
+from app.ground.errors import BadRequest
 
 FORMAT_VERSION = 1
 

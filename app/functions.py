@@ -18,11 +18,11 @@ import jsonschema
 
 from app.catalog import Page, WarehouseDirectory, page_of_names
 from app.entries import EntryService, decode_metadata
-from app.errors import BadRequest, NoSuchFunction, NoSuchNamespace
 from app.function_metadata import check_function_metadata
+from app.ground.errors import BadRequest, NoSuchFunction, NoSuchNamespace
+from app.ground.limits import load_json
+from app.ground.settings import Settings
 from app.identifiers import check_name, format_namespace
-from app.limits import load_json
-from app.settings import Settings
 from storage.functions import FunctionRepository, FunctionRow
 from storage.objects import ObjectNotFound, ObjectStore
 from storage.repository import CatalogRepository

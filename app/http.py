@@ -23,15 +23,14 @@ from connexion.lifecycle import ConnexionRequest, ConnexionResponse
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.errors import BadRequest, CatalogError, PayloadTooLarge, error_body, error_type_for_status
+from app.ground.errors import BadRequest, CatalogError, PayloadTooLarge, error_body, error_type_for_status
+from app.ground.text import path_has_control_characters
 
 log = logging.getLogger(__name__)
 
 REQUEST_ID_HEADER = b"x-request-id"
 _SANE_REQUEST_ID = re.compile(rb"^[A-Za-z0-9._:-]{1,128}$")
 # Routes of the spec that live under /v1/{prefix}/; served for the default warehouse without it.
-# Control characters other than 0x1F, the namespace separator, which paths legitimately carry.
-_CONTROL = re.compile(r"[\x00-\x1e\x7f]")
 _EMPTY_NAMESPACE = re.compile(r"^/v1/[^/]+/namespaces//(tables|views)/([^/]+)$")
 _UNPREFIXED = re.compile(r"^/v1/(namespaces|tables|views|transactions)(/.*)?$")
 
@@ -99,7 +98,7 @@ class RequestGuardMiddleware:
             await self.app(scope, receive, send)
             return
         self._check_declared_length(scope)
-        if _CONTROL.search(scope["path"]):
+        if path_has_control_characters(scope["path"]):
             # connexion's router does not match such paths while Flask's does: refuse them here
             raise BadRequest("Control characters are not allowed in the request path")
         scope = self._with_default_prefix(scope)

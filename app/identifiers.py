@@ -5,15 +5,13 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import re
 from urllib.parse import unquote
 
-from app.errors import BadRequest
+from app.ground.errors import BadRequest
+from app.ground.text import UNIT_SEPARATOR, has_control_characters
 
-UNIT_SEPARATOR = "\x1f"
 MAX_LEVEL_LENGTH = 255
 MAX_LEVELS = 16
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def decoded_separator(advertised: str) -> str:
@@ -27,7 +25,7 @@ def check_name(name: str, what: str = "name") -> str:
         raise BadRequest(f"Invalid {what}: must be a non-empty string")
     if len(name) > MAX_LEVEL_LENGTH:
         raise BadRequest(f"Invalid {what}: longer than {MAX_LEVEL_LENGTH} characters")
-    if _CONTROL.search(name):
+    if has_control_characters(name):
         raise BadRequest(f"Invalid {what}: control characters are not allowed")
     return name
 

@@ -25,8 +25,8 @@ from urllib.parse import parse_qs
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app import metrics
-from app.errors import CatalogError, CommitFailed, CommitStateUnknown
+from app.ground import metrics
+from app.ground.errors import CatalogError, CommitFailed, CommitStateUnknown
 from app.identifiers import UNIT_SEPARATOR, decoded_separator
 
 REQUEST_LOGGER = "growler.request"

@@ -14,7 +14,7 @@ from typing import Any
 
 from connexion.resolver import Resolution, Resolver
 
-from app.errors import UnsupportedOperation
+from app.ground.errors import UnsupportedOperation
 
 HANDLER_MODULES = ("config", "oauth", "namespaces", "tables", "views", "transactions", "scans", "functions")
 

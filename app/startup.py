@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.errors import ServiceUnavailable
+from app.ground.errors import ServiceUnavailable
 
 log = logging.getLogger(__name__)
 

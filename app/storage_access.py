@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.settings import Settings
+from app.ground.settings import Settings
 from storage.repository import WarehouseRow
 
 VENDED_CREDENTIALS = "vended-credentials"

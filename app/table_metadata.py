@@ -105,9 +105,9 @@ from pyiceberg.transforms import UnknownTransform
 from pyiceberg.typedef import IcebergBaseModel
 from pyiceberg.types import IcebergType, ListType, MapType, StructType
 
-from app.errors import BadRequest, CommitFailed, InvalidArgument, NoSuchTable, invalid_metadata
-from app.limits import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
-from app.lru import LruCache
+from app.ground.errors import BadRequest, CommitFailed, InvalidArgument, NoSuchTable, invalid_metadata
+from app.ground.limits import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
+from app.ground.lru import LruCache
 
 __all__ = [
     "TableMetadata",
@@ -1364,7 +1364,7 @@ def _finish(
 def _check_ranges(metadata: TableMetadata, problem: str) -> None:
     """Values the rules compute (next ids, row ids, sequence numbers) stay in Java's int/long.
 
-    Request values are range-checked when the body is parsed (``app.limits``); a value at the top
+    Request values are range-checked when the body is parsed (``app.ground.limits``); a value at the top
     of its range plus one - ``first-row-id + added-rows``, the next schema id - is caught here.
     """
     longs = {"last-sequence-number": getattr(metadata, "last_sequence_number", None) or 0,  # not in v1

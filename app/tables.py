@@ -18,7 +18,7 @@ from typing import Any
 from app import table_metadata as rules
 from app.catalog import WarehouseDirectory
 from app.entries import CommitLanes, EntryService, now_ms
-from app.errors import (
+from app.ground.errors import (
     AlreadyExists,
     BadRequest,
     CommitFailed,
@@ -26,15 +26,15 @@ from app.errors import (
     NoSuchTable,
     ServiceUnavailable,
 )
+from app.ground.locations import InvalidLocation, Location
+from app.ground.lru import LruCache
+from app.ground.settings import Settings
 from app.identifiers import (
     check_name,
     check_namespace,
     format_namespace,
 )
-from app.locations import InvalidLocation, Location
-from app.lru import LruCache
 from app.observability import CommitRecorder
-from app.settings import Settings
 from app.storage_access import client_storage_config, storage_credentials
 from storage.objects import ObjectStore
 from storage.repository import (

@@ -14,7 +14,7 @@ from connexion.utils import is_null, is_nullable
 from connexion.validators import VALIDATOR_MAP, JSONRequestBodyValidator, ParameterValidator
 from jsonschema import Draft4Validator, ValidationError, validators
 
-from app.limits import Limits, check_request_shape, load_json
+from app.ground.limits import Limits, check_request_shape, load_json
 
 
 class _ValidatorCache:
@@ -128,7 +128,7 @@ class NullMeansAbsentBodyValidator(JSONRequestBodyValidator):
     both inline in its ASGI middleware, so a burst of large bodies (thousands of updates take
     seconds of jsonschema) kept the loop from answering anything else - ``/healthz`` and
     gunicorn's heartbeat included - until the worker was killed. The body is parsed within
-    ``limits`` (``app.limits``) and its shape capped before the schema is walked.
+    ``limits`` (``app.ground.limits``) and its shape capped before the schema is walked.
     """
 
     limits: Limits = Limits()

@@ -48,8 +48,8 @@ from typing import Any, NoReturn
 from pyiceberg.schema import Schema
 from pyiceberg.types import IcebergType, ListType, MapType, StructType
 
-from app.errors import BadRequest, CommitFailed, invalid_metadata
-from app.limits import INT32_MAX
+from app.ground.errors import BadRequest, CommitFailed, invalid_metadata
+from app.ground.limits import INT32_MAX
 from app.table_metadata import COMPRESSION_CODEC, describe_error, metadata_file_name, next_metadata_version
 
 __all__ = [

@@ -16,7 +16,7 @@ from typing import Any
 
 from app import view_metadata as rules
 from app.entries import EntryService, now_ms
-from app.errors import (
+from app.ground.errors import (
     CommitStateUnknown,
     NoSuchView,
     ServiceUnavailable,

@@ -6,7 +6,7 @@ from typing import Any
 
 from flask import request
 
-from app.errors import BadRequest
+from app.ground.errors import BadRequest
 from app.storage_access import wants_vended_credentials
 from handlers._context import namespace_arg, no_content, plans
 from handlers.tables import _name

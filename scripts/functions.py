@@ -14,9 +14,9 @@ import argparse
 import sys
 
 from app.catalog import WarehouseDirectory
-from app.errors import CatalogError
 from app.factory import build_functions, build_storage, load_spec
-from app.settings import Settings
+from app.ground.errors import CatalogError
+from app.ground.settings import Settings
 
 
 def main(argv: list[str] | None = None, settings: Settings | None = None) -> int:

@@ -1,6 +1,6 @@
 """Catalog rows in PostgreSQL: plain, parameterised SQL kept together.
 
-Methods return plain dicts/tuples and raise ``app.errors`` exceptions; callers never see psycopg.
+Methods return plain dicts/tuples and raise ``app.ground.errors`` exceptions; callers never see psycopg.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg.types.json import Jsonb
 
-from app.errors import AlreadyExists, BadRequest, NamespaceNotEmpty, NoSuchNamespace
-from app.locations import InvalidLocation, Location
+from app.ground.errors import AlreadyExists, BadRequest, NamespaceNotEmpty, NoSuchNamespace
+from app.ground.locations import InvalidLocation, Location
 from storage.db import AsyncDatabase, Database
 
 
@@ -25,7 +25,7 @@ class WarehouseRow:
     name: str
     location: str
     storage: dict[str, Any]
-    # extra prefixes where tables and views may live (see app.locations / EntryService)
+    # extra prefixes where tables and views may live (see app.ground.locations / EntryService)
     allowed_locations: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from app.settings import S3Settings, Settings
+from app.ground.settings import S3Settings, Settings
 
 TEST_ACCESS_KEY = "growler-test"
 TEST_SECRET_KEY = "growler-test-secret"
@@ -97,7 +97,7 @@ def settings(services: Services) -> Settings:
 
 @pytest.fixture(scope="session")
 def app(settings: Settings):
-    from app import create_app
+    from app.factory import create_app
 
     return create_app(settings)
 

@@ -630,7 +630,7 @@ def test_submitted_plan_of_a_dead_worker_is_reported_failed(server, table, servi
 
 
 def test_background_failure_is_answered_as_its_error(server, table, app, async_planning):
-    from app.errors import ServiceUnavailable
+    from app.ground.errors import ServiceUnavailable
 
     reader = async_planning.reader
     original_entries = reader.entries

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.errors import BadRequest
+from app.ground.errors import BadRequest
 from app.identifiers import (
     check_namespace,
     decode_page_token,

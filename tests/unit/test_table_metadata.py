@@ -45,7 +45,7 @@ from table_metadata_builders import (
 )
 
 from app import table_metadata as tm
-from app.errors import BadRequest
+from app.ground.errors import BadRequest
 
 # -- new_table_metadata: fresh ids ----------------------------------------------------------
 

@@ -15,7 +15,7 @@ from table_metadata_builders import (
 )
 
 from app import table_metadata as tm
-from app.errors import BadRequest, CommitFailed, NoSuchTable
+from app.ground.errors import BadRequest, CommitFailed, NoSuchTable
 
 
 def check(base: tm.TableMetadata | None, *requirements: dict) -> None:

@@ -36,7 +36,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from app.errors import BadRequest, PayloadTooLarge, truncate
+from app.ground.errors import BadRequest, PayloadTooLarge, truncate
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from app.errors import BadRequest
+from app.ground.errors import BadRequest
 
 S3_SCHEMES = frozenset({"s3", "s3a", "s3n"})
 MAX_KEY_BYTES = 1024  # S3's limit on an object key

@@ -7,8 +7,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from app.limits import Limits
-from app.locations import InvalidLocation, Location
+from app.ground.limits import Limits
+from app.ground.locations import InvalidLocation, Location
 
 WAREHOUSE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 # Path segments that follow /v1/ directly in unprefixed routes; a warehouse with one of
