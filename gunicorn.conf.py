@@ -73,7 +73,7 @@ class GrowlerWorker(UvicornWorker):
 
 
 # The ASGI app, served by uvicorn workers under gunicorn's process management.
-wsgi_app = "app.asgi:application"
+wsgi_app = "app.edge.asgi:application"
 worker_class = GrowlerWorker
 proc_name = "growler"
 
@@ -101,7 +101,7 @@ keepalive = _int("GROWLER_KEEPALIVE_S", 5)
 max_requests = _int("GROWLER_MAX_REQUESTS", 10000)
 max_requests_jitter = _int("GROWLER_MAX_REQUESTS_JITTER", max(max_requests // 10, 0))
 
-# The app writes one JSON line per request (app/observability.py: request id, operationId,
+# The app writes one JSON line per request (app/edge/observability.py: request id, operationId,
 # warehouse, namespace, table, status, duration), so uvicorn's plain-text access log is off.
 # Gunicorn's own messages and the app's other logs go to stderr; the supervisor collects them.
 accesslog = None

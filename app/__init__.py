@@ -2,5 +2,5 @@
 
 Nothing is re-exported here: importing a module of ``app`` loads only what that module needs
 (the pure rules load no web framework and no database driver). The app factory is
-``app.factory.create_app``.
+``app.edge.factory.create_app``.
 """

@@ -211,8 +211,8 @@ def main() -> None:
     import argparse
     import json
 
-    from app.factory import build_storage
     from app.ground.settings import Settings
+    from storage.build import build_storage
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(

@@ -26,6 +26,7 @@ from app.ground.errors import (
     NoSuchTable,
     ServiceUnavailable,
 )
+from app.ground.events import CommitRecorder
 from app.ground.locations import InvalidLocation, Location
 from app.ground.lru import LruCache
 from app.ground.settings import Settings
@@ -34,7 +35,6 @@ from app.identifiers import (
     check_namespace,
     format_namespace,
 )
-from app.observability import CommitRecorder
 from app.storage_access import client_storage_config, storage_credentials
 from storage.objects import ObjectStore
 from storage.repository import (

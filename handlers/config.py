@@ -1,6 +1,6 @@
 """GET /v1/config: how clients should talk to a warehouse."""
 
-from handlers._context import advertised_endpoints, catalog, plans
+from app.edge.context import advertised_endpoints, catalog, plans
 
 
 def get_config(warehouse: str | None = None):

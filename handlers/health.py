@@ -1,6 +1,6 @@
 """Liveness and readiness probes (outside the Iceberg spec)."""
 
-from handlers._context import catalog
+from app.edge.context import catalog
 
 
 def healthz():

@@ -6,9 +6,9 @@ import json
 
 from flask import Response
 
+from app.edge.context import namespace_arg, no_content, views
 from app.identifiers import check_name
 from app.views import LoadedView
-from handlers._context import namespace_arg, no_content, views
 
 
 def _name(view: str) -> str:

@@ -14,9 +14,10 @@ import argparse
 import sys
 
 from app.catalog import WarehouseDirectory
-from app.factory import build_functions, build_storage, load_spec
+from app.edge.factory import build_functions, load_spec
 from app.ground.errors import CatalogError
 from app.ground.settings import Settings
+from storage.build import build_storage
 
 
 def main(argv: list[str] | None = None, settings: Settings | None = None) -> int:

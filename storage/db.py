@@ -194,7 +194,7 @@ class Database:
 
 
 class AsyncDatabase:
-    """A small asyncio pool for the reads served on the event loop (app/fast_path.py).
+    """A small asyncio pool for the reads served on the event loop (app/edge/fast_path.py).
 
     Bound to the worker's event loop by the app's lifespan, opened on first use there, and
     configured and checked like ``Database``. A server has one loop per worker; a test client

@@ -97,7 +97,7 @@ def settings(services: Services) -> Settings:
 
 @pytest.fixture(scope="session")
 def app(settings: Settings):
-    from app.factory import create_app
+    from app.edge.factory import create_app
 
     return create_app(settings)
 

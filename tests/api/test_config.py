@@ -6,7 +6,7 @@ import re
 
 import yaml
 
-from app.factory import SPEC_FILE
+from app.edge.factory import SPEC_FILE
 
 OPERATIONS = [
     (method.upper(), path, op["operationId"])

@@ -12,7 +12,7 @@ import dataclasses
 
 import pytest
 
-from app.fast_path import LoadTableFastPath
+from app.edge.fast_path import LoadTableFastPath
 from storage.repository import AsyncEntryReader
 from tests.api.tables_support import PREFIX, append, create_request, table_url
 
@@ -21,7 +21,7 @@ VARYING_HEADERS = {"x-request-id", "date"}
 
 @pytest.fixture(scope="module")
 def full_stack_client(settings):
-    from app.factory import create_app
+    from app.edge.factory import create_app
 
     return create_app(dataclasses.replace(settings, fast_reads=False)).test_client()
 
@@ -31,7 +31,7 @@ def fast_client(settings):
     """An app of its own, its client used as a context manager: one event loop for all requests,
     as in a server worker, so the fast path reads with its asyncio pool (the session client runs
     each request in a new loop, where the fast path reads through the service instead)."""
-    from app.factory import create_app
+    from app.edge.factory import create_app
 
     with create_app(settings).test_client() as client:
         yield client

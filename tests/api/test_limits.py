@@ -216,7 +216,7 @@ def test_schema_fields(client, db, table):
 @pytest.fixture
 def small_client(settings, clean_catalog):
     """An app whose metadata caps are small enough to test with small objects."""
-    from app.factory import create_app
+    from app.edge.factory import create_app
 
     limits = dataclasses.replace(Limits(), max_metadata_bytes=64 * 1024, max_inflated_bytes=256 * 1024)
     return create_app(dataclasses.replace(settings, limits=limits)).test_client()
@@ -318,7 +318,7 @@ def test_thirty_levels_of_nested_structs_are_accepted(client):
 
 def test_the_deepest_configurable_nesting_is_never_a_server_error(settings, clean_catalog):
     """At GROWLER_MAX_JSON_DEPTH's maximum, the validators' recursion still has stack to spare."""
-    from app.factory import create_app
+    from app.edge.factory import create_app
 
     deepest = dataclasses.replace(Limits(), max_json_depth=160)
     client = create_app(dataclasses.replace(settings, limits=deepest)).test_client()

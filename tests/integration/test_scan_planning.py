@@ -47,7 +47,7 @@ from pyiceberg.table.update.snapshot import _FastAppendFiles
 from pyiceberg.transforms import DayTransform, IdentityTransform
 from pyiceberg.types import DoubleType, IntegerType, LongType, NestedField, StringType, TimestampType
 
-from app.factory import PLANS
+from app.edge.context import PLANS
 from app.plans import PlanningConfig
 
 NS = "planning"

@@ -18,13 +18,9 @@ from connexion.middleware.security import SecurityMiddleware
 from starlette.exceptions import HTTPException
 
 from app.catalog import CatalogService, WarehouseDirectory
-from app.fast_path import LoadTableFastPath
-from app.functions import FunctionService, function_metadata_schema
-from app.ground import limits, metrics
-from app.ground.errors import CatalogError
-from app.ground.settings import Settings
-from app.housekeeping import Housekeeper
-from app.http import (
+from app.edge.context import CATALOG, ENDPOINTS, FUNCTIONS, IDEMPOTENCY, PLANS, TABLES, VIEWS
+from app.edge.fast_path import LoadTableFastPath
+from app.edge.http import (
     LivenessMiddleware,
     RequestGuardMiddleware,
     RequestIdMiddleware,
@@ -34,36 +30,34 @@ from app.http import (
     handle_undecodable_body,
     handle_unexpected,
 )
+from app.edge.observability import ObservabilityMiddleware
+from app.edge.resolver import CatalogResolver, implemented_endpoints
+from app.edge.startup import Startup, StartupGate
+from app.edge.validation import BoundedJSONProvider, validator_map
+from app.functions import FunctionService, function_metadata_schema
+from app.ground import limits, metrics
+from app.ground.errors import CatalogError
+from app.ground.events import configure_event_logs
+from app.ground.settings import Settings
+from app.housekeeping import Housekeeper
 from app.idempotency import IdempotencyService
-from app.observability import ObservabilityMiddleware, configure_event_logs
 from app.plans import PlanningConfig, PlanningService
-from app.resolver import CatalogResolver, implemented_endpoints
-from app.startup import Startup, StartupGate
 from app.tables import TableService
-from app.validation import BoundedJSONProvider, validator_map
 from app.views import ViewService
+from storage.build import build_storage
 from storage.db import AsyncDatabase, Database
 from storage.functions import FunctionRepository
 from storage.idempotency import IdempotencyRepository
 from storage.migrate import migrate
-from storage.objects import RoutingObjectStore, S3ObjectStore
+from storage.objects import RoutingObjectStore
 from storage.plans import PlanRepository
 from storage.repository import AsyncEntryReader, CatalogRepository
 
 log = logging.getLogger(__name__)
 
-SPEC_FILE = Path(__file__).resolve().parent.parent / "openapi" / "catalog.yaml"
+SPEC_FILE = Path(__file__).resolve().parents[2] / "openapi" / "catalog.yaml"
 # How long a worker waits for PostgreSQL before serving (503 until ready, retrying meanwhile).
 STARTUP_WAIT_S = 5.0
-
-CATALOG = "growler.catalog"
-TABLES = "growler.tables"
-VIEWS = "growler.views"
-ENDPOINTS = "growler.endpoints"
-IDEMPOTENCY = "growler.idempotency"
-FUNCTIONS = "growler.functions"
-PLANS = "growler.plans"
-
 
 def create_app(settings: Settings | None = None) -> FlaskApp:
     settings = settings or Settings.from_env()
@@ -76,7 +70,7 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
     views = ViewService(settings, repository, objects, service.warehouses)
     idempotency_keys = IdempotencyRepository(database)
     housekeeper = Housekeeper(repository, objects, idempotency_keys, tables.purge_requested)
-    # PostgreSQL down at boot must not fail the worker (gunicorn would stop): see app/startup.py.
+    # PostgreSQL down at boot must not fail the worker (gunicorn would stop): see app/edge/startup.py.
     startup = Startup([
         lambda: _migrate(settings.database_url),
         service.ensure_default_warehouse,
@@ -164,21 +158,6 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
     app.add_url_rule("/metrics", "metrics", metrics_handler.metrics, methods=["GET"])
     metrics.watch_pool(database.pool.pop_stats)
     return app
-
-
-def build_storage(settings: Settings) -> tuple[Database, CatalogRepository, RoutingObjectStore]:
-    """The pool (opened), the repository and the object store for these settings."""
-    database = Database(
-        settings.database_url,
-        min_size=settings.pool_min_size,
-        max_size=settings.pool_max_size,
-        timeout_s=settings.pool_timeout_s,
-        statement_timeout_ms=settings.statement_timeout_ms,
-        deadline_s=settings.db_timeout_s,
-    )
-    database.open()
-    objects = RoutingObjectStore(S3ObjectStore(settings.s3) if settings.s3.endpoint else None)
-    return database, CatalogRepository(database), objects
 
 
 def build_functions(

@@ -14,7 +14,7 @@ from typing import Any
 
 from flask import Response, current_app, make_response, request
 
-from app.factory import IDEMPOTENCY, TABLES
+from app.edge.context import IDEMPOTENCY, TABLES
 from app.idempotency import IdempotencyService, StoredResponse, fingerprint, parse_key
 from app.storage_access import attach_credentials, strip_credentials
 

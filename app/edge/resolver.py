@@ -92,7 +92,7 @@ class CatalogResolver(Resolver):
         if handler is None:
             return Resolution(not_implemented(operation_id), operation_id)
         if operation_id in self.idempotent:
-            from handlers._idempotency import idempotent
+            from app.edge.idempotency import idempotent
 
             handler = idempotent(operation_id, handler)
         return Resolution(handler, operation_id)

@@ -1,16 +1,27 @@
-"""What every handler needs from the request context: the service and parsed identifiers."""
+"""What every handler needs from the request context: the services and parsed identifiers.
+
+The keys under which the app factory puts each service into ``flask_app.extensions`` are defined
+here, so handlers (and the idempotency decorator) never import the factory.
+"""
 
 from __future__ import annotations
 
 from flask import Response, current_app
 
 from app.catalog import CatalogService
-from app.factory import CATALOG, ENDPOINTS, FUNCTIONS, PLANS, TABLES, VIEWS
 from app.functions import FunctionService
 from app.identifiers import parse_namespace
 from app.plans import PlanningService
 from app.tables import TableService
 from app.views import ViewService
+
+CATALOG = "growler.catalog"
+TABLES = "growler.tables"
+VIEWS = "growler.views"
+ENDPOINTS = "growler.endpoints"
+IDEMPOTENCY = "growler.idempotency"
+FUNCTIONS = "growler.functions"
+PLANS = "growler.plans"
 
 
 def catalog() -> CatalogService:
