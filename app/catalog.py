@@ -16,7 +16,7 @@ from app.ground.errors import BadRequest, NoSuchNamespace, NoSuchWarehouse, Unpr
 from app.ground.locations import safe_segment
 from app.ground.settings import Settings
 from app.idempotency import iso8601_duration
-from app.identifiers import decode_page_token, encode_page_token, format_namespace, page_window
+from app.rules.identifiers import decode_page_token, encode_page_token, format_namespace, page_window
 from storage.objects import ObjectStore
 from storage.repository import CatalogRepository, WarehouseRow
 

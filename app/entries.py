@@ -1,7 +1,7 @@
 """What tables and views have in common: one identifier space, metadata files, the commit loop.
 
 ``TableService`` and ``ViewService`` derive from ``EntryService``; each adds its own metadata
-rules (``app.table_metadata`` / ``app.view_metadata``). The shared parts: listing with keyset
+rules (``app.rules.table`` / ``app.rules.view_metadata``). The shared parts: listing with keyset
 pagination, existence, rename, locations kept inside the warehouse, metadata files recorded as
 pending before they are written and deleted when no commit points to them, and the bounded,
 jittered retry of a commit that lost the compare-and-set.
@@ -23,7 +23,7 @@ from app.ground.errors import AlreadyExists, BadRequest, CatalogError, CommitFai
 from app.ground.limits import check_metadata_schemas, inflate, load_json
 from app.ground.locations import InvalidLocation, Location, is_allowed, safe_segment
 from app.ground.settings import Settings
-from app.identifiers import (
+from app.rules.identifiers import (
     check_name,
     check_namespace,
     format_namespace,

@@ -1,7 +1,7 @@
 """Namespace operations."""
 
 from app.edge.context import catalog, namespace_arg, no_content
-from app.identifiers import check_namespace, decoded_separator
+from app.rules.identifiers import check_namespace, decoded_separator
 
 
 def list_namespaces(prefix: str, parent: str | None = None, pageToken: str | None = None, pageSize: int | None = None):  # noqa: N803

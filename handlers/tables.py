@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Response, request
 
 from app.edge.context import namespace_arg, no_content, tables
-from app.identifiers import check_name
+from app.rules.identifiers import check_name
 from app.storage_access import wants_vended_credentials
 from app.tables import LoadedTable, etag_matches
 

@@ -7,7 +7,7 @@ import json
 from flask import Response
 
 from app.edge.context import namespace_arg, no_content, views
-from app.identifiers import check_name
+from app.rules.identifiers import check_name
 from app.views import LoadedView
 
 

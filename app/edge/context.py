@@ -10,8 +10,8 @@ from flask import Response, current_app
 
 from app.catalog import CatalogService
 from app.functions import FunctionService
-from app.identifiers import parse_namespace
 from app.plans import PlanningService
+from app.rules.identifiers import parse_namespace
 from app.tables import TableService
 from app.views import ViewService
 

@@ -34,7 +34,7 @@ from app.edge.observability import ROUTING_CONTEXT
 from app.ground.errors import CatalogError
 from app.ground.lru import LruCache
 from app.ground.text import path_has_control_characters
-from app.identifiers import check_name, parse_namespace
+from app.rules.identifiers import check_name, parse_namespace
 from app.storage_access import wants_vended_credentials
 from app.tables import TABLE, LoadedTable, TableService, etag_matches, load_etag
 from storage.repository import AsyncEntryReader

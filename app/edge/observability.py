@@ -25,7 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.ground import metrics
 from app.ground.events import REQUEST_LOGGER, request_id_var
-from app.identifiers import UNIT_SEPARATOR, decoded_separator
+from app.rules.identifiers import UNIT_SEPARATOR, decoded_separator
 
 ROUTING_CONTEXT = "connexion_routing"  # connexion.middleware.abstract.ROUTING_CONTEXT
 _UNROUTED = {"/healthz": "healthz", "/readyz": "readyz", "/metrics": "metrics"}

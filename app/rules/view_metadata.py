@@ -1,7 +1,7 @@
 """The Iceberg view-metadata rules: pure functions, no I/O.
 
 What the catalog service calls to create view metadata, check a view commit's requirements,
-apply its updates, and serialise the result. Like ``app.table_metadata``: nothing here touches
+apply its updates, and serialise the result. Like ``app.rules.table``: nothing here touches
 the network, files, the database or the clock (time comes in as ``now_ms``).
 
 The document is a plain ``dict`` in the spec's shape (``view-uuid``, ``versions``, ...): PyIceberg
@@ -27,7 +27,7 @@ PyIceberg's ``Schema`` validates every schema. The rules are those of Java's
   ``replace.drop-dialect.allowed`` is true.
 
 Deliberately different from Java (each documented where it happens): -1 also accepts an add
-that reused an existing schema or version id (as ``app.table_metadata`` does); requests may only
+that reused an existing schema or version id (as ``app.rules.table`` does); requests may only
 carry ``sql`` representations and at least one (Java's server refuses other types on create
 only, and a view without SQL is unusable); a view's uuid is validated as a UUID.
 
@@ -50,7 +50,7 @@ from pyiceberg.types import IcebergType, ListType, MapType, StructType
 
 from app.ground.errors import BadRequest, CommitFailed, invalid_metadata
 from app.ground.limits import INT32_MAX
-from app.table_metadata import COMPRESSION_CODEC, describe_error, metadata_file_name, next_metadata_version
+from app.rules.table.updates import COMPRESSION_CODEC, describe_error, metadata_file_name, next_metadata_version
 
 __all__ = [
     "ViewMetadata",
