@@ -9,7 +9,6 @@ jittered retry of a commit that lost the compare-and-set.
 
 from __future__ import annotations
 
-import gzip
 import logging
 import random
 import threading
@@ -20,7 +19,7 @@ from typing import Any, TypeVar
 
 from app.catalog import Page, WarehouseDirectory, default_namespace_location, page_of_names
 from app.ground.errors import AlreadyExists, BadRequest, CatalogError, CommitFailed, NoSuchNamespace
-from app.ground.limits import check_metadata_schemas, inflate, load_json
+from app.ground.limits import check_metadata_schemas, load_json
 from app.ground.locations import InvalidLocation, Location, is_allowed, safe_segment
 from app.ground.settings import Settings
 from app.rules.identifiers import (
@@ -28,6 +27,7 @@ from app.rules.identifiers import (
     check_namespace,
     format_namespace,
 )
+from app.rules.metadata_files import decode_metadata, encode_metadata
 from storage.objects import ObjectNotFound, ObjectStore
 from storage.repository import CatalogRepository, EntryRow, NewEntry, WarehouseRow
 
@@ -35,23 +35,11 @@ log = logging.getLogger(__name__)
 
 # Bounded server-side retries of a commit whose requirements still hold after a lost race.
 MAX_COMMIT_ATTEMPTS = 12
-GZIP_MAGIC = b"\x1f\x8b"
 T = TypeVar("T")
 
 
 def now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def encode_metadata(text: str, location: str) -> bytes:
-    data = text.encode("utf-8")
-    return gzip.compress(data, mtime=0) if location.endswith(".gz.metadata.json") else data
-
-
-def decode_metadata(data: bytes, max_inflated_bytes: int | None = None) -> str:
-    if data[:2] == GZIP_MAGIC:
-        data = gzip.decompress(data) if max_inflated_bytes is None else inflate(data, max_inflated_bytes)
-    return data.decode("utf-8")
 
 
 class CommitLanes:

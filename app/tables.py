@@ -29,12 +29,12 @@ from app.ground.events import CommitRecorder
 from app.ground.locations import InvalidLocation, Location
 from app.ground.lru import LruCache
 from app.ground.settings import Settings
+from app.rules import table as rules
 from app.rules.identifiers import (
     check_name,
     check_namespace,
     format_namespace,
 )
-from app.rules.table import updates as rules
 from app.storage_access import client_storage_config, storage_credentials
 from storage.objects import ObjectStore
 from storage.repository import (

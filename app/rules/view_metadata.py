@@ -50,9 +50,17 @@ from pyiceberg.types import IcebergType, ListType, MapType, StructType
 
 from app.ground.errors import BadRequest, CommitFailed, invalid_metadata
 from app.ground.limits import INT32_MAX
-from app.rules.table.updates import COMPRESSION_CODEC, describe_error, metadata_file_name, next_metadata_version
+from app.rules.describe import describe_error
+from app.rules.metadata_files import (
+    COMPRESSION_CODEC,
+    METADATA_PATH,
+    metadata_directory_of,
+    metadata_file_name,
+    next_metadata_version,
+)
 
 __all__ = [
+    "METADATA_PATH",
     "ViewMetadata",
     "commit",
     "current_version",
@@ -72,7 +80,6 @@ LAST_ADDED = -1
 VERSION_HISTORY_SIZE = "version.history.num-entries"
 VERSION_HISTORY_SIZE_DEFAULT = 10
 REPLACE_DROP_DIALECT_ALLOWED = "replace.drop-dialect.allowed"
-METADATA_PATH = "write.metadata.path"
 _CODECS = ("none", "gzip")
 
 # Java's ViewMetadataParser / ViewVersionParser key order, so our files read like everyone else's.
@@ -314,10 +321,7 @@ def current_version(metadata: ViewMetadata) -> dict[str, Any]:
 
 def metadata_directory(metadata: ViewMetadata) -> str:
     """Where metadata files go: ``write.metadata.path``, else ``<location>/metadata`` (Java's)."""
-    configured = metadata.get("properties", {}).get(METADATA_PATH)
-    if configured:
-        return configured.rstrip("/")
-    return f"{metadata['location'].rstrip('/')}/metadata"
+    return metadata_directory_of(metadata["location"], metadata.get("properties", {}))
 
 
 # --------------------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ from table_metadata_builders import (
 )
 
 from app.ground.errors import BadRequest
-from app.rules.table import updates as tm
+from app.rules import table as tm
 
 # -- new_table_metadata: fresh ids ----------------------------------------------------------
 

@@ -7,7 +7,7 @@ from table_metadata_builders import add_snapshot, append, apply, new_table, set_
 
 from app.ground.errors import BadRequest
 from app.ground.limits import INT32_MAX, INT64_MAX
-from app.rules.table import updates as tm
+from app.rules import table as tm
 
 
 def test_next_row_id_past_the_64_bit_range_is_refused():

@@ -15,7 +15,7 @@ from table_metadata_builders import (
 )
 
 from app.ground.errors import BadRequest, CommitFailed, NoSuchTable
-from app.rules.table import updates as tm
+from app.rules import table as tm
 
 
 def check(base: tm.TableMetadata | None, *requirements: dict) -> None:
