@@ -1,7 +1,7 @@
 """What tables and views have in common: one identifier space, metadata files, the commit loop.
 
 ``TableService`` and ``ViewService`` derive from ``EntryService``; each adds its own metadata
-rules (``app.rules.table`` / ``app.rules.view_metadata``). The shared parts: listing with keyset
+rules (``app.rules.table`` / ``app.rules.view``). The shared parts: listing with keyset
 pagination, existence, rename, locations kept inside the warehouse, metadata files recorded as
 pending before they are written and deleted when no commit points to them, and the bounded,
 jittered retry of a commit that lost the compare-and-set.

@@ -1,7 +1,7 @@
 """View operations: list, create, load, replace (commit), drop, rename, register.
 
 The same shape as ``app.tables``: read the row (one query), apply the pure rules
-(``app.rules.view_metadata``), write a new metadata object (never overwriting), then compare-and-set
+(``app.rules.view``), write a new metadata object (never overwriting), then compare-and-set
 the pointer in PostgreSQL. A lost race re-reads and re-applies while the requirements still hold;
 the losing file is deleted. Tables and views share one identifier space (one ``catalog_entry``
 row per name): a view is never found as a table, nor a table as a view.
@@ -20,11 +20,11 @@ from app.ground.errors import (
     NoSuchView,
     ServiceUnavailable,
 )
-from app.rules import view_metadata as rules
 from app.rules.identifiers import (
     check_name,
     format_namespace,
 )
+from app.rules.view import updates as rules
 from storage.repository import CommitOutcomeUnknown, MetadataSwap, NewEntry, WarehouseRow
 
 log = logging.getLogger(__name__)
