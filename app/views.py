@@ -20,11 +20,11 @@ from app.ground.errors import (
     NoSuchView,
     ServiceUnavailable,
 )
+from app.rules import view as rules
 from app.rules.identifiers import (
     check_name,
     format_namespace,
 )
-from app.rules.view import updates as rules
 from storage.repository import CommitOutcomeUnknown, MetadataSwap, NewEntry, WarehouseRow
 
 log = logging.getLogger(__name__)

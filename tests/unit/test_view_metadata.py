@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from app.ground.errors import BadRequest, CommitFailed
-from app.rules.view import updates as vm
+from app.rules import view as vm
 
 VIEW_UUID = "6b0c5d3e-2f7a-4c1b-9e8d-0a1b2c3d4e5f"
 OTHER_UUID = "11111111-2222-4333-8444-555555555555"

@@ -4,7 +4,6 @@ added as Java's ``TableMetadata.Builder`` does; the update handlers that change 
 from __future__ import annotations
 
 import itertools
-from collections import Counter
 
 from pyiceberg.partitioning import (
     PARTITION_FIELD_ID_START,
@@ -29,13 +28,13 @@ from pyiceberg.table.update import (
 )
 from pyiceberg.types import IcebergType, ListType, MapType, StructType
 
+from app.rules.schema_fields import duplicate_field_ids
 from app.rules.table.changes import Changes, Handler, apply_with_pyiceberg, resolve_last_added
 
 
 def validate_schema(schema: Schema, format_version: int) -> None:
     """Unique field ids, and only types and defaults the format version supports (Java's checks)."""
-    ids = Counter(_field_ids(schema.as_struct()))
-    duplicates = sorted(field_id for field_id, count in ids.items() if count > 1)
+    duplicates = duplicate_field_ids(schema)
     if duplicates:
         raise ValueError(f"Invalid schema: duplicate field ids {duplicates}")
     schema.check_format_version_compatibility(format_version)
@@ -45,21 +44,6 @@ def validate_schema(schema: Schema, format_version: int) -> None:
                 raise ValueError(
                     f"Invalid initial default for {nested.name}: non-null default is not supported until v3"
                 )
-
-
-def _field_ids(field_type: IcebergType) -> list[int]:
-    if isinstance(field_type, StructType):
-        return [i for f in field_type.fields for i in (f.field_id, *_field_ids(f.field_type))]
-    if isinstance(field_type, ListType):
-        return [field_type.element_id, *_field_ids(field_type.element_type)]
-    if isinstance(field_type, MapType):
-        return [
-            field_type.key_id,
-            field_type.value_id,
-            *_field_ids(field_type.key_type),
-            *_field_ids(field_type.value_type),
-        ]
-    return []
 
 
 def _same_schema(a: Schema, b: Schema) -> bool:

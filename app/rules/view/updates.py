@@ -1,332 +1,34 @@
-"""The Iceberg view-metadata rules: pure functions, no I/O.
-
-What the catalog service calls to create view metadata, check a view commit's requirements,
-apply its updates, and serialise the result. Like ``app.rules.table``: nothing here touches
-the network, files, the database or the clock (time comes in as ``now_ms``).
-
-The document is a plain ``dict`` in the spec's shape (``view-uuid``, ``versions``, ...): PyIceberg
-0.12's view models (``pyiceberg.view.metadata``) read the wall clock for a missing timestamp and
-drop representation types they do not know, so they are not used for the document itself;
-PyIceberg's ``Schema`` validates every schema. The rules are those of Java's
-``ViewMetadata.Builder`` (Iceberg 1.10/1.11):
-
-* A view's first schema is schema 0 and its first version is version 1; the create request's
-  ``view-version`` is rewritten to point at that schema.
-* ``add-schema`` reuses the id of an identical schema (same columns and identifier fields), else
-  takes the highest id + 1.
-* ``add-view-version`` reuses the id of an equal version (equal ignoring ``version-id`` and
-  ``timestamp-ms``), else takes ``max(requested id, highest id + 1)``. ``schema-id`` -1 means the
-  schema added last in this commit. One SQL representation per dialect (case-insensitive).
-* ``set-current-view-version`` -1 means the version added last in this commit. When the current
-  version changes, the version log gains one entry, timed by the version when it was added in
-  this commit and by ``now_ms`` otherwise.
-* ``version.history.num-entries`` (default 10) caps ``versions``: the newest ids are kept, always
-  with the current one and those added in this commit; the version log loses entries older than
-  an expired version.
-* A new current version must keep every dialect of the previous one, unless
-  ``replace.drop-dialect.allowed`` is true.
-
-Deliberately different from Java (each documented where it happens): -1 also accepts an add
-that reused an existing schema or version id (as ``app.rules.table`` does); requests may only
-carry ``sql`` representations and at least one (Java's server refuses other types on create
-only, and a view without SQL is unusable); a view's uuid is validated as a UUID.
-
-Errors: a requirement that does not hold raises ``CommitFailed`` (409) naming what was expected
-and what was found; anything invalid raises ``BadRequest`` (400).
-"""
+"""Creating a view, and a view commit: its requirements checked, its updates applied, the
+version history kept to ``version.history.num-entries``."""
 
 from __future__ import annotations
 
 import copy
-import json
-import uuid
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from pyiceberg.schema import Schema
-from pyiceberg.types import IcebergType, ListType, MapType, StructType
-
 from app.ground.errors import BadRequest, CommitFailed, invalid_metadata
 from app.ground.limits import INT32_MAX
 from app.rules.describe import describe_error
-from app.rules.metadata_files import (
-    COMPRESSION_CODEC,
-    METADATA_PATH,
-    metadata_directory_of,
-    metadata_file_name,
-    next_metadata_version,
+from app.rules.view.documents import (
+    FORMAT_VERSION,
+    LAST_ADDED,
+    REPLACE_DROP_DIALECT_ALLOWED,
+    ViewMetadata,
+    check_properties,
+    current_version,
+    dialect_list,
+    history_size,
+    int_value,
+    ordered,
+    parse_schema,
+    parse_version,
+    str_list,
+    str_map,
+    str_value,
+    uuid_text,
 )
-
-__all__ = [
-    "METADATA_PATH",
-    "ViewMetadata",
-    "commit",
-    "current_version",
-    "history_size",
-    "metadata_directory",
-    "metadata_file_name",
-    "new_view_metadata",
-    "next_metadata_version",
-    "parse_view_metadata",
-    "to_json",
-]
-
-ViewMetadata = dict[str, Any]
-
-FORMAT_VERSION = 1
-LAST_ADDED = -1
-VERSION_HISTORY_SIZE = "version.history.num-entries"
-VERSION_HISTORY_SIZE_DEFAULT = 10
-REPLACE_DROP_DIALECT_ALLOWED = "replace.drop-dialect.allowed"
-_CODECS = ("none", "gzip")
-
-# Java's ViewMetadataParser / ViewVersionParser key order, so our files read like everyone else's.
-_METADATA_KEYS = (
-    "view-uuid",
-    "format-version",
-    "location",
-    "properties",
-    "schemas",
-    "current-version-id",
-    "versions",
-    "version-log",
-)
-_VERSION_KEYS = (
-    "version-id",
-    "timestamp-ms",
-    "schema-id",
-    "summary",
-    "default-catalog",
-    "default-namespace",
-    "representations",
-)
-
-
-# --------------------------------------------------------------------------------------------
-# Validating the parts (each raises ValueError; the callers turn it into BadRequest)
-# --------------------------------------------------------------------------------------------
-
-
-def _int(raw: object, what: str) -> int:
-    if isinstance(raw, bool) or not isinstance(raw, int):
-        raise ValueError(f"{what} must be an integer")
-    return raw
-
-
-def _str(raw: object, what: str) -> str:
-    if not isinstance(raw, str) or not raw:
-        raise ValueError(f"{what} must be a non-empty string")
-    return raw
-
-
-def _uuid(raw: object, what: str) -> str:
-    text = _str(raw, what)
-    try:
-        uuid.UUID(text)
-    except ValueError:
-        raise ValueError(f"{what} is not a UUID: {text!r}") from None
-    return text
-
-
-def _str_map(raw: object, what: str) -> dict[str, str]:
-    if not isinstance(raw, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in raw.items()):
-        raise ValueError(f"{what} must be an object of strings")
-    return dict(raw)
-
-
-def _str_list(raw: object, what: str) -> list[str]:
-    if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
-        raise ValueError(f"{what} must be an array of strings")
-    return list(raw)
-
-
-def _schema(raw: object, what: str = "schema") -> dict[str, Any]:
-    """A schema as PyIceberg reads it (types, names, identifier fields) with unique field ids."""
-    if not isinstance(raw, dict):
-        raise ValueError(f"{what} must be an object")
-    try:
-        schema = Schema.model_validate(raw)
-    except TypeError as exc:  # PyIceberg raises TypeError for a default that does not fit its type
-        raise ValueError(f"Invalid {what}: {exc}") from exc
-    duplicates = sorted(i for i, n in Counter(_field_ids(schema.as_struct())).items() if n > 1)
-    if duplicates:
-        raise ValueError(f"Invalid {what}: duplicate field ids {duplicates}")
-    return schema.model_dump(mode="json")
-
-
-def _field_ids(field_type: IcebergType) -> list[int]:
-    if isinstance(field_type, StructType):
-        return [i for f in field_type.fields for i in (f.field_id, *_field_ids(f.field_type))]
-    if isinstance(field_type, ListType):
-        return [field_type.element_id, *_field_ids(field_type.element_type)]
-    if isinstance(field_type, MapType):
-        nested = (*_field_ids(field_type.key_type), *_field_ids(field_type.value_type))
-        return [field_type.key_id, field_type.value_id, *nested]
-    return []
-
-
-def _representation(raw: object, what: str, *, sql_only: bool) -> dict[str, Any]:
-    if not isinstance(raw, dict):
-        raise ValueError(f"{what} must be an object")
-    kind = _str(raw.get("type"), f"{what} type")
-    if kind == "sql":
-        sql, dialect = _str(raw.get("sql"), f"{what} sql"), _str(raw.get("dialect"), f"{what} dialect")
-        return {"type": "sql", "sql": sql, "dialect": dialect}
-    if sql_only:
-        raise ValueError(f"Unsupported view representation type {kind!r}: only sql is accepted")
-    return dict(raw)  # a newer writer's representation, kept as it is
-
-
-def _version(raw: object, what: str, *, request: bool) -> dict[str, Any]:
-    """A view version; from a request (``request``) it must hold SQL, one per dialect."""
-    if not isinstance(raw, dict):
-        raise ValueError(f"{what} must be an object")
-    representations = raw.get("representations")
-    if not isinstance(representations, list):
-        raise ValueError(f"{what} representations must be an array")
-    version: dict[str, Any] = {
-        "version-id": _int(raw.get("version-id"), f"{what} version-id"),
-        "timestamp-ms": _int(raw.get("timestamp-ms"), f"{what} timestamp-ms"),
-        "schema-id": _int(raw.get("schema-id"), f"{what} schema-id"),
-        "summary": _str_map(raw.get("summary"), f"{what} summary"),
-        "default-namespace": _str_list(raw.get("default-namespace"), f"{what} default-namespace"),
-        "representations": [
-            _representation(r, f"{what} representation #{i}", sql_only=request) for i, r in enumerate(representations)
-        ],
-    }
-    if raw.get("default-catalog") is not None:
-        version["default-catalog"] = _str(raw["default-catalog"], f"{what} default-catalog")
-    if request:
-        _check_dialects(version)
-    return {key: version[key] for key in _VERSION_KEYS if key in version}
-
-
-def _check_dialects(version: dict[str, Any]) -> None:
-    if not version["representations"]:
-        raise ValueError("Invalid view version: it needs at least one SQL representation")
-    seen: set[str] = set()
-    for dialect in _dialect_list(version):
-        if dialect in seen:
-            raise ValueError(f"Invalid view version: Cannot add multiple queries for dialect {dialect}")
-        seen.add(dialect)
-
-
-def _dialect_list(version: dict[str, Any]) -> list[str]:
-    return [r["dialect"].lower() for r in version["representations"] if r.get("type") == "sql"]
-
-
-def _history_entry(raw: object, what: str) -> dict[str, int]:
-    if not isinstance(raw, dict):
-        raise ValueError(f"{what} must be an object")
-    return {
-        "timestamp-ms": _int(raw.get("timestamp-ms"), f"{what} timestamp-ms"),
-        "version-id": _int(raw.get("version-id"), f"{what} version-id"),
-    }
-
-
-def _check_properties(properties: dict[str, str]) -> None:
-    """Reject values that later steps would fail on (history size, metadata file name)."""
-    history_size(properties)
-    codec = properties.get(COMPRESSION_CODEC, "none").lower()
-    if codec not in _CODECS:
-        raise ValueError(f"Unsupported {COMPRESSION_CODEC}: {codec} (use none or gzip)")
-
-
-def history_size(properties: dict[str, str]) -> int:
-    raw = properties.get(VERSION_HISTORY_SIZE)
-    if raw is None:
-        return VERSION_HISTORY_SIZE_DEFAULT
-    try:
-        size = int(raw)
-    except ValueError:
-        raise ValueError(f"{VERSION_HISTORY_SIZE} must be an integer: {raw}") from None
-    if size <= 0:
-        raise ValueError(f"{VERSION_HISTORY_SIZE} must be positive but was {size}")
-    return size
-
-
-# --------------------------------------------------------------------------------------------
-# Parsing and serialising
-# --------------------------------------------------------------------------------------------
-
-
-def parse_view_metadata(text: str | bytes) -> ViewMetadata:
-    """Parse a view metadata file (registerView, stored documents); BadRequest when not valid."""
-    try:
-        data = json.loads(text)
-    except (ValueError, TypeError) as exc:
-        raise BadRequest(f"Not valid view metadata: {exc}") from exc
-    try:
-        return _metadata_from_dict(data)
-    except ValueError as exc:
-        raise invalid_metadata(f"Not valid view metadata: {describe_error(exc)}", exc) from exc
-
-
-def _metadata_from_dict(data: object) -> ViewMetadata:
-    if not isinstance(data, dict):
-        raise ValueError("expected a JSON object")
-    if data.get("format-version") != FORMAT_VERSION:
-        raise ValueError(f"unsupported format-version {data.get('format-version')!r} (supported: 1)")
-    schemas, versions, log = data.get("schemas"), data.get("versions"), data.get("version-log")
-    if not isinstance(schemas, list) or not schemas:
-        raise ValueError("schemas must be a non-empty array")
-    if not isinstance(versions, list) or not versions:
-        raise ValueError("versions must be a non-empty array")
-    if not isinstance(log, list):
-        raise ValueError("version-log must be an array")
-    metadata: ViewMetadata = {
-        "view-uuid": _uuid(data.get("view-uuid"), "view-uuid"),
-        "format-version": FORMAT_VERSION,
-        "location": _str(data.get("location"), "location"),
-        "properties": _str_map(data.get("properties", {}), "properties"),
-        "schemas": [_schema(s, f"schema #{i}") for i, s in enumerate(schemas)],
-        "current-version-id": _int(data.get("current-version-id"), "current-version-id"),
-        "versions": [_version(v, f"version #{i}", request=False) for i, v in enumerate(versions)],
-        "version-log": [_history_entry(e, f"version-log entry #{i}") for i, e in enumerate(log)],
-    }
-    _check_consistent(metadata)
-    return metadata
-
-
-def _check_consistent(metadata: ViewMetadata) -> None:
-    schema_ids = [s["schema-id"] for s in metadata["schemas"]]
-    version_ids = [v["version-id"] for v in metadata["versions"]]
-    if len(set(schema_ids)) != len(schema_ids):
-        raise ValueError(f"duplicate schema ids {schema_ids}")
-    if len(set(version_ids)) != len(version_ids):
-        raise ValueError(f"duplicate version ids {version_ids}")
-    for version in metadata["versions"]:
-        if version["schema-id"] not in schema_ids:
-            raise ValueError(f"version {version['version-id']} uses unknown schema {version['schema-id']}")
-    if metadata["current-version-id"] not in version_ids:
-        raise ValueError(f"current version {metadata['current-version-id']} is not among the versions")
-
-
-def to_json(metadata: ViewMetadata) -> str:
-    """The canonical metadata-file JSON: spec field names, Java's key order."""
-    return json.dumps(_ordered(metadata), separators=(",", ":"))
-
-
-def _ordered(metadata: ViewMetadata) -> ViewMetadata:
-    ordered = {key: metadata[key] for key in _METADATA_KEYS if key in metadata}
-    ordered["versions"] = [{k: v[k] for k in _VERSION_KEYS if k in v} | v for v in metadata["versions"]]
-    return ordered
-
-
-def current_version(metadata: ViewMetadata) -> dict[str, Any]:
-    return next(v for v in metadata["versions"] if v["version-id"] == metadata["current-version-id"])
-
-
-def metadata_directory(metadata: ViewMetadata) -> str:
-    """Where metadata files go: ``write.metadata.path``, else ``<location>/metadata`` (Java's)."""
-    return metadata_directory_of(metadata["location"], metadata.get("properties", {}))
-
-
-# --------------------------------------------------------------------------------------------
-# Creating a view
-# --------------------------------------------------------------------------------------------
 
 
 def new_view_metadata(request: dict[str, Any], *, location: str, now_ms: int, view_uuid: str) -> ViewMetadata:
@@ -340,14 +42,14 @@ def new_view_metadata(request: dict[str, Any], *, location: str, now_ms: int, vi
     if not isinstance(request, dict):
         raise BadRequest("Invalid create view request: expected an object")
     try:
-        properties = _str_map(request.get("properties", {}), "properties")
-        _check_properties(properties)
-        schema = {**_schema(request.get("schema")), "schema-id": 0}
-        version = _version(request.get("view-version"), "view-version", request=True)
+        properties = str_map(request.get("properties", {}), "properties")
+        check_properties(properties)
+        schema = {**parse_schema(request.get("schema")), "schema-id": 0}
+        version = parse_version(request.get("view-version"), "view-version", request=True)
     except ValueError as exc:
         raise invalid_metadata(f"Invalid view definition: {describe_error(exc)}", exc) from exc
     version.update({"version-id": 1, "schema-id": 0, "timestamp-ms": now_ms})
-    return _ordered(
+    return ordered(
         {
             "view-uuid": view_uuid,
             "format-version": FORMAT_VERSION,
@@ -361,18 +63,13 @@ def new_view_metadata(request: dict[str, Any], *, location: str, now_ms: int, vi
     )
 
 
-# --------------------------------------------------------------------------------------------
-# Requirements
-# --------------------------------------------------------------------------------------------
-
-
 def _requirement_failed(what: str) -> NoReturn:
     """Java's ``UpdateRequirement`` wording (``Requirement failed: view UUID does not match: ...``)."""
     raise CommitFailed(f"Requirement failed: {what}")
 
 
 def _parse_view_uuid_requirement(raw: dict[str, Any]) -> str:
-    return _str(raw.get("uuid"), "uuid")
+    return str_value(raw.get("uuid"), "uuid")
 
 
 def _check_view_uuid(base: ViewMetadata, expected: str) -> None:
@@ -396,11 +93,6 @@ def check_requirements(base: ViewMetadata, requirements: list[dict[str, Any]]) -
     parsed = _parse_all(requirements, _REQUIREMENTS, "requirement", "type")
     for _index, kind, payload in parsed:
         _REQUIREMENTS[kind].check(base, payload)
-
-
-# --------------------------------------------------------------------------------------------
-# Updates
-# --------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -498,26 +190,24 @@ class _Update:
 
 
 _UPDATES: dict[str, _Update] = {
-    "assign-uuid": _Update(lambda u: _uuid(u.get("uuid"), "uuid"), _assign_uuid),
+    "assign-uuid": _Update(lambda u: uuid_text(u.get("uuid"), "uuid"), _assign_uuid),
     "upgrade-format-version": _Update(
-        lambda u: _int(u.get("format-version"), "format-version"), _upgrade_format_version
+        lambda u: int_value(u.get("format-version"), "format-version"), _upgrade_format_version
     ),
-    "add-schema": _Update(lambda u: _schema(u.get("schema")), _add_schema),
-    "set-location": _Update(lambda u: _str(u.get("location"), "location"), _set_location),
-    "set-properties": _Update(lambda u: _str_map(u.get("updates"), "updates"), _set_properties),
-    "remove-properties": _Update(lambda u: _str_list(u.get("removals"), "removals"), _remove_properties),
+    "add-schema": _Update(lambda u: parse_schema(u.get("schema")), _add_schema),
+    "set-location": _Update(lambda u: str_value(u.get("location"), "location"), _set_location),
+    "set-properties": _Update(lambda u: str_map(u.get("updates"), "updates"), _set_properties),
+    "remove-properties": _Update(lambda u: str_list(u.get("removals"), "removals"), _remove_properties),
     "add-view-version": _Update(
-        lambda u: _version(u.get("view-version"), "view-version", request=True), _add_view_version
+        lambda u: parse_version(u.get("view-version"), "view-version", request=True), _add_view_version
     ),
     "set-current-view-version": _Update(
-        lambda u: _int(u.get("view-version-id"), "view-version-id"), _set_current_view_version
+        lambda u: int_value(u.get("view-version-id"), "view-version-id"), _set_current_view_version
     ),
 }
 
 
-def _parse_all(
-    raw: object, table: dict[str, Any], kind: str, tag: str
-) -> list[tuple[int, str, Any]]:
+def _parse_all(raw: object, table: dict[str, Any], kind: str, tag: str) -> list[tuple[int, str, Any]]:
     """(index, tag value, parsed payload) for every item; BadRequest on the first bad one."""
     if raw is None:
         return []
@@ -543,7 +233,7 @@ def apply_updates(base: ViewMetadata, updates: list[dict[str, Any]], *, now_ms: 
 
 
 def _apply_parsed(base: ViewMetadata, parsed: list[tuple[int, str, Any]], *, now_ms: int) -> ViewMetadata:
-    metadata = copy.deepcopy(_ordered(base))
+    metadata = copy.deepcopy(ordered(base))
     changes = _Changes(now_ms=now_ms)
     for index, action, payload in parsed:
         try:
@@ -554,13 +244,13 @@ def _apply_parsed(base: ViewMetadata, parsed: list[tuple[int, str, Any]], *, now
         metadata = _finish(base, metadata, changes)
     except ValueError as exc:
         raise invalid_metadata(f"Invalid view metadata after updates: {exc}", exc) from exc
-    return base if metadata == _ordered(base) else metadata
+    return base if metadata == ordered(base) else metadata
 
 
 def _finish(base: ViewMetadata, metadata: ViewMetadata, changes: _Changes) -> ViewMetadata:
     """Version log, the dialect rule, and version expiry (Java's ``Builder.build``)."""
     properties = metadata["properties"]
-    _check_properties(properties)
+    check_properties(properties)
     current_id = metadata["current-version-id"]
     if current_id != base["current-version-id"]:
         version = current_version(metadata)
@@ -578,7 +268,7 @@ def _finish(base: ViewMetadata, metadata: ViewMetadata, changes: _Changes) -> Vi
 
 
 def _check_no_dialect_dropped(previous: dict[str, Any], new: dict[str, Any]) -> None:
-    before, after = set(_dialect_list(previous)), set(_dialect_list(new))
+    before, after = set(dialect_list(previous)), set(dialect_list(new))
     if not before <= after:
         raise ValueError(
             f"Cannot replace view due to loss of view dialects ({REPLACE_DROP_DIALECT_ALLOWED}=false): "
@@ -602,11 +292,6 @@ def _expire_versions(metadata: ViewMetadata, keep: int) -> None:
         else:  # a gap: what came before it can no longer be trusted
             log.clear()
     metadata["version-log"] = log
-
-
-# --------------------------------------------------------------------------------------------
-# A commit, end to end
-# --------------------------------------------------------------------------------------------
 
 
 def commit(
