@@ -80,8 +80,29 @@ class PreparedCommit:
 
 
 @dataclass(frozen=True)
+class LoadTableRequest:
+    """A parsed loadTable: the table, the variant of the answer asked for, and the client's ETag."""
+
+    prefix: str
+    namespace: tuple[str, ...]
+    name: str
+    snapshots: str | None = None
+    vend_credentials: bool = False
+    if_none_match: str | None = None
+
+
+@dataclass(frozen=True)
+class NotModified:
+    """loadTable's answer when the client's ``If-None-Match`` names what it would get (304)."""
+
+    etag: str
+    metadata_location: str
+
+
+@dataclass(frozen=True)
 class LoadedTable:
-    """What loadTable answers; ``metadata`` is the stored JSON text, not re-parsed."""
+    """What loadTable answers; ``metadata`` is the stored JSON text, not re-parsed
+    (``app.edge.responses`` renders it)."""
 
     metadata_location: str | None
     metadata: str
@@ -89,20 +110,6 @@ class LoadedTable:
     credentials: list[dict[str, Any]]
     etag: str | None = None
 
-    def body(self) -> str:
-        """The LoadTableResult JSON, assembled around the stored metadata text without parsing it."""
-        parts = []
-        if self.metadata_location is not None:
-            parts.append(f'"metadata-location":{json.dumps(self.metadata_location)}')
-        parts.append(f'"metadata":{self.metadata}')
-        parts.append(f'"config":{json.dumps(self.config)}')
-        if self.credentials:
-            parts.append(f'"storage-credentials":{json.dumps(self.credentials)}')
-        return "{" + ",".join(parts) + "}"
-
-    def unregistered_body(self) -> str:
-        """The UnregisterTableResult JSON: the location and the stored metadata text, unparsed."""
-        return f'{{"metadata-location":{json.dumps(self.metadata_location)},"metadata":{self.metadata}}}'
 
 
 def etag_for(metadata_location: str, variant: str) -> str:
@@ -165,34 +172,33 @@ class TableService(EntryService):
 
     # -- reading ------------------------------------------------------------------------
 
-    def load_table(
-        self,
-        prefix: str,
-        namespace: tuple[str, ...],
-        name: str,
-        *,
-        snapshots: str | None = None,
-        vend_credentials: bool = False,
-    ) -> LoadedTable:
-        warehouse = self.warehouses.get(prefix)
-        row = self._require_entry(warehouse, namespace, name)
-        return self.loaded(warehouse, row, snapshots=snapshots, vend_credentials=vend_credentials)
+    def load(self, request: LoadTableRequest) -> LoadedTable | NotModified:
+        """loadTable: the table as asked for, or NotModified when the client already has it."""
+        warehouse = self.warehouses.get(request.prefix)
+        return self.answer(warehouse, self._require_entry(warehouse, request.namespace, request.name), request)
 
-    def loaded(
-        self, warehouse: WarehouseRow, row: EntryRow, *, snapshots: str | None, vend_credentials: bool
-    ) -> LoadedTable:
+    def answer(self, warehouse: WarehouseRow, row: EntryRow, request: LoadTableRequest) -> LoadedTable | NotModified:
         """loadTable's answer for a row already read (here, or on the event loop by the fast path)."""
+        not_modified = self.not_modified(row, request)
+        if not_modified is not None:
+            return not_modified
         metadata = row.metadata
-        if snapshots == "refs":
+        if request.snapshots == "refs":
             metadata = json.dumps(rules.refs_only(json.loads(metadata)), separators=(",", ":"))
-        credentials = self._credentials(warehouse, row.location, vend_credentials)
+        credentials = self._credentials(warehouse, row.location, request.vend_credentials)
         return LoadedTable(
             metadata_location=row.metadata_location,
             metadata=metadata,
             config=self._client_config(warehouse, credentials),
             credentials=credentials,
-            etag=load_etag(row.metadata_location, snapshots, vend_credentials),
+            etag=load_etag(row.metadata_location, request.snapshots, request.vend_credentials),
         )
+
+    @staticmethod
+    def not_modified(row: EntryRow, request: LoadTableRequest) -> NotModified | None:
+        """NotModified when the client's ETag is that of the answer; needs the row's location only."""
+        etag = load_etag(row.metadata_location, request.snapshots, request.vend_credentials)
+        return NotModified(etag, row.metadata_location) if etag_matches(request.if_none_match, etag) else None
 
     def load_credentials(self, prefix: str, namespace: tuple[str, ...], name: str) -> list[dict[str, Any]]:
         warehouse = self.warehouses.get(prefix)

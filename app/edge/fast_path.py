@@ -20,7 +20,6 @@ is valid. ``GROWLER_FAST_READS=false`` turns the path off (the equivalence tests
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
 import re
@@ -31,12 +30,11 @@ from typing import Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.edge.observability import ROUTING_CONTEXT
+from app.edge.responses import JSON, Rendered, parse_load_table, render_table
 from app.ground.errors import CatalogError
 from app.ground.lru import LruCache
 from app.ground.text import path_has_control_characters
-from app.rules.identifiers import check_name, parse_namespace
-from app.storage_access import wants_vended_credentials
-from app.tables import TABLE, LoadedTable, TableService, etag_matches, load_etag
+from app.tables import TABLE, LoadedTable, NotModified, TableService
 from storage.repository import AsyncEntryReader
 
 log = logging.getLogger(__name__)
@@ -51,6 +49,8 @@ _DELEGATION_MODES = frozenset({"vended-credentials", "remote-signing"})  # the s
 
 @dataclass(frozen=True)
 class _LoadRequest:
+    """The route's segments and what of the request loadTable reads, as sent (parsed in ``_load``)."""
+
     prefix: str
     namespace: str
     table: str
@@ -77,44 +77,45 @@ class LoadTableFastPath:
             return
         _record_route(scope, request)
         try:
-            loaded = await self._load(request)
+            answer = await self._load(request)
         except CatalogError as exc:
             if exc.code >= 500:
                 log.warning("loadTable failed: %s %s", exc.error_type, exc.message)
-            await _send(send, exc.code, json.dumps(exc.body()).encode(), "application/json", exc.headers())
+            rendered = Rendered(exc.code, json.dumps(exc.body()).encode(), {"Content-Type": JSON, **exc.headers()})
+            await _send(send, rendered)
             return
-        if loaded.etag and loaded.metadata_location:
-            self.issued.remember(loaded.etag, loaded.metadata_location)
-        if loaded.etag and etag_matches(request.if_none_match, loaded.etag):
-            await _send(send, 304, b"", None, {"etag": loaded.etag})
-            return
-        await _send(send, 200, loaded.body().encode(), "application/json", {"etag": loaded.etag} if loaded.etag else {})
+        if answer.etag and answer.metadata_location:
+            self.issued.remember(answer.etag, answer.metadata_location)
+        await _send(send, render_table(answer))
 
-    async def _load(self, request: _LoadRequest) -> LoadedTable:
+    async def _load(self, request: _LoadRequest) -> LoadedTable | NotModified:
         """The row read on the event loop (no thread hand-off); anything unusual via the service.
 
         A revalidation (``If-None-Match`` with an ETag this worker issued) asks the database for
-        the document only if the table has moved on; when it has not, the answer is a 304 and the
-        LoadedTable carries no document.
+        the document only if the table has moved on; when it has not, the answer is a 304, which
+        needs no document.
         """
-        namespace = parse_namespace(request.namespace, self.separator)
-        name = check_name(request.table, "table name")
-        vend = wants_vended_credentials(request.delegation)
-        warehouse = self.tables.warehouses.cached(request.prefix)
-        if warehouse is not None and self.reader.available():
-            known = self.issued.location_of(request.if_none_match)
-            row = await self.reader.load_entry(warehouse.id, namespace, name, unless_at=known)
-            if row is not None and row.kind == TABLE:
-                etag = load_etag(row.metadata_location, request.snapshots, vend)
-                if row.metadata_location == known and etag == request.if_none_match:
-                    return LoadedTable(row.metadata_location, "", {}, [], etag)
-                if row.metadata_location != known:
-                    return self.tables.loaded(warehouse, row, snapshots=request.snapshots, vend_credentials=vend)
-                # still at that version, but the client's ETag is for another variant: read it all
-        load = functools.partial(
-            self.tables.load_table, request.prefix, namespace, name, snapshots=request.snapshots, vend_credentials=vend
+        parsed = parse_load_table(
+            request.prefix,
+            request.namespace,
+            request.table,
+            snapshots=request.snapshots,
+            delegation=request.delegation,
+            if_none_match=request.if_none_match,
+            separator=self.separator,
         )
-        return await asyncio.get_running_loop().run_in_executor(self.executor, load)
+        warehouse = self.tables.warehouses.cached(parsed.prefix)
+        if warehouse is not None and self.reader.available():
+            known = self.issued.location_of(parsed.if_none_match)
+            row = await self.reader.load_entry(warehouse.id, parsed.namespace, parsed.name, unless_at=known)
+            if row is not None and row.kind == TABLE:
+                if row.metadata_location != known:
+                    return self.tables.answer(warehouse, row, parsed)
+                not_modified = self.tables.not_modified(row, parsed)
+                if not_modified is not None:
+                    return not_modified
+                # still at that version, but the client's ETag is for another variant: read it all
+        return await asyncio.get_running_loop().run_in_executor(self.executor, self.tables.load, parsed)
 
 
 class IssuedETags:
@@ -169,9 +170,13 @@ def _record_route(scope: Scope, request: _LoadRequest) -> None:
         path_params.update(prefix=request.prefix, namespace=request.namespace, table=request.table)
 
 
-async def _send(send: Send, status: int, body: bytes, content_type: str | None, headers: dict[str, str]) -> None:
+async def _send(send: Send, rendered: Rendered) -> None:
+    """The response as ASGI messages: content type and length first (when there is a body), then the rest."""
+    headers = dict(rendered.headers)
+    content_type = headers.pop("Content-Type", None)
     raw = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()]
     if content_type is not None:
-        raw = [(b"content-type", content_type.encode("latin-1")), (b"content-length", str(len(body)).encode()), *raw]
-    await send({"type": "http.response.start", "status": status, "headers": raw})
-    await send({"type": "http.response.body", "body": body})
+        length = str(len(rendered.body)).encode()
+        raw = [(b"content-type", content_type.encode("latin-1")), (b"content-length", length), *raw]
+    await send({"type": "http.response.start", "status": rendered.status, "headers": raw})
+    await send({"type": "http.response.body", "body": rendered.body})
