@@ -17,11 +17,11 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from app.catalog import Page, WarehouseDirectory, default_namespace_location, page_of_names
 from app.ground.errors import AlreadyExists, BadRequest, CatalogError, CommitFailed, NoSuchNamespace
 from app.ground.limits import check_metadata_schemas, load_json
 from app.ground.locations import InvalidLocation, Location, is_allowed, safe_segment
 from app.ground.settings import Settings
+from app.namespaces import Page, WarehouseDirectory, default_namespace_location, page_of_names
 from app.rules.identifiers import (
     check_name,
     check_namespace,

@@ -16,11 +16,11 @@ from typing import Any
 
 import jsonschema
 
-from app.catalog import Page, WarehouseDirectory, page_of_names
 from app.entries import EntryService
 from app.ground.errors import BadRequest, NoSuchFunction, NoSuchNamespace
 from app.ground.limits import load_json
 from app.ground.settings import Settings
+from app.namespaces import Page, WarehouseDirectory, page_of_names
 from app.rules.function_metadata import check_function_metadata
 from app.rules.identifiers import check_name, format_namespace
 from app.rules.metadata_files import decode_metadata

@@ -15,7 +15,6 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from app.catalog import WarehouseDirectory
 from app.entries import CommitLanes, EntryService, now_ms
 from app.ground.errors import (
     AlreadyExists,
@@ -29,6 +28,7 @@ from app.ground.events import CommitRecorder
 from app.ground.locations import InvalidLocation, Location
 from app.ground.lru import LruCache
 from app.ground.settings import Settings
+from app.namespaces import WarehouseDirectory
 from app.rules import table as rules
 from app.rules.identifiers import (
     check_name,

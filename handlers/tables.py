@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Response, request
 
-from app.edge.context import catalog, namespace_arg, no_content, respond, tables
+from app.edge.context import namespace_arg, namespaces, no_content, respond, tables
 from app.edge.responses import parse_load_table, render_table, render_unregistered, table_name
 from app.storage_access import wants_vended_credentials
 from app.tables import LoadedTable
@@ -45,7 +45,7 @@ def load_table(prefix: str, namespace: str, table: str, snapshots: str | None = 
         snapshots=snapshots,
         delegation=request.headers.get("X-Iceberg-Access-Delegation"),
         if_none_match=request.headers.get("If-None-Match"),
-        separator=catalog().settings.namespace_separator,
+        separator=namespaces().settings.namespace_separator,
     )
     return respond(render_table(tables().load(parsed)))
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from app.catalog import WarehouseDirectory
 from app.edge.factory import build_functions, load_spec
 from app.ground.errors import CatalogError
 from app.ground.settings import Settings
+from app.namespaces import WarehouseDirectory
 from storage.build import build_storage
 
 

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from flask import Response, current_app
 
-from app.catalog import CatalogService
 from app.edge.responses import Rendered
 from app.functions import FunctionService
+from app.namespaces import NamespaceService
 from app.plans import PlanningService
 from app.rules.identifiers import parse_namespace
 from app.tables import TableService
 from app.views import ViewService
 
-CATALOG = "growler.catalog"
+NAMESPACES = "growler.catalog"  # the key tests and tools already use
 TABLES = "growler.tables"
 VIEWS = "growler.views"
 ENDPOINTS = "growler.endpoints"
@@ -25,8 +25,8 @@ FUNCTIONS = "growler.functions"
 PLANS = "growler.plans"
 
 
-def catalog() -> CatalogService:
-    return current_app.extensions[CATALOG]
+def namespaces() -> NamespaceService:
+    return current_app.extensions[NAMESPACES]
 
 
 def tables() -> TableService:
@@ -50,7 +50,7 @@ def advertised_endpoints() -> list[str]:
 
 
 def namespace_arg(raw: str) -> tuple[str, ...]:
-    return parse_namespace(raw, catalog().settings.namespace_separator)
+    return parse_namespace(raw, namespaces().settings.namespace_separator)
 
 
 def respond(rendered: Rendered) -> Response:

@@ -17,8 +17,7 @@ from connexion.middleware import ConnexionMiddleware, MiddlewarePosition
 from connexion.middleware.security import SecurityMiddleware
 from starlette.exceptions import HTTPException
 
-from app.catalog import CatalogService, WarehouseDirectory
-from app.edge.context import CATALOG, ENDPOINTS, FUNCTIONS, IDEMPOTENCY, PLANS, TABLES, VIEWS
+from app.edge.context import ENDPOINTS, FUNCTIONS, IDEMPOTENCY, NAMESPACES, PLANS, TABLES, VIEWS
 from app.edge.fast_path import LoadTableFastPath
 from app.edge.http import (
     LivenessMiddleware,
@@ -41,6 +40,7 @@ from app.ground.events import configure_event_logs
 from app.ground.settings import Settings
 from app.housekeeping import Housekeeper
 from app.idempotency import IdempotencyService
+from app.namespaces import NamespaceService, WarehouseDirectory
 from app.plans import PlanningConfig, PlanningService
 from app.tables import TableService
 from app.views import ViewService
@@ -65,7 +65,7 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
     configure_event_logs()  # request and commit lines: JSON
 
     database, repository, objects = build_storage(settings)
-    service = CatalogService(settings, repository, objects)
+    service = NamespaceService(settings, repository, objects)  # namespaces and warehouses
     tables = TableService(settings, repository, objects, service.warehouses)
     views = ViewService(settings, repository, objects, service.warehouses)
     idempotency_keys = IdempotencyRepository(database)
@@ -141,7 +141,7 @@ def create_app(settings: Settings | None = None) -> FlaskApp:
 
     flask_app = app.app
     flask_app.json = type("LimitedJSONProvider", (BoundedJSONProvider,), {"limits": settings.limits})(flask_app)
-    flask_app.extensions[CATALOG] = service
+    flask_app.extensions[NAMESPACES] = service
     flask_app.extensions[TABLES] = tables
     flask_app.extensions[VIEWS] = views
     flask_app.extensions[IDEMPOTENCY] = IdempotencyService(idempotency_keys, settings.idempotency_lifetime_s)

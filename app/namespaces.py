@@ -1,4 +1,5 @@
-"""The catalog service: what each operation does, independent of HTTP.
+"""Namespaces and warehouses: the namespace operations, the warehouse directory, ``/v1/config``
+and readiness, and the keyset pagination the listings share.
 
 Handlers call one method here; this module orchestrates the repository (PostgreSQL), the
 object store and the pure rules. It never sees psycopg or minio types.
@@ -59,7 +60,7 @@ class WarehouseDirectory:
             self._cache[row.name] = (time.monotonic(), row)
 
 
-class CatalogService:
+class NamespaceService:
     def __init__(self, settings: Settings, repository: CatalogRepository, objects: ObjectStore) -> None:
         self.settings = settings
         self.repository = repository
