@@ -15,14 +15,13 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from app.entries import CommitLanes, EntryService, now_ms
+from app.commits import CommitLanes, CommitLoop, NewVersion
+from app.entries import EntryService, now_ms
 from app.ground.errors import (
     AlreadyExists,
     BadRequest,
     CommitFailed,
-    CommitStateUnknown,
     NoSuchTable,
-    ServiceUnavailable,
 )
 from app.ground.events import CommitRecorder
 from app.ground.locations import InvalidLocation, Location
@@ -39,9 +38,7 @@ from app.storage_access import client_storage_config, storage_credentials
 from storage.objects import ObjectStore
 from storage.repository import (
     CatalogRepository,
-    CommitOutcomeUnknown,
     EntryRow,
-    MetadataSwap,
     NewEntry,
     WarehouseRow,
 )
@@ -169,6 +166,7 @@ class TableService(EntryService):
         self.parsed = ParsedMetadataCache()
         self.snapshot_json = rules.SnapshotJson()
         self.lanes = CommitLanes()
+        self.commits = CommitLoop(repository, self.files, kind=TABLE, logged_files=_logged_files)
 
     # -- reading ------------------------------------------------------------------------
 
@@ -276,7 +274,7 @@ class TableService(EntryService):
     def _commit_with_retries(self, warehouse: WarehouseRow, changes: list[TableChange]) -> list[LoadedTable]:
         names = [format_namespace((*c.namespace, c.name)) for c in changes]
         with CommitRecorder(warehouse.name, names) as recorder:  # metrics + one log line per table
-            return self._with_retries(
+            return self.commits.run(
                 lambda: self._attempt_in_lane(warehouse, changes, recorder), ", ".join(names), recorder.retried
             )
 
@@ -303,17 +301,13 @@ class TableService(EntryService):
                 recorder.locations = [(None, created.metadata_location)]
             return [created]
         changed = [p for p in prepared if p.text != p.row.metadata]
-        written = self._write_new_versions(changed)
-        swaps = [
-            MetadataSwap(p.row.id, p.row.metadata_location, location, p.text, p.new.location)
-            for p, location in zip(changed, written, strict=True)
-        ]
-        if swaps and not self._swap(swaps):
-            self._forget_files(written)
+        versions = [NewVersion(p.row, self._next_location(p), p.text, p.new.location) for p in changed]
+        if versions and not self.commits.publish(versions):
             return None
+        written = [version.location for version in versions]
         for p, location in zip(changed, written, strict=True):
             self.parsed.remember(location, p.text, p.new)
-            self._forget_files(self._owned_previous_files(p, location))
+            self.files.forget(self._owned_previous_files(p, location))
         locations = dict(zip(map(id, changed), written, strict=True))
         results = []
         for p in prepared:
@@ -351,60 +345,25 @@ class TableService(EntryService):
         self._require_inside_warehouse(warehouse, rules.metadata_directory(new), "write.metadata.path")
         return PreparedCommit(row, base, new, rules.to_json(new, self.snapshot_json))
 
-    def _write_new_versions(self, prepared: list[PreparedCommit]) -> list[str]:
-        locations = [
-            self._metadata_location(p.new, rules.next_metadata_version(p.row.metadata_location)) for p in prepared
-        ]
-        self._write_metadata_files(list(zip(locations, [p.text for p in prepared], strict=True)))
-        return locations
-
-    def _swap(self, swaps: list[MetadataSwap]) -> bool:
-        try:
-            return self.repository.swap_metadata(swaps)
-        except CommitOutcomeUnknown:
-            return self._outcome_after_failure(swaps)
-
-    def _outcome_after_failure(self, swaps: list[MetadataSwap]) -> bool:
-        """The connection broke after the swap was sent: look whether it took effect.
-
-        The swaps are one transaction, so the first one tells for all. Only when the database
-        cannot be asked either is the outcome unknown to us - and then the client must not
-        clean up, which is what CommitStateUnknown tells it.
-        """
-        swap = swaps[0]
-        try:
-            current = self.repository.current_metadata_location(swap.entry_id)
-            if current in (swap.new_location, swap.expected_location):
-                return current == swap.new_location
-            row = self.repository.load_entry_by_id(swap.entry_id)
-        except ServiceUnavailable as exc:
-            raise CommitStateUnknown(
-                "The catalog database failed while the commit was being applied; its outcome is unknown"
-            ) from exc
-        if row is None:
-            return False
-        log_files = [entry["metadata-file"] for entry in json.loads(row.metadata).get("metadata-log", [])]
-        return swap.new_location in log_files
-
     def _create_from_commit(
         self, warehouse: WarehouseRow, change: TableChange, prepared: PreparedCommit
     ) -> LoadedTable:
         """A staged create (``assert-create``) becomes a table: first version of its metadata."""
         new, text = prepared.new, prepared.text
         metadata_location = self._metadata_location(new, rules.next_metadata_version(None))
-        self._write_metadata_files([(metadata_location, text)])
+        self.files.write([(metadata_location, text)])
         entry = NewEntry(change.name, TABLE, str(new.table_uuid), new.location, metadata_location, text)
         try:
             self.repository.insert_entry(warehouse.id, change.namespace, entry)
         except AlreadyExists as exc:
-            self._forget_files([metadata_location])
+            self.files.forget([metadata_location])
             existing_kind = self._kind_at(warehouse, change.namespace, change.name)
             if existing_kind != TABLE:
                 raise self._name_taken(change.namespace, change.name, existing_kind) from exc
             qualified = format_namespace((*change.namespace, change.name))
             raise CommitFailed(f"Requirement failed: table already exists: {qualified}") from exc
         except Exception:
-            self._forget_files([metadata_location])
+            self.files.forget([metadata_location])
             raise
         return LoadedTable(metadata_location, text, {}, [], etag_for(metadata_location, "all|plain"))
 
@@ -441,9 +400,11 @@ class TableService(EntryService):
     # -- helpers ------------------------------------------------------------------------
 
     def _metadata_location(self, metadata: Any, version: int) -> str:
-        return self._metadata_file(
-            rules.metadata_directory(metadata), version, metadata.properties or {}, rules.metadata_file_name
-        )
+        return self._new_metadata_file(rules.metadata_directory(metadata), version, metadata.properties or {})
+
+    def _next_location(self, prepared: PreparedCommit) -> str:
+        """Where the next version of a prepared commit's table goes."""
+        return self._metadata_location(prepared.new, rules.next_metadata_version(prepared.row.metadata_location))
 
     def _owned_metadata_files(self, row: EntryRow) -> tuple[str | None, list[str]]:
         """What a purge of this table may delete besides what lies under its location: its
@@ -506,6 +467,11 @@ class TableService(EntryService):
 
     def _credentials(self, warehouse: WarehouseRow, location: str, vend: bool) -> list[dict[str, Any]]:
         return storage_credentials(self.settings, warehouse, location) if vend else []
+
+
+def _logged_files(row: EntryRow) -> list[str]:
+    """The metadata files a stored table document names as its predecessors (``metadata-log``)."""
+    return [entry["metadata-file"] for entry in json.loads(row.metadata).get("metadata-log", [])]
 
 
 def _within_any(text: str, roots: list[Location]) -> bool:
