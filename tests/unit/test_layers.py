@@ -109,6 +109,12 @@ def test_imports_go_down_the_layers_only() -> None:
     assert wrong == []
 
 
+def test_only_the_asgi_entry_imports_the_app_factory() -> None:
+    """Handlers and middleware take what they need from the edge's context, never from the factory."""
+    importers = sorted(module for module, imported in GRAPH.items() if "app.edge.factory" in imported)
+    assert importers == ["app.edge.asgi"]
+
+
 def _circles(graph: dict[str, list[str]]) -> list[list[str]]:
     """The strongly connected components with more than one module (Tarjan)."""
     index: dict[str, int] = {}
