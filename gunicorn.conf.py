@@ -1,6 +1,6 @@
 """Gunicorn settings for Growler (``python -m gunicorn -c gunicorn.conf.py``; ``make run`` does this).
 
-Everything the app itself needs comes from GROWLER_* environment variables (see app/settings.py);
+Everything the app itself needs comes from GROWLER_* environment variables (see app/ground/settings.py);
 the process-level ones below are documented in README.md ("Deploying"). Signals to the master:
 TERM = graceful stop (in-flight requests, e.g. commits, finish within ``graceful_timeout``),
 HUP = graceful reload (new workers with re-read code and config, old ones finish their requests),
@@ -73,7 +73,7 @@ class GrowlerWorker(UvicornWorker):
 
 
 # The ASGI app, served by uvicorn workers under gunicorn's process management.
-wsgi_app = "app.asgi:application"
+wsgi_app = "app.edge.asgi:application"
 worker_class = GrowlerWorker
 proc_name = "growler"
 
@@ -101,7 +101,7 @@ keepalive = _int("GROWLER_KEEPALIVE_S", 5)
 max_requests = _int("GROWLER_MAX_REQUESTS", 10000)
 max_requests_jitter = _int("GROWLER_MAX_REQUESTS_JITTER", max(max_requests // 10, 0))
 
-# The app writes one JSON line per request (app/observability.py: request id, operationId,
+# The app writes one JSON line per request (app/edge/observability.py: request id, operationId,
 # warehouse, namespace, table, status, duration), so uvicorn's plain-text access log is off.
 # Gunicorn's own messages and the app's other logs go to stderr; the supervisor collects them.
 accesslog = None

@@ -1,80 +1,40 @@
-"""What tables and views have in common: one identifier space, metadata files, the commit loop.
+"""What tables and views have in common: one identifier space, locations, registered files.
 
 ``TableService`` and ``ViewService`` derive from ``EntryService``; each adds its own metadata
-rules (``app.table_metadata`` / ``app.view_metadata``). The shared parts: listing with keyset
-pagination, existence, rename, locations kept inside the warehouse, metadata files recorded as
-pending before they are written and deleted when no commit points to them, and the bounded,
-jittered retry of a commit that lost the compare-and-set.
+rules (``app.rules.table`` / ``app.rules.view``). The shared parts: listing with keyset
+pagination, existence, rename, locations kept inside the warehouse, reading a registered
+metadata file, and inserting a new entry with its first file. The commit loop is
+``app.commits``, which the services compose (``self.files`` here, ``self.commits`` there).
 """
 
 from __future__ import annotations
 
-import gzip
 import logging
-import random
-import threading
 import time
 import uuid
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
-from app.catalog import Page, WarehouseDirectory, default_namespace_location, page_of_names
-from app.errors import AlreadyExists, BadRequest, CatalogError, CommitFailed, NoSuchNamespace
-from app.identifiers import (
+from app.commits import MetadataFiles
+from app.ground.errors import AlreadyExists, BadRequest, CatalogError, NoSuchNamespace
+from app.ground.limits import check_metadata_schemas, load_json
+from app.ground.locations import Location, is_allowed, safe_segment
+from app.ground.settings import Settings
+from app.namespaces import Page, WarehouseDirectory, default_namespace_location, page_of_names
+from app.rules.identifiers import (
     check_name,
     check_namespace,
     format_namespace,
 )
-from app.limits import check_metadata_schemas, inflate, load_json
-from app.locations import InvalidLocation, Location, is_allowed, safe_segment
-from app.settings import Settings
+from app.rules.metadata_files import decode_metadata, metadata_file_location
 from storage.objects import ObjectNotFound, ObjectStore
 from storage.repository import CatalogRepository, EntryRow, NewEntry, WarehouseRow
 
 log = logging.getLogger(__name__)
 
-# Bounded server-side retries of a commit whose requirements still hold after a lost race.
-MAX_COMMIT_ATTEMPTS = 12
-GZIP_MAGIC = b"\x1f\x8b"
-T = TypeVar("T")
 
 
 def now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def encode_metadata(text: str, location: str) -> bytes:
-    data = text.encode("utf-8")
-    return gzip.compress(data, mtime=0) if location.endswith(".gz.metadata.json") else data
-
-
-def decode_metadata(data: bytes, max_inflated_bytes: int | None = None) -> str:
-    if data[:2] == GZIP_MAGIC:
-        data = gzip.decompress(data) if max_inflated_bytes is None else inflate(data, max_inflated_bytes)
-    return data.decode("utf-8")
-
-
-class CommitLanes:
-    """Commits to one table from threads of this worker take turns.
-
-    They would all prepare and write a metadata file, and all but one would lose the
-    compare-and-set and delete theirs. Taking turns, the next one starts from the version the
-    previous one wrote: it either applies cleanly or fails its requirements at once, without
-    writing. Commits from other workers still race through the compare-and-set, which is what
-    makes them safe; this only saves the work a lost race would waste. Locks are striped: two
-    tables sharing a stripe only wait for each other.
-    """
-
-    def __init__(self, stripes: int = 64) -> None:
-        self._locks = [threading.Lock() for _ in range(stripes)]
-
-    def lane(self, key: tuple[Any, ...]) -> threading.Lock:
-        return self._locks[hash(key) % len(self._locks)]
-
-
-def backoff(attempt: int) -> None:
-    """Full jitter, capped: concurrent losers spread out instead of colliding again."""
-    time.sleep(random.uniform(0, min(0.2, 0.005 * 2**attempt)))
 
 
 class EntryService:
@@ -92,6 +52,7 @@ class EntryService:
         self.repository = repository
         self.objects = objects
         self.warehouses = warehouses
+        self.files = MetadataFiles(repository, objects)
 
     # -- shared operations --------------------------------------------------------------
 
@@ -203,7 +164,7 @@ class EntryService:
 
     @classmethod
     def _require_inside_warehouse(cls, warehouse: WarehouseRow, location: str, what: str) -> Location:
-        """Every location Growler writes to, reads from or purges: valid (``app.locations``) and
+        """Every location Growler writes to, reads from or purges: valid (``app.ground.locations``) and
         strictly under the warehouse location or one of its allowed locations, by segments."""
         parsed = Location.parse(location, what)
         roots = cls.allowed_roots(warehouse)
@@ -213,8 +174,9 @@ class EntryService:
         return parsed
 
     @staticmethod
-    def _metadata_file(directory: str, version: int, properties: dict[str, str], file_name: Callable) -> str:
-        return f"{directory.rstrip('/')}/{file_name(version, properties, str(uuid.uuid4()))}"
+    def _new_metadata_file(directory: str, version: int, properties: dict[str, str]) -> str:
+        """Where the next metadata file goes: a fresh uuid in its name, never an existing object."""
+        return metadata_file_location(directory, version, properties, str(uuid.uuid4()))
 
     def _read_metadata_file(self, warehouse: WarehouseRow, location: str) -> str:
         """registerTable/registerView: the text of an existing metadata file in the warehouse."""
@@ -240,66 +202,12 @@ class EntryService:
 
     def _insert_new(self, warehouse: WarehouseRow, namespace: tuple[str, ...], entry: NewEntry) -> None:
         """Write the first metadata file, then register the entry; the file goes if that fails."""
-        self._write_metadata_files([(entry.metadata_location, entry.metadata)])
+        self.files.write([(entry.metadata_location, entry.metadata)])
         try:
             self.repository.insert_entry(warehouse.id, namespace, entry)
         except AlreadyExists as exc:
-            self._forget_files([entry.metadata_location])
+            self.files.forget([entry.metadata_location])
             raise self._name_taken(namespace, entry.name, self._kind_at(warehouse, namespace, entry.name)) from exc
         except Exception:
-            self._forget_files([entry.metadata_location])
+            self.files.forget([entry.metadata_location])
             raise
-
-    def _write_metadata_files(self, files: list[tuple[str, str]]) -> None:
-        """Record the objects as pending (durably, first), then write them; all or none stay.
-
-        On a failure only what this request created goes: the files it wrote, and the one whose
-        write failed unless the store said that name was already taken (someone else's object).
-        """
-        parsed = [Location.parse(location, "metadata file location") for location, _ in files]
-        self.repository.record_pending([location for location, _ in files])
-        written: list[str] = []
-        for (location, text), target in zip(files, parsed, strict=True):
-            try:
-                self.objects.write_new(target, encode_metadata(text, location))
-            except AlreadyExists:
-                unwritten = [name for name, _ in files if name not in written]
-                self.repository.settle_pending(unwritten)  # not ours to delete
-                self._forget_files(written)
-                raise
-            except Exception:
-                # the outcome of this write is unknown, but the (fresh, uuid) name is ours
-                unwritten = [name for name, _ in files if name not in written and name != location]
-                self.repository.settle_pending(unwritten)
-                self._forget_files([*written, location])
-                raise
-            written.append(location)
-
-    def _forget_files(self, locations: list[str]) -> None:
-        """Best-effort cleanup of files no commit points to; what fails here the sweeper reclaims."""
-        if not locations:
-            return
-        try:
-            parsed = []
-            for location in locations:
-                try:
-                    parsed.append(Location.parse(location, "metadata file location"))
-                except InvalidLocation:
-                    log.warning("not deleting an object whose location is not valid: %r", location[:200])
-            if parsed:
-                self.objects.delete(parsed)
-            self.repository.settle_pending(locations)
-        except Exception as exc:  # noqa: BLE001 - cleanup must not turn a result into an error
-            log.warning("could not delete %d unreferenced metadata files: %s", len(locations), type(exc).__name__)
-
-    def _with_retries(
-        self, attempt: Callable[[], T | None], what: str, on_retry: Callable[[], None] = lambda: None
-    ) -> T:
-        """Run optimistic attempts until one wins the compare-and-set (None = lost the race)."""
-        for number in range(MAX_COMMIT_ATTEMPTS):
-            outcome = attempt()
-            if outcome is not None:
-                return outcome
-            on_retry()
-            backoff(number)  # then re-read, re-check the requirements, re-apply
-        raise CommitFailed(f"Commit to {what} lost {MAX_COMMIT_ATTEMPTS} races with concurrent writers; retry")

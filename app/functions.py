@@ -4,7 +4,7 @@ The REST spec only reads functions (listFunctions, loadFunction). A platform tea
 the catalog by registering a metadata file that already exists in storage (``python -m
 scripts.functions register``), as registerTable does for tables: the file must lie inside the
 warehouse's allowed locations, stay within the size limits, fit the contract's
-``FunctionMetadata`` schema and the format's rules (``app.function_metadata``). Growler never
+``FunctionMetadata`` schema and the format's rules (``app.rules.function_metadata``). Growler never
 writes or deletes function files.
 """
 
@@ -16,13 +16,14 @@ from typing import Any
 
 import jsonschema
 
-from app.catalog import Page, WarehouseDirectory, page_of_names
-from app.entries import EntryService, decode_metadata
-from app.errors import BadRequest, NoSuchFunction, NoSuchNamespace
-from app.function_metadata import check_function_metadata
-from app.identifiers import check_name, format_namespace
-from app.limits import load_json
-from app.settings import Settings
+from app.entries import EntryService
+from app.ground.errors import BadRequest, NoSuchFunction, NoSuchNamespace
+from app.ground.limits import load_json
+from app.ground.settings import Settings
+from app.namespaces import Page, WarehouseDirectory, page_of_names
+from app.rules.function_metadata import check_function_metadata
+from app.rules.identifiers import check_name, format_namespace
+from app.rules.metadata_files import decode_metadata
 from storage.functions import FunctionRepository, FunctionRow
 from storage.objects import ObjectNotFound, ObjectStore
 from storage.repository import CatalogRepository

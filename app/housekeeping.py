@@ -23,8 +23,8 @@ from collections.abc import Callable
 from itertools import islice
 from typing import Any
 
-from app import metrics
-from app.locations import InvalidLocation, Location
+from app.ground import metrics
+from app.ground.locations import InvalidLocation, Location
 from storage.idempotency import IdempotencyRepository
 from storage.objects import ObjectStore
 from storage.repository import CatalogRepository
@@ -158,7 +158,7 @@ class Housekeeper:
         skipped when it lies at or under the location or metadata directory of any live table
         or view (in any warehouse: a re-registration, a table created inside the dropped one's
         folder), or when a live entry's metadata names it (current file, metadata log, manifest
-        list). Locations are compared by segments (``app.locations``), never as strings.
+        list). Locations are compared by segments (``app.ground.locations``), never as strings.
         """
         try:
             location = Location.parse(job["location"])
@@ -211,8 +211,8 @@ def main() -> None:
     import argparse
     import json
 
-    from app.factory import build_storage
-    from app.settings import Settings
+    from app.ground.settings import Settings
+    from storage.build import build_storage
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(

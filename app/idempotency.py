@@ -22,8 +22,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from app import metrics
-from app.errors import BadRequest, CatalogError, ServiceUnavailable
+from app.ground import metrics
+from app.ground.errors import BadRequest, CatalogError, ServiceUnavailable
 from storage.idempotency import IdempotencyRepository
 
 # How long a running request may hold its key before another attempt may take it over: longer

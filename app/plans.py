@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from app.errors import CatalogError, NotFound, ServiceUnavailable, error_body
+from app.ground.errors import CatalogError, NotFound, ServiceUnavailable, error_body
 from app.scan_planning import PlanningCancelled, ResolvedScan, plan_scan, resolve_scan, task_pages
 from app.tables import TableService
 from storage.manifests import BoundManifestReader, ManifestReader

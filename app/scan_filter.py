@@ -75,7 +75,7 @@ from pyiceberg.types import (
     UUIDType,
 )
 
-from app.errors import BadRequest
+from app.ground.errors import BadRequest
 
 UNARY = {"is-null": IsNull, "not-null": NotNull, "is-nan": IsNaN, "not-nan": NotNaN}
 COMPARISON = {

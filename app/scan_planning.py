@@ -42,7 +42,7 @@ from pyiceberg.table.delete_file_index import DeleteFileIndex
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Operation, Snapshot, ancestors_between_ids, is_parent_ancestor_of
 
-from app.errors import BadRequest, InvalidArgument
+from app.ground.errors import BadRequest, InvalidArgument
 from app.scan_files import content_file_json
 from app.scan_filter import filter_json, parse_filter
 

@@ -25,11 +25,11 @@ from minio.credentials import Credentials
 from minio.signer import sign_v4_s3
 
 from app import s3_requests
-from app.errors import BadRequest, Forbidden, NotFound
-from app.locations import InvalidLocation, Location
-from app.lru import LruCache
+from app.ground.errors import BadRequest, Forbidden, NotFound
+from app.ground.locations import InvalidLocation, Location
+from app.ground.lru import LruCache
+from app.ground.settings import Settings
 from app.s3_requests import READ, WRITE, RefusedRequest, S3Request, StorageScope
-from app.settings import Settings
 from app.storage_access import NONE, credentials_mode
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ its storage settings; the default warehouse takes ``GROWLER_STORAGE_CREDENTIALS_
 - ``remote-signing`` (default): the client is told to send each S3 request to the table's
   ``/sign`` endpoint (``app.signing``); no key leaves Growler.
 - ``sts``: temporary credentials from the storage's STS ``AssumeRole`` with a session policy
-  limited to the table's prefix (``app.sts``), vended as ``storage-credentials``.
+  limited to the table's prefix (``storage.sts``), vended as ``storage-credentials``.
 - ``static``: the warehouse's own keys are vended (development only: full access to the bucket).
 - ``none``: nothing is vended and nothing is signed.
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from app.settings import Settings
+from app.ground.settings import Settings
 from storage.repository import WarehouseRow
 
 VENDED_CREDENTIALS = "vended-credentials"
@@ -137,7 +137,7 @@ def storage_credentials(settings: Settings, warehouse: WarehouseRow, location: s
         return []
     config = dict(client_storage_config(warehouse))
     if mode == STS:
-        from app.sts import table_credentials  # only warehouses in sts mode need it
+        from storage.sts import table_credentials  # only warehouses in sts mode need it
 
         config.update(table_credentials(settings, warehouse, location))
         return [{"prefix": location, "config": config}]

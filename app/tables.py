@@ -15,26 +15,25 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from app import table_metadata as rules
-from app.catalog import WarehouseDirectory
-from app.entries import CommitLanes, EntryService, now_ms
-from app.errors import (
+from app.commits import CommitLanes, CommitLoop, NewVersion
+from app.entries import EntryService, now_ms
+from app.ground.errors import (
     AlreadyExists,
     BadRequest,
     CommitFailed,
-    CommitStateUnknown,
     NoSuchTable,
-    ServiceUnavailable,
 )
-from app.identifiers import (
+from app.ground.events import CommitRecorder
+from app.ground.locations import InvalidLocation, Location
+from app.ground.lru import LruCache
+from app.ground.settings import Settings
+from app.namespaces import WarehouseDirectory
+from app.rules import table as rules
+from app.rules.identifiers import (
     check_name,
     check_namespace,
     format_namespace,
 )
-from app.locations import InvalidLocation, Location
-from app.lru import LruCache
-from app.observability import CommitRecorder
-from app.settings import Settings
 from app.storage_access import (
     NO_DELEGATION,
     Delegation,
@@ -46,9 +45,7 @@ from app.storage_access import (
 from storage.objects import ObjectStore
 from storage.repository import (
     CatalogRepository,
-    CommitOutcomeUnknown,
     EntryRow,
-    MetadataSwap,
     NewEntry,
     WarehouseRow,
 )
@@ -87,8 +84,29 @@ class PreparedCommit:
 
 
 @dataclass(frozen=True)
+class LoadTableRequest:
+    """A parsed loadTable: the table, the variant of the answer asked for, and the client's ETag."""
+
+    prefix: str
+    namespace: tuple[str, ...]
+    name: str
+    snapshots: str | None = None
+    delegation: Delegation = NO_DELEGATION
+    if_none_match: str | None = None
+
+
+@dataclass(frozen=True)
+class NotModified:
+    """loadTable's answer when the client's ``If-None-Match`` names what it would get (304)."""
+
+    etag: str
+    metadata_location: str
+
+
+@dataclass(frozen=True)
 class LoadedTable:
-    """What loadTable answers; ``metadata`` is the stored JSON text, not re-parsed."""
+    """What loadTable answers; ``metadata`` is the stored JSON text, not re-parsed
+    (``app.edge.responses`` renders it)."""
 
     metadata_location: str | None
     metadata: str
@@ -96,20 +114,6 @@ class LoadedTable:
     credentials: list[dict[str, Any]]
     etag: str | None = None
 
-    def body(self) -> str:
-        """The LoadTableResult JSON, assembled around the stored metadata text without parsing it."""
-        parts = []
-        if self.metadata_location is not None:
-            parts.append(f'"metadata-location":{json.dumps(self.metadata_location)}')
-        parts.append(f'"metadata":{self.metadata}')
-        parts.append(f'"config":{json.dumps(self.config)}')
-        if self.credentials:
-            parts.append(f'"storage-credentials":{json.dumps(self.credentials)}')
-        return "{" + ",".join(parts) + "}"
-
-    def unregistered_body(self) -> str:
-        """The UnregisterTableResult JSON: the location and the stored metadata text, unparsed."""
-        return f'{{"metadata-location":{json.dumps(self.metadata_location)},"metadata":{self.metadata}}}'
 
 
 def etag_for(metadata_location: str, variant: str) -> str:
@@ -176,43 +180,37 @@ class TableService(EntryService):
         self.parsed = ParsedMetadataCache()
         self.snapshot_json = rules.SnapshotJson()
         self.lanes = CommitLanes()
+        self.commits = CommitLoop(repository, self.files, kind=TABLE, logged_files=_logged_files)
 
     # -- reading ------------------------------------------------------------------------
 
-    def load_table(
-        self,
-        prefix: str,
-        namespace: tuple[str, ...],
-        name: str,
-        *,
-        snapshots: str | None = None,
-        delegation: Delegation = NO_DELEGATION,
-    ) -> LoadedTable:
-        warehouse = self.warehouses.get(prefix)
-        row = self._require_entry(warehouse, namespace, name)
-        return self.loaded(warehouse, row, (namespace, name), snapshots=snapshots, delegation=delegation)
+    def load(self, request: LoadTableRequest) -> LoadedTable | NotModified:
+        """loadTable: the table as asked for, or NotModified when the client already has it."""
+        warehouse = self.warehouses.get(request.prefix)
+        return self.answer(warehouse, self._require_entry(warehouse, request.namespace, request.name), request)
 
-    def loaded(
-        self,
-        warehouse: WarehouseRow,
-        row: EntryRow,
-        identifier: tuple[tuple[str, ...], str],
-        *,
-        snapshots: str | None,
-        delegation: Delegation,
-    ) -> LoadedTable:
+    def answer(self, warehouse: WarehouseRow, row: EntryRow, request: LoadTableRequest) -> LoadedTable | NotModified:
         """loadTable's answer for a row already read (here, or on the event loop by the fast path)."""
+        not_modified = self.not_modified(row, request)
+        if not_modified is not None:
+            return not_modified
         metadata = row.metadata
-        if snapshots == "refs":
+        if request.snapshots == "refs":
             metadata = json.dumps(rules.refs_only(json.loads(metadata)), separators=(",", ":"))
-        config, credentials = self._storage_access(warehouse, identifier, row.location, delegation)
+        config, credentials = self._storage_access(warehouse, (request.namespace, request.name), row.location,
+                                                   request.delegation)
         return LoadedTable(
             metadata_location=row.metadata_location,
             metadata=metadata,
             config=config,
             credentials=credentials,
-            etag=self.load_etag(row.metadata_location, snapshots, delegation),
+            etag=self.load_etag(row.metadata_location, request.snapshots, request.delegation),
         )
+
+    def not_modified(self, row: EntryRow, request: LoadTableRequest) -> NotModified | None:
+        """NotModified when the client's ETag is that of the answer; needs the row's location only."""
+        etag = self.load_etag(row.metadata_location, request.snapshots, request.delegation)
+        return NotModified(etag, row.metadata_location) if etag_matches(request.if_none_match, etag) else None
 
     def load_etag(
         self, metadata_location: str, snapshots: str | None = None, delegation: Delegation = NO_DELEGATION
@@ -296,7 +294,7 @@ class TableService(EntryService):
     def _commit_with_retries(self, warehouse: WarehouseRow, changes: list[TableChange]) -> list[LoadedTable]:
         names = [format_namespace((*c.namespace, c.name)) for c in changes]
         with CommitRecorder(warehouse.name, names) as recorder:  # metrics + one log line per table
-            return self._with_retries(
+            return self.commits.run(
                 lambda: self._attempt_in_lane(warehouse, changes, recorder), ", ".join(names), recorder.retried
             )
 
@@ -323,17 +321,13 @@ class TableService(EntryService):
                 recorder.locations = [(None, created.metadata_location)]
             return [created]
         changed = [p for p in prepared if p.text != p.row.metadata]
-        written = self._write_new_versions(changed)
-        swaps = [
-            MetadataSwap(p.row.id, p.row.metadata_location, location, p.text, p.new.location)
-            for p, location in zip(changed, written, strict=True)
-        ]
-        if swaps and not self._swap(swaps):
-            self._forget_files(written)
+        versions = [NewVersion(p.row, self._next_location(p), p.text, p.new.location) for p in changed]
+        if versions and not self.commits.publish(versions):
             return None
+        written = [version.location for version in versions]
         for p, location in zip(changed, written, strict=True):
             self.parsed.remember(location, p.text, p.new)
-            self._forget_files(self._owned_previous_files(p, location))
+            self.files.forget(self._owned_previous_files(p, location))
         locations = dict(zip(map(id, changed), written, strict=True))
         results = []
         for p in prepared:
@@ -374,60 +368,25 @@ class TableService(EntryService):
         self._require_inside_warehouse(warehouse, rules.metadata_directory(new), "write.metadata.path")
         return PreparedCommit(row, base, new, rules.to_json(new, self.snapshot_json))
 
-    def _write_new_versions(self, prepared: list[PreparedCommit]) -> list[str]:
-        locations = [
-            self._metadata_location(p.new, rules.next_metadata_version(p.row.metadata_location)) for p in prepared
-        ]
-        self._write_metadata_files(list(zip(locations, [p.text for p in prepared], strict=True)))
-        return locations
-
-    def _swap(self, swaps: list[MetadataSwap]) -> bool:
-        try:
-            return self.repository.swap_metadata(swaps)
-        except CommitOutcomeUnknown:
-            return self._outcome_after_failure(swaps)
-
-    def _outcome_after_failure(self, swaps: list[MetadataSwap]) -> bool:
-        """The connection broke after the swap was sent: look whether it took effect.
-
-        The swaps are one transaction, so the first one tells for all. Only when the database
-        cannot be asked either is the outcome unknown to us - and then the client must not
-        clean up, which is what CommitStateUnknown tells it.
-        """
-        swap = swaps[0]
-        try:
-            current = self.repository.current_metadata_location(swap.entry_id)
-            if current in (swap.new_location, swap.expected_location):
-                return current == swap.new_location
-            row = self.repository.load_entry_by_id(swap.entry_id)
-        except ServiceUnavailable as exc:
-            raise CommitStateUnknown(
-                "The catalog database failed while the commit was being applied; its outcome is unknown"
-            ) from exc
-        if row is None:
-            return False
-        log_files = [entry["metadata-file"] for entry in json.loads(row.metadata).get("metadata-log", [])]
-        return swap.new_location in log_files
-
     def _create_from_commit(
         self, warehouse: WarehouseRow, change: TableChange, prepared: PreparedCommit
     ) -> LoadedTable:
         """A staged create (``assert-create``) becomes a table: first version of its metadata."""
         new, text = prepared.new, prepared.text
         metadata_location = self._metadata_location(new, rules.next_metadata_version(None))
-        self._write_metadata_files([(metadata_location, text)])
+        self.files.write([(metadata_location, text)])
         entry = NewEntry(change.name, TABLE, str(new.table_uuid), new.location, metadata_location, text)
         try:
             self.repository.insert_entry(warehouse.id, change.namespace, entry)
         except AlreadyExists as exc:
-            self._forget_files([metadata_location])
+            self.files.forget([metadata_location])
             existing_kind = self._kind_at(warehouse, change.namespace, change.name)
             if existing_kind != TABLE:
                 raise self._name_taken(change.namespace, change.name, existing_kind) from exc
             qualified = format_namespace((*change.namespace, change.name))
             raise CommitFailed(f"Requirement failed: table already exists: {qualified}") from exc
         except Exception:
-            self._forget_files([metadata_location])
+            self.files.forget([metadata_location])
             raise
         return LoadedTable(metadata_location, text, {}, [], self.load_etag(metadata_location))
 
@@ -464,9 +423,11 @@ class TableService(EntryService):
     # -- helpers ------------------------------------------------------------------------
 
     def _metadata_location(self, metadata: Any, version: int) -> str:
-        return self._metadata_file(
-            rules.metadata_directory(metadata), version, metadata.properties or {}, rules.metadata_file_name
-        )
+        return self._new_metadata_file(rules.metadata_directory(metadata), version, metadata.properties or {})
+
+    def _next_location(self, prepared: PreparedCommit) -> str:
+        """Where the next version of a prepared commit's table goes."""
+        return self._metadata_location(prepared.new, rules.next_metadata_version(prepared.row.metadata_location))
 
     def _owned_metadata_files(self, row: EntryRow) -> tuple[str | None, list[str]]:
         """What a purge of this table may delete besides what lies under its location: its
@@ -549,6 +510,11 @@ class TableService(EntryService):
             return {**config, **signing_config(self.settings, warehouse.name, namespace, name)}, []
         credentials = self._credentials(warehouse, location, answer == "credentials")
         return self._client_config(warehouse, credentials), credentials
+
+
+def _logged_files(row: EntryRow) -> list[str]:
+    """The metadata files a stored table document names as its predecessors (``metadata-log``)."""
+    return [entry["metadata-file"] for entry in json.loads(row.metadata).get("metadata-log", [])]
 
 
 def _within_any(text: str, roots: list[Location]) -> bool:

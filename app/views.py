@@ -1,7 +1,7 @@
 """View operations: list, create, load, replace (commit), drop, rename, register.
 
 The same shape as ``app.tables``: read the row (one query), apply the pure rules
-(``app.view_metadata``), write a new metadata object (never overwriting), then compare-and-set
+(``app.rules.view``), write a new metadata object (never overwriting), then compare-and-set
 the pointer in PostgreSQL. A lost race re-reads and re-applies while the requirements still hold;
 the losing file is deleted. Tables and views share one identifier space (one ``catalog_entry``
 row per name): a view is never found as a table, nor a table as a view.
@@ -14,18 +14,20 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from app import view_metadata as rules
+from app.commits import CommitLoop, NewVersion
 from app.entries import EntryService, now_ms
-from app.errors import (
-    CommitStateUnknown,
+from app.ground.errors import (
     NoSuchView,
-    ServiceUnavailable,
 )
-from app.identifiers import (
+from app.ground.settings import Settings
+from app.namespaces import WarehouseDirectory
+from app.rules import view as rules
+from app.rules.identifiers import (
     check_name,
     format_namespace,
 )
-from storage.repository import CommitOutcomeUnknown, MetadataSwap, NewEntry, WarehouseRow
+from storage.objects import ObjectStore
+from storage.repository import CatalogRepository, NewEntry, WarehouseRow
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +46,16 @@ class LoadedView:
 class ViewService(EntryService):
     kind = VIEW
     not_found = NoSuchView
+
+    def __init__(
+        self,
+        settings: Settings,
+        repository: CatalogRepository,
+        objects: ObjectStore,
+        warehouses: WarehouseDirectory,
+    ) -> None:
+        super().__init__(settings, repository, objects, warehouses)
+        self.commits = CommitLoop(repository, self.files, kind=VIEW)
 
     # -- reading ------------------------------------------------------------------------
 
@@ -95,7 +107,7 @@ class ViewService(EntryService):
     ) -> LoadedView:
         warehouse = self.warehouses.get(prefix)
         check_name(name, "view name")
-        return self._with_retries(
+        return self.commits.run(
             lambda: self._attempt_replace(warehouse, namespace, name, requirements, updates),
             f"view {format_namespace((*namespace, name))}",
         )
@@ -118,36 +130,9 @@ class ViewService(EntryService):
         self._require_inside_warehouse(warehouse, new["location"], "location")
         self._require_inside_warehouse(warehouse, rules.metadata_directory(new), "write.metadata.path")
         location = self._metadata_location(new, rules.next_metadata_version(row.metadata_location))
-        self._write_metadata_files([(location, text)])
-        swap = MetadataSwap(row.id, row.metadata_location, location, text, new["location"])
-        if not self._swap(swap):
-            self._forget_files([location])
+        if not self.commits.publish([NewVersion(row, location, text, new["location"])]):
             return None
         return LoadedView(location, text)
-
-    def _swap(self, swap: MetadataSwap) -> bool:
-        try:
-            return self.repository.swap_metadata([swap])
-        except CommitOutcomeUnknown:
-            return self._outcome_after_failure(swap)
-
-    def _outcome_after_failure(self, swap: MetadataSwap) -> bool:
-        """The connection broke after the swap was sent: look whether it took effect.
-
-        A view's metadata does not list its previous files, so when the pointer has moved on to
-        a third file the outcome cannot be told apart; the client must then not clean up.
-        """
-        try:
-            current = self.repository.current_metadata_location(swap.entry_id)
-        except ServiceUnavailable as exc:
-            raise CommitStateUnknown(
-                "The catalog database failed while the commit was being applied; its outcome is unknown"
-            ) from exc
-        if current == swap.new_location:
-            return True
-        if current in (swap.expected_location, None):
-            return False
-        raise CommitStateUnknown("The view changed while the commit was being applied; its outcome is unknown")
 
     # -- dropping and renaming ----------------------------------------------------------
 
@@ -161,6 +146,4 @@ class ViewService(EntryService):
     # -- helpers ------------------------------------------------------------------------
 
     def _metadata_location(self, metadata: rules.ViewMetadata, version: int) -> str:
-        return self._metadata_file(
-            rules.metadata_directory(metadata), version, metadata["properties"], rules.metadata_file_name
-        )
+        return self._new_metadata_file(rules.metadata_directory(metadata), version, metadata["properties"])

@@ -24,7 +24,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from app.settings import S3Settings, Settings
+from app.ground.settings import S3Settings, Settings
 from app.signing import RemoteSigner
 from storage.repository import EntryRow, WarehouseRow
 

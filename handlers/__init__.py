@@ -1,1 +1,1 @@
-"""Thin HTTP handlers, one module per resource; ``app.resolver`` finds them by operationId."""
+"""Thin HTTP handlers, one module per resource; ``app.edge.resolver`` finds them by operationId."""

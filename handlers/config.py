@@ -1,11 +1,11 @@
 """GET /v1/config: how clients should talk to a warehouse."""
 
-from handlers._context import advertised_endpoints, catalog
+from app.edge.context import advertised_endpoints, namespaces
 
 
 def get_config(warehouse: str | None = None):
-    body = catalog().config(warehouse, advertised_endpoints())
-    mode = catalog().settings.scan_planning_mode
+    body = namespaces().config(warehouse, advertised_endpoints())
+    mode = namespaces().settings.scan_planning_mode
     if mode:  # a default: a client's own setting wins (clients that read only catalog properties: PyIceberg)
         body["defaults"]["scan-planning-mode"] = mode
     return body, 200

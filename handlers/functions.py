@@ -6,7 +6,7 @@ import json
 
 from flask import Response
 
-from handlers._context import functions, namespace_arg
+from app.edge.context import functions, namespace_arg
 
 
 def list_functions(prefix: str, namespace: str, pageToken: str | None = None, pageSize: int | None = None):

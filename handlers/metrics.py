@@ -5,7 +5,7 @@ Not exposed through nginx (deploy/nginx.conf); scrape gunicorn's address directl
 
 from flask import Response
 
-from app.metrics import render
+from app.ground.metrics import render
 
 
 def metrics() -> Response:

@@ -1,12 +1,12 @@
 """Namespace operations."""
 
-from app.identifiers import check_namespace, decoded_separator
-from handlers._context import catalog, namespace_arg, no_content
+from app.edge.context import namespace_arg, namespaces, no_content
+from app.rules.identifiers import check_namespace, decoded_separator
 
 
 def list_namespaces(prefix: str, parent: str | None = None, pageToken: str | None = None, pageSize: int | None = None):  # noqa: N803
     parent_levels = namespace_arg(parent) if parent is not None else None
-    page = catalog().list_namespaces(prefix, parent_levels, pageToken, pageSize)
+    page = namespaces().list_namespaces(prefix, parent_levels, pageToken, pageSize)
     body = {"namespaces": [list(path) for path in page.items]}
     if page.next_page_token:
         body["next-page-token"] = page.next_page_token
@@ -14,27 +14,27 @@ def list_namespaces(prefix: str, parent: str | None = None, pageToken: str | Non
 
 
 def create_namespace(prefix: str, body: dict):
-    separator = decoded_separator(catalog().settings.namespace_separator)
+    separator = decoded_separator(namespaces().settings.namespace_separator)
     namespace = check_namespace(body["namespace"], separator)
-    return catalog().create_namespace(prefix, namespace, body.get("properties") or {}), 200
+    return namespaces().create_namespace(prefix, namespace, body.get("properties") or {}), 200
 
 
 def load_namespace_metadata(prefix: str, namespace: str):
-    return catalog().load_namespace(prefix, namespace_arg(namespace)), 200
+    return namespaces().load_namespace(prefix, namespace_arg(namespace)), 200
 
 
 def namespace_exists(prefix: str, namespace: str):
-    catalog().require_namespace(prefix, namespace_arg(namespace))
+    namespaces().require_namespace(prefix, namespace_arg(namespace))
     return no_content()
 
 
 def drop_namespace(prefix: str, namespace: str):
-    catalog().drop_namespace(prefix, namespace_arg(namespace))
+    namespaces().drop_namespace(prefix, namespace_arg(namespace))
     return no_content()
 
 
 def update_properties(prefix: str, namespace: str, body: dict):
-    result = catalog().update_namespace_properties(
+    result = namespaces().update_namespace_properties(
         prefix, namespace_arg(namespace), body.get("removals") or [], body.get("updates") or {}
     )
     return result, 200

@@ -6,9 +6,9 @@ from typing import Any
 
 from flask import request
 
-from app.errors import BadRequest
+from app.edge.context import namespace_arg, no_content, plans
+from app.ground.errors import BadRequest
 from app.storage_access import wants_vended_credentials
-from handlers._context import namespace_arg, no_content, plans
 from handlers.tables import _name
 
 

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from flask import Response, request
 
-from app.identifiers import check_name
+from app.edge.context import namespace_arg, namespaces, no_content, plans, respond, signer, tables
+from app.edge.responses import parse_load_table, render_table, render_unregistered, table_name
 from app.storage_access import Delegation
-from app.tables import LoadedTable, etag_matches
-from handlers._context import namespace_arg, no_content, plans, signer, tables
+from app.tables import LoadedTable
 
-
-def _name(table: str) -> str:
-    """The table name from the path, held to the rules of created names (a NUL must not reach the database)."""
-    return check_name(table, "table name")
+_name = table_name
 
 
 def _vend() -> Delegation:
@@ -20,10 +17,7 @@ def _vend() -> Delegation:
 
 
 def _table_response(loaded: LoadedTable) -> Response:
-    response = Response(loaded.body(), status=200, mimetype="application/json")
-    if loaded.etag:
-        response.headers["ETag"] = loaded.etag
-    return response
+    return respond(render_table(loaded))
 
 
 def list_tables(prefix: str, namespace: str, pageToken: str | None = None, pageSize: int | None = None):
@@ -44,12 +38,16 @@ def register_table(prefix: str, namespace: str, body: dict):
 
 
 def load_table(prefix: str, namespace: str, table: str, snapshots: str | None = None):
-    loaded = tables().load_table(
-        prefix, namespace_arg(namespace), _name(table), snapshots=snapshots, delegation=_vend()
+    parsed = parse_load_table(
+        prefix,
+        namespace,
+        table,
+        snapshots=snapshots,
+        delegation=request.headers.get("X-Iceberg-Access-Delegation"),
+        if_none_match=request.headers.get("If-None-Match"),
+        separator=namespaces().settings.namespace_separator,
     )
-    if etag_matches(request.headers.get("If-None-Match"), loaded.etag):
-        return Response(status=304, headers={"ETag": loaded.etag})
-    return _table_response(loaded)
+    return respond(render_table(tables().load(parsed)))
 
 
 def table_exists(prefix: str, namespace: str, table: str):
@@ -71,7 +69,7 @@ def drop_table(prefix: str, namespace: str, table: str, purgeRequested: bool = F
 
 def unregister_table(prefix: str, namespace: str, table: str):
     unregistered = tables().unregister_table(prefix, namespace_arg(namespace), _name(table))
-    return Response(unregistered.unregistered_body(), status=200, mimetype="application/json")
+    return respond(render_unregistered(unregistered))
 
 
 def rename_table(prefix: str, body: dict):

@@ -1,6 +1,6 @@
 """Multi-table commits."""
 
-from handlers._context import no_content, tables
+from app.edge.context import no_content, tables
 
 
 def commit_transaction(prefix: str, body: dict):

@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-import json
-
 from flask import Response
 
-from app.identifiers import check_name
+from app.edge.context import namespace_arg, no_content, respond, views
+from app.edge.responses import render_view, view_name
 from app.views import LoadedView
-from handlers._context import namespace_arg, no_content, views
 
-
-def _name(view: str) -> str:
-    """The view name from the path, held to the rules of created names (a NUL must not reach the database)."""
-    return check_name(view, "view name")
+_name = view_name
 
 
 def _view_response(loaded: LoadedView) -> Response:
-    """LoadViewResult, assembled around the stored metadata text without parsing it."""
-    body = (
-        f'{{"metadata-location":{json.dumps(loaded.metadata_location)},'
-        f'"metadata":{loaded.metadata},"config":{json.dumps(loaded.config)}}}'
-    )
-    return Response(body, status=200, mimetype="application/json")
+    return respond(render_view(loaded))
 
 
 def list_views(prefix: str, namespace: str, pageToken: str | None = None, pageSize: int | None = None):

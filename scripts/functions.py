@@ -13,10 +13,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from app.catalog import WarehouseDirectory
-from app.errors import CatalogError
-from app.factory import build_functions, build_storage, load_spec
-from app.settings import Settings
+from app.edge.factory import build_functions, load_spec
+from app.ground.errors import CatalogError
+from app.ground.settings import Settings
+from app.namespaces import WarehouseDirectory
+from storage.build import build_storage
 
 
 def main(argv: list[str] | None = None, settings: Settings | None = None) -> int:

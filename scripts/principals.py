@@ -6,7 +6,7 @@
   python -m scripts.principals list
   python -m scripts.principals rotate-key                   a new signing key (needs GROWLER_TOKEN_KEY_PASSWORD)
 
-Running servers pick every change up within about a second (app/auth/state.py).
+Running servers pick every change up within about a second (app/edge/auth/state.py).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import argparse
 import os
 import sys
 
-from app.auth.keys import new_key
-from app.auth.principals import PrincipalService
+from app.edge.auth.keys import new_key
+from app.edge.auth.principals import PrincipalService
 from storage.db import Database
 from storage.principals import PrincipalRepository
 

@@ -31,13 +31,13 @@ from psycopg.rows import dict_row
 from psycopg.types.json import set_json_dumps
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
-from app.errors import AlreadyExists, BadRequest, CatalogError, ServiceUnavailable
-from app.limits import dumps
+from app.ground.errors import AlreadyExists, BadRequest, CatalogError, ServiceUnavailable
+from app.ground.limits import dumps
 
 log = logging.getLogger(__name__)
 
 # Jsonb parameters (namespace properties, ...): a large one is encoded so that the event loop
-# gets its turn meanwhile (app.limits.dumps).
+# gets its turn meanwhile (app.ground.limits.dumps).
 set_json_dumps(dumps)
 
 Connection = psycopg.Connection
@@ -194,7 +194,7 @@ class Database:
 
 
 class AsyncDatabase:
-    """A small asyncio pool for the reads served on the event loop (app/fast_path.py).
+    """A small asyncio pool for the reads served on the event loop (app/edge/fast_path.py).
 
     Bound to the worker's event loop by the app's lifespan, opened on first use there, and
     configured and checked like ``Database``. A server has one loop per worker; a test client

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from psycopg import errors as pg_errors
 
-from app.errors import AlreadyExists, NoSuchNamespace
+from app.ground.errors import AlreadyExists, NoSuchNamespace
 from storage.db import Database
 
 

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from pyiceberg.io import FileIO, InputFile, InputStream, OutputFile
 from pyiceberg.manifest import ManifestEntry, ManifestFile, read_manifest_list
 
-from app.errors import BadRequest
-from app.locations import InvalidLocation, Location, is_allowed
-from app.lru import LruCache
+from app.ground.errors import BadRequest
+from app.ground.locations import InvalidLocation, Location, is_allowed
+from app.ground.lru import LruCache
 from storage.objects import ObjectStore
 
 # A manifest or manifest list larger than this is refused rather than held in memory.

@@ -1,7 +1,7 @@
 """Object storage for metadata files: S3 through the minio SDK, or a local directory.
 
 The interface is deliberately small (``write_new``, ``read``, ``exists``, ``delete``, ``list``)
-and takes only parsed ``app.locations.Location`` values: raw text never reaches S3 or the disk.
+and takes only parsed ``app.ground.locations.Location`` values: raw text never reaches S3 or the disk.
 ``write_new`` never overwrites: callers pass a fresh name per version and the S3 store adds a
 conditional ``If-None-Match: *`` so a server that supports it refuses a second write too.
 Failures to reach the store leave here as ``ServiceUnavailable`` (503 + Retry-After).
@@ -23,10 +23,10 @@ from minio import Minio
 from minio.deleteobjects import DeleteObject
 from minio.error import S3Error
 
-from app import metrics  # prometheus only, no app imports
-from app.errors import AlreadyExists, BadRequest, CatalogError, PayloadTooLarge, ServiceUnavailable
-from app.locations import InvalidLocation, Location
-from app.settings import S3Settings
+from app.ground import metrics  # prometheus only, no app imports
+from app.ground.errors import AlreadyExists, BadRequest, CatalogError, PayloadTooLarge, ServiceUnavailable
+from app.ground.locations import InvalidLocation, Location
+from app.ground.settings import S3Settings
 
 log = logging.getLogger(__name__)
 

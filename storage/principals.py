@@ -1,8 +1,8 @@
 """Principals, signing keys and the auth version counter in PostgreSQL (SQL only).
 
-The rules (hashing, tokens, caching) live in ``app/auth/``. Every change to a principal or a key
+The rules (hashing, tokens, caching) live in ``app/edge/auth/``. Every change to a principal or a key
 bumps ``auth_state.version`` in the same transaction, so a worker that polls that one row learns
-of it and reloads (app/auth/state.py).
+of it and reloads (app/edge/auth/state.py).
 """
 
 from __future__ import annotations

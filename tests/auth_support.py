@@ -9,7 +9,7 @@ from typing import Any
 import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from app.auth.state import AuthState
+from app.edge.auth.state import AuthState
 from storage.db import Database
 from storage.principals import PrincipalRepository
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from app.auth.config import AuthSettings
-from app.settings import S3Settings, Settings
+from app.edge.auth.config import AuthSettings
+from app.ground.settings import S3Settings, Settings
 
 TEST_ACCESS_KEY = "growler-test"
 TEST_SECRET_KEY = "growler-test-secret"
@@ -157,7 +157,7 @@ def settings(services: Services) -> Settings:
 
 @pytest.fixture(scope="session")
 def app(settings: Settings):
-    from app import create_app
+    from app.edge.factory import create_app
 
     return authenticated(create_app(settings))
 
@@ -191,7 +191,7 @@ def unique() -> str:
 @pytest.fixture(scope="session")
 def auth_app(settings: Settings, app):
     """An app with authentication on (own tokens), beside ``app``; polls the auth state often."""
-    from app import create_app
+    from app.edge.factory import create_app
 
     return create_app(settings, auth_settings_for_tests(poll_s=0.1))
 

@@ -6,14 +6,14 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
-from app.locations import Location
+from app.ground.locations import Location
 
 PREFIX = "/v1/test"
 
 
 class TextStore:
     """The catalog's object store for tests, which name objects by text: the store itself takes
-    only parsed locations (``app.locations``); listings come back as canonical text."""
+    only parsed locations (``app.ground.locations``); listings come back as canonical text."""
 
     def __init__(self, real: Any) -> None:
         self.real = real

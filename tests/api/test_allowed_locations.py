@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from app.ground.settings import Settings
 from app.housekeeping import Housekeeper
-from app.settings import Settings
 from storage.idempotency import IdempotencyRepository
 from storage.objects import S3ObjectStore
 from tests.api.tables_support import PREFIX, TextStore, create_request, table_url, tables_url

@@ -9,8 +9,8 @@ import jwt
 import pytest
 from prometheus_client import REGISTRY
 
-from app.auth.config import AuthSettings, is_loopback_bind
-from app.auth.keys import new_key
+from app.edge.auth.config import AuthSettings, is_loopback_bind
+from app.edge.auth.keys import new_key
 from tests.conftest import TEST_CLIENT_ID, TEST_KEY_PASSWORD, fetch_token
 
 

@@ -7,7 +7,7 @@ import re
 import pytest
 import yaml
 
-from app.factory import SPEC_FILE
+from app.edge.factory import SPEC_FILE
 
 OPERATIONS = [
     (method.upper(), path, op["operationId"])
@@ -49,7 +49,7 @@ def _concrete(path: str) -> str:
 
 def test_operations_not_advertised_answer_406(client):
     advertised = set(client.get("/v1/config").json()["endpoints"])
-    # getToken is served in front of connexion (app/auth/endpoint.py, tests/api/test_auth_tokens.py)
+    # getToken is served in front of connexion (app/edge/auth/endpoint.py, tests/api/test_auth_tokens.py)
     missing = [(m, p, op) for m, p, op in OPERATIONS if f"{m} {p}" not in advertised and op != "getToken"]
     for method, path, operation_id in missing:
         kwargs = {"json": {}} if method in {"POST", "PUT"} else {}
@@ -72,8 +72,8 @@ def test_scan_planning_mode_switch(settings, clean_catalog):
     properties) and in every LoadTableResult's config, where the spec puts it (Java honours it)."""
     import dataclasses
 
-    from app import create_app
-    from app.settings import Settings
+    from app.edge.factory import create_app
+    from app.ground.settings import Settings
     from tests.api.tables_support import PREFIX, create_request, table_url
     from tests.conftest import authenticated
 

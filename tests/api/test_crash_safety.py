@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import threading
 
+from app.ground.locations import Location
 from app.housekeeping import Housekeeper
-from app.locations import Location
 from storage.idempotency import IdempotencyRepository
 from tests.api.tables_support import PREFIX, create_request, table_url, tables_url
 
@@ -61,7 +61,7 @@ def test_failed_swap_deletes_its_file(client, app, monkeypatch):
 
 def _break_after_swap(monkeypatch, repository, *, committed: bool, database_answers: bool):
     """The connection dies after the swap statement was sent (it may or may not have applied)."""
-    from app.errors import ServiceUnavailable
+    from app.ground.errors import ServiceUnavailable
     from storage.repository import CommitOutcomeUnknown
 
     real_swap = repository.swap_metadata

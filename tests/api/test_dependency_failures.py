@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from app.locations import Location
+from app.ground.locations import Location
 from tests.api.tables_support import PREFIX, create_request, table_url, tables_url
 
 

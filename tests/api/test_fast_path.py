@@ -12,7 +12,7 @@ import dataclasses
 
 import pytest
 
-from app.fast_path import LoadTableFastPath
+from app.edge.fast_path import LoadTableFastPath
 from storage.repository import AsyncEntryReader
 from tests.api.tables_support import PREFIX, append, create_request, table_url
 from tests.conftest import authenticated
@@ -22,7 +22,7 @@ VARYING_HEADERS = {"x-request-id", "date"}
 
 @pytest.fixture(scope="module")
 def full_stack_client(settings):
-    from app import create_app
+    from app.edge.factory import create_app
 
     return authenticated(create_app(dataclasses.replace(settings, fast_reads=False))).test_client()
 
@@ -32,7 +32,7 @@ def fast_client(settings):
     """An app of its own, its client used as a context manager: one event loop for all requests,
     as in a server worker, so the fast path reads with its asyncio pool (the session client runs
     each request in a new loop, where the fast path reads through the service instead)."""
-    from app import create_app
+    from app.edge.factory import create_app
 
     with authenticated(create_app(settings)).test_client() as client:
         yield client
@@ -200,7 +200,7 @@ def test_the_request_is_logged_and_counted_as_load_table(client, table, capfd):
 @pytest.fixture(scope="module")
 def server_planning_apps(settings):
     """Both paths of an app configured with ``GROWLER_SCAN_PLANNING_MODE=server``."""
-    from app import create_app
+    from app.edge.factory import create_app
     from tests.conftest import authenticated
 
     configured = dataclasses.replace(settings, scan_planning_mode="server")

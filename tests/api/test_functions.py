@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from app.locations import Location
+from app.ground.locations import Location
 from scripts import functions as functions_cli
 from tests.api.tables_support import PREFIX
 from tests.conftest import TEST_BUCKET
@@ -167,7 +167,7 @@ def broken(**changes):
     ([1, 2], "Invalid function metadata"),
 ])
 def test_invalid_metadata_is_refused(client, ns, service, objects, document, message):
-    from app.errors import BadRequest
+    from app.ground.errors import BadRequest
 
     with pytest.raises(BadRequest) as refused:
         service.register("test", ns, "bad", put_file(objects, document))
@@ -181,7 +181,7 @@ def test_invalid_metadata_is_refused(client, ns, service, objects, document, mes
     (f"s3://{TEST_BUCKET}/functions/x?.metadata.json", "not allowed in a location"),
 ])
 def test_bad_locations_are_refused(client, ns, service, location, message):
-    from app.errors import BadRequest
+    from app.ground.errors import BadRequest
 
     with pytest.raises(BadRequest) as refused:
         service.register("test", ns, "bad", location)

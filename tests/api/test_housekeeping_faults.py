@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 import uuid
 
+from app.ground.locations import Location
 from app.housekeeping import RETRY_BASE_SECONDS, Housekeeper
-from app.locations import Location
 from storage.idempotency import IdempotencyRepository
 from tests.conftest import TEST_BUCKET
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from app.locations import Location
+from app.ground.locations import Location
 from tests.api.tables_support import PREFIX, create_request, table_url, tables_url
 from tests.conftest import TEST_BUCKET
 

@@ -1,6 +1,6 @@
 """Bounded work per request: every cap refused quickly with the Iceberg error body, nothing written.
 
-The caps are ``app.limits.Limits`` (``GROWLER_MAX_*``); these tests use the production defaults
+The caps are ``app.ground.limits.Limits`` (``GROWLER_MAX_*``); these tests use the production defaults
 except where a default would need a huge object in S3 (the registered-metadata size caps).
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from app.limits import Limits
+from app.ground.limits import Limits
 from tests.api.tables_support import PREFIX, TextStore, create_request, snapshot, table_url, tables_url
 from tests.conftest import TEST_BUCKET, authenticated
 
@@ -216,7 +216,7 @@ def test_schema_fields(client, db, table):
 @pytest.fixture
 def small_client(settings, clean_catalog):
     """An app whose metadata caps are small enough to test with small objects."""
-    from app import create_app
+    from app.edge.factory import create_app
 
     limits = dataclasses.replace(Limits(), max_metadata_bytes=64 * 1024, max_inflated_bytes=256 * 1024)
     return authenticated(create_app(dataclasses.replace(settings, limits=limits))).test_client()
@@ -318,7 +318,7 @@ def test_thirty_levels_of_nested_structs_are_accepted(client):
 
 def test_the_deepest_configurable_nesting_is_never_a_server_error(settings, clean_catalog):
     """At GROWLER_MAX_JSON_DEPTH's maximum, the validators' recursion still has stack to spare."""
-    from app import create_app
+    from app.edge.factory import create_app
 
     deepest = dataclasses.replace(Limits(), max_json_depth=160)
     client = authenticated(create_app(dataclasses.replace(settings, limits=deepest))).test_client()

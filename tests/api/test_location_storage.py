@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.locations import InvalidLocation, Location
+from app.ground.locations import InvalidLocation, Location
 from storage.objects import S3ObjectStore
 from tests.conftest import TEST_BUCKET
 

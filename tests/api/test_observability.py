@@ -9,7 +9,7 @@ import json
 
 from prometheus_client import REGISTRY
 
-from app import metrics
+from app.ground import metrics
 from tests.api.tables_support import PREFIX, create_request, table_url, tables_url
 
 

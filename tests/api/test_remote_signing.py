@@ -17,7 +17,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from app.locations import Location
+from app.ground.locations import Location
 from storage.objects import S3ObjectStore
 from tests.api.tables_support import create_request
 from tests.conftest import TEST_BUCKET
@@ -39,7 +39,7 @@ def signing_settings(settings):
 
 @pytest.fixture(scope="module")
 def signing_app(signing_settings):
-    from app import create_app
+    from app.edge.factory import create_app
     from tests.conftest import authenticated
 
     return authenticated(create_app(signing_settings))
@@ -271,7 +271,7 @@ def test_tampered_signed_request_is_refused_by_the_store(sclient, tables, signin
 
 def test_a_checked_table_is_signed_for_without_the_database(sclient, signing_app, tables, signing_settings,
                                                             monkeypatch):
-    from app.factory import SIGNER
+    from app.edge.factory import SIGNER
 
     signer = signing_app.app.extensions[SIGNER]
     uri = _http_url(signing_settings, tables["tbl"] + "/data/x")
@@ -298,7 +298,7 @@ def test_no_secret_or_signature_in_logs(sclient, tables, signing_settings, caplo
 
 @pytest.fixture(scope="module")
 def full_stack_signing_client(signing_settings):
-    from app import create_app
+    from app.edge.factory import create_app
     from tests.conftest import authenticated
 
     return authenticated(create_app(dataclasses.replace(signing_settings, fast_reads=False))).test_client()
@@ -367,7 +367,7 @@ def test_a_copy_header_added_after_signing_is_refused_by_the_store(sclient, tabl
 
 def test_a_read_only_grant_signs_reads_only(sclient, signing_app, tables, signing_settings, monkeypatch):
     """The one place authorization will decide (``RemoteSigner.privileges``), exercised read-only."""
-    from app.factory import SIGNER
+    from app.edge.factory import SIGNER
     from app.s3_requests import READ
 
     signer = signing_app.app.extensions[SIGNER]

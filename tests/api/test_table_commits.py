@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from app.locations import InvalidLocation
+from app.ground.locations import InvalidLocation
 from storage.objects import ObjectNotFound
 from tests.api.tables_support import (
     PREFIX,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.locations import Location
+from app.ground.locations import Location
 from tests.api.tables_support import PREFIX, create_request, table_url, tables_url
 
 COMMIT = f"{PREFIX}/transactions/commit"

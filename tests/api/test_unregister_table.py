@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from app.locations import Location
+from app.ground.locations import Location
 from tests.api.tables_support import PREFIX, append, create_request, table_url, tables_url
 
 

@@ -482,7 +482,7 @@ def test_a_lost_race_is_retried_on_the_server_and_its_file_deleted(client, ns, s
     created = create(client, "raced")
     store = RaceOnWrite(views.objects, lambda: views.replace_view(
         "test", NS, "raced", [], replace_updates("SELECT 'interloper'")))
-    monkeypatch.setattr(views, "objects", store)
+    monkeypatch.setattr(views.files, "objects", store)
     response = client.post(view_url("raced"), json={
         "requirements": [{"type": "assert-view-uuid", "uuid": created["metadata"]["view-uuid"]}],
         "updates": [
@@ -513,7 +513,7 @@ def test_a_race_whose_requirement_no_longer_holds_is_409(client, ns, s3, db, vie
 
     original_uuid = client.get(view_url("recreated")).json()["metadata"]["view-uuid"]
     store = RaceOnWrite(views.objects, drop_and_recreate)
-    monkeypatch.setattr(views, "objects", store)
+    monkeypatch.setattr(views.files, "objects", store)
     response = client.post(view_url("recreated"), json={
         "requirements": [{"type": "assert-view-uuid", "uuid": original_uuid}],
         "updates": replace_updates("SELECT 2"),

@@ -1,7 +1,7 @@
 """Schemathesis over every operation Growler implements: no 5xx, every response as the yaml says.
 
 A real gunicorn serves the app (real HTTP, response validation on). The operations are the ones
-``/v1/config`` advertises (``app.resolver.implemented_endpoints``, the function behind it), so a
+``/v1/config`` advertises (``app.edge.resolver.implemented_endpoints``, the function behind it), so a
 newly implemented operation is tested without touching this file. For each operation and each
 generation mode, Hypothesis draws requests from the yaml through schemathesis:
 
@@ -49,8 +49,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from app.factory import load_spec
-from app.resolver import implemented_endpoints
+from app.edge.factory import load_spec
+from app.edge.resolver import implemented_endpoints
 from tests.conftest import TEST_CLIENT_ID, TEST_CLIENT_SECRET, auth_env_for_tests
 from tests.integration.conftest import Server, start_server, stop_server
 

@@ -66,7 +66,7 @@ import httpx
 import psycopg
 import pytest
 
-from app.locations import Location
+from app.ground.locations import Location
 from storage.objects import S3ObjectStore
 from tests.api.tables_support import create_request
 from tests.integration.conftest import REPO, Server, server_env, start_server, stop_server

@@ -29,7 +29,7 @@ import httpx
 import psycopg
 import pytest
 
-from app.locations import Location
+from app.ground.locations import Location
 from storage.objects import S3ObjectStore
 from tests.api.tables_support import create_request
 from tests.conftest import TEST_BUCKET

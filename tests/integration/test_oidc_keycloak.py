@@ -34,7 +34,7 @@ def keycloak(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def mixed_app(settings, app, keycloak):
-    from app import create_app
+    from app.edge.factory import create_app
 
     auth = auth_settings_for_tests(
         oidc_issuer=keycloak.issuer(REALM),

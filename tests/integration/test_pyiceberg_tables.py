@@ -35,7 +35,7 @@ from pyiceberg.types import (
     TimestampType,
 )
 
-from app.locations import Location
+from app.ground.locations import Location
 from storage.objects import S3ObjectStore
 from tests.conftest import TEST_CREDENTIAL
 

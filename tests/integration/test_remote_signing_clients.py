@@ -20,7 +20,7 @@ from pyiceberg.expressions import EqualTo
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType, TimestampType
 
-from app.locations import Location
+from app.ground.locations import Location
 from storage.objects import S3ObjectStore
 from tests.conftest import TEST_BUCKET
 from tests.integration.conftest import Server, start_server, stop_server

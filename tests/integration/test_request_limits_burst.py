@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 import httpx
 import pytest
 
-from app.limits import Limits
+from app.ground.limits import Limits
 from tests.integration.bearer import BEARER
 from tests.integration.conftest import start_server, stop_server
 

@@ -47,7 +47,7 @@ from pyiceberg.table.update.snapshot import _FastAppendFiles
 from pyiceberg.transforms import DayTransform, IdentityTransform
 from pyiceberg.types import DoubleType, IntegerType, LongType, NestedField, StringType, TimestampType
 
-from app.factory import PLANS
+from app.edge.context import PLANS
 from app.plans import PlanningConfig
 from tests.conftest import TEST_CREDENTIAL
 
@@ -669,7 +669,7 @@ def test_submitted_plan_of_a_dead_worker_is_reported_failed(server, table, servi
 
 
 def test_background_failure_is_a_failed_plan_with_its_error(server, table, app, async_planning):
-    from app.errors import ServiceUnavailable
+    from app.ground.errors import ServiceUnavailable
 
     reader = async_planning.reader
     original_entries = reader.entries

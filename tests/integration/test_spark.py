@@ -18,7 +18,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from app.locations import Location
+from app.ground.locations import Location
 from storage.objects import S3ObjectStore
 from tests.integration.commit_barrier import CommitBarrierProxy
 from tests.integration.spark_support import CATALOG, RemoteSpark, SparkError, add_catalog

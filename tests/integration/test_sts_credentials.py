@@ -26,8 +26,8 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 
-from app.locations import Location
-from app.settings import S3Settings, StsSettings
+from app.ground.locations import Location
+from app.ground.settings import S3Settings, StsSettings
 from tests.conftest import TEST_ACCESS_KEY, TEST_BUCKET, TEST_SECRET_KEY
 from tests.integration.conftest import Server, start_server, stop_server
 

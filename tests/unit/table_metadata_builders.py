@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from app import table_metadata as tm
+from app.rules import table as tm
 
 TABLE_UUID = "9c12d441-03fe-4693-9a96-a0705ddf69c1"
 OTHER_UUID = "1b4e28ba-2fa1-11d2-883f-0016d3cca427"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app import errors
+from app.ground import errors
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.errors import BadRequest
-from app.identifiers import (
+from app.ground.errors import BadRequest
+from app.rules.identifiers import (
     check_namespace,
     decode_page_token,
     encode_page_token,

@@ -1,4 +1,4 @@
-"""The bounded JSON parser, request-shape caps and bounded gzip (app/limits.py): pure, no I/O."""
+"""The bounded JSON parser, request-shape caps and bounded gzip (app/ground/limits.py): pure, no I/O."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import tracemalloc
 
 import pytest
 
-from app.errors import BadRequest, PayloadTooLarge, error_body
-from app.limits import (
+from app.ground.errors import BadRequest, PayloadTooLarge, error_body
+from app.ground.limits import (
     INT32_MAX,
     INT64_MAX,
     INT64_MIN,
@@ -21,7 +21,7 @@ from app.limits import (
     inflate,
     load_json,
 )
-from app.settings import Settings
+from app.ground.settings import Settings
 
 LIMITS = Limits()
 

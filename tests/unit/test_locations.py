@@ -1,4 +1,4 @@
-"""The location model (app/locations.py): properties over arbitrary text, and the cases that
+"""The location model (app/ground/locations.py): properties over arbitrary text, and the cases that
 once deleted other tables' files."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from app.errors import BadRequest
-from app.locations import InvalidLocation, Location, is_allowed, safe_segment
+from app.ground.errors import BadRequest
+from app.ground.locations import InvalidLocation, Location, is_allowed, safe_segment
 
 ROOT = Location.parse("s3://warehouse-bucket/root")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.errors import BadRequest
-from app.locations import Location
+from app.ground.errors import BadRequest
+from app.ground.locations import Location
 from storage.manifests import ObjectStoreFileIO
 
 

@@ -44,8 +44,8 @@ from table_metadata_builders import (
     table_with_history,
 )
 
-from app import table_metadata as tm
-from app.errors import BadRequest
+from app.ground.errors import BadRequest
+from app.rules import table as tm
 
 # -- new_table_metadata: fresh ids ----------------------------------------------------------
 

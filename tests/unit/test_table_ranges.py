@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from table_metadata_builders import add_snapshot, append, apply, new_table, set_ref, snapshot
 
-from app import table_metadata as tm
-from app.errors import BadRequest
-from app.limits import INT32_MAX, INT64_MAX
+from app.ground.errors import BadRequest
+from app.ground.limits import INT32_MAX, INT64_MAX
+from app.rules import table as tm
 
 
 def test_next_row_id_past_the_64_bit_range_is_refused():

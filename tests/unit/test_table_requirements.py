@@ -14,8 +14,8 @@ from table_metadata_builders import (
     table_with_history,
 )
 
-from app import table_metadata as tm
-from app.errors import BadRequest, CommitFailed, NoSuchTable
+from app.ground.errors import BadRequest, CommitFailed, NoSuchTable
+from app.rules import table as tm
 
 
 def check(base: tm.TableMetadata | None, *requirements: dict) -> None:

@@ -18,8 +18,8 @@ from table_metadata_builders import (
     table_with_history,
 )
 
-from app import table_metadata as tm
-from app.errors import BadRequest
+from app.ground.errors import BadRequest
+from app.rules import table as tm
 
 # new_table(): id=1 ts=2 items=3 geo=4 items.key=5 items.value=6 element=7 name=8 qty=9 geo.lat=10
 # geo.country=11; spec 0 = [day(ts) 1000, bucket[16](id) 1001]; sort order 1 = [country asc, id desc].

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from app import view_metadata as vm
-from app.errors import BadRequest, CommitFailed
+from app.ground.errors import BadRequest, CommitFailed
+from app.rules import view as vm
 
 VIEW_UUID = "6b0c5d3e-2f7a-4c1b-9e8d-0a1b2c3d4e5f"
 OTHER_UUID = "11111111-2222-4333-8444-555555555555"

@@ -1,0 +1,201 @@
+"""``POST /v1/oauth/tokens``: Growler's own token endpoint (OAuth2, RFC 6749 and RFC 8693).
+
+What Spark/the Java client and PyIceberg call by default (``uri`` + ``v1/oauth/tokens``):
+
+- ``grant_type=client_credentials``, the client authenticated with ``client_id`` and
+  ``client_secret`` in the form (client_secret_post) or with HTTP Basic; ``scope`` is accepted
+  whatever it says (engines send ``catalog``, ``PRINCIPAL_ROLE:ALL``, ...) and echoed;
+- ``grant_type=urn:ietf:params:oauth:grant-type:token-exchange`` with a valid token Growler
+  issued as ``subject_token``: a fresh token for the same principal, which is how clients
+  refresh before expiry.
+
+Served in front of connexion (like the loadTable fast path): the answers and errors are
+RFC 6749's (``{"error": "invalid_client", "error_description": ...}``), not the Iceberg error
+body, and HTTP Basic requests carry no ``client_id`` in the form, which the yaml's schema wants.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+from typing import Any
+from urllib.parse import parse_qsl, unquote
+
+from starlette.types import Receive, Scope, Send
+
+from app.edge.auth.metrics import TOKEN_REQUESTS
+from app.edge.auth.principals import PrincipalService
+from app.edge.auth.tokens import ACCESS_TOKEN_TYPE, AuthFailure, TokenIssuer, TokenVerifier
+from app.ground.errors import CatalogError
+
+PATH = "/v1/oauth/tokens"
+CLIENT_CREDENTIALS = "client_credentials"
+TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+SUBJECT_TOKEN_TYPES = frozenset({ACCESS_TOKEN_TYPE, "urn:ietf:params:oauth:token-type:jwt"})
+MAX_FORM_BYTES = 64 * 1024
+
+
+class OAuthError(Exception):
+    def __init__(self, error: str, description: str, status: int = 400, basic: bool = False) -> None:
+        super().__init__(description)
+        self.error = error
+        self.description = description
+        self.status = status
+        self.basic = basic  # answer invalid_client with WWW-Authenticate: Basic (RFC 6749 5.2)
+
+
+class TokenEndpoint:
+    def __init__(self, principals: PrincipalService, issuer: TokenIssuer, verifier: TokenVerifier) -> None:
+        self.principals = principals
+        self.issuer = issuer
+        self.verifier = verifier
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        grant = "unknown"
+        try:
+            if scope["method"] != "POST":
+                raise OAuthError("invalid_request", "The token endpoint only accepts POST", 405)
+            form = await _read_form(scope, receive)
+            grant = form.get("grant_type") or "missing"
+            body = await self._grant(scope, form)
+        except CatalogError as exc:  # the database is unreachable (503): nothing was decided
+            TOKEN_REQUESTS.labels(_grant_label(grant), "unavailable").inc()
+            retry = [(name.lower().encode(), value.encode()) for name, value in exc.headers().items()]
+            error = "temporarily_unavailable" if exc.code == 503 else "server_error"
+            await _send(send, exc.code, {"error": error, "error_description": exc.message}, retry)
+            return
+        except OAuthError as exc:
+            TOKEN_REQUESTS.labels(_grant_label(grant), exc.error).inc()
+            headers = [(b"www-authenticate", b'Basic realm="growler"')] if exc.basic else []
+            if exc.status == 405:
+                headers.append((b"allow", b"POST"))
+            await _send(send, exc.status, {"error": exc.error, "error_description": exc.description}, headers)
+            return
+        TOKEN_REQUESTS.labels(_grant_label(grant), "issued").inc()
+        await _send(send, 200, body, [])
+
+    async def _grant(self, scope: Scope, form: dict[str, str]) -> dict[str, Any]:
+        grant = form.get("grant_type")
+        if not grant:
+            raise OAuthError("invalid_request", "Missing grant_type")
+        if grant == CLIENT_CREDENTIALS:
+            return await self._client_credentials(scope, form)
+        if grant == TOKEN_EXCHANGE:
+            return await self._exchange(form)
+        raise OAuthError("unsupported_grant_type", f"Unsupported grant_type {grant[:100]!r}")
+
+    async def _client_credentials(self, scope: Scope, form: dict[str, str]) -> dict[str, Any]:
+        basic = _basic_credentials(scope)
+        posted = (form.get("client_id"), form.get("client_secret"))
+        if basic is not None:
+            if posted[1] is not None and posted != basic or posted[0] not in (None, basic[0]):
+                raise OAuthError("invalid_request", "Client credentials given twice, and different")
+            client_id, secret = basic
+        elif posted[0] and posted[1] is not None:
+            client_id, secret = posted[0], posted[1]
+        else:
+            raise OAuthError("invalid_client", "Client authentication required (client_id and client_secret)", 401)
+        principal = await asyncio.to_thread(self.principals.authenticate, client_id, secret)
+        if principal is None and basic is not None and _form_decoded(basic) != basic:
+            # RFC 6749 form-encodes Basic credentials; PyIceberg sends them as they are: try both
+            principal = await asyncio.to_thread(self.principals.authenticate, *_form_decoded(basic))
+        if principal is None:
+            raise OAuthError("invalid_client", "Client authentication failed", 401, basic=basic is not None)
+        return self._answer(principal.client_id, principal.generation, form.get("scope"))
+
+    async def _exchange(self, form: dict[str, str]) -> dict[str, Any]:
+        subject, subject_type = form.get("subject_token"), form.get("subject_token_type")
+        if not subject or not subject_type:
+            raise OAuthError("invalid_request", "Token exchange needs subject_token and subject_token_type")
+        if subject_type not in SUBJECT_TOKEN_TYPES:
+            raise OAuthError("invalid_request", f"Unsupported subject_token_type {subject_type[:100]!r}")
+        try:
+            principal = await self.verifier.verify(subject, own_only=True)
+        except AuthFailure as exc:
+            raise OAuthError("invalid_grant", f"The subject token cannot be exchanged: {exc.reason}") from None
+        generation = self.verifier.generation_of(principal.name)
+        if generation is None:
+            raise OAuthError("invalid_grant", "The subject token cannot be exchanged: revoked")
+        body = self._answer(principal.name, generation, form.get("scope"))
+        body["issued_token_type"] = ACCESS_TOKEN_TYPE
+        return body
+
+    def _answer(self, client_id: str, generation: int, scope: str | None) -> dict[str, Any]:
+        token, expires_in = self.issuer.issue(client_id, generation, scope)
+        body: dict[str, Any] = {
+            "access_token": token,
+            "token_type": "bearer",
+            "expires_in": expires_in,
+            "issued_token_type": ACCESS_TOKEN_TYPE,
+        }
+        if scope:
+            body["scope"] = scope
+        return body
+
+
+def _grant_label(grant: str) -> str:
+    return {CLIENT_CREDENTIALS: "client_credentials", TOKEN_EXCHANGE: "token_exchange", "missing": "missing"}.get(
+        grant, "other"
+    )
+
+
+async def _read_form(scope: Scope, receive: Receive) -> dict[str, str]:
+    content_type = next((v for k, v in scope["headers"] if k == b"content-type"), b"").decode("latin-1")
+    if content_type.split(";")[0].strip().lower() != "application/x-www-form-urlencoded":
+        raise OAuthError("invalid_request", "The body must be application/x-www-form-urlencoded")
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_FORM_BYTES:
+            raise OAuthError("invalid_request", f"The body is larger than {MAX_FORM_BYTES} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            break
+    try:
+        pairs = parse_qsl(b"".join(chunks).decode("utf-8"), keep_blank_values=True, strict_parsing=False)
+    except (UnicodeDecodeError, ValueError):
+        raise OAuthError("invalid_request", "The body is not a valid form") from None
+    form: dict[str, str] = {}
+    for name, value in pairs:
+        if name in form:
+            raise OAuthError("invalid_request", f"Parameter {name[:50]!r} given more than once")
+        form[name] = value
+    return form
+
+
+def _basic_credentials(scope: Scope) -> tuple[str, str] | None:
+    """(client_id, secret) from ``Authorization: Basic``, as sent (see ``_form_decoded``)."""
+    header = next((v for k, v in scope["headers"] if k == b"authorization"), None)
+    if header is None or not header[:6].lower() == b"basic ":
+        return None
+    try:
+        decoded = base64.b64decode(header[6:].strip(), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        raise OAuthError("invalid_client", "Malformed Basic credentials", 401, basic=True) from None
+    client_id, sep, secret = decoded.partition(":")
+    if not sep:
+        raise OAuthError("invalid_client", "Malformed Basic credentials", 401, basic=True)
+    return client_id, secret
+
+
+def _form_decoded(pair: tuple[str, str]) -> tuple[str, str]:
+    return unquote(pair[0].replace("+", " ")), unquote(pair[1].replace("+", " "))
+
+
+async def _send(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> None:
+    raw = json.dumps(body).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(raw)).encode()),
+        (b"cache-control", b"no-store"),
+        (b"pragma", b"no-cache"),
+        *headers,
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": raw})

@@ -1,0 +1,83 @@
+"""The ASGI middleware that authenticates every request before anything else runs.
+
+Placed inside the request-id and observability middleware (a 401 is logged and counted like any
+answer) and in front of the loadTable fast path and connexion, so no route - the fast path
+included - runs for an unauthenticated request. /healthz, /readyz and /metrics stay open (probes
+and the scraper carry no token; metrics stays off the public front, deploy/nginx.conf). The
+token endpoint is served here too (app/edge/auth/endpoint.py).
+
+The principal's name (never the token) is put where the request log line picks it up.
+"""
+
+from __future__ import annotations
+
+import json
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app.edge.auth.endpoint import PATH as TOKEN_PATH
+from app.edge.auth.endpoint import TokenEndpoint
+from app.edge.auth.metrics import AUTH_FAILURES
+from app.edge.auth.tokens import AuthFailure, TokenVerifier
+from app.ground.errors import CatalogError, error_body
+from app.ground.events import PRINCIPAL
+
+OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+
+
+class AuthMiddleware:
+    def __init__(self, app: ASGIApp, *, verifier: TokenVerifier | None, endpoint: TokenEndpoint | None) -> None:
+        self.app = app
+        self.verifier = verifier  # None: GROWLER_AUTH=none
+        self.endpoint = endpoint
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        if scope["path"] == TOKEN_PATH and self.endpoint is not None:
+            await self.endpoint(scope, receive, send)
+            return
+        if self.verifier is None:
+            await self.app(scope, receive, send)
+            return
+        try:
+            principal = await self.verifier.verify(_bearer_token(scope))
+        except AuthFailure as exc:
+            AUTH_FAILURES.labels(exc.reason).inc()
+            await _unauthorized(send, exc)
+            return
+        except CatalogError as exc:  # a principal or key not seen yet, and the database is down: 503
+            headers = [(k.lower().encode(), v.encode()) for k, v in exc.headers().items()]
+            await _send(send, exc.code, exc.body(), headers)
+            return
+        extensions = scope.get("extensions")
+        if extensions is not None:
+            extensions[PRINCIPAL] = principal.name
+        await self.app(scope, receive, send)
+
+
+def _bearer_token(scope: Scope) -> str:
+    values = [v for k, v in scope["headers"] if k == b"authorization"]
+    if not values:
+        raise AuthFailure("missing")
+    if len(values) > 1:
+        raise AuthFailure("malformed")
+    scheme, _, token = values[0].decode("latin-1").strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token or " " in token:
+        raise AuthFailure("malformed" if scheme.lower() == "bearer" else "missing")
+    return token
+
+
+async def _unauthorized(send: Send, failure: AuthFailure) -> None:
+    challenge = b"Bearer" if failure.reason == "missing" else b'Bearer error="invalid_token"'
+    body = error_body(failure.message, "NotAuthorizedException", 401)
+    await _send(send, 401, body, [(b"www-authenticate", challenge)])
+
+
+async def _send(send: Send, status: int, body: dict, headers: list[tuple[bytes, bytes]]) -> None:
+    raw = json.dumps(body).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode()), *headers]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": raw})

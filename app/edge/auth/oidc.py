@@ -1,0 +1,95 @@
+"""An external OpenID Connect identity provider whose access tokens Growler accepts.
+
+From ``GROWLER_OIDC_ISSUER`` the discovery document (``/.well-known/openid-configuration``) gives
+the JWKS address; the keys are fetched once and kept. A token signed with a ``kid`` not among
+them (the IdP rotated its keys) makes Growler fetch the keys again - at most once per
+``GROWLER_OIDC_JWKS_MIN_REFRESH_S``, so forged kids cannot make it hammer the IdP. Fetching runs
+in a thread, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import urllib.request
+from typing import Any
+
+import jwt
+
+from app.edge.auth.config import AuthSettings
+
+log = logging.getLogger(__name__)
+
+FETCH_TIMEOUT_S = 5.0
+MAX_DOCUMENT_BYTES = 1024 * 1024
+
+
+def claim(claims: dict[str, Any], path: str | None) -> Any:
+    """A claim by name, or by a dotted path into nested objects (Keycloak's ``realm_access.roles``)."""
+    if not path:
+        return None
+    if path in claims:
+        return claims[path]
+    value: Any = claims
+    for part in path.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+def _fetch_json(url: str) -> dict[str, Any]:
+    request = urllib.request.Request(url, headers={"Accept": "application/json"})
+    with urllib.request.urlopen(request, timeout=FETCH_TIMEOUT_S) as response:  # noqa: S310 - configured URL
+        document = json.loads(response.read(MAX_DOCUMENT_BYTES))
+    if not isinstance(document, dict):
+        raise ValueError(f"{url} did not answer a JSON object")
+    return document
+
+
+class OidcProvider:
+    def __init__(self, settings: AuthSettings) -> None:
+        assert settings.oidc_issuer is not None
+        self.issuer = settings.oidc_issuer
+        self.audience = settings.oidc_audience
+        self.min_refresh_s = settings.oidc_jwks_min_refresh_s
+        self._keys: dict[str, Any] = {}
+        self._jwks_uri: str | None = None
+        self._fetched_at = float("-inf")
+        self._lock = threading.Lock()
+
+    def cached_key(self, kid: str) -> Any | None:
+        return self._keys.get(kid)
+
+    def key(self, kid: str) -> Any | None:
+        """The key with this kid, fetching the IdP's keys again if it is unknown (rate-limited)."""
+        with self._lock:
+            if kid in self._keys:
+                return self._keys[kid]
+            if time.monotonic() - self._fetched_at < self.min_refresh_s:
+                return None
+            self._fetched_at = time.monotonic()
+            try:
+                self._keys = self._fetch_keys()
+            except Exception as exc:  # noqa: BLE001 - the IdP is down or answers nonsense: keep the old keys
+                log.warning("cannot fetch the identity provider's keys from %s: %s", self.issuer, exc)
+            return self._keys.get(kid)
+
+    def _fetch_keys(self) -> dict[str, Any]:
+        if self._jwks_uri is None:
+            discovery = _fetch_json(f"{self.issuer}/.well-known/openid-configuration")
+            if discovery.get("issuer", "").rstrip("/") != self.issuer:
+                raise ValueError(f"the discovery document names issuer {discovery.get('issuer')!r}")
+            self._jwks_uri = str(discovery["jwks_uri"])
+        keys = {}
+        for entry in _fetch_json(self._jwks_uri).get("keys", []):
+            if entry.get("use", "sig") != "sig" or not entry.get("kid"):
+                continue
+            try:
+                keys[entry["kid"]] = jwt.PyJWK.from_dict(entry).key
+            except jwt.PyJWTError:
+                continue  # a key type PyJWT does not support (or that it cannot parse)
+        log.info("fetched %d signing keys of the identity provider %s", len(keys), self.issuer)
+        return keys

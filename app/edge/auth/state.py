@@ -1,0 +1,80 @@
+"""What verifying a token needs from PostgreSQL, held in memory and kept fresh by polling.
+
+A request must not cost a database round trip for its token: each worker keeps the principals'
+generations and deleted flags and the signing keys in memory, and a thread checks one counter
+row (``auth_state.version``, bumped with every change) every ``poll_s`` (0.5 s), reloading only
+when it moved. So a rotation, a deletion or a new signing key takes effect on every worker and
+replica within about a second. Something a worker has not seen yet (a principal created or a key
+added a moment ago) makes it reload at once, at most once per ``poll_s``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from app.edge.auth.config import AuthSettings
+from app.edge.auth.keys import KeyRing, new_key
+from storage.principals import PrincipalRepository, PrincipalState
+
+log = logging.getLogger(__name__)
+
+
+class AuthState:
+    def __init__(self, repository: PrincipalRepository, settings: AuthSettings) -> None:
+        self.repository = repository
+        self.settings = settings
+        self.principals: dict[str, PrincipalState] = {}
+        self.keys = KeyRing.empty()
+        self.version: int | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._last_load = 0.0
+
+    def start(self) -> None:
+        """Make the first signing key if there is none (one worker wins), load, and start polling."""
+        if self.settings.issues_tokens and not any(not row.retired for row in self.repository.signing_keys()):
+            assert self.settings.key_password is not None
+            self.repository.add_signing_key(
+                new_key(self.settings.key_password), retire_after_s=self.settings.token_ttl_s, only_if_none=True
+            )
+        self.reload(force=True)
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._poll, name="growler-auth-state", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def reload(self, force: bool = False) -> bool:
+        """Read the version row; reload principals and keys when it moved (or ``force``)."""
+        with self._lock:
+            version = self.repository.version()  # first: a change after it is seen by the next poll
+            if version == self.version and not force:
+                return False
+            principals = self.repository.states()
+            keys = KeyRing.load(self.repository.signing_keys(), self.settings.key_password, self.keys)
+            self.principals, self.keys, self.version = principals, keys, version
+            self._last_load = time.monotonic()
+            return True
+
+    def reload_if_due(self) -> bool:
+        """For a principal or key not seen yet: reload now, unless that was done within ``poll_s``."""
+        if time.monotonic() - self._last_load < self.settings.poll_s:
+            return False
+        return self.reload(force=True)
+
+    def _poll(self) -> None:
+        failing = False
+        while not self._stop.wait(self.settings.poll_s):
+            try:
+                self.reload()
+                if failing:
+                    log.info("authentication state reachable again")
+                failing = False
+            except Exception as exc:  # noqa: BLE001 - keep the last known state and try again
+                if not failing:
+                    log.warning("cannot refresh authentication state (keeping the last one): %s", type(exc).__name__)
+                failing = True

@@ -1,0 +1,76 @@
+"""What every handler needs from the request context: the services and parsed identifiers.
+
+The keys under which the app factory puts each service into ``flask_app.extensions`` are defined
+here, so handlers (and the idempotency decorator) never import the factory.
+"""
+
+from __future__ import annotations
+
+from flask import Response, current_app
+
+from app.edge.responses import Rendered
+from app.functions import FunctionService
+from app.namespaces import NamespaceService
+from app.plans import PlanningService
+from app.rules.identifiers import parse_namespace
+from app.signing import RemoteSigner
+from app.tables import TableService
+from app.views import ViewService
+
+NAMESPACES = "growler.catalog"  # the key tests and tools already use
+TABLES = "growler.tables"
+VIEWS = "growler.views"
+ENDPOINTS = "growler.endpoints"
+IDEMPOTENCY = "growler.idempotency"
+FUNCTIONS = "growler.functions"
+PLANS = "growler.plans"
+SIGNER = "growler.signer"
+
+
+def namespaces() -> NamespaceService:
+    return current_app.extensions[NAMESPACES]
+
+
+def tables() -> TableService:
+    return current_app.extensions[TABLES]
+
+
+def signer() -> RemoteSigner:
+    return current_app.extensions[SIGNER]
+
+
+def views() -> ViewService:
+    return current_app.extensions[VIEWS]
+
+
+def functions() -> FunctionService:
+    return current_app.extensions[FUNCTIONS]
+
+
+def plans() -> PlanningService:
+    return current_app.extensions[PLANS]
+
+
+def advertised_endpoints() -> list[str]:
+    return current_app.extensions[ENDPOINTS]
+
+
+def namespace_arg(raw: str) -> tuple[str, ...]:
+    return parse_namespace(raw, namespaces().settings.namespace_separator)
+
+
+def respond(rendered: Rendered) -> Response:
+    """A rendered answer as Flask's response (the fast path sends the same bytes itself)."""
+    content_type = rendered.headers.get("Content-Type")
+    response = Response(rendered.body, status=rendered.status, mimetype=content_type)
+    for name, value in rendered.headers.items():
+        if name != "Content-Type":
+            response.headers[name] = value
+    return response
+
+
+def no_content() -> Response:
+    """204 with no body and no content type (a ("", 204) tuple would be typed as JSON)."""
+    response = Response(status=204)
+    del response.headers["Content-Type"]
+    return response

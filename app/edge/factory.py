@@ -1,0 +1,223 @@
+"""The application factory: the one place that wires settings, storage, service and HTTP."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import yaml
+from connexion import FlaskApp
+from connexion.exceptions import ProblemException
+from connexion.jsonifier import Jsonifier
+from connexion.middleware import ConnexionMiddleware, MiddlewarePosition
+from connexion.middleware.security import SecurityMiddleware
+from starlette.exceptions import HTTPException
+
+from app.edge.auth import Authentication, AuthMiddleware, AuthSettings
+from app.edge.context import ENDPOINTS, FUNCTIONS, IDEMPOTENCY, NAMESPACES, PLANS, SIGNER, TABLES, VIEWS
+from app.edge.fast_path import LoadTableFastPath
+from app.edge.http import (
+    LivenessMiddleware,
+    RequestGuardMiddleware,
+    RequestIdMiddleware,
+    handle_catalog_error,
+    handle_http_exception,
+    handle_problem,
+    handle_undecodable_body,
+    handle_unexpected,
+)
+from app.edge.observability import ObservabilityMiddleware
+from app.edge.resolver import CatalogResolver, implemented_endpoints
+from app.edge.sign_fast_path import SignRequestFastPath
+from app.edge.startup import Startup, StartupGate
+from app.edge.validation import BoundedJSONProvider, validator_map
+from app.functions import FunctionService, function_metadata_schema
+from app.ground import limits, metrics
+from app.ground.errors import CatalogError
+from app.ground.events import configure_event_logs
+from app.ground.settings import Settings
+from app.housekeeping import Housekeeper
+from app.idempotency import IdempotencyService
+from app.namespaces import NamespaceService, WarehouseDirectory
+from app.plans import PlanningConfig, PlanningService
+from app.signing import RemoteSigner
+from app.tables import TableService
+from app.views import ViewService
+from storage.build import build_storage
+from storage.db import AsyncDatabase, Database
+from storage.functions import FunctionRepository
+from storage.idempotency import IdempotencyRepository
+from storage.migrate import migrate
+from storage.objects import RoutingObjectStore
+from storage.plans import PlanRepository
+from storage.repository import AsyncEntryReader, CatalogRepository
+
+log = logging.getLogger(__name__)
+
+SPEC_FILE = Path(__file__).resolve().parents[2] / "openapi" / "catalog.yaml"
+# How long a worker waits for PostgreSQL before serving (503 until ready, retrying meanwhile).
+STARTUP_WAIT_S = 5.0
+
+def create_app(settings: Settings | None = None, auth_settings: AuthSettings | None = None) -> FlaskApp:
+    settings = settings or Settings.from_env()
+    auth_settings = auth_settings or AuthSettings.from_env()  # refuses GROWLER_AUTH=none off loopback
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_event_logs()  # request and commit lines: JSON
+
+    database, repository, objects = build_storage(settings)
+    service = NamespaceService(settings, repository, objects)  # namespaces and warehouses
+    tables = TableService(settings, repository, objects, service.warehouses)
+    views = ViewService(settings, repository, objects, service.warehouses)
+    idempotency_keys = IdempotencyRepository(database)
+    housekeeper = Housekeeper(repository, objects, idempotency_keys, tables.purge_requested)
+    auth = Authentication(auth_settings, database)
+    # PostgreSQL down at boot must not fail the worker (gunicorn would stop): see app/edge/startup.py.
+    startup = Startup([
+        lambda: _migrate(settings.database_url),
+        service.ensure_default_warehouse,
+        auth.start,
+        housekeeper.start,
+    ])
+    startup.run(first_wait_s=STARTUP_WAIT_S)
+    planning = PlanningService(tables, PlanRepository(database), PlanningConfig.from_env())
+    signer = RemoteSigner(settings, tables)
+
+    async_database = AsyncDatabase(
+        settings.database_url,
+        max_size=settings.async_pool_max_size,
+        timeout_s=settings.pool_timeout_s,
+        statement_timeout_ms=settings.statement_timeout_ms,
+        deadline_s=settings.db_timeout_s,
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: object) -> AsyncIterator[None]:
+        async_database.bind_to_running_loop()
+        yield
+        startup.stop()
+        auth.stop()
+        housekeeper.stop()
+        planning.close()
+        await async_database.close()
+        database.close()
+
+    # Compact JSON: connexion's default indents every response body, which costs time and bytes.
+    # Large bodies are encoded by the json module's Python encoder (app.ground.limits.dumps).
+    compact = Jsonifier(SimpleNamespace(dumps=limits.dumps, loads=json.loads), separators=(",", ":"))
+    app = FlaskApp(__name__, lifespan=lifespan, middlewares=_middlewares(), jsonifier=compact)
+    spec = load_spec()
+    app.add_api(
+        spec,
+        resolver=CatalogResolver(spec),
+        strict_validation=True,
+        validate_responses=settings.validate_responses,
+        validator_map=validator_map(settings.limits),
+    )
+    app.add_middleware(RequestIdMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION)
+    # Added after RequestIdMiddleware at the same position = just inside it: sees the request id.
+    app.add_middleware(
+        ObservabilityMiddleware,
+        position=MiddlewarePosition.BEFORE_EXCEPTION,
+        namespace_separator=settings.namespace_separator,
+    )
+    app.add_middleware(LivenessMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION)  # logged, counted
+    app.add_middleware(StartupGate, position=MiddlewarePosition.BEFORE_EXCEPTION, startup=startup)
+    # Every request but the probes is authenticated here, before the fast paths and connexion.
+    app.add_middleware(AuthMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION, **auth.middleware_options())
+    if settings.fast_reads:  # just inside observability: logged and counted like any request
+        app.add_middleware(
+            LoadTableFastPath,
+            position=MiddlewarePosition.BEFORE_EXCEPTION,
+            tables=tables,
+            reader=AsyncEntryReader(async_database),
+            namespace_separator=settings.namespace_separator,
+            threads=settings.pool_max_size,
+        )
+        app.add_middleware(  # signRequest likewise (app/edge/sign_fast_path.py)
+            SignRequestFastPath,
+            position=MiddlewarePosition.BEFORE_EXCEPTION,
+            signer=signer,
+            namespace_separator=settings.namespace_separator,
+            threads=settings.pool_max_size,
+        )
+    app.add_middleware(
+        RequestGuardMiddleware,
+        position=MiddlewarePosition.BEFORE_ROUTING,
+        max_body_bytes=settings.max_body_bytes,
+        default_prefix=settings.warehouse,
+    )
+    app.add_error_handler(CatalogError, handle_catalog_error)
+    app.add_error_handler(ProblemException, handle_problem)
+    app.add_error_handler(HTTPException, handle_http_exception)
+    app.add_error_handler(UnicodeDecodeError, handle_undecodable_body)
+    app.add_error_handler(Exception, handle_unexpected)
+
+    flask_app = app.app
+    flask_app.json = type("LimitedJSONProvider", (BoundedJSONProvider,), {"limits": settings.limits})(flask_app)
+    flask_app.extensions[NAMESPACES] = service
+    flask_app.extensions[TABLES] = tables
+    flask_app.extensions[VIEWS] = views
+    flask_app.extensions[IDEMPOTENCY] = IdempotencyService(idempotency_keys, settings.idempotency_lifetime_s)
+    flask_app.extensions[FUNCTIONS] = build_functions(settings, database, repository, objects, service.warehouses, spec)
+    flask_app.extensions[PLANS] = planning
+    flask_app.extensions[SIGNER] = signer
+    flask_app.extensions[ENDPOINTS] = implemented_endpoints(spec)
+    flask_app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+
+    from handlers import health
+    from handlers import metrics as metrics_handler
+
+    app.add_url_rule("/healthz", "healthz", health.healthz, methods=["GET"])
+    app.add_url_rule("/readyz", "readyz", health.readyz, methods=["GET"])
+    app.add_url_rule("/metrics", "metrics", metrics_handler.metrics, methods=["GET"])
+    metrics.watch_pool(database.pool.pop_stats)
+    return app
+
+
+def build_functions(
+    settings: Settings,
+    database: Database,
+    repository: CatalogRepository,
+    objects: RoutingObjectStore,
+    warehouses: WarehouseDirectory,
+    spec: dict,
+) -> FunctionService:
+    """The function service (the app and ``scripts.functions`` build it the same way)."""
+    return FunctionService(
+        settings, FunctionRepository(database), repository, objects, warehouses, function_metadata_schema(spec)
+    )
+
+
+def load_spec() -> dict:
+    """The contract, with each path's HEAD operation ahead of its GET.
+
+    Flask answers HEAD on every GET rule it registers; connexion registers operations in spec
+    order, so an explicit HEAD (tableExists, namespaceExists, ...) must come first to be routed.
+    """
+    # libyaml's parser (PyYAML's C binding) when present: the pure-Python one took ~1 s of every
+    # worker's start-up on this spec, and a worker serves nothing until it is built (W10).
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    spec = yaml.load(SPEC_FILE.read_text(), Loader=loader)  # noqa: S506 - a safe loader
+    for path, item in spec["paths"].items():
+        if "head" in item:
+            spec["paths"][path] = {"head": item["head"], **{k: v for k, v in item.items() if k != "head"}}
+    return spec
+
+
+def _middlewares() -> list:
+    """connexion's stack without its SecurityMiddleware.
+
+    The spec declares OAuth2/bearer security; Growler enforces it in ``app.edge.auth.AuthMiddleware``,
+    in front of the loadTable and signRequest fast paths, which connexion's security would not cover.
+    """
+    return [m for m in ConnexionMiddleware.default_middlewares if m is not SecurityMiddleware]
+
+
+def _migrate(database_url: str) -> None:
+    applied = migrate(database_url)
+    if applied:
+        log.info("database migrated: %s", ", ".join(applied))

@@ -1,0 +1,265 @@
+"""ASGI middleware and error handlers: the HTTP edges every request passes through.
+
+- ``RequestIdMiddleware`` (outermost) gives each request an ``X-Request-Id`` (the caller's, if
+  sane) and echoes it on every response, error responses included.
+- ``RequestGuardMiddleware`` (inside connexion's exception handling, before routing) refuses
+  oversized bodies and maps the unprefixed routes (``/v1/namespaces/...``) to the default
+  warehouse.
+- The error handlers turn every failure - ours, connexion's validation problems, unknown
+  routes, wrong methods, unexpected exceptions - into the Iceberg error body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import uuid
+from typing import Any
+
+from connexion.exceptions import ProblemException
+from connexion.lifecycle import ConnexionRequest, ConnexionResponse
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.ground.errors import BadRequest, CatalogError, PayloadTooLarge, error_body, error_type_for_status
+from app.ground.text import path_has_control_characters
+
+log = logging.getLogger(__name__)
+
+REQUEST_ID_HEADER = b"x-request-id"
+_SANE_REQUEST_ID = re.compile(rb"^[A-Za-z0-9._:-]{1,128}$")
+# Routes of the spec that live under /v1/{prefix}/; served for the default warehouse without it.
+_EMPTY_NAMESPACE = re.compile(r"^/v1/[^/]+/namespaces//(tables|views)/([^/]+)$")
+_UNPREFIXED = re.compile(r"^/v1/(namespaces|tables|views|transactions)(/.*)?$")
+
+
+def request_id_of(headers: Any) -> str:
+    return headers.get("x-request-id", "-") if headers is not None else "-"
+
+
+class RequestIdMiddleware:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = [(k, v) for k, v in scope["headers"] if k != REQUEST_ID_HEADER]
+        given = next((v for k, v in scope["headers"] if k == REQUEST_ID_HEADER), None)
+        request_id = given if given and _SANE_REQUEST_ID.match(given) else uuid.uuid4().hex.encode()
+        scope = dict(scope, headers=headers + [(REQUEST_ID_HEADER, request_id)])
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = dict(message)
+                message["headers"] = list(message.get("headers", [])) + [(REQUEST_ID_HEADER, request_id)]
+            await send(message)
+
+        await self.app(scope, receive, send_with_id)
+
+
+class LivenessMiddleware:
+    """``GET /healthz`` answered on the event loop, without connexion, Flask or a thread.
+
+    Liveness must not depend on how busy the worker is: through Flask it waited for one of the
+    threads that run the handlers, which a burst of large commits can occupy for seconds.
+    Placed inside the observability middleware, so it is logged and counted like any request.
+    """
+
+    BODY = b'{"status":"alive"}'
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != "/healthz" or scope["method"] != "GET":
+            await self.app(scope, receive, send)
+            return
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(self.BODY)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": self.BODY})
+
+
+class RequestGuardMiddleware:
+    def __init__(
+        self, app: ASGIApp, *, max_body_bytes: int, default_prefix: str, large_body_bytes: int = 256 * 1024,
+        large_bodies_at_once: int = 1,
+    ) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+        self.default_prefix = default_prefix
+        self.large = _LargeBodyLane(large_body_bytes, large_bodies_at_once)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        self._check_declared_length(scope)
+        if path_has_control_characters(scope["path"]):
+            # connexion's router does not match such paths while Flask's does: refuse them here
+            raise BadRequest("Control characters are not allowed in the request path")
+        scope = self._with_default_prefix(scope)
+        receive = self._limited(receive)
+        if _is_chunked(scope):
+            scope, receive = await self._buffered(scope, receive)
+        if not self.large.applies(scope):
+            await self.app(scope, receive, send)
+            return
+        async with self.large.turn():
+            await self.app(scope, receive, send)
+
+    async def _buffered(self, scope: Scope, receive: Receive) -> tuple[Scope, Receive]:
+        """Read a chunked body whole (within the limit) and give it a Content-Length.
+
+        connexion treats a request without Content-Length as having no body at all, so a
+        streamed request would fail validation; buffering is bounded by ``max_body_bytes``.
+        """
+        chunks = []
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        headers = [(k, v) for k, v in scope["headers"] if k != b"transfer-encoding"]
+        headers.append((b"content-length", str(len(body)).encode()))
+        delivered = False
+
+        async def replay() -> Message:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return dict(scope, headers=headers), replay
+
+    def _check_declared_length(self, scope: Scope) -> None:
+        for key, value in scope["headers"]:
+            if key == b"content-length":
+                try:
+                    length = int(value)
+                except ValueError:
+                    length = -1
+                if length < 0 or length > self.max_body_bytes:
+                    raise PayloadTooLarge(f"Request body larger than {self.max_body_bytes} bytes")
+
+    def _limited(self, receive: Receive) -> Receive:
+        """Count streamed (chunked) bodies too: Content-Length is not always there."""
+        seen = 0
+
+        async def limited_receive() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_body_bytes:
+                    raise PayloadTooLarge(f"Request body larger than {self.max_body_bytes} bytes")
+            return message
+
+        return limited_receive
+
+    def _with_default_prefix(self, scope: Scope) -> Scope:
+        match = _UNPREFIXED.match(scope["path"])
+        if not match:
+            return scope
+        path = f"/v1/{self.default_prefix}/{match.group(1)}{match.group(2) or ''}"
+        raw = scope.get("raw_path")
+        if raw is not None:
+            raw = raw.replace(b"/v1/", f"/v1/{self.default_prefix}/".encode(), 1)
+        return dict(scope, path=path, raw_path=raw)
+
+
+class _LargeBodyLane:
+    """Requests with large bodies take turns within a worker (``large_bodies_at_once`` at a time).
+
+    Parsing, validating and applying a body of megabytes is CPU work in this process: the GIL
+    is shared with the event loop, so every such request running at once adds to how long the
+    loop waits for it, and a burst of them delayed ``/healthz`` and gunicorn's heartbeat by
+    seconds. One at a time, the loop competes with one busy thread; the others wait on the loop
+    without costing anything, and their memory is not taken all at once either. Small requests -
+    nearly all of them - never wait here.
+    """
+
+    def __init__(self, threshold: int, at_once: int) -> None:
+        self.threshold = threshold
+        self.at_once = at_once
+        self._semaphores: dict[int, asyncio.Semaphore] = {}  # per event loop (tests run several)
+
+    def applies(self, scope: Scope) -> bool:
+        for key, value in scope["headers"]:
+            if key == b"content-length":
+                return value.isdigit() and int(value) > self.threshold
+        return False
+
+    def turn(self) -> asyncio.Semaphore:
+        loop = id(asyncio.get_running_loop())
+        semaphore = self._semaphores.get(loop)
+        if semaphore is None:
+            if len(self._semaphores) > 64:
+                self._semaphores.clear()
+            semaphore = self._semaphores[loop] = asyncio.Semaphore(self.at_once)
+        return semaphore
+
+
+def _is_chunked(scope: Scope) -> bool:
+    names = {key for key, _ in scope["headers"]}
+    return b"content-length" not in names and b"transfer-encoding" in names
+
+
+# -- error handlers (connexion signature: (ConnexionRequest, Exception) -> ConnexionResponse) --
+
+
+def _response(status: int, message: str, error_type: str, headers: dict[str, str] | None = None) -> ConnexionResponse:
+    return ConnexionResponse(
+        status_code=status,
+        mimetype="application/json",
+        content_type="application/json",
+        body=json.dumps(error_body(message, error_type, status)),
+        headers=headers or {},
+    )
+
+
+def handle_catalog_error(request: ConnexionRequest, exc: CatalogError) -> ConnexionResponse:
+    if exc.code >= 500:
+        log.warning("request %s failed: %s %s", request_id_of(request.headers), exc.error_type, exc.message)
+    return _response(exc.code, exc.message, exc.error_type, exc.headers())
+
+
+def handle_problem(request: ConnexionRequest, exc: ProblemException) -> ConnexionResponse:
+    """connexion's own problems: request validation (400), unsupported media type (415), ..."""
+    message = exc.detail or exc.title or "Invalid request"
+    return _response(exc.status, str(message), error_type_for_status(exc.status))
+
+
+def handle_http_exception(request: ConnexionRequest, exc: HTTPException) -> ConnexionResponse:
+    """Unknown routes and wrong methods surface as starlette/werkzeug HTTP exceptions."""
+    status = exc.status_code
+    missing = _EMPTY_NAMESPACE.match(request.url.path) if status == 404 else None
+    if missing:
+        # ".../namespaces//tables/x": the Java client probes this for metadata tables (db.history)
+        kind = "Table" if missing.group(1) == "tables" else "View"
+        return _response(404, f"{kind} does not exist: {missing.group(2)}", f"NoSuch{kind}Exception")
+    if status == 404:
+        message = f"No route for {request.method} {request.url.path}"
+    elif status == 405:
+        message = f"Method {request.method} is not allowed on {request.url.path}"
+    else:
+        message = str(exc.detail)
+    return _response(status, message, error_type_for_status(status), dict(exc.headers or {}))
+
+
+def handle_undecodable_body(request: ConnexionRequest, exc: UnicodeDecodeError) -> ConnexionResponse:
+    """connexion decodes JSON bodies as UTF-8 and lets the error escape."""
+    return _response(400, "The request body is not valid UTF-8", "BadRequestException")
+
+
+def handle_unexpected(request: ConnexionRequest, exc: Exception) -> ConnexionResponse:
+    request_id = request_id_of(request.headers)
+    log.error("request %s: unexpected %s", request_id, type(exc).__name__, exc_info=exc)
+    return _response(500, f"Internal server error (request id {request_id})", "InternalServerError")

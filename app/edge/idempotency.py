@@ -1,0 +1,88 @@
+"""Wraps the handler of every operation that declares an ``Idempotency-Key`` header.
+
+The edge decides what makes a request "the same" (method, path, query, body and the headers in
+``OUTCOME_HEADERS``) and what of an answer may be kept: vended credentials are stripped before
+the answer is stored and vended anew when it is replayed (``app.storage_access``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from typing import Any
+
+from flask import Response, current_app, make_response, request
+
+from app.edge.context import IDEMPOTENCY, TABLES
+from app.idempotency import IdempotencyService, StoredResponse, fingerprint, parse_key
+from app.storage_access import attach_credentials, strip_credentials
+
+KEPT_HEADERS = ("Content-Type", "ETag")
+# Request headers whose value changes the answer. Delegation decides whether credentials are
+# vended; it is compared as the set of mechanisms the client asked for.
+OUTCOME_HEADERS = ("X-Iceberg-Access-Delegation",)
+# Kept with a stored answer whose credentials were stripped: where to vend them on replay.
+# Internal only: never sent to a client.
+VENDED_FOR = "X-Growler-Vended-For"
+
+
+def idempotent(operation_id: str, handler: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(handler)
+    def with_idempotency_key(*args: Any, **kwargs: Any) -> Any:
+        raw_key = request.headers.get("Idempotency-Key")
+        if not raw_key:
+            return handler(*args, **kwargs)
+
+        def run() -> tuple[StoredResponse, StoredResponse]:
+            response = make_response(handler(*args, **kwargs))
+            headers = {name: response.headers[name] for name in KEPT_HEADERS if name in response.headers}
+            sent = StoredResponse(response.status_code, headers, response.get_data())
+            return sent, _without_credentials(sent)
+
+        service: IdempotencyService = current_app.extensions[IDEMPOTENCY]
+        stored, replayed = service.run_once(parse_key(raw_key), operation_id, _request_fingerprint(), run)
+        if replayed:
+            stored = _with_fresh_credentials(stored, kwargs.get("prefix"))
+        response = Response(stored.body, status=stored.status)
+        response.headers.clear()
+        response.headers.update(stored.headers)
+        if replayed:
+            response.headers["Idempotent-Replayed"] = "true"
+        return response
+
+    return with_idempotency_key
+
+
+def _request_fingerprint() -> str:
+    headers = {}
+    for name in OUTCOME_HEADERS:
+        values = request.headers.getlist(name)
+        if values:
+            parts = {part.strip().lower() for value in values for part in value.split(",")}
+            headers[name.lower()] = ",".join(sorted(parts - {""}))
+    query = list(request.args.items(multi=True))
+    return fingerprint(request.method, request.path, query, headers, request.get_data())
+
+
+def _without_credentials(sent: StoredResponse) -> StoredResponse:
+    """The answer to keep: ``sent`` itself unless its body holds vended credentials."""
+    if b'"storage-credentials"' not in sent.body:
+        return sent
+    body = json.loads(sent.body)
+    location = strip_credentials(body) if isinstance(body, dict) else None
+    if location is None:
+        return sent
+    compact = json.dumps(body, separators=(",", ":")).encode()
+    return StoredResponse(sent.status, {**sent.headers, VENDED_FOR: location}, compact)
+
+
+def _with_fresh_credentials(kept: StoredResponse, prefix: str | None) -> StoredResponse:
+    """A replay of an answer whose credentials were stripped gets them vended anew, for this caller."""
+    headers = dict(kept.headers)
+    location = headers.pop(VENDED_FOR, None)
+    if location is None or prefix is None:
+        return StoredResponse(kept.status, headers, kept.body)
+    body = json.loads(kept.body)
+    attach_credentials(body, current_app.extensions[TABLES].vend_for(prefix, location))
+    return StoredResponse(kept.status, headers, json.dumps(body, separators=(",", ":")).encode())

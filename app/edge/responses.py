@@ -1,0 +1,92 @@
+"""loadTable parsed once, and table and view answers rendered once, into bytes and headers.
+
+Both doors to loadTable - the fast path in front of connexion and the handler behind it - call
+``parse_load_table`` on what they took from the request and ``render_table`` on what the service
+answered, so they cannot disagree (the equivalence tests compare their bytes). The bodies are
+assembled around the stored metadata text without parsing it. Nothing here knows the transport:
+a ``Rendered`` becomes a Flask response in the handlers and ASGI messages in the fast path.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from app.rules.identifiers import check_name, parse_namespace
+from app.storage_access import Delegation
+from app.tables import LoadedTable, LoadTableRequest, NotModified
+from app.views import LoadedView
+
+JSON = "application/json"
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """Status, body and headers; ``Content-Type`` is among the headers when there is a body."""
+
+    status: int
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def table_name(raw: str) -> str:
+    """The table name from the path, held to the rules of created names (a NUL must not reach the database)."""
+    return check_name(raw, "table name")
+
+
+def view_name(raw: str) -> str:
+    """The view name from the path, held to the rules of created names."""
+    return check_name(raw, "view name")
+
+
+def parse_load_table(
+    prefix: str,
+    namespace: str,
+    table: str,
+    *,
+    snapshots: str | None,
+    delegation: str | None,
+    if_none_match: str | None,
+    separator: str,
+) -> LoadTableRequest:
+    """The service's loadTable request from the path segments, ``snapshots`` and the headers."""
+    return LoadTableRequest(
+        prefix,
+        parse_namespace(namespace, separator),
+        table_name(table),
+        snapshots=snapshots,
+        delegation=Delegation.parse(delegation),
+        if_none_match=if_none_match,
+    )
+
+
+def render_table(answer: LoadedTable | NotModified) -> Rendered:
+    """loadTable's 200 (LoadTableResult, with its ETag) or 304; also createTable, registerTable, updateTable."""
+    if isinstance(answer, NotModified):
+        return Rendered(304, b"", {"ETag": answer.etag})
+    parts = []
+    if answer.metadata_location is not None:
+        parts.append(f'"metadata-location":{json.dumps(answer.metadata_location)}')
+    parts.append(f'"metadata":{answer.metadata}')
+    parts.append(f'"config":{json.dumps(answer.config)}')
+    if answer.credentials:
+        parts.append(f'"storage-credentials":{json.dumps(answer.credentials)}')
+    headers = {"Content-Type": JSON}
+    if answer.etag:
+        headers["ETag"] = answer.etag
+    return Rendered(200, ("{" + ",".join(parts) + "}").encode(), headers)
+
+
+def render_unregistered(answer: LoadedTable) -> Rendered:
+    """The UnregisterTableResult: the location and the stored metadata text."""
+    body = f'{{"metadata-location":{json.dumps(answer.metadata_location)},"metadata":{answer.metadata}}}'
+    return Rendered(200, body.encode(), {"Content-Type": JSON})
+
+
+def render_view(answer: LoadedView) -> Rendered:
+    """The LoadViewResult (loadView, createView, registerView, replaceView)."""
+    body = (
+        f'{{"metadata-location":{json.dumps(answer.metadata_location)},'
+        f'"metadata":{answer.metadata},"config":{json.dumps(answer.config)}}}'
+    )
+    return Rendered(200, body.encode(), {"Content-Type": JSON})

@@ -1,0 +1,124 @@
+"""Event logs, defined once: the request and commit loggers (JSON lines on stderr), the request id
+of the request being served, and the recorder of one commit's outcome (a metric and a log line).
+
+The HTTP edge writes the request lines and sets the request id; the commit loop records commits.
+No framework here: both stand on this module.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import sys
+from contextvars import ContextVar
+from typing import Any
+
+from app.ground import metrics
+from app.ground.errors import CatalogError, CommitFailed, CommitStateUnknown
+
+REQUEST_LOGGER = "growler.request"
+COMMIT_LOGGER = "growler.commit"
+PRINCIPAL = "growler.principal"  # in scope["extensions"]: the authenticated principal (app/edge/auth)
+
+# The request id of the request being served; a2wsgi copies the context into the Flask thread.
+request_id_var: ContextVar[str | None] = ContextVar("growler_request_id", default=None)
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: ts, level, logger, msg, the record's ``fields``, exc."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        ts = datetime.datetime.fromtimestamp(record.created, tz=datetime.UTC)
+        doc: dict[str, Any] = {
+            "ts": ts.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "level": record.levelname,
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        doc.update(getattr(record, "fields", {}))
+        if record.exc_info:
+            doc["exc"] = self.formatException(record.exc_info)
+        return json.dumps(doc, default=str, ensure_ascii=False, separators=(",", ":"))
+
+
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is at the time (pytest swaps it per test)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    @property
+    def stream(self) -> Any:  # type: ignore[override]
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
+def configure_event_logs() -> None:
+    """The request and commit loggers: JSON lines on stderr, whatever the root logger does."""
+    for name in (REQUEST_LOGGER, COMMIT_LOGGER):
+        logger = logging.getLogger(name)
+        if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
+            handler = _StderrHandler()
+            handler.setFormatter(JsonFormatter())
+            logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
+class CommitRecorder:
+    """Counts and logs one commit (a table or a multi-table transaction) once its outcome is known.
+
+    ``with CommitRecorder(...) as recorder:`` around the retry loop; the commit path sets
+    ``retries`` and, on success, ``locations`` (old, new metadata location per table).
+    """
+
+    def __init__(self, warehouse: str, tables: list[str]) -> None:
+        self.warehouse = warehouse
+        self.tables = tables
+        self.kind = "transaction" if len(tables) > 1 else "table"
+        self.retries = 0
+        self.locations: list[tuple[str | None, str | None]] = []
+
+    def retried(self) -> None:
+        self.retries += 1
+        metrics.COMMIT_RETRIES.labels(self.kind).inc()
+
+    def __enter__(self) -> CommitRecorder:
+        return self
+
+    def __exit__(self, _type: Any, exc: BaseException | None, _tb: Any) -> None:
+        outcome = _outcome(exc)
+        metrics.COMMITS.labels(self.kind, outcome).inc()
+        log = logging.getLogger(COMMIT_LOGGER)
+        for i, table in enumerate(self.tables):
+            old, new = self.locations[i] if i < len(self.locations) else (None, None)
+            fields = {
+                "event": "commit",
+                "request_id": request_id_var.get(),
+                "kind": self.kind,
+                "outcome": outcome,
+                "warehouse": self.warehouse,
+                "table": table,
+                "old_metadata_location": old,
+                "new_metadata_location": new,
+                "retries": self.retries,
+            }
+            if exc is not None:
+                fields["error"] = exc.error_type if isinstance(exc, CatalogError) else type(exc).__name__
+            log.log(logging.INFO if exc is None else logging.WARNING, "commit", extra={"fields": fields})
+
+
+def _outcome(exc: BaseException | None) -> str:
+    if exc is None:
+        return "committed"
+    if isinstance(exc, CommitFailed):
+        return "conflict"
+    if isinstance(exc, CommitStateUnknown):
+        return "unknown"
+    if isinstance(exc, CatalogError) and exc.code < 500:
+        return "rejected"
+    return "failed"

@@ -1,0 +1,185 @@
+"""All configuration, read once from environment variables (documented in README.md)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from app.ground.limits import Limits
+from app.ground.locations import InvalidLocation, Location
+
+WAREHOUSE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+# Path segments that follow /v1/ directly in unprefixed routes; a warehouse with one of
+# these names would make /v1/<name>/... ambiguous, so they are refused.
+RESERVED_PREFIXES = frozenset({"config", "oauth", "namespaces", "tables", "views", "transactions"})
+
+
+def _bool(value: str | None, default: bool) -> bool:
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "")
+    try:
+        return int(raw) if raw else default
+    except ValueError as exc:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+
+
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "")
+    try:
+        return float(raw) if raw else default
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a number, got {raw!r}") from exc
+
+
+@dataclass(frozen=True)
+class S3Settings:
+    endpoint: str | None = None
+    access_key: str | None = None
+    secret_key: str | None = None
+    region: str = "us-east-1"
+    path_style: bool = True
+    timeout_s: float = 5.0  # connect, and each wait for an answer (GROWLER_S3_TIMEOUT_S)
+
+    def __repr__(self) -> str:  # never print the secret key
+        return (
+            f"S3Settings(endpoint={self.endpoint!r}, access_key={'***' if self.access_key else None}, "
+            f"region={self.region!r}, path_style={self.path_style}, timeout_s={self.timeout_s})"
+        )
+
+
+@dataclass(frozen=True)
+class StsSettings:
+    """Where ``sts`` mode asks for table-scoped credentials (the S3 endpoint when unset)."""
+
+    endpoint: str | None = None
+    role_arn: str = ""
+    duration_s: int = 3600
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str = field(repr=False)  # may hold a password
+    warehouse: str = "warehouse"
+    warehouse_location: str = "s3://growler-warehouse/"
+    # extra prefixes where the default warehouse's tables and views may live
+    allowed_locations: tuple[str, ...] = ()
+    s3: S3Settings = field(default_factory=S3Settings)
+    namespace_separator: str = "%1F"
+    pool_min_size: int = 1
+    pool_max_size: int = 10
+    async_pool_max_size: int = 4
+    pool_timeout_s: float = 5.0
+    statement_timeout_ms: int = 15_000
+    db_timeout_s: float = 5.0  # connect, and each round trip to PostgreSQL (GROWLER_DB_TIMEOUT_S)
+    max_body_bytes: int = 8 * 1024 * 1024
+    max_page_size: int = 1000
+    limits: Limits = field(default_factory=Limits)
+    idempotency_lifetime_s: int = 1800
+    validate_responses: bool = False
+    fast_reads: bool = True
+    log_level: str = "INFO"
+    # ``scan-planning-mode`` told to clients (/v1/config defaults, every LoadTableResult's config):
+    # "server", "client", or None to say nothing and leave the choice to each client
+    scan_planning_mode: str | None = None
+    # how clients get at the default warehouse's storage (app/storage_access.py)
+    storage_credentials_mode: str = "remote-signing"
+    sts: StsSettings = field(default_factory=lambda: StsSettings())
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        database_url = env.get("GROWLER_DATABASE_URL", "")
+        if not database_url:
+            raise ValueError("GROWLER_DATABASE_URL is not set (make run sets it for the embedded PostgreSQL)")
+        settings = cls(
+            database_url=database_url,
+            warehouse=env.get("GROWLER_WAREHOUSE", "warehouse"),
+            warehouse_location=env.get("GROWLER_WAREHOUSE_LOCATION", "s3://growler-warehouse/"),
+            allowed_locations=tuple(
+                part.strip() for part in env.get("GROWLER_ALLOWED_LOCATIONS", "").split(",") if part.strip()
+            ),
+            s3=S3Settings(
+                endpoint=env.get("GROWLER_S3_ENDPOINT") or None,
+                access_key=env.get("GROWLER_S3_ACCESS_KEY") or None,
+                secret_key=env.get("GROWLER_S3_SECRET_KEY") or None,
+                region=env.get("GROWLER_S3_REGION", "us-east-1"),
+                path_style=_bool(env.get("GROWLER_S3_PATH_STYLE"), True),
+                timeout_s=_float(env, "GROWLER_S3_TIMEOUT_S", 5.0),
+            ),
+            namespace_separator=env.get("GROWLER_NAMESPACE_SEPARATOR", "%1F"),
+            pool_min_size=_int(env, "GROWLER_DB_POOL_MIN", 1),
+            pool_max_size=_int(env, "GROWLER_DB_POOL_MAX", 10),
+            async_pool_max_size=_int(env, "GROWLER_DB_ASYNC_POOL_MAX", 4),
+            pool_timeout_s=float(env.get("GROWLER_DB_POOL_TIMEOUT_S", "5") or 5),
+            statement_timeout_ms=_int(env, "GROWLER_DB_STATEMENT_TIMEOUT_MS", 15_000),
+            db_timeout_s=_float(env, "GROWLER_DB_TIMEOUT_S", 5.0),
+            max_body_bytes=_int(env, "GROWLER_MAX_BODY_BYTES", 8 * 1024 * 1024),
+            max_page_size=_int(env, "GROWLER_MAX_PAGE_SIZE", 1000),
+            limits=Limits(
+                max_json_depth=_int(env, "GROWLER_MAX_JSON_DEPTH", Limits.max_json_depth),
+                max_json_items=_int(env, "GROWLER_MAX_JSON_ITEMS", Limits.max_json_items),
+                max_number_length=_int(env, "GROWLER_MAX_NUMBER_LENGTH", Limits.max_number_length),
+                max_updates=_int(env, "GROWLER_MAX_UPDATES", Limits.max_updates),
+                max_requirements=_int(env, "GROWLER_MAX_REQUIREMENTS", Limits.max_requirements),
+                max_table_changes=_int(env, "GROWLER_MAX_TABLE_CHANGES", Limits.max_table_changes),
+                max_schema_fields=_int(env, "GROWLER_MAX_SCHEMA_FIELDS", Limits.max_schema_fields),
+                max_metadata_bytes=_int(env, "GROWLER_MAX_METADATA_BYTES", Limits.max_metadata_bytes),
+                max_inflated_bytes=_int(env, "GROWLER_MAX_INFLATED_BYTES", Limits.max_inflated_bytes),
+            ),
+            idempotency_lifetime_s=_int(env, "GROWLER_IDEMPOTENCY_LIFETIME_S", 1800),
+            validate_responses=_bool(env.get("GROWLER_VALIDATE_RESPONSES"), False),
+            fast_reads=_bool(env.get("GROWLER_FAST_READS"), True),
+            log_level=env.get("GROWLER_LOG_LEVEL", "INFO").upper(),
+            scan_planning_mode=env.get("GROWLER_SCAN_PLANNING_MODE", "").strip().lower() or None,
+            storage_credentials_mode=env.get("GROWLER_STORAGE_CREDENTIALS_MODE", "remote-signing").strip().lower(),
+            sts=StsSettings(
+                endpoint=env.get("GROWLER_STS_ENDPOINT") or None,
+                role_arn=env.get("GROWLER_STS_ROLE_ARN", ""),
+                duration_s=_int(env, "GROWLER_STS_DURATION_S", 3600),
+            ),
+        )
+        settings.check()
+        return settings
+
+    def check(self) -> None:
+        """Fail at start-up, not at the first request, on settings that cannot work."""
+        if not WAREHOUSE_NAME.match(self.warehouse) or self.warehouse in RESERVED_PREFIXES:
+            raise ValueError(f"GROWLER_WAREHOUSE {self.warehouse!r} is not a valid warehouse name")
+        if not self.warehouse_location.startswith(("s3://", "file:")):
+            raise ValueError("GROWLER_WAREHOUSE_LOCATION must start with s3:// or file:")
+        if self.warehouse_location.startswith("s3://") and not self.s3.endpoint:
+            raise ValueError("GROWLER_S3_ENDPOINT is required for an s3:// warehouse location")
+        named = [("GROWLER_WAREHOUSE_LOCATION", self.warehouse_location)]
+        named += [("GROWLER_ALLOWED_LOCATIONS", allowed) for allowed in self.allowed_locations]
+        for name, text in named:
+            try:
+                parsed = Location.parse(text, name)
+            except InvalidLocation as exc:
+                raise ValueError(exc.message) from exc
+            if parsed.scheme == "s3" and not self.s3.endpoint:
+                raise ValueError(f"GROWLER_S3_ENDPOINT is required for the s3 location {text} in {name}")
+        if self.max_page_size < 1 or self.pool_max_size < 1 or self.async_pool_max_size < 1:
+            raise ValueError(
+                "GROWLER_MAX_PAGE_SIZE, GROWLER_DB_POOL_MAX and GROWLER_DB_ASYNC_POOL_MAX must be positive"
+            )
+        self.limits.check()
+        if not 0 < self.db_timeout_s <= 300 or not 0 < self.s3.timeout_s <= 300:
+            raise ValueError("GROWLER_DB_TIMEOUT_S and GROWLER_S3_TIMEOUT_S must be between 0 and 300 seconds")
+        if self.storage_credentials_mode not in ("remote-signing", "sts", "static", "none"):
+            raise ValueError(
+                "GROWLER_STORAGE_CREDENTIALS_MODE must be remote-signing, sts, static or none, "
+                f"got {self.storage_credentials_mode!r}"
+            )
+        if not 900 <= self.sts.duration_s <= 43200:
+            raise ValueError("GROWLER_STS_DURATION_S must be between 900 and 43200 seconds")
+        if not self.namespace_separator:
+            raise ValueError("GROWLER_NAMESPACE_SEPARATOR must not be empty")
+        if self.scan_planning_mode not in (None, "client", "server"):
+            raise ValueError(f"GROWLER_SCAN_PLANNING_MODE must be client or server, got {self.scan_planning_mode!r}")

@@ -1,0 +1,212 @@
+"""Namespaces and warehouses: the namespace operations, the warehouse directory, ``/v1/config``
+and readiness, and the keyset pagination the listings share.
+
+Handlers call one method here; this module orchestrates the repository (PostgreSQL), the
+object store and the pure rules. It never sees psycopg or minio types.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from app.ground.errors import BadRequest, NoSuchNamespace, NoSuchWarehouse, UnprocessableEntity
+from app.ground.locations import safe_segment
+from app.ground.settings import Settings
+from app.idempotency import iso8601_duration
+from app.rules.identifiers import decode_page_token, encode_page_token, format_namespace, page_window
+from storage.objects import ObjectStore
+from storage.repository import CatalogRepository, WarehouseRow
+
+WAREHOUSE_CACHE_TTL_S = 30.0
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[Any]
+    next_page_token: str | None
+
+
+class WarehouseDirectory:
+    """Warehouse rows by name, cached briefly: every request names one, and they rarely change."""
+
+    def __init__(self, repository: CatalogRepository) -> None:
+        self._repository = repository
+        self._cache: dict[str, tuple[float, WarehouseRow]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> WarehouseRow:
+        cached = self.cached(name)
+        if cached is not None:
+            return cached
+        row = self._repository.get_warehouse(name)
+        if row is None:
+            raise NoSuchWarehouse(f"Warehouse does not exist: {name}")
+        self.remember(row)
+        return row
+
+    def cached(self, name: str) -> WarehouseRow | None:
+        """The row when it is cached and fresh, without going to the database."""
+        cached = self._cache.get(name)
+        if cached and time.monotonic() - cached[0] < WAREHOUSE_CACHE_TTL_S:
+            return cached[1]
+        return None
+
+    def remember(self, row: WarehouseRow) -> None:
+        with self._lock:
+            self._cache[row.name] = (time.monotonic(), row)
+
+
+class NamespaceService:
+    def __init__(self, settings: Settings, repository: CatalogRepository, objects: ObjectStore) -> None:
+        self.settings = settings
+        self.repository = repository
+        self.objects = objects
+        self.warehouses = WarehouseDirectory(repository)
+
+    # -- start-up and health ------------------------------------------------------------
+
+    def ensure_default_warehouse(self) -> WarehouseRow:
+        s3 = self.settings.s3
+        storage = {
+            "endpoint": s3.endpoint,
+            "region": s3.region,
+            "path-style": s3.path_style,
+            "credentials-mode": self.settings.storage_credentials_mode,
+        }
+        row = self.repository.upsert_warehouse(
+            self.settings.warehouse, self.settings.warehouse_location, storage, list(self.settings.allowed_locations)
+        )
+        self.warehouses.remember(row)
+        return row
+
+    def check_ready(self) -> dict[str, str]:
+        """Each dependency's state; raises ServiceUnavailable when one is down."""
+        self.repository.ping()
+        self.objects.ping()
+        return {"database": "ok", "object-storage": "ok"}
+
+    # -- config -------------------------------------------------------------------------
+
+    def config(self, warehouse: str | None, endpoints: list[str]) -> dict[str, Any]:
+        row = self.warehouses.get(warehouse or self.settings.warehouse)
+        return {
+            "defaults": {},
+            "overrides": {
+                "prefix": row.name,
+                "namespace-separator": self.settings.namespace_separator,
+            },
+            "endpoints": endpoints,
+            "idempotency-key-lifetime": iso8601_duration(self.settings.idempotency_lifetime_s),
+        }
+
+    # -- namespaces ---------------------------------------------------------------------
+
+    def list_namespaces(
+        self,
+        prefix: str,
+        parent: tuple[str, ...] | None,
+        page_token: str | None,
+        page_size: int | None,
+    ) -> Page:
+        warehouse = self.warehouses.get(prefix)
+        paginate, limit = page_window(page_token, page_size, self.settings.max_page_size)
+        after = decode_page_token(page_token) if page_token else None
+        if isinstance(after, str):  # a table/view token replayed on the namespace list
+            raise BadRequest("Invalid pageToken")
+        rows = self.repository.list_namespaces(
+            warehouse.id, parent, after, None if limit is None else limit + 1
+        )
+        return page_of(rows, limit, (lambda last: encode_page_token(list(last))) if paginate else None)
+
+    def create_namespace(
+        self, prefix: str, namespace: tuple[str, ...], properties: dict[str, str]
+    ) -> dict[str, Any]:
+        warehouse = self.warehouses.get(prefix)
+        self.repository.create_namespace(warehouse.id, namespace, properties)
+        return {"namespace": list(namespace), "properties": properties}
+
+    def load_namespace(self, prefix: str, namespace: tuple[str, ...]) -> dict[str, Any]:
+        """The stored properties, plus a ``location`` for a namespace that has none.
+
+        Clients place tables by it (Trino takes its staged create, with a fresh table location,
+        only when the namespace reports one), as other catalogs report it: the warehouse root
+        plus the namespace path, where Growler puts the namespace's tables. A user's own
+        ``location`` wins; the default is reported, never stored.
+        """
+        warehouse = self.warehouses.get(prefix)
+        properties = self.repository.namespace_properties(warehouse.id, namespace)
+        if not properties.get("location"):
+            properties = {**properties, "location": default_namespace_location(warehouse, namespace)}
+        return {"namespace": list(namespace), "properties": properties}
+
+    def require_namespace(self, prefix: str, namespace: tuple[str, ...]) -> None:
+        """HEAD namespace: NoSuchNamespace (404) unless it exists."""
+        warehouse = self.warehouses.get(prefix)
+        if not self.repository.namespace_exists(warehouse.id, namespace):
+            raise NoSuchNamespace(f"Namespace does not exist: {format_namespace(namespace)}")
+
+    def drop_namespace(self, prefix: str, namespace: tuple[str, ...]) -> None:
+        warehouse = self.warehouses.get(prefix)
+        self.repository.drop_namespace(warehouse.id, namespace)
+
+    def update_namespace_properties(
+        self,
+        prefix: str,
+        namespace: tuple[str, ...],
+        removals: list[str],
+        updates: dict[str, str],
+    ) -> dict[str, list[str]]:
+        both = sorted(set(removals) & set(updates))
+        if both:
+            raise UnprocessableEntity(
+                f"Properties cannot be both set and removed in namespace {format_namespace(namespace)}: "
+                + ", ".join(both)
+            )
+        warehouse = self.warehouses.get(prefix)
+        before = self.repository.update_namespace_properties(
+            warehouse.id, namespace, list(dict.fromkeys(removals)), updates
+        )
+        return {
+            "updated": sorted(updates),
+            "removed": [key for key in dict.fromkeys(removals) if key in before],
+            "missing": [key for key in dict.fromkeys(removals) if key not in before],
+        }
+
+
+def default_namespace_location(warehouse: WarehouseRow, namespace: tuple[str, ...]) -> str:
+    """The warehouse root plus the namespace path: the directory under which tables created
+    without a location land (``EntryService._location_for``)."""
+    return f"{warehouse.location.rstrip('/')}/{'/'.join(safe_segment(level) for level in namespace)}"
+
+
+def page_of_names(
+    page_token: str | None,
+    page_size: int | None,
+    max_page_size: int,
+    fetch: Callable[[str | None, int | None], list[str]],
+) -> Page:
+    """A page of names in one namespace (tables, views, functions), keyset-paginated by name.
+
+    ``fetch(after, limit)`` returns up to ``limit`` names after ``after`` in byte order.
+    """
+    paginate, limit = page_window(page_token, page_size, max_page_size)
+    after = decode_page_token(page_token) if page_token else None
+    if after is not None and not isinstance(after, str):  # a namespace token replayed here
+        raise BadRequest("Invalid pageToken")
+    names = fetch(after, None if limit is None else limit + 1)
+    return page_of(names, limit, encode_page_token if paginate else None)
+
+
+def page_of(rows: list[Any], limit: int | None, token_for: Callable[[Any], str] | None) -> Page:
+    """Trim the one extra row fetched to learn whether another page exists.
+
+    ``token_for`` makes the next page's token from the last item; None when not paginating.
+    """
+    if limit is not None and len(rows) > limit:
+        rows = rows[:limit]
+        return Page(rows, token_for(rows[-1]) if token_for else None)
+    return Page(rows, None)

@@ -1,0 +1,29 @@
+"""The files of one table's metadata: where they go (``write.metadata.path``) and which previous
+ones a commit may delete (``write.metadata.delete-after-commit.enabled``)."""
+
+from __future__ import annotations
+
+from pyiceberg.table.metadata import (
+    TableMetadata,
+)
+
+from app.rules.metadata_files import metadata_directory_of
+from app.rules.table.models import DELETE_AFTER_COMMIT
+
+
+def metadata_directory(metadata: TableMetadata) -> str:
+    """Where metadata files go: ``write.metadata.path``, else ``<location>/metadata``."""
+    return metadata_directory_of(metadata.location, metadata.properties)
+
+
+def metadata_files_to_delete(old: TableMetadata, new: TableMetadata) -> list[str]:
+    """Previous metadata files that fell out of the log, when the table asks for their deletion.
+
+    Java's ``CatalogUtil.deleteRemovedMetadataFiles``: only when
+    ``write.metadata.delete-after-commit.enabled`` is true (default false) in the new metadata.
+    """
+    if new.properties.get(DELETE_AFTER_COMMIT, "false").strip().lower() != "true":
+        return []
+    kept = {entry.metadata_file for entry in new.metadata_log}
+    dropped = [entry.metadata_file for entry in old.metadata_log if entry.metadata_file not in kept]
+    return list(dict.fromkeys(dropped))
