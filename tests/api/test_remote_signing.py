@@ -306,7 +306,7 @@ def full_stack_signing_client(signing_settings):
 
 def test_sign_fast_path_answers_like_the_full_stack(sclient, full_stack_signing_client, tables, signing_settings,
                                                      monkeypatch):
-    from app import sign_fast_path
+    from app.edge import sign_fast_path
 
     served = []
     original = sign_fast_path._send
