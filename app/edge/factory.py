@@ -165,7 +165,9 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     flask_app.extensions[FUNCTIONS] = build_functions(settings, database, repository, objects, service.warehouses, spec)
     flask_app.extensions[PLANS] = planning
     flask_app.extensions[SIGNER] = signer
-    flask_app.extensions[ENDPOINTS] = implemented_endpoints(spec)
+    # getToken is served in front of connexion (app/edge/auth/endpoint.py), when Growler issues tokens
+    token_endpoint = ["POST /v1/oauth/tokens"] if auth.endpoint is not None else []
+    flask_app.extensions[ENDPOINTS] = sorted([*implemented_endpoints(spec), *token_endpoint])
     flask_app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
 
     from handlers import health

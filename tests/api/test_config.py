@@ -26,6 +26,8 @@ def test_config_for_the_default_warehouse(client):
     assert isinstance(body["defaults"], dict)
     assert "GET /v1/{prefix}/namespaces" in body["endpoints"]
     assert "HEAD /v1/{prefix}/namespaces/{namespace}" in body["endpoints"]
+    # every operation of the spec: the token endpoint (Growler issues tokens here) and signing too
+    assert len(body["endpoints"]) == len(OPERATIONS)
 
 
 def test_config_selects_a_warehouse(client):
