@@ -22,7 +22,7 @@ from pyiceberg.types import LongType, NestedField, StringType, TimestampType
 
 from app.ground.locations import Location
 from storage.objects import S3ObjectStore
-from tests.conftest import TEST_BUCKET
+from tests.conftest import TEST_BUCKET, TEST_CREDENTIAL
 from tests.integration.conftest import Server, start_server, stop_server
 
 WAREHOUSE = "signed-clients"
@@ -60,7 +60,7 @@ def signing_server(signing_settings, app, tmp_path_factory) -> Iterator[Server]:
 
 
 def test_pyiceberg_round_trip_through_remote_signing(signing_server, signing_settings):
-    catalog = RestCatalog("signed", uri=signing_server.url, warehouse=WAREHOUSE)
+    catalog = RestCatalog("signed", uri=signing_server.url, warehouse=WAREHOUSE, credential=TEST_CREDENTIAL)
     assert not any("access-key" in key or "secret" in key for key in catalog.properties)
     catalog.create_namespace("rs")
     table = catalog.create_table("rs.events", schema=SCHEMA)
@@ -91,7 +91,7 @@ def test_pyiceberg_round_trip_through_remote_signing(signing_server, signing_set
 
 
 def test_signing_log_holds_no_secret(signing_server, signing_settings):
-    catalog = RestCatalog("signed", uri=signing_server.url, warehouse=WAREHOUSE)
+    catalog = RestCatalog("signed", uri=signing_server.url, warehouse=WAREHOUSE, credential=TEST_CREDENTIAL)
     catalog.create_namespace_if_not_exists("logs")
     table = catalog.create_table_if_not_exists("logs.t", schema=SCHEMA)
     table.append(_rows(1))

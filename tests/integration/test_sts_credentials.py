@@ -28,7 +28,7 @@ from pyiceberg.types import LongType, NestedField
 
 from app.ground.locations import Location
 from app.ground.settings import S3Settings, StsSettings
-from tests.conftest import TEST_ACCESS_KEY, TEST_BUCKET, TEST_SECRET_KEY
+from tests.conftest import TEST_ACCESS_KEY, TEST_BUCKET, TEST_CREDENTIAL, TEST_SECRET_KEY
 from tests.integration.conftest import Server, start_server, stop_server
 
 WAREHOUSE = "sts"
@@ -139,7 +139,7 @@ def test_vended_credentials_reach_only_the_table(sts_server, sts_settings, sts_s
 
 
 def test_pyiceberg_round_trip_with_sts_credentials(sts_server):
-    catalog = RestCatalog("sts", uri=sts_server.url, warehouse=WAREHOUSE)
+    catalog = RestCatalog("sts", uri=sts_server.url, warehouse=WAREHOUSE, credential=TEST_CREDENTIAL)
     catalog.create_namespace_if_not_exists("py")
     schema = Schema(NestedField(1, "id", LongType(), required=False))
     table = catalog.create_table("py.t", schema=schema)
