@@ -32,7 +32,6 @@ from storage.repository import CatalogRepository, EntryRow, NewEntry, WarehouseR
 log = logging.getLogger(__name__)
 
 
-
 def now_ms() -> int:
     return int(time.time() * 1000)
 

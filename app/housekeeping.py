@@ -129,7 +129,9 @@ class Housekeeper:
         )
         log.warning(
             "could not sweep pending object %r (attempt %d), will retry later: %s",
-            location[:300], attempts, type(exc).__name__,
+            location[:300],
+            attempts,
+            type(exc).__name__,
         )
 
     def run_once(self) -> bool:

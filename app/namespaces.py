@@ -117,14 +117,10 @@ class NamespaceService:
         after = decode_page_token(page_token) if page_token else None
         if isinstance(after, str):  # a table/view token replayed on the namespace list
             raise BadRequest("Invalid pageToken")
-        rows = self.repository.list_namespaces(
-            warehouse.id, parent, after, None if limit is None else limit + 1
-        )
+        rows = self.repository.list_namespaces(warehouse.id, parent, after, None if limit is None else limit + 1)
         return page_of(rows, limit, (lambda last: encode_page_token(list(last))) if paginate else None)
 
-    def create_namespace(
-        self, prefix: str, namespace: tuple[str, ...], properties: dict[str, str]
-    ) -> dict[str, Any]:
+    def create_namespace(self, prefix: str, namespace: tuple[str, ...], properties: dict[str, str]) -> dict[str, Any]:
         warehouse = self.warehouses.get(prefix)
         self.repository.create_namespace(warehouse.id, namespace, properties)
         return {"namespace": list(namespace), "properties": properties}

@@ -31,8 +31,18 @@ _WRITE_METHODS = frozenset({"PUT", "POST", "DELETE"})
 # restore, select, ...) is refused.
 _OBJECT_PARAMETERS = frozenset({"partNumber", "uploadId", "uploads", "versionId", "x-id"})
 _LIST_PARAMETERS = frozenset(
-    {"list-type", "prefix", "delimiter", "max-keys", "continuation-token", "start-after", "encoding-type",
-     "fetch-owner", "marker", "x-id"}
+    {
+        "list-type",
+        "prefix",
+        "delimiter",
+        "max-keys",
+        "continuation-token",
+        "start-after",
+        "encoding-type",
+        "fetch-owner",
+        "marker",
+        "x-id",
+    }
 )
 _DELETE_PARAMETERS = frozenset({"delete", "x-id"})
 # Headers that would make a request reach outside the table (a copy reads its source), change who

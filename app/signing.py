@@ -40,11 +40,23 @@ UNSIGNED_PAYLOAD = "UNSIGNED-PAYLOAD"
 # Headers left out of the signature: set or changed by HTTP stacks after signing, varying per
 # retry, or (``range``) allowed to vary under a cached signature (the Java client caches signed
 # GET/HEAD requests by method and URI for 30 seconds).
-UNSIGNED_HEADERS = frozenset({
-    "authorization", "user-agent", "range", "expect", "transfer-encoding", "connection", "content-length",
-    "x-amzn-trace-id", "amz-sdk-invocation-id", "amz-sdk-request", "amz-sdk-retry", "x-amz-date",
-    "accept-encoding",
-})
+UNSIGNED_HEADERS = frozenset(
+    {
+        "authorization",
+        "user-agent",
+        "range",
+        "expect",
+        "transfer-encoding",
+        "connection",
+        "content-length",
+        "x-amzn-trace-id",
+        "amz-sdk-invocation-id",
+        "amz-sdk-request",
+        "amz-sdk-retry",
+        "x-amz-date",
+        "accept-encoding",
+    }
+)
 _CACHEABLE_METHODS = frozenset({"GET", "HEAD"})
 
 

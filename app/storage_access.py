@@ -90,15 +90,17 @@ def signing_config(settings: Settings, prefix: str, namespace: tuple[str, ...], 
     catalog URI the client already has (so Growler needs to know no public URL of its own).
     """
     separator = settings.namespace_separator
-    path = "/".join([
-        "v1",
-        quote(prefix, safe=""),
-        "namespaces",
-        separator.join(quote(level, safe="") for level in namespace),
-        "tables",
-        quote(name, safe=""),
-        "sign",
-    ])
+    path = "/".join(
+        [
+            "v1",
+            quote(prefix, safe=""),
+            "namespaces",
+            separator.join(quote(level, safe="") for level in namespace),
+            "tables",
+            quote(name, safe=""),
+            "sign",
+        ]
+    )
     return {
         "s3.remote-signing-enabled": "true",
         "s3.signer": "S3V4RestSigner",

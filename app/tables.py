@@ -115,7 +115,6 @@ class LoadedTable:
     etag: str | None = None
 
 
-
 def etag_for(metadata_location: str, variant: str) -> str:
     digest = hashlib.sha256(f"{metadata_location}|{variant}".encode()).hexdigest()[:32]
     return f'"{digest}"'
@@ -197,8 +196,9 @@ class TableService(EntryService):
         metadata = row.metadata
         if request.snapshots == "refs":
             metadata = json.dumps(rules.refs_only(json.loads(metadata)), separators=(",", ":"))
-        config, credentials = self._storage_access(warehouse, (request.namespace, request.name), row.location,
-                                                   request.delegation)
+        config, credentials = self._storage_access(
+            warehouse, (request.namespace, request.name), row.location, request.delegation
+        )
         return LoadedTable(
             metadata_location=row.metadata_location,
             metadata=metadata,

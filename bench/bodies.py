@@ -16,11 +16,14 @@ _TYPES = ["long", "int", "string", "double", "boolean", "date", "timestamptz", "
 
 def schema(columns: int) -> dict[str, Any]:
     """A struct with ``columns`` fields: id (required) then a fixed cycle of primitive types."""
-    fields = [{"id": 1, "name": "id", "type": "long", "required": True},
-              {"id": 2, "name": "ts", "type": "timestamptz", "required": False}]
+    fields = [
+        {"id": 1, "name": "id", "type": "long", "required": True},
+        {"id": 2, "name": "ts", "type": "timestamptz", "required": False},
+    ]
     for field_id in range(3, columns + 1):
-        fields.append({"id": field_id, "name": f"c{field_id:03d}", "type": _TYPES[field_id % len(_TYPES)],
-                       "required": False})
+        fields.append(
+            {"id": field_id, "name": f"c{field_id:03d}", "type": _TYPES[field_id % len(_TYPES)], "required": False}
+        )
     return {"type": "struct", "schema-id": 0, "fields": fields[:columns]}
 
 

@@ -34,8 +34,10 @@ def append_batch(location: str, rng: random.Random, sequence: int, parent: int |
         head = snapshot
     return {
         "requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": parent}],
-        "updates": [*updates, {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch",
-                               "snapshot-id": head}],
+        "updates": [
+            *updates,
+            {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": head},
+        ],
     }
 
 
@@ -53,8 +55,9 @@ def grow(client: httpx.Client, url: str, snapshots: int, rng: random.Random) -> 
 
 def _ok(response: httpx.Response) -> httpx.Response:
     if response.status_code != 200:
-        raise RuntimeError(f"{response.request.method} {response.request.url} -> {response.status_code}: "
-                           f"{response.text[:300]}")
+        raise RuntimeError(
+            f"{response.request.method} {response.request.url} -> {response.status_code}: {response.text[:300]}"
+        )
     return response
 
 
@@ -67,12 +70,23 @@ def run(target: Any, plan: Any, run_generator, run_wrk, client: httpx.Client) ->
     levels = []
     for level in plan.history_levels:
         have = grow(client, url, level, rng)
-        commit = run_generator(target, {"mode": "append", "namespace": NAMESPACE, "table": TABLE, "writers": 1,
-                                        "count": plan.history_commits, "warmup": 2, "seed": plan.seed + level})
+        commit = run_generator(
+            target,
+            {
+                "mode": "append",
+                "namespace": NAMESPACE,
+                "table": TABLE,
+                "writers": 1,
+                "count": plan.history_commits,
+                "warmup": 2,
+                "seed": plan.seed + level,
+            },
+        )
         load = run_wrk(target, plan, url, duration_s=plan.history_load_s)
         response_bytes = len(_ok(client.get(url)).content)
-        levels.append({"snapshots": have, "commit": _brief(commit), "load": _brief(load),
-                       "load_response_bytes": response_bytes})
+        levels.append(
+            {"snapshots": have, "commit": _brief(commit), "load": _brief(load), "load_response_bytes": response_bytes}
+        )
     return {"levels": levels}
 
 

@@ -239,20 +239,22 @@ async def run_append(spec: dict[str, Any]) -> dict[str, Any]:
     acknowledged = [s for w in writers for s in w.acknowledged]
     in_lineage = set(lineage(final["metadata"]))
     appends = sorted(v * 1000 for w in writers for v in w.append_latencies)
-    stats.update({
-        "writers": writers_n,
-        "commits": len(acknowledged),
-        "commits_per_s": round(len(acknowledged) / duration, 1) if duration > 0 else None,
-        "conflicts_409": sum(w.conflicts for w in writers),
-        "unknown_outcomes": sum(w.unknown for w in writers),
-        "gave_up": sum(w.gave_up for w in writers),
-        "lost": len([s for s in acknowledged if s not in in_lineage]),
-        "append_latency_ms": {"p50": _round(percentile(appends, 50)), "p99": _round(percentile(appends, 99))},
-        "server": {k: after.get(k, 0) - before.get(k, 0) for k in sorted(set(before) | set(after))} or None,
-        "server_retries": (after.get("server_retries", 0) - before.get("server_retries", 0)) if after else None,
-        "final_metadata_location": final.get("metadata-location"),
-        "final_snapshots": len(final["metadata"].get("snapshots") or []),
-    })
+    stats.update(
+        {
+            "writers": writers_n,
+            "commits": len(acknowledged),
+            "commits_per_s": round(len(acknowledged) / duration, 1) if duration > 0 else None,
+            "conflicts_409": sum(w.conflicts for w in writers),
+            "unknown_outcomes": sum(w.unknown for w in writers),
+            "gave_up": sum(w.gave_up for w in writers),
+            "lost": len([s for s in acknowledged if s not in in_lineage]),
+            "append_latency_ms": {"p50": _round(percentile(appends, 50)), "p99": _round(percentile(appends, 99))},
+            "server": {k: after.get(k, 0) - before.get(k, 0) for k in sorted(set(before) | set(after))} or None,
+            "server_retries": (after.get("server_retries", 0) - before.get("server_retries", 0)) if after else None,
+            "final_metadata_location": final.get("metadata-location"),
+            "final_snapshots": len(final["metadata"].get("snapshots") or []),
+        }
+    )
     return stats
 
 
@@ -328,7 +330,7 @@ async def run_plan(spec: dict[str, Any]) -> dict[str, Any]:
     return stats
 
 
-_COUNTER = re.compile(r'^(growler_commit_retries_total|growler_commits_total)\{([^}]*)\} ([0-9.e+]+)$')
+_COUNTER = re.compile(r"^(growler_commit_retries_total|growler_commits_total)\{([^}]*)\} ([0-9.e+]+)$")
 
 
 def commit_counters(text: str) -> dict[str, float]:

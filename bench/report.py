@@ -56,8 +56,13 @@ def _cells(result: dict[str, Any] | None, key: str) -> list[str]:
     if "failed" in result:
         return ["failed", "", "", "", ""]
     lat = result.get("latency_ms") or {}
-    return [_num(throughput(result, key)), _num(lat.get("p50"), 2), _num(lat.get("p90"), 2),
-            _num(lat.get("p99"), 2), _num(result.get("errors"))]
+    return [
+        _num(throughput(result, key)),
+        _num(lat.get("p50"), 2),
+        _num(lat.get("p90"), 2),
+        _num(lat.get("p99"), 2),
+        _num(result.get("errors")),
+    ]
 
 
 def ratio(doc: dict[str, Any], key: str) -> str:
@@ -87,19 +92,26 @@ def evaluate_targets(growler: dict[str, Any]) -> dict[str, dict[str, Any]]:
         out[name] = {"goal": goal, "measured": measured, "met": ok}
 
     w3_rps, w3_p99 = get("W3", "rps"), get("W3", "latency_ms", "p99")
-    check("W3", ">= 2,000 req/s, p99 <= 20 ms", f"{_num(w3_rps)} req/s, p99 {_num(w3_p99, 2)} ms",
-          None if w3_rps is None else w3_rps >= 2000 and w3_p99 <= 20)
+    check(
+        "W3",
+        ">= 2,000 req/s, p99 <= 20 ms",
+        f"{_num(w3_rps)} req/s, p99 {_num(w3_p99, 2)} ms",
+        None if w3_rps is None else w3_rps >= 2000 and w3_p99 <= 20,
+    )
     w4 = get("W4", "rps")
     check("W4", ">= 3,000 req/s", f"{_num(w4)} req/s", None if w4 is None else w4 >= 3000)
     w6 = get("W6", "latency_ms", "p50")
     check("W6", "p50 <= 25 ms", f"p50 {_num(w6, 2)} ms", None if w6 is None else w6 <= 25)
     w7, lost = get("W7", "commits_per_s"), get("W7", "lost")
-    check("W7", ">= 60 commits/s, 0 lost", f"{_num(w7)} commits/s, {lost} lost",
-          None if w7 is None else w7 >= 60 and lost == 0)
+    check(
+        "W7",
+        ">= 60 commits/s, 0 lost",
+        f"{_num(w7)} commits/s, {lost} lost",
+        None if w7 is None else w7 >= 60 and lost == 0,
+    )
     big, small = get("W8_big", "latency_ms", "p99"), get("W8_small", "latency_ms", "p99")
     w8 = round(big / small, 2) if big and small else None
-    check("W8", "p99 (big namespace) <= 1.5 x p99 (100 tables)", f"{_num(w8, 2)} x",
-          None if w8 is None else w8 <= 1.5)
+    check("W8", "p99 (big namespace) <= 1.5 x p99 (100 tables)", f"{_num(w8, 2)} x", None if w8 is None else w8 <= 1.5)
     workers = (growler.get("W9") or {}).get("workers") or []
     rss = max((w.get("rss_mb") or 0 for w in workers), default=None)
     check("W9", "<= 150 MB per worker", f"max RSS {_num(rss)} MB", None if rss is None else rss <= 150)
@@ -111,17 +123,22 @@ def evaluate_targets(growler: dict[str, Any]) -> dict[str, dict[str, Any]]:
         first, last = levels[min(levels)], levels[max(levels)]
         p50_first = (first["commit"].get("latency_ms") or {}).get("p50")
         p50_last = (last["commit"].get("latency_ms") or {}).get("p50")
-        check("W11", f"commit p50 at {max(levels):,} snapshots <= 25 ms and <= 2x its p50 at {min(levels):,}",
-              f"{_num(p50_last, 2)} ms vs {_num(p50_first, 2)} ms",
-              None if not p50_first or not p50_last else p50_last <= 25 and p50_last <= 2 * p50_first)
+        check(
+            "W11",
+            f"commit p50 at {max(levels):,} snapshots <= 25 ms and <= 2x its p50 at {min(levels):,}",
+            f"{_num(p50_last, 2)} ms vs {_num(p50_first, 2)} ms",
+            None if not p50_first or not p50_last else p50_last <= 25 and p50_last <= 2 * p50_first,
+        )
     return out
 
 
 def _machine_line(doc: dict[str, Any]) -> str:
     m = doc.get("machine", {})
     load = m.get("loadavg_before")
-    return (f"{m.get('cpu_model', '?')}, {m.get('cores', '?')} cores, {m.get('memory_gb', '?')} GB, "
-            f"{m.get('os', '?')}; load average before the run {load}")
+    return (
+        f"{m.get('cpu_model', '?')}, {m.get('cores', '?')} cores, {m.get('memory_gb', '?')} GB, "
+        f"{m.get('os', '?')}; load average before the run {load}"
+    )
 
 
 def render_markdown(doc: dict[str, Any]) -> str:
@@ -135,33 +152,48 @@ def render_markdown(doc: dict[str, Any]) -> str:
     w12_files = f"{w12_files:,}" if isinstance(w12_files, int) else w12_files
     lines: list[str] = []
     if doc.get("quick"):
-        lines.append("**Smoke run (`BENCH_QUICK=1`): 1-second measurements, no real warm-up, small counts. "
-                     "Not figures to quote.**")
+        lines.append(
+            "**Smoke run (`BENCH_QUICK=1`): 1-second measurements, no real warm-up, small counts. "
+            "Not figures to quote.**"
+        )
         lines.append("")
     if doc.get("busy_machine"):
-        lines.append(f"**Measured on a busy machine (load average {doc['machine'].get('loadavg_before')} on "
-                     f"{doc['machine'].get('cores')} cores before the run, other jobs sharing the cores): the "
-                     "figures are low and noisy; CPU per request is the steadier column. Re-run `make bench` on a "
-                     "quiet machine to refresh them.**")
+        lines.append(
+            f"**Measured on a busy machine (load average {doc['machine'].get('loadavg_before')} on "
+            f"{doc['machine'].get('cores')} cores before the run, other jobs sharing the cores): the "
+            "figures are low and noisy; CPU per request is the steadier column. Re-run `make bench` on a "
+            "quiet machine to refresh them.**"
+        )
         lines.append("")
-    lines.append(f"Run {doc.get('started_at', '?')}, Growler {doc.get('versions', {}).get('growler_commit', '?')}; "
-                 f"machine: {_machine_line(doc)}.")
-    lines.append(f"Concurrency {plan.get('concurrency')} (W6: 1 writer, W7: {plan.get('w7_writers')} writers), "
-                 f"{plan.get('warmup_s')} s warm-up + {plan.get('duration_s')} s per read workload, "
-                 f"Growler with {doc.get('settings', {}).get('growler', {}).get('GROWLER_WORKERS')} workers; "
-                 f"peer: {doc.get('versions', {}).get('peer', {}).get('weed', '?')}.")
+    lines.append(
+        f"Run {doc.get('started_at', '?')}, Growler {doc.get('versions', {}).get('growler_commit', '?')}; "
+        f"machine: {_machine_line(doc)}."
+    )
+    lines.append(
+        f"Concurrency {plan.get('concurrency')} (W6: 1 writer, W7: {plan.get('w7_writers')} writers), "
+        f"{plan.get('warmup_s')} s warm-up + {plan.get('duration_s')} s per read workload, "
+        f"Growler with {doc.get('settings', {}).get('growler', {}).get('GROWLER_WORKERS')} workers; "
+        f"peer: {doc.get('versions', {}).get('peer', {}).get('weed', '?')}."
+    )
     lines.append("")
-    lines.append("| workload | Growler req/s | p50 ms | p90 ms | p99 ms | errors "
-                 "| peer req/s | p50 ms | p90 ms | p99 ms | errors | Growler/peer |")
+    lines.append(
+        "| workload | Growler req/s | p50 ms | p90 ms | p99 ms | errors "
+        "| peer req/s | p50 ms | p90 ms | p99 ms | errors | Growler/peer |"
+    )
     lines.append("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for key, label in WORKLOADS:
-        label = label.format(big=f"{big:,}" if isinstance(big, int) else big,
-                             small=f"{small:,}" if isinstance(small, int) else small, w12_files=w12_files)
+        label = label.format(
+            big=f"{big:,}" if isinstance(big, int) else big,
+            small=f"{small:,}" if isinstance(small, int) else small,
+            w12_files=w12_files,
+        )
         g, p = _cells(growler.get(key), key), _cells(peer.get(key), key)
         lines.append(f"| {label} | " + " | ".join(g) + " | " + " | ".join(p) + f" | {ratio(doc, key)} |")
     lines.append("")
-    lines.append("CPU milliseconds per request (Growler: gunicorn workers, PostgreSQL, S3; peer: its one process; "
-                 "load generator apart). Less disturbed by a busy machine than req/s:")
+    lines.append(
+        "CPU milliseconds per request (Growler: gunicorn workers, PostgreSQL, S3; peer: its one process; "
+        "load generator apart). Less disturbed by a busy machine than req/s:"
+    )
     lines.append("")
     lines.append("| workload | Growler app | PostgreSQL | S3 | Growler total | peer total | generator |")
     lines.append("|---|--:|--:|--:|--:|--:|--:|")
@@ -170,10 +202,19 @@ def render_markdown(doc: dict[str, Any]) -> str:
         p = (peer.get(key) or {}).get("cpu_ms_per_plan") or (peer.get(key) or {}).get("cpu_ms_per_request") or {}
         if not g and not p:
             continue
-        label = label.format(big=f"{big:,}" if isinstance(big, int) else big,
-                             small=f"{small:,}" if isinstance(small, int) else small, w12_files=w12_files)
-        cells = [g.get("app"), g.get("postgres"), g.get("s3"), g.get("server_total"), p.get("server_total"),
-                 g.get("generator")]
+        label = label.format(
+            big=f"{big:,}" if isinstance(big, int) else big,
+            small=f"{small:,}" if isinstance(small, int) else small,
+            w12_files=w12_files,
+        )
+        cells = [
+            g.get("app"),
+            g.get("postgres"),
+            g.get("s3"),
+            g.get("server_total"),
+            p.get("server_total"),
+            g.get("generator"),
+        ]
         lines.append(f"| {label} | " + " | ".join(_num(c, 2) for c in cells) + " |")
     lines.append("")
     w7g, w7p = growler.get("W7") or {}, peer.get("W7") or {}
@@ -182,28 +223,34 @@ def render_markdown(doc: dict[str, Any]) -> str:
         if not w or "failed" in w:
             return f"- W7 {name}: {w.get('failed', 'not run')}"
         exists = w.get("final_metadata_file_exists")
-        return (f"- W7 {name}: {w.get('commits')} commits at {_num(w.get('commits_per_s'))}/s, "
-                f"{w.get('conflicts_409')} answered 409 (client reloaded and retried), server-side retries "
-                f"{'not reported' if w.get('server_retries') is None else _num(w.get('server_retries'), 0)}, "
-                f"{w.get('lost')} lost, current metadata file "
-                f"{'present' if exists else 'MISSING' if exists is False else 'not checked'}; "
-                f"append incl. retries p50 {_num((w.get('append_latency_ms') or {}).get('p50'), 1)} ms")
+        return (
+            f"- W7 {name}: {w.get('commits')} commits at {_num(w.get('commits_per_s'))}/s, "
+            f"{w.get('conflicts_409')} answered 409 (client reloaded and retried), server-side retries "
+            f"{'not reported' if w.get('server_retries') is None else _num(w.get('server_retries'), 0)}, "
+            f"{w.get('lost')} lost, current metadata file "
+            f"{'present' if exists else 'MISSING' if exists is False else 'not checked'}; "
+            f"append incl. retries p50 {_num((w.get('append_latency_ms') or {}).get('p50'), 1)} ms"
+        )
 
     lines.append(w7_line("Growler", w7g))
     if peer:
         lines.append(w7_line("peer", w7p))
     w12 = growler.get("W12") or {}
     if w12.get("plans"):
-        lines.append(f"- W12 Growler: {w12['plans']} plans from {plan.get('w12_concurrency')} clients, each "
-                     f"{w12.get('tasks_per_plan')} file scan tasks of {(w12.get('table') or {}).get('data_files')} "
-                     f"data files, answered `submitted` then polled every 5 ms ({w12.get('polls_per_plan')} polls "
-                     f"a plan on average); {w12.get('errors')} errors")
+        lines.append(
+            f"- W12 Growler: {w12['plans']} plans from {plan.get('w12_concurrency')} clients, each "
+            f"{w12.get('tasks_per_plan')} file scan tasks of {(w12.get('table') or {}).get('data_files')} "
+            f"data files, answered `submitted` then polled every 5 ms ({w12.get('polls_per_plan')} polls "
+            f"a plan on average); {w12.get('errors')} errors"
+        )
     workers = (growler.get("W9") or {}).get("workers") or []
     if workers:
         rss = ", ".join(f"{w.get('rss_mb')} MB" for w in workers)
         pss = ", ".join(f"{w.get('pss_mb')} MB" for w in workers)
-        lines.append(f"- W9 Growler resident memory per worker after W1-W8: {rss} (PSS {pss}); master "
-                     f"{(growler['W9'].get('master') or {}).get('rss_mb')} MB")
+        lines.append(
+            f"- W9 Growler resident memory per worker after W1-W8: {rss} (PSS {pss}); master "
+            f"{(growler['W9'].get('master') or {}).get('rss_mb')} MB"
+        )
     weed = ((peer.get("W9") or {}).get("weed") or {}).get("rss_mb")
     if weed:
         lines.append(f"- W9 peer: one `weed mini` process (catalog + S3 + filer + master + volume): {weed} MB")
@@ -244,14 +291,18 @@ def _latency_cells(result: dict[str, Any] | None) -> list[str]:
 def _tails_lines(growler: dict[str, Any], peer: dict[str, Any]) -> list[str]:
     if not any(key in growler for key, _ in TAILS):
         return []
-    lines = ["", "Tails (W10): the first seconds after a start (no warm-up) or a worker recycle, and p99.9 at "
-             "64 connections:", "",
-             "| workload | Growler req/s | p50 ms | p99 ms | p99.9 ms | max ms | peer req/s | p50 ms | p99 ms "
-             "| p99.9 ms | max ms |",
-             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    lines = [
+        "",
+        "Tails (W10): the first seconds after a start (no warm-up) or a worker recycle, and p99.9 at 64 connections:",
+        "",
+        "| workload | Growler req/s | p50 ms | p99 ms | p99.9 ms | max ms | peer req/s | p50 ms | p99 ms "
+        "| p99.9 ms | max ms |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
     for key, label in TAILS:
-        lines.append(f"| {label} | " + " | ".join(_latency_cells(growler.get(key)) + _latency_cells(peer.get(key)))
-                     + " |")
+        lines.append(
+            f"| {label} | " + " | ".join(_latency_cells(growler.get(key)) + _latency_cells(peer.get(key))) + " |"
+        )
     return lines
 
 
@@ -262,19 +313,28 @@ def _history_lines(growler: dict[str, Any], peer: dict[str, Any]) -> list[str]:
     mine, theirs = by_level(growler), by_level(peer)
     if not mine:
         return []
-    lines = ["", "History (W11): one writer's append commit and loadTable (16 connections) on a 40-column table "
-             "as its snapshots grow; CPU ms per request (app + PostgreSQL + S3):", "",
-             "| snapshots | Growler commit p50 ms | commit CPU ms | load req/s | load p50 ms | load CPU ms "
-             "| load bytes | peer commit p50 ms | peer load req/s |",
-             "|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    lines = [
+        "",
+        "History (W11): one writer's append commit and loadTable (16 connections) on a 40-column table "
+        "as its snapshots grow; CPU ms per request (app + PostgreSQL + S3):",
+        "",
+        "| snapshots | Growler commit p50 ms | commit CPU ms | load req/s | load p50 ms | load CPU ms "
+        "| load bytes | peer commit p50 ms | peer load req/s |",
+        "|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
     for snapshots, level in sorted(mine.items()):
         other = theirs.get(min(theirs, key=lambda n: abs(n - snapshots))) if theirs else {}
         commit, load = level.get("commit") or {}, level.get("load") or {}
-        cells = [(commit.get("latency_ms") or {}).get("p50"),
-                 (commit.get("cpu_ms_per_request") or {}).get("server_total"),
-                 load.get("rps"), (load.get("latency_ms") or {}).get("p50"),
-                 (load.get("cpu_ms_per_request") or {}).get("server_total"), level.get("load_response_bytes"),
-                 ((other.get("commit") or {}).get("latency_ms") or {}).get("p50"), (other.get("load") or {}).get("rps")]
+        cells = [
+            (commit.get("latency_ms") or {}).get("p50"),
+            (commit.get("cpu_ms_per_request") or {}).get("server_total"),
+            load.get("rps"),
+            (load.get("latency_ms") or {}).get("p50"),
+            (load.get("cpu_ms_per_request") or {}).get("server_total"),
+            level.get("load_response_bytes"),
+            ((other.get("commit") or {}).get("latency_ms") or {}).get("p50"),
+            (other.get("load") or {}).get("rps"),
+        ]
         lines.append(f"| {snapshots:,} | " + " | ".join(_num(c, 2) for c in cells) + " |")
     return lines
 

@@ -83,8 +83,14 @@ def machine() -> dict[str, Any]:
 
 def growler_commit() -> str:
     def git(*args: str) -> str:
-        out = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=False,
-                             env=dict(os.environ, GIT_OPTIONAL_LOCKS="0"))  # read-only: no index refresh
+        out = subprocess.run(
+            ["git", *args],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=False,
+            env=dict(os.environ, GIT_OPTIONAL_LOCKS="0"),
+        )  # read-only: no index refresh
         return out.stdout.strip()
 
     commit = git("rev-parse", "--short=12", "HEAD") or "unknown"
@@ -120,8 +126,7 @@ def main() -> int:
     quick = _env_flag("BENCH_QUICK")
     with_peer = os.environ.get("BENCH_PEER", "1").strip() not in ("0", "false", "no", "off")
     only = tuple(w.strip().upper() for w in os.environ.get("BENCH_ONLY", "").split(",") if w.strip())
-    plan = Plan.make(quick, int(os.environ.get("BENCH_SEED", "7")), int(os.environ.get("BENCH_WRK_THREADS", "1")),
-                     only)
+    plan = Plan.make(quick, int(os.environ.get("BENCH_SEED", "7")), int(os.environ.get("BENCH_WRK_THREADS", "1")), only)
     workers = int(os.environ.get("GROWLER_WORKERS") or 2)
     keep = _env_flag("BENCH_KEEP")
 
@@ -136,8 +141,7 @@ def main() -> int:
         "started_at": started.isoformat(timespec="seconds").replace("+00:00", "Z"),
         "quick": quick,
         "machine": machine(),
-        "versions": {"growler_commit": growler_commit(), "python": platform.python_version(),
-                     "wrk": wrk.wrk_version()},
+        "versions": {"growler_commit": growler_commit(), "python": platform.python_version(), "wrk": wrk.wrk_version()},
         "settings": {"plan": plan.as_dict()},
         "seeding": {},
         "results": {},
@@ -145,8 +149,10 @@ def main() -> int:
     }
     doc["busy_machine"] = doc["machine"]["loadavg_before"] > 0.5 * doc["machine"]["cores"]
     if doc["busy_machine"]:
-        log(f"warning: load average {doc['machine']['loadavg_before']} before the run on "
-            f"{doc['machine']['cores']} cores: figures will be low and noisy")
+        log(
+            f"warning: load average {doc['machine']['loadavg_before']} before the run on "
+            f"{doc['machine']['cores']} cores: figures will be low and noisy"
+        )
     root = make_root()
     work_dir = root / "work"
     work_dir.mkdir()

@@ -68,8 +68,9 @@ def in_process(seconds: float) -> dict[str, Any]:
     return {"signatures": count, "seconds": round(elapsed, 2), "per_second": round(count / elapsed)}
 
 
-def over_http(url: str, warehouse: str, table: str, s3_endpoint: str, location: str, seconds: float,
-              connections: int) -> dict[str, Any]:
+def over_http(
+    url: str, warehouse: str, table: str, s3_endpoint: str, location: str, seconds: float, connections: int
+) -> dict[str, Any]:
     from bench import wrk
 
     namespace, _, name = table.rpartition(".")
@@ -77,8 +78,14 @@ def over_http(url: str, warehouse: str, table: str, s3_endpoint: str, location: 
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as body:
         json.dump(sign_request(s3_endpoint, location), body)
     try:
-        return wrk.run(sign_url, duration_s=seconds, connections=connections, threads=2, script="post.lua",
-                       body_file=Path(body.name))
+        return wrk.run(
+            sign_url,
+            duration_s=seconds,
+            connections=connections,
+            threads=2,
+            script="post.lua",
+            body_file=Path(body.name),
+        )
     finally:
         Path(body.name).unlink()
 
@@ -102,8 +109,9 @@ def main(argv: list[str] | None = None) -> int:
             namespace, _, name = args.table.rpartition(".")
             loaded = httpx.get(f"{args.url}/v1/{args.warehouse}/namespaces/{namespace}/tables/{name}")
             location = loaded.raise_for_status().json()["metadata"]["location"]
-        result["http"] = over_http(args.url, args.warehouse, args.table, args.s3_endpoint, location, args.seconds,
-                                   args.connections)
+        result["http"] = over_http(
+            args.url, args.warehouse, args.table, args.s3_endpoint, location, args.seconds, args.connections
+        )
     print(json.dumps(result, indent=1))
     return 0
 

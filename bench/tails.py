@@ -18,8 +18,7 @@ NAMESPACE = "ns_tails"
 
 def cold(target: Any, plan: Any, run_wrk, http_json) -> dict[str, Any]:
     """W10_start: call before seeding. Creates its own namespace (one request) first."""
-    status, _, _ = http_json("POST", target.api("namespaces"), body={"namespace": [NAMESPACE]},
-                             headers=target.headers)
+    status, _, _ = http_json("POST", target.api("namespaces"), body={"namespace": [NAMESPACE]}, headers=target.headers)
     if status != 200:
         raise RuntimeError(f"{target.name}: createNamespace {NAMESPACE} answered {status}")
     return run_wrk(target, plan, f"namespaces/{NAMESPACE}", duration_s=plan.tail_s, warm=False)

@@ -43,8 +43,14 @@ WAREHOUSE = "warehouse"
 LOCALHOST = "127.0.0.1"
 
 
-def http_json(method: str, url: str, body: Any = None, headers: dict[str, str] | None = None,
-              form: dict[str, str] | None = None, timeout: float = 30.0) -> tuple[int, dict[str, str], Any]:
+def http_json(
+    method: str,
+    url: str,
+    body: Any = None,
+    headers: dict[str, str] | None = None,
+    form: dict[str, str] | None = None,
+    timeout: float = 30.0,
+) -> tuple[int, dict[str, str], Any]:
     """A small urllib call: (status, headers, parsed JSON or None)."""
     data = None
     hdrs = dict(headers or {})
@@ -173,28 +179,29 @@ class GrowlerTarget(Target):
         self.env: dict[str, str] = {}
 
     def start(self) -> None:
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("GROWLER_") and k != "PROMETHEUS_MULTIPROC_DIR"}
-        env.update({
-            "GROWLER_S3_REGION": "us-east-1",
-            "GROWLER_WAREHOUSE": WAREHOUSE,
-            "GROWLER_WAREHOUSE_LOCATION": "s3://growler-warehouse/",
-            "GROWLER_WORKERS": str(self.workers),
-            # gunicorn.conf.py recycles a worker after 10,000 (+ up to 1,000) requests; at a few
-            # thousand requests/s that is a worker restart every few seconds, which would measure
-            # worker start-up rather than requests, and leave W9 nothing to measure. Off here.
-            "GROWLER_MAX_REQUESTS": "0",
-            "GROWLER_MAX_REQUESTS_JITTER": "0",
-            "GROWLER_LOG_LEVEL": os.environ.get("GROWLER_LOG_LEVEL", "INFO"),
-            "PROMETHEUS_MULTIPROC_DIR": str(self.root / "metrics"),
-            "GROWLER_S3_ACCESS_KEY": DEV_S3_ACCESS_KEY,
-            "GROWLER_S3_SECRET_KEY": DEV_S3_SECRET_KEY,
-            # authenticated as in production (every request verifies a bearer token), like the peer
-            "GROWLER_AUTH": "oauth2",
-            "GROWLER_TOKEN_KEY_PASSWORD": "bench-key-password",
-            "GROWLER_BOOTSTRAP_CLIENT_ID": "bench",
-            "GROWLER_BOOTSTRAP_CLIENT_SECRET": "bench-secret",
-        })
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GROWLER_") and k != "PROMETHEUS_MULTIPROC_DIR"}
+        env.update(
+            {
+                "GROWLER_S3_REGION": "us-east-1",
+                "GROWLER_WAREHOUSE": WAREHOUSE,
+                "GROWLER_WAREHOUSE_LOCATION": "s3://growler-warehouse/",
+                "GROWLER_WORKERS": str(self.workers),
+                # gunicorn.conf.py recycles a worker after 10,000 (+ up to 1,000) requests; at a few
+                # thousand requests/s that is a worker restart every few seconds, which would measure
+                # worker start-up rather than requests, and leave W9 nothing to measure. Off here.
+                "GROWLER_MAX_REQUESTS": "0",
+                "GROWLER_MAX_REQUESTS_JITTER": "0",
+                "GROWLER_LOG_LEVEL": os.environ.get("GROWLER_LOG_LEVEL", "INFO"),
+                "PROMETHEUS_MULTIPROC_DIR": str(self.root / "metrics"),
+                "GROWLER_S3_ACCESS_KEY": DEV_S3_ACCESS_KEY,
+                "GROWLER_S3_SECRET_KEY": DEV_S3_SECRET_KEY,
+                # authenticated as in production (every request verifies a bearer token), like the peer
+                "GROWLER_AUTH": "oauth2",
+                "GROWLER_TOKEN_KEY_PASSWORD": "bench-key-password",
+                "GROWLER_BOOTSTRAP_CLIENT_ID": "bench",
+                "GROWLER_BOOTSTRAP_CLIENT_SECRET": "bench-secret",
+            }
+        )
         self.postgres = EmbeddedPostgres(self.root / "postgres", free_port())
         self.postgres.start()
         env["GROWLER_DATABASE_URL"] = self.postgres.url
@@ -209,17 +216,29 @@ class GrowlerTarget(Target):
         with signals_deferred():
             self.gunicorn = subprocess.Popen(
                 [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py"],
-                cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                start_new_session=True, preexec_fn=die_with_parent(signal.SIGTERM),
+                cwd=REPO,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                preexec_fn=die_with_parent(signal.SIGTERM),
             )
         log.close()
         if not wait_for_http(self.gunicorn, LOCALHOST, port, 90.0):
             raise RuntimeError(f"gunicorn exited during start-up; see {self.root / 'gunicorn.log'}")
         self.base_url = f"http://{LOCALHOST}:{port}"
         self._wait_workers()
-        status, _, token = http_json("POST", f"{self.base_url}/v1/oauth/tokens", form={
-            "grant_type": "client_credentials", "client_id": "bench", "client_secret": "bench-secret",
-            "scope": "catalog"})
+        status, _, token = http_json(
+            "POST",
+            f"{self.base_url}/v1/oauth/tokens",
+            form={
+                "grant_type": "client_credentials",
+                "client_id": "bench",
+                "client_secret": "bench-secret",
+                "scope": "catalog",
+            },
+        )
         if status != 200:
             raise RuntimeError(f"Growler refused the bench's token request ({status}): {token}")
         self.headers = {"Authorization": f"Bearer {token['access_token']}"}
@@ -268,8 +287,13 @@ class GrowlerTarget(Target):
                 " JOIN catalog_entry t ON t.namespace_id = src.id AND t.name = %(template)s"
                 " CROSS JOIN generate_series(1, %(count)s) g"
                 " WHERE w.name = %(warehouse)s",
-                {"ns": [namespace], "src": [template_namespace], "template": template, "count": count,
-                 "warehouse": WAREHOUSE},
+                {
+                    "ns": [namespace],
+                    "src": [template_namespace],
+                    "template": template,
+                    "count": count,
+                    "warehouse": WAREHOUSE,
+                },
             )
             conn.execute("ANALYZE catalog_entry")
             conn.execute("ANALYZE namespace")
@@ -295,11 +319,14 @@ class GrowlerTarget(Target):
     def versions(self) -> dict[str, str]:
         from importlib import metadata
 
-        out = {pkg: metadata.version(pkg) for pkg in
-               ("connexion", "Flask", "gunicorn", "uvicorn", "psycopg", "psycopg-pool", "pyiceberg", "minio")}
+        out = {
+            pkg: metadata.version(pkg)
+            for pkg in ("connexion", "Flask", "gunicorn", "uvicorn", "psycopg", "psycopg-pool", "pyiceberg", "minio")
+        }
         with contextlib.suppress(Exception):
-            out["postgresql"] = subprocess.run([str(find_pg_bin() / "postgres"), "--version"], capture_output=True,
-                                               text=True, check=False).stdout.strip()
+            out["postgresql"] = subprocess.run(
+                [str(find_pg_bin() / "postgres"), "--version"], capture_output=True, text=True, check=False
+            ).stdout.strip()
         return out
 
     def settings(self) -> dict[str, Any]:
@@ -332,16 +359,29 @@ class PeerTarget(Target):
 
     def start(self) -> None:
         port = free_port()
-        self.s3 = _IcebergWeed(self.root / "peer-s3", free_port(), DEV_S3_ACCESS_KEY, DEV_S3_SECRET_KEY,
-                               iceberg_port=port, table_bucket=WAREHOUSE)
+        self.s3 = _IcebergWeed(
+            self.root / "peer-s3",
+            free_port(),
+            DEV_S3_ACCESS_KEY,
+            DEV_S3_SECRET_KEY,
+            iceberg_port=port,
+            table_bucket=WAREHOUSE,
+        )
         self.s3.start()
         self.base_url = f"http://{LOCALHOST}:{port}"
         deadline = time.monotonic() + 60
         while True:
             try:
-                status, _, token = http_json("POST", f"{self.base_url}/v1/oauth/tokens", form={
-                    "grant_type": "client_credentials", "client_id": DEV_S3_ACCESS_KEY,
-                    "client_secret": DEV_S3_SECRET_KEY, "scope": "catalog"})
+                status, _, token = http_json(
+                    "POST",
+                    f"{self.base_url}/v1/oauth/tokens",
+                    form={
+                        "grant_type": "client_credentials",
+                        "client_id": DEV_S3_ACCESS_KEY,
+                        "client_secret": DEV_S3_SECRET_KEY,
+                        "scope": "catalog",
+                    },
+                )
                 if status == 200 and token and token.get("access_token"):
                     break
             except OSError:
@@ -373,8 +413,10 @@ class PeerTarget(Target):
         return {"weed": out.stdout.strip() or out.stderr.strip()}
 
     def settings(self) -> dict[str, Any]:
-        return {"process": "weed mini (master + volume + filer + S3 + Iceberg REST in one process)",
-                "auth": "bearer token from /v1/oauth/tokens (HS256 JWT checked per request)"}
+        return {
+            "process": "weed mini (master + volume + filer + S3 + Iceberg REST in one process)",
+            "auth": "bearer token from /v1/oauth/tokens (HS256 JWT checked per request)",
+        }
 
 
 def make_root() -> Path:

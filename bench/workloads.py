@@ -77,11 +77,36 @@ class Plan:
     @classmethod
     def make(cls, quick: bool, seed: int, wrk_threads: int, only: tuple[str, ...] = ()) -> Plan:
         if quick:
-            return cls(quick, seed, 16, wrk_threads, 0, 1, 40, 100, 32, 16, 10, 2, 8, 2, 1, 300, 100, 16,
-                       tail_s=2, history_levels=(20, 100), history_commits=5, history_load_s=1,
-                       w12_count=40, w12_warmup=8, only=only)
-        return cls(quick, seed, 16, wrk_threads, 5, 20, 40, 100, 2000, 160, 300, 20, 8, 40, 2, 10_000, 100, 16,
-                   only=only)
+            return cls(
+                quick,
+                seed,
+                16,
+                wrk_threads,
+                0,
+                1,
+                40,
+                100,
+                32,
+                16,
+                10,
+                2,
+                8,
+                2,
+                1,
+                300,
+                100,
+                16,
+                tail_s=2,
+                history_levels=(20, 100),
+                history_commits=5,
+                history_load_s=1,
+                w12_count=40,
+                w12_warmup=8,
+                only=only,
+            )
+        return cls(
+            quick, seed, 16, wrk_threads, 5, 20, 40, 100, 2000, 160, 300, 20, 8, 40, 2, 10_000, 100, 16, only=only
+        )
 
     def runs(self, workload: str) -> bool:
         return not self.only or workload in self.only or workload.split("_")[0] in self.only
@@ -100,14 +125,19 @@ def _parallel(fn, items: list[Any], workers: int) -> list[Any]:
 
 def _expect(response: httpx.Response, *ok: int) -> httpx.Response:
     if response.status_code not in ok:
-        raise RuntimeError(f"{response.request.method} {response.request.url} -> {response.status_code}: "
-                           f"{response.text[:300]}")
+        raise RuntimeError(
+            f"{response.request.method} {response.request.url} -> {response.status_code}: {response.text[:300]}"
+        )
     return response
 
 
 def _client(target: Target, connections: int = 16) -> httpx.Client:
-    return httpx.Client(base_url=target.api(), headers=target.headers, timeout=60.0,
-                        limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections))
+    return httpx.Client(
+        base_url=target.api(),
+        headers=target.headers,
+        timeout=60.0,
+        limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
+    )
 
 
 def append_sequentially(client: httpx.Client, url: str, count: int, rng: random.Random) -> dict[str, Any]:
@@ -132,6 +162,7 @@ def seed(target: Target, plan: Plan, work_dir: Path) -> dict[str, Any]:
         return result
 
     with _client(target, plan.seed_concurrency) as client:
+
         def create_namespace(name: str) -> None:
             _expect(client.post("namespaces", json={"namespace": [name], "properties": NAMESPACE_PROPERTIES}), 200)
 
@@ -152,12 +183,13 @@ def seed(target: Target, plan: Plan, work_dir: Path) -> dict[str, Any]:
         timed("w8_small_tables", _parallel, create_small, list(range(plan.w8_small)), plan.seed_concurrency)
 
         if isinstance(target, GrowlerTarget):
-            info["w8_big_seeded_by"] = timed("w8_big_tables", target.bulk_tables, NS_W8_BIG, NS_W8_SMALL, "t000",
-                                             plan.w8_big)
+            info["w8_big_seeded_by"] = timed(
+                "w8_big_tables", target.bulk_tables, NS_W8_BIG, NS_W8_SMALL, "t000", plan.w8_big
+            )
         else:
+
             def create_bulk(i: int) -> None:
-                _expect(client.post(f"namespaces/{NS_W8_BIG}/tables",
-                                    json=bodies.create_table(f"bulk_{i:05d}")), 200)
+                _expect(client.post(f"namespaces/{NS_W8_BIG}/tables", json=bodies.create_table(f"bulk_{i:05d}")), 200)
 
             timed("w8_big_tables", _parallel, create_bulk, list(range(1, plan.w8_big + 1)), plan.seed_concurrency)
             info["w8_big_seeded_by"] = "http"
@@ -199,13 +231,26 @@ def page_paths(client: httpx.Client, target: Target, namespace: str, size: int) 
 # -- running -----------------------------------------------------------------------------------
 
 
-def run_wrk(target: Target, plan: Plan, path: str, headers: dict[str, str] | None = None,
-            paths: list[str] | None = None, work_dir: Path | None = None, *, duration_s: float | None = None,
-            connections: int | None = None, warm: bool = True) -> dict[str, Any]:
+def run_wrk(
+    target: Target,
+    plan: Plan,
+    path: str,
+    headers: dict[str, str] | None = None,
+    paths: list[str] | None = None,
+    work_dir: Path | None = None,
+    *,
+    duration_s: float | None = None,
+    connections: int | None = None,
+    warm: bool = True,
+) -> dict[str, Any]:
     """wrk against ``path`` (or ``paths``); ``warm=False`` measures from the first request (W10)."""
     url = target.api(path) if path else target.base_url + "/"
-    kwargs: dict[str, Any] = {"connections": connections or plan.concurrency, "threads": plan.wrk_threads,
-                              "headers": {**target.headers, **(headers or {})}, "seed": plan.seed}
+    kwargs: dict[str, Any] = {
+        "connections": connections or plan.concurrency,
+        "threads": plan.wrk_threads,
+        "headers": {**target.headers, **(headers or {})},
+        "seed": plan.seed,
+    }
     if paths:
         paths_file = work_dir / f"paths-{target.name}-{abs(hash(tuple(paths))) % 10**8}.txt"
         paths_file.write_text("\n".join(paths) + "\n")
@@ -220,7 +265,8 @@ def run_wrk(target: Target, plan: Plan, path: str, headers: dict[str, str] | Non
     after, generator_after = target.cpu_seconds(), _children_cpu()
     result["cpu_ms_per_request"] = cpu_per_request(before, after, result["requests"])
     result["cpu_ms_per_request"]["generator"] = round(
-        (generator_after - generator_before) * 1000 / max(result["requests"], 1), 3)
+        (generator_after - generator_before) * 1000 / max(result["requests"], 1), 3
+    )
     return result
 
 
@@ -241,14 +287,21 @@ def run_generator(target: Target, spec: dict[str, Any]) -> dict[str, Any]:
     (warm-up, reloads after a 409 and checks included)."""
     spec = {"base_url": target.api(), "headers": target.headers, **spec}
     before = target.cpu_seconds()
-    proc = subprocess.run([sys.executable, "-m", "bench.load", json.dumps(spec)], cwd=REPO, capture_output=True,
-                          text=True, timeout=3600, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.load", json.dumps(spec)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        check=False,
+    )
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("BENCH_JSON ")), None)
     if proc.returncode != 0 or line is None:
         raise RuntimeError(f"bench.load failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
     result = json.loads(line.removeprefix("BENCH_JSON "))
-    result["cpu_ms_per_request"] = cpu_per_request(before, target.cpu_seconds(),
-                                                   result.get("http_requests_total") or result["requests"])
+    result["cpu_ms_per_request"] = cpu_per_request(
+        before, target.cpu_seconds(), result.get("http_requests_total") or result["requests"]
+    )
     return result
 
 
@@ -296,22 +349,42 @@ def run_all(target: Target, plan: Plan, seeded: dict[str, Any], work_dir: Path, 
     def w4() -> dict[str, Any]:
         etag = seeded.get("etag")
         if not etag:
-            return not_available("loadTable sends no ETag, so there is nothing to send in If-None-Match "
-                                 "(a conditional request is answered 200 with the full body)")
+            return not_available(
+                "loadTable sends no ETag, so there is nothing to send in If-None-Match "
+                "(a conditional request is answered 200 with the full body)"
+            )
         if not seeded.get("etag_304"):
             return not_available("loadTable sends an ETag but does not answer If-None-Match with 304")
         check_get(target, f"namespaces/{NS_W3}/tables/wide", 304, {"If-None-Match": etag})
         return run_wrk(target, plan, f"namespaces/{NS_W3}/tables/wide", headers={"If-None-Match": etag})
 
     def w5() -> dict[str, Any]:
-        return run_generator(target, {"mode": "create", "namespace": NS_W5, "concurrency": plan.concurrency,
-                                      "count": plan.w5_count, "warmup": plan.w5_warmup, "seed": plan.seed})
+        return run_generator(
+            target,
+            {
+                "mode": "create",
+                "namespace": NS_W5,
+                "concurrency": plan.concurrency,
+                "count": plan.w5_count,
+                "warmup": plan.w5_warmup,
+                "seed": plan.seed,
+            },
+        )
 
     def appends(namespace: str, table: str, writers: int, count: int, warmup: int) -> dict[str, Any]:
-        result = run_generator(target, {"mode": "append" if writers == 1 else "append_concurrent",
-                                        "namespace": namespace, "table": table, "writers": writers,
-                                        "count": count, "warmup": warmup, "seed": plan.seed,
-                                        "metrics_url": target.metrics_url})
+        result = run_generator(
+            target,
+            {
+                "mode": "append" if writers == 1 else "append_concurrent",
+                "namespace": namespace,
+                "table": table,
+                "writers": writers,
+                "count": count,
+                "warmup": warmup,
+                "seed": plan.seed,
+                "metrics_url": target.metrics_url,
+            },
+        )
         location = result.get("final_metadata_location")
         result["final_metadata_file_exists"] = target.object_exists(location) if location else None
         return result
@@ -376,14 +449,18 @@ def probe(target: Target) -> dict[str, bool | None]:
 
     wide = f"namespaces/{NS_W3}/tables/wide"
     code, (hdrs, full) = status("GET", wide)
-    found["loadTable ETag + If-None-Match -> 304"] = bool(
-        {k.lower() for k in hdrs} & {"etag"}) and status("GET", wide, headers={"If-None-Match": hdrs.get(
-            "ETag") or hdrs.get("etag") or '"x"'})[0] == 304
+    found["loadTable ETag + If-None-Match -> 304"] = (
+        bool({k.lower() for k in hdrs} & {"etag"})
+        and status("GET", wide, headers={"If-None-Match": hdrs.get("ETag") or hdrs.get("etag") or '"x"'})[0] == 304
+    )
     found["/v1/config lists its endpoints"] = bool(getattr(target, "config", {}).get("endpoints"))
     code, (_, refs) = status("GET", wide + "?snapshots=refs")
     found["loadTable snapshots=refs"] = bool(
-        code == 200 and full and refs and len(refs["metadata"].get("snapshots") or [])
-        < len(full["metadata"].get("snapshots") or []))
+        code == 200
+        and full
+        and refs
+        and len(refs["metadata"].get("snapshots") or []) < len(full["metadata"].get("snapshots") or [])
+    )
     code, (_, page) = status("GET", f"namespaces/{NS_W8_SMALL}/tables?pageToken=&pageSize=10")
     found["listTables pagination"] = bool(code == 200 and page and page.get("next-page-token"))
     code, (_, page) = status("GET", "namespaces?pageToken=&pageSize=10")
@@ -395,16 +472,36 @@ def probe(target: Target) -> dict[str, bool | None]:
     code, _ = status("HEAD", wide)
     found["tableExists (HEAD)"] = code in (200, 204)
     code, (hdrs, body) = status("GET", wide, headers={"X-Iceberg-Access-Delegation": "vended-credentials"})
-    found["vended credentials"] = bool(body and (body.get("storage-credentials") or any(
-        "secret-access-key" in k for k in (body.get("config") or {}))))
-    code, _ = status("POST", "tables/rename", {"source": {"namespace": [NS_W8_SMALL], "name": "t099"},
-                                               "destination": {"namespace": [NS_W8_SMALL], "name": "t099_renamed"}})
+    found["vended credentials"] = bool(
+        body and (body.get("storage-credentials") or any("secret-access-key" in k for k in (body.get("config") or {})))
+    )
+    code, _ = status(
+        "POST",
+        "tables/rename",
+        {
+            "source": {"namespace": [NS_W8_SMALL], "name": "t099"},
+            "destination": {"namespace": [NS_W8_SMALL], "name": "t099_renamed"},
+        },
+    )
     found["renameTable"] = code == 204
-    code, _ = status("POST", "transactions/commit", {"table-changes": [
-        {"identifier": {"namespace": [NS_W8_SMALL], "name": "t001"}, "requirements": [],
-         "updates": [{"action": "set-properties", "updates": {"bench": "1"}}]},
-        {"identifier": {"namespace": [NS_W8_SMALL], "name": "t002"}, "requirements": [],
-         "updates": [{"action": "set-properties", "updates": {"bench": "1"}}]}]})
+    code, _ = status(
+        "POST",
+        "transactions/commit",
+        {
+            "table-changes": [
+                {
+                    "identifier": {"namespace": [NS_W8_SMALL], "name": "t001"},
+                    "requirements": [],
+                    "updates": [{"action": "set-properties", "updates": {"bench": "1"}}],
+                },
+                {
+                    "identifier": {"namespace": [NS_W8_SMALL], "name": "t002"},
+                    "requirements": [],
+                    "updates": [{"action": "set-properties", "updates": {"bench": "1"}}],
+                },
+            ]
+        },
+    )
     found["multi-table transactions"] = code in (200, 204)
     code, _ = status("GET", f"namespaces/{NS_W1}/views")
     found["views (listViews)"] = code == 200

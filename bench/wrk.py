@@ -44,7 +44,8 @@ def run(
         f"-c{connections}",
         f"-d{max(1, round(duration_s))}s",
         f"--timeout={timeout_s}s",
-        "-s", str(LUA_DIR / script),
+        "-s",
+        str(LUA_DIR / script),
     ]
     for name, value in (headers or {}).items():
         argv += ["-H", f"{name}: {value}"]

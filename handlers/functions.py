@@ -22,4 +22,3 @@ def load_function(prefix: str, namespace: str, function: str):
     row = functions().load(prefix, namespace_arg(namespace), function)
     body = f'{{"metadata-location":{json.dumps(row.metadata_location)},"metadata":{row.metadata}}}'
     return Response(body, status=200, mimetype="application/json")
-

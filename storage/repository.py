@@ -169,9 +169,7 @@ class CatalogRepository(HousekeepingRows):
             ).fetchall()
         return [tuple(row["path"]) for row in rows]
 
-    def create_namespace(
-        self, warehouse_id: int, path: tuple[str, ...], properties: dict[str, str]
-    ) -> None:
+    def create_namespace(self, warehouse_id: int, path: tuple[str, ...], properties: dict[str, str]) -> None:
         """Insert a namespace whose parent (for a nested one) must already exist."""
         with self.db.connection() as conn:
             try:
@@ -371,8 +369,13 @@ class CatalogRepository(HousekeepingRows):
                         cursor = conn.execute(
                             "UPDATE catalog_entry SET metadata_location = %s, metadata = %s, location = %s,"
                             " version = version + 1, updated_at = now() WHERE id = %s AND metadata_location = %s",
-                            (swap.new_location, swap.new_metadata, swap.new_table_location, swap.entry_id,
-                             swap.expected_location),
+                            (
+                                swap.new_location,
+                                swap.new_metadata,
+                                swap.new_table_location,
+                                swap.entry_id,
+                                swap.expected_location,
+                            ),
                         )
                         if cursor.rowcount != 1:
                             raise _LostRace

@@ -25,8 +25,16 @@ class TokenForge:
     def claims(self, sub: str, **overrides: Any) -> dict[str, Any]:
         now = int(time.time())
         generation = self.state.principals[sub].generation if sub in self.state.principals else 1
-        claims = {"iss": "growler", "aud": "growler", "sub": sub, "iat": now, "nbf": now, "exp": now + 600,
-                  "jti": uuid.uuid4().hex, "gen": generation}
+        claims = {
+            "iss": "growler",
+            "aud": "growler",
+            "sub": sub,
+            "iat": now,
+            "nbf": now,
+            "exp": now + 600,
+            "jti": uuid.uuid4().hex,
+            "gen": generation,
+        }
         claims.update(overrides)
         return {k: v for k, v in claims.items() if v is not None}
 
@@ -35,8 +43,9 @@ class TokenForge:
         under the catalog's kid)."""
         self.state.reload(force=True)
         key = self._stranger if stranger_key else self.state.keys.signing_key
-        return jwt.encode(self.claims(sub, **overrides), key, algorithm="RS256",
-                          headers={"kid": self.state.keys.signing_kid})
+        return jwt.encode(
+            self.claims(sub, **overrides), key, algorithm="RS256", headers={"kid": self.state.keys.signing_kid}
+        )
 
     def close(self) -> None:
         self._database.close()

@@ -180,7 +180,7 @@ def db(services: Services) -> Iterator[psycopg.Connection]:
 def clean_catalog(app, services: Services) -> None:
     """Every API test starts from an empty catalog (warehouses kept)."""
     with psycopg.connect(services.database_url, autocommit=True) as conn:
-        conn.execute("TRUNCATE scan_plan_page, scan_plan, catalog_function, catalog_entry, namespace")
+        conn.execute("TRUNCATE role_grant, scan_plan_page, scan_plan, catalog_function, catalog_entry, namespace")
 
 
 @pytest.fixture

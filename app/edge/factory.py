@@ -62,6 +62,7 @@ SPEC_FILE = Path(__file__).resolve().parents[2] / "openapi" / "catalog.yaml"
 # How long a worker waits for PostgreSQL before serving (503 until ready, retrying meanwhile).
 STARTUP_WAIT_S = 5.0
 
+
 def create_app(settings: Settings | None = None, auth_settings: AuthSettings | None = None) -> FlaskApp:
     settings = settings or Settings.from_env()
     auth_settings = auth_settings or AuthSettings.from_env()  # refuses GROWLER_AUTH=none off loopback
@@ -76,12 +77,14 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     housekeeper = Housekeeper(repository, objects, idempotency_keys, tables.purge_requested)
     auth = Authentication(auth_settings, database)
     # PostgreSQL down at boot must not fail the worker (gunicorn would stop): see app/edge/startup.py.
-    startup = Startup([
-        lambda: _migrate(settings.database_url),
-        service.ensure_default_warehouse,
-        auth.start,
-        housekeeper.start,
-    ])
+    startup = Startup(
+        [
+            lambda: _migrate(settings.database_url),
+            service.ensure_default_warehouse,
+            auth.start,
+            housekeeper.start,
+        ]
+    )
     startup.run(first_wait_s=STARTUP_WAIT_S)
     planning = PlanningService(tables, PlanRepository(database), PlanningConfig.from_env())
     signer = RemoteSigner(settings, tables)

@@ -60,8 +60,9 @@ class _LoadRequest:
 
 
 class LoadTableFastPath:
-    def __init__(self, app: ASGIApp, *, tables: TableService, reader: AsyncEntryReader, namespace_separator: str,
-                 threads: int) -> None:
+    def __init__(
+        self, app: ASGIApp, *, tables: TableService, reader: AsyncEntryReader, namespace_separator: str, threads: int
+    ) -> None:
         self.app = app
         self.tables = tables
         self.reader = reader

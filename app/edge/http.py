@@ -85,7 +85,12 @@ class LivenessMiddleware:
 
 class RequestGuardMiddleware:
     def __init__(
-        self, app: ASGIApp, *, max_body_bytes: int, default_prefix: str, large_body_bytes: int = 256 * 1024,
+        self,
+        app: ASGIApp,
+        *,
+        max_body_bytes: int,
+        default_prefix: str,
+        large_body_bytes: int = 256 * 1024,
         large_bodies_at_once: int = 1,
     ) -> None:
         self.app = app

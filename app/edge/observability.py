@@ -107,5 +107,3 @@ class ObservabilityMiddleware:
         if self.separator != UNIT_SEPARATOR:
             raw = raw.replace(self.separator, UNIT_SEPARATOR)
         return ".".join(raw.split(UNIT_SEPARATOR))
-
-

@@ -30,9 +30,7 @@ from app.signing import RemoteSigner
 log = logging.getLogger(__name__)
 
 OPERATION_ID = "signRequest"
-_PATH = re.compile(
-    r"^/v1/(?!(?:namespaces|tables|views|transactions)/)([^/]+)/namespaces/([^/]+)/tables/([^/]+)/sign$"
-)
+_PATH = re.compile(r"^/v1/(?!(?:namespaces|tables|views|transactions)/)([^/]+)/namespaces/([^/]+)/tables/([^/]+)/sign$")
 _RAW_ESCAPE = re.compile(rb"%(?!1[fF])")
 _CONTROL = re.compile(r"[\x00-\x1e\x7f]")
 _METHODS = frozenset({"PUT", "GET", "HEAD", "POST", "DELETE", "PATCH", "OPTIONS"})  # the yaml's enum
@@ -73,8 +71,9 @@ class SignRequestFastPath:
             await _send(send, exc.code, json.dumps(exc.body()).encode(), exc.headers())
             return
         cache_control = "private" if signed.cacheable else "no-cache"
-        await _send(send, 200, json.dumps(signed.body(), separators=(",", ":")).encode(),
-                    {"cache-control": cache_control})
+        await _send(
+            send, 200, json.dumps(signed.body(), separators=(",", ":")).encode(), {"cache-control": cache_control}
+        )
 
 
 def _match(scope: Scope) -> re.Match | None:

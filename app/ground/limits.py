@@ -43,13 +43,36 @@ INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 # Members whose value Iceberg types as a 32-bit ``int`` (or a list of them), in table and view
 # metadata, requests, updates and requirements. Other integers must fit 64 bits.
-INT32_MEMBERS = frozenset({
-    "id", "element-id", "key-id", "value-id", "identifier-field-ids",
-    "schema-id", "current-schema-id", "schema-ids", "last-column-id", "last-assigned-field-id",
-    "spec-id", "default-spec-id", "spec-ids", "last-partition-id", "last-assigned-partition-id",
-    "order-id", "sort-order-id", "default-sort-order-id", "source-id", "source-ids", "field-id",
-    "format-version", "version-id", "current-version-id", "min-snapshots-to-keep", "fields",
-})
+INT32_MEMBERS = frozenset(
+    {
+        "id",
+        "element-id",
+        "key-id",
+        "value-id",
+        "identifier-field-ids",
+        "schema-id",
+        "current-schema-id",
+        "schema-ids",
+        "last-column-id",
+        "last-assigned-field-id",
+        "spec-id",
+        "default-spec-id",
+        "spec-ids",
+        "last-partition-id",
+        "last-assigned-partition-id",
+        "order-id",
+        "sort-order-id",
+        "default-sort-order-id",
+        "source-id",
+        "source-ids",
+        "field-id",
+        "format-version",
+        "version-id",
+        "current-version-id",
+        "min-snapshots-to-keep",
+        "fields",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -71,8 +94,15 @@ class Limits:
             raise ValueError("GROWLER_MAX_JSON_DEPTH must be between 2 and 160")
         if not 20 <= self.max_number_length <= 4000:  # int64 needs 20; Python refuses > 4300 digits
             raise ValueError("GROWLER_MAX_NUMBER_LENGTH must be between 20 and 4000")
-        values = (self.max_json_items, self.max_updates, self.max_requirements, self.max_table_changes,
-                  self.max_schema_fields, self.max_metadata_bytes, self.max_inflated_bytes)
+        values = (
+            self.max_json_items,
+            self.max_updates,
+            self.max_requirements,
+            self.max_table_changes,
+            self.max_schema_fields,
+            self.max_metadata_bytes,
+            self.max_inflated_bytes,
+        )
         if min(values) < 1:
             raise ValueError("the GROWLER_MAX_* limits must be positive")
 
@@ -200,9 +230,7 @@ def check_request_shape(body: Any, limits: Limits) -> None:
     commits = [body]
     if isinstance(changes, list):
         if len(changes) > limits.max_table_changes:
-            raise BadRequest(
-                f"A transaction may change at most {limits.max_table_changes} tables, got {len(changes)}"
-            )
+            raise BadRequest(f"A transaction may change at most {limits.max_table_changes} tables, got {len(changes)}")
         commits = [change for change in changes if isinstance(change, dict)]
     total_updates = 0
     for commit in commits:

@@ -67,7 +67,7 @@ class Location:
         match = _SCHEME.match(text)
         scheme = match.group(1).lower() if match else ""
         if scheme in S3_SCHEMES:
-            rest = text[match.end():]
+            rest = text[match.end() :]
             if not rest.startswith("//"):
                 raise InvalidLocation(f"The {what} {shown} is not s3://bucket/key")
             bucket, _, key = rest[2:].partition("/")
@@ -75,7 +75,7 @@ class Location:
                 raise InvalidLocation(f"The {what} {shown} does not name a valid bucket")
             location = cls("s3", bucket, _key(key, what, shown))
         elif scheme == "file":
-            rest = text[match.end():]
+            rest = text[match.end() :]
             if rest.startswith("///"):
                 path = rest[3:]
             elif rest.startswith("/") and not rest.startswith("//"):

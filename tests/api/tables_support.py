@@ -33,6 +33,7 @@ class TextStore:
     def list(self, prefix: str) -> Iterator[str]:
         return (found.uri for found in self.real.list(Location.parse(prefix)))
 
+
 SCHEMA: dict[str, Any] = {
     "type": "struct",
     "schema-id": 0,
@@ -66,8 +67,9 @@ def table_url(name: str, namespace: str = "db") -> str:
     return f"{tables_url(namespace)}/{name}"
 
 
-def snapshot(snapshot_id: int, sequence_number: int, parent: int | None = None, ts: int = 1_700_000_000_000,
-             schema_id: int = 0) -> dict[str, Any]:
+def snapshot(
+    snapshot_id: int, sequence_number: int, parent: int | None = None, ts: int = 1_700_000_000_000, schema_id: int = 0
+) -> dict[str, Any]:
     body = {
         "snapshot-id": snapshot_id,
         "sequence-number": sequence_number,
@@ -83,10 +85,13 @@ def snapshot(snapshot_id: int, sequence_number: int, parent: int | None = None, 
 
 def append(client, url: str, snapshot_id: int, sequence_number: int, parent: int | None):
     """Commit one snapshot to main the way clients do: add-snapshot + set-snapshot-ref + requirement."""
-    return client.post(url, json={
-        "requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": parent}],
-        "updates": [
-            {"action": "add-snapshot", "snapshot": snapshot(snapshot_id, sequence_number, parent)},
-            {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": snapshot_id},
-        ],
-    })
+    return client.post(
+        url,
+        json={
+            "requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": parent}],
+            "updates": [
+                {"action": "add-snapshot", "snapshot": snapshot(snapshot_id, sequence_number, parent)},
+                {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": snapshot_id},
+            ],
+        },
+    )

@@ -34,10 +34,14 @@ def allowed(app, client, settings, tmp_path, unique):
     catalog = app.app.extensions["growler.catalog"]
     s3_root = f"s3://{OTHER_BUCKET}/{unique}/allowed"
     local_root = tmp_path / "allowed"
-    catalog.warehouses.remember(catalog.repository.upsert_warehouse(
-        settings.warehouse, settings.warehouse_location, {"endpoint": settings.s3.endpoint, "region": "us-east-1",
-                                                          "path-style": True},
-        [s3_root + "/", f"file:{local_root}"]))
+    catalog.warehouses.remember(
+        catalog.repository.upsert_warehouse(
+            settings.warehouse,
+            settings.warehouse_location,
+            {"endpoint": settings.s3.endpoint, "region": "us-east-1", "path-style": True},
+            [s3_root + "/", f"file:{local_root}"],
+        )
+    )
     assert client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]}).status_code == 200
     yield {"s3": s3_root, "local": local_root, "other": f"s3://{OTHER_BUCKET}/{unique}"}
     catalog.ensure_default_warehouse()
@@ -65,27 +69,52 @@ def test_create_inside_an_allowed_prefix(client, allowed, s3):
     metadata_location = response.json()["metadata-location"]
     assert metadata_location.startswith(f"{allowed['s3']}/t/metadata/")
     assert s3.exists(metadata_location)
-    view = client.post(f"{PREFIX}/namespaces/db/views", json={
-        "name": "v", "location": f"{allowed['s3']}/v", "schema": create_request("x")["schema"],
-        "view-version": {"version-id": 1, "timestamp-ms": 1, "schema-id": 0, "summary": {},
-                         "default-namespace": ["db"],
-                         "representations": [{"type": "sql", "sql": "SELECT 1", "dialect": "spark"}]},
-        "properties": {}})
+    view = client.post(
+        f"{PREFIX}/namespaces/db/views",
+        json={
+            "name": "v",
+            "location": f"{allowed['s3']}/v",
+            "schema": create_request("x")["schema"],
+            "view-version": {
+                "version-id": 1,
+                "timestamp-ms": 1,
+                "schema-id": 0,
+                "summary": {},
+                "default-namespace": ["db"],
+                "representations": [{"type": "sql", "sql": "SELECT 1", "dialect": "spark"}],
+            },
+            "properties": {},
+        },
+    )
     assert view.status_code == 200, view.text
     assert view.json()["metadata-location"].startswith(f"{allowed['s3']}/v/metadata/")
 
 
-@pytest.mark.parametrize("outside", ["{other}/allowedx/t", "{other}/t", "{other}/allowed", "s3://growler-other/t",
-                                     "file:/tmp/growler-not-allowed-{uuid}/t"])
+@pytest.mark.parametrize(
+    "outside",
+    [
+        "{other}/allowedx/t",
+        "{other}/t",
+        "{other}/allowed",
+        "s3://growler-other/t",
+        "file:/tmp/growler-not-allowed-{uuid}/t",
+    ],
+)
 def test_outside_every_allowed_prefix_is_refused(client, allowed, s3, db, outside):
     location = outside.format(other=allowed["other"], uuid=uuid.uuid4().hex)
     before = set(s3.list(f"s3://{OTHER_BUCKET}/"))
     refused_with_nothing_written(client.post(tables_url(), json=create_request("t", location=location)), s3, db, before)
-    refused_with_nothing_written(client.post(tables_url(), json=create_request(
-        "t", properties={"write.metadata.path": location})), s3, db, before)
+    refused_with_nothing_written(
+        client.post(tables_url(), json=create_request("t", properties={"write.metadata.path": location})),
+        s3,
+        db,
+        before,
+    )
     assert client.post(tables_url(), json=create_request("mover")).status_code == 200
-    for updates in ([{"action": "set-location", "location": location}],
-                    [{"action": "set-properties", "updates": {"write.metadata.path": location}}]):
+    for updates in (
+        [{"action": "set-location", "location": location}],
+        [{"action": "set-properties", "updates": {"write.metadata.path": location}}],
+    ):
         response = client.post(table_url("mover"), json={"requirements": [], "updates": updates})
         refused_with_nothing_written(response, s3, db, before)
     assert not Path(location.removeprefix("file:")).exists()
@@ -94,13 +123,20 @@ def test_outside_every_allowed_prefix_is_refused(client, allowed, s3, db, outsid
 
 def test_set_location_and_metadata_path_into_an_allowed_prefix(client, allowed, s3):
     assert client.post(tables_url(), json=create_request("mover")).status_code == 200
-    moved = client.post(table_url("mover"), json={"requirements": [], "updates": [
-        {"action": "set-location", "location": f"{allowed['s3']}/moved"}]})
+    moved = client.post(
+        table_url("mover"),
+        json={"requirements": [], "updates": [{"action": "set-location", "location": f"{allowed['s3']}/moved"}]},
+    )
     assert moved.status_code == 200, moved.text
     assert moved.json()["metadata-location"].startswith(f"{allowed['s3']}/moved/metadata/")
     assert s3.exists(moved.json()["metadata-location"])
-    pathed = client.post(table_url("mover"), json={"requirements": [], "updates": [
-        {"action": "set-properties", "updates": {"write.metadata.path": f"{allowed['s3']}/meta"}}]})
+    pathed = client.post(
+        table_url("mover"),
+        json={
+            "requirements": [],
+            "updates": [{"action": "set-properties", "updates": {"write.metadata.path": f"{allowed['s3']}/meta"}}],
+        },
+    )
     assert pathed.status_code == 200, pathed.text
     assert pathed.json()["metadata-location"].startswith(f"{allowed['s3']}/meta/")
     assert s3.exists(pathed.json()["metadata-location"])
@@ -136,8 +172,9 @@ def test_a_local_file_table_end_to_end(client, allowed, app, db):
     created = client.post(tables_url(), json=create_request("local", location=location))
     assert created.status_code == 200, created.text
     first = created.json()["metadata-location"]
-    committed = client.post(table_url("local"), json={"requirements": [], "updates": [
-        {"action": "set-properties", "updates": {"a": "1"}}]})
+    committed = client.post(
+        table_url("local"), json={"requirements": [], "updates": [{"action": "set-properties", "updates": {"a": "1"}}]}
+    )
     assert committed.status_code == 200, committed.text
     second = committed.json()["metadata-location"]
     assert first.startswith(f"{location}/metadata/") and second.startswith(f"{location}/metadata/")
@@ -148,8 +185,9 @@ def test_a_local_file_table_end_to_end(client, allowed, app, db):
     neighbour.write_text("left alone")
     assert client.delete(table_url("local"), params={"purgeRequested": "true"}).status_code == 204
     tables = app.app.extensions["growler.tables"]
-    keeper = Housekeeper(tables.repository, tables.objects, IdempotencyRepository(tables.repository.db),
-                         threading.Event())
+    keeper = Housekeeper(
+        tables.repository, tables.objects, IdempotencyRepository(tables.repository.db), threading.Event()
+    )
     deadline = time.monotonic() + 30
     while db.execute("SELECT count(*) FROM purge_job").fetchone()[0]:
         keeper.run_round(3600)
@@ -158,8 +196,11 @@ def test_a_local_file_table_end_to_end(client, allowed, app, db):
 
 
 def test_allowed_locations_from_the_environment():
-    env = {"GROWLER_DATABASE_URL": "postgresql://x", "GROWLER_S3_ENDPOINT": "http://127.0.0.1:1",
-           "GROWLER_ALLOWED_LOCATIONS": " s3://other-bucket/path/ , file:/data/tables "}
+    env = {
+        "GROWLER_DATABASE_URL": "postgresql://x",
+        "GROWLER_S3_ENDPOINT": "http://127.0.0.1:1",
+        "GROWLER_ALLOWED_LOCATIONS": " s3://other-bucket/path/ , file:/data/tables ",
+    }
     assert Settings.from_env(env).allowed_locations == ("s3://other-bucket/path/", "file:/data/tables")
     for bad in ("s3://other-bucket/a?b", "file://host/x", "gs://b/x", "s3://other-bucket/../x"):
         with pytest.raises(ValueError, match="GROWLER_ALLOWED_LOCATIONS"):

@@ -16,9 +16,17 @@ from tests.conftest import TEST_CLIENT_ID, TEST_KEY_PASSWORD, fetch_token
 
 @pytest.mark.parametrize(
     ("bind", "loopback"),
-    [("127.0.0.1:8181", True), ("localhost:1", True), ("[::1]:8181", True), ("unix:/run/g.sock", True),
-     ("0.0.0.0:8181", False), ("10.0.0.5:8181", False), ("[::]:8181", False), ("127.0.0.1:1,0.0.0.0:2", False),
-     ("", False)],
+    [
+        ("127.0.0.1:8181", True),
+        ("localhost:1", True),
+        ("[::1]:8181", True),
+        ("unix:/run/g.sock", True),
+        ("0.0.0.0:8181", False),
+        ("10.0.0.5:8181", False),
+        ("[::]:8181", False),
+        ("127.0.0.1:1,0.0.0.0:2", False),
+        ("", False),
+    ],
 )
 def test_loopback_binds(bind, loopback):
     assert is_loopback_bind(bind) is loopback
@@ -82,8 +90,11 @@ def test_principal_on_the_request_log_line_and_401s_counted(auth_client, admin_t
     auth_client.get("/v1/config", headers={"X-Request-Id": "auth-log-2", "Authorization": ""})
     auth_client.get("/v1/config", headers={"X-Request-Id": "auth-log-3", "Authorization": "Bearer x.y"})
     err = capsys.readouterr().err
-    lines = {doc["request_id"]: doc for doc in map(json.loads, filter(lambda s: s.startswith("{"), err.splitlines()))
-             if doc.get("event") == "request"}
+    lines = {
+        doc["request_id"]: doc
+        for doc in map(json.loads, filter(lambda s: s.startswith("{"), err.splitlines()))
+        if doc.get("event") == "request"
+    }
     assert lines["auth-log-1"]["principal"] == TEST_CLIENT_ID and lines["auth-log-1"]["status"] == 200
     assert "principal" not in lines["auth-log-2"] and lines["auth-log-2"]["status"] == 401
     assert lines["auth-log-3"]["status"] == 401

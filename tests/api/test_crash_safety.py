@@ -12,15 +12,17 @@ from tests.api.tables_support import PREFIX, create_request, table_url, tables_u
 
 def housekeeper(app) -> Housekeeper:
     tables = app.app.extensions["growler.tables"]
-    return Housekeeper(tables.repository, tables.objects, IdempotencyRepository(tables.repository.db),
-                       threading.Event())
+    return Housekeeper(
+        tables.repository, tables.objects, IdempotencyRepository(tables.repository.db), threading.Event()
+    )
 
 
 def test_committed_objects_leave_no_pending_record(client, db):
     client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
     client.post(tables_url(), json=create_request("t"))
-    client.post(table_url("t"), json={"requirements": [], "updates": [
-        {"action": "set-properties", "updates": {"a": "1"}}]})
+    client.post(
+        table_url("t"), json={"requirements": [], "updates": [{"action": "set-properties", "updates": {"a": "1"}}]}
+    )
     assert db.execute("SELECT count(*) FROM pending_object").fetchone()[0] == 0
 
 
@@ -53,8 +55,9 @@ def test_failed_swap_deletes_its_file(client, app, monkeypatch):
     tables = app.app.extensions["growler.tables"]
     before = set(tables.objects.list(Location.parse("s3://growler-test-warehouse/")))
     monkeypatch.setattr(tables.repository, "swap_metadata", lambda swaps: False)
-    response = client.post(table_url("t"), json={"requirements": [], "updates": [
-        {"action": "set-properties", "updates": {"a": "1"}}]})
+    response = client.post(
+        table_url("t"), json={"requirements": [], "updates": [{"action": "set-properties", "updates": {"a": "1"}}]}
+    )
     assert response.status_code == 409
     assert set(tables.objects.list(Location.parse("s3://growler-test-warehouse/"))) == before
 
@@ -73,6 +76,7 @@ def _break_after_swap(monkeypatch, repository, *, committed: bool, database_answ
 
     monkeypatch.setattr(repository, "swap_metadata", swap)
     if not database_answers:
+
         def unreachable(*_args):
             raise ServiceUnavailable("down")
 
@@ -80,8 +84,9 @@ def _break_after_swap(monkeypatch, repository, *, committed: bool, database_answ
 
 
 def _set_property(client):
-    return client.post(table_url("t"), json={"requirements": [], "updates": [
-        {"action": "set-properties", "updates": {"a": "1"}}]})
+    return client.post(
+        table_url("t"), json={"requirements": [], "updates": [{"action": "set-properties", "updates": {"a": "1"}}]}
+    )
 
 
 def test_commit_outcome_unknown_only_when_it_cannot_be_known(client, app, monkeypatch):

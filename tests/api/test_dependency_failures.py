@@ -77,8 +77,10 @@ def test_database_frozen_during_the_swap_answers_commit_state_unknown(client, ap
     monkeypatch.setattr(tables.repository, "swap_metadata", swap_into_a_frozen_database)
     started = time.monotonic()
     try:
-        response = client.post(table_url("t"), json={
-            "requirements": [], "updates": [{"action": "set-properties", "updates": {"frozen": "1"}}]})
+        response = client.post(
+            table_url("t"),
+            json={"requirements": [], "updates": [{"action": "set-properties", "updates": {"frozen": "1"}}]},
+        )
         elapsed = time.monotonic() - started
     finally:
         freezing.__exit__(None, None, None)

@@ -25,10 +25,17 @@ FUNCTION: dict = {
             "function-type": "udf",
             "current-version-id": 2,
             "versions": [
-                {"version-id": 1, "timestamp-ms": 1, "representations": [
-                    {"type": "sql", "dialect": "spark", "sql": "x + y"}]},
-                {"version-id": 2, "timestamp-ms": 2, "deterministic": True, "representations": [
-                    {"type": "sql", "dialect": "spark", "sql": "x + y + 0"}]},
+                {
+                    "version-id": 1,
+                    "timestamp-ms": 1,
+                    "representations": [{"type": "sql", "dialect": "spark", "sql": "x + y"}],
+                },
+                {
+                    "version-id": 2,
+                    "timestamp-ms": 2,
+                    "deterministic": True,
+                    "representations": [{"type": "sql", "dialect": "spark", "sql": "x + y + 0"}],
+                },
             ],
         },
         {
@@ -37,13 +44,23 @@ FUNCTION: dict = {
             "return-type": {"type": "struct", "fields": [{"name": "n", "type": "int"}]},
             "function-type": "udtf",
             "current-version-id": 1,
-            "versions": [{"version-id": 1, "timestamp-ms": 1, "representations": [
-                {"type": "sql", "dialect": "spark", "sql": "SELECT size(xs) AS n"}]}],
+            "versions": [
+                {
+                    "version-id": 1,
+                    "timestamp-ms": 1,
+                    "representations": [{"type": "sql", "dialect": "spark", "sql": "SELECT size(xs) AS n"}],
+                }
+            ],
         },
     ],
     "definition-log": [
-        {"timestamp-ms": 2, "definition-versions": [{"definition-id": "int,int", "version-id": 2},
-                                                    {"definition-id": "list<int>", "version-id": 1}]},
+        {
+            "timestamp-ms": 2,
+            "definition-versions": [
+                {"definition-id": "int,int", "version-id": 2},
+                {"definition-id": "list<int>", "version-id": 1},
+            ],
+        },
     ],
     "properties": {"owner": "analytics"},
     "doc": "adds",
@@ -153,19 +170,31 @@ def broken(**changes):
     return document
 
 
-@pytest.mark.parametrize("document, message", [
-    (broken(**{"format-version": 2}), "format-version"),
-    (broken(**{"definitions": None}), "'definitions' is a required property"),
-    (broken(**{"definitions.0.function-type": "udaf"}), "function-type"),
-    (broken(**{"definitions.0.definition-id": "int"}), "does not match its parameter types"),
-    (broken(**{"definitions.0.current-version-id": 9}), "is not one of its versions"),
-    (broken(**{"definitions.1.return-type": "int"}), "must return a struct"),
-    (broken(**{"definitions.1.definition-id": "int,int", "definitions.1.parameters": [
-        {"name": "a", "type": "int"}, {"name": "b", "type": "int"}]}), "duplicate definition-id"),
-    (broken(**{"definition-log.0.definition-versions": [{"definition-id": "int,int", "version-id": 7}]}),
-     "unknown definition version"),
-    ([1, 2], "Invalid function metadata"),
-])
+@pytest.mark.parametrize(
+    "document, message",
+    [
+        (broken(**{"format-version": 2}), "format-version"),
+        (broken(**{"definitions": None}), "'definitions' is a required property"),
+        (broken(**{"definitions.0.function-type": "udaf"}), "function-type"),
+        (broken(**{"definitions.0.definition-id": "int"}), "does not match its parameter types"),
+        (broken(**{"definitions.0.current-version-id": 9}), "is not one of its versions"),
+        (broken(**{"definitions.1.return-type": "int"}), "must return a struct"),
+        (
+            broken(
+                **{
+                    "definitions.1.definition-id": "int,int",
+                    "definitions.1.parameters": [{"name": "a", "type": "int"}, {"name": "b", "type": "int"}],
+                }
+            ),
+            "duplicate definition-id",
+        ),
+        (
+            broken(**{"definition-log.0.definition-versions": [{"definition-id": "int,int", "version-id": 7}]}),
+            "unknown definition version",
+        ),
+        ([1, 2], "Invalid function metadata"),
+    ],
+)
 def test_invalid_metadata_is_refused(client, ns, service, objects, document, message):
     from app.ground.errors import BadRequest
 
@@ -175,11 +204,14 @@ def test_invalid_metadata_is_refused(client, ns, service, objects, document, mes
     assert client.get(functions_url()).json()["identifiers"] == []
 
 
-@pytest.mark.parametrize("location, message", [
-    ("s3://other-bucket/f.metadata.json", "outside the warehouse"),
-    (f"s3://{TEST_BUCKET}/functions/missing.metadata.json", "does not exist"),
-    (f"s3://{TEST_BUCKET}/functions/x?.metadata.json", "not allowed in a location"),
-])
+@pytest.mark.parametrize(
+    "location, message",
+    [
+        ("s3://other-bucket/f.metadata.json", "outside the warehouse"),
+        (f"s3://{TEST_BUCKET}/functions/missing.metadata.json", "does not exist"),
+        (f"s3://{TEST_BUCKET}/functions/x?.metadata.json", "not allowed in a location"),
+    ],
+)
 def test_bad_locations_are_refused(client, ns, service, location, message):
     from app.ground.errors import BadRequest
 

@@ -63,7 +63,7 @@ def test_a_poison_pending_row_does_not_stop_the_sweeper_nor_key_expiry(client, a
             (POISON,),
         ).fetchone()
         assert attempts >= 1 and error
-        assert RETRY_BASE_SECONDS / 2 < delay <= RETRY_BASE_SECONDS * 2 ** attempts
+        assert RETRY_BASE_SECONDS / 2 < delay <= RETRY_BASE_SECONDS * 2**attempts
         assert failures(client, "sweep") >= before + 1
 
         # the next round does not touch it (not due yet) and still does everything else

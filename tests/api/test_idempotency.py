@@ -54,24 +54,42 @@ def test_commit_replayed_without_a_second_version(client, db):
     assert db.execute("SELECT version FROM catalog_entry WHERE name = 't'").fetchone()[0] == 2
 
 
-@pytest.mark.parametrize("operation", ["drop_table", "rename_table", "drop_namespace", "update_properties",
-                                       "register_table", "transaction"])
+@pytest.mark.parametrize(
+    "operation", ["drop_table", "rename_table", "drop_namespace", "update_properties", "register_table", "transaction"]
+)
 def test_every_mutation_replays(client, operation):
     client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
     created = client.post(tables_url(), json=create_request("t")).json()
     headers = {"Idempotency-Key": key()}
     calls = {
         "drop_table": lambda: client.delete(table_url("t"), headers=headers),
-        "rename_table": lambda: client.post(f"{PREFIX}/tables/rename", headers=headers, json={
-            "source": {"namespace": ["db"], "name": "t"}, "destination": {"namespace": ["db"], "name": "u"}}),
+        "rename_table": lambda: client.post(
+            f"{PREFIX}/tables/rename",
+            headers=headers,
+            json={"source": {"namespace": ["db"], "name": "t"}, "destination": {"namespace": ["db"], "name": "u"}},
+        ),
         "drop_namespace": lambda: client.delete(f"{PREFIX}/namespaces/db", headers=headers),
-        "update_properties": lambda: client.post(f"{PREFIX}/namespaces/db/properties", headers=headers,
-                                                 json={"updates": {"k": "v"}}),
-        "register_table": lambda: client.post(f"{PREFIX}/namespaces/db/register", headers=headers, json={
-            "name": "r", "metadata-location": created["metadata-location"]}),
-        "transaction": lambda: client.post(f"{PREFIX}/transactions/commit", headers=headers, json={
-            "table-changes": [{"identifier": {"namespace": ["db"], "name": "t"}, "requirements": [],
-                               "updates": [{"action": "set-properties", "updates": {"n": "1"}}]}]}),
+        "update_properties": lambda: client.post(
+            f"{PREFIX}/namespaces/db/properties", headers=headers, json={"updates": {"k": "v"}}
+        ),
+        "register_table": lambda: client.post(
+            f"{PREFIX}/namespaces/db/register",
+            headers=headers,
+            json={"name": "r", "metadata-location": created["metadata-location"]},
+        ),
+        "transaction": lambda: client.post(
+            f"{PREFIX}/transactions/commit",
+            headers=headers,
+            json={
+                "table-changes": [
+                    {
+                        "identifier": {"namespace": ["db"], "name": "t"},
+                        "requirements": [],
+                        "updates": [{"action": "set-properties", "updates": {"n": "1"}}],
+                    }
+                ]
+            },
+        ),
     }
     first, second = calls[operation](), calls[operation]()
     assert first.status_code == second.status_code, (first.text, second.text)
@@ -152,8 +170,10 @@ def test_expired_keys_are_forgotten(client, app, db):
     db.execute("UPDATE idempotency_key SET expires_at = now() - interval '1 second'")
     service = app.app.extensions["growler.idempotency"]
     assert service.forget_expired() >= 1
-    assert db.execute("SELECT count(*) FROM idempotency_key WHERE key = %s", (headers["Idempotency-Key"],)
-                      ).fetchone()[0] == 0
+    assert (
+        db.execute("SELECT count(*) FROM idempotency_key WHERE key = %s", (headers["Idempotency-Key"],)).fetchone()[0]
+        == 0
+    )
 
 
 VENDED = {"X-Iceberg-Access-Delegation": "vended-credentials"}

@@ -68,8 +68,10 @@ def namespaces(db) -> list[tuple]:
     ("body", "fragment"),
     [
         (b'{"namespace": ["a"], "properties": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested deeper than 100"),
-        (b'{"namespace": ["a"], "properties": {"k": "v"}, "x": ' + b"{\"y\": " * 100 + b"1" + b"}" * 100 + b"}",
-         "nested deeper than 100"),
+        (
+            b'{"namespace": ["a"], "properties": {"k": "v"}, "x": ' + b'{"y": ' * 100 + b"1" + b"}" * 100 + b"}",
+            "nested deeper than 100",
+        ),
         (b'{"namespace": [' + b"9" * 5000 + b"]}", "longer than 40 characters"),
         (b'{"namespace": ["a"], "properties": {"k": ' + b"1" * 100_000 + b"}}", "longer than 40 characters"),
         (b'{"namespace": ["a"], "properties": {"k": 1e999}}', "too large for a double"),
@@ -115,8 +117,10 @@ def test_an_object_with_too_many_members(client, db):
         ({"action": "set-default-sort-order", "sort-order-id": 2**31}, "'sort-order-id'"),
         ({"action": "upgrade-format-version", "format-version": 2**32 + 2}, "'format-version'"),
         ({"action": "remove-snapshots", "snapshot-ids": [1, 2**63]}, "outside the signed 64-bit range"),
-        ({"action": "set-snapshot-ref", "ref-name": "b", "type": "branch", "snapshot-id": 2**63},
-         "outside the signed 64-bit range"),
+        (
+            {"action": "set-snapshot-ref", "ref-name": "b", "type": "branch", "snapshot-id": 2**63},
+            "outside the signed 64-bit range",
+        ),
     ],
 )
 def test_ids_and_sequence_numbers_outside_their_range(client, db, table, update, fragment):
@@ -128,10 +132,17 @@ def test_ids_and_sequence_numbers_outside_their_range(client, db, table, update,
 
 def test_the_largest_64_bit_ids_are_accepted(client, table):
     largest = 2**63 - 1
-    response, _ = post(client, table, {"requirements": [], "updates": [
-        {"action": "add-snapshot", "snapshot": snapshot(largest, 1)},
-        {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": largest},
-    ]})
+    response, _ = post(
+        client,
+        table,
+        {
+            "requirements": [],
+            "updates": [
+                {"action": "add-snapshot", "snapshot": snapshot(largest, 1)},
+                {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": largest},
+            ],
+        },
+    )
     assert response.status_code == 200, response.text
     assert response.json()["metadata"]["current-snapshot-id"] == largest
 

@@ -22,10 +22,24 @@ from tests.api.tables_support import PREFIX, create_request, snapshot, table_url
 NS = f"{PREFIX}/namespaces"
 
 HOSTILE_TEXT = st.sampled_from(["\ud800", "a\udc00b", "\ud83d", "\x00", "\x1f", "x" * 5000, "", "\u2028"])
-HOSTILE_NUMBER = st.sampled_from([
-    2**63, -(2**63) - 1, 2**64, 10**39, 10**400, 2**31, -(2**31) - 1, -1, 0,
-    float("nan"), float("inf"), -float("inf"), 1e308, 5e-324,
-])
+HOSTILE_NUMBER = st.sampled_from(
+    [
+        2**63,
+        -(2**63) - 1,
+        2**64,
+        10**39,
+        10**400,
+        2**31,
+        -(2**31) - 1,
+        -1,
+        0,
+        float("nan"),
+        float("inf"),
+        -float("inf"),
+        1e308,
+        5e-324,
+    ]
+)
 HOSTILE = st.one_of(
     HOSTILE_TEXT,
     HOSTILE_NUMBER,
@@ -62,17 +76,30 @@ def planted(body: Any, where: tuple, value: Any) -> Any:
 
 
 def bodies() -> list[tuple[str, Any]]:
-    commit = {"requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": None}],
-              "updates": [{"action": "add-snapshot", "snapshot": snapshot(11, 1)},
-                          {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": 11},
-                          {"action": "set-properties", "updates": {"k": "v"}}]}
-    version = {"version-id": 1, "timestamp-ms": 1_700_000_000_000, "schema-id": 0,
-               "summary": {"engine-name": "spark"}, "default-namespace": ["db"],
-               "representations": [{"type": "sql", "sql": "SELECT 1", "dialect": "spark"}]}
+    commit = {
+        "requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": None}],
+        "updates": [
+            {"action": "add-snapshot", "snapshot": snapshot(11, 1)},
+            {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": 11},
+            {"action": "set-properties", "updates": {"k": "v"}},
+        ],
+    }
+    version = {
+        "version-id": 1,
+        "timestamp-ms": 1_700_000_000_000,
+        "schema-id": 0,
+        "summary": {"engine-name": "spark"},
+        "default-namespace": ["db"],
+        "representations": [{"type": "sql", "sql": "SELECT 1", "dialect": "spark"}],
+    }
     view = {"name": "v", "schema": create_request("v")["schema"], "view-version": version, "properties": {}}
-    view_commit = {"requirements": [], "updates": [
-        {"action": "add-view-version", "view-version": {**version, "version-id": 2}},
-        {"action": "set-current-view-version", "view-version-id": -1}]}
+    view_commit = {
+        "requirements": [],
+        "updates": [
+            {"action": "add-view-version", "view-version": {**version, "version-id": 2}},
+            {"action": "set-current-view-version", "view-version-id": -1},
+        ],
+    }
     return [
         (NS, {"namespace": ["n1"], "properties": {"owner": "me"}}),
         (f"{NS}/db/views", view),
@@ -81,10 +108,14 @@ def bodies() -> list[tuple[str, Any]]:
         (f"{NS}/db/properties", {"removals": ["a"], "updates": {"b": "c"}}),
         (tables_url(), create_request("fz", properties={"p": "q"})),
         (table_url("t"), commit),
-        (f"{PREFIX}/transactions/commit",
-         {"table-changes": [{"identifier": {"namespace": ["db"], "name": "t"}, **commit}]}),
-        (f"{PREFIX}/tables/rename",
-         {"source": {"namespace": ["db"], "name": "t"}, "destination": {"namespace": ["db"], "name": "t2"}}),
+        (
+            f"{PREFIX}/transactions/commit",
+            {"table-changes": [{"identifier": {"namespace": ["db"], "name": "t"}, **commit}]},
+        ),
+        (
+            f"{PREFIX}/tables/rename",
+            {"source": {"namespace": ["db"], "name": "t"}, "destination": {"namespace": ["db"], "name": "t2"}},
+        ),
     ]
 
 

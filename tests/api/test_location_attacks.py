@@ -82,8 +82,9 @@ def commit(client, name: str, updates: list[dict[str, Any]]):
 def run_purges(app, db) -> None:
     """Every queued purge has run (by us or by the app's own housekeeping thread)."""
     tables = app.app.extensions["growler.tables"]
-    keeper = Housekeeper(tables.repository, tables.objects, IdempotencyRepository(tables.repository.db),
-                         threading.Event())
+    keeper = Housekeeper(
+        tables.repository, tables.objects, IdempotencyRepository(tables.repository.db), threading.Event()
+    )
     deadline = time.monotonic() + 30
     while True:
         keeper.run_round(3600)
@@ -111,8 +112,18 @@ def test_metadata_path_naming_the_victims_file_is_refused(client, victims, app, 
     victims.assert_unchanged()
 
 
-@pytest.mark.parametrize("crafted", ["{base}/victim?", "{base}/vic?x", "{base}//victim", "{base}/./victim",
-                                     "{base}/x/../victim", "{base}/victim\\data", "{base}/%76ictim"])
+@pytest.mark.parametrize(
+    "crafted",
+    [
+        "{base}/victim?",
+        "{base}/vic?x",
+        "{base}//victim",
+        "{base}/./victim",
+        "{base}/x/../victim",
+        "{base}/victim\\data",
+        "{base}/%76ictim",
+    ],
+)
 def test_crafted_locations_are_refused_everywhere(client, victims, crafted):
     location = crafted.format(base=victims.base)
     refused(client.post(tables_url(), json=create_request("evil", location=location)))
@@ -145,8 +156,11 @@ def test_a_table_moved_onto_the_victim_and_purged_leaves_it(client, victims, app
     client.post(tables_url(), json=create_request("mover"))
     moved = commit(client, "mover", [{"action": "set-location", "location": f"{victims.base}/victim"}])
     assert moved.status_code == 200, moved.text
-    commit(client, "mover", [{"action": "set-properties", "updates": {
-        "write.metadata.path": f"{victims.base}/victim/metadata"}}])
+    commit(
+        client,
+        "mover",
+        [{"action": "set-properties", "updates": {"write.metadata.path": f"{victims.base}/victim/metadata"}}],
+    )
     drop_purge(client, "mover")
     run_purges(app, db)
     victims.assert_unchanged()
@@ -172,9 +186,11 @@ def test_register_with_a_metadata_log_outside_the_warehouse_is_refused(client, v
         location = registered_metadata(client, s3, victims, "model", **{"metadata-log": log_naming(file)})
         refused(client.post(f"{PREFIX}/namespaces/db/register", json={"name": "evil", "metadata-location": location}))
         assert client.head(table_url("evil")).status_code == 404
-    for changes in ({"location": f"s3://{OTHER_BUCKET}/t"},
-                    {"properties": {"write.metadata.path": f"s3://{OTHER_BUCKET}/m"}},
-                    {"location": f"{victims.base}/vic?x"}):
+    for changes in (
+        {"location": f"s3://{OTHER_BUCKET}/t"},
+        {"properties": {"write.metadata.path": f"s3://{OTHER_BUCKET}/m"}},
+        {"location": f"{victims.base}/vic?x"},
+    ):
         location = registered_metadata(client, s3, victims, "model", **changes)
         refused(client.post(f"{PREFIX}/namespaces/db/register", json={"name": "evil", "metadata-location": location}))
     assert db.execute("SELECT count(*) FROM catalog_entry WHERE name = 'evil'").fetchone()[0] == 0
@@ -193,10 +209,20 @@ def test_delete_after_commit_never_deletes_the_victims_files(client, victims, s3
     response = client.post(f"{PREFIX}/namespaces/db/register", json={"name": "evil", "metadata-location": location})
     assert response.status_code == 200, response.text
     for i in range(3):
-        response = commit(client, "evil", [{"action": "set-properties", "updates": {
-            "write.metadata.delete-after-commit.enabled": "true",
-            "write.metadata.previous-versions-max": "1",
-            "round": str(i)}}])
+        response = commit(
+            client,
+            "evil",
+            [
+                {
+                    "action": "set-properties",
+                    "updates": {
+                        "write.metadata.delete-after-commit.enabled": "true",
+                        "write.metadata.previous-versions-max": "1",
+                        "round": str(i),
+                    },
+                }
+            ],
+        )
         assert response.status_code == 200, response.text
     assert [e["metadata-file"] for e in response.json()["metadata"]["metadata-log"]][-1:] != victim_files[-1:]
     victims.assert_unchanged()
@@ -206,8 +232,9 @@ def test_delete_after_commit_never_deletes_the_victims_files(client, victims, s3
 
 
 def test_a_registered_copy_of_the_victim_purged_leaves_it(client, victims, app, db):
-    response = client.post(f"{PREFIX}/namespaces/db/register",
-                           json={"name": "copy", "metadata-location": victims.metadata_location})
+    response = client.post(
+        f"{PREFIX}/namespaces/db/register", json={"name": "copy", "metadata-location": victims.metadata_location}
+    )
     assert response.status_code == 200, response.text
     drop_purge(client, "copy")
     run_purges(app, db)

@@ -81,8 +81,14 @@ def test_explicit_location_wins_over_the_default(client):
     assert client.get(f"{NS}/placed").json()["properties"] == {"location": f"{WAREHOUSE_ROOT}/placed"}
 
 
-VIEW_VERSION = {"version-id": 1, "timestamp-ms": 1, "schema-id": 0, "summary": {}, "default-namespace": ["x"],
-                "representations": [{"type": "sql", "sql": "SELECT 1", "dialect": "spark"}]}
+VIEW_VERSION = {
+    "version-id": 1,
+    "timestamp-ms": 1,
+    "schema-id": 0,
+    "summary": {},
+    "default-namespace": ["x"],
+    "representations": [{"type": "sql", "sql": "SELECT 1", "dialect": "spark"}],
+}
 
 
 def test_tables_and_views_land_under_an_explicit_namespace_location(client):
@@ -94,8 +100,9 @@ def test_tables_and_views_land_under_an_explicit_namespace_location(client):
     assert table.status_code == 200, table.text
     assert table.json()["metadata"]["location"].startswith(own + "/t-")
     assert table.json()["metadata-location"].startswith(own + "/t-")
-    view = client.post(f"{NS}/homed/views", json={"name": "v", "schema": SCHEMA, "view-version": VIEW_VERSION,
-                                                  "properties": {}})
+    view = client.post(
+        f"{NS}/homed/views", json={"name": "v", "schema": SCHEMA, "view-version": VIEW_VERSION, "properties": {}}
+    )
     assert view.status_code == 200, view.text
     assert view.json()["metadata"]["location"].startswith(own + "/v-")
 
@@ -111,8 +118,9 @@ def test_a_namespace_location_outside_the_warehouse_places_nothing(client, db):
     assert "namespace location 's3://someone-elses-bucket/data'" in refused.json()["error"]["message"]
     assert "outside the warehouse's allowed locations" in refused.json()["error"]["message"]
     # an explicit table location inside the warehouse still works there
-    placed = client.post(f"{NS}/astray/tables", json={"name": "t", "schema": SCHEMA,
-                                                      "location": f"{WAREHOUSE_ROOT}/astray/t"})
+    placed = client.post(
+        f"{NS}/astray/tables", json={"name": "t", "schema": SCHEMA, "location": f"{WAREHOUSE_ROOT}/astray/t"}
+    )
     assert placed.status_code == 200, placed.text
     rows = db.execute("SELECT count(*) FROM catalog_entry WHERE location LIKE 's3://someone-elses-bucket/%'")
     assert rows.fetchone()[0] == 0

@@ -32,8 +32,13 @@ def test_requests_are_counted_by_operation_and_status(client):
 
     before = {
         key: count(*key)
-        for key in [("getConfig", "200"), ("loadNamespaceMetadata", "404"), ("unmatched", "404"),
-                    ("createNamespace", "400"), ("healthz", "200")]
+        for key in [
+            ("getConfig", "200"),
+            ("loadNamespaceMetadata", "404"),
+            ("unmatched", "404"),
+            ("createNamespace", "400"),
+            ("healthz", "200"),
+        ]
     }
     assert client.get("/v1/config").status_code == 200
     assert client.get(f"{PREFIX}/namespaces/missing").status_code == 404

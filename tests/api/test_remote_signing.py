@@ -250,8 +250,13 @@ def test_other_buckets_and_hosts_are_refused(sclient, tables, signing_settings):
 def test_unknown_table_is_403_and_unsupported_provider_400(sclient, tables, signing_settings):
     uri = _http_url(signing_settings, tables["tbl"] + "/data/x")
     _refused(_sign(sclient, "GET", uri, table="nope"))
-    assert sclient.post("/v1/nowhere/namespaces/ns/tables/tbl/sign", json={
-        "method": "GET", "uri": uri, "region": "us-east-1", "headers": {}}).status_code == 403
+    assert (
+        sclient.post(
+            "/v1/nowhere/namespaces/ns/tables/tbl/sign",
+            json={"method": "GET", "uri": uri, "region": "us-east-1", "headers": {}},
+        ).status_code
+        == 403
+    )
     request = {"method": "GET", "uri": uri, "region": "us-east-1", "headers": {}, "provider": "gcs"}
     other = sclient.post(f"{PREFIX}/namespaces/ns/tables/tbl/sign", json=request)
     assert other.status_code == 400
@@ -269,8 +274,9 @@ def test_tampered_signed_request_is_refused_by_the_store(sclient, tables, signin
     assert as_delete.status_code == 403
 
 
-def test_a_checked_table_is_signed_for_without_the_database(sclient, signing_app, tables, signing_settings,
-                                                            monkeypatch):
+def test_a_checked_table_is_signed_for_without_the_database(
+    sclient, signing_app, tables, signing_settings, monkeypatch
+):
     from app.edge.factory import SIGNER
 
     signer = signing_app.app.extensions[SIGNER]
@@ -304,8 +310,9 @@ def full_stack_signing_client(signing_settings):
     return authenticated(create_app(dataclasses.replace(signing_settings, fast_reads=False))).test_client()
 
 
-def test_sign_fast_path_answers_like_the_full_stack(sclient, full_stack_signing_client, tables, signing_settings,
-                                                     monkeypatch):
+def test_sign_fast_path_answers_like_the_full_stack(
+    sclient, full_stack_signing_client, tables, signing_settings, monkeypatch
+):
     from app.edge import sign_fast_path
 
     served = []

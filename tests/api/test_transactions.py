@@ -51,8 +51,11 @@ def test_one_failing_requirement_changes_nothing(client, app, three_tables, db):
 
 def test_one_invalid_update_changes_nothing(client, app, three_tables, db):
     before_objects = bucket_objects(app)
-    bad = {"identifier": {"namespace": ["db"], "name": "b"}, "requirements": [],
-           "updates": [{"action": "set-current-schema", "schema-id": 99}]}
+    bad = {
+        "identifier": {"namespace": ["db"], "name": "b"},
+        "requirements": [],
+        "updates": [{"action": "set-current-schema", "schema-id": 99}],
+    }
     response = client.post(COMMIT, json={"table-changes": [change("a", x="1"), bad]})
     assert response.status_code == 400
     assert bucket_objects(app) == before_objects

@@ -69,10 +69,16 @@ def test_missing_table_or_a_view_is_404(client, ns):
         assert (response.status_code, response.json()["error"]["type"]) == (404, "NoSuchTableException")
         assert response.json()["error"]["message"].startswith("Table does not exist: db.nothing")
     view = {
-        "name": "v", "schema": {"type": "struct", "schema-id": 0, "fields": []},
-        "view-version": {"version-id": 1, "timestamp-ms": 1, "schema-id": 0, "summary": {},
-                         "default-namespace": ["db"],
-                         "representations": [{"type": "sql", "sql": "select 1", "dialect": "spark"}]},
+        "name": "v",
+        "schema": {"type": "struct", "schema-id": 0, "fields": []},
+        "view-version": {
+            "version-id": 1,
+            "timestamp-ms": 1,
+            "schema-id": 0,
+            "summary": {},
+            "default-namespace": ["db"],
+            "representations": [{"type": "sql", "sql": "select 1", "dialect": "spark"}],
+        },
         "properties": {},
     }
     assert client.post(f"{PREFIX}/namespaces/db/views", json=view).status_code == 200

@@ -97,9 +97,7 @@ def bucket_objects(s3) -> set[str]:
 
 
 def catalog_state(db) -> list[tuple]:
-    return db.execute(
-        "SELECT name, kind, metadata_location, metadata FROM catalog_entry ORDER BY name"
-    ).fetchall()
+    return db.execute("SELECT name, kind, metadata_location, metadata FROM catalog_entry ORDER BY name").fetchall()
 
 
 def pending(db, under: str = f"s3://{TEST_BUCKET}/") -> set[str]:
@@ -252,10 +250,15 @@ def test_locations_outside_the_warehouse_are_400(client, ns, s3, db, extra):
         {"view-version": {**view_version(), "representations": []}},
         {"view-version": view_version({"type": "substrait", "plan": "AAEC", "dialect": "x", "sql": "x"})},
         {"schema": {"type": "struct", "fields": [{"id": 1, "name": "a", "type": "no-such-type", "required": True}]}},
-        {"schema": {"type": "struct", "fields": [
-            {"id": 1, "name": "a", "type": "int", "required": True},
-            {"id": 1, "name": "b", "type": "int", "required": True},
-        ]}},
+        {
+            "schema": {
+                "type": "struct",
+                "fields": [
+                    {"id": 1, "name": "a", "type": "int", "required": True},
+                    {"id": 1, "name": "b", "type": "int", "required": True},
+                ],
+            }
+        },
         {"properties": {"version.history.num-entries": "0"}},
         {"name": "bad\x00name"},
     ],
@@ -307,11 +310,14 @@ def test_list_views_errors(client, ns):
 def test_replace_view_adds_a_version_in_a_new_file(client, ns, s3, db):
     created = create(client, "replaced")
     view_uuid = created["metadata"]["view-uuid"]
-    response = client.post(view_url("replaced"), json={
-        "identifier": {"namespace": list(NS), "name": "replaced"},
-        "requirements": [{"type": "assert-view-uuid", "uuid": view_uuid}],
-        "updates": replace_updates("SELECT sum(x) AS total FROM db.nested.events"),
-    })
+    response = client.post(
+        view_url("replaced"),
+        json={
+            "identifier": {"namespace": list(NS), "name": "replaced"},
+            "requirements": [{"type": "assert-view-uuid", "uuid": view_uuid}],
+            "updates": replace_updates("SELECT sum(x) AS total FROM db.nested.events"),
+        },
+    )
     assert response.status_code == 200, response.text
     body = response.json()
     metadata = body["metadata"]
@@ -332,10 +338,15 @@ def test_replace_back_to_an_equal_version_reuses_its_id(client, ns):
     created = create(client, "again")
     client.post(view_url("again"), json={"updates": replace_updates("SELECT 2")})
     first = created["metadata"]["versions"][0]
-    response = client.post(view_url("again"), json={"updates": [
-        {"action": "add-view-version", "view-version": {**first, "version-id": 3, "timestamp-ms": 1}},
-        {"action": "set-current-view-version", "view-version-id": -1},
-    ]})
+    response = client.post(
+        view_url("again"),
+        json={
+            "updates": [
+                {"action": "add-view-version", "view-version": {**first, "version-id": 3, "timestamp-ms": 1}},
+                {"action": "set-current-view-version", "view-version-id": -1},
+            ]
+        },
+    )
     metadata = response.json()["metadata"]
     assert [v["version-id"] for v in metadata["versions"]] == [1, 2]
     assert metadata["current-version-id"] == 1
@@ -346,17 +357,25 @@ def test_every_view_update_through_the_api(client, ns):
     created = create(client, "all_updates", properties={"drop-me": "x"})
     view_uuid = created["metadata"]["view-uuid"]
     new_location = f"s3://{TEST_BUCKET}/moved/all_updates"
-    response = client.post(view_url("all_updates"), json={"requirements": [], "updates": [
-        {"action": "assign-uuid", "uuid": view_uuid},
-        {"action": "upgrade-format-version", "format-version": 1},
-        {"action": "add-schema", "schema": TOTALS_SCHEMA},
-        {"action": "set-location", "location": new_location},
-        {"action": "set-properties", "updates": {"owner": "ana"}},
-        {"action": "remove-properties", "removals": ["drop-me", "never-there"]},
-        {"action": "add-view-version", "view-version": view_version(sql("SELECT 2"), sql("SELECT 2", "trino"),
-                                                                   schema_id=-1)},
-        {"action": "set-current-view-version", "view-version-id": -1},
-    ]})
+    response = client.post(
+        view_url("all_updates"),
+        json={
+            "requirements": [],
+            "updates": [
+                {"action": "assign-uuid", "uuid": view_uuid},
+                {"action": "upgrade-format-version", "format-version": 1},
+                {"action": "add-schema", "schema": TOTALS_SCHEMA},
+                {"action": "set-location", "location": new_location},
+                {"action": "set-properties", "updates": {"owner": "ana"}},
+                {"action": "remove-properties", "removals": ["drop-me", "never-there"]},
+                {
+                    "action": "add-view-version",
+                    "view-version": view_version(sql("SELECT 2"), sql("SELECT 2", "trino"), schema_id=-1),
+                },
+                {"action": "set-current-view-version", "view-version-id": -1},
+            ],
+        },
+    )
     assert response.status_code == 200, response.text
     body = response.json()
     metadata = body["metadata"]
@@ -371,10 +390,15 @@ def test_every_view_update_through_the_api(client, ns):
 def test_a_commit_that_changes_nothing_writes_nothing(client, ns, s3, db):
     created = create(client, "same")
     unchanged = Unchanged(db, s3)
-    response = client.post(view_url("same"), json={"updates": [
-        {"action": "set-properties", "updates": {}},
-        {"action": "set-current-view-version", "view-version-id": 1},
-    ]})
+    response = client.post(
+        view_url("same"),
+        json={
+            "updates": [
+                {"action": "set-properties", "updates": {}},
+                {"action": "set-current-view-version", "view-version-id": 1},
+            ]
+        },
+    )
     assert response.status_code == 200
     assert response.json()["metadata-location"] == created["metadata-location"]
     unchanged.check()
@@ -383,10 +407,15 @@ def test_a_commit_that_changes_nothing_writes_nothing(client, ns, s3, db):
 def test_history_size_caps_the_versions(client, ns, s3):
     created = create(client, "capped", properties={"version.history.num-entries": "2"})
     for n in range(2, 6):
-        response = client.post(view_url("capped"), json={"updates": [
-            {"action": "add-view-version", "view-version": view_version(sql(f"SELECT {n}"))},
-            {"action": "set-current-view-version", "view-version-id": -1},
-        ]})
+        response = client.post(
+            view_url("capped"),
+            json={
+                "updates": [
+                    {"action": "add-view-version", "view-version": view_version(sql(f"SELECT {n}"))},
+                    {"action": "set-current-view-version", "view-version-id": -1},
+                ]
+            },
+        )
         assert response.status_code == 200, response.text
     metadata = response.json()["metadata"]
     assert [v["version-id"] for v in metadata["versions"]] == [4, 5]
@@ -398,10 +427,13 @@ def test_history_size_caps_the_versions(client, ns, s3):
 def test_assert_view_uuid_mismatch_is_409_and_writes_nothing(client, ns, s3, db):
     create(client, "guarded")
     unchanged = Unchanged(db, s3)
-    response = client.post(view_url("guarded"), json={
-        "requirements": [{"type": "assert-view-uuid", "uuid": OTHER_UUID}],
-        "updates": replace_updates("SELECT 2"),
-    })
+    response = client.post(
+        view_url("guarded"),
+        json={
+            "requirements": [{"type": "assert-view-uuid", "uuid": OTHER_UUID}],
+            "updates": replace_updates("SELECT 2"),
+        },
+    )
     assert response.status_code == 409
     assert error_type(response) == "CommitFailedException"
     assert OTHER_UUID in response.json()["error"]["message"]
@@ -425,10 +457,18 @@ def test_assert_view_uuid_mismatch_is_409_and_writes_nothing(client, ns, s3, db)
         [{"action": "set-properties", "updates": {"write.metadata.path": "s3://other-bucket/m"}}],
         [{"action": "set-properties", "updates": {"version.history.num-entries": "none"}}],
         [{"action": "add-snapshot", "snapshot": {}}],
-        [{"action": "add-schema", "schema": {"type": "struct", "fields": [
-            {"id": 1, "name": "a", "type": "int", "required": True},
-            {"id": 1, "name": "b", "type": "int", "required": True},
-        ]}}],
+        [
+            {
+                "action": "add-schema",
+                "schema": {
+                    "type": "struct",
+                    "fields": [
+                        {"id": 1, "name": "a", "type": "int", "required": True},
+                        {"id": 1, "name": "b", "type": "int", "required": True},
+                    ],
+                },
+            }
+        ],
         # dropping the trino dialect without replace.drop-dialect.allowed
         [
             {"action": "add-view-version", "view-version": view_version(sql("SELECT 1", "trino"))},
@@ -480,16 +520,20 @@ class RaceOnWrite:
 
 def test_a_lost_race_is_retried_on_the_server_and_its_file_deleted(client, ns, s3, db, views, monkeypatch):
     created = create(client, "raced")
-    store = RaceOnWrite(views.objects, lambda: views.replace_view(
-        "test", NS, "raced", [], replace_updates("SELECT 'interloper'")))
+    store = RaceOnWrite(
+        views.objects, lambda: views.replace_view("test", NS, "raced", [], replace_updates("SELECT 'interloper'"))
+    )
     monkeypatch.setattr(views.files, "objects", store)
-    response = client.post(view_url("raced"), json={
-        "requirements": [{"type": "assert-view-uuid", "uuid": created["metadata"]["view-uuid"]}],
-        "updates": [
-            {"action": "add-view-version", "view-version": view_version(sql("SELECT 'mine'"))},
-            {"action": "set-current-view-version", "view-version-id": -1},
-        ],
-    })
+    response = client.post(
+        view_url("raced"),
+        json={
+            "requirements": [{"type": "assert-view-uuid", "uuid": created["metadata"]["view-uuid"]}],
+            "updates": [
+                {"action": "add-view-version", "view-version": view_version(sql("SELECT 'mine'"))},
+                {"action": "set-current-view-version", "view-version-id": -1},
+            ],
+        },
+    )
     assert response.status_code == 200, response.text
     metadata = response.json()["metadata"]
     sqls = [v["representations"][0]["sql"] for v in metadata["versions"]]
@@ -514,10 +558,13 @@ def test_a_race_whose_requirement_no_longer_holds_is_409(client, ns, s3, db, vie
     original_uuid = client.get(view_url("recreated")).json()["metadata"]["view-uuid"]
     store = RaceOnWrite(views.objects, drop_and_recreate)
     monkeypatch.setattr(views.files, "objects", store)
-    response = client.post(view_url("recreated"), json={
-        "requirements": [{"type": "assert-view-uuid", "uuid": original_uuid}],
-        "updates": replace_updates("SELECT 2"),
-    })
+    response = client.post(
+        view_url("recreated"),
+        json={
+            "requirements": [{"type": "assert-view-uuid", "uuid": original_uuid}],
+            "updates": replace_updates("SELECT 2"),
+        },
+    )
     assert response.status_code == 409, response.text
     assert error_type(response) == "CommitFailedException"
     recreated_file, lost_file = store.written
@@ -549,9 +596,7 @@ def test_concurrent_replaces_all_land(client, ns, s3, views):
         thread.join()
     assert all(not isinstance(r, Exception) for r in results), results
     metadata = client.get(view_url("busy")).json()["metadata"]
-    assert sorted(v["representations"][0]["sql"] for v in metadata["versions"][1:]) == [
-        f"SELECT {n}" for n in range(6)
-    ]
+    assert sorted(v["representations"][0]["sql"] for v in metadata["versions"][1:]) == [f"SELECT {n}" for n in range(6)]
     assert [v["version-id"] for v in metadata["versions"]] == list(range(1, 8))
     assert len(metadata["version-log"]) == 7
     files = set(s3.list(metadata["location"] + "/metadata/"))
@@ -591,10 +636,13 @@ def test_a_namespace_holding_a_view_cannot_be_dropped(client, ns):
 
 
 def rename(client, source: tuple, destination: tuple, kind: str = "views"):
-    return client.post(f"{PREFIX}/{kind}/rename", json={
-        "source": {"namespace": list(source[:-1]), "name": source[-1]},
-        "destination": {"namespace": list(destination[:-1]), "name": destination[-1]},
-    })
+    return client.post(
+        f"{PREFIX}/{kind}/rename",
+        json={
+            "source": {"namespace": list(source[:-1]), "name": source[-1]},
+            "destination": {"namespace": list(destination[:-1]), "name": destination[-1]},
+        },
+    )
 
 
 def test_rename_view_within_and_across_namespaces(client, ns):
@@ -685,9 +733,14 @@ def test_register_view_from_a_metadata_file(client, ns, db):
     assert response.json() == {**replaced, "config": {}}
     assert client.get(view_url("restored", "db")).json() == response.json()
     # the registered view commits on top of the registered file
-    committed = client.post(view_url("restored", "db"), json={"updates": [
-        {"action": "set-properties", "updates": {"restored": "yes"}},
-    ]})
+    committed = client.post(
+        view_url("restored", "db"),
+        json={
+            "updates": [
+                {"action": "set-properties", "updates": {"restored": "yes"}},
+            ]
+        },
+    )
     assert committed.status_code == 200, committed.text
     assert METADATA_FILE.search(committed.json()["metadata-location"]).group(1) == "00002"
     assert created["metadata"]["view-uuid"] == committed.json()["metadata"]["view-uuid"]

@@ -104,8 +104,10 @@ def live(settings, app, tmp_path_factory) -> Iterator[Server]:
 def http(live) -> Iterator[requests.Session]:
     """Every request with the test admin's token (the server authenticates)."""
     with requests.Session() as session:
-        token = session.post(f"{live.url}/v1/oauth/tokens", data={
-            "grant_type": "client_credentials", "client_id": TEST_CLIENT_ID, "client_secret": TEST_CLIENT_SECRET})
+        token = session.post(
+            f"{live.url}/v1/oauth/tokens",
+            data={"grant_type": "client_credentials", "client_id": TEST_CLIENT_ID, "client_secret": TEST_CLIENT_SECRET},
+        )
         session.headers["Authorization"] = f"Bearer {token.json()['access_token']}"
         yield session
 

@@ -61,9 +61,16 @@ class BearerForTestServers:
     def token(self, origin: str) -> str:
         token, fetched = self._tokens.get(origin, ("", 0.0))
         if time.monotonic() - fetched > self.RENEW_AFTER_S:
-            request = httpx.Request("POST", f"{origin}/v1/oauth/tokens", data={
-                "grant_type": "client_credentials", "client_id": TEST_CLIENT_ID,
-                "client_secret": TEST_CLIENT_SECRET, "scope": "catalog"})
+            request = httpx.Request(
+                "POST",
+                f"{origin}/v1/oauth/tokens",
+                data={
+                    "grant_type": "client_credentials",
+                    "client_id": TEST_CLIENT_ID,
+                    "client_secret": TEST_CLIENT_SECRET,
+                    "scope": "catalog",
+                },
+            )
             with httpx.Client(timeout=30) as client:
                 response = self._send(client, request)
             response.raise_for_status()

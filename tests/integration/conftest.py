@@ -20,8 +20,6 @@ from tests.integration.bearer import BEARER, BearerForTestServers
 REPO = Path(__file__).resolve().parents[2]
 
 
-
-
 @pytest.fixture(scope="session", autouse=True)
 def _bearer_for_test_servers() -> Iterator[BearerForTestServers]:
     BEARER.install()

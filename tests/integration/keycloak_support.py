@@ -55,8 +55,12 @@ class Keycloak:
     def admin_token(self) -> str:
         response = httpx.post(
             f"{self.url}/realms/master/protocol/openid-connect/token",
-            data={"grant_type": "password", "client_id": "admin-cli", "username": ADMIN_USER,
-                  "password": ADMIN_PASSWORD},
+            data={
+                "grant_type": "password",
+                "client_id": "admin-cli",
+                "username": ADMIN_USER,
+                "password": ADMIN_PASSWORD,
+            },
             timeout=30,
         )
         response.raise_for_status()
@@ -64,7 +68,10 @@ class Keycloak:
 
     def admin(self, method: str, path: str, body: Any = None) -> httpx.Response:
         response = httpx.request(
-            method, f"{self.url}/admin{path}", json=body, timeout=60,
+            method,
+            f"{self.url}/admin{path}",
+            json=body,
+            timeout=60,
             headers={"Authorization": f"Bearer {self.admin_token()}"},
         )
         assert response.status_code < 300, (method, path, response.status_code, response.text)
@@ -81,16 +88,32 @@ class Keycloak:
         the tokens it gets carry that audience (Keycloak's audience mapper)."""
         mappers = []
         if audience:
-            mappers.append({
-                "name": "audience", "protocol": "openid-connect", "protocolMapper": "oidc-audience-mapper",
-                "config": {"included.custom.audience": audience, "access.token.claim": "true",
-                           "id.token.claim": "false"},
-            })
-        self.admin("POST", f"/realms/{realm}/clients", {
-            "clientId": client_id, "enabled": True, "publicClient": False, "serviceAccountsEnabled": True,
-            "standardFlowEnabled": False, "directAccessGrantsEnabled": False, "secret": secret,
-            "protocolMappers": mappers,
-        })
+            mappers.append(
+                {
+                    "name": "audience",
+                    "protocol": "openid-connect",
+                    "protocolMapper": "oidc-audience-mapper",
+                    "config": {
+                        "included.custom.audience": audience,
+                        "access.token.claim": "true",
+                        "id.token.claim": "false",
+                    },
+                }
+            )
+        self.admin(
+            "POST",
+            f"/realms/{realm}/clients",
+            {
+                "clientId": client_id,
+                "enabled": True,
+                "publicClient": False,
+                "serviceAccountsEnabled": True,
+                "standardFlowEnabled": False,
+                "directAccessGrantsEnabled": False,
+                "secret": secret,
+                "protocolMappers": mappers,
+            },
+        )
 
     def client_token(self, realm: str, client_id: str, secret: str) -> str:
         response = httpx.post(
@@ -104,12 +127,23 @@ class Keycloak:
     def rotate_keys(self, realm: str) -> None:
         """A new RSA key with a higher priority than every other: it signs from now on."""
         realm_id = self.admin("GET", f"/realms/{realm}").json()["id"]
-        self.admin("POST", f"/realms/{realm}/components", {
-            "name": f"rotated-{time.monotonic_ns()}", "providerId": "rsa-generated",
-            "providerType": "org.keycloak.keys.KeyProvider", "parentId": realm_id,
-            "config": {"priority": [str(1000 + int(time.time()) % 100000)], "keySize": ["2048"],
-                       "active": ["true"], "enabled": ["true"], "algorithm": ["RS256"]},
-        })
+        self.admin(
+            "POST",
+            f"/realms/{realm}/components",
+            {
+                "name": f"rotated-{time.monotonic_ns()}",
+                "providerId": "rsa-generated",
+                "providerType": "org.keycloak.keys.KeyProvider",
+                "parentId": realm_id,
+                "config": {
+                    "priority": [str(1000 + int(time.time()) % 100000)],
+                    "keySize": ["2048"],
+                    "active": ["true"],
+                    "enabled": ["true"],
+                    "algorithm": ["RS256"],
+                },
+            },
+        )
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -126,14 +160,30 @@ def start_keycloak(tmp_dir: Path) -> Keycloak:
 
     home = keycloak_home()
     port, management = free_port(), free_port()
-    env = dict(os.environ, JAVA_HOME=java_home(), KC_BOOTSTRAP_ADMIN_USERNAME=ADMIN_USER,
-               KC_BOOTSTRAP_ADMIN_PASSWORD=ADMIN_PASSWORD, JAVA_OPTS_APPEND="-Xms64m -Xmx512m")
+    env = dict(
+        os.environ,
+        JAVA_HOME=java_home(),
+        KC_BOOTSTRAP_ADMIN_USERNAME=ADMIN_USER,
+        KC_BOOTSTRAP_ADMIN_PASSWORD=ADMIN_PASSWORD,
+        JAVA_OPTS_APPEND="-Xms64m -Xmx512m",
+    )
     log_path = tmp_dir / "keycloak.log"
     with open(log_path, "wb") as log_file:
         process = subprocess.Popen(
-            [str(home / "bin" / "kc.sh"), "start-dev", "--db=dev-mem", "--http-host=127.0.0.1",
-             f"--http-port={port}", f"--http-management-port={management}", "--cache=local"],
-            env=env, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            [
+                str(home / "bin" / "kc.sh"),
+                "start-dev",
+                "--db=dev-mem",
+                "--http-host=127.0.0.1",
+                f"--http-port={port}",
+                f"--http-management-port={management}",
+                "--cache=local",
+            ],
+            env=env,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
     keycloak = Keycloak(f"http://127.0.0.1:{port}", process, log_path)
     deadline = time.monotonic() + START_TIMEOUT_S

@@ -47,8 +47,10 @@ def principals(settings):
 
 
 def _token(url: str, client_id: str = TEST_CLIENT_ID, secret: str = TEST_CLIENT_SECRET) -> str:
-    response = httpx.post(f"{url}/v1/oauth/tokens", data={
-        "grant_type": "client_credentials", "client_id": client_id, "client_secret": secret})
+    response = httpx.post(
+        f"{url}/v1/oauth/tokens",
+        data={"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret},
+    )
     assert response.status_code == 200, response.text
     return response.json()["access_token"]
 
@@ -65,9 +67,17 @@ def test_pyiceberg(auth_server, style):
     if style == "credential":
         options = {"credential": CREDENTIAL}
     else:
-        options = {"auth": {"type": "oauth2", "oauth2": {
-            "client_id": TEST_CLIENT_ID, "client_secret": TEST_CLIENT_SECRET,
-            "token_url": f"{auth_server.url}/v1/oauth/tokens", "scope": "catalog"}}}
+        options = {
+            "auth": {
+                "type": "oauth2",
+                "oauth2": {
+                    "client_id": TEST_CLIENT_ID,
+                    "client_secret": TEST_CLIENT_SECRET,
+                    "token_url": f"{auth_server.url}/v1/oauth/tokens",
+                    "scope": "catalog",
+                },
+            }
+        }
     catalog = RestCatalog("growler", uri=auth_server.url, warehouse=auth_server.warehouse, **options)
     namespace = "py_" + uuid.uuid4().hex[:8]
     catalog.create_namespace(namespace)

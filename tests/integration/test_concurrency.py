@@ -112,8 +112,9 @@ class Sizes:
 
 
 FULL = Sizes(WRITERS, APPENDS, TX_WRITERS, TX_COMMITS, PROPERTY_WRITERS, PROPERTY_COMMITS)
-UNDER_FAULTS = Sizes(WRITERS, FAULT_APPENDS, TX_WRITERS, FAULT_TX_COMMITS, PROPERTY_WRITERS,
-                     max(1, PROPERTY_COMMITS // 2))
+UNDER_FAULTS = Sizes(
+    WRITERS, FAULT_APPENDS, TX_WRITERS, FAULT_TX_COMMITS, PROPERTY_WRITERS, max(1, PROPERTY_COMMITS // 2)
+)
 
 
 @dataclass
@@ -185,8 +186,9 @@ class Load:
             cpu_after = {pid: cpu_seconds(pid) for pid in worker_pids(self.server)}
             self.server_cpu_s = sum(cpu_after[pid] - cpu_before.get(pid, 0.0) for pid in cpu_after)
             metrics_after = commit_metrics(self.server)
-            self.server_commits = {k: v - metrics_before.get(k, 0.0) for k, v in metrics_after.items()
-                                   if v != metrics_before.get(k, 0.0)}
+            self.server_commits = {
+                k: v - metrics_before.get(k, 0.0) for k, v in metrics_after.items() if v != metrics_before.get(k, 0.0)
+            }
             print("\n" + self.summary(label), flush=True)
 
     def _run(self, fault: Callable[[Load], None] | None) -> None:
@@ -209,8 +211,9 @@ class Load:
             except BaseException:
                 self.stop.set()
                 raise
-            done, _ = wait(futures, timeout=max(1.0, self.deadline + 60 - time.monotonic()),
-                           return_when=FIRST_EXCEPTION)
+            done, _ = wait(
+                futures, timeout=max(1.0, self.deadline + 60 - time.monotonic()), return_when=FIRST_EXCEPTION
+            )
             self.stop.set()
             failures = [f.exception() for f in done if f.exception() is not None]
             real = [exc for exc in failures if not isinstance(exc, Aborted)]
@@ -336,8 +339,9 @@ class Load:
                     break
                 snapshot_id, change = self._change(table, writer, done)
                 outcome, status, _, detail = self._post(http, self.table_path(self.append_table), change)
-                self._record(Attempt("append", writer, outcome, status, {self.append_table: snapshot_id},
-                                     detail=detail))
+                self._record(
+                    Attempt("append", writer, outcome, status, {self.append_table: snapshot_id}, detail=detail)
+                )
                 if outcome == ACK:
                     done, streak = done + 1, 0
                 elif outcome == REJECTED:
@@ -407,8 +411,11 @@ class Load:
                     applied_to = answer.json()["metadata"]["metadata-log"][-1]["metadata-file"]
                     rebased = applied_to != table["metadata-location"]
                     done += 1
-                self._record(Attempt("property", writer, outcome, status, properties={key: value},
-                                     rebased=rebased, detail=detail))
+                self._record(
+                    Attempt(
+                        "property", writer, outcome, status, properties={key: value}, rebased=rebased, detail=detail
+                    )
+                )
                 if outcome == UNKNOWN:
                     self._pause_after_failure(rng)
                 else:
@@ -564,7 +571,11 @@ def sweep(settings, server: Server) -> dict[str, int]:
     env = server_env(settings, server.url.removeprefix("http://"))
     result = subprocess.run(
         [sys.executable, "-m", "app.housekeeping", "--grace-seconds", "0"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1])

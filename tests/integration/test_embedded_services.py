@@ -297,22 +297,29 @@ def test_postgres_is_set_up_like_production(pg: EmbeddedPostgres):
         for user in ("growler", EmbeddedPostgres.admin_user):  # no password, or a wrong one: refused
             for auth in ({}, {"password": "wrong"}):
                 with pytest.raises(psycopg.OperationalError, match="password"):
-                    psycopg.connect(host="127.0.0.1", port=pg.port, user=user, dbname="growler",
-                                    connect_timeout=5, **auth)
+                    psycopg.connect(
+                        host="127.0.0.1", port=pg.port, user=user, dbname="growler", connect_timeout=5, **auth
+                    )
 
         with psycopg.connect(pg.url, autocommit=True) as conn:
             role = conn.execute(
                 "SELECT rolsuper, rolcreatedb, rolcreaterole, rolreplication, rolbypassrls FROM pg_roles"
-                " WHERE rolname = current_user").fetchone()
+                " WHERE rolname = current_user"
+            ).fetchone()
             assert role == (False, False, False, False, False)
             assert conn.execute("SELECT current_schema()").fetchone() == ("growler",)
             owned = conn.execute(
                 "SELECT nspname FROM pg_namespace WHERE nspowner = (SELECT oid FROM pg_roles"
-                " WHERE rolname = current_user)").fetchall()
+                " WHERE rolname = current_user)"
+            ).fetchall()
             assert owned == [("growler",)]
             conn.execute("CREATE TABLE catalog_thing (v int)")  # in its own schema: allowed
-            for refused in ("CREATE TABLE public.elsewhere (v int)", "CREATE DATABASE other",
-                            "CREATE ROLE intruder", "CREATE SCHEMA another"):
+            for refused in (
+                "CREATE TABLE public.elsewhere (v int)",
+                "CREATE DATABASE other",
+                "CREATE ROLE intruder",
+                "CREATE SCHEMA another",
+            ):
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):
                     conn.execute(refused)
 

@@ -78,8 +78,7 @@ class Committers:
                     error_type = response.json().get("error", {}).get("type") if status != 200 else None
                 except httpx.TimeoutException:
                     status, headers, error_type = 0, {}, "client timeout"
-                answer = Answer(table, key, status, error_type, headers.get("retry-after"),
-                                time.monotonic() - started)
+                answer = Answer(table, key, status, error_type, headers.get("retry-after"), time.monotonic() - started)
                 with self.lock:
                     self.answers.append(answer)
                 if status != 200:
@@ -115,8 +114,9 @@ def timed_get(url: str) -> tuple[int, float]:
 
 @pytest.fixture(scope="module")
 def fault_server(settings, app, tmp_path_factory) -> Iterator[Server]:
-    timeouts = {name: str(TIMEOUT_S) for name in
-                ("GROWLER_DB_TIMEOUT_S", "GROWLER_S3_TIMEOUT_S", "GROWLER_DB_POOL_TIMEOUT_S")}
+    timeouts = {
+        name: str(TIMEOUT_S) for name in ("GROWLER_DB_TIMEOUT_S", "GROWLER_S3_TIMEOUT_S", "GROWLER_DB_POOL_TIMEOUT_S")
+    }
     running = start_server(settings, tmp_path_factory.mktemp("faults"), timeouts)
     try:
         yield running
@@ -144,8 +144,11 @@ def test_fault_during_commits(fault_server: Server, services, dependency: str, f
         if fault == "freeze":
             with frozen(service):
                 # every committer gets at least one refusal while the dependency is frozen
-                wait_for(lambda: all(committers.count(lambda a, t=t: a.table == t and a.status != 200) >= 1
-                                     for t in tables), 4 * ANSWER_WITHIN_S, "refusals while frozen")
+                wait_for(
+                    lambda: all(committers.count(lambda a, t=t: a.table == t and a.status != 200) >= 1 for t in tables),
+                    4 * ANSWER_WITHIN_S,
+                    "refusals while frozen",
+                )
                 ready, ready_s = timed_get(f"{fault_server.url}/readyz")
                 alive, alive_s = timed_get(f"{fault_server.url}/healthz")
                 assert ready == 503 and ready_s < ANSWER_WITHIN_S, (ready, ready_s)
@@ -157,15 +160,24 @@ def test_fault_during_commits(fault_server: Server, services, dependency: str, f
             service.restart()
         # recovery, without restarting Growler: every committer succeeds again
         after_fault = len(committers.answers)
-        wait_for(lambda: all(committers.count(lambda a, t=t: a.table == t and a.status == 200) >=
-                             1 + sum(1 for a in committers.answers[:after_fault] if a.table == t and a.status == 200)
-                             for t in tables), 60, "commits after the fault")
+        wait_for(
+            lambda: all(
+                committers.count(lambda a, t=t: a.table == t and a.status == 200)
+                >= 1 + sum(1 for a in committers.answers[:after_fault] if a.table == t and a.status == 200)
+                for t in tables
+            ),
+            60,
+            "commits after the fault",
+        )
     finally:
         answers = committers.finish()
 
     during = answers[before_fault:]
-    print(f"{dependency} {fault}: {len(answers)} answers,", sorted({(a.status, a.error_type) for a in during},
-          key=str), f"slowest {max(a.seconds for a in during):.2f} s")  # shown with -s
+    print(
+        f"{dependency} {fault}: {len(answers)} answers,",
+        sorted({(a.status, a.error_type) for a in during}, key=str),
+        f"slowest {max(a.seconds for a in during):.2f} s",
+    )  # shown with -s
     slow = [a for a in during if a.seconds > ANSWER_WITHIN_S]
     assert not slow, f"answers slower than {ANSWER_WITHIN_S} s: {slow}"
     for answer in answers:
@@ -179,9 +191,14 @@ def test_fault_during_commits(fault_server: Server, services, dependency: str, f
     # no acknowledged commit lost; loadTable reads through the asyncio pool, which the committers
     # never used: it recovers by itself too (a pooled connection the restart dropped is replaced)
     loads: dict[str, httpx.Response] = {}
-    wait_for(lambda: all(
-        (loads.__setitem__(t, httpx.get(f"{base}/namespaces/faults/tables/{t}")) or loads[t].status_code == 200)
-        for t in tables), ANSWER_WITHIN_S, "loadTable after the fault")
+    wait_for(
+        lambda: all(
+            (loads.__setitem__(t, httpx.get(f"{base}/namespaces/faults/tables/{t}")) or loads[t].status_code == 200)
+            for t in tables
+        ),
+        ANSWER_WITHIN_S,
+        "loadTable after the fault",
+    )
     for table in tables:
         properties = loads[table].json()["metadata"]["properties"]
         acknowledged = {a.key for a in answers if a.table == table and a.status == 200}
@@ -199,8 +216,11 @@ def test_workers_restarted_while_postgres_is_down_keep_gunicorn_up(settings, app
         try:
             for pid in workers:  # as max_requests or a crash would: gunicorn boots new ones
                 os.kill(pid, signal.SIGKILL)
-            wait_for(lambda: len(set(process_tree(server.process.pid)) - {server.process.pid} - workers) >= 2,
-                     60, "replacement workers")
+            wait_for(
+                lambda: len(set(process_tree(server.process.pid)) - {server.process.pid} - workers) >= 2,
+                60,
+                "replacement workers",
+            )
             # the new workers serve: alive, not ready, and 503 + Retry-After rather than a hang
             wait_for(lambda: timed_get(f"{server.url}/healthz")[0] == 200, 60, "healthz from a new worker")
             assert server.process.poll() is None, server.log()
@@ -213,8 +233,11 @@ def test_workers_restarted_while_postgres_is_down_keep_gunicorn_up(settings, app
             services.postgres.start()
         # back without restarting gunicorn: every worker gets ready (the readiness of each is
         # asked several times, since connections spread over the workers)
-        wait_for(lambda: all(httpx.get(f"{server.url}/readyz", timeout=10).status_code == 200 for _ in range(6)),
-                 60, "ready again")
+        wait_for(
+            lambda: all(httpx.get(f"{server.url}/readyz", timeout=10).status_code == 200 for _ in range(6)),
+            60,
+            "ready again",
+        )
         assert httpx.get(f"{server.url}/v1/{server.warehouse}/namespaces", timeout=10).status_code == 200
         assert server.process.poll() is None
     finally:
@@ -227,13 +250,25 @@ def test_make_run_survives_postgres_dying_while_a_worker_restarts(tmp_path):
 
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("GROWLER_")}
-    env.update(GROWLER_DATA_DIR=str(tmp_path / "data"), GROWLER_BIND=f"127.0.0.1:{port}", GROWLER_WORKERS="1",
-               GROWLER_EMBEDDED_PG_PORT=str(free_port()), GROWLER_EMBEDDED_S3_PORT=str(free_port()),
-               GROWLER_DB_TIMEOUT_S=str(TIMEOUT_S), PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "metrics"))
+    env.update(
+        GROWLER_DATA_DIR=str(tmp_path / "data"),
+        GROWLER_BIND=f"127.0.0.1:{port}",
+        GROWLER_WORKERS="1",
+        GROWLER_EMBEDDED_PG_PORT=str(free_port()),
+        GROWLER_EMBEDDED_S3_PORT=str(free_port()),
+        GROWLER_DB_TIMEOUT_S=str(TIMEOUT_S),
+        PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "metrics"),
+    )
     log_path = tmp_path / "run.log"
     with open(log_path, "wb") as log_file:
-        run = subprocess.Popen([sys.executable, "-m", "scripts.run"], cwd=REPO, env=env, stdout=log_file,
-                               stderr=subprocess.STDOUT, start_new_session=True)
+        run = subprocess.Popen(
+            [sys.executable, "-m", "scripts.run"],
+            cwd=REPO,
+            env=env,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for(lambda: run.poll() is None and timed_get(f"{url}/readyz")[0] == 200, 120, "make run ready")
@@ -246,16 +281,22 @@ def test_make_run_survives_postgres_dying_while_a_worker_restarts(tmp_path):
         for pid in workers:
             os.kill(pid, signal.SIGKILL)
         restarted = "embedded PostgreSQL restarted"
-        wait_for(lambda: run.poll() is not None or restarted in log_path.read_text(errors="replace"), 120,
-                 "PostgreSQL restarted")
+        wait_for(
+            lambda: run.poll() is not None or restarted in log_path.read_text(errors="replace"),
+            120,
+            "PostgreSQL restarted",
+        )
         wait_for(lambda: run.poll() is not None or timed_get(f"{url}/readyz")[0] == 200, 120, "ready again")
         assert run.poll() is None, log_path.read_text(errors="replace")
         # make run serves with authentication on, the admin credential in a file it names
         credential = tmp_path / "data" / "credential"
         assert str(credential) in log_path.read_text(errors="replace")
         client_id, _, secret = credential.read_text().strip().partition(":")
-        token = httpx.post(f"{url}/v1/oauth/tokens", timeout=30, data={
-            "grant_type": "client_credentials", "client_id": client_id, "client_secret": secret}).json()["access_token"]
+        token = httpx.post(
+            f"{url}/v1/oauth/tokens",
+            timeout=30,
+            data={"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret},
+        ).json()["access_token"]
         headers = {"Authorization": f"Bearer {token}"}
         assert httpx.post(f"{url}/v1/namespaces", json={"namespace": ["after"]}, timeout=10).status_code == 401
         response = httpx.post(f"{url}/v1/namespaces", json={"namespace": ["after"]}, headers=headers, timeout=10)

@@ -147,9 +147,9 @@ def slow_s3(services) -> Iterator[SlowS3Proxy]:
 
 
 def set_property(client: httpx.Client, url: str, key: str, value: str) -> httpx.Response:
-    return client.post(url, json={"requirements": [], "updates": [
-        {"action": "set-properties", "updates": {key: value}}
-    ]})
+    return client.post(
+        url, json={"requirements": [], "updates": [{"action": "set-properties", "updates": {key: value}}]}
+    )
 
 
 def test_sigterm_lets_an_inflight_commit_finish(settings, app, services, slow_s3, tmp_path, clean_catalog):
@@ -199,9 +199,7 @@ def test_sigterm_lets_an_inflight_commit_finish(settings, app, services, slow_s3
         assert server.process.wait(timeout=40) == 0
         # committed for real: the pointer was swapped and the file is there
         with psycopg.connect(services.database_url) as conn:
-            current = conn.execute(
-                "SELECT metadata_location FROM catalog_entry WHERE name = 'jobs'"
-            ).fetchone()[0]
+            current = conn.execute("SELECT metadata_location FROM catalog_entry WHERE name = 'jobs'").fetchone()[0]
         assert current == after
         slow_s3.hold_puts = False
         assert S3ObjectStore(settings.s3).exists(Location.parse(after))
@@ -271,8 +269,10 @@ def test_sighup_reload_under_load_through_nginx(settings, app, tmp_path, clean_c
                         response = client.get(f"{prefix}/namespaces/{namespace}/tables/t")
                     statuses[str(response.status_code)] += 1
                     if response.status_code >= 300:
-                        failures.append(f"{response.request.method} {response.request.url}: "
-                                        f"{response.status_code} {response.text[:200]}")
+                        failures.append(
+                            f"{response.request.method} {response.request.url}: "
+                            f"{response.status_code} {response.text[:200]}"
+                        )
                 except httpx.HTTPError as exc:
                     statuses[type(exc).__name__] += 1
                     failures.append(f"{type(exc).__name__}: {exc}")

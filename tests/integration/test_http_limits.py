@@ -21,8 +21,9 @@ def assert_too_large(response: httpx.Response) -> None:
 
 def test_declared_oversized_body(server, services, clean_catalog):
     body = b'{"namespace": ["big"], "properties": {"k": "' + b"x" * TEN_MB + b'"}}'
-    response = httpx.post(f"{server.url}/v1/namespaces", content=body,
-                          headers={"content-type": "application/json"}, timeout=30)
+    response = httpx.post(
+        f"{server.url}/v1/namespaces", content=body, headers={"content-type": "application/json"}, timeout=30
+    )
     assert_too_large(response)
     assert namespace_count(services) == 0
 
@@ -34,8 +35,9 @@ def test_chunked_oversized_body(server, services, clean_catalog):
             yield b"x" * (1024 * 1024)
         yield b'"}}'
 
-    response = httpx.post(f"{server.url}/v1/namespaces", content=chunks(),
-                          headers={"content-type": "application/json"}, timeout=30)
+    response = httpx.post(
+        f"{server.url}/v1/namespaces", content=chunks(), headers={"content-type": "application/json"}, timeout=30
+    )
     assert_too_large(response)
     assert namespace_count(services) == 0
 
@@ -45,7 +47,8 @@ def test_small_chunked_body_is_accepted(server, services, clean_catalog):
         yield b'{"namespace": '
         yield b'["streamed"]}'
 
-    response = httpx.post(f"{server.url}/v1/namespaces", content=chunks(),
-                          headers={"content-type": "application/json"}, timeout=30)
+    response = httpx.post(
+        f"{server.url}/v1/namespaces", content=chunks(), headers={"content-type": "application/json"}, timeout=30
+    )
     assert response.status_code == 200, response.text
     assert namespace_count(services) == 1

@@ -101,14 +101,22 @@ def test_catalog_metrics_move(metrics_server, clean_catalog):
         assert client.post(f"{url}/namespaces/m/tables", json=create_request("t")).status_code == 200
         table = f"{url}/namespaces/m/tables/t"
         uuid_ = client.get(table).json()["metadata"]["table-uuid"]
-        ok = client.post(table, json={"requirements": [{"type": "assert-table-uuid", "uuid": uuid_}],
-                                      "updates": [{"action": "set-properties", "updates": {"a": "1"}}]})
+        ok = client.post(
+            table,
+            json={
+                "requirements": [{"type": "assert-table-uuid", "uuid": uuid_}],
+                "updates": [{"action": "set-properties", "updates": {"a": "1"}}],
+            },
+        )
         assert ok.status_code == 200
-        conflict = client.post(table, json={"requirements": [{"type": "assert-table-uuid", "uuid": str(uuid.uuid4())}],
-                                            "updates": []})
+        conflict = client.post(
+            table, json={"requirements": [{"type": "assert-table-uuid", "uuid": str(uuid.uuid4())}], "updates": []}
+        )
         assert conflict.status_code == 409
-        missing = client.post(f"{url}/namespaces/m/register", json={
-            "name": "r", "metadata-location": f"s3://{TEST_BUCKET}/m/none/metadata/00000-x.metadata.json"})
+        missing = client.post(
+            f"{url}/namespaces/m/register",
+            json={"name": "r", "metadata-location": f"s3://{TEST_BUCKET}/m/none/metadata/00000-x.metadata.json"},
+        )
         assert missing.status_code == 400
         assert client.get(f"{url}/namespaces/nope/tables").status_code == 404
         assert client.get("/".join([metrics_server.url, "no", "such", "route"])).status_code == 404
@@ -199,8 +207,10 @@ def test_no_credentials_in_metrics_or_logs(metrics_server, settings, clean_catal
         loaded = client.get(f"{url}/namespaces/secret/tables/t")
         assert settings.s3.secret_key in loaded.text  # vended to the client, as asked
         client.get(f"{url}/namespaces/secret/tables/t/credentials")
-        client.post(f"{metrics_server.url}/v1/oauth/tokens",
-                    data={"grant_type": "client_credentials", "client_id": "me", "client_secret": wrong_secret})
+        client.post(
+            f"{metrics_server.url}/v1/oauth/tokens",
+            data={"grant_type": "client_credentials", "client_id": "me", "client_secret": wrong_secret},
+        )
 
     scrape = Scrape(metrics_server)
     json_lines(metrics_server, event="request", request_id=scrape.request_id)  # all lines written

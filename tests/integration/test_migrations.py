@@ -28,12 +28,17 @@ def test_concurrent_workers_apply_each_migration_once(services):
         with psycopg.connect(url) as conn:
             rows = conn.execute("SELECT name FROM growler_schema_migrations ORDER BY version").fetchall()
             assert [row[0] for row in rows] == expected
-            tables = {row[0] for row in conn.execute(
-                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()").fetchall()}
+            tables = {
+                row[0]
+                for row in conn.execute(
+                    "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+                ).fetchall()
+            }
             assert {"warehouse", "namespace", "catalog_entry", "purge_job", "metrics_report"} <= tables
             compression = conn.execute(
                 "SELECT attcompression FROM pg_attribute"
-                " WHERE attrelid = 'catalog_entry'::regclass AND attname = 'metadata'").fetchone()[0]
+                " WHERE attrelid = 'catalog_entry'::regclass AND attname = 'metadata'"
+            ).fetchone()[0]
             assert compression == "l"  # Debian's PostgreSQL has lz4; the migration switched to it
         assert migrate(url) == []
     finally:

@@ -68,9 +68,12 @@ def test_namespace_and_table_operations(http, server):
     loaded = http.get(f"{prefix}/namespaces/web%1Feu/tables/clicks")
     assert loaded.status_code == 200
     assert loaded.headers["etag"]
-    assert http.get(
-        f"{prefix}/namespaces/web%1Feu/tables/clicks", headers={"If-None-Match": loaded.headers["etag"]}
-    ).status_code == 304
+    assert (
+        http.get(
+            f"{prefix}/namespaces/web%1Feu/tables/clicks", headers={"If-None-Match": loaded.headers["etag"]}
+        ).status_code
+        == 304
+    )
 
     commit = http.post(
         f"{prefix}/namespaces/web%1Feu/tables/clicks",
@@ -119,8 +122,9 @@ def test_pyiceberg_round_trip(nginx, server, clean_catalog):
     table.append(data)
     table.append(data.slice(0, 10))
 
-    reloaded = RestCatalog("growler", uri=nginx.url, warehouse=server.warehouse,
-                          credential=TEST_CREDENTIAL).load_table(("lake", "people"))
+    reloaded = RestCatalog("growler", uri=nginx.url, warehouse=server.warehouse, credential=TEST_CREDENTIAL).load_table(
+        ("lake", "people")
+    )
     assert len(reloaded.history()) == 2
     result = reloaded.scan().to_arrow()
     assert result.num_rows == 110

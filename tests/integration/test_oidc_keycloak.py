@@ -93,9 +93,12 @@ def test_key_rotation_at_the_idp_is_picked_up_without_restart(mixed_app, keycloa
 
 def test_idp_tokens_are_not_exchanged_for_own_ones(mixed_app, keycloak):
     token = keycloak.client_token(REALM, "etl", "etl-secret")
-    response = mixed_app.test_client().post("/v1/oauth/tokens", data={
-        "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
-        "subject_token": token,
-        "subject_token_type": "urn:ietf:params:oauth:token-type:access_token",
-    })
+    response = mixed_app.test_client().post(
+        "/v1/oauth/tokens",
+        data={
+            "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+            "subject_token": token,
+            "subject_token_type": "urn:ietf:params:oauth:token-type:access_token",
+        },
+    )
     assert response.status_code == 400 and response.json()["error"] == "invalid_grant"

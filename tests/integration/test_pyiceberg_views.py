@@ -92,8 +92,9 @@ def test_every_operation_pyiceberg_has(catalog):
 
 
 def test_list_views_pages(server, catalog):
-    paging = RestCatalog("growler", uri=server.url, warehouse=server.warehouse,
-        credential=TEST_CREDENTIAL, **{"rest-page-size": "2"})
+    paging = RestCatalog(
+        "growler", uri=server.url, warehouse=server.warehouse, credential=TEST_CREDENTIAL, **{"rest-page-size": "2"}
+    )
     for n in range(5):
         catalog.create_view((*NS, f"v{n}"), SCHEMA, view_version())
     assert paging.list_views(NS) == [(*NS, f"v{n}") for n in range(5)]
@@ -116,15 +117,23 @@ def test_replace_through_the_clients_session(catalog):
     url = view_url(catalog, "replaced")
     new_schema = Schema(NestedField(1, "total", DoubleType(), required=False), schema_id=1)
     new_version = view_version(("spark", "SELECT sum(total) AS total FROM analytics.daily.sales"))
-    response = catalog._session.post(url, json={
-        "requirements": [{"type": "assert-view-uuid", "uuid": created.metadata.view_uuid}],
-        "updates": [
-            {"action": "add-schema", "schema": new_schema.model_dump(mode="json", by_alias=True)},
-            {"action": "add-view-version", "view-version": {
-                **new_version.model_dump(mode="json", by_alias=True, exclude_none=True), "schema-id": -1}},
-            {"action": "set-current-view-version", "view-version-id": -1},
-        ],
-    })
+    response = catalog._session.post(
+        url,
+        json={
+            "requirements": [{"type": "assert-view-uuid", "uuid": created.metadata.view_uuid}],
+            "updates": [
+                {"action": "add-schema", "schema": new_schema.model_dump(mode="json", by_alias=True)},
+                {
+                    "action": "add-view-version",
+                    "view-version": {
+                        **new_version.model_dump(mode="json", by_alias=True, exclude_none=True),
+                        "schema-id": -1,
+                    },
+                },
+                {"action": "set-current-view-version", "view-version-id": -1},
+            ],
+        },
+    )
     assert response.status_code == 200, response.text
     loaded = catalog.load_view((*NS, "replaced"))
     assert loaded.current_version().version_id == 2

@@ -128,8 +128,10 @@ def test_spark_round_trip_through_remote_signing(signing_server, signing_setting
         assert len([f for f in store.list(root) if f.uri.endswith(".parquet")]) > 1
         # the default keeps 5 days; a day ahead holds in any session time zone
         now = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%d %H:%M:%S")
-        spark.sql(f"CALL {CATALOG}.system.expire_snapshots(table => '{namespace}.t', "
-                  f"older_than => TIMESTAMP '{now}', retain_last => 1)")
+        spark.sql(
+            f"CALL {CATALOG}.system.expire_snapshots(table => '{namespace}.t', "
+            f"older_than => TIMESTAMP '{now}', retain_last => 1)"
+        )
         assert [row[0] for row in spark.sql(f"SELECT id FROM {table}").collect()] == [11]
         # the expired snapshots' files were deleted by Spark, through signed DeleteObjects
         assert len([f for f in store.list(root) if f.uri.endswith(".parquet")]) == 1

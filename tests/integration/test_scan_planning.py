@@ -132,14 +132,19 @@ def client_catalog(server) -> RestCatalog:
 
 
 def server_catalog(server) -> RestCatalog:
-    return RestCatalog("server", uri=server.url, warehouse=server.warehouse,
-        credential=TEST_CREDENTIAL, **{"scan-planning-mode": "server"})
+    return RestCatalog(
+        "server",
+        uri=server.url,
+        warehouse=server.warehouse,
+        credential=TEST_CREDENTIAL,
+        **{"scan-planning-mode": "server"},
+    )
 
 
 @pytest.fixture(scope="module")
 def table(server, app, services):
     with psycopg.connect(services.database_url, autocommit=True) as conn:
-        conn.execute("TRUNCATE scan_plan_page, scan_plan, catalog_function, catalog_entry, namespace")
+        conn.execute("TRUNCATE role_grant, scan_plan_page, scan_plan, catalog_function, catalog_entry, namespace")
     catalog = client_catalog(server)
     catalog.create_namespace(NS)
     created = catalog.create_table((NS, TABLE), schema=SCHEMA, partition_spec=SPEC)
@@ -843,9 +848,7 @@ def test_branch_scans_the_table_schema_and_tag_its_snapshots(server, refs_table)
     assert branch.status_code == 200, branch.text
     expected = {t.file.file_path for t in refs_table.scan().use_ref("dev").plan_files()}
     assert {t["data-file"]["file-path"] for t in branch.json()["file-scan-tasks"]} == expected
-    tag = httpx.post(
-        url, json={"snapshot-id": refs["v1"].snapshot_id, "use-snapshot-schema": True, "filter": by_extra}
-    )
+    tag = httpx.post(url, json={"snapshot-id": refs["v1"].snapshot_id, "use-snapshot-schema": True, "filter": by_extra})
     assert tag.status_code == 400 and "cannot find field 'extra'" in tag.json()["error"]["message"]
     by_id = {"type": "lt", "term": "id", "value": 4}
     tag = httpx.post(url, json={"snapshot-id": refs["v1"].snapshot_id, "use-snapshot-schema": True, "filter": by_id})

@@ -130,10 +130,15 @@ def test_spark_reads_merge_on_read_table_through_server_plans(planning_spark, se
     assert planned_operations(server) >= before + 2, "the Java client did not plan on the server"
 
     # Growler's plans of Spark's table = PyIceberg's client-side plans, delete files included
-    local = RestCatalog("client", uri=server.url, warehouse=server.warehouse,
-                          credential=TEST_CREDENTIAL).load_table((NS, "orders"))
-    remote = RestCatalog("server", uri=server.url, warehouse=server.warehouse,
-        credential=TEST_CREDENTIAL, **{"scan-planning-mode": "server"}
+    local = RestCatalog("client", uri=server.url, warehouse=server.warehouse, credential=TEST_CREDENTIAL).load_table(
+        (NS, "orders")
+    )
+    remote = RestCatalog(
+        "server",
+        uri=server.url,
+        warehouse=server.warehouse,
+        credential=TEST_CREDENTIAL,
+        **{"scan-planning-mode": "server"},
     ).load_table((NS, "orders"))
     assert spark.sql(f"SELECT amount FROM growler.{NS}.orders WHERE id = 8").collect()[0][0] == 999
     for row_filter in FILTERS:

@@ -102,8 +102,11 @@ def test_vended_credentials_reach_only_the_table(sts_server, sts_settings, sts_s
         request = {
             "name": name,
             "location": f"s3://{TEST_BUCKET}/{WAREHOUSE}/ns/{name}",
-            "schema": {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long",
-                                                                     "required": False}]},
+            "schema": {
+                "type": "struct",
+                "schema-id": 0,
+                "fields": [{"id": 1, "name": "id", "type": "long", "required": False}],
+            },
         }
         httpx.post(f"{url}/namespaces/ns/tables", json=request).raise_for_status()
     before = time.time()

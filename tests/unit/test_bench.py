@@ -49,13 +49,15 @@ def test_append_body_asserts_the_parent():
 
 
 def test_commit_counters_read_table_commits_only():
-    text = "\n".join([
-        '# HELP growler_commit_retries_total x',
-        'growler_commit_retries_total{kind="table"} 3.0',
-        'growler_commit_retries_total{kind="transaction"} 5.0',
-        'growler_commits_total{kind="table",outcome="committed"} 10.0',
-        'growler_commits_total{kind="table",outcome="conflict"} 2.0',
-    ])
+    text = "\n".join(
+        [
+            "# HELP growler_commit_retries_total x",
+            'growler_commit_retries_total{kind="table"} 3.0',
+            'growler_commit_retries_total{kind="transaction"} 5.0',
+            'growler_commits_total{kind="table",outcome="committed"} 10.0',
+            'growler_commits_total{kind="table",outcome="conflict"} 2.0',
+        ]
+    )
     assert commit_counters(text) == {"server_retries": 3.0, "commits_committed": 10.0, "commits_conflict": 2.0}
 
 
@@ -63,17 +65,27 @@ def test_report_ratios_targets_and_table():
     def read(rps, p99):
         return {"rps": rps, "errors": 0, "latency_ms": {"p50": 1.0, "p90": 2.0, "p99": p99}}
 
-    growler = {"W3": read(2500.0, 15.0), "W4": read(3500.0, 5.0), "W8_big": read(900.0, 12.0),
-               "W8_small": read(1000.0, 10.0), "W7": {"commits_per_s": 70.0, "lost": 0, "latency_ms": {}},
-               "W9": {"workers": [{"rss_mb": 120.0}, {"rss_mb": 110.0}]}}
+    growler = {
+        "W3": read(2500.0, 15.0),
+        "W4": read(3500.0, 5.0),
+        "W8_big": read(900.0, 12.0),
+        "W8_small": read(1000.0, 10.0),
+        "W7": {"commits_per_s": 70.0, "lost": 0, "latency_ms": {}},
+        "W9": {"workers": [{"rss_mb": 120.0}, {"rss_mb": 110.0}]},
+    }
     peer = {"W3": read(1250.0, 30.0), "W4": {"n/a": "no ETag"}}
     ratios = report.compute_ratios(growler, peer)
     assert ratios["W3"] == 2.0 and ratios["W4"] is None
     targets = report.evaluate_targets(growler)
     assert targets["W3"]["met"] and targets["W4"]["met"] and targets["W8"]["met"] and targets["W9"]["met"]
     assert targets["W6"]["met"] is None  # not measured
-    doc = {"results": {"growler": growler, "peer": peer}, "ratios": ratios, "targets": targets,
-           "machine": {"cores": 2}, "settings": {"plan": {"w8_big": 10000, "w8_small": 100}}}
+    doc = {
+        "results": {"growler": growler, "peer": peer},
+        "ratios": ratios,
+        "targets": targets,
+        "machine": {"cores": 2},
+        "settings": {"plan": {"w8_big": 10000, "w8_small": 100}},
+    }
     text = report.render_markdown(doc)
     assert "| W4 loadTable, If-None-Match -> 304 |" in text and "n/a" in text
     assert "10,000 tables" in text
@@ -132,30 +144,48 @@ def test_history_seeding_batch_is_one_chain_on_main():
     body = history.append_batch("s3://b/t", random.Random(1), sequence=7, parent=42, count=3)
     snapshots = [u["snapshot"] for u in body["updates"] if u["action"] == "add-snapshot"]
     assert [s["sequence-number"] for s in snapshots] == [8, 9, 10]
-    assert [s.get("parent-snapshot-id") for s in snapshots] == [42, snapshots[0]["snapshot-id"],
-                                                                snapshots[1]["snapshot-id"]]
-    assert body["updates"][-1] == {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch",
-                                   "snapshot-id": snapshots[-1]["snapshot-id"]}
+    assert [s.get("parent-snapshot-id") for s in snapshots] == [
+        42,
+        snapshots[0]["snapshot-id"],
+        snapshots[1]["snapshot-id"],
+    ]
+    assert body["updates"][-1] == {
+        "action": "set-snapshot-ref",
+        "ref-name": "main",
+        "type": "branch",
+        "snapshot-id": snapshots[-1]["snapshot-id"],
+    }
     assert body["requirements"] == [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": 42}]
 
 
 def test_report_tails_and_history():
     def level(snapshots, commit_p50):
-        return {"snapshots": snapshots, "commit": {"latency_ms": {"p50": commit_p50},
-                                                   "cpu_ms_per_request": {"server_total": 9.5}},
-                "load": {"rps": 800.0, "latency_ms": {"p50": 3.0}, "cpu_ms_per_request": {"server_total": 1.2}},
-                "load_response_bytes": 123456}
+        return {
+            "snapshots": snapshots,
+            "commit": {"latency_ms": {"p50": commit_p50}, "cpu_ms_per_request": {"server_total": 9.5}},
+            "load": {"rps": 800.0, "latency_ms": {"p50": 3.0}, "cpu_ms_per_request": {"server_total": 1.2}},
+            "load_response_bytes": 123456,
+        }
 
     tail = {"rps": 900.0, "latency_ms": {"p50": 2.0, "p99": 15.0, "p999": 40.0, "max": 80.0}}
-    growler = {"W10_start": tail, "W10_recycle": {**tail, "latency_ms": {**tail["latency_ms"], "p99": 900.0}},
-               "W11": {"levels": [level(100, 11.0), level(1000, 15.0), level(4000, 21.0)]}}
+    growler = {
+        "W10_start": tail,
+        "W10_recycle": {**tail, "latency_ms": {**tail["latency_ms"], "p99": 900.0}},
+        "W11": {"levels": [level(100, 11.0), level(1000, 15.0), level(4000, 21.0)]},
+    }
     peer = {"W10_start": tail, "W10_recycle": {"n/a": "one process"}, "W11": {"levels": [level(100, 20.0)]}}
     targets = report.evaluate_targets(growler)
     assert targets["W10_start"]["met"] and not targets["W10_recycle"]["met"]
     assert targets["W11"]["met"]  # 21 ms <= 25 ms and <= 2 x 11 ms
     growler["W11"]["levels"][-1]["commit"]["latency_ms"]["p50"] = 24.0
     assert not report.evaluate_targets(growler)["W11"]["met"]  # under 25 ms but more than twice 11 ms
-    text = report.render_markdown({"results": {"growler": growler, "peer": peer}, "targets": targets,
-                                   "machine": {"cores": 2}, "settings": {"plan": {}}})
+    text = report.render_markdown(
+        {
+            "results": {"growler": growler, "peer": peer},
+            "targets": targets,
+            "machine": {"cores": 2},
+            "settings": {"plan": {}},
+        }
+    )
     assert "| W10 W1 in the first seconds after a worker recycle | 900 | 2.00 | 900 | 40.00 | 80.00 | n/a |" in text
     assert "| 4,000 | 24.00 | 9.50 | 800 | 3.00 | 1.20 | 123,456 | 20.00 | 800 |" in text

@@ -184,8 +184,13 @@ def test_error_messages_are_bounded():
 
 
 def test_limits_from_the_environment():
-    env = {"GROWLER_DATABASE_URL": "postgresql://x", "GROWLER_WAREHOUSE_LOCATION": "file:///tmp/w",
-           "GROWLER_MAX_JSON_DEPTH": "10", "GROWLER_MAX_UPDATES": "7", "GROWLER_MAX_INFLATED_BYTES": "99"}
+    env = {
+        "GROWLER_DATABASE_URL": "postgresql://x",
+        "GROWLER_WAREHOUSE_LOCATION": "file:///tmp/w",
+        "GROWLER_MAX_JSON_DEPTH": "10",
+        "GROWLER_MAX_UPDATES": "7",
+        "GROWLER_MAX_INFLATED_BYTES": "99",
+    }
     limits = Settings.from_env(env).limits
     assert (limits.max_json_depth, limits.max_updates, limits.max_inflated_bytes) == (10, 7, 99)
     assert limits.max_requirements == Limits.max_requirements

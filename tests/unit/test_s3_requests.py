@@ -86,8 +86,14 @@ def _delete(*keys: str) -> str:
 def test_delete_objects_keys_are_checked_one_by_one():
     request = parse_request("POST", f"{ENDPOINT}/bkt?delete", ENDPOINT)
     check_delete_scope(request, _delete("wh/ns/tbl/a", "wh/ns/tbl/b"), SCOPE)
-    for body in (_delete("wh/ns/tbl/a", "wh/ns/tbl2/b"), _delete("wh/ns/tbl/../tbl2/b"), None, "<Delete/>",
-                 "not xml", '<!DOCTYPE x [<!ENTITY e "e">]><Delete/>'):
+    for body in (
+        _delete("wh/ns/tbl/a", "wh/ns/tbl2/b"),
+        _delete("wh/ns/tbl/../tbl2/b"),
+        None,
+        "<Delete/>",
+        "not xml",
+        '<!DOCTYPE x [<!ENTITY e "e">]><Delete/>',
+    ):
         with pytest.raises(RefusedRequest):
             check_delete_scope(request, body, SCOPE)
 

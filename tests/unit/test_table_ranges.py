@@ -21,14 +21,20 @@ def test_next_row_id_past_the_64_bit_range_is_refused():
 
 def test_a_schema_id_one_past_the_32_bit_range_is_refused():
     metadata = new_table(2)
-    top = metadata.model_copy(update={
-        "schemas": [metadata.schemas[0].model_copy(update={"schema_id": INT32_MAX})],
-        "current_schema_id": INT32_MAX,
-    })
-    schema = {"type": "struct", "schema-id": 0, "fields": [
-        *(f.model_dump(mode="json") for f in metadata.schema().fields),
-        {"id": metadata.last_column_id + 1, "name": "extra", "type": "int", "required": False},
-    ]}
+    top = metadata.model_copy(
+        update={
+            "schemas": [metadata.schemas[0].model_copy(update={"schema_id": INT32_MAX})],
+            "current_schema_id": INT32_MAX,
+        }
+    )
+    schema = {
+        "type": "struct",
+        "schema-id": 0,
+        "fields": [
+            *(f.model_dump(mode="json") for f in metadata.schema().fields),
+            {"id": metadata.last_column_id + 1, "name": "extra", "type": "int", "required": False},
+        ],
+    }
     with pytest.raises(BadRequest, match="schema-id 2147483648 is outside the signed 32-bit range"):
         apply(top, {"action": "add-schema", "schema": schema}, {"action": "set-current-schema", "schema-id": -1})
 

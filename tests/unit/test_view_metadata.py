@@ -144,12 +144,22 @@ def test_to_json_uses_spec_names_in_java_order_and_round_trips():
         ({"view-version": version(representations=[])}, "at least one SQL representation"),
         ({"view-version": version({"type": "substrait", "plan": "..."})}, "Unsupported view representation"),
         ({"view-version": version(sql("SELECT 1"), **{"default-namespace": "db"})}, "default-namespace"),
-        ({"schema": {"type": "struct", "fields": [{"id": 1, "name": "a", "type": "nope", "required": True}]}},
-         "Unsupported field type"),
-        ({"schema": {"type": "struct", "fields": [
-            {"id": 1, "name": "a", "type": "long", "required": True},
-            {"id": 1, "name": "b", "type": "long", "required": True},
-        ]}}, "duplicate field ids [1]"),
+        (
+            {"schema": {"type": "struct", "fields": [{"id": 1, "name": "a", "type": "nope", "required": True}]}},
+            "Unsupported field type",
+        ),
+        (
+            {
+                "schema": {
+                    "type": "struct",
+                    "fields": [
+                        {"id": 1, "name": "a", "type": "long", "required": True},
+                        {"id": 1, "name": "b", "type": "long", "required": True},
+                    ],
+                }
+            },
+            "duplicate field ids [1]",
+        ),
         ({"properties": {vm.VERSION_HISTORY_SIZE: "0"}}, "must be positive"),
         ({"properties": {vm.VERSION_HISTORY_SIZE: "ten"}}, "must be an integer"),
         ({"properties": {"write.metadata.compression-codec": "zstd"}}, "Unsupported write.metadata.compression-codec"),
@@ -256,10 +266,13 @@ def test_add_schema_reuses_an_identical_schema():
 
 
 def test_add_schema_rejects_an_invalid_schema():
-    duplicate_ids = {"type": "struct", "fields": [
-        {"id": 3, "name": "a", "type": "long", "required": True},
-        {"id": 3, "name": "b", "type": "long", "required": True},
-    ]}
+    duplicate_ids = {
+        "type": "struct",
+        "fields": [
+            {"id": 3, "name": "a", "type": "long", "required": True},
+            {"id": 3, "name": "b", "type": "long", "required": True},
+        ],
+    }
     assert "duplicate field ids" in bad(new_view(), {"action": "add-schema", "schema": duplicate_ids})
     assert "schema must be an object" in bad(new_view(), {"action": "add-schema"})
 

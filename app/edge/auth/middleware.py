@@ -19,6 +19,7 @@ from app.edge.auth.endpoint import PATH as TOKEN_PATH
 from app.edge.auth.endpoint import TokenEndpoint
 from app.edge.auth.metrics import AUTH_FAILURES
 from app.edge.auth.tokens import AuthFailure, TokenVerifier
+from app.ground.callers import current_principal
 from app.ground.errors import CatalogError, error_body
 from app.ground.events import PRINCIPAL
 
@@ -54,7 +55,11 @@ class AuthMiddleware:
         extensions = scope.get("extensions")
         if extensions is not None:
             extensions[PRINCIPAL] = principal.name
-        await self.app(scope, receive, send)
+        token = current_principal.set(principal)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            current_principal.reset(token)
 
 
 def _bearer_token(scope: Scope) -> str:

@@ -23,10 +23,9 @@ from app.edge.auth.config import AuthSettings
 from app.edge.auth.keys import ALGORITHM
 from app.edge.auth.oidc import OidcProvider, claim
 from app.edge.auth.state import AuthState
+from app.ground.callers import IDP, OWN, Principal
 from app.ground.lru import LruCache
 
-OWN = "growler"
-IDP = "oidc"
 ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
 _IDP_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"]
 
@@ -50,15 +49,6 @@ class AuthFailure(Exception):
         super().__init__(MESSAGES[reason])
         self.reason = reason
         self.message = MESSAGES[reason]
-
-
-@dataclass(frozen=True)
-class Principal:
-    """Who is calling: ``name`` goes into the request log; ``roles`` from the IdP's roles claim."""
-
-    name: str
-    source: str
-    roles: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
