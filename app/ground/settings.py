@@ -22,7 +22,8 @@ def _bool(value: str | None, default: bool) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
-def _int(env: Mapping[str, str], name: str, default: int) -> int:
+def env_int(env: Mapping[str, str], name: str, default: int) -> int:
+    """An integer setting; a malformed value is a start-up error naming the variable."""
     raw = env.get(name, "")
     try:
         return int(raw) if raw else default
@@ -30,7 +31,7 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
         raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
 
 
-def _float(env: Mapping[str, str], name: str, default: float) -> float:
+def env_float(env: Mapping[str, str], name: str, default: float) -> float:
     raw = env.get(name, "")
     try:
         return float(raw) if raw else default
@@ -111,29 +112,29 @@ class Settings:
                 secret_key=env.get("GROWLER_S3_SECRET_KEY") or None,
                 region=env.get("GROWLER_S3_REGION", "us-east-1"),
                 path_style=_bool(env.get("GROWLER_S3_PATH_STYLE"), True),
-                timeout_s=_float(env, "GROWLER_S3_TIMEOUT_S", 5.0),
+                timeout_s=env_float(env, "GROWLER_S3_TIMEOUT_S", 5.0),
             ),
             namespace_separator=env.get("GROWLER_NAMESPACE_SEPARATOR", "%1F"),
-            pool_min_size=_int(env, "GROWLER_DB_POOL_MIN", 1),
-            pool_max_size=_int(env, "GROWLER_DB_POOL_MAX", 10),
-            async_pool_max_size=_int(env, "GROWLER_DB_ASYNC_POOL_MAX", 4),
+            pool_min_size=env_int(env, "GROWLER_DB_POOL_MIN", 1),
+            pool_max_size=env_int(env, "GROWLER_DB_POOL_MAX", 10),
+            async_pool_max_size=env_int(env, "GROWLER_DB_ASYNC_POOL_MAX", 4),
             pool_timeout_s=float(env.get("GROWLER_DB_POOL_TIMEOUT_S", "5") or 5),
-            statement_timeout_ms=_int(env, "GROWLER_DB_STATEMENT_TIMEOUT_MS", 15_000),
-            db_timeout_s=_float(env, "GROWLER_DB_TIMEOUT_S", 5.0),
-            max_body_bytes=_int(env, "GROWLER_MAX_BODY_BYTES", 8 * 1024 * 1024),
-            max_page_size=_int(env, "GROWLER_MAX_PAGE_SIZE", 1000),
+            statement_timeout_ms=env_int(env, "GROWLER_DB_STATEMENT_TIMEOUT_MS", 15_000),
+            db_timeout_s=env_float(env, "GROWLER_DB_TIMEOUT_S", 5.0),
+            max_body_bytes=env_int(env, "GROWLER_MAX_BODY_BYTES", 8 * 1024 * 1024),
+            max_page_size=env_int(env, "GROWLER_MAX_PAGE_SIZE", 1000),
             limits=Limits(
-                max_json_depth=_int(env, "GROWLER_MAX_JSON_DEPTH", Limits.max_json_depth),
-                max_json_items=_int(env, "GROWLER_MAX_JSON_ITEMS", Limits.max_json_items),
-                max_number_length=_int(env, "GROWLER_MAX_NUMBER_LENGTH", Limits.max_number_length),
-                max_updates=_int(env, "GROWLER_MAX_UPDATES", Limits.max_updates),
-                max_requirements=_int(env, "GROWLER_MAX_REQUIREMENTS", Limits.max_requirements),
-                max_table_changes=_int(env, "GROWLER_MAX_TABLE_CHANGES", Limits.max_table_changes),
-                max_schema_fields=_int(env, "GROWLER_MAX_SCHEMA_FIELDS", Limits.max_schema_fields),
-                max_metadata_bytes=_int(env, "GROWLER_MAX_METADATA_BYTES", Limits.max_metadata_bytes),
-                max_inflated_bytes=_int(env, "GROWLER_MAX_INFLATED_BYTES", Limits.max_inflated_bytes),
+                max_json_depth=env_int(env, "GROWLER_MAX_JSON_DEPTH", Limits.max_json_depth),
+                max_json_items=env_int(env, "GROWLER_MAX_JSON_ITEMS", Limits.max_json_items),
+                max_number_length=env_int(env, "GROWLER_MAX_NUMBER_LENGTH", Limits.max_number_length),
+                max_updates=env_int(env, "GROWLER_MAX_UPDATES", Limits.max_updates),
+                max_requirements=env_int(env, "GROWLER_MAX_REQUIREMENTS", Limits.max_requirements),
+                max_table_changes=env_int(env, "GROWLER_MAX_TABLE_CHANGES", Limits.max_table_changes),
+                max_schema_fields=env_int(env, "GROWLER_MAX_SCHEMA_FIELDS", Limits.max_schema_fields),
+                max_metadata_bytes=env_int(env, "GROWLER_MAX_METADATA_BYTES", Limits.max_metadata_bytes),
+                max_inflated_bytes=env_int(env, "GROWLER_MAX_INFLATED_BYTES", Limits.max_inflated_bytes),
             ),
-            idempotency_lifetime_s=_int(env, "GROWLER_IDEMPOTENCY_LIFETIME_S", 1800),
+            idempotency_lifetime_s=env_int(env, "GROWLER_IDEMPOTENCY_LIFETIME_S", 1800),
             validate_responses=_bool(env.get("GROWLER_VALIDATE_RESPONSES"), False),
             fast_reads=_bool(env.get("GROWLER_FAST_READS"), True),
             log_level=env.get("GROWLER_LOG_LEVEL", "INFO").upper(),
@@ -142,7 +143,7 @@ class Settings:
             sts=StsSettings(
                 endpoint=env.get("GROWLER_STS_ENDPOINT") or None,
                 role_arn=env.get("GROWLER_STS_ROLE_ARN", ""),
-                duration_s=_int(env, "GROWLER_STS_DURATION_S", 3600),
+                duration_s=env_int(env, "GROWLER_STS_DURATION_S", 3600),
             ),
         )
         settings.check()

@@ -19,24 +19,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from app.ground.settings import env_float, env_int
+
 MODES = ("oauth2", "none")
 DEFAULT_BIND = "127.0.0.1:8181"  # gunicorn.conf.py's default
-
-
-def _int(env: Mapping[str, str], name: str, default: int) -> int:
-    raw = env.get(name, "")
-    try:
-        return int(raw) if raw else default
-    except ValueError as exc:
-        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
-
-
-def _float(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = env.get(name, "")
-    try:
-        return float(raw) if raw else default
-    except ValueError as exc:
-        raise ValueError(f"{name} must be a number, got {raw!r}") from exc
 
 
 def is_loopback_bind(bind: str) -> bool:
@@ -84,7 +70,7 @@ class AuthSettings:
             own_tokens=(env.get("GROWLER_OWN_TOKENS") or "true").strip().lower() in {"1", "true", "yes", "on"},
             issuer=env.get("GROWLER_TOKEN_ISSUER") or "growler",
             audience=env.get("GROWLER_TOKEN_AUDIENCE") or "growler",
-            token_ttl_s=_int(env, "GROWLER_TOKEN_TTL_S", 3600),
+            token_ttl_s=env_int(env, "GROWLER_TOKEN_TTL_S", 3600),
             key_password=env.get("GROWLER_TOKEN_KEY_PASSWORD") or None,
             bootstrap_client_id=env.get("GROWLER_BOOTSTRAP_CLIENT_ID") or None,
             bootstrap_client_secret=env.get("GROWLER_BOOTSTRAP_CLIENT_SECRET") or None,
@@ -92,8 +78,8 @@ class AuthSettings:
             oidc_audience=env.get("GROWLER_OIDC_AUDIENCE") or None,
             oidc_principal_claim=env.get("GROWLER_OIDC_PRINCIPAL_CLAIM") or "sub",
             oidc_roles_claim=env.get("GROWLER_OIDC_ROLES_CLAIM") or None,
-            oidc_jwks_min_refresh_s=_float(env, "GROWLER_OIDC_JWKS_MIN_REFRESH_S", 5.0),
-            clock_skew_s=_int(env, "GROWLER_AUTH_CLOCK_SKEW_S", 30),
+            oidc_jwks_min_refresh_s=env_float(env, "GROWLER_OIDC_JWKS_MIN_REFRESH_S", 5.0),
+            clock_skew_s=env_int(env, "GROWLER_AUTH_CLOCK_SKEW_S", 30),
         )
         settings.check()
         return settings
