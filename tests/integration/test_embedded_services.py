@@ -9,12 +9,15 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -52,6 +55,21 @@ def wait_until(predicate, timeout: float = 10.0) -> bool:
     return predicate()
 
 
+@pytest.fixture
+def service_root() -> Iterator[Path]:
+    """A fresh directory for one test's servers, outside pytest's basetemp.
+
+    PostgreSQL runs as ``postgres`` when the suite runs as root, so the data directory's ancestors
+    are opened for traversal (scripts/services.py ``_grant_traverse``). pytest's basetemp
+    (/tmp/pytest-of-root) is put back to 0700 by every pytest session that starts meanwhile on
+    the same machine, which made initdb fail with "Permission denied" half-way through; a mkdtemp
+    directory under /tmp is ours alone.
+    """
+    root = Path(tempfile.mkdtemp(prefix="growler-embedded-"))
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
 def put(s3: EmbeddedS3, bucket: str, key: str, body: bytes) -> None:
     s3.client().put_object(bucket, key, io.BytesIO(body), len(body))
 
@@ -66,8 +84,8 @@ def get(client, bucket: str, key: str) -> bytes:
 
 
 @pytest.fixture
-def pg(tmp_path: Path):
-    server = EmbeddedPostgres(tmp_path / "pg", free_port(), fast=True)
+def pg(service_root: Path):
+    server = EmbeddedPostgres(service_root / "pg", free_port(), fast=True)
     try:
         yield server
     finally:
@@ -75,19 +93,19 @@ def pg(tmp_path: Path):
 
 
 @pytest.fixture
-def s3(tmp_path: Path):
-    server = EmbeddedS3(tmp_path / "s3", free_port(), ACCESS_KEY, SECRET_KEY)
+def s3(service_root: Path):
+    server = EmbeddedS3(service_root / "s3", free_port(), ACCESS_KEY, SECRET_KEY)
     try:
         yield server
     finally:
         server.stop()
 
 
-def test_postgres_select_restart_keeps_data_and_stop_frees_port(pg: EmbeddedPostgres, tmp_path: Path):
+def test_postgres_select_restart_keeps_data_and_stop_frees_port(pg: EmbeddedPostgres, service_root: Path):
     with pg:
         assert pg.running
         assert pg.url.startswith("postgresql://growler:") and pg.url.endswith(f"@127.0.0.1:{pg.port}/growler")
-        assert (tmp_path / "postgres.log").exists()
+        assert (service_root / "postgres.log").exists()
         with psycopg.connect(pg.url, autocommit=True) as conn:
             assert conn.execute("select 1").fetchone() == (1,)
             assert conn.execute("select current_database(), current_user").fetchone() == ("growler", "growler")
@@ -124,10 +142,10 @@ def test_postgres_recovers_from_crash_with_stale_pidfile(pg: EmbeddedPostgres):
     assert not port_is_listening(pg.port)
 
 
-def test_s3_roundtrip_auth_restart_and_stop(s3: EmbeddedS3, tmp_path: Path):
+def test_s3_roundtrip_auth_restart_and_stop(s3: EmbeddedS3, service_root: Path):
     with s3:
         assert s3.endpoint == f"http://127.0.0.1:{s3.port}"
-        assert (tmp_path / "weed.log").exists()
+        assert (service_root / "weed.log").exists()
         s3.ensure_bucket("growler-test")
         s3.ensure_bucket("growler-test")  # idempotent
         put(s3, "growler-test", "dir/object.txt", b"before restart")
@@ -171,8 +189,8 @@ def test_s3_recovers_from_crash(s3: EmbeddedS3):
     assert get(s3.client(), "crash", "k") == b"survives SIGKILL"
 
 
-def test_changed_secret_key_takes_effect_on_restart(tmp_path: Path):
-    data = tmp_path / "s3"
+def test_changed_secret_key_takes_effect_on_restart(service_root: Path):
+    data = service_root / "s3"
     with EmbeddedS3(data, free_port(), ACCESS_KEY, SECRET_KEY) as first:
         first.ensure_bucket("keys")
         port = first.port
@@ -183,14 +201,14 @@ def test_changed_secret_key_takes_effect_on_restart(tmp_path: Path):
             old.list_buckets()
 
 
-def test_children_die_with_their_parent(tmp_path: Path):
+def test_children_die_with_their_parent(service_root: Path):
     """A parent killed with SIGKILL (no atexit) must not leave servers behind."""
     script = textwrap.dedent(
         f"""
         import json, sys, time
         from pathlib import Path
         from scripts.services import EmbeddedPostgres, EmbeddedS3, free_port
-        root = Path({str(tmp_path)!r})
+        root = Path({str(service_root)!r})
         pg = EmbeddedPostgres(root / "pg", free_port(), fast=True).start()
         s3 = EmbeddedS3(root / "s3", free_port(), "k", "secret-key").start()
         print(json.dumps({{"pg": [pg.pid, pg.port], "s3": [s3.pid, s3.port]}}), flush=True)
@@ -207,24 +225,24 @@ def test_children_die_with_their_parent(tmp_path: Path):
         assert port_is_listening(info["pg"][1]) and port_is_listening(info["s3"][1])
         parent.kill()
         parent.wait()
-        assert wait_until(lambda: processes_mentioning(str(tmp_path)) == [], timeout=15)
+        assert wait_until(lambda: processes_mentioning(str(service_root)) == [], timeout=15)
         assert not port_is_listening(info["pg"][1])
         assert not port_is_listening(info["s3"][1])
     finally:
         if parent.poll() is None:
             parent.kill()
             parent.wait()
-        for pid in processes_mentioning(str(tmp_path)):  # only if the assertion above failed
+        for pid in processes_mentioning(str(service_root)):  # only if the assertion above failed
             try:
                 os.killpg(pid, signal.SIGKILL)
             except OSError:
                 pass
     # the leftovers of the dead run (stale postmaster.pid, weed's /tmp sockets) do not
     # prevent a new start, and a clean stop removes them
-    with EmbeddedPostgres(tmp_path / "pg", free_port(), fast=True) as pg:
+    with EmbeddedPostgres(service_root / "pg", free_port(), fast=True) as pg:
         with psycopg.connect(pg.url) as conn:
             assert conn.execute("select 1").fetchone() == (1,)
-    with EmbeddedS3(tmp_path / "s3", info["s3"][1], "k", "secret-key") as s3:
+    with EmbeddedS3(service_root / "s3", info["s3"][1], "k", "secret-key") as s3:
         s3.client().list_buckets()
         ports = set(s3.ports.values()) | {s3.port}
     assert [p for port in ports for p in Path("/tmp").glob(f"seaweedfs-*-{port}.sock")] == []
@@ -242,7 +260,7 @@ def test_second_instance_on_same_data_dir_is_refused(pg: EmbeddedPostgres, s3: E
         assert conn.execute("select 1").fetchone() == (1,)
 
 
-def test_orphans_of_a_dead_run_are_stopped_on_start(tmp_path: Path):
+def test_orphans_of_a_dead_run_are_stopped_on_start(service_root: Path):
     """If a child ever misses its parent-death signal, the next start() cleans up."""
     script = textwrap.dedent(
         f"""
@@ -250,7 +268,7 @@ def test_orphans_of_a_dead_run_are_stopped_on_start(tmp_path: Path):
         from pathlib import Path
         from scripts import services
         services._libc = None  # simulate a missed parent-death signal
-        root = Path({str(tmp_path)!r})
+        root = Path({str(service_root)!r})
         pg = services.EmbeddedPostgres(root / "pg", services.free_port(), fast=True).start()
         s3 = services.EmbeddedS3(root / "s3", services.free_port(), "k", "secret-key").start()
         print(json.dumps({{"pg": pg.pid, "s3": s3.pid, "s3_port": s3.port}}), flush=True)
@@ -266,19 +284,19 @@ def test_orphans_of_a_dead_run_are_stopped_on_start(tmp_path: Path):
         info = json.loads(line)
         parent.kill()  # only the parent: its servers keep running as orphans
         parent.wait()
-        assert processes_mentioning(str(tmp_path))  # orphans exist
+        assert processes_mentioning(str(service_root))  # orphans exist
 
-        with EmbeddedPostgres(tmp_path / "pg", free_port(), fast=True) as pg:
+        with EmbeddedPostgres(service_root / "pg", free_port(), fast=True) as pg:
             with psycopg.connect(pg.url) as conn:
                 assert conn.execute("select 1").fetchone() == (1,)
-        with EmbeddedS3(tmp_path / "s3", info["s3_port"], "k", "secret-key") as s3:
+        with EmbeddedS3(service_root / "s3", info["s3_port"], "k", "secret-key") as s3:
             s3.client().list_buckets()
-        assert processes_mentioning(str(tmp_path)) == []
+        assert processes_mentioning(str(service_root)) == []
     finally:
         if parent.poll() is None:
             parent.kill()
             parent.wait()
-        for pid in processes_mentioning(str(tmp_path)):  # only if an assertion above failed
+        for pid in processes_mentioning(str(service_root)):  # only if an assertion above failed
             try:
                 os.killpg(pid, signal.SIGKILL)
             except OSError:

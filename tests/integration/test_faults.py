@@ -15,11 +15,13 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
 import pytest
@@ -248,10 +250,15 @@ def test_make_run_survives_postgres_dying_while_a_worker_restarts(tmp_path):
     """``make run`` (scripts/run.py) restarts its embedded PostgreSQL; gunicorn rides it out."""
     from scripts.services import free_port
 
+    # Not under pytest's basetemp: PostgreSQL runs as ``postgres`` and needs to traverse its
+    # ancestors, which any pytest session starting meanwhile resets to 0700 (see
+    # test_embedded_services.service_root).
+    data_dir = tempfile.TemporaryDirectory(prefix="growler-make-run-")
+
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("GROWLER_")}
     env.update(
-        GROWLER_DATA_DIR=str(tmp_path / "data"),
+        GROWLER_DATA_DIR=data_dir.name,
         GROWLER_BIND=f"127.0.0.1:{port}",
         GROWLER_WORKERS="1",
         GROWLER_EMBEDDED_PG_PORT=str(free_port()),
@@ -276,7 +283,7 @@ def test_make_run_survives_postgres_dying_while_a_worker_restarts(tmp_path):
         gunicorn = min(masters)  # the master; its workers are its children
         workers = set(process_tree(gunicorn)) - {gunicorn}
         assert workers
-        postmaster = int((tmp_path / "data" / "postgres" / "postmaster.pid").read_text().split()[0])
+        postmaster = int((Path(data_dir.name) / "postgres" / "postmaster.pid").read_text().split()[0])
         os.kill(postmaster, signal.SIGQUIT)  # immediate shutdown, as a crash
         for pid in workers:
             os.kill(pid, signal.SIGKILL)
@@ -289,7 +296,7 @@ def test_make_run_survives_postgres_dying_while_a_worker_restarts(tmp_path):
         wait_for(lambda: run.poll() is not None or timed_get(f"{url}/readyz")[0] == 200, 120, "ready again")
         assert run.poll() is None, log_path.read_text(errors="replace")
         # make run serves with authentication on, the admin credential in a file it names
-        credential = tmp_path / "data" / "credential"
+        credential = Path(data_dir.name) / "credential"
         assert str(credential) in log_path.read_text(errors="replace")
         client_id, _, secret = credential.read_text().strip().partition(":")
         token = httpx.post(
@@ -305,6 +312,7 @@ def test_make_run_survives_postgres_dying_while_a_worker_restarts(tmp_path):
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGTERM)
             run.wait(90)
+        data_dir.cleanup()
     assert run.returncode == 0
 
 
