@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.ground import metrics
+from app.ground.callers import Principal
 from app.ground.errors import BadRequest, CatalogError, ServiceUnavailable
 from storage.idempotency import IdempotencyRepository
 
@@ -52,6 +53,15 @@ def parse_key(raw: str) -> str:
         return str(uuid.UUID(raw))
     except ValueError as exc:
         raise BadRequest("Idempotency-Key must be a UUID (UUIDv7 recommended)") from exc
+
+
+def scoped_key(key: str, principal: Principal | None) -> str:
+    """The key as stored: each principal's keys are its own (another principal sending the same
+    key is not a replay and cannot read the answer). A UUIDv5 of the key under the principal's
+    name, so the stored key stays a UUID; without authentication, the key itself."""
+    if principal is None:
+        return key
+    return str(uuid.uuid5(uuid.UUID(key), f"{principal.source}:{principal.name}"))
 
 
 def fingerprint(method: str, path: str, query: list[tuple[str, str]], headers: dict[str, str], body: bytes) -> str:
