@@ -19,6 +19,13 @@ CREATE TRIGGER role_member_changed AFTER INSERT OR UPDATE OR DELETE ON role_memb
     FOR EACH ROW EXECUTE FUNCTION growler_bump_auth_version();
 CREATE TRIGGER role_grant_changed AFTER INSERT OR UPDATE OR DELETE ON role_grant
     FOR EACH ROW EXECUTE FUNCTION growler_bump_auth_version();
+-- TRUNCATE fires no row trigger (a restore, a test resetting the catalog): bump once for it.
+CREATE TRIGGER role_truncated AFTER TRUNCATE ON role
+    FOR EACH STATEMENT EXECUTE FUNCTION growler_bump_auth_version();
+CREATE TRIGGER role_member_truncated AFTER TRUNCATE ON role_member
+    FOR EACH STATEMENT EXECUTE FUNCTION growler_bump_auth_version();
+CREATE TRIGGER role_grant_truncated AFTER TRUNCATE ON role_grant
+    FOR EACH STATEMENT EXECUTE FUNCTION growler_bump_auth_version();
 
 -- A rename moves the path a cached grant was resolved to: bump when a grant points at the entry.
 CREATE FUNCTION growler_bump_auth_version_if_granted() RETURNS trigger LANGUAGE plpgsql AS $$
