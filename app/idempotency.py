@@ -55,13 +55,10 @@ def parse_key(raw: str) -> str:
         raise BadRequest("Idempotency-Key must be a UUID (UUIDv7 recommended)") from exc
 
 
-def scoped_key(key: str, principal: Principal | None) -> str:
-    """The key as stored: each principal's keys are its own (another principal sending the same
-    key is not a replay and cannot read the answer). A UUIDv5 of the key under the principal's
-    name, so the stored key stays a UUID; without authentication, the key itself."""
-    if principal is None:
-        return key
-    return str(uuid.uuid5(uuid.UUID(key), f"{principal.source}:{principal.name}"))
+def owner(principal: Principal | None) -> str:
+    """Whose keys these are: each principal's keys are its own (another principal sending the same
+    key runs its own request and cannot read the answer); '' without authentication."""
+    return f"{principal.source}:{principal.name}" if principal is not None else ""
 
 
 def fingerprint(method: str, path: str, query: list[tuple[str, str]], headers: dict[str, str], body: bytes) -> str:
@@ -86,6 +83,7 @@ class IdempotencyService:
         operation: str,
         request_fingerprint: str,
         run: Callable[[], tuple[StoredResponse, StoredResponse]],
+        principal: str = "",
     ) -> tuple[StoredResponse, bool]:
         """(response, replayed).
 
@@ -94,9 +92,9 @@ class IdempotencyService:
         """
         deadline = time.monotonic() + WAIT_FOR_FIRST_S
         while True:
-            if self.repository.claim(key, operation, request_fingerprint, self.lifetime_s, LEASE_SECONDS):
-                return self._run_and_keep(key, run), False
-            record = self.repository.get(key)
+            if self.repository.claim(key, operation, request_fingerprint, self.lifetime_s, LEASE_SECONDS, principal):
+                return self._run_and_keep(key, principal, run), False
+            record = self.repository.get(key, principal)
             if record is None:
                 continue  # released or expired between the two statements: claim again
             if record.fingerprint != request_fingerprint:
@@ -108,24 +106,25 @@ class IdempotencyService:
                 raise ServiceUnavailable("A request with this Idempotency-Key is still running", retry_after=2)
             time.sleep(POLL_S)
 
-    def _run_and_keep(self, key: str, run: Callable[[], tuple[StoredResponse, StoredResponse]]) -> StoredResponse:
+    def _run_and_keep(
+        self, key: str, principal: str, run: Callable[[], tuple[StoredResponse, StoredResponse]]
+    ) -> StoredResponse:
         try:
             response, kept = run()
         except CatalogError as exc:
             if exc.code >= 500:
-                self.repository.release(key)
+                self.repository.release(key, principal)
             else:
-                self.repository.complete(
-                    key, exc.code, {"Content-Type": "application/json", **exc.headers()}, _error_bytes(exc)
-                )
+                headers = {"Content-Type": "application/json", **exc.headers()}
+                self.repository.complete(key, exc.code, headers, _error_bytes(exc), principal)
             raise
         except BaseException:
-            self.repository.release(key)
+            self.repository.release(key, principal)
             raise
         if response.status >= 500:
-            self.repository.release(key)
+            self.repository.release(key, principal)
         else:
-            self.repository.complete(key, kept.status, kept.headers, kept.body)
+            self.repository.complete(key, kept.status, kept.headers, kept.body, principal)
         return response
 
     def forget_expired(self) -> int:

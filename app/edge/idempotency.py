@@ -16,7 +16,7 @@ from flask import Response, current_app, make_response, request
 
 from app.edge.context import IDEMPOTENCY, TABLES
 from app.ground.callers import current_principal
-from app.idempotency import IdempotencyService, StoredResponse, fingerprint, parse_key, scoped_key
+from app.idempotency import IdempotencyService, StoredResponse, fingerprint, owner, parse_key
 from app.rules.identifiers import parse_namespace
 from app.storage_access import attach_credentials, strip_credentials
 
@@ -43,8 +43,8 @@ def idempotent(operation_id: str, handler: Callable[..., Any]) -> Callable[..., 
             return sent, _without_credentials(sent)
 
         service: IdempotencyService = current_app.extensions[IDEMPOTENCY]
-        key = scoped_key(parse_key(raw_key), current_principal.get())
-        stored, replayed = service.run_once(key, operation_id, _request_fingerprint(), run)
+        principal = owner(current_principal.get())  # keys are per principal
+        stored, replayed = service.run_once(parse_key(raw_key), operation_id, _request_fingerprint(), run, principal)
         if replayed:
             stored = _with_fresh_credentials(stored, kwargs)
         response = Response(stored.body, status=stored.status)

@@ -46,3 +46,9 @@ CREATE TRIGGER warehouse_renamed AFTER UPDATE OF name ON warehouse
 
 -- The one lookup on a cache miss: a principal's roles by membership (role_member_by_principal)
 -- or by name (role.name is unique), then their grants (role_grant_by_role).
+
+-- Idempotency keys are per principal: the same key sent by another principal is its own request
+-- (never a replay of someone else's answer). '' when authentication is off.
+ALTER TABLE idempotency_key ADD COLUMN principal text COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE idempotency_key DROP CONSTRAINT idempotency_key_pkey;
+ALTER TABLE idempotency_key ADD PRIMARY KEY (key, principal);

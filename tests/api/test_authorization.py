@@ -177,7 +177,7 @@ def test_idempotency_keys_are_per_principal(admin, principals, db):
     assert replayed.status_code == 200 and replayed.headers.get("Idempotent-Replayed") == "true"
     other = second.client.post(f"{PREFIX}/namespaces", json=body, headers={"Idempotency-Key": key})
     assert other.status_code == 409 and "Idempotent-Replayed" not in other.headers  # it ran: not a replay
-    assert db.execute("SELECT count(*) FROM idempotency_key").fetchone()[0] == 2
+    assert db.execute("SELECT count(*) FROM idempotency_key WHERE key = %s", (key,)).fetchone()[0] == 2
 
 
 def test_an_idp_token_holds_what_its_roles_claim_names(app, principals, settings):
