@@ -14,6 +14,7 @@ import time
 import uuid
 from typing import Any
 
+from app.authorization import OPEN, Authorizer
 from app.commits import MetadataFiles
 from app.ground.errors import AlreadyExists, BadRequest, CatalogError, NoSuchNamespace
 from app.ground.limits import check_metadata_schemas, load_json
@@ -26,6 +27,7 @@ from app.rules.identifiers import (
     format_namespace,
 )
 from app.rules.metadata_files import decode_metadata, metadata_file_location
+from app.rules.privileges import Kind, Privilege, Securable
 from storage.objects import ObjectNotFound, ObjectStore
 from storage.repository import CatalogRepository, EntryRow, NewEntry, WarehouseRow
 
@@ -39,6 +41,7 @@ def now_ms() -> int:
 class EntryService:
     kind: str = ""  # "table" or "view": the catalog_entry kind this service owns
     not_found: type[CatalogError] = CatalogError
+    authorizer: Authorizer = OPEN  # the app factory sets the catalog's (app/authorization.py)
 
     def __init__(
         self,
@@ -59,12 +62,24 @@ class EntryService:
         self, prefix: str, namespace: tuple[str, ...], page_token: str | None, page_size: int | None
     ) -> Page:
         warehouse = self.warehouses.get(prefix)
-        return page_of_names(
+        page = page_of_names(
             page_token,
             page_size,
             self.settings.max_page_size,
             lambda after, limit: self.repository.list_entries(warehouse.id, namespace, self.kind, after, limit),
         )
+        # Only what the caller may see; a page may come out shorter than asked (its token still leads on).
+        kind = Kind(self.kind)
+        visible = self.authorizer.filter(page.items, lambda name: Securable.of_entry(kind, prefix, namespace, name))
+        return Page(visible, page.next_page_token)
+
+    def may_write(self, warehouse: str, namespace: tuple[str, ...], name: str, creating: bool = False) -> bool:
+        """Whether vended credentials for this entry may write (else read-only): WRITE on it, or
+        CREATE on its namespace for the answer that creates it."""
+        entry = Securable.of_entry(Kind(self.kind), warehouse, namespace, name)
+        if self.authorizer.may(Privilege.WRITE, entry):
+            return True
+        return creating and self.authorizer.may(Privilege.CREATE, entry.container())
 
     def require_exists(self, prefix: str, namespace: tuple[str, ...], name: str) -> None:
         """HEAD: the entity's 404 unless it exists (as this kind)."""

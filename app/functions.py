@@ -16,6 +16,7 @@ from typing import Any
 
 import jsonschema
 
+from app.authorization import OPEN, Authorizer
 from app.entries import EntryService
 from app.ground.errors import BadRequest, NoSuchFunction, NoSuchNamespace
 from app.ground.limits import load_json
@@ -24,6 +25,7 @@ from app.namespaces import Page, WarehouseDirectory, page_of_names
 from app.rules.function_metadata import check_function_metadata
 from app.rules.identifiers import check_name, format_namespace
 from app.rules.metadata_files import decode_metadata
+from app.rules.privileges import Kind, Privilege, Securable
 from storage.functions import FunctionRepository, FunctionRow
 from storage.objects import ObjectNotFound, ObjectStore
 from storage.repository import CatalogRepository
@@ -47,6 +49,8 @@ def function_metadata_schema(spec: dict[str, Any]) -> SchemaCheck:
 
 
 class FunctionService:
+    authorizer: Authorizer = OPEN  # the app factory sets the catalog's (app/authorization.py)
+
     def __init__(
         self,
         settings: Settings,
@@ -67,12 +71,14 @@ class FunctionService:
         self, prefix: str, namespace: tuple[str, ...], page_token: str | None, page_size: int | None
     ) -> Page:
         warehouse = self.warehouses.get(prefix)
-        return page_of_names(
+        page = page_of_names(
             page_token,
             page_size,
             self.settings.max_page_size,
             lambda after, limit: self.repository.list_names(warehouse.id, namespace, after, limit),
         )
+        securable = Securable.of_entry(Kind.FUNCTION, prefix, namespace, "")  # its namespace's grants
+        return page if self.authorizer.may(Privilege.READ, securable) else Page([], page.next_page_token)
 
     def load(self, prefix: str, namespace: tuple[str, ...], name: str) -> FunctionRow:
         warehouse = self.warehouses.get(prefix)

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.ground import metrics
+from app.ground.callers import Principal
 from app.ground.errors import BadRequest, CatalogError, ServiceUnavailable
 from storage.idempotency import IdempotencyRepository
 
@@ -54,6 +55,12 @@ def parse_key(raw: str) -> str:
         raise BadRequest("Idempotency-Key must be a UUID (UUIDv7 recommended)") from exc
 
 
+def owner(principal: Principal | None) -> str:
+    """Whose keys these are: each principal's keys are its own (another principal sending the same
+    key runs its own request and cannot read the answer); '' without authentication."""
+    return f"{principal.source}:{principal.name}" if principal is not None else ""
+
+
 def fingerprint(method: str, path: str, query: list[tuple[str, str]], headers: dict[str, str], body: bytes) -> str:
     """What makes two requests the same one; ``query`` pairs and ``headers`` in any order.
 
@@ -76,6 +83,7 @@ class IdempotencyService:
         operation: str,
         request_fingerprint: str,
         run: Callable[[], tuple[StoredResponse, StoredResponse]],
+        principal: str = "",
     ) -> tuple[StoredResponse, bool]:
         """(response, replayed).
 
@@ -84,9 +92,9 @@ class IdempotencyService:
         """
         deadline = time.monotonic() + WAIT_FOR_FIRST_S
         while True:
-            if self.repository.claim(key, operation, request_fingerprint, self.lifetime_s, LEASE_SECONDS):
-                return self._run_and_keep(key, run), False
-            record = self.repository.get(key)
+            if self.repository.claim(key, operation, request_fingerprint, self.lifetime_s, LEASE_SECONDS, principal):
+                return self._run_and_keep(key, principal, run), False
+            record = self.repository.get(key, principal)
             if record is None:
                 continue  # released or expired between the two statements: claim again
             if record.fingerprint != request_fingerprint:
@@ -98,24 +106,25 @@ class IdempotencyService:
                 raise ServiceUnavailable("A request with this Idempotency-Key is still running", retry_after=2)
             time.sleep(POLL_S)
 
-    def _run_and_keep(self, key: str, run: Callable[[], tuple[StoredResponse, StoredResponse]]) -> StoredResponse:
+    def _run_and_keep(
+        self, key: str, principal: str, run: Callable[[], tuple[StoredResponse, StoredResponse]]
+    ) -> StoredResponse:
         try:
             response, kept = run()
         except CatalogError as exc:
             if exc.code >= 500:
-                self.repository.release(key)
+                self.repository.release(key, principal)
             else:
-                self.repository.complete(
-                    key, exc.code, {"Content-Type": "application/json", **exc.headers()}, _error_bytes(exc)
-                )
+                headers = {"Content-Type": "application/json", **exc.headers()}
+                self.repository.complete(key, exc.code, headers, _error_bytes(exc), principal)
             raise
         except BaseException:
-            self.repository.release(key)
+            self.repository.release(key, principal)
             raise
         if response.status >= 500:
-            self.repository.release(key)
+            self.repository.release(key, principal)
         else:
-            self.repository.complete(key, kept.status, kept.headers, kept.body)
+            self.repository.complete(key, kept.status, kept.headers, kept.body, principal)
         return response
 
     def forget_expired(self) -> int:

@@ -13,11 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from app.authorization import OPEN, Authorizer
 from app.ground.errors import BadRequest, NoSuchNamespace, NoSuchWarehouse, UnprocessableEntity
 from app.ground.locations import safe_segment
 from app.ground.settings import Settings
 from app.idempotency import iso8601_duration
 from app.rules.identifiers import decode_page_token, encode_page_token, format_namespace, page_window
+from app.rules.privileges import Securable
 from storage.objects import ObjectStore
 from storage.repository import CatalogRepository, WarehouseRow
 
@@ -61,6 +63,8 @@ class WarehouseDirectory:
 
 
 class NamespaceService:
+    authorizer: Authorizer = OPEN  # the app factory sets the catalog's (app/authorization.py)
+
     def __init__(self, settings: Settings, repository: CatalogRepository, objects: ObjectStore) -> None:
         self.settings = settings
         self.repository = repository
@@ -118,7 +122,10 @@ class NamespaceService:
         if isinstance(after, str):  # a table/view token replayed on the namespace list
             raise BadRequest("Invalid pageToken")
         rows = self.repository.list_namespaces(warehouse.id, parent, after, None if limit is None else limit + 1)
-        return page_of(rows, limit, (lambda last: encode_page_token(list(last))) if paginate else None)
+        page = page_of(rows, limit, (lambda last: encode_page_token(list(last))) if paginate else None)
+        # Only what the caller may see; a page may come out shorter than asked (its token still leads on).
+        visible = self.authorizer.filter(page.items, lambda path: Securable.of_namespace(prefix, tuple(path)))
+        return Page(visible, page.next_page_token)
 
     def create_namespace(self, prefix: str, namespace: tuple[str, ...], properties: dict[str, str]) -> dict[str, Any]:
         warehouse = self.warehouses.get(prefix)

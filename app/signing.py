@@ -29,6 +29,7 @@ from app.ground.errors import BadRequest, Forbidden, NotFound
 from app.ground.locations import InvalidLocation, Location
 from app.ground.lru import LruCache
 from app.ground.settings import Settings
+from app.rules.privileges import Kind, Privilege, Securable
 from app.s3_requests import READ, WRITE, RefusedRequest, S3Request, StorageScope
 from app.storage_access import NONE, credentials_mode
 
@@ -96,7 +97,7 @@ class RemoteSigner:
         try:
             s3 = s3_requests.parse_request(request["method"], request["uri"], grant.endpoint)
             s3_requests.check_headers(headers)
-            if s3.access not in grant.access:
+            if s3.access not in self.privileges(prefix, namespace, name):
                 raise RefusedRequest(f"The caller may not {s3.access} this table's objects")
             payload = None
             if s3.is_delete_objects:
@@ -132,7 +133,7 @@ class RemoteSigner:
         storage = warehouse.storage or {}
         grant = Grant(
             scope=_scope(row.location),
-            access=self.privileges(prefix, namespace, name),
+            access=frozenset({READ, WRITE}),  # the table's; the caller's own is asked per request
             endpoint=storage.get("endpoint") or self.settings.s3.endpoint or "",
             region=storage.get("region") or self.settings.s3.region,
         )
@@ -142,10 +143,12 @@ class RemoteSigner:
     def privileges(self, prefix: str, namespace: tuple[str, ...], name: str) -> frozenset[str]:
         """What the caller may do with the table's objects: the one place authorization plugs in.
 
-        Growler has no principals yet, so every caller that can see the table may read and write
-        it. A read-only grant returns ``{READ}``; the signer then refuses PUT, POST and DELETE.
+        signRequest itself needs READ (app/authorization.py, checked before this runs); WRITE on
+        the table adds writes. Without it the signer refuses PUT, POST and DELETE. The decision
+        is the authorizer's cached one (no database round trip for a caller seen before).
         """
-        return frozenset({READ, WRITE})
+        table = Securable.of_entry(Kind.TABLE, prefix, namespace, name)
+        return frozenset({READ, WRITE}) if self.tables.authorizer.may(Privilege.WRITE, table) else frozenset({READ})
 
     def _sign(self, s3: S3Request, headers: dict[str, list[str]], payload: str | None, region: str) -> SignedRequest:
         s3_settings = self.settings.s3

@@ -132,8 +132,14 @@ def client_storage_config(warehouse: WarehouseRow) -> dict[str, str]:
     return config
 
 
-def storage_credentials(settings: Settings, warehouse: WarehouseRow, location: str) -> list[dict[str, Any]]:
-    """Credentials for ``location`` in the warehouse's mode; empty when it vends none."""
+def storage_credentials(
+    settings: Settings, warehouse: WarehouseRow, location: str, write: bool = True
+) -> list[dict[str, Any]]:
+    """Credentials for ``location`` in the warehouse's mode; empty when it vends none.
+
+    ``write`` False (a caller without WRITE on the table): in ``sts`` mode the session policy
+    allows reads only. ``static`` keys cannot be narrowed: they are the warehouse's own.
+    """
     mode = credentials_mode(warehouse, settings)
     if not location.startswith("s3://") or mode not in (STATIC, STS):
         return []
@@ -141,7 +147,7 @@ def storage_credentials(settings: Settings, warehouse: WarehouseRow, location: s
     if mode == STS:
         from storage.sts import table_credentials  # only warehouses in sts mode need it
 
-        config.update(table_credentials(settings, warehouse, location))
+        config.update(table_credentials(settings, warehouse, location, write=write))
         return [{"prefix": location, "config": config}]
     s3 = settings.s3
     if not (s3.access_key and s3.secret_key):

@@ -221,11 +221,14 @@ class TableService(EntryService):
     def load_credentials(self, prefix: str, namespace: tuple[str, ...], name: str) -> list[dict[str, Any]]:
         warehouse = self.warehouses.get(prefix)
         row = self._require_entry(warehouse, namespace, name)
-        return self._credentials(warehouse, row.location, True)
+        return self._credentials(warehouse, row.location, True, self.may_write(warehouse.name, namespace, name))
 
-    def vend_for(self, prefix: str, location: str) -> list[dict[str, Any]]:
+    def vend_for(
+        self, prefix: str, location: str, identifier: tuple[tuple[str, ...], str] | None = None
+    ) -> list[dict[str, Any]]:
         """Credentials for a table location this catalog answered with before (an idempotent replay)."""
-        return self._credentials(self.warehouses.get(prefix), location, True)
+        write = identifier is not None and self.may_write(prefix, *identifier, creating=True)
+        return self._credentials(self.warehouses.get(prefix), location, True, write)
 
     # -- creating -----------------------------------------------------------------------
 
@@ -242,7 +245,7 @@ class TableService(EntryService):
         metadata = rules.new_table_metadata(request, location=location, now_ms=now_ms(), table_uuid=table_uuid)
         self._require_inside_warehouse(warehouse, rules.metadata_directory(metadata), "write.metadata.path")
         text = rules.to_json(metadata)
-        config, credentials = self._storage_access(warehouse, (namespace, name), location, delegation)
+        config, credentials = self._storage_access(warehouse, (namespace, name), location, delegation, True)
         if request.get("stage-create"):
             self._require_name_free(warehouse, namespace, name)
             return LoadedTable(None, text, config, credentials)
@@ -263,7 +266,7 @@ class TableService(EntryService):
         text = rules.to_json(metadata)
         entry = NewEntry(name, TABLE, str(metadata.table_uuid), metadata.location, metadata_location, text)
         self._register(warehouse, namespace, entry, bool(request.get("overwrite")))
-        config, credentials = self._storage_access(warehouse, (namespace, name), metadata.location, delegation)
+        config, credentials = self._storage_access(warehouse, (namespace, name), metadata.location, delegation, True)
         return LoadedTable(metadata_location, text, config, credentials, self.load_etag(metadata_location))
 
     # -- committing ---------------------------------------------------------------------
@@ -491,8 +494,9 @@ class TableService(EntryService):
             config["scan-planning-mode"] = self.settings.scan_planning_mode
         return {**config, **credentials[0]["config"]} if credentials else config
 
-    def _credentials(self, warehouse: WarehouseRow, location: str, vend: bool) -> list[dict[str, Any]]:
-        return storage_credentials(self.settings, warehouse, location) if vend else []
+    def _credentials(self, warehouse: WarehouseRow, location: str, vend: bool, write: bool) -> list[dict[str, Any]]:
+        """``write`` False: read-only credentials (an STS session policy without writes)."""
+        return storage_credentials(self.settings, warehouse, location, write=write) if vend else []
 
     def _storage_access(
         self,
@@ -500,6 +504,7 @@ class TableService(EntryService):
         identifier: tuple[tuple[str, ...], str],
         location: str,
         delegation: Delegation,
+        creating: bool = False,
     ) -> tuple[dict[str, str], list[dict[str, Any]]]:
         """The client config and credentials for the access the request asked for (none, vended
         credentials or remote signing), in the warehouse's credentials mode."""
@@ -508,7 +513,9 @@ class TableService(EntryService):
             namespace, name = identifier
             config = self._client_config(warehouse, [])
             return {**config, **signing_config(self.settings, warehouse.name, namespace, name)}, []
-        credentials = self._credentials(warehouse, location, answer == "credentials")
+        vend = answer == "credentials"
+        write = vend and self.may_write(warehouse.name, *identifier, creating=creating)
+        credentials = self._credentials(warehouse, location, vend, write)
         return self._client_config(warehouse, credentials), credentials
 
 

@@ -17,6 +17,7 @@ never replaces the figures README.md quotes). ``python -m bench.report --readme`
 into README.md.
 
 Environment: BENCH_QUICK=1 (smoke run, under a minute), BENCH_PEER=0 (Growler only),
+BENCH_AS_GRANTEE=1 (measure as a non-admin principal with namespace-level grants),
 BENCH_ONLY=W12 (a comma-separated list: only those workloads; seeding and W8's listings still run),
 BENCH_SEED (default 7), BENCH_WRK_THREADS (default 1), BENCH_KEEP=1 (keep the temporary
 directory with the servers' logs), GROWLER_WORKERS (default 2).
@@ -37,7 +38,7 @@ from typing import Any
 
 from bench import report, tails, wrk
 from bench.targets import REPO, GrowlerTarget, PeerTarget, Target, http_json, make_root, remove_root
-from bench.workloads import Plan, run_all, run_wrk, seed
+from bench.workloads import NAMESPACES, Plan, run_all, run_wrk, seed
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 PEER_NOTES = [
@@ -113,6 +114,9 @@ def run_target(target: Target, plan: Plan, work_dir: Path) -> tuple[dict[str, An
         log(f"{target.name}: seeding")
         seeded = seed(target, plan, work_dir)
         log(f"{target.name} seeded: {seeded['timings_s']}")
+        if _env_flag("BENCH_AS_GRANTEE") and isinstance(target, GrowlerTarget):
+            target.become_grantee(list(NAMESPACES))  # measure as a principal with namespace grants
+            log(f"{target.name}: measuring as a principal with namespace-level grants")
         results = {**first_seconds, **run_all(target, plan, seeded, work_dir, log)}
     finally:
         target.stop()

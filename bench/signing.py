@@ -24,6 +24,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from app.authorization import OPEN
 from app.ground.settings import S3Settings, Settings
 from app.signing import RemoteSigner
 from storage.repository import EntryRow, WarehouseRow
@@ -52,6 +53,7 @@ def in_process(seconds: float) -> dict[str, Any]:
     warehouse = WarehouseRow(1, "warehouse", "s3://bench-bucket/warehouse/", {"endpoint": ENDPOINT})
     row = EntryRow(1, "table", "00000000-0000-0000-0000-000000000000", LOCATION, LOCATION + "/metadata/x.json", "{}")
     tables = SimpleNamespace(
+        authorizer=OPEN,  # no caller: everything allowed
         warehouses=SimpleNamespace(get=lambda _name: warehouse),
         _require_entry=lambda *_args: row,
     )

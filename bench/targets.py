@@ -244,6 +244,42 @@ class GrowlerTarget(Target):
         self.headers = {"Authorization": f"Bearer {token['access_token']}"}
         self.discover_prefix()
 
+    def become_grantee(self, namespaces: list[str]) -> None:
+        """From now on, speak for a principal that is not an admin: a role holding read, write,
+        create and drop on each of ``namespaces`` (``BENCH_AS_GRANTEE=1``: authorization's cost)."""
+        from app.edge.auth.principals import PrincipalService
+        from storage.db import Database
+        from storage.grants import GrantRepository, UnknownSecurable
+        from storage.principals import PrincipalRepository
+
+        database = Database(self.env["GROWLER_DATABASE_URL"], max_size=1)
+        database.open()
+        try:
+            credential = PrincipalService(PrincipalRepository(database)).create("bench-grantee")
+            assert credential is not None
+            grants = GrantRepository(database)
+            grants.create_role("bench-grantee")
+            grants.add_member("bench-grantee", credential.client_id)
+            for namespace in namespaces:
+                for privilege in ("read", "write", "create", "drop"):
+                    with contextlib.suppress(UnknownSecurable):  # a namespace this run did not seed
+                        grants.grant("bench-grantee", privilege, "namespace", self.prefix, (namespace,))
+        finally:
+            database.close()
+        status, _, token = http_json(
+            "POST",
+            f"{self.base_url}/v1/oauth/tokens",
+            form={
+                "grant_type": "client_credentials",
+                "client_id": credential.client_id,
+                "client_secret": credential.secret,
+                "scope": "catalog",
+            },
+        )
+        if status != 200:
+            raise RuntimeError(f"Growler refused the grantee's token request ({status}): {token}")
+        self.headers = {"Authorization": f"Bearer {token['access_token']}"}
+
     def _wait_workers(self, timeout: float = 90.0) -> None:
         """Every worker has built its app (not just the first one up): uvicorn logs it per worker."""
         deadline = time.monotonic() + timeout

@@ -60,7 +60,7 @@ def session_policy(location: str, write: bool = True) -> dict[str, Any]:
     return {"Version": "2012-10-17", "Statement": statements}
 
 
-def table_credentials(settings: Settings, warehouse: WarehouseRow, location: str) -> dict[str, str]:
+def table_credentials(settings: Settings, warehouse: WarehouseRow, location: str, write: bool = True) -> dict[str, str]:
     """FileIO properties holding fresh credentials for the table at ``location`` (503 when STS fails)."""
     try:
         Location.parse(location)
@@ -75,7 +75,7 @@ def table_credentials(settings: Settings, warehouse: WarehouseRow, location: str
         access_key=settings.s3.access_key or "",
         secret_key=settings.s3.secret_key or "",
         role_arn=settings.sts.role_arn,
-        policy=session_policy(location),
+        policy=session_policy(location, write=write),
         duration_s=settings.sts.duration_s,
         timeout_s=settings.s3.timeout_s,
     )

@@ -6,8 +6,13 @@ here, so handlers (and the idempotency decorator) never import the factory.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import Any
+
 from flask import Response, current_app
 
+from app.authorization import Authorizer
 from app.edge.responses import Rendered
 from app.functions import FunctionService
 from app.namespaces import NamespaceService
@@ -25,6 +30,7 @@ IDEMPOTENCY = "growler.idempotency"
 FUNCTIONS = "growler.functions"
 PLANS = "growler.plans"
 SIGNER = "growler.signer"
+AUTHORIZER = "growler.authorizer"
 
 
 def namespaces() -> NamespaceService:
@@ -49,6 +55,22 @@ def functions() -> FunctionService:
 
 def plans() -> PlanningService:
     return current_app.extensions[PLANS]
+
+
+def authorizer() -> Authorizer:
+    return current_app.extensions[AUTHORIZER]
+
+
+def authorized(operation_id: str, handler: Callable[..., Any]) -> Callable[..., Any]:
+    """Every handler, behind the one check of what its operation needs (app/authorization.py):
+    after connexion validated the request, before anything runs (an idempotent replay included)."""
+
+    @functools.wraps(handler)
+    def with_authorization(*args: Any, **kwargs: Any) -> Any:
+        authorizer().authorize(operation_id, kwargs, kwargs.get("body"))
+        return handler(*args, **kwargs)
+
+    return with_authorization
 
 
 def advertised_endpoints() -> list[str]:

@@ -17,8 +17,9 @@ from connexion.middleware import ConnexionMiddleware, MiddlewarePosition
 from connexion.middleware.security import SecurityMiddleware
 from starlette.exceptions import HTTPException
 
+from app.authorization import Authorizer
 from app.edge.auth import Authentication, AuthMiddleware, AuthSettings
-from app.edge.context import ENDPOINTS, FUNCTIONS, IDEMPOTENCY, NAMESPACES, PLANS, SIGNER, TABLES, VIEWS
+from app.edge.context import AUTHORIZER, ENDPOINTS, FUNCTIONS, IDEMPOTENCY, NAMESPACES, PLANS, SIGNER, TABLES, VIEWS
 from app.edge.fast_path import LoadTableFastPath
 from app.edge.http import (
     LivenessMiddleware,
@@ -50,6 +51,7 @@ from app.views import ViewService
 from storage.build import build_storage
 from storage.db import AsyncDatabase, Database
 from storage.functions import FunctionRepository
+from storage.grants import GrantRepository
 from storage.idempotency import IdempotencyRepository
 from storage.migrate import migrate
 from storage.objects import RoutingObjectStore
@@ -76,6 +78,14 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     idempotency_keys = IdempotencyRepository(database)
     housekeeper = Housekeeper(repository, objects, idempotency_keys, tables.purge_requested)
     auth = Authentication(auth_settings, database)
+    # Who may do what (app/authorization.py): its cache follows the version the auth state polls.
+    authorizer = Authorizer(
+        GrantRepository(database) if auth_settings.enabled else None,
+        lambda: auth.state.version,
+        namespace_separator=settings.namespace_separator,
+        default_warehouse=settings.warehouse,
+    )
+    service.authorizer = tables.authorizer = views.authorizer = authorizer
     # PostgreSQL down at boot must not fail the worker (gunicorn would stop): see app/edge/startup.py.
     startup = Startup(
         [
@@ -166,6 +176,8 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     flask_app.extensions[VIEWS] = views
     flask_app.extensions[IDEMPOTENCY] = IdempotencyService(idempotency_keys, settings.idempotency_lifetime_s)
     flask_app.extensions[FUNCTIONS] = build_functions(settings, database, repository, objects, service.warehouses, spec)
+    flask_app.extensions[FUNCTIONS].authorizer = authorizer
+    flask_app.extensions[AUTHORIZER] = authorizer
     flask_app.extensions[PLANS] = planning
     flask_app.extensions[SIGNER] = signer
     # getToken is served in front of connexion (app/edge/auth/endpoint.py), when Growler issues tokens

@@ -20,6 +20,7 @@ is valid. ``GROWLER_FAST_READS=false`` turns the path off (the equivalence tests
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import re
@@ -29,6 +30,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.authorization import Authorizer
 from app.edge.observability import ROUTING_CONTEXT
 from app.edge.responses import JSON, Rendered, parse_load_table, render_table
 from app.ground.errors import CatalogError
@@ -65,6 +67,7 @@ class LoadTableFastPath:
     ) -> None:
         self.app = app
         self.tables = tables
+        self.authorizer: Authorizer = tables.authorizer  # the same rule and cache as the handler
         self.reader = reader
         self.separator = namespace_separator
         # Misses (unknown table, warehouse not cached yet) take the service's own path in threads.
@@ -78,6 +81,7 @@ class LoadTableFastPath:
             return
         _record_route(scope, request)
         try:
+            await self._authorize(request)
             answer = await self._load(request)
         except CatalogError as exc:
             if exc.code >= 500:
@@ -88,6 +92,17 @@ class LoadTableFastPath:
         if answer.etag and answer.metadata_location:
             self.issued.remember(answer.etag, answer.metadata_location)
         await _send(send, render_table(answer))
+
+    async def _authorize(self, request: _LoadRequest) -> None:
+        """loadTable's rule: on the event loop for a caller whose grants are cached (no database
+        round trip), else in a thread (one query, then cached)."""
+        params = {"prefix": request.prefix, "namespace": request.namespace, "table": request.table}
+        if self.authorizer.cached() is not None:
+            self.authorizer.authorize(OPERATION_ID, params)
+            return
+        loop = asyncio.get_running_loop()
+        context = contextvars.copy_context()  # the thread decides for this request's caller
+        await loop.run_in_executor(self.executor, context.run, self.authorizer.authorize, OPERATION_ID, params)
 
     async def _load(self, request: _LoadRequest) -> LoadedTable | NotModified:
         """The row read on the event loop (no thread hand-off); anything unusual via the service.
@@ -116,7 +131,8 @@ class LoadTableFastPath:
                 if not_modified is not None:
                     return not_modified
                 # still at that version, but the client's ETag is for another variant: read it all
-        return await asyncio.get_running_loop().run_in_executor(self.executor, self.tables.load, parsed)
+        context = contextvars.copy_context()  # the caller decides what credentials it gets
+        return await asyncio.get_running_loop().run_in_executor(self.executor, context.run, self.tables.load, parsed)
 
 
 class IssuedETags:

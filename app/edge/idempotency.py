@@ -15,7 +15,9 @@ from typing import Any
 from flask import Response, current_app, make_response, request
 
 from app.edge.context import IDEMPOTENCY, TABLES
-from app.idempotency import IdempotencyService, StoredResponse, fingerprint, parse_key
+from app.ground.callers import current_principal
+from app.idempotency import IdempotencyService, StoredResponse, fingerprint, owner, parse_key
+from app.rules.identifiers import parse_namespace
 from app.storage_access import attach_credentials, strip_credentials
 
 KEPT_HEADERS = ("Content-Type", "ETag")
@@ -41,9 +43,10 @@ def idempotent(operation_id: str, handler: Callable[..., Any]) -> Callable[..., 
             return sent, _without_credentials(sent)
 
         service: IdempotencyService = current_app.extensions[IDEMPOTENCY]
-        stored, replayed = service.run_once(parse_key(raw_key), operation_id, _request_fingerprint(), run)
+        principal = owner(current_principal.get())  # keys are per principal
+        stored, replayed = service.run_once(parse_key(raw_key), operation_id, _request_fingerprint(), run, principal)
         if replayed:
-            stored = _with_fresh_credentials(stored, kwargs.get("prefix"))
+            stored = _with_fresh_credentials(stored, kwargs)
         response = Response(stored.body, status=stored.status)
         response.headers.clear()
         response.headers.update(stored.headers)
@@ -52,6 +55,14 @@ def idempotent(operation_id: str, handler: Callable[..., Any]) -> Callable[..., 
         return response
 
     return with_idempotency_key
+
+
+def _identifier(kwargs: dict[str, Any], settings: Any) -> tuple[tuple[str, ...], str] | None:
+    """The table an operation's answer is about: the path's, or the one a create names."""
+    name = kwargs.get("table") or (kwargs.get("body") or {}).get("name")
+    if not isinstance(name, str) or "namespace" not in kwargs:
+        return None
+    return parse_namespace(str(kwargs["namespace"]), settings.namespace_separator), name
 
 
 def _request_fingerprint() -> str:
@@ -77,12 +88,15 @@ def _without_credentials(sent: StoredResponse) -> StoredResponse:
     return StoredResponse(sent.status, {**sent.headers, VENDED_FOR: location}, compact)
 
 
-def _with_fresh_credentials(kept: StoredResponse, prefix: str | None) -> StoredResponse:
-    """A replay of an answer whose credentials were stripped gets them vended anew, for this caller."""
+def _with_fresh_credentials(kept: StoredResponse, kwargs: dict[str, Any]) -> StoredResponse:
+    """A replay of an answer whose credentials were stripped gets them vended anew, for this caller
+    (writable only if it may write the table, as the first answer was)."""
     headers = dict(kept.headers)
     location = headers.pop(VENDED_FOR, None)
+    prefix = kwargs.get("prefix")
     if location is None or prefix is None:
         return StoredResponse(kept.status, headers, kept.body)
     body = json.loads(kept.body)
-    attach_credentials(body, current_app.extensions[TABLES].vend_for(prefix, location))
+    tables = current_app.extensions[TABLES]
+    attach_credentials(body, tables.vend_for(prefix, location, _identifier(kwargs, tables.settings)))
     return StoredResponse(kept.status, headers, json.dumps(body, separators=(",", ":")).encode())

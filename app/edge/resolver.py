@@ -95,4 +95,6 @@ class CatalogResolver(Resolver):
             from app.edge.idempotency import idempotent
 
             handler = idempotent(operation_id, handler)
-        return Resolution(handler, operation_id)
+        from app.edge.context import authorized  # the app's modules, once the resolver runs
+
+        return Resolution(authorized(operation_id, handler), operation_id)

@@ -14,6 +14,7 @@ yaml still decides what is valid and the answer is the same either way.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import re
@@ -60,11 +61,18 @@ class SignRequestFastPath:
         try:
             levels = parse_namespace(namespace, self.separator)
             name = check_name(table, "table name")
-            if self.signer.is_cached(prefix, levels, name):
-                signed = self.signer.sign(prefix, levels, name, request)
-            else:
+            authorizer = self.signer.tables.authorizer
+            params = {"prefix": prefix, "namespace": namespace, "table": table}
+
+            def authorized_sign() -> Any:  # the same check as connexion's handler (app/authorization.py)
+                authorizer.authorize(OPERATION_ID, params)
+                return self.signer.sign(prefix, levels, name, request)
+
+            if self.signer.is_cached(prefix, levels, name) and authorizer.cached() is not None:
+                signed = authorized_sign()
+            else:  # the thread runs in this request's context: it is the same caller
                 loop = asyncio.get_running_loop()
-                signed = await loop.run_in_executor(self.executor, self.signer.sign, prefix, levels, name, request)
+                signed = await loop.run_in_executor(self.executor, contextvars.copy_context().run, authorized_sign)
         except CatalogError as exc:
             if exc.code >= 500:
                 log.warning("signRequest failed: %s %s", exc.error_type, exc.message)

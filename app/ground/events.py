@@ -19,6 +19,7 @@ from app.ground.errors import CatalogError, CommitFailed, CommitStateUnknown
 
 REQUEST_LOGGER = "growler.request"
 COMMIT_LOGGER = "growler.commit"
+AUDIT_LOGGER = "growler.audit"  # one line per refused request (app/authorization.py)
 PRINCIPAL = "growler.principal"  # in scope["extensions"]: the authenticated principal (app/edge/auth)
 
 # The request id of the request being served; a2wsgi copies the context into the Flask thread.
@@ -58,8 +59,8 @@ class _StderrHandler(logging.StreamHandler):
 
 
 def configure_event_logs() -> None:
-    """The request and commit loggers: JSON lines on stderr, whatever the root logger does."""
-    for name in (REQUEST_LOGGER, COMMIT_LOGGER):
+    """The request, commit and audit loggers: JSON lines on stderr, whatever the root logger does."""
+    for name in (REQUEST_LOGGER, COMMIT_LOGGER, AUDIT_LOGGER):
         logger = logging.getLogger(name)
         if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
             handler = _StderrHandler()

@@ -1,0 +1,311 @@
+"""Authorization: what each catalog operation needs, and whether the caller holds it.
+
+``OPERATIONS`` is the one table of the catalog's rules: for every operationId, the privilege it
+needs on which securable (``None``: only to see it). ``Authorizer.authorize`` applies it before
+the operation runs - for connexion's handlers (the resolver wraps every one of them) and for the
+loadTable and signRequest fast paths alike - so a refused request writes nothing. What is
+missing is 403 ``ForbiddenException`` when the caller can see the securable's container and the
+container's own 404 otherwise (app/rules/privileges.py); either way one JSON audit line.
+
+Decisions cost no database round trip for a caller seen before: each worker caches a
+principal's grants, resolved to paths when loaded (one query: storage/grants.py), under the
+``auth_state.version`` that the authentication state polls twice a second. Every change that
+can alter a decision - a grant, a role, a membership, a drop that cascades to grants, a rename
+of something granted - bumps that version by trigger (0011), so a revoke takes effect on every
+worker and replica within a second. Without authentication (``GROWLER_AUTH=none``) there is no
+caller and everything is allowed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from app.ground.callers import IDP, Principal, current_principal
+from app.ground.errors import (
+    CatalogError,
+    Forbidden,
+    NoSuchFunction,
+    NoSuchNamespace,
+    NoSuchTable,
+    NoSuchView,
+    NoSuchWarehouse,
+)
+from app.ground.events import AUDIT_LOGGER, request_id_var
+from app.ground.lru import LruCache
+from app.rules.identifiers import format_namespace, parse_namespace
+from app.rules.privileges import (
+    ALLOW,
+    FORBIDDEN,
+    EffectiveGrants,
+    Grant,
+    Kind,
+    Privilege,
+    Securable,
+    decide,
+)
+from storage.grants import GrantRepository, GrantRow
+
+audit_log = logging.getLogger(AUDIT_LOGGER)
+
+CACHE_ENTRIES = 10_000  # principals per worker
+ALL = EffectiveGrants(admin=True)
+
+READ, WRITE, CREATE, DROP = Privilege.READ, Privilege.WRITE, Privilege.CREATE, Privilege.DROP
+SEE = None  # only to see the securable
+
+Need = tuple[Privilege | None, Securable]
+
+
+class Call:
+    """One operation's parameters as the rules below read them (path and query values, body)."""
+
+    def __init__(self, params: dict[str, Any], body: Any, separator: str, default_warehouse: str) -> None:
+        self.params = params
+        self.body = body if isinstance(body, dict) else {}
+        self.separator = separator
+        self.warehouse = str(params.get("prefix") or default_warehouse)
+
+    def levels(self, name: str = "namespace") -> tuple[str, ...]:
+        return parse_namespace(str(self.params[name]), self.separator)
+
+    def namespace(self, name: str = "namespace") -> Securable:
+        return Securable.of_namespace(self.warehouse, self.levels(name))
+
+    def entry(self, kind: Kind, name: str) -> Securable:
+        return Securable.of_entry(kind, self.warehouse, self.levels(), str(self.params[name]))
+
+    def identified(self, kind: Kind, identifier: Any) -> Securable:
+        """A TableIdentifier of the body (validated against the yaml before the handler runs)."""
+        identifier = identifier if isinstance(identifier, dict) else {}
+        return Securable.of_entry(
+            kind, self.warehouse, tuple(identifier.get("namespace") or ()), str(identifier.get("name", ""))
+        )
+
+
+def _created(call: Call) -> Securable:
+    levels = tuple(call.body.get("namespace") or ())
+    return Securable.of_namespace(call.warehouse, levels).container()
+
+
+def _rename(kind: Kind) -> Callable[[Call], list[Need]]:
+    def needs(call: Call) -> list[Need]:
+        source = call.identified(kind, call.body.get("source"))
+        destination = call.identified(kind, call.body.get("destination")).container()
+        return [(DROP, source), (CREATE, destination)]
+
+    return needs
+
+
+def _creates(requirements: Any) -> bool:
+    return any(isinstance(r, dict) and r.get("type") == "assert-create" for r in requirements or ())
+
+
+def _commit(call: Call, table: Securable, requirements: Any) -> Need:
+    """A commit that creates its table (a staged create) needs CREATE, any other WRITE."""
+    return (CREATE, table.container()) if _creates(requirements) else (WRITE, table)
+
+
+def _transaction(call: Call) -> list[Need]:
+    changes = call.body.get("table-changes") or []
+    return [_commit(call, call.identified(Kind.TABLE, c.get("identifier")), c.get("requirements")) for c in changes]
+
+
+def _register(kind: Kind) -> Callable[[Call], list[Need]]:
+    def needs(call: Call) -> list[Need]:
+        found: list[Need] = [(CREATE, call.namespace())]
+        if call.body.get("overwrite"):
+            found.append((WRITE, Securable.of_entry(kind, call.warehouse, call.levels(), str(call.body.get("name")))))
+        return found
+
+    return needs
+
+
+def _table(privilege: Privilege | None) -> Callable[[Call], list[Need]]:
+    return lambda call: [(privilege, call.entry(Kind.TABLE, "table"))]
+
+
+def _view(privilege: Privilege | None) -> Callable[[Call], list[Need]]:
+    return lambda call: [(privilege, call.entry(Kind.VIEW, "view"))]
+
+
+def _namespace(privilege: Privilege | None) -> Callable[[Call], list[Need]]:
+    return lambda call: [(privilege, call.namespace())]
+
+
+# Every operation of openapi/catalog.yaml that has a handler (a test checks the list is complete).
+OPERATIONS: dict[str, Callable[[Call], list[Need]]] = {
+    # How to talk to the catalog (prefix, endpoints), nothing of its contents: any authenticated
+    # caller, as clients ask for it before anything else.
+    "getConfig": lambda call: [],
+    "listNamespaces": lambda call: [
+        (SEE, call.namespace("parent") if call.params.get("parent") else Securable.of_warehouse(call.warehouse))
+    ],
+    "createNamespace": lambda call: [(CREATE, _created(call))],
+    "loadNamespaceMetadata": _namespace(SEE),
+    "namespaceExists": _namespace(SEE),
+    "dropNamespace": _namespace(DROP),
+    "updateProperties": _namespace(Privilege.MANAGE_PROPERTIES),
+    "listTables": _namespace(SEE),
+    "createTable": _namespace(CREATE),
+    "registerTable": _register(Kind.TABLE),
+    "loadTable": _table(READ),
+    "tableExists": _table(READ),
+    "updateTable": lambda call: [_commit(call, call.entry(Kind.TABLE, "table"), call.body.get("requirements"))],
+    "dropTable": _table(DROP),
+    "unregisterTable": _table(DROP),
+    "renameTable": _rename(Kind.TABLE),
+    "loadCredentials": _table(READ),
+    "reportMetrics": _table(READ),
+    "signRequest": _table(READ),
+    "planTableScan": _table(READ),
+    "fetchPlanningResult": _table(READ),
+    "fetchScanTasks": _table(READ),
+    "cancelPlanning": _table(READ),
+    "commitTransaction": _transaction,
+    "listViews": _namespace(SEE),
+    "createView": _namespace(CREATE),
+    "registerView": _register(Kind.VIEW),
+    "loadView": _view(READ),
+    "viewExists": _view(READ),
+    "replaceView": _view(WRITE),
+    "dropView": _view(DROP),
+    "renameView": _rename(Kind.VIEW),
+    "listFunctions": _namespace(SEE),
+    "loadFunction": lambda call: [(READ, call.entry(Kind.FUNCTION, "function"))],
+}
+
+# The spec gives signRequest no 404: a table the caller may not see is refused like any other.
+_NO_NOT_FOUND = frozenset({"signRequest"})
+
+_MISSING: dict[Kind, type[CatalogError]] = {
+    Kind.WAREHOUSE: NoSuchWarehouse,
+    Kind.NAMESPACE: NoSuchNamespace,
+    Kind.TABLE: NoSuchTable,
+    Kind.VIEW: NoSuchView,
+    Kind.FUNCTION: NoSuchFunction,
+}
+
+
+def _hidden(securable: Securable) -> CatalogError:
+    """The 404 the operation gives for something that does not exist (the Java catalog's wording)."""
+    path = securable.namespace + ((securable.name,) if securable.name is not None else ())
+    what = securable.kind.value.capitalize()
+    return _MISSING[securable.kind](f"{what} does not exist: {format_namespace(path)}")
+
+
+def effective(holdings_admin: bool, rows: list[GrantRow]) -> EffectiveGrants:
+    """Rows of storage/grants.py as the rules' grants (unknown privilege names are ignored)."""
+    grants = []
+    for row in rows:
+        try:
+            privilege = Privilege(row.privilege)
+        except ValueError:
+            continue
+        kind = Kind(row.securable)
+        grants.append(Grant(privilege, Securable(kind, row.warehouse, tuple(row.namespace or ()), row.name)))
+    return EffectiveGrants.build(grants, admin=holdings_admin)
+
+
+class Authorizer:
+    def __init__(
+        self,
+        repository: GrantRepository | None,
+        version: Callable[[], int | None] = lambda: None,
+        *,
+        namespace_separator: str = "%1F",
+        default_warehouse: str = "",
+    ) -> None:
+        self.repository = repository  # None: nothing is enforced (tools, GROWLER_AUTH=none)
+        self._version = version
+        self.separator = namespace_separator
+        self.default_warehouse = default_warehouse
+        self._cache: LruCache[Principal, tuple[int, EffectiveGrants]] = LruCache(CACHE_ENTRIES)
+
+    # -- the caller's grants ------------------------------------------------------------------
+
+    def cached(self) -> EffectiveGrants | None:
+        """The caller's grants if deciding needs no database round trip now (the event loop may)."""
+        principal = current_principal.get()
+        if principal is None or self.repository is None:
+            return ALL
+        version = self._version()
+        found = self._cache.get(principal)
+        if found is not None and version is not None and found[0] == version:
+            return found[1]
+        return None
+
+    def grants(self) -> EffectiveGrants:
+        """The caller's grants: from the cache, or one query (then cached under the version read first)."""
+        found = self.cached()
+        if found is not None:
+            return found
+        principal = current_principal.get()
+        assert principal is not None and self.repository is not None
+        version = self._version()  # before the query: a change after it is seen at the next one
+        holdings = self.repository.holdings(
+            principal.name, principal.roles if principal.source == IDP else (), own=principal.source != IDP
+        )
+        grants = effective(holdings.admin, holdings.grants)
+        if version is not None:
+            self._cache.put(principal, (version, grants))
+        return grants
+
+    # -- decisions ----------------------------------------------------------------------------
+
+    def may(self, privilege: Privilege, securable: Securable) -> bool:
+        return self.grants().holds(privilege, securable)
+
+    def sees(self, securable: Securable) -> bool:
+        return self.grants().sees(securable)
+
+    def filter(
+        self, items: list[Any], securable_of: Callable[[Any], Securable], privilege: Privilege | None = None
+    ) -> list[Any]:
+        """The listed items the caller may see (or holds ``privilege`` on)."""
+        grants = self.grants()
+        if grants.admin:
+            return items
+        if privilege is None:
+            return [item for item in items if grants.sees(securable_of(item))]
+        return [item for item in items if grants.holds(privilege, securable_of(item))]
+
+    def authorize(self, operation_id: str, params: dict[str, Any], body: Any = None) -> None:
+        """Raise 403 (or the 404 that hides what the caller cannot see) unless the caller may run it."""
+        if current_principal.get() is None or self.repository is None:
+            return
+        rule = OPERATIONS.get(operation_id)
+        if rule is None:
+            raise Forbidden(f"Operation {operation_id} has no authorization rule")
+        grants = self.grants()
+        if grants.admin:
+            return
+        call = Call(params, body, self.separator, self.default_warehouse)
+        for privilege, securable in rule(call):
+            outcome = decide(grants, privilege, securable)
+            if outcome == ALLOW:
+                continue
+            forbidden = outcome == FORBIDDEN or operation_id in _NO_NOT_FOUND
+            self._audit(operation_id, privilege, securable, 403 if forbidden else 404)
+            if forbidden:
+                needed = privilege.value if privilege is not None else "any privilege"
+                raise Forbidden(f"Principal lacks {needed} on {securable.describe()} for {operation_id}")
+            raise _hidden(securable)
+
+    def _audit(self, operation_id: str, privilege: Privilege | None, securable: Securable, status: int) -> None:
+        principal = current_principal.get()
+        fields = {
+            "event": "authorization-denied",
+            "request_id": request_id_var.get(),
+            "status": status,
+            "principal": principal.name if principal else None,
+            "source": principal.source if principal else None,
+            "operation": operation_id,
+            "privilege": privilege.value if privilege is not None else None,
+            "securable": securable.describe(),
+        }
+        audit_log.warning("authorization denied", extra={"fields": fields})
+
+
+OPEN = Authorizer(None)  # for services built without one (tools, unit tests): everything allowed

@@ -1,0 +1,171 @@
+"""Who may do what: privileges, securables and the decision (pure: no I/O, no clock).
+
+A grant gives one privilege on one securable. Securables form one tree: the catalog (every
+warehouse) -> a warehouse -> a namespace -> its nested namespaces -> the tables, views and
+functions in them. A privilege held on a node is held on everything below it (grants inherit
+down), nothing is held that was not granted (deny by default), and an admin holds everything.
+
+A securable is addressed by its *path* (warehouse name, namespace levels, entry name), not by
+the ids the grants point at: the service resolves a principal's grants to paths once, when it
+loads them, so a decision is a handful of dictionary lookups. ``WRITE`` includes ``READ``.
+
+"Seeing" something is weaker than any privilege: a caller sees a node when it holds any
+privilege on it or above it, or any grant below it (the way down to what it was granted). What a
+caller may not use is answered 403 when it can see the node's container and 404 otherwise, so
+neither answer depends on whether the thing exists: no existence leaks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Privilege(StrEnum):
+    READ = "read"  # list, load, exists, plan, read-only credentials and signing, metrics reports
+    WRITE = "write"  # commit (data and metadata): includes READ
+    CREATE = "create"  # tables, views and namespaces under the securable
+    DROP = "drop"  # drop or unregister; the source side of a rename
+    MANAGE_PROPERTIES = "manage-properties"  # namespace properties
+    MANAGE_GRANTS = "manage-grants"  # the management API (roles, grants)
+
+
+IMPLIES: dict[Privilege, frozenset[Privilege]] = {
+    Privilege.WRITE: frozenset({Privilege.WRITE, Privilege.READ}),
+}
+
+
+def implied(privilege: Privilege) -> frozenset[Privilege]:
+    return IMPLIES.get(privilege, frozenset({privilege}))
+
+
+class Kind(StrEnum):
+    CATALOG = "catalog"
+    WAREHOUSE = "warehouse"
+    NAMESPACE = "namespace"
+    TABLE = "table"
+    VIEW = "view"
+    FUNCTION = "function"  # not grantable on its own: inherits from its namespace
+
+
+GRANTABLE = frozenset({Kind.CATALOG, Kind.WAREHOUSE, Kind.NAMESPACE, Kind.TABLE, Kind.VIEW})
+
+# A node of the tree: (warehouse, namespace levels, entry name). The catalog is (None, (), None).
+Key = tuple[str | None, tuple[str, ...], str | None]
+CATALOG_KEY: Key = (None, (), None)
+
+
+@dataclass(frozen=True)
+class Securable:
+    kind: Kind
+    warehouse: str | None = None
+    namespace: tuple[str, ...] = ()
+    name: str | None = None
+
+    @classmethod
+    def catalog(cls) -> Securable:
+        return cls(Kind.CATALOG)
+
+    @classmethod
+    def of_warehouse(cls, warehouse: str) -> Securable:
+        return cls(Kind.WAREHOUSE, warehouse)
+
+    @classmethod
+    def of_namespace(cls, warehouse: str, namespace: tuple[str, ...]) -> Securable:
+        return cls(Kind.NAMESPACE, warehouse, tuple(namespace))
+
+    @classmethod
+    def of_entry(cls, kind: Kind, warehouse: str, namespace: tuple[str, ...], name: str) -> Securable:
+        return cls(kind, warehouse, tuple(namespace), name)
+
+    @property
+    def key(self) -> Key:
+        """Its node in the tree; a function is not grantable on its own: its namespace's."""
+        if self.kind is Kind.FUNCTION:
+            return (self.warehouse, self.namespace, None)
+        return (self.warehouse, self.namespace, self.name)
+
+    def container(self) -> Securable:
+        """The node above: a namespace for an entry, the parent (or the warehouse) for a namespace."""
+        if self.name is not None:
+            return Securable.of_namespace(self.warehouse or "", self.namespace)
+        if self.namespace:
+            if len(self.namespace) > 1:
+                return Securable.of_namespace(self.warehouse or "", self.namespace[:-1])
+            return Securable.of_warehouse(self.warehouse or "")
+        return Securable.catalog()
+
+    def describe(self) -> str:
+        """For messages and the audit log: ``table wh:a.b.t``."""
+        if self.kind is Kind.CATALOG:
+            return "catalog"
+        path = ".".join((*self.namespace, *([self.name] if self.name is not None else [])))
+        return f"{self.kind.value} {self.warehouse}" + (f":{path}" if path else "")
+
+
+def chain(key: Key) -> list[Key]:
+    """The node and every node above it, the catalog first."""
+    warehouse, namespace, name = key
+    keys: list[Key] = [CATALOG_KEY]
+    if warehouse is None:
+        return keys
+    keys.append((warehouse, (), None))
+    keys.extend((warehouse, namespace[:depth], None) for depth in range(1, len(namespace) + 1))
+    if name is not None:
+        keys.append(key)
+    return keys
+
+
+@dataclass(frozen=True)
+class Grant:
+    privilege: Privilege
+    securable: Securable
+
+
+@dataclass(frozen=True)
+class EffectiveGrants:
+    """What one principal holds, indexed for decisions: built once per load, then read-only."""
+
+    admin: bool = False
+    held: dict[Key, frozenset[Privilege]] = field(default_factory=dict)
+    navigable: frozenset[Key] = frozenset()  # every node with a grant on or below it
+
+    @classmethod
+    def build(cls, grants: Iterable[Grant], admin: bool = False) -> EffectiveGrants:
+        held: dict[Key, set[Privilege]] = {}
+        navigable: set[Key] = set()
+        for grant in grants:
+            key = grant.securable.key
+            held.setdefault(key, set()).update(implied(grant.privilege))
+            navigable.update(chain(key))
+        return cls(admin, {k: frozenset(v) for k, v in held.items()}, frozenset(navigable))
+
+    def holds(self, privilege: Privilege, securable: Securable) -> bool:
+        if self.admin:
+            return True
+        held = self.held
+        return any(privilege in held.get(key, ()) for key in chain(securable.key))
+
+    def sees(self, securable: Securable) -> bool:
+        """Any privilege on the node or above it, or a grant below it."""
+        if self.admin or securable.kind is Kind.CATALOG:
+            return True
+        return securable.key in self.navigable or any(key in self.held for key in chain(securable.key))
+
+
+ALLOW, FORBIDDEN, HIDDEN = "allow", "forbidden", "hidden"
+
+
+def decide(grants: EffectiveGrants, privilege: Privilege | None, securable: Securable) -> str:
+    """``allow``; ``forbidden`` (403: the caller sees the container); ``hidden`` (404).
+
+    ``privilege`` None asks only to see the securable (a namespace's existence or properties,
+    the listing of a namespace's children).
+    """
+    allowed = grants.sees(securable) if privilege is None else grants.holds(privilege, securable)
+    if allowed:
+        return ALLOW
+    if securable.kind in (Kind.CATALOG, Kind.WAREHOUSE) or grants.sees(securable.container()):
+        return FORBIDDEN
+    return HIDDEN

@@ -1,0 +1,87 @@
+"""The pure decision (app/rules/privileges.py): inheritance, WRITE includes READ, deny by default,
+what a caller sees, and 403 versus 404."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.rules.privileges import (
+    ALLOW,
+    FORBIDDEN,
+    HIDDEN,
+    EffectiveGrants,
+    Grant,
+    Kind,
+    Privilege,
+    Securable,
+    decide,
+)
+
+R, W, C, D = Privilege.READ, Privilege.WRITE, Privilege.CREATE, Privilege.DROP
+
+
+def ns(*levels: str) -> Securable:
+    return Securable.of_namespace("wh", levels)
+
+
+def table(*path: str) -> Securable:
+    *levels, name = path
+    return Securable.of_entry(Kind.TABLE, "wh", tuple(levels), name)
+
+
+def held(*grants: tuple[Privilege, Securable]) -> EffectiveGrants:
+    return EffectiveGrants.build(Grant(p, s) for p, s in grants)
+
+
+@pytest.mark.parametrize(
+    ("granted_on", "target", "expected"),
+    [
+        (Securable.catalog(), table("a", "b", "t"), True),
+        (Securable.of_warehouse("wh"), table("a", "b", "t"), True),
+        (Securable.of_warehouse("other"), table("a", "b", "t"), False),
+        (ns("a"), table("a", "b", "t"), True),
+        (ns("a", "b"), table("a", "b", "t"), True),
+        (ns("a", "b"), table("a", "c", "t"), False),
+        (ns("a", "b"), ns("a"), False),  # grants inherit down, never up
+        (table("a", "t"), table("a", "t"), True),
+        (table("a", "t"), table("a", "t2"), False),
+        (ns("ab"), table("a", "t"), False),  # levels, not string prefixes
+    ],
+)
+def test_grants_inherit_down_the_tree(granted_on, target, expected):
+    assert held((R, granted_on)).holds(R, target) is expected
+
+
+def test_write_includes_read_and_nothing_else_is_implied():
+    grants = held((W, ns("a")))
+    assert grants.holds(R, table("a", "t")) and grants.holds(W, table("a", "t"))
+    assert not grants.holds(C, ns("a")) and not grants.holds(D, table("a", "t"))
+    assert not held((R, ns("a"))).holds(W, table("a", "t"))
+
+
+def test_deny_by_default_and_admin_holds_everything():
+    assert not EffectiveGrants().holds(R, table("a", "t"))
+    assert EffectiveGrants(admin=True).holds(Privilege.MANAGE_GRANTS, Securable.catalog())
+
+
+def test_a_caller_sees_the_way_down_to_its_grants():
+    grants = held((R, table("a", "b", "t")))
+    assert grants.sees(Securable.of_warehouse("wh")) and grants.sees(ns("a")) and grants.sees(ns("a", "b"))
+    assert not grants.sees(ns("a", "c")) and not grants.sees(table("a", "b", "u"))
+    assert not grants.holds(R, ns("a"))  # seeing is not reading
+
+
+def test_forbidden_when_the_container_is_visible_hidden_otherwise():
+    grants = held((R, ns("a")))
+    assert decide(grants, R, table("a", "t")) == ALLOW
+    assert decide(grants, W, table("a", "t")) == FORBIDDEN
+    assert decide(grants, R, table("z", "t")) == HIDDEN
+    assert decide(grants, None, ns("z")) == FORBIDDEN  # a top-level namespace: the warehouse is visible
+    assert decide(grants, None, ns("z", "y")) == HIDDEN
+    assert decide(EffectiveGrants(), None, Securable.of_warehouse("wh")) == FORBIDDEN
+
+
+def test_a_function_holds_what_its_namespace_holds():
+    function = Securable.of_entry(Kind.FUNCTION, "wh", ("a",), "f")
+    assert held((R, ns("a"))).holds(R, function)
+    assert not held((R, table("a", "f"))).holds(R, function)
