@@ -214,7 +214,9 @@ class SigV4:
             if name in ("authorization", "user-agent"):  # never signed (as minio)
                 continue
             items = values if isinstance(values, list | tuple) else [values]
-            canonical[name] = ",".join(_MULTI_SPACE.sub(" ", value).strip() for value in items)
+            canonical[name] = ",".join(
+                (_MULTI_SPACE.sub(" ", value) if "  " in value else value).strip() for value in items
+            )
         names = sorted(canonical)
         signed_headers = ";".join(names)
         canonical_headers = "\n".join(f"{name}:{canonical[name]}" for name in names)
@@ -225,7 +227,7 @@ class SigV4:
         day = amz_date[:8]
         scope = f"{day}/{region}/s3/aws4_request"
         string_to_sign = f"{_ALGORITHM}\n{amz_date}\n{scope}\n{hashlib.sha256(request.encode()).hexdigest()}"
-        signature = hmac.new(self._signing_key(day, region), string_to_sign.encode(), hashlib.sha256).hexdigest()
+        signature = hmac.digest(self._signing_key(day, region), string_to_sign.encode(), "sha256").hex()
         return (
             f"{_ALGORITHM} Credential={self.access_key}/{scope}, SignedHeaders={signed_headers}, Signature={signature}"
         )
