@@ -53,6 +53,8 @@ _REFUSED_HEADERS = re.compile(
 )
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _BAD_KEY_CHARACTERS = re.compile(r"[\x00-\x1f\x7f\\]")
+# What ``quote(key, safe="/~")`` leaves as it is (its always-safe characters and the slash).
+_UNRESERVED_KEY = re.compile(r"[A-Za-z0-9_.~/-]*")
 MAX_DELETE_KEYS = 1000  # what S3 itself accepts in one DeleteObjects
 
 
@@ -93,7 +95,7 @@ class S3Request:
     @property
     def path(self) -> str:
         """The canonical, once-encoded path SigV4 signs and the client must send."""
-        key = quote(self.key, safe="/~")
+        key = self.key if _UNRESERVED_KEY.fullmatch(self.key) else quote(self.key, safe="/~")
         if self.host.startswith(self.bucket + "."):
             return "/" + key
         return f"/{self.bucket}/{key}" if key else f"/{self.bucket}"

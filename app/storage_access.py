@@ -109,6 +109,20 @@ def signing_config(settings: Settings, prefix: str, namespace: tuple[str, ...], 
     }
 
 
+# LoadTableResult's ``remote-signing-config`` (the spec's RemoteSigningConfig): what a signer
+# client must pass through, unchanged, in every request to the signer. Growler needs nothing passed
+# through (the /sign path names the table, the bearer token names the caller), so both maps are
+# empty: the field says "sign through this catalog" to the clients that read it, and the
+# deprecated ``s3.signer.*`` keys of ``signing_config`` say it to those that do not yet.
+REMOTE_SIGNING_CONFIG: dict[str, dict[str, Any]] = {"properties": {}, "headers": {}}
+
+
+def remote_signing_config(config: dict[str, str]) -> dict[str, dict[str, Any]] | None:
+    """The ``remote-signing-config`` of a LoadTableResult whose ``config`` is ``config``: present
+    exactly when that config tells the client to sign through Growler."""
+    return REMOTE_SIGNING_CONFIG if config.get("s3.remote-signing-enabled") == "true" else None
+
+
 def wants_vended_credentials(header: str | None) -> bool:
     """``X-Iceberg-Access-Delegation`` is a comma-separated list of mechanisms."""
     if not header:

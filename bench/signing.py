@@ -9,7 +9,8 @@ Two figures:
   ``GROWLER_WORKERS=1``) for ``--seconds``: the figure per worker, HTTP stack included.
 
     python -m bench.signing                       # in-process only
-    python -m bench.signing --url http://127.0.0.1:8181 --warehouse warehouse --table ns.t
+    python -m bench.signing --url http://127.0.0.1:8181 --warehouse warehouse --table ns.t \
+        --credential "$(cat .growler/credential)"
 
 The http run needs the table to exist and the warehouse in a mode that signs (any but ``none``).
 """
@@ -71,7 +72,14 @@ def in_process(seconds: float) -> dict[str, Any]:
 
 
 def over_http(
-    url: str, warehouse: str, table: str, s3_endpoint: str, location: str, seconds: float, connections: int
+    url: str,
+    warehouse: str,
+    table: str,
+    s3_endpoint: str,
+    location: str,
+    seconds: float,
+    connections: int,
+    headers: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     from bench import wrk
 
@@ -87,6 +95,7 @@ def over_http(
             threads=2,
             script="post.lua",
             body_file=Path(body.name),
+            headers=headers,
         )
     finally:
         Path(body.name).unlink()
@@ -101,18 +110,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--s3-endpoint", default=ENDPOINT, help="the warehouse's S3 endpoint")
     parser.add_argument("--location", default=None, help="the table's location (default: loaded)")
     parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--credential", help="client_id:secret for a bearer token (Growler authenticates)")
     args = parser.parse_args(argv)
     result: dict[str, Any] = {"in_process": in_process(args.seconds)}
     if args.url:
+        import httpx
+
+        headers = {}
+        if args.credential:
+            client_id, _, secret = args.credential.partition(":")
+            form = {"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret}
+            token = httpx.post(f"{args.url}/v1/oauth/tokens", data=form).raise_for_status().json()["access_token"]
+            headers["Authorization"] = f"Bearer {token}"
         location = args.location
         if location is None:
-            import httpx
-
             namespace, _, name = args.table.rpartition(".")
-            loaded = httpx.get(f"{args.url}/v1/{args.warehouse}/namespaces/{namespace}/tables/{name}")
+            loaded = httpx.get(f"{args.url}/v1/{args.warehouse}/namespaces/{namespace}/tables/{name}", headers=headers)
             location = loaded.raise_for_status().json()["metadata"]["location"]
         result["http"] = over_http(
-            args.url, args.warehouse, args.table, args.s3_endpoint, location, args.seconds, args.connections
+            args.url, args.warehouse, args.table, args.s3_endpoint, location, args.seconds, args.connections, headers
         )
     print(json.dumps(result, indent=1))
     return 0

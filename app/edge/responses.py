@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 
 from app.rules.identifiers import check_name, parse_namespace
-from app.storage_access import Delegation
+from app.storage_access import Delegation, remote_signing_config
 from app.tables import LoadedTable, LoadTableRequest, NotModified
 from app.views import LoadedView
 
@@ -71,6 +71,9 @@ def render_table(answer: LoadedTable | NotModified) -> Rendered:
     parts.append(f'"config":{json.dumps(answer.config)}')
     if answer.credentials:
         parts.append(f'"storage-credentials":{json.dumps(answer.credentials)}')
+    signing = remote_signing_config(answer.config)
+    if signing is not None:
+        parts.append(f'"remote-signing-config":{json.dumps(signing)}')
     headers = {"Content-Type": JSON}
     if answer.etag:
         headers["ETag"] = answer.etag

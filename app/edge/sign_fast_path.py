@@ -37,6 +37,7 @@ _CONTROL = re.compile(r"[\x00-\x1e\x7f]")
 _METHODS = frozenset({"PUT", "GET", "HEAD", "POST", "DELETE", "PATCH", "OPTIONS"})  # the yaml's enum
 _FIELDS = frozenset({"region", "uri", "method", "headers", "properties", "body", "provider"})
 MAX_FAST_BODY_BYTES = 1024 * 1024
+_ENCODER = json.JSONEncoder(separators=(",", ":"))  # built once: json.dumps with options builds one per call
 
 
 class SignRequestFastPath:
@@ -79,9 +80,7 @@ class SignRequestFastPath:
             await _send(send, exc.code, json.dumps(exc.body()).encode(), exc.headers())
             return
         cache_control = "private" if signed.cacheable else "no-cache"
-        await _send(
-            send, 200, json.dumps(signed.body(), separators=(",", ":")).encode(), {"cache-control": cache_control}
-        )
+        await _send(send, 200, _ENCODER.encode(signed.body()).encode(), {"cache-control": cache_control})
 
 
 def _match(scope: Scope) -> re.Match | None:

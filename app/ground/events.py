@@ -26,6 +26,11 @@ PRINCIPAL = "growler.principal"  # in scope["extensions"]: the authenticated pri
 request_id_var: ContextVar[str | None] = ContextVar("growler_request_id", default=None)
 
 
+# One encoder for every line (``json.dumps`` with options builds a new one per call: a request's
+# log line is on the path of every signRequest).
+_ENCODER = json.JSONEncoder(default=str, ensure_ascii=False, separators=(",", ":"))
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: ts, level, logger, msg, the record's ``fields``, exc."""
 
@@ -40,7 +45,7 @@ class JsonFormatter(logging.Formatter):
         doc.update(getattr(record, "fields", {}))
         if record.exc_info:
             doc["exc"] = self.formatException(record.exc_info)
-        return json.dumps(doc, default=str, ensure_ascii=False, separators=(",", ":"))
+        return _ENCODER.encode(doc)
 
 
 class _StderrHandler(logging.StreamHandler):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from functools import lru_cache
 from urllib.parse import unquote
 
 from app.ground.errors import BadRequest
@@ -14,6 +15,7 @@ MAX_LEVEL_LENGTH = 255
 MAX_LEVELS = 16
 
 
+@lru_cache(maxsize=16)  # one or two values per process, on the path of every loadTable and signRequest
 def decoded_separator(advertised: str) -> str:
     """The advertised ``namespace-separator`` is URL-encoded (e.g. ``%1F``)."""
     return unquote(advertised)

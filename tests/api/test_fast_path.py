@@ -107,6 +107,21 @@ def test_fast_path_answers_like_the_full_stack(client, full_stack_client, table,
     assert served == ["events", "events on the loop"]
 
 
+def test_remote_signing_config_is_served_on_both_paths(client, full_stack_client, table, served):
+    """The spec's ``remote-signing-config`` next to the deprecated ``s3.signer.*`` keys, from the
+    fast path and from the full stack (whose answers connexion validates against the yaml)."""
+    headers = {"X-Iceberg-Access-Delegation": "remote-signing"}
+    fast = client.get(table, headers=headers)
+    full = full_stack_client.get(table, headers=headers)
+    _same(fast, full)
+    assert served == ["events", "events on the loop"]
+    body = fast.json()
+    assert body["remote-signing-config"] == {"properties": {}, "headers": {}}
+    assert body["config"]["s3.remote-signing-enabled"] == "true"
+    assert body["config"]["s3.signer.endpoint"].endswith("/namespaces/db/tables/events/sign")
+    assert "remote-signing-config" not in client.get(table).json()  # no delegation asked for
+
+
 def test_matching_etag_is_a_304_on_both_paths(client, full_stack_client, table, served):
     etag = _etag(full_stack_client, table)
     fast = client.get(table, headers={"If-None-Match": etag})

@@ -107,11 +107,14 @@ def test_load_table_offers_remote_signing_and_no_keys(sclient, tables, signing_s
         assert config["s3.signer.endpoint"] == f"v1/{WAREHOUSE}/namespaces/ns/tables/tbl/sign"
         assert config["s3.signer"] == "S3V4RestSigner"
         assert config["s3.endpoint"] == signing_settings.s3.endpoint
+        # the spec's field for the signer client's settings, next to the deprecated config keys
+        assert body["remote-signing-config"] == {"properties": {}, "headers": {}}
         assert "storage-credentials" not in body
         assert signing_settings.s3.secret_key not in loaded.text
         assert "s3.access-key-id" not in loaded.text and "s3.secret-access-key" not in loaded.text
     plain = sclient.get(f"{PREFIX}/namespaces/ns/tables/tbl").json()
     assert "s3.remote-signing-enabled" not in plain["config"]
+    assert "remote-signing-config" not in plain
     assert sclient.get(f"{PREFIX}/namespaces/ns/tables/tbl/credentials").json() == {"storage-credentials": []}
 
 

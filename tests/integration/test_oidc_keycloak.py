@@ -2,19 +2,26 @@
 
 Keycloak is started by the test (tests/integration/keycloak_support.py); its realm, clients and
 keys are made through its admin REST API. Growler is given only the issuer URL: it finds the
-keys through the discovery document.
+keys through the discovery document. One Keycloak serves the whole module (it is slow to start):
+the apps built in this process, and a gunicorn server in mixed mode that Spark talks to with
+nothing but the IdP's token endpoint and a client of the IdP.
 """
 
 from __future__ import annotations
 
 import json
+import time
+import uuid
 
 import jwt
 import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
 from prometheus_client import REGISTRY
 
-from tests.conftest import auth_settings_for_tests, fetch_token
+from tests.conftest import auth_env_for_tests, auth_settings_for_tests, fetch_token
+from tests.integration.conftest import start_server, stop_server
 from tests.integration.keycloak_support import start_keycloak
+from tests.integration.log_support import json_lines
 
 REALM = "growler"
 AUDIENCE = "growler-catalog"
@@ -42,6 +49,21 @@ def mixed_app(settings, app, keycloak):
         oidc_principal_claim="preferred_username",
         oidc_roles_claim="realm_access.roles",
         oidc_jwks_min_refresh_s=0.0,  # every unknown kid re-fetches: the rotation test's timing is its own
+    )
+    return create_app(settings, auth)
+
+
+@pytest.fixture(scope="module")
+def rate_limited_app(settings, app, keycloak):
+    """Like ``mixed_app``, with the production default's idea of a refresh interval, made long:
+    after the first fetch, no unknown kid fetches the keys again during the test."""
+    from app.edge.factory import create_app
+
+    auth = auth_settings_for_tests(
+        oidc_issuer=keycloak.issuer(REALM),
+        oidc_audience=AUDIENCE,
+        oidc_principal_claim="preferred_username",
+        oidc_jwks_min_refresh_s=3600.0,
     )
     return create_app(settings, auth)
 
@@ -77,6 +99,30 @@ def test_wrong_audience_is_refused(mixed_app, keycloak):
     assert _failures("audience") == before + 1
 
 
+def _jwks_fetches() -> float:
+    return REGISTRY.get_sample_value("growler_oidc_jwks_fetches_total", {"outcome": "ok"}) or 0.0
+
+
+def test_unknown_kids_refetch_the_keys_at_a_bounded_rate(rate_limited_app, keycloak):
+    """A flood of tokens naming kids the IdP never published (forged, each with a new kid) is
+    refused without a single fetch of the IdP's keys beyond the one the first token caused."""
+    before = _jwks_fetches()
+    genuine = keycloak.client_token(REALM, "etl", "etl-secret")
+    assert _get(rate_limited_app, genuine).status_code == 200  # the first token fetches the keys
+    assert _jwks_fetches() == before + 1
+    forger = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    claims = {"iss": keycloak.issuer(REALM), "aud": AUDIENCE, "preferred_username": "mallory"}
+    unknown_key = _failures("unknown_key")
+    for _ in range(100):
+        forged = jwt.encode(
+            {**claims, "exp": int(time.time()) + 300}, forger, "RS256", headers={"kid": uuid.uuid4().hex}
+        )
+        assert _get(rate_limited_app, forged).status_code == 401
+    assert _failures("unknown_key") == unknown_key + 100
+    assert _jwks_fetches() == before + 1  # the IdP was not asked again
+    assert _get(rate_limited_app, keycloak.client_token(REALM, "etl", "etl-secret")).status_code == 200
+
+
 def test_a_token_of_another_realm_is_refused(mixed_app, keycloak):
     assert _get(mixed_app, keycloak.admin_token()).status_code == 401  # master realm: other keys, issuer
 
@@ -102,3 +148,65 @@ def test_idp_tokens_are_not_exchanged_for_own_ones(mixed_app, keycloak):
         },
     )
     assert response.status_code == 400 and response.json()["error"] == "invalid_grant"
+
+
+@pytest.fixture(scope="module")
+def mixed_server(settings, app, keycloak, tmp_path_factory):
+    """gunicorn accepting its own tokens and Keycloak's (mixed mode); no test-admin bearer: the
+    clients below authenticate with the IdP only."""
+    env = {
+        **auth_env_for_tests(),
+        "GROWLER_OIDC_ISSUER": keycloak.issuer(REALM),
+        "GROWLER_OIDC_AUDIENCE": AUDIENCE,
+        "GROWLER_OIDC_PRINCIPAL_CLAIM": "preferred_username",
+    }
+    running = start_server(settings, tmp_path_factory.mktemp("gunicorn-mixed"), env, bearer=False)
+    try:
+        yield running
+    finally:
+        stop_server(running)
+
+
+def _metric(url: str, sample: str) -> float:
+    import httpx
+
+    for line in httpx.get(f"{url}/metrics").text.splitlines():
+        if line.startswith(sample + " "):
+            return float(line.split()[-1])
+    return 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("line", ["3.5", "4.1"])
+def test_spark_with_tokens_of_the_idp(mixed_server, keycloak, line):
+    """Spark's REST client gets its token from Keycloak (``oauth2-server-uri``, the IdP client's
+    ``credential``) and Growler accepts it: create, write, read, drop. The options are the README's."""
+    from tests.integration.spark_support import CATALOG, RemoteSpark
+
+    options = {
+        "oauth2-server-uri": f"{keycloak.issuer(REALM)}/protocol/openid-connect/token",
+        "credential": "etl:etl-secret",
+        "scope": "openid",
+    }
+    spark = RemoteSpark(line, mixed_server.url, mixed_server.warehouse, **options)
+    namespace = f"idp{line.replace('.', '')}"
+    table = f"{CATALOG}.{namespace}.t"
+    try:
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.{namespace}")
+        spark.sql(f"CREATE TABLE {table} (id bigint, name string) USING iceberg")
+        spark.sql(f"INSERT INTO {table} VALUES (1, 'a'), (2, 'b')")
+        spark.sql(f"INSERT INTO {table} VALUES (3, 'c')")
+        assert sorted(row[0] for row in spark.sql(f"SELECT id FROM {table}").collect()) == [1, 2, 3]
+        spark.sql(f"DROP TABLE {table} PURGE")
+        spark.sql(f"DROP NAMESPACE {CATALOG}.{namespace}")
+    except Exception:
+        print(spark.log())
+        raise
+    finally:
+        spark.stop()
+    # every request was Keycloak's service account's; Growler issued no token of its own
+    created = json_lines(mixed_server, operation="createTable")
+    assert created and {doc["principal"] for doc in created} == {"service-account-etl"}
+    issued = _metric(mixed_server.url, 'growler_token_requests_total{grant="client_credentials",outcome="issued"}')
+    assert issued == 0
+    assert _metric(mixed_server.url, 'growler_auth_failures_total{reason="unknown_key"}') == 0

@@ -4,8 +4,8 @@ A SeaweedFS of its own runs with its IAM/STS service (``EmbeddedS3(sts=True)``: 
 may do anything on S3, assumable by Growler's identity). Growler asks it for credentials with
 an inline session policy naming the table's prefix, and what they can and cannot do is checked
 against the store itself: the table's objects yes; the prefix sibling (``tbl`` vs ``tbl2``),
-the namespace and the bucket root no. PyIceberg then writes and reads a table with nothing
-but the catalog URL, using only the vended temporary credentials.
+the namespace and the bucket root no. PyIceberg and Spark (3.5 and 4.1) then write and read a
+table with nothing but the catalog URL, using only the vended temporary credentials.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import io
 import tempfile
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -153,3 +154,49 @@ def test_pyiceberg_round_trip_with_sts_credentials(sts_server):
     assert catalog.load_table("py.t").scan().to_arrow()["id"].to_pylist() == [3]
     catalog.purge_table("py.t")
     assert not catalog.table_exists("py.t")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("line", ["3.5", "4.1"])
+def test_spark_round_trip_with_sts_credentials(sts_server, sts_s3, line):
+    """Spark with no S3 key in its configuration: S3FileIO uses the table-scoped credentials of
+    ``storage-credentials`` for create, insert, overwrite, delete, expire_snapshots (which deletes
+    the expired files itself, with DeleteObjects) and DROP TABLE ... PURGE (Spark deletes the files)."""
+    from tests.integration.spark_support import CATALOG, RemoteSpark, catalog_conf
+
+    conf = catalog_conf(sts_server.url, WAREHOUSE)
+    assert not any("s3" in key.lower() or "secret" in key.lower() for key in conf)
+    spark = RemoteSpark(line, sts_server.url, WAREHOUSE)
+    namespace = f"sparksts{line.replace('.', '')}"
+    table = f"{CATALOG}.{namespace}.t"
+    admin = sts_s3.client()
+
+    def parquet_files() -> list[str]:
+        listed = admin.list_objects(TEST_BUCKET, prefix=f"{WAREHOUSE}/{namespace}/", recursive=True)
+        return [found.object_name for found in listed if found.object_name.endswith(".parquet")]
+
+    try:
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.{namespace}")
+        spark.sql(f"CREATE TABLE {table} (id bigint, name string) USING iceberg PARTITIONED BY (name)")
+        spark.sql(f"INSERT INTO {table} VALUES (1, 'a'), (2, 'b'), (3, 'a')")
+        assert sorted(row[0] for row in spark.sql(f"SELECT id FROM {table}").collect()) == [1, 2, 3]
+        spark.sql(f"INSERT OVERWRITE {table} VALUES (10, 'a'), (11, 'c')")
+        spark.sql(f"DELETE FROM {table} WHERE id = 10")
+        assert [row[0] for row in spark.sql(f"SELECT id FROM {table}").collect()] == [11]
+        assert len(parquet_files()) > 1
+        # the default keeps 5 days; a day ahead holds in any session time zone
+        now = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%d %H:%M:%S")
+        spark.sql(
+            f"CALL {CATALOG}.system.expire_snapshots(table => '{namespace}.t', "
+            f"older_than => TIMESTAMP '{now}', retain_last => 1)"
+        )
+        assert [row[0] for row in spark.sql(f"SELECT id FROM {table}").collect()] == [11]
+        assert len(parquet_files()) == 1  # Spark deleted the expired snapshots' files
+        spark.sql(f"DROP TABLE {table} PURGE")
+        assert parquet_files() == []
+    except Exception:
+        print(spark.log())
+        raise
+    finally:
+        spark.stop()
+    assert TEST_SECRET_KEY not in sts_server.log()

@@ -14,3 +14,9 @@ TOKEN_REQUESTS = Counter(
     "outcome (issued, or the OAuth2 error)",
     ["grant", "outcome"],
 )
+JWKS_FETCHES = Counter(
+    "growler_oidc_jwks_fetches",
+    "Fetches of the identity provider's keys (JWKS), by outcome (ok, error); an unknown kid triggers one at "
+    "most once per GROWLER_OIDC_JWKS_MIN_REFRESH_S",
+    ["outcome"],
+)

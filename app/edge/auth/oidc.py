@@ -19,6 +19,7 @@ from typing import Any
 import jwt
 
 from app.edge.auth.config import AuthSettings
+from app.edge.auth.metrics import JWKS_FETCHES
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,9 @@ class OidcProvider:
             self._fetched_at = time.monotonic()
             try:
                 self._keys = self._fetch_keys()
+                JWKS_FETCHES.labels("ok").inc()
             except Exception as exc:  # noqa: BLE001 - the IdP is down or answers nonsense: keep the old keys
+                JWKS_FETCHES.labels("error").inc()
                 log.warning("cannot fetch the identity provider's keys from %s: %s", self.issuer, exc)
             return self._keys.get(kid)
 
