@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -68,6 +68,9 @@ class Grant:
     access: frozenset[str]  # READ and/or WRITE
     endpoint: str
     region: str
+    # the warehouse's keys (its own, or the environment's): what the request is signed with
+    access_key: str = field(default="", repr=False)
+    secret_key: str = field(default="", repr=False)
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,7 @@ class RemoteSigner:
         except RefusedRequest as exc:
             log.info("remote signing refused for %s.%s: %s", ".".join(namespace), name, exc)
             raise Forbidden(str(exc)) from None
-        return self._sign(s3, headers, payload, grant.region)
+        return self._sign(s3, headers, payload, grant)
 
     def is_cached(self, prefix: str, namespace: tuple[str, ...], name: str) -> bool:
         """Whether signing for this table needs no database round trip now (the event loop may sign)."""
@@ -129,12 +132,14 @@ class RemoteSigner:
             raise Forbidden(f"Table does not exist or may not be signed for: {'.'.join(namespace)}.{name}") from None
         if credentials_mode(warehouse, self.settings) == NONE:
             raise Forbidden(f"Remote signing is not enabled for warehouse {warehouse.name}")
-        storage = warehouse.storage or {}
+        s3 = self.tables.warehouses.s3_settings(warehouse)
         grant = Grant(
             scope=_scope(row.location),
             access=self.privileges(prefix, namespace, name),
-            endpoint=storage.get("endpoint") or self.settings.s3.endpoint or "",
-            region=storage.get("region") or self.settings.s3.region,
+            endpoint=s3.endpoint or "",
+            region=s3.region,
+            access_key=s3.access_key or "",
+            secret_key=s3.secret_key or "",
         )
         self._grants.put(key, (now, grant))
         return grant
@@ -147,9 +152,8 @@ class RemoteSigner:
         """
         return frozenset({READ, WRITE})
 
-    def _sign(self, s3: S3Request, headers: dict[str, list[str]], payload: str | None, region: str) -> SignedRequest:
-        s3_settings = self.settings.s3
-        if not (s3_settings.access_key and s3_settings.secret_key):
+    def _sign(self, s3: S3Request, headers: dict[str, list[str]], payload: str | None, grant: Grant) -> SignedRequest:
+        if not (grant.access_key and grant.secret_key):
             raise Forbidden("This catalog has no storage keys to sign with")
         to_sign: dict[str, str | list[str]] = {
             name: values for name, values in headers.items() if name not in UNSIGNED_HEADERS and name != "host"
@@ -171,9 +175,9 @@ class RemoteSigner:
         signed = sign_v4_s3(
             method=s3.method,
             url=urlsplit(uri),
-            region=region,
+            region=grant.region,
             headers=to_sign,
-            credentials=Credentials(s3_settings.access_key, s3_settings.secret_key),
+            credentials=Credentials(grant.access_key, grant.secret_key),
             content_sha256=content_sha256,
             date=date,
         )

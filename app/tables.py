@@ -492,7 +492,11 @@ class TableService(EntryService):
         return {**config, **credentials[0]["config"]} if credentials else config
 
     def _credentials(self, warehouse: WarehouseRow, location: str, vend: bool) -> list[dict[str, Any]]:
-        return storage_credentials(self.settings, warehouse, location) if vend else []
+        return (
+            storage_credentials(self.settings, warehouse, location, self.warehouses.s3_settings(warehouse))
+            if vend
+            else []
+        )
 
     def _storage_access(
         self,
