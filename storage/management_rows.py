@@ -125,6 +125,15 @@ class ManagementRows:
             ).fetchall()
         return [row["principal"] for row in rows]
 
+    def roles_of(self, principal: str) -> list[str]:
+        with self.db.connection() as conn:
+            rows = conn.execute(
+                "SELECT r.name FROM role_member m JOIN role r ON r.id = m.role_id"
+                " WHERE m.principal = %s ORDER BY r.name",
+                (principal,),
+            ).fetchall()
+        return [row["name"] for row in rows]
+
     # -- grants -----------------------------------------------------------------------------
 
     def add_grant(self, role: str, privilege: str, securable: Securable) -> GrantRow:
