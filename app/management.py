@@ -399,7 +399,7 @@ def _s3_location(text: object, what: str) -> Location:
 
 
 def _name_token(page_token: str | None) -> str | None:
-    if page_token is None:
+    if not page_token:  # absent, or empty: the first page
         return None
     after = decode_page_token(page_token)
     if not isinstance(after, str):

@@ -25,6 +25,7 @@ IDEMPOTENCY = "growler.idempotency"
 FUNCTIONS = "growler.functions"
 PLANS = "growler.plans"
 SIGNER = "growler.signer"
+MANAGEMENT = "growler.management"
 
 
 def namespaces() -> NamespaceService:

@@ -18,7 +18,17 @@ from connexion.middleware.security import SecurityMiddleware
 from starlette.exceptions import HTTPException
 
 from app.edge.auth import Authentication, AuthMiddleware, AuthSettings
-from app.edge.context import ENDPOINTS, FUNCTIONS, IDEMPOTENCY, NAMESPACES, PLANS, SIGNER, TABLES, VIEWS
+from app.edge.context import (
+    ENDPOINTS,
+    FUNCTIONS,
+    IDEMPOTENCY,
+    MANAGEMENT,
+    NAMESPACES,
+    PLANS,
+    SIGNER,
+    TABLES,
+    VIEWS,
+)
 from app.edge.fast_path import LoadTableFastPath
 from app.edge.http import (
     LivenessMiddleware,
@@ -31,7 +41,7 @@ from app.edge.http import (
     handle_unexpected,
 )
 from app.edge.observability import ObservabilityMiddleware
-from app.edge.resolver import CatalogResolver, implemented_endpoints
+from app.edge.resolver import CatalogResolver, ManagementResolver, implemented_endpoints
 from app.edge.sign_fast_path import SignRequestFastPath
 from app.edge.startup import Startup, StartupGate
 from app.edge.validation import BoundedJSONProvider, validator_map
@@ -42,6 +52,7 @@ from app.ground.events import configure_event_logs
 from app.ground.settings import Settings
 from app.housekeeping import Housekeeper
 from app.idempotency import IdempotencyService
+from app.management import ManagementService
 from app.namespaces import NamespaceService, WarehouseDirectory
 from app.plans import PlanningConfig, PlanningService
 from app.signing import RemoteSigner
@@ -51,6 +62,7 @@ from storage.build import build_storage
 from storage.db import AsyncDatabase, Database
 from storage.functions import FunctionRepository
 from storage.idempotency import IdempotencyRepository
+from storage.management_rows import ManagementRows
 from storage.migrate import migrate
 from storage.objects import RoutingObjectStore
 from storage.plans import PlanRepository
@@ -59,6 +71,8 @@ from storage.repository import AsyncEntryReader, CatalogRepository
 log = logging.getLogger(__name__)
 
 SPEC_FILE = Path(__file__).resolve().parents[2] / "openapi" / "catalog.yaml"
+MANAGEMENT_SPEC_FILE = SPEC_FILE.with_name("management.yaml")
+MANAGEMENT_BASE_PATH = "/management/v1"
 # How long a worker waits for PostgreSQL before serving (503 until ready, retrying meanwhile).
 STARTUP_WAIT_S = 5.0
 
@@ -76,6 +90,13 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     idempotency_keys = IdempotencyRepository(database)
     housekeeper = Housekeeper(repository, objects, idempotency_keys, tables.purge_requested)
     auth = Authentication(auth_settings, database)
+    # Object I/O goes to the store of the warehouse holding the location; every management change
+    # (a bump of auth_state.version, seen by the poll) drops the cached warehouses and routes.
+    objects.router = service.warehouses.store_for
+    auth.state.listeners.append(service.warehouses.invalidate)
+    management = ManagementService(
+        settings, ManagementRows(database), auth.principals, service.warehouses, auth_settings.enabled
+    )
     # PostgreSQL down at boot must not fail the worker (gunicorn would stop): see app/edge/startup.py.
     startup = Startup(
         [
@@ -116,6 +137,14 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     app.add_api(
         spec,
         resolver=CatalogResolver(spec),
+        strict_validation=True,
+        validate_responses=settings.validate_responses,
+        validator_map=validator_map(settings.limits),
+    )
+    app.add_api(
+        load_management_spec(),
+        base_path=MANAGEMENT_BASE_PATH,
+        resolver=ManagementResolver(),
         strict_validation=True,
         validate_responses=settings.validate_responses,
         validator_map=validator_map(settings.limits),
@@ -168,6 +197,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     flask_app.extensions[FUNCTIONS] = build_functions(settings, database, repository, objects, service.warehouses, spec)
     flask_app.extensions[PLANS] = planning
     flask_app.extensions[SIGNER] = signer
+    flask_app.extensions[MANAGEMENT] = management
     # getToken is served in front of connexion (app/edge/auth/endpoint.py), when Growler issues tokens
     token_endpoint = ["POST /v1/oauth/tokens"] if auth.endpoint is not None else []
     flask_app.extensions[ENDPOINTS] = sorted([*implemented_endpoints(spec), *token_endpoint])
@@ -211,6 +241,12 @@ def load_spec() -> dict:
         if "head" in item:
             spec["paths"][path] = {"head": item["head"], **{k: v for k, v in item.items() if k != "head"}}
     return spec
+
+
+def load_management_spec() -> dict:
+    """The management API's contract (its own file; the catalog's stays identical to upstream)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(MANAGEMENT_SPEC_FILE.read_text(), Loader=loader)  # noqa: S506 - a safe loader
 
 
 def _middlewares() -> list:

@@ -96,3 +96,11 @@ class CatalogResolver(Resolver):
 
             handler = idempotent(operation_id, handler)
         return Resolution(handler, operation_id)
+
+
+class ManagementResolver(Resolver):
+    """The management API's operations (openapi/management.yaml): all in ``handlers.management``."""
+
+    def resolve(self, operation: Any) -> Resolution:
+        module = importlib.import_module("handlers.management")
+        return Resolution(getattr(module, handler_name(operation.operation_id)), operation.operation_id)
