@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from app.ground.callers import OWN, current_principal
-from app.ground.errors import AlreadyExists, BadRequest, CatalogError, Forbidden, NotFound
+from app.ground.errors import AlreadyExists, BadRequest, CatalogError, Forbidden, NoSuchWarehouse, NotFound
 from app.ground.events import audit
 from app.ground.locations import InvalidLocation, Location
 from app.ground.secrets import SecretBox
@@ -239,12 +239,12 @@ class ManagementService:
 
     def get_warehouse(self, name: str) -> WarehouseRow:
         self.require_manage_grants("get-warehouse", {"warehouse": name})
-        return self.warehouses.get(name)
+        return self._warehouse(name)
 
     def update_warehouse(self, name: str, body: dict[str, Any]) -> WarehouseRow:
         who = self.require_manage_grants("update-warehouse", {"warehouse": name})
         self._refuse_default(name)
-        current = self.warehouses.get(name)
+        current = self._warehouse(name)
         location, allowed = self._locations(
             name,
             body.get("location", current.location),
@@ -268,6 +268,12 @@ class ManagementService:
             raise WarehouseNotEmpty(f"Warehouse is not empty: {name}")
         self.warehouses.invalidate()
         self._changed("delete-warehouse", who, {"warehouse": name})
+
+    def _warehouse(self, name: str) -> WarehouseRow:
+        try:
+            return self.warehouses.get(name)
+        except NoSuchWarehouse:
+            raise NotFound(f"Warehouse does not exist: {name}") from None
 
     def _refuse_default(self, name: str) -> None:
         if name == self.settings.warehouse:

@@ -205,7 +205,12 @@ def test_grant_bad_input(client, role):
     _error(grant({"type": "galaxy"}), 400, "BadRequestException")
     _error(grant({"type": "catalog", "warehouse": "test"}), 400, "BadRequestException")
     _error(grant({"type": "table", "warehouse": "test", "namespace": ["a"]}), 400, "BadRequestException")
-    _error(grant({"type": "warehouse", "warehouse": "nowhere"}), 404, "NotFoundException", "Warehouse does not exist: nowhere")
+    _error(
+        grant({"type": "warehouse", "warehouse": "nowhere"}),
+        404,
+        "NotFoundException",
+        "Warehouse does not exist: nowhere",
+    )
     _error(
         grant({"type": "namespace", "warehouse": "test", "namespace": ["missing"]}),
         404,
