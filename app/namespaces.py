@@ -13,7 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from app.ground.errors import BadRequest, NoSuchNamespace, NoSuchWarehouse, ServiceUnavailable, UnprocessableEntity
+from app.ground.errors import (
+    BadRequest,
+    CatalogError,
+    NoSuchNamespace,
+    NoSuchWarehouse,
+    ServiceUnavailable,
+    UnprocessableEntity,
+)
 from app.ground.locations import Location, safe_segment
 from app.ground.secrets import SecretBox
 from app.ground.settings import S3Settings, Settings
@@ -79,9 +86,16 @@ class WarehouseDirectory:
                 self._routes = None  # a warehouse not seen before (or changed): route anew
 
     def invalidate(self) -> None:
-        """Forget every row and route (warehouses were created, changed or deleted somewhere)."""
+        """Warehouses were created, changed or deleted somewhere: read them all again (one query;
+        the cache stays warm for the loadTable fast path, which serves only cached warehouses),
+        or, when that fails, forget them all so each is read again when next named."""
+        try:
+            rows = ManagementRows(self._repository.db).list_warehouses(None, None)
+        except CatalogError:
+            rows = None
+        now = time.monotonic()
         with self._lock:
-            self._cache.clear()
+            self._cache = {row.name: (now, row) for row in rows} if rows is not None else {}
             self._routes = None
 
     # -- storage of each warehouse --------------------------------------------------------

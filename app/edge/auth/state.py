@@ -58,7 +58,7 @@ class AuthState:
             version = self.repository.version()  # first: a change after it is seen by the next poll
             if version == self.version and not force:
                 return False
-            moved = version != self.version
+            moved = self.version is not None and version != self.version  # not the first load
             principals = self.repository.states()
             keys = KeyRing.load(self.repository.signing_keys(), self.settings.key_password, self.keys)
             self.principals, self.keys, self.version = principals, keys, version
