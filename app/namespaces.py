@@ -44,7 +44,7 @@ class WarehouseDirectory:
 
     A name not cached is read from PostgreSQL, so a warehouse created a moment ago on another
     worker is served at once; ``invalidate`` (called when ``auth_state.version`` moves, which every
-    management change bumps) drops everything, so an update or a deletion is seen within a poll.
+    management change bumps) reads them all again, so an update or a deletion is seen within a poll.
 
     It also knows which object store serves a location: a warehouse with storage settings of its
     own (another endpoint, or its own keys) gets an S3 client of its own, and every location
@@ -82,7 +82,7 @@ class WarehouseDirectory:
         with self._lock:
             known = self._cache.get(row.name)
             self._cache[row.name] = (time.monotonic(), row)
-            if known is None or known[1] != row:
+            if known is None or known[1] != row or known[1].storage_secret != row.storage_secret:
                 self._routes = None  # a warehouse not seen before (or changed): route anew
 
     def invalidate(self) -> None:
