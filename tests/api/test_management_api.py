@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
 
 import pytest
@@ -50,8 +51,16 @@ def role(client) -> str:
 
 
 def _as(app, credential: dict):
+    """A client of ``app`` authenticated as a principal just created. Each worker learns of a new
+    principal from its poll of auth_state (within about a second, app/edge/auth/state.py): until
+    then its tokens may be refused, so wait (bounded) until this app accepts one."""
     token = fetch_token(app.anonymous_client(), credential["client-id"], credential["client-secret"])
-    return app.anonymous_client(headers={"Authorization": f"Bearer {token}"})
+    user = app.anonymous_client(headers={"Authorization": f"Bearer {token}"})
+    deadline = time.monotonic() + 3.0
+    while user.get("/v1/config").status_code == 401 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert user.get("/v1/config").status_code == 200
+    return user
 
 
 # -- principals --------------------------------------------------------------------------------
