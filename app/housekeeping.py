@@ -214,6 +214,7 @@ def main() -> None:
     import json
 
     from app.ground.settings import Settings
+    from app.namespaces import WarehouseDirectory
     from storage.build import build_storage
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -225,7 +226,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO)
-    database, repository, objects = build_storage(Settings.from_env())
+    settings = Settings.from_env()
+    database, repository, objects = build_storage(settings)
+    objects.router = WarehouseDirectory(repository, settings).store_for  # each warehouse's own storage
     housekeeper = Housekeeper(repository, objects, IdempotencyRepository(database), threading.Event())
     try:
         print(json.dumps(housekeeper.run_round(args.grace_seconds)))

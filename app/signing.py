@@ -19,7 +19,7 @@ import hmac
 import logging
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from app import s3_requests
@@ -67,6 +67,8 @@ class Grant:
     access: frozenset[str]  # READ and/or WRITE
     endpoint: str
     region: str
+    # signs with the warehouse's keys (its own, or the environment's); None: it has none
+    sigv4: SigV4 | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,6 @@ class RemoteSigner:
         self.tables = tables  # app.tables.TableService: its warehouses and rows
         self._clock = clock
         self._grants: LruCache[tuple[str, tuple[str, ...], str], tuple[float, Grant]] = LruCache(SCOPE_CACHE_ENTRIES)
-        self._sigv4: SigV4 | None = None
 
     def sign(self, prefix: str, namespace: tuple[str, ...], name: str, request: dict[str, Any]) -> SignedRequest:
         """The signed request, or 403 with nothing signed (a table the caller cannot see included)."""
@@ -108,7 +109,7 @@ class RemoteSigner:
         except RefusedRequest as exc:
             log.info("remote signing refused for %s.%s: %s", ".".join(namespace), name, exc)
             raise Forbidden(str(exc)) from None
-        return self._sign(s3, headers, payload, grant.region)
+        return self._sign(s3, headers, payload, grant)
 
     def is_cached(self, prefix: str, namespace: tuple[str, ...], name: str) -> bool:
         """Whether signing for this table needs no database round trip now (the event loop may sign)."""
@@ -129,12 +130,13 @@ class RemoteSigner:
             raise Forbidden(f"Table does not exist or may not be signed for: {'.'.join(namespace)}.{name}") from None
         if credentials_mode(warehouse, self.settings) == NONE:
             raise Forbidden(f"Remote signing is not enabled for warehouse {warehouse.name}")
-        storage = warehouse.storage or {}
+        s3 = self.tables.warehouses.s3_settings(warehouse)
         grant = Grant(
             scope=_scope(row.location),
             access=frozenset({READ, WRITE}),  # the table's; the caller's own is asked per request
-            endpoint=storage.get("endpoint") or self.settings.s3.endpoint or "",
-            region=storage.get("region") or self.settings.s3.region,
+            endpoint=s3.endpoint or "",
+            region=s3.region,
+            sigv4=SigV4(s3.access_key, s3.secret_key) if s3.access_key and s3.secret_key else None,
         )
         self._grants.put(key, (now, grant))
         return grant
@@ -149,9 +151,8 @@ class RemoteSigner:
         table = Securable.of_entry(Kind.TABLE, prefix, namespace, name)
         return frozenset({READ, WRITE}) if self.tables.authorizer.may(Privilege.WRITE, table) else frozenset({READ})
 
-    def _sign(self, s3: S3Request, headers: dict[str, list[str]], payload: str | None, region: str) -> SignedRequest:
-        s3_settings = self.settings.s3
-        if not (s3_settings.access_key and s3_settings.secret_key):
+    def _sign(self, s3: S3Request, headers: dict[str, list[str]], payload: str | None, grant: Grant) -> SignedRequest:
+        if grant.sigv4 is None:
             raise Forbidden("This catalog has no storage keys to sign with")
         to_sign: dict[str, str | list[str]] = {
             name: values for name, values in headers.items() if name not in UNSIGNED_HEADERS and name != "host"
@@ -169,9 +170,9 @@ class RemoteSigner:
         amz_date = _amz_date()
         to_sign["x-amz-date"] = amz_date
         path, query = s3.path, s3.query_string
-        if self._sigv4 is None or self._sigv4.access_key != s3_settings.access_key:
-            self._sigv4 = SigV4(s3_settings.access_key, s3_settings.secret_key)
-        authorization = self._sigv4.authorization(s3.method, path, query, region, to_sign, content_sha256, amz_date)
+        authorization = grant.sigv4.authorization(
+            s3.method, path, query, grant.region, to_sign, content_sha256, amz_date
+        )
         added["x-amz-date"] = [amz_date]
         added["Authorization"] = [authorization]
         uri = f"{s3.scheme}://{s3.host}{path}" + (f"?{query}" if query else "")

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from app.ground.settings import Settings
+from app.ground.settings import S3Settings, Settings
 from storage.repository import WarehouseRow
 
 VENDED_CREDENTIALS = "vended-credentials"
@@ -147,13 +147,20 @@ def client_storage_config(warehouse: WarehouseRow) -> dict[str, str]:
 
 
 def storage_credentials(
-    settings: Settings, warehouse: WarehouseRow, location: str, write: bool = True
+    settings: Settings,
+    warehouse: WarehouseRow,
+    location: str,
+    s3: S3Settings | None = None,
+    write: bool = True,
 ) -> list[dict[str, Any]]:
     """Credentials for ``location`` in the warehouse's mode; empty when it vends none.
 
-    ``write`` False (a caller without WRITE on the table): in ``sts`` mode the session policy
-    allows reads only. ``static`` keys cannot be narrowed: they are the warehouse's own.
+    ``s3``: the warehouse's own storage settings and keys (``WarehouseDirectory.s3_settings``);
+    the environment's when not given. ``write`` False (a caller without WRITE on the table): in
+    ``sts`` mode the session policy allows reads only. ``static`` keys cannot be narrowed: they
+    are the warehouse's own.
     """
+    s3 = s3 or settings.s3
     mode = credentials_mode(warehouse, settings)
     if not location.startswith("s3://") or mode not in (STATIC, STS):
         return []
@@ -161,9 +168,8 @@ def storage_credentials(
     if mode == STS:
         from storage.sts import table_credentials  # only warehouses in sts mode need it
 
-        config.update(table_credentials(settings, warehouse, location, write=write))
+        config.update(table_credentials(settings, warehouse, location, s3, write=write))
         return [{"prefix": location, "config": config}]
-    s3 = settings.s3
     if not (s3.access_key and s3.secret_key):
         return []
     config["s3.access-key-id"] = s3.access_key

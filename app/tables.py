@@ -496,7 +496,11 @@ class TableService(EntryService):
 
     def _credentials(self, warehouse: WarehouseRow, location: str, vend: bool, write: bool) -> list[dict[str, Any]]:
         """``write`` False: read-only credentials (an STS session policy without writes)."""
-        return storage_credentials(self.settings, warehouse, location, write=write) if vend else []
+        if not vend:
+            return []
+        return storage_credentials(
+            self.settings, warehouse, location, self.warehouses.s3_settings(warehouse), write=write
+        )
 
     def _storage_access(
         self,

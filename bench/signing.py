@@ -55,7 +55,7 @@ def in_process(seconds: float) -> dict[str, Any]:
     row = EntryRow(1, "table", "00000000-0000-0000-0000-000000000000", LOCATION, LOCATION + "/metadata/x.json", "{}")
     tables = SimpleNamespace(
         authorizer=OPEN,  # no caller: everything allowed
-        warehouses=SimpleNamespace(get=lambda _name: warehouse),
+        warehouses=SimpleNamespace(get=lambda _name: warehouse, s3_settings=lambda _row: settings.s3),
         _require_entry=lambda *_args: row,
     )
     signer = RemoteSigner(settings, tables)

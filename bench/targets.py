@@ -247,7 +247,7 @@ class GrowlerTarget(Target):
     def become_grantee(self, namespaces: list[str]) -> None:
         """From now on, speak for a principal that is not an admin: a role holding read, write,
         create and drop on each of ``namespaces`` (``BENCH_AS_GRANTEE=1``: authorization's cost)."""
-        from app.edge.auth.principals import PrincipalService
+        from app.principals import PrincipalService
         from storage.db import Database
         from storage.grants import GrantRepository, UnknownSecurable
         from storage.principals import PrincipalRepository

@@ -35,7 +35,8 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
     settings = settings or Settings.from_env()
     database, repository, objects = build_storage(settings)
     try:
-        warehouses = WarehouseDirectory(repository)
+        warehouses = WarehouseDirectory(repository, settings)
+        objects.router = warehouses.store_for  # each warehouse's own storage
         functions = build_functions(settings, database, repository, objects, warehouses, load_spec())
         namespace = tuple(args.namespace.split("."))
         if args.command == "register":

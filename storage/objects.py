@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
@@ -272,17 +272,23 @@ class LocalObjectStore:
 
 
 class RoutingObjectStore:
-    """Chooses the S3 or the local store by the location's scheme."""
+    """Chooses the store by the location: the local one for ``file:``, for ``s3://`` the store of
+    the warehouse holding it when that warehouse has storage of its own (``router``, set by the
+    app: ``app.namespaces.WarehouseDirectory.store_for``), else the environment's S3 store."""
 
     def __init__(self, s3: S3ObjectStore | None, local: LocalObjectStore | None = None) -> None:
         self.s3 = s3
         self.local = local or LocalObjectStore()
+        self.router: Callable[[Location], ObjectStore | None] | None = None
 
     def _store(self, location: Location) -> ObjectStore:
         if not isinstance(location, Location):
             raise TypeError(f"object stores take a parsed Location, not {type(location).__name__}")
         if location.scheme == "file":
             return self.local
+        routed = self.router(location) if self.router is not None else None
+        if routed is not None:
+            return routed
         if self.s3 is None:
             raise BadRequest("No S3 endpoint is configured for s3:// locations")
         return self.s3
@@ -297,12 +303,12 @@ class RoutingObjectStore:
         return self._store(location).exists(location)
 
     def delete(self, locations: list[Location]) -> None:
-        s3 = [location for location in locations if self._store(location) is self.s3]
-        if s3:
-            self._store(s3[0]).delete(s3)
-        local = [location for location in locations if location.scheme == "file"]
-        if local:
-            self.local.delete(local)
+        by_store: dict[int, tuple[ObjectStore, list[Location]]] = {}
+        for location in locations:
+            store = self._store(location)
+            by_store.setdefault(id(store), (store, []))[1].append(location)
+        for store, batch in by_store.values():
+            store.delete(batch)
 
     def list(self, prefix: Location) -> Iterator[Location]:
         return self._store(prefix).list(prefix)

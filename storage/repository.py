@@ -26,9 +26,13 @@ class WarehouseRow:
     storage: dict[str, Any]
     # extra prefixes where tables and views may live (see app.ground.locations / EntryService)
     allowed_locations: tuple[str, ...] = field(default=())
+    # The warehouse's own storage keys, encrypted (app/ground/secrets.py); None: the environment's.
+    storage_secret: bytes | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "allowed_locations", tuple(self.allowed_locations or ()))
+        if isinstance(self.storage_secret, memoryview):
+            object.__setattr__(self, "storage_secret", bytes(self.storage_secret))
 
 
 @dataclass(frozen=True)
@@ -102,7 +106,7 @@ class NewEntry:
         return (self.name, self.kind, self.uuid, self.location, self.metadata_location, self.metadata)
 
 
-_WAREHOUSE_COLUMNS = "id, name, location, storage, allowed_locations"
+_WAREHOUSE_COLUMNS = "id, name, location, storage, allowed_locations, storage_secret"
 
 
 def _dotted(path: tuple[str, ...] | list[str]) -> str:

@@ -29,7 +29,7 @@ from minio.signer import sign_v4_sts
 
 from app.ground.errors import ServiceUnavailable
 from app.ground.locations import InvalidLocation, Location
-from app.ground.settings import Settings
+from app.ground.settings import S3Settings, Settings
 from storage.repository import WarehouseRow
 
 log = logging.getLogger(__name__)
@@ -60,7 +60,9 @@ def session_policy(location: str, write: bool = True) -> dict[str, Any]:
     return {"Version": "2012-10-17", "Statement": statements}
 
 
-def table_credentials(settings: Settings, warehouse: WarehouseRow, location: str, write: bool = True) -> dict[str, str]:
+def table_credentials(
+    settings: Settings, warehouse: WarehouseRow, location: str, s3: S3Settings | None = None, write: bool = True
+) -> dict[str, str]:
     """FileIO properties holding fresh credentials for the table at ``location`` (503 when STS fails)."""
     try:
         Location.parse(location)
@@ -72,8 +74,8 @@ def table_credentials(settings: Settings, warehouse: WarehouseRow, location: str
     credentials = assume_role(
         endpoint=str(endpoint),
         region=region,
-        access_key=settings.s3.access_key or "",
-        secret_key=settings.s3.secret_key or "",
+        access_key=(s3 or settings.s3).access_key or "",
+        secret_key=(s3 or settings.s3).secret_key or "",
         role_arn=settings.sts.role_arn,
         policy=session_policy(location, write=write),
         duration_s=settings.sts.duration_s,

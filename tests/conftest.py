@@ -30,6 +30,8 @@ TEST_BUCKET = "growler-test-warehouse"
 TEST_CLIENT_ID = "test-admin"
 TEST_CLIENT_SECRET = "test-admin-secret"
 TEST_KEY_PASSWORD = "growler-test-key-password"
+# Encrypts the storage keys of warehouses made through the management API (GROWLER_SECRETS_KEY).
+TEST_SECRETS_KEY = "22LTy4sZez88TuZrpqh-WSGz8EFNeNEawifAMmIa3sU="
 # Spark's and PyIceberg's ``credential`` property for that admin (client id:secret).
 TEST_CREDENTIAL = f"{TEST_CLIENT_ID}:{TEST_CLIENT_SECRET}"
 
@@ -152,6 +154,7 @@ def settings(services: Services) -> Settings:
         # most tests and the Spark sessions read and write with them. Remote signing and its
         # refusals are tested on a warehouse of their own (tests/api/test_remote_signing.py).
         storage_credentials_mode="static",
+        secrets_key=TEST_SECRETS_KEY,
     )
 
 

@@ -31,6 +31,7 @@ FUNCTIONS = "growler.functions"
 PLANS = "growler.plans"
 SIGNER = "growler.signer"
 AUTHORIZER = "growler.authorizer"
+MANAGEMENT = "growler.management"
 
 
 def namespaces() -> NamespaceService:

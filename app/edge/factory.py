@@ -19,7 +19,18 @@ from starlette.exceptions import HTTPException
 
 from app.authorization import Authorizer
 from app.edge.auth import Authentication, AuthMiddleware, AuthSettings
-from app.edge.context import AUTHORIZER, ENDPOINTS, FUNCTIONS, IDEMPOTENCY, NAMESPACES, PLANS, SIGNER, TABLES, VIEWS
+from app.edge.context import (
+    AUTHORIZER,
+    ENDPOINTS,
+    FUNCTIONS,
+    IDEMPOTENCY,
+    MANAGEMENT,
+    NAMESPACES,
+    PLANS,
+    SIGNER,
+    TABLES,
+    VIEWS,
+)
 from app.edge.fast_path import LoadTableFastPath
 from app.edge.http import (
     LivenessMiddleware,
@@ -32,7 +43,7 @@ from app.edge.http import (
     handle_unexpected,
 )
 from app.edge.observability import ObservabilityMiddleware
-from app.edge.resolver import CatalogResolver, implemented_endpoints
+from app.edge.resolver import CatalogResolver, ManagementResolver, implemented_endpoints
 from app.edge.sign_fast_path import SignRequestFastPath
 from app.edge.startup import Startup, StartupGate
 from app.edge.validation import BoundedJSONProvider, validator_map
@@ -43,6 +54,7 @@ from app.ground.events import configure_event_logs
 from app.ground.settings import Settings
 from app.housekeeping import Housekeeper
 from app.idempotency import IdempotencyService
+from app.management import ManagementService
 from app.namespaces import NamespaceService, WarehouseDirectory
 from app.plans import PlanningConfig, PlanningService
 from app.signing import RemoteSigner
@@ -53,6 +65,7 @@ from storage.db import AsyncDatabase, Database
 from storage.functions import FunctionRepository
 from storage.grants import GrantRepository
 from storage.idempotency import IdempotencyRepository
+from storage.management_rows import ManagementRows
 from storage.migrate import migrate
 from storage.objects import RoutingObjectStore
 from storage.plans import PlanRepository
@@ -61,6 +74,8 @@ from storage.repository import AsyncEntryReader, CatalogRepository
 log = logging.getLogger(__name__)
 
 SPEC_FILE = Path(__file__).resolve().parents[2] / "openapi" / "catalog.yaml"
+MANAGEMENT_SPEC_FILE = SPEC_FILE.with_name("management.yaml")
+MANAGEMENT_BASE_PATH = "/management/v1"
 # How long a worker waits for PostgreSQL before serving (503 until ready, retrying meanwhile).
 STARTUP_WAIT_S = 5.0
 
@@ -86,6 +101,12 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         default_warehouse=settings.warehouse,
     )
     service.authorizer = tables.authorizer = views.authorizer = authorizer
+    # Object I/O goes to the store of the warehouse holding the location; every management change
+    # (a bump of auth_state.version, seen by the poll) drops the cached warehouses and routes.
+    objects.router = service.warehouses.store_for
+    auth.state.listeners.append(service.warehouses.invalidate)
+    management = ManagementService(settings, ManagementRows(database), auth.principals, service.warehouses)
+    management.authorizer = authorizer
     # PostgreSQL down at boot must not fail the worker (gunicorn would stop): see app/edge/startup.py.
     startup = Startup(
         [
@@ -126,6 +147,14 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     app.add_api(
         spec,
         resolver=CatalogResolver(spec),
+        strict_validation=True,
+        validate_responses=settings.validate_responses,
+        validator_map=validator_map(settings.limits),
+    )
+    app.add_api(
+        load_management_spec(),
+        base_path=MANAGEMENT_BASE_PATH,
+        resolver=ManagementResolver(),
         strict_validation=True,
         validate_responses=settings.validate_responses,
         validator_map=validator_map(settings.limits),
@@ -180,6 +209,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     flask_app.extensions[AUTHORIZER] = authorizer
     flask_app.extensions[PLANS] = planning
     flask_app.extensions[SIGNER] = signer
+    flask_app.extensions[MANAGEMENT] = management
     # getToken is served in front of connexion (app/edge/auth/endpoint.py), when Growler issues tokens
     token_endpoint = ["POST /v1/oauth/tokens"] if auth.endpoint is not None else []
     flask_app.extensions[ENDPOINTS] = sorted([*implemented_endpoints(spec), *token_endpoint])
@@ -223,6 +253,12 @@ def load_spec() -> dict:
         if "head" in item:
             spec["paths"][path] = {"head": item["head"], **{k: v for k, v in item.items() if k != "head"}}
     return spec
+
+
+def load_management_spec() -> dict:
+    """The management API's contract (its own file; the catalog's stays identical to upstream)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(MANAGEMENT_SPEC_FILE.read_text(), Loader=loader)  # noqa: S506 - a safe loader
 
 
 def _middlewares() -> list:

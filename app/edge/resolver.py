@@ -98,3 +98,11 @@ class CatalogResolver(Resolver):
         from app.edge.context import authorized  # the app's modules, once the resolver runs
 
         return Resolution(authorized(operation_id, handler), operation_id)
+
+
+class ManagementResolver(Resolver):
+    """The management API's operations (openapi/management.yaml): all in ``handlers.management``."""
+
+    def resolve(self, operation: Any) -> Resolution:
+        module = importlib.import_module("handlers.management")
+        return Resolution(getattr(module, handler_name(operation.operation_id)), operation.operation_id)

@@ -19,7 +19,7 @@ from app.ground.errors import CatalogError, CommitFailed, CommitStateUnknown
 
 REQUEST_LOGGER = "growler.request"
 COMMIT_LOGGER = "growler.commit"
-AUDIT_LOGGER = "growler.audit"  # one line per refused request (app/authorization.py)
+AUDIT_LOGGER = "growler.audit"  # one line per refusal and per management change (no secrets)
 PRINCIPAL = "growler.principal"  # in scope["extensions"]: the authenticated principal (app/edge/auth)
 
 # The request id of the request being served; a2wsgi copies the context into the Flask thread.
@@ -116,6 +116,21 @@ class CommitRecorder:
             if exc is not None:
                 fields["error"] = exc.error_type if isinstance(exc, CatalogError) else type(exc).__name__
             log.log(logging.INFO if exc is None else logging.WARNING, "commit", extra={"fields": fields})
+
+
+def audit(action: str, principal: str | None, target: dict[str, Any], outcome: str = "ok") -> None:
+    """One audit line: who (``principal``, None when authentication is off) did what (``action``)
+    to which object (``target``: names only, never a secret), and whether it was allowed."""
+    fields = {
+        "event": "audit",
+        "request_id": request_id_var.get(),
+        "principal": principal,
+        "action": action,
+        "target": target,
+        "outcome": outcome,
+    }
+    level = logging.INFO if outcome == "ok" else logging.WARNING
+    logging.getLogger(AUDIT_LOGGER).log(level, action, extra={"fields": fields})
 
 
 def _outcome(exc: BaseException | None) -> str:

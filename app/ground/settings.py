@@ -92,6 +92,9 @@ class Settings:
     # how clients get at the default warehouse's storage (app/storage_access.py)
     storage_credentials_mode: str = "remote-signing"
     sts: StsSettings = field(default_factory=lambda: StsSettings())
+    # Fernet key that encrypts the storage keys of warehouses made through the management API
+    # (app/ground/secrets.py); without it such a warehouse cannot be given keys of its own.
+    secrets_key: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -145,6 +148,7 @@ class Settings:
                 role_arn=env.get("GROWLER_STS_ROLE_ARN", ""),
                 duration_s=env_int(env, "GROWLER_STS_DURATION_S", 3600),
             ),
+            secrets_key=env.get("GROWLER_SECRETS_KEY") or None,
         )
         settings.check()
         return settings
@@ -180,6 +184,10 @@ class Settings:
             )
         if not 900 <= self.sts.duration_s <= 43200:
             raise ValueError("GROWLER_STS_DURATION_S must be between 900 and 43200 seconds")
+        if self.secrets_key is not None:
+            from app.ground.secrets import SecretBox
+
+            SecretBox(self.secrets_key)  # a ValueError naming GROWLER_SECRETS_KEY when malformed
         if not self.namespace_separator:
             raise ValueError("GROWLER_NAMESPACE_SEPARATOR must not be empty")
         if self.scan_planning_mode not in (None, "client", "server"):

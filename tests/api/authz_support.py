@@ -15,8 +15,8 @@ from typing import Any
 
 import psycopg
 
-from app.edge.auth.principals import PrincipalService
 from app.edge.context import AUTHORIZER
+from app.principals import PrincipalService
 from storage.db import Database
 from storage.grants import GrantRepository
 from storage.principals import PrincipalRepository

@@ -15,9 +15,9 @@ import uuid
 import psycopg
 import pytest
 
-from app.edge.auth.principals import PrincipalService
 from app.edge.factory import load_spec
 from app.edge.resolver import implemented_endpoints
+from app.principals import PrincipalService
 from storage.principals import PrincipalRepository
 from tests.api.tables_support import create_request
 from tests.conftest import TEST_CLIENT_ID, fetch_token

@@ -8,7 +8,7 @@ import psycopg
 import pytest
 
 from app.edge.auth.config import AuthSettings
-from app.edge.auth.principals import PrincipalService, write_credential_file
+from app.principals import PrincipalService, write_credential_file
 from storage.db import Database
 from storage.migrate import migrate
 from storage.principals import PrincipalRepository

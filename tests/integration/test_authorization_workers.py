@@ -15,7 +15,7 @@ import uuid
 import httpx
 import pytest
 
-from app.edge.auth.principals import PrincipalService
+from app.principals import PrincipalService
 from storage.db import Database
 from storage.grants import GrantRepository
 from storage.principals import PrincipalRepository

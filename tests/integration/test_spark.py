@@ -564,6 +564,41 @@ def test_drop_table_purge_delegated_to_the_catalog(spark, server, ns, objects):
 
 
 # ------------------------------------------------------------------------------------------
+# warehouses created through the management API
+# ------------------------------------------------------------------------------------------
+
+
+def test_two_warehouses_created_through_the_management_api(spark, server, settings, request):
+    """Two warehouses in buckets of their own (one with its own keys, signing; one vending static
+    keys), each used by Spark through its name: the files land in each one's location."""
+    line = request.node.callspec.id.replace(".", "")
+    uri = spark.conf.get(f"spark.sql.catalog.{CATALOG}.uri")
+    s3 = settings.s3
+    created = []
+    for mode in ("remote-signing", "static"):
+        name = f"managed_{mode.replace('-', '_')}_{line}"
+        bucket = f"growler-managed-{mode}-{line}"
+        S3ObjectStore(s3).ensure_bucket(bucket)
+        storage = {"endpoint": s3.endpoint, "credentials-mode": mode}
+        if mode == "remote-signing":
+            storage.update({"access-key-id": s3.access_key, "secret-access-key": s3.secret_key})
+        body = {"name": name, "location": f"s3://{bucket}/wh/", "storage": storage}
+        response = httpx.post(f"{server.url}/management/v1/warehouses", json=body, timeout=30)
+        assert response.status_code in (201, 409), response.text  # 409: the other Spark line's run
+        catalog = add_catalog(spark, f"growler_{name}", uri, name)
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {catalog}.sales")
+        spark.sql(f"CREATE OR REPLACE TABLE {catalog}.sales.orders (id bigint, mode string) USING iceberg")
+        spark.sql(f"INSERT INTO {catalog}.sales.orders VALUES (1, '{mode}'), (2, '{mode}')")
+        created.append((catalog, bucket, mode))
+    for catalog, bucket, mode in created:
+        assert rows(spark, f"SELECT id, mode FROM {catalog}.sales.orders ORDER BY id") == [(1, mode), (2, mode)]
+        listing = objects_under(S3ObjectStore(s3), f"s3://{bucket}/wh/sales/")
+        assert sum(o.endswith(".parquet") for o in listing) >= 1
+        assert sum(o.endswith(".metadata.json") for o in listing) >= 1
+        assert all(o.startswith(f"s3://{bucket}/wh/sales/orders") for o in listing)
+
+
+# ------------------------------------------------------------------------------------------
 # views
 # ------------------------------------------------------------------------------------------
 

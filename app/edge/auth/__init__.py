@@ -10,9 +10,9 @@ from app.edge.auth.config import AuthSettings
 from app.edge.auth.endpoint import TokenEndpoint
 from app.edge.auth.middleware import PRINCIPAL, AuthMiddleware
 from app.edge.auth.oidc import OidcProvider
-from app.edge.auth.principals import PrincipalService
 from app.edge.auth.state import AuthState
 from app.edge.auth.tokens import TokenIssuer, TokenVerifier
+from app.principals import PrincipalService
 from storage.db import Database
 from storage.principals import PrincipalRepository
 

@@ -26,9 +26,9 @@ from urllib.parse import parse_qsl, unquote
 from starlette.types import Receive, Scope, Send
 
 from app.edge.auth.metrics import TOKEN_REQUESTS
-from app.edge.auth.principals import PrincipalService
 from app.edge.auth.tokens import ACCESS_TOKEN_TYPE, AuthFailure, TokenIssuer, TokenVerifier
 from app.ground.errors import CatalogError
+from app.principals import PrincipalService
 
 PATH = "/v1/oauth/tokens"
 CLIENT_CREDENTIALS = "client_credentials"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from app.edge.auth.config import AuthSettings
 from app.edge.auth.keys import KeyRing, new_key
@@ -32,6 +33,9 @@ class AuthState:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_load = 0.0
+        # Called after each reload that saw the version move: other caches that every management
+        # change must drop (warehouse rows, authorization decisions) subscribe here.
+        self.listeners: list[Callable[[], None]] = []
 
     def start(self) -> None:
         """Make the first signing key if there is none (one worker wins), load, and start polling."""
@@ -54,11 +58,14 @@ class AuthState:
             version = self.repository.version()  # first: a change after it is seen by the next poll
             if version == self.version and not force:
                 return False
+            moved = self.version is not None and version != self.version  # not the first load
             principals = self.repository.states()
             keys = KeyRing.load(self.repository.signing_keys(), self.settings.key_password, self.keys)
             self.principals, self.keys, self.version = principals, keys, version
             self._last_load = time.monotonic()
-            return True
+        for listener in self.listeners if moved else ():
+            listener()
+        return True
 
     def reload_if_due(self) -> bool:
         """For a principal or key not seen yet: reload now, unless that was done within ``poll_s``."""

@@ -14,11 +14,11 @@ import secrets
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
-from app.edge.auth.config import AuthSettings
 from storage.principals import PrincipalRepository, PrincipalRow
 
 log = logging.getLogger(__name__)
@@ -28,6 +28,13 @@ BOOTSTRAP_CLIENT_ID = "admin"
 _HASHER = PasswordHasher()  # argon2id, argon2-cffi's RFC 9106 "low memory" profile
 # Verifying an unknown client still costs one argon2 verification: no timing oracle for ids.
 _DUMMY_HASH = _HASHER.hash(secrets.token_urlsafe(16))
+
+
+class BootstrapSettings(Protocol):
+    """What bootstrapping needs of the authentication settings (app.edge.auth.config.AuthSettings)."""
+
+    bootstrap_client_id: str | None
+    bootstrap_client_secret: str | None
 
 
 @dataclass(frozen=True)
@@ -80,7 +87,7 @@ class PrincipalService:
             return None
         return row if live else None
 
-    def bootstrap(self, settings: AuthSettings) -> Credential | None:
+    def bootstrap(self, settings: BootstrapSettings) -> Credential | None:
         """On a catalog without principals: the admin from the environment, or a generated one.
 
         Exactly one worker creates it (the repository serialises the check); a generated secret

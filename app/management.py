@@ -1,0 +1,422 @@
+"""The management API's rules: principals, roles, members, grants and warehouses.
+
+Handlers (handlers/management.py) call one method here. Every method first calls
+``require_manage_grants`` (the one gate of the management API) and every change writes one audit
+line (``app.ground.events.audit``: who, what, which object; never a secret). SQL lives in
+``storage/management_rows.py`` and ``storage/principals.py``; each change there bumps
+``auth_state.version``, which makes every worker drop its cached warehouses and decisions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlparse
+
+from app.authorization import OPEN, Authorizer
+from app.ground.callers import current_principal
+from app.ground.errors import AlreadyExists, BadRequest, CatalogError, Forbidden, NoSuchWarehouse, NotFound
+from app.ground.events import audit
+from app.ground.locations import InvalidLocation, Location
+from app.ground.secrets import SecretBox
+from app.ground.settings import RESERVED_PREFIXES, WAREHOUSE_NAME, Settings
+from app.namespaces import Page, WarehouseDirectory, page_of
+from app.principals import CLIENT_ID, Credential, PrincipalService
+from app.rules.identifiers import decode_page_token, encode_page_token, page_window
+from app.rules.privileges import Privilege
+from app.rules.privileges import Securable as PrivilegeSecurable
+from app.storage_access import CREDENTIALS_MODES, REMOTE_SIGNING
+from storage.management_rows import KEEP, GrantRow, ManagementRows, Securable
+from storage.repository import WarehouseRow
+
+PRIVILEGES = ("read", "write", "create", "drop", "manage-properties", "manage-grants", "admin")
+SECURABLE_TYPES = ("catalog", "warehouse", "namespace", "table", "view")
+ROLE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")
+KEY_FIELDS = ("access-key-id", "secret-access-key")
+
+
+class NoSuchPrincipal(NotFound):
+    pass
+
+
+class NoSuchRole(NotFound):
+    pass
+
+
+class WarehouseNotEmpty(CatalogError):
+    code, error_type = 409, "WarehouseNotEmptyException"
+
+
+CATALOG = PrivilegeSecurable.catalog()
+
+
+class ManagementService:
+    def __init__(
+        self,
+        settings: Settings,
+        rows: ManagementRows,
+        principals: PrincipalService,
+        warehouses: WarehouseDirectory,
+    ) -> None:
+        self.settings = settings
+        self.rows = rows
+        self.principals = principals
+        self.warehouses = warehouses
+        self._box = SecretBox(settings.secrets_key) if settings.secrets_key else None
+
+    authorizer: Authorizer = OPEN  # create_app puts the app's own here
+
+    # -- the gate ---------------------------------------------------------------------------
+
+    def require_manage_grants(self, action: str, target: dict[str, Any]) -> str | None:
+        """The caller's name when it may use the management API; 403 (audited) otherwise.
+
+        The API changes who may do what anywhere, so it needs ``manage-grants`` on the catalog
+        (an admin holds it; an IdP token through a role its roles claim names). The decision is
+        the authorizer's cached one, like every catalog operation's; without authentication
+        there is no caller and everything is allowed.
+        """
+        principal = current_principal.get()
+        if self.authorizer.may(Privilege.MANAGE_GRANTS, CATALOG):
+            return principal.name if principal is not None else None
+        audit(action, principal.name if principal else None, target, "forbidden")
+        raise Forbidden("Only administrators may use the management API")
+
+    def _changed(self, action: str, who: str | None, target: dict[str, Any]) -> None:
+        audit(action, who, target)
+
+    # -- principals -------------------------------------------------------------------------
+
+    def create_principal(self, name: str, admin: bool) -> Credential:
+        who = self.require_manage_grants("create-principal", {"principal": name})
+        if not CLIENT_ID.match(name):
+            raise BadRequest(f"Invalid principal name {name!r}: letters, digits, '.', '_', '@', '-', at most 128")
+        credential = self.principals.create(name, is_admin=admin)
+        if credential is None:
+            raise AlreadyExists(f"Principal already exists: {name}")
+        self._changed("create-principal", who, {"principal": name, "admin": admin})
+        return credential
+
+    def list_principals(self, page_token: str | None, page_size: int | None) -> Page:
+        self.require_manage_grants("list-principals", {})
+        names = [row.client_id for row in self.principals.repository.list() if not row.deleted]
+        return self._page_of_names(page_token, page_size, lambda after, limit: _slice(names, after, limit))
+
+    def get_principal(self, name: str) -> dict[str, Any]:
+        self.require_manage_grants("get-principal", {"principal": name})
+        row = self.principals.repository.get(name) if CLIENT_ID.match(name) else None
+        if row is None or row.deleted:
+            raise NoSuchPrincipal(f"Principal does not exist: {name}")
+        return {"name": row.client_id, "admin": row.is_admin, "roles": self.rows.roles_of(name)}
+
+    def rotate_principal(self, name: str) -> Credential:
+        who = self.require_manage_grants("rotate-principal", {"principal": name})
+        credential = self.principals.rotate(name) if CLIENT_ID.match(name) else None
+        if credential is None:
+            raise NoSuchPrincipal(f"Principal does not exist: {name}")
+        self._changed("rotate-principal", who, {"principal": name})
+        return credential
+
+    def delete_principal(self, name: str) -> None:
+        who = self.require_manage_grants("delete-principal", {"principal": name})
+        if who is not None and name == who:
+            raise BadRequest("A principal cannot delete itself")
+        if not (CLIENT_ID.match(name) and self.principals.delete(name)):
+            raise NoSuchPrincipal(f"Principal does not exist: {name}")
+        self._changed("delete-principal", who, {"principal": name})
+
+    # -- roles and members ------------------------------------------------------------------
+
+    def create_role(self, name: str) -> dict[str, Any]:
+        who = self.require_manage_grants("create-role", {"role": name})
+        if not ROLE_NAME.match(name):
+            raise BadRequest(f"Invalid role name {name!r}: letters, digits, '.', '_', '@', '-', at most 128")
+        row = self.rows.create_role(name)
+        if row is None:
+            raise AlreadyExists(f"Role already exists: {name}")
+        self._changed("create-role", who, {"role": name})
+        return {"name": row.name, "created-at": row.created_at}
+
+    def list_roles(self, page_token: str | None, page_size: int | None) -> Page:
+        self.require_manage_grants("list-roles", {})
+        return self._page_of_names(page_token, page_size, self.rows.list_roles)
+
+    def get_role(self, name: str) -> dict[str, Any]:
+        self.require_manage_grants("get-role", {"role": name})
+        row = self.rows.get_role(name)
+        if row is None:
+            raise NoSuchRole(f"Role does not exist: {name}")
+        return {"name": row.name, "created-at": row.created_at}
+
+    def delete_role(self, name: str) -> None:
+        who = self.require_manage_grants("delete-role", {"role": name})
+        if not self.rows.delete_role(name):
+            raise NoSuchRole(f"Role does not exist: {name}")
+        self._changed("delete-role", who, {"role": name})
+
+    def assign_role(self, role: str, principal: str) -> None:
+        who = self.require_manage_grants("assign-role", {"role": role, "principal": principal})
+        self._require_principal(principal)
+        added = self.rows.add_member(role, principal)
+        if added is None:
+            raise NoSuchRole(f"Role does not exist: {role}")
+        if added:
+            self._changed("assign-role", who, {"role": role, "principal": principal})
+
+    def revoke_role(self, role: str, principal: str) -> None:
+        who = self.require_manage_grants("revoke-role", {"role": role, "principal": principal})
+        removed = self.rows.remove_member(role, principal)
+        if removed is None:
+            raise NoSuchRole(f"Role does not exist: {role}")
+        if not removed:
+            raise NotFound(f"Principal {principal} does not hold role {role}")
+        self._changed("revoke-role", who, {"role": role, "principal": principal})
+
+    def list_members(self, role: str, page_token: str | None, page_size: int | None) -> Page:
+        self.require_manage_grants("list-role-members", {"role": role})
+
+        def fetch(after: str | None, limit: int | None) -> list[str]:
+            members = self.rows.list_members(role, after, limit)
+            if members is None:
+                raise NoSuchRole(f"Role does not exist: {role}")
+            return members
+
+        return self._page_of_names(page_token, page_size, fetch)
+
+    def _require_principal(self, name: str) -> None:
+        row = self.principals.repository.get(name) if CLIENT_ID.match(name) else None
+        if row is None or row.deleted:
+            raise NoSuchPrincipal(f"Principal does not exist: {name}")
+
+    # -- grants -----------------------------------------------------------------------------
+
+    def grant(self, role: str, privilege: str, securable: dict[str, Any]) -> GrantRow:
+        target = {"role": role, "privilege": privilege, "securable": securable}
+        who = self.require_manage_grants("grant", target)
+        row = self.rows.add_grant(role, _privilege(privilege), parse_securable(securable))
+        self._changed("grant", who, target)
+        return row
+
+    def revoke(self, role: str, privilege: str, securable: dict[str, Any]) -> None:
+        target = {"role": role, "privilege": privilege, "securable": securable}
+        who = self.require_manage_grants("revoke", target)
+        if not self.rows.remove_grant(role, _privilege(privilege), parse_securable(securable)):
+            raise NotFound(f"Role {role} holds no grant of {privilege} on that {securable.get('type')}")
+        self._changed("revoke", who, target)
+
+    def grants_of_role(self, role: str, page_token: str | None, page_size: int | None) -> Page:
+        self.require_manage_grants("list-grants", {"role": role})
+        return self._page_of_grants(
+            page_token, page_size, lambda after, limit: self.rows.grants_of_role(role, after, limit)
+        )
+
+    def grants_on(self, securable: dict[str, Any], page_token: str | None, page_size: int | None) -> Page:
+        self.require_manage_grants("list-grants", {"securable": securable})
+        parsed = parse_securable(securable)
+        return self._page_of_grants(
+            page_token, page_size, lambda after, limit: self.rows.grants_on(parsed, after, limit)
+        )
+
+    # -- warehouses -------------------------------------------------------------------------
+
+    def create_warehouse(self, body: dict[str, Any]) -> WarehouseRow:
+        name = str(body.get("name", ""))
+        who = self.require_manage_grants("create-warehouse", {"warehouse": name})
+        if not WAREHOUSE_NAME.match(name) or name in RESERVED_PREFIXES:
+            raise BadRequest(f"Invalid warehouse name {name!r}: letters, digits, '_', '.', '-', at most 63")
+        location, allowed = self._locations(name, body["location"], body.get("allowed-locations") or [])
+        storage, secret = self._storage(body.get("storage") or {}, {}, KEEP)
+        row = self.rows.create_warehouse(name, location, storage, allowed, None if secret is KEEP else secret)
+        if row is None:
+            raise AlreadyExists(f"Warehouse already exists: {name}")
+        self.warehouses.invalidate()
+        self._changed("create-warehouse", who, {"warehouse": name, "location": location})
+        return row
+
+    def list_warehouses(self, page_token: str | None, page_size: int | None) -> Page:
+        self.require_manage_grants("list-warehouses", {})
+        paginate, limit = page_window(page_token, page_size, self.settings.max_page_size)
+        after = _name_token(page_token)
+        rows = self.rows.list_warehouses(after, None if limit is None else limit + 1)
+        return page_of(rows, limit, (lambda last: encode_page_token(last.name)) if paginate else None)
+
+    def get_warehouse(self, name: str) -> WarehouseRow:
+        self.require_manage_grants("get-warehouse", {"warehouse": name})
+        return self._warehouse(name)
+
+    def update_warehouse(self, name: str, body: dict[str, Any]) -> WarehouseRow:
+        who = self.require_manage_grants("update-warehouse", {"warehouse": name})
+        self._refuse_default(name)
+        current = self._warehouse(name)
+        location, allowed = self._locations(
+            name,
+            body.get("location", current.location),
+            body.get("allowed-locations", list(current.allowed_locations)),
+        )
+        storage, secret = self._storage(body.get("storage") or {}, current.storage or {}, KEEP)
+        row = self.rows.update_warehouse(name, location, storage, allowed, secret)
+        if row is None:
+            raise NotFound(f"Warehouse does not exist: {name}")
+        self.warehouses.invalidate()
+        self._changed("update-warehouse", who, {"warehouse": name, "fields": sorted(body)})
+        return row
+
+    def delete_warehouse(self, name: str) -> None:
+        who = self.require_manage_grants("delete-warehouse", {"warehouse": name})
+        self._refuse_default(name)
+        outcome = self.rows.delete_warehouse(name)
+        if outcome == "missing":
+            raise NotFound(f"Warehouse does not exist: {name}")
+        if outcome == "not-empty":
+            raise WarehouseNotEmpty(f"Warehouse is not empty: {name}")
+        self.warehouses.invalidate()
+        self._changed("delete-warehouse", who, {"warehouse": name})
+
+    def _warehouse(self, name: str) -> WarehouseRow:
+        try:
+            return self.warehouses.get(name)
+        except NoSuchWarehouse:
+            raise NotFound(f"Warehouse does not exist: {name}") from None
+
+    def _refuse_default(self, name: str) -> None:
+        if name == self.settings.warehouse:
+            raise BadRequest(f"Warehouse {name} is configured by the environment (GROWLER_WAREHOUSE)")
+
+    def _locations(self, name: str, location: str, allowed: list[str]) -> tuple[str, list[str]]:
+        """The location and allowed locations, checked: s3 URIs naming at least a bucket, not
+        overlapping another warehouse's location (two warehouses must not share objects)."""
+        parsed = [
+            _s3_location(text, what)
+            for text, what in [(location, "location"), *((a, "allowed location") for a in allowed)]
+        ]
+        for row in self.rows.list_warehouses(None, None):
+            if row.name == name:
+                continue
+            theirs = Location.parse(row.location)
+            for mine in parsed:
+                if mine.overlaps(theirs):
+                    raise BadRequest(f"Location {mine.uri} overlaps the location of warehouse {row.name}")
+        root = parsed[0].uri if parsed[0].uri.endswith("/") else parsed[0].uri + "/"
+        return root, [p.uri for p in parsed[1:]]
+
+    def _storage(self, given: dict[str, Any], current: dict[str, Any], secret: object) -> tuple[dict[str, Any], object]:
+        """The stored (non-secret) storage settings, and the sealed keys (``KEEP`` when unchanged)."""
+        storage = {
+            "endpoint": current.get("endpoint") or self.settings.s3.endpoint,
+            "region": current.get("region") or self.settings.s3.region,
+            "path-style": current.get("path-style", self.settings.s3.path_style),
+            "credentials-mode": current.get("credentials-mode") or REMOTE_SIGNING,
+        }
+        for key in ("endpoint", "region", "path-style", "credentials-mode"):
+            if key in given:
+                storage[key] = given[key]
+        endpoint = urlparse(str(storage["endpoint"] or ""))
+        if endpoint.scheme not in ("http", "https") or not endpoint.netloc or endpoint.path not in ("", "/"):
+            raise BadRequest("storage endpoint must be an http(s) URL with no path")
+        if storage["credentials-mode"] not in CREDENTIALS_MODES:
+            raise BadRequest(f"credentials-mode must be one of {', '.join(CREDENTIALS_MODES)}")
+        keys = [given.get(key) for key in KEY_FIELDS]
+        if any(keys) and not all(keys):
+            raise BadRequest("access-key-id and secret-access-key are given together")
+        if all(keys):
+            if self._box is None:
+                raise BadRequest("Storage keys cannot be stored: the server has no GROWLER_SECRETS_KEY")
+            secret = self._box.seal(dict(zip(KEY_FIELDS, keys, strict=True)))
+        return storage, secret
+
+    # -- pagination -------------------------------------------------------------------------
+
+    def _page_of_names(
+        self, page_token: str | None, page_size: int | None, fetch: Callable[[str | None, int | None], list[str]]
+    ) -> Page:
+        paginate, limit = page_window(page_token, page_size, self.settings.max_page_size)
+        names = fetch(_name_token(page_token), None if limit is None else limit + 1)
+        return page_of(names, limit, encode_page_token if paginate else None)
+
+    def _page_of_grants(
+        self, page_token: str | None, page_size: int | None, fetch: Callable[[int | None, int | None], list[GrantRow]]
+    ) -> Page:
+        paginate, limit = page_window(page_token, page_size, self.settings.max_page_size)
+        after = _name_token(page_token)
+        if after is not None and not after.isdigit():
+            raise BadRequest("Invalid pageToken")
+        rows = fetch(int(after) if after is not None else None, None if limit is None else limit + 1)
+        return page_of(rows, limit, (lambda last: encode_page_token(str(last.id))) if paginate else None)
+
+
+def warehouse_view(row: WarehouseRow) -> dict[str, Any]:
+    """A warehouse as the management API shows it: never its keys, only whether it has its own."""
+    storage = dict(row.storage or {})
+    storage["has-own-keys"] = row.storage_secret is not None
+    return {
+        "name": row.name,
+        "location": row.location,
+        "storage": storage,
+        "allowed-locations": list(row.allowed_locations),
+    }
+
+
+def grant_view(row: GrantRow) -> dict[str, Any]:
+    return {"role": row.role, "privilege": row.privilege, "securable": securable_view(row.securable)}
+
+
+def securable_view(securable: Securable) -> dict[str, Any]:
+    view: dict[str, Any] = {"type": securable.type}
+    if securable.warehouse is not None:
+        view["warehouse"] = securable.warehouse
+    if securable.type in ("namespace", "table", "view"):
+        view["namespace"] = list(securable.namespace)
+    if securable.name is not None:
+        view["name"] = securable.name
+    return view
+
+
+def parse_securable(body: dict[str, Any]) -> Securable:
+    """A securable named by its parts; each type needs exactly the parts that locate it."""
+    kind = body.get("type")
+    if kind not in SECURABLE_TYPES:
+        raise BadRequest(f"securable type must be one of {', '.join(SECURABLE_TYPES)}")
+    depth = SECURABLE_TYPES.index(kind)
+    warehouse, namespace, name = body.get("warehouse"), body.get("namespace"), body.get("name")
+    needs = {"warehouse": depth >= 1, "namespace": depth >= 2, "name": depth >= 3}
+    for part, value in (("warehouse", warehouse), ("namespace", namespace), ("name", name)):
+        if needs[part] and not value:
+            raise BadRequest(f"A {kind} securable needs a {part}")
+        if not needs[part] and value:
+            raise BadRequest(f"A {kind} securable has no {part}")
+    if namespace is not None and not (
+        isinstance(namespace, list) and all(isinstance(level, str) and level for level in namespace)
+    ):
+        raise BadRequest("securable namespace must be a list of non-empty strings")
+    return Securable(kind, warehouse or None, tuple(namespace or ()), name or None)
+
+
+def _privilege(privilege: str) -> str:
+    if privilege not in PRIVILEGES:
+        raise BadRequest(f"Unknown privilege {privilege!r}: one of {', '.join(PRIVILEGES)}")
+    return privilege
+
+
+def _s3_location(text: object, what: str) -> Location:
+    try:
+        location = Location.parse(text, what)
+    except InvalidLocation as exc:
+        raise BadRequest(str(exc.message)) from exc
+    if location.scheme != "s3":
+        raise BadRequest(f"Invalid {what} {location.uri}: a managed warehouse lives in S3 (s3://bucket/path)")
+    return location
+
+
+def _name_token(page_token: str | None) -> str | None:
+    if not page_token:  # absent, or empty: the first page
+        return None
+    after = decode_page_token(page_token)
+    if not isinstance(after, str):
+        raise BadRequest("Invalid pageToken")
+    return after
+
+
+def _slice(names: list[str], after: str | None, limit: int | None) -> list[str]:
+    rest = [name for name in names if after is None or name > after]
+    return rest if limit is None else rest[:limit]

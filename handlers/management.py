@@ -1,0 +1,142 @@
+"""The management API (openapi/management.yaml, under /management/v1): thin handlers.
+
+Each parses its arguments, calls one ``ManagementService`` method (app/management.py, which
+checks the caller and audits the change) and renders the answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import current_app
+
+from app.edge.context import MANAGEMENT, namespace_arg, no_content
+from app.management import ManagementService, grant_view, warehouse_view
+from app.namespaces import Page
+from app.principals import Credential
+
+
+def service() -> ManagementService:
+    return current_app.extensions[MANAGEMENT]
+
+
+def _listing(key: str, page: Page, render: Any = None) -> dict[str, Any]:
+    body: dict[str, Any] = {key: [render(item) for item in page.items] if render else list(page.items)}
+    if page.next_page_token:
+        body["next-page-token"] = page.next_page_token
+    return body
+
+
+def _credential(credential: Credential) -> dict[str, str]:
+    return {"client-id": credential.client_id, "client-secret": credential.secret}
+
+
+# -- principals ----------------------------------------------------------------------------
+
+
+def list_principals(pageToken: str | None = None, pageSize: int | None = None):  # noqa: N803
+    return _listing("principals", service().list_principals(pageToken, pageSize)), 200
+
+
+def create_principal(body: dict):
+    return _credential(service().create_principal(body["name"], bool(body.get("admin", False)))), 201
+
+
+def get_principal(principal: str):
+    return service().get_principal(principal), 200
+
+
+def delete_principal(principal: str):
+    service().delete_principal(principal)
+    return no_content()
+
+
+def rotate_principal_secret(principal: str):
+    return _credential(service().rotate_principal(principal)), 200
+
+
+# -- roles ---------------------------------------------------------------------------------
+
+
+def list_roles(pageToken: str | None = None, pageSize: int | None = None):  # noqa: N803
+    return _listing("roles", service().list_roles(pageToken, pageSize)), 200
+
+
+def create_role(body: dict):
+    return service().create_role(body["name"]), 201
+
+
+def get_role(role: str):
+    return service().get_role(role), 200
+
+
+def delete_role(role: str):
+    service().delete_role(role)
+    return no_content()
+
+
+def list_role_members(role: str, pageToken: str | None = None, pageSize: int | None = None):  # noqa: N803
+    return _listing("members", service().list_members(role, pageToken, pageSize)), 200
+
+
+def assign_role(role: str, principal: str):
+    service().assign_role(role, principal)
+    return no_content()
+
+
+def revoke_role(role: str, principal: str):
+    service().revoke_role(role, principal)
+    return no_content()
+
+
+# -- grants --------------------------------------------------------------------------------
+
+
+def list_grants_for_role(role: str, pageToken: str | None = None, pageSize: int | None = None):  # noqa: N803
+    return _listing("grants", service().grants_of_role(role, pageToken, pageSize), grant_view), 200
+
+
+def grant_privilege(role: str, body: dict):
+    return grant_view(service().grant(role, body["privilege"], body["securable"])), 201
+
+
+def revoke_privilege(role: str, body: dict):
+    service().revoke(role, body["privilege"], body["securable"])
+    return no_content()
+
+
+def list_grants_on_securable(
+    type: str,  # noqa: A002 - the query parameter's name
+    warehouse: str | None = None,
+    namespace: str | None = None,
+    name: str | None = None,
+    pageToken: str | None = None,  # noqa: N803
+    pageSize: int | None = None,  # noqa: N803
+):
+    securable: dict[str, Any] = {"type": type, "warehouse": warehouse, "name": name}
+    securable["namespace"] = list(namespace_arg(namespace)) if namespace is not None else None
+    return _listing("grants", service().grants_on(securable, pageToken, pageSize), grant_view), 200
+
+
+# -- warehouses ----------------------------------------------------------------------------
+
+
+def list_warehouses(pageToken: str | None = None, pageSize: int | None = None):  # noqa: N803
+    return _listing("warehouses", service().list_warehouses(pageToken, pageSize), warehouse_view), 200
+
+
+def create_warehouse(body: dict):
+    return warehouse_view(service().create_warehouse(body)), 201
+
+
+def get_warehouse(warehouse: str):
+    return warehouse_view(service().get_warehouse(warehouse)), 200
+
+
+def update_warehouse(warehouse: str, body: dict):
+    return warehouse_view(service().update_warehouse(warehouse, body)), 200
+
+
+def delete_warehouse(warehouse: str):
+    service().delete_warehouse(warehouse)
+    return no_content()

@@ -1,0 +1,316 @@
+"""Roles, their members, their grants and managed warehouses in PostgreSQL (SQL only).
+
+The rules (who may manage, what a valid name or privilege is, encryption of storage keys) live in
+``app/management.py``. Every change bumps ``auth_state.version`` in the same transaction, so every
+worker drops what it cached (decisions, warehouse rows) within a poll (app/edge/auth/state.py).
+Listings are keyset-paginated: ``after`` is the last key of the previous page, ``limit`` rows at most.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from app.ground.errors import NotFound
+from storage.db import Connection, Database
+from storage.repository import _WAREHOUSE_COLUMNS, WarehouseRow
+
+_BUMP = "UPDATE auth_state SET version = version + 1"
+KEEP = object()  # update_warehouse: leave the stored secret as it is
+
+
+@dataclass(frozen=True)
+class Securable:
+    """What a grant is on, by name: ``type`` is catalog, warehouse, namespace, table or view."""
+
+    type: str
+    warehouse: str | None = None
+    namespace: tuple[str, ...] = ()
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class GrantRow:
+    id: int
+    role: str
+    privilege: str
+    securable: Securable
+
+
+@dataclass(frozen=True)
+class RoleRow:
+    name: str
+    created_at: str
+
+
+class ManagementRows:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # -- roles ------------------------------------------------------------------------------
+
+    def create_role(self, name: str) -> RoleRow | None:
+        """The new role; None when the name is taken."""
+        with self.db.transaction() as conn:
+            row = conn.execute(
+                "INSERT INTO role (name) VALUES (%s) ON CONFLICT (name) DO NOTHING RETURNING name, created_at",
+                (name,),
+            ).fetchone()
+            if row:
+                conn.execute(_BUMP)
+        return _role(row) if row else None
+
+    def get_role(self, name: str) -> RoleRow | None:
+        with self.db.connection() as conn:
+            row = conn.execute("SELECT name, created_at FROM role WHERE name = %s", (name,)).fetchone()
+        return _role(row) if row else None
+
+    def list_roles(self, after: str | None, limit: int | None) -> list[str]:
+        with self.db.connection() as conn:
+            rows = conn.execute(
+                "SELECT name FROM role WHERE %(after)s::text IS NULL OR name > %(after)s ORDER BY name LIMIT %(limit)s",
+                {"after": after, "limit": limit},
+            ).fetchall()
+        return [row["name"] for row in rows]
+
+    def delete_role(self, name: str) -> bool:
+        """Its memberships and grants go with it (ON DELETE CASCADE)."""
+        with self.db.transaction() as conn:
+            row = conn.execute("DELETE FROM role WHERE name = %s RETURNING id", (name,)).fetchone()
+            if row:
+                conn.execute(_BUMP)
+        return row is not None
+
+    # -- members ----------------------------------------------------------------------------
+
+    def add_member(self, role: str, principal: str) -> bool | None:
+        """True when added, False when already a member, None when the role does not exist."""
+        with self.db.transaction() as conn:
+            role_id = _role_id(conn, role)
+            if role_id is None:
+                return None
+            row = conn.execute(
+                "INSERT INTO role_member (role_id, principal) VALUES (%s, %s) ON CONFLICT DO NOTHING RETURNING role_id",
+                (role_id, principal),
+            ).fetchone()
+            if row:
+                conn.execute(_BUMP)
+        return row is not None
+
+    def remove_member(self, role: str, principal: str) -> bool | None:
+        """True when removed, False when not a member, None when the role does not exist."""
+        with self.db.transaction() as conn:
+            role_id = _role_id(conn, role)
+            if role_id is None:
+                return None
+            row = conn.execute(
+                "DELETE FROM role_member WHERE role_id = %s AND principal = %s RETURNING role_id", (role_id, principal)
+            ).fetchone()
+            if row:
+                conn.execute(_BUMP)
+        return row is not None
+
+    def list_members(self, role: str, after: str | None, limit: int | None) -> list[str] | None:
+        """Principals holding the role; None when the role does not exist."""
+        with self.db.connection() as conn:
+            role_id = _role_id(conn, role)
+            if role_id is None:
+                return None
+            rows = conn.execute(
+                "SELECT principal FROM role_member WHERE role_id = %(role)s"
+                " AND (%(after)s::text IS NULL OR principal > %(after)s) ORDER BY principal LIMIT %(limit)s",
+                {"role": role_id, "after": after, "limit": limit},
+            ).fetchall()
+        return [row["principal"] for row in rows]
+
+    def roles_of(self, principal: str) -> list[str]:
+        with self.db.connection() as conn:
+            rows = conn.execute(
+                "SELECT r.name FROM role_member m JOIN role r ON r.id = m.role_id"
+                " WHERE m.principal = %s ORDER BY r.name",
+                (principal,),
+            ).fetchall()
+        return [row["name"] for row in rows]
+
+    # -- grants -----------------------------------------------------------------------------
+
+    def add_grant(self, role: str, privilege: str, securable: Securable) -> GrantRow:
+        """The grant (the existing one when it was granted before). NotFound for an unknown role
+        or securable."""
+        with self.db.transaction() as conn:
+            role_id = _require_role(conn, role)
+            ids = _securable_ids(conn, securable)
+            row = conn.execute(
+                "INSERT INTO role_grant (role_id, privilege, securable, warehouse_id, namespace_id, entry_id)"
+                " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING id",
+                (role_id, privilege, securable.type, *ids),
+            ).fetchone()
+            if row:
+                conn.execute(_BUMP)
+            else:
+                row = conn.execute(
+                    "SELECT id FROM role_grant WHERE role_id = %s AND privilege = %s AND securable = %s"
+                    " AND warehouse_id IS NOT DISTINCT FROM %s AND namespace_id IS NOT DISTINCT FROM %s"
+                    " AND entry_id IS NOT DISTINCT FROM %s",
+                    (role_id, privilege, securable.type, *ids),
+                ).fetchone()
+        return GrantRow(row["id"], role, privilege, securable)
+
+    def remove_grant(self, role: str, privilege: str, securable: Securable) -> bool:
+        """False when there was no such grant. NotFound for an unknown role or securable."""
+        with self.db.transaction() as conn:
+            role_id = _require_role(conn, role)
+            ids = _securable_ids(conn, securable)
+            row = conn.execute(
+                "DELETE FROM role_grant WHERE role_id = %s AND privilege = %s AND securable = %s"
+                " AND warehouse_id IS NOT DISTINCT FROM %s AND namespace_id IS NOT DISTINCT FROM %s"
+                " AND entry_id IS NOT DISTINCT FROM %s RETURNING id",
+                (role_id, privilege, securable.type, *ids),
+            ).fetchone()
+            if row:
+                conn.execute(_BUMP)
+        return row is not None
+
+    def grants_of_role(self, role: str, after: int | None, limit: int | None) -> list[GrantRow]:
+        with self.db.connection() as conn:
+            role_id = _require_role(conn, role)
+            rows = conn.execute(
+                _GRANTS + " WHERE g.role_id = %(role)s AND (%(after)s::bigint IS NULL OR g.id > %(after)s)"
+                " ORDER BY g.id LIMIT %(limit)s",
+                {"role": role_id, "after": after, "limit": limit},
+            ).fetchall()
+        return [_grant(row) for row in rows]
+
+    def grants_on(self, securable: Securable, after: int | None, limit: int | None) -> list[GrantRow]:
+        """Grants on exactly this securable (not those inherited from above it)."""
+        with self.db.connection() as conn:
+            warehouse_id, namespace_id, entry_id = _securable_ids(conn, securable)
+            rows = conn.execute(
+                _GRANTS + " WHERE g.securable = %(type)s AND g.warehouse_id IS NOT DISTINCT FROM %(wh)s"
+                " AND g.namespace_id IS NOT DISTINCT FROM %(ns)s AND g.entry_id IS NOT DISTINCT FROM %(entry)s"
+                " AND (%(after)s::bigint IS NULL OR g.id > %(after)s) ORDER BY g.id LIMIT %(limit)s",
+                {
+                    "type": securable.type,
+                    "wh": warehouse_id,
+                    "ns": namespace_id,
+                    "entry": entry_id,
+                    "after": after,
+                    "limit": limit,
+                },
+            ).fetchall()
+        return [_grant(row) for row in rows]
+
+    # -- warehouses -------------------------------------------------------------------------
+
+    def list_warehouses(self, after: str | None, limit: int | None) -> list[WarehouseRow]:
+        with self.db.connection() as conn:
+            rows = conn.execute(
+                f"SELECT {_WAREHOUSE_COLUMNS} FROM warehouse WHERE %(after)s::text IS NULL OR name > %(after)s"
+                " ORDER BY name LIMIT %(limit)s",
+                {"after": after, "limit": limit},
+            ).fetchall()
+        return [WarehouseRow(**row) for row in rows]
+
+    def create_warehouse(
+        self, name: str, location: str, storage: dict[str, Any], allowed: list[str], secret: bytes | None
+    ) -> WarehouseRow | None:
+        """The new warehouse; None when the name is taken."""
+        with self.db.transaction() as conn:
+            row = conn.execute(
+                "INSERT INTO warehouse (name, location, storage, allowed_locations, storage_secret)"
+                " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (name) DO NOTHING"
+                f" RETURNING {_WAREHOUSE_COLUMNS}",
+                (name, location, Jsonb(storage), allowed, secret),
+            ).fetchone()
+            if row:
+                conn.execute(_BUMP)
+        return WarehouseRow(**row) if row else None
+
+    def update_warehouse(
+        self, name: str, location: str, storage: dict[str, Any], allowed: list[str], secret: object = KEEP
+    ) -> WarehouseRow | None:
+        """The updated warehouse; None when there is none of that name."""
+        keep = secret is KEEP
+        with self.db.transaction() as conn:
+            row = conn.execute(
+                "UPDATE warehouse SET location = %s, storage = %s, allowed_locations = %s,"
+                " storage_secret = CASE WHEN %s THEN storage_secret ELSE %s END, updated_at = now()"
+                f" WHERE name = %s RETURNING {_WAREHOUSE_COLUMNS}",
+                (location, Jsonb(storage), allowed, keep, None if keep else secret, name),
+            ).fetchone()
+            if row:
+                conn.execute(_BUMP)
+        return WarehouseRow(**row) if row else None
+
+    def delete_warehouse(self, name: str) -> str:
+        """``deleted``, ``missing``, or ``not-empty`` (it still has namespaces: nothing deleted)."""
+        with self.db.transaction() as conn:
+            row = conn.execute("SELECT id FROM warehouse WHERE name = %s FOR UPDATE", (name,)).fetchone()
+            if row is None:
+                return "missing"
+            # Namespaces are created under a share lock of nothing: the FOR UPDATE above makes a
+            # concurrent create wait on its foreign-key check, which then fails once we are gone.
+            if conn.execute("SELECT 1 FROM namespace WHERE warehouse_id = %s LIMIT 1", (row["id"],)).fetchone():
+                return "not-empty"
+            conn.execute("DELETE FROM warehouse WHERE id = %s", (row["id"],))
+            conn.execute(_BUMP)
+        return "deleted"
+
+
+_GRANTS = (
+    "SELECT g.id, r.name AS role, g.privilege, g.securable, w.name AS warehouse, n.path AS namespace,"
+    " e.name AS entry FROM role_grant g JOIN role r ON r.id = g.role_id"
+    " LEFT JOIN warehouse w ON w.id = g.warehouse_id LEFT JOIN namespace n ON n.id = g.namespace_id"
+    " LEFT JOIN catalog_entry e ON e.id = g.entry_id"
+)
+
+
+def _role(row: dict[str, Any]) -> RoleRow:
+    return RoleRow(row["name"], row["created_at"].isoformat())
+
+
+def _grant(row: dict[str, Any]) -> GrantRow:
+    securable = Securable(row["securable"], row["warehouse"], tuple(row["namespace"] or ()), row["entry"])
+    return GrantRow(row["id"], row["role"], row["privilege"], securable)
+
+
+def _role_id(conn: Connection, name: str) -> int | None:
+    row = conn.execute("SELECT id FROM role WHERE name = %s", (name,)).fetchone()
+    return row["id"] if row else None
+
+
+def _require_role(conn: Connection, name: str) -> int:
+    role_id = _role_id(conn, name)
+    if role_id is None:
+        raise NotFound(f"Role does not exist: {name}")
+    return role_id
+
+
+def _securable_ids(conn: Connection, securable: Securable) -> tuple[int | None, int | None, int | None]:
+    """(warehouse id, namespace id, entry id) of a securable named by its parts; NotFound if missing."""
+    if securable.type == "catalog":
+        return None, None, None
+    row = conn.execute("SELECT id FROM warehouse WHERE name = %s", (securable.warehouse,)).fetchone()
+    if row is None:
+        raise NotFound(f"Warehouse does not exist: {securable.warehouse}")
+    warehouse_id = row["id"]
+    if securable.type == "warehouse":
+        return warehouse_id, None, None
+    row = conn.execute(
+        "SELECT id FROM namespace WHERE warehouse_id = %s AND path = %s", (warehouse_id, list(securable.namespace))
+    ).fetchone()
+    if row is None:
+        raise NotFound(f"Namespace does not exist: {'.'.join(securable.namespace)}")
+    namespace_id = row["id"]
+    if securable.type == "namespace":
+        return warehouse_id, namespace_id, None
+    row = conn.execute(
+        "SELECT id FROM catalog_entry WHERE namespace_id = %s AND name = %s AND kind = %s",
+        (namespace_id, securable.name, securable.type),
+    ).fetchone()
+    if row is None:
+        kind = "Table" if securable.type == "table" else "View"
+        raise NotFound(f"{kind} does not exist: {'.'.join((*securable.namespace, str(securable.name)))}")
+    return warehouse_id, namespace_id, row["id"]
