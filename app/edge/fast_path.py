@@ -31,6 +31,7 @@ from typing import Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.authorization import Authorizer
+from app.edge.http import raw_headers, send_response
 from app.edge.observability import ROUTING_CONTEXT
 from app.edge.responses import JSON, Rendered, parse_load_table, render_table
 from app.ground.errors import CatalogError
@@ -87,11 +88,11 @@ class LoadTableFastPath:
             if exc.code >= 500:
                 log.warning("loadTable failed: %s %s", exc.error_type, exc.message)
             rendered = Rendered(exc.code, json.dumps(exc.body()).encode(), {"Content-Type": JSON, **exc.headers()})
-            await _send(send, rendered)
+            await _send_rendered(send, rendered)
             return
         if answer.etag and answer.metadata_location:
             self.issued.remember(answer.etag, answer.metadata_location)
-        await _send(send, render_table(answer))
+        await _send_rendered(send, render_table(answer))
 
     async def _authorize(self, request: _LoadRequest) -> None:
         """loadTable's rule: on the event loop for a caller whose grants are cached (no database
@@ -187,13 +188,9 @@ def _record_route(scope: Scope, request: _LoadRequest) -> None:
         path_params.update(prefix=request.prefix, namespace=request.namespace, table=request.table)
 
 
-async def _send(send: Send, rendered: Rendered) -> None:
-    """The response as ASGI messages: content type and length first (when there is a body), then the rest."""
+async def _send_rendered(send: Send, rendered: Rendered) -> None:
+    """A rendered answer through the edge's one ASGI writer: its Content-Type leads, when it has one."""
     headers = dict(rendered.headers)
     content_type = headers.pop("Content-Type", None)
-    raw = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()]
-    if content_type is not None:
-        length = str(len(rendered.body)).encode()
-        raw = [(b"content-type", content_type.encode("latin-1")), (b"content-length", length), *raw]
-    await send({"type": "http.response.start", "status": rendered.status, "headers": raw})
-    await send({"type": "http.response.body", "body": rendered.body})
+    encoded_type = content_type.encode("latin-1") if content_type is not None else None
+    await send_response(send, rendered.status, rendered.body, raw_headers(headers), encoded_type)

@@ -35,6 +35,33 @@ _EMPTY_NAMESPACE = re.compile(r"^/v1/[^/]+/namespaces//(tables|views)/([^/]+)$")
 _UNPREFIXED = re.compile(r"^/v1/(namespaces|tables|views|transactions)(/.*)?$")
 
 
+JSON_TYPE = b"application/json"
+
+
+def raw_headers(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
+    """Header names lower-cased and both sides latin-1 encoded, as ASGI carries them."""
+    return [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()]
+
+
+async def send_response(
+    send: Send,
+    status: int,
+    body: bytes,
+    headers: list[tuple[bytes, bytes]] | None = None,
+    content_type: bytes | None = JSON_TYPE,
+) -> None:
+    """A whole response as the two ASGI messages, for the lanes that answer without connexion.
+
+    The one place that writes ``http.response.start``: content type and length first (both left out
+    when there is no content type, as for a 304), then the caller's headers in their order.
+    """
+    raw = list(headers or ())
+    if content_type is not None:
+        raw = [(b"content-type", content_type), (b"content-length", str(len(body)).encode()), *raw]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
 def request_id_of(headers: Any) -> str:
     return headers.get("x-request-id", "-") if headers is not None else "-"
 
@@ -78,9 +105,7 @@ class LivenessMiddleware:
         if scope["type"] != "http" or scope["path"] != "/healthz" or scope["method"] != "GET":
             await self.app(scope, receive, send)
             return
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(self.BODY)).encode())]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": self.BODY})
+        await send_response(send, 200, self.BODY)
 
 
 class RequestGuardMiddleware:

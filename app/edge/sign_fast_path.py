@@ -23,6 +23,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.edge.http import raw_headers, send_response
 from app.edge.observability import ROUTING_CONTEXT
 from app.ground.errors import CatalogError
 from app.rules.identifiers import check_name, parse_namespace
@@ -77,10 +78,11 @@ class SignRequestFastPath:
         except CatalogError as exc:
             if exc.code >= 500:
                 log.warning("signRequest failed: %s %s", exc.error_type, exc.message)
-            await _send(send, exc.code, json.dumps(exc.body()).encode(), exc.headers())
+            await send_response(send, exc.code, json.dumps(exc.body()).encode(), raw_headers(exc.headers()))
             return
         cache_control = "private" if signed.cacheable else "no-cache"
-        await _send(send, 200, _ENCODER.encode(signed.body()).encode(), {"cache-control": cache_control})
+        body = _ENCODER.encode(signed.body()).encode()
+        await send_response(send, 200, body, raw_headers({"cache-control": cache_control}))
 
 
 def _match(scope: Scope) -> re.Match | None:
@@ -168,10 +170,3 @@ def _record_route(scope: Scope, prefix: str, namespace: str, table: str) -> None
     path_params: Any = scope.get("path_params")
     if path_params is not None:
         path_params.update(prefix=prefix, namespace=namespace, table=table)
-
-
-async def _send(send: Send, status: int, body: bytes, headers: dict[str, str]) -> None:
-    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    raw += [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()]
-    await send({"type": "http.response.start", "status": status, "headers": raw})
-    await send({"type": "http.response.body", "body": body})

@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.edge.http import raw_headers, send_response
 from app.ground.errors import ServiceUnavailable
 
 log = logging.getLogger(__name__)
@@ -87,8 +88,4 @@ class StartupGate:
             await self.app(scope, receive, send)
             return
         error = ServiceUnavailable("The catalog is starting and its database is unavailable, retry later")
-        body = json.dumps(error.body()).encode()
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-        headers += [(name.lower().encode(), value.encode()) for name, value in error.headers().items()]
-        await send({"type": "http.response.start", "status": 503, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await send_response(send, 503, json.dumps(error.body()).encode(), raw_headers(error.headers()))

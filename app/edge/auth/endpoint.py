@@ -27,11 +27,13 @@ from starlette.types import Receive, Scope, Send
 
 from app.edge.auth.metrics import TOKEN_REQUESTS
 from app.edge.auth.tokens import ACCESS_TOKEN_TYPE, AuthFailure, TokenIssuer, TokenVerifier
+from app.edge.http import raw_headers, send_response
 from app.ground.errors import CatalogError
 from app.principals import PrincipalService
 
 PATH = "/v1/oauth/tokens"
 CLIENT_CREDENTIALS = "client_credentials"
+_NO_STORE = [(b"cache-control", b"no-store"), (b"pragma", b"no-cache")]
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 SUBJECT_TOKEN_TYPES = frozenset({ACCESS_TOKEN_TYPE, "urn:ietf:params:oauth:token-type:jwt"})
 MAX_FORM_BYTES = 64 * 1024
@@ -62,19 +64,19 @@ class TokenEndpoint:
             body = await self._grant(scope, form)
         except CatalogError as exc:  # the database is unreachable (503): nothing was decided
             TOKEN_REQUESTS.labels(_grant_label(grant), "unavailable").inc()
-            retry = [(name.lower().encode(), value.encode()) for name, value in exc.headers().items()]
             error = "temporarily_unavailable" if exc.code == 503 else "server_error"
-            await _send(send, exc.code, {"error": error, "error_description": exc.message}, retry)
+            body = {"error": error, "error_description": exc.message}
+            await _send_json(send, exc.code, body, raw_headers(exc.headers()))
             return
         except OAuthError as exc:
             TOKEN_REQUESTS.labels(_grant_label(grant), exc.error).inc()
             headers = [(b"www-authenticate", b'Basic realm="growler"')] if exc.basic else []
             if exc.status == 405:
                 headers.append((b"allow", b"POST"))
-            await _send(send, exc.status, {"error": exc.error, "error_description": exc.description}, headers)
+            await _send_json(send, exc.status, {"error": exc.error, "error_description": exc.description}, headers)
             return
         TOKEN_REQUESTS.labels(_grant_label(grant), "issued").inc()
-        await _send(send, 200, body, [])
+        await _send_json(send, 200, body, [])
 
     async def _grant(self, scope: Scope, form: dict[str, str]) -> dict[str, Any]:
         grant = form.get("grant_type")
@@ -188,14 +190,6 @@ def _form_decoded(pair: tuple[str, str]) -> tuple[str, str]:
     return unquote(pair[0].replace("+", " ")), unquote(pair[1].replace("+", " "))
 
 
-async def _send(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> None:
-    raw = json.dumps(body).encode()
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(raw)).encode()),
-        (b"cache-control", b"no-store"),
-        (b"pragma", b"no-cache"),
-        *headers,
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": raw})
+async def _send_json(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> None:
+    """RFC 6749 section 5.1: token responses (and their errors) must not be cached."""
+    await send_response(send, status, json.dumps(body).encode(), [*_NO_STORE, *headers])

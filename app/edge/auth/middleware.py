@@ -19,6 +19,7 @@ from app.edge.auth.endpoint import PATH as TOKEN_PATH
 from app.edge.auth.endpoint import TokenEndpoint
 from app.edge.auth.metrics import AUTH_FAILURES
 from app.edge.auth.tokens import AuthFailure, TokenVerifier
+from app.edge.http import raw_headers, send_response
 from app.ground.callers import current_principal
 from app.ground.errors import CatalogError, error_body
 from app.ground.events import PRINCIPAL
@@ -49,8 +50,7 @@ class AuthMiddleware:
             await _unauthorized(send, exc)
             return
         except CatalogError as exc:  # a principal or key not seen yet, and the database is down: 503
-            headers = [(k.lower().encode(), v.encode()) for k, v in exc.headers().items()]
-            await _send(send, exc.code, exc.body(), headers)
+            await send_response(send, exc.code, json.dumps(exc.body()).encode(), raw_headers(exc.headers()))
             return
         extensions = scope.get("extensions")
         if extensions is not None:
@@ -78,11 +78,4 @@ def _bearer_token(scope: Scope) -> str:
 async def _unauthorized(send: Send, failure: AuthFailure) -> None:
     challenge = b"Bearer" if failure.reason == "missing" else b'Bearer error="invalid_token"'
     body = error_body(failure.message, "NotAuthorizedException", 401)
-    await _send(send, 401, body, [(b"www-authenticate", challenge)])
-
-
-async def _send(send: Send, status: int, body: dict, headers: list[tuple[bytes, bytes]]) -> None:
-    raw = json.dumps(body).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode()), *headers]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": raw})
+    await send_response(send, 401, json.dumps(body).encode(), [(b"www-authenticate", challenge)])
