@@ -18,7 +18,6 @@ caller and everything is allowed.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -32,7 +31,7 @@ from app.ground.errors import (
     NoSuchView,
     NoSuchWarehouse,
 )
-from app.ground.events import AUDIT_LOGGER, request_id_var
+from app.ground.events import audit
 from app.ground.lru import LruCache
 from app.rules.identifiers import format_namespace, parse_namespace
 from app.rules.privileges import (
@@ -45,9 +44,8 @@ from app.rules.privileges import (
     Securable,
     decide,
 )
-from storage.grants import GrantRepository, GrantRow
-
-audit_log = logging.getLogger(AUDIT_LOGGER)
+from storage.grants import GrantRepository
+from storage.management_rows import GrantRow
 
 CACHE_ENTRIES = 10_000  # principals per worker
 ALL = EffectiveGrants(admin=True)
@@ -196,15 +194,15 @@ def _hidden(securable: Securable) -> CatalogError:
 
 
 def effective(holdings_admin: bool, rows: list[GrantRow]) -> EffectiveGrants:
-    """Rows of storage/grants.py as the rules' grants (unknown privilege names are ignored)."""
+    """Stored grants (storage/grants.py) as the rules' grants (unknown privilege names are ignored)."""
     grants = []
     for row in rows:
         try:
             privilege = Privilege(row.privilege)
         except ValueError:
             continue
-        kind = Kind(row.securable)
-        grants.append(Grant(privilege, Securable(kind, row.warehouse, tuple(row.namespace or ()), row.name)))
+        on = row.securable
+        grants.append(Grant(privilege, Securable(Kind(on.type), on.warehouse, tuple(on.namespace), on.name)))
     return EffectiveGrants.build(grants, admin=holdings_admin)
 
 
@@ -294,18 +292,16 @@ class Authorizer:
             raise _hidden(securable)
 
     def _audit(self, operation_id: str, privilege: Privilege | None, securable: Securable, status: int) -> None:
+        """The refusal as app/ground/events.py's one audit line (the caller's token never appears)."""
         principal = current_principal.get()
-        fields = {
-            "event": "authorization-denied",
-            "request_id": request_id_var.get(),
-            "status": status,
-            "principal": principal.name if principal else None,
-            "source": principal.source if principal else None,
-            "operation": operation_id,
-            "privilege": privilege.value if privilege is not None else None,
-            "securable": securable.describe(),
-        }
-        audit_log.warning("authorization denied", extra={"fields": fields})
+        target = {"securable": securable.describe(), "privilege": privilege.value if privilege is not None else None}
+        audit(
+            operation_id,
+            principal.name if principal else None,
+            target,
+            "forbidden" if status == 403 else "hidden",
+            status,
+        )
 
 
 OPEN = Authorizer(None)  # for services built without one (tools, unit tests): everything allowed

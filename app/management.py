@@ -80,7 +80,7 @@ class ManagementService:
         principal = current_principal.get()
         if self.authorizer.may(Privilege.MANAGE_GRANTS, CATALOG):
             return principal.name if principal is not None else None
-        audit(action, principal.name if principal else None, target, "forbidden")
+        audit(action, principal.name if principal else None, target, "forbidden", 403)
         raise Forbidden("Only administrators may use the management API")
 
     def _changed(self, action: str, who: str | None, target: dict[str, Any]) -> None:

@@ -247,9 +247,10 @@ class GrowlerTarget(Target):
     def become_grantee(self, namespaces: list[str]) -> None:
         """From now on, speak for a principal that is not an admin: a role holding read, write,
         create and drop on each of ``namespaces`` (``BENCH_AS_GRANTEE=1``: authorization's cost)."""
+        from app.ground.errors import NotFound
         from app.principals import PrincipalService
         from storage.db import Database
-        from storage.grants import GrantRepository, UnknownSecurable
+        from storage.management_rows import ManagementRows, Securable
         from storage.principals import PrincipalRepository
 
         database = Database(self.env["GROWLER_DATABASE_URL"], max_size=1)
@@ -257,13 +258,13 @@ class GrowlerTarget(Target):
         try:
             credential = PrincipalService(PrincipalRepository(database)).create("bench-grantee")
             assert credential is not None
-            grants = GrantRepository(database)
-            grants.create_role("bench-grantee")
-            grants.add_member("bench-grantee", credential.client_id)
+            rows = ManagementRows(database)
+            rows.create_role("bench-grantee")
+            rows.add_member("bench-grantee", credential.client_id)
             for namespace in namespaces:
                 for privilege in ("read", "write", "create", "drop"):
-                    with contextlib.suppress(UnknownSecurable):  # a namespace this run did not seed
-                        grants.grant("bench-grantee", privilege, "namespace", self.prefix, (namespace,))
+                    with contextlib.suppress(NotFound):  # a namespace this run did not seed
+                        rows.add_grant("bench-grantee", privilege, Securable("namespace", self.prefix, (namespace,)))
         finally:
             database.close()
         status, _, token = http_json(

@@ -177,7 +177,7 @@ class ManagementRows:
         with self.db.connection() as conn:
             role_id = _require_role(conn, role)
             rows = conn.execute(
-                _GRANTS + " WHERE g.role_id = %(role)s AND (%(after)s::bigint IS NULL OR g.id > %(after)s)"
+                GRANT_SELECT + " WHERE g.role_id = %(role)s AND (%(after)s::bigint IS NULL OR g.id > %(after)s)"
                 " ORDER BY g.id LIMIT %(limit)s",
                 {"role": role_id, "after": after, "limit": limit},
             ).fetchall()
@@ -188,7 +188,7 @@ class ManagementRows:
         with self.db.connection() as conn:
             warehouse_id, namespace_id, entry_id = _securable_ids(conn, securable)
             rows = conn.execute(
-                _GRANTS + " WHERE g.securable = %(type)s AND g.warehouse_id IS NOT DISTINCT FROM %(wh)s"
+                GRANT_SELECT + " WHERE g.securable = %(type)s AND g.warehouse_id IS NOT DISTINCT FROM %(wh)s"
                 " AND g.namespace_id IS NOT DISTINCT FROM %(ns)s AND g.entry_id IS NOT DISTINCT FROM %(entry)s"
                 " AND (%(after)s::bigint IS NULL OR g.id > %(after)s) ORDER BY g.id LIMIT %(limit)s",
                 {
@@ -259,7 +259,7 @@ class ManagementRows:
         return "deleted"
 
 
-_GRANTS = (
+GRANT_SELECT = (
     "SELECT g.id, r.name AS role, g.privilege, g.securable, w.name AS warehouse, n.path AS namespace,"
     " e.name AS entry FROM role_grant g JOIN role r ON r.id = g.role_id"
     " LEFT JOIN warehouse w ON w.id = g.warehouse_id LEFT JOIN namespace n ON n.id = g.namespace_id"

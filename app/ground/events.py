@@ -118,9 +118,16 @@ class CommitRecorder:
             log.log(logging.INFO if exc is None else logging.WARNING, "commit", extra={"fields": fields})
 
 
-def audit(action: str, principal: str | None, target: dict[str, Any], outcome: str = "ok") -> None:
+def audit(
+    action: str, principal: str | None, target: dict[str, Any], outcome: str = "ok", status: int | None = None
+) -> None:
     """One audit line: who (``principal``, None when authentication is off) did what (``action``)
-    to which object (``target``: names only, never a secret), and whether it was allowed."""
+    to which object (``target``: names only, never a secret), and whether it was allowed.
+
+    The one shape for every audited event: a management change (outcome "ok"), a refusal of the
+    management API or of a catalog operation ("forbidden", or "hidden" when the caller got the 404
+    that hides the object), with the HTTP ``status`` the caller saw (None for a change).
+    """
     fields = {
         "event": "audit",
         "request_id": request_id_var.get(),
@@ -128,6 +135,7 @@ def audit(action: str, principal: str | None, target: dict[str, Any], outcome: s
         "action": action,
         "target": target,
         "outcome": outcome,
+        "status": status,
     }
     level = logging.INFO if outcome == "ok" else logging.WARNING
     logging.getLogger(AUDIT_LOGGER).log(level, action, extra={"fields": fields})

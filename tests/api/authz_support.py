@@ -1,8 +1,8 @@
 """Principals with exactly the grants a test gives them, and what the catalog holds (authorization tests).
 
-Grants are made through ``storage.grants.GrantRepository`` (the management API is built
-elsewhere). After a change the test waits - on a condition, not a clock - until the app's
-authorization cache follows the ``auth_state.version`` it wrote.
+Principals, roles, memberships and grants are made through the management API, as an operator
+would, with the bootstrap admin's client. After a change the test waits - on a condition, not a
+clock - until the app's authorization cache follows the ``auth_state.version`` it wrote.
 """
 
 from __future__ import annotations
@@ -16,14 +16,13 @@ from typing import Any
 import psycopg
 
 from app.edge.context import AUTHORIZER
-from app.principals import PrincipalService
 from storage.db import Database
 from storage.grants import GrantRepository
-from storage.principals import PrincipalRepository
 from tests.conftest import fetch_token
 
 PREFIX = "/v1/test"
 WAREHOUSE = "test"
+MANAGEMENT = "/management/v1"
 
 
 @dataclass
@@ -39,36 +38,63 @@ class Principals:
     def __init__(self, app: Any, database_url: str) -> None:
         self.app = app
         self.database_url = database_url
+        self.admin = app.test_client()  # the bootstrap admin: may use the management API
         self.database = Database(database_url, max_size=2)
         self.database.open()
-        self.principals = PrincipalService(PrincipalRepository(self.database))
-        self.grants = GrantRepository(self.database)
+        self.grants = GrantRepository(self.database)  # the authorizer's read side, for direct decisions
 
     def close(self) -> None:
         self.database.close()
 
     def new(self, label: str = "p") -> Caller:
-        name = f"{label}-{uuid.uuid4().hex[:8]}"
-        credential = self.principals.create(name)
-        assert credential is not None
-        token = fetch_token(self.app.anonymous_client(), credential.client_id, credential.secret)
-        role = f"role-{name}"
-        assert self.grants.create_role(role)
-        assert self.grants.add_member(role, name)
+        response = self.admin.post(f"{MANAGEMENT}/principals", json={"name": f"{label}-{uuid.uuid4().hex[:8]}"})
+        assert response.status_code == 201, response.text
+        credential = response.json()
+        name = credential["client-id"]
+        role = self.create_role(f"role-{name}")
+        assert self.admin.put(f"{MANAGEMENT}/roles/{role}/members/{name}").status_code == 204
+        token = fetch_token(self.app.anonymous_client(), name, credential["client-secret"])
         client = self.app.anonymous_client(headers={"Authorization": f"Bearer {token}"})
         return Caller(name, role, client)
 
+    def create_role(self, role: str) -> str:
+        response = self.admin.post(f"{MANAGEMENT}/roles", json={"name": role})
+        assert response.status_code == 201, response.text
+        return role
+
+    def grant_role(self, role: str, privilege: str, securable: str, *path: Any) -> None:
+        body = {"privilege": privilege, "securable": securable_body(securable, *path)}
+        response = self.admin.post(f"{MANAGEMENT}/roles/{role}/grants", json=body)
+        assert response.status_code == 201, response.text
+
     def grant(self, caller: Caller, privilege: str, securable: str, *path: Any) -> None:
-        assert self.grants.grant(caller.role, privilege, securable, *path)
+        self.grant_role(caller.role, privilege, securable, *path)
         self.settle()
 
-    def revoke(self, caller: Caller, privilege: str, securable: str, *path: Any) -> None:
-        assert self.grants.revoke(caller.role, privilege, securable, *path)
-        self.settle()
+    def revoke(self, caller: Caller, privilege: str, securable: str, *path: Any, settle: bool = True) -> None:
+        body = {"privilege": privilege, "securable": securable_body(securable, *path)}
+        response = self.admin.post(f"{MANAGEMENT}/roles/{caller.role}/grants/revoke", json=body)
+        assert response.status_code == 204, response.text
+        if settle:
+            self.settle()
 
     def settle(self, timeout_s: float = 5.0) -> None:
         """Until the app's authorizer decides at the database's current version (it polls it)."""
         wait_for_version(lambda: self.app.app.extensions[AUTHORIZER]._version(), self.database_url, timeout_s)
+
+
+def securable_body(
+    kind: str, warehouse: str | None = None, namespace: tuple[str, ...] = (), name: str | None = None
+) -> dict[str, Any]:
+    """A securable as the management API takes it (openapi/management.yaml)."""
+    body: dict[str, Any] = {"type": kind}
+    if warehouse is not None:
+        body["warehouse"] = warehouse
+    if namespace:
+        body["namespace"] = list(namespace)
+    if name is not None:
+        body["name"] = name
+    return body
 
 
 def database_version(database_url: str) -> int:
