@@ -252,8 +252,8 @@ def test_a_refusal_is_one_audit_line_without_secrets(admin, principals, capsys):
     assert line["outcome"] == "forbidden" and line["status"] == 403
     assert line["request_id"] == response.headers["X-Request-Id"]
     assert "Bearer" not in json.dumps(line) and "token" not in json.dumps(line)
-    hidden = caller.client.get(f"{PREFIX}/namespaces/z")  # not visible to it: the 404, audited as hidden
+    hidden = caller.client.get(f"{PREFIX}/namespaces/z%1Fy")  # z is not visible to it: the 404, audited as hidden
     assert hidden.status_code == 404
     (line,) = [json.loads(line) for line in capsys.readouterr().err.splitlines() if '"growler.audit"' in line]
-    assert line["action"] == "loadNamespaceMetadata" and line["target"]["securable"] == "namespace test:z"
+    assert line["action"] == "loadNamespaceMetadata" and line["target"]["securable"].startswith("namespace test:z")
     assert line["outcome"] == "hidden" and line["status"] == 404

@@ -319,13 +319,13 @@ def test_sign_fast_path_answers_like_the_full_stack(
     from app.edge import sign_fast_path
 
     served = []
-    original = sign_fast_path._send
+    original = sign_fast_path.send_response
 
-    async def spy(send, status, body, headers):
+    async def spy(send, status, *rest, **options):
         served.append(status)
-        await original(send, status, body, headers)
+        await original(send, status, *rest, **options)
 
-    monkeypatch.setattr(sign_fast_path, "_send", spy)
+    monkeypatch.setattr(sign_fast_path, "send_response", spy)
     inside = _http_url(signing_settings, tables["tbl"] + "/data/x")
     outside = _http_url(signing_settings, tables["tbl2"] + "/data/x")
     cases = [
