@@ -2,7 +2,9 @@
 
 The rules (who may manage, what a valid name or privilege is, encryption of storage keys) live in
 ``app/management.py``. Every change bumps ``auth_state.version`` in the same transaction, so every
-worker drops what it cached (decisions, warehouse rows) within a poll (app/edge/auth/state.py).
+worker drops what it cached (decisions, warehouse rows) within a poll (app/edge/auth/state.py):
+for roles, members and grants the triggers of migration 0011 do it (whoever writes), for
+warehouses ``_BUMP`` below.
 Listings are keyset-paginated: ``after`` is the last key of the previous page, ``limit`` rows at most.
 """
 
@@ -58,8 +60,6 @@ class ManagementRows:
                 "INSERT INTO role (name) VALUES (%s) ON CONFLICT (name) DO NOTHING RETURNING name, created_at",
                 (name,),
             ).fetchone()
-            if row:
-                conn.execute(_BUMP)
         return _role(row) if row else None
 
     def get_role(self, name: str) -> RoleRow | None:
@@ -79,8 +79,6 @@ class ManagementRows:
         """Its memberships and grants go with it (ON DELETE CASCADE)."""
         with self.db.transaction() as conn:
             row = conn.execute("DELETE FROM role WHERE name = %s RETURNING id", (name,)).fetchone()
-            if row:
-                conn.execute(_BUMP)
         return row is not None
 
     # -- members ----------------------------------------------------------------------------
@@ -95,8 +93,6 @@ class ManagementRows:
                 "INSERT INTO role_member (role_id, principal) VALUES (%s, %s) ON CONFLICT DO NOTHING RETURNING role_id",
                 (role_id, principal),
             ).fetchone()
-            if row:
-                conn.execute(_BUMP)
         return row is not None
 
     def remove_member(self, role: str, principal: str) -> bool | None:
@@ -108,8 +104,6 @@ class ManagementRows:
             row = conn.execute(
                 "DELETE FROM role_member WHERE role_id = %s AND principal = %s RETURNING role_id", (role_id, principal)
             ).fetchone()
-            if row:
-                conn.execute(_BUMP)
         return row is not None
 
     def list_members(self, role: str, after: str | None, limit: int | None) -> list[str] | None:
@@ -147,9 +141,7 @@ class ManagementRows:
                 " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING id",
                 (role_id, privilege, securable.type, *ids),
             ).fetchone()
-            if row:
-                conn.execute(_BUMP)
-            else:
+            if row is None:  # granted before: the existing grant
                 row = conn.execute(
                     "SELECT id FROM role_grant WHERE role_id = %s AND privilege = %s AND securable = %s"
                     " AND warehouse_id IS NOT DISTINCT FROM %s AND namespace_id IS NOT DISTINCT FROM %s"
@@ -169,8 +161,6 @@ class ManagementRows:
                 " AND entry_id IS NOT DISTINCT FROM %s RETURNING id",
                 (role_id, privilege, securable.type, *ids),
             ).fetchone()
-            if row:
-                conn.execute(_BUMP)
         return row is not None
 
     def grants_of_role(self, role: str, after: int | None, limit: int | None) -> list[GrantRow]:
