@@ -17,7 +17,8 @@ never replaces the figures README.md quotes). ``python -m bench.report --readme`
 into README.md.
 
 Environment: BENCH_QUICK=1 (smoke run, under a minute), BENCH_PEER=0 (Growler only),
-BENCH_AS_GRANTEE=1 (measure as a non-admin principal with namespace-level grants),
+BENCH_AS_GRANTEE=1 (measure as a non-admin principal with namespace-level grants), BENCH_AUTH=none
+(Growler without authentication: what authentication costs),
 BENCH_ONLY=W12 (a comma-separated list: only those workloads; seeding and W8's listings still run),
 BENCH_SEED (default 7), BENCH_WRK_THREADS (default 1), BENCH_KEEP=1 (keep the temporary
 directory with the servers' logs), GROWLER_WORKERS (default 2).

@@ -41,6 +41,7 @@ from scripts.services import (
 REPO = Path(__file__).resolve().parent.parent
 WAREHOUSE = "warehouse"
 LOCALHOST = "127.0.0.1"
+UNAUTHENTICATED = os.environ.get("BENCH_AUTH") == "none"  # GROWLER_AUTH=none: the cost of authentication
 
 
 def http_json(
@@ -195,8 +196,9 @@ class GrowlerTarget(Target):
                 "PROMETHEUS_MULTIPROC_DIR": str(self.root / "metrics"),
                 "GROWLER_S3_ACCESS_KEY": DEV_S3_ACCESS_KEY,
                 "GROWLER_S3_SECRET_KEY": DEV_S3_SECRET_KEY,
-                # authenticated as in production (every request verifies a bearer token), like the peer
-                "GROWLER_AUTH": "oauth2",
+                # authenticated as in production (every request verifies a bearer token), like the peer;
+                # BENCH_AUTH=none measures the same server without authentication (what it costs)
+                "GROWLER_AUTH": "none" if UNAUTHENTICATED else "oauth2",
                 "GROWLER_TOKEN_KEY_PASSWORD": "bench-key-password",
                 "GROWLER_BOOTSTRAP_CLIENT_ID": "bench",
                 "GROWLER_BOOTSTRAP_CLIENT_SECRET": "bench-secret",
@@ -229,6 +231,10 @@ class GrowlerTarget(Target):
             raise RuntimeError(f"gunicorn exited during start-up; see {self.root / 'gunicorn.log'}")
         self.base_url = f"http://{LOCALHOST}:{port}"
         self._wait_workers()
+        if UNAUTHENTICATED:
+            self.headers = {}
+            self.discover_prefix()
+            return
         status, _, token = http_json(
             "POST",
             f"{self.base_url}/v1/oauth/tokens",

@@ -133,3 +133,29 @@ def test_the_principals_command(settings, app, monkeypatch, capsys):
     monkeypatch.setenv("GROWLER_TOKEN_TTL_S", "3600")
     assert main(["rotate-key"]) == 0
     assert "new signing key" in capsys.readouterr().out
+
+
+def test_a_principal_created_just_after_a_reload_is_accepted_at_once(database):
+    """A worker reloaded its state a moment before the principal was created: the principal's
+    first token must not be answered 401 until the next poll (a client that creates a principal
+    and uses it at once). The verifier reloads as soon as the poll interval allows, and waits for that."""
+    import asyncio
+    import time
+
+    from app.edge.auth import Authentication
+    from tests.conftest import auth_settings_for_tests
+
+    auth = Authentication(auth_settings_for_tests(poll_s=2.0), database)
+    auth.start()
+    try:
+        auth.state.reload(force=True)  # the last load: just now
+        credential = auth.principals.create(_client_id())
+        token, _ = auth.issuer.issue(
+            credential.client_id, auth.principals.repository.get(credential.client_id).generation
+        )
+        started = time.monotonic()
+        principal = asyncio.run(auth.verifier.verify(token))
+        assert principal.name == credential.client_id
+        assert time.monotonic() - started < 2.0 + 1.0  # at most one poll interval (plus the reload)
+    finally:
+        auth.stop()

@@ -73,6 +73,17 @@ class AuthState:
             return False
         return self.reload(force=True)
 
+    def reload_when_due(self) -> bool:
+        """For a principal named by a token whose signature verified (so Growler issued it): reload
+        now, or when ``poll_s`` has passed since the last load if that was a moment ago - a
+        principal created just after that load must still be found, not answered 401. Blocks for
+        at most ``poll_s``; only tokens Growler signed get here, so nobody can make it wait at will.
+        """
+        wait = self.settings.poll_s - (time.monotonic() - self._last_load)
+        if wait > 0:
+            self._stop.wait(wait)
+        return self.reload_if_due()
+
     def _poll(self) -> None:
         failing = False
         while not self._stop.wait(self.settings.poll_s):

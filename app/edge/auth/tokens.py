@@ -114,7 +114,7 @@ class TokenVerifier:
     async def _check_principal(self, client_id: str, generation: int) -> None:
         state = self.state.principals.get(client_id)
         if state is None or state.generation < generation:  # created or rotated a moment ago
-            await asyncio.to_thread(self.state.reload_if_due)
+            await asyncio.to_thread(self.state.reload_when_due)
             state = self.state.principals.get(client_id)
         if state is None or state.deleted or state.generation != generation:
             raise AuthFailure("revoked")
