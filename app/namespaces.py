@@ -106,6 +106,8 @@ class WarehouseDirectory:
         """How Growler itself reaches this warehouse's storage: its endpoint, region, addressing
         and keys (decrypted), each falling back to the environment's."""
         default = self._settings.s3 if self._settings is not None else S3Settings()
+        if self._is_environments(row):
+            return default
         storage = row.storage or {}
         keys = self._open(row) if row.storage_secret else {}
         return S3Settings(
@@ -118,8 +120,9 @@ class WarehouseDirectory:
         )
 
     def store_for(self, location: Location) -> ObjectStore | None:
-        """The store of the warehouse with storage of its own that holds ``location`` (the most
-        specific root wins); None for the environment's store."""
+        """The store of the warehouse that holds ``location`` (the most specific root wins, among
+        every warehouse: one nested in another's root takes its own locations); None for the
+        environment's store (no warehouse holds it, or the one that does uses that store)."""
         if location.scheme != "s3":
             return None
         routes = self._routes
@@ -129,13 +132,13 @@ class WarehouseDirectory:
         for root, row in routes:
             if location.is_within(root) and (best is None or len(root.segments) > best[0]):
                 best = (len(root.segments), row)
-        return self._store(best[1]) if best is not None else None
+        if best is None or not self._has_own_storage(best[1]):
+            return None
+        return self._store(best[1])
 
     def _load_routes(self) -> list[tuple[Location, WarehouseRow]]:
         routes = []
         for row in ManagementRows(self._repository.db).list_warehouses(None, None):
-            if not self._has_own_storage(row):
-                continue
             for text in (row.location, *row.allowed_locations):
                 try:
                     routes.append((Location.parse(text), row))
@@ -146,9 +149,16 @@ class WarehouseDirectory:
         return routes
 
     def _has_own_storage(self, row: WarehouseRow) -> bool:
+        if self._is_environments(row):
+            return False
         default = self._settings.s3 if self._settings is not None else S3Settings()
         endpoint = (row.storage or {}).get("endpoint")
         return row.storage_secret is not None or bool(endpoint and endpoint != default.endpoint)
+
+    def _is_environments(self, row: WarehouseRow) -> bool:
+        """The default warehouse is the environment's (GROWLER_WAREHOUSE, GROWLER_S3_*): its storage
+        is the environment's, whatever its row says (servers sharing a database may differ)."""
+        return self._settings is not None and row.name == self._settings.warehouse
 
     def _store(self, row: WarehouseRow) -> S3ObjectStore:
         s3 = self.s3_settings(row)

@@ -115,6 +115,23 @@ class Keycloak:
             },
         )
 
+    def give_realm_role(self, realm: str, client_id: str, role: str) -> None:
+        """The client's service account holds realm role ``role`` (created if missing): its tokens
+        then name it in ``realm_access.roles``, the claim Growler maps to its own roles."""
+        if (
+            httpx.get(
+                f"{self.url}/admin/realms/{realm}/roles/{role}",
+                headers={"Authorization": f"Bearer {self.admin_token()}"},
+                timeout=60,
+            ).status_code
+            == 404
+        ):
+            self.admin("POST", f"/realms/{realm}/roles", {"name": role})
+        representation = self.admin("GET", f"/realms/{realm}/roles/{role}").json()
+        (client,) = self.admin("GET", f"/realms/{realm}/clients?clientId={client_id}").json()
+        user = self.admin("GET", f"/realms/{realm}/clients/{client['id']}/service-account-user").json()
+        self.admin("POST", f"/realms/{realm}/users/{user['id']}/role-mappings/realm", [representation])
+
     def client_token(self, realm: str, client_id: str, secret: str) -> str:
         response = httpx.post(
             f"{self.issuer(realm)}/protocol/openid-connect/token",

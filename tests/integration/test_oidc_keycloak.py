@@ -18,7 +18,13 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from prometheus_client import REGISTRY
 
-from tests.conftest import auth_env_for_tests, auth_settings_for_tests, fetch_token
+from tests.conftest import (
+    TEST_CLIENT_ID,
+    TEST_CLIENT_SECRET,
+    auth_env_for_tests,
+    auth_settings_for_tests,
+    fetch_token,
+)
 from tests.integration.conftest import start_server, stop_server
 from tests.integration.keycloak_support import start_keycloak
 from tests.integration.log_support import json_lines
@@ -159,12 +165,38 @@ def mixed_server(settings, app, keycloak, tmp_path_factory):
         "GROWLER_OIDC_ISSUER": keycloak.issuer(REALM),
         "GROWLER_OIDC_AUDIENCE": AUDIENCE,
         "GROWLER_OIDC_PRINCIPAL_CLAIM": "preferred_username",
+        "GROWLER_OIDC_ROLES_CLAIM": "realm_access.roles",
     }
     running = start_server(settings, tmp_path_factory.mktemp("gunicorn-mixed"), env, bearer=False)
     try:
         yield running
     finally:
         stop_server(running)
+
+
+IDP_ROLE = "lakehouse-etl"
+ISSUED = 'growler_token_requests_total{grant="client_credentials",outcome="issued"}'
+
+
+def _grant_warehouse_role(server, role: str, privileges: tuple[str, ...]) -> None:
+    """Through the management API, as the bootstrap admin: ``role`` holds ``privileges`` on the
+    server's warehouse (an existing role or grant is fine: both Spark lines run this)."""
+    import httpx
+
+    token = httpx.post(
+        f"{server.url}/v1/oauth/tokens",
+        data={"grant_type": "client_credentials", "client_id": TEST_CLIENT_ID, "client_secret": TEST_CLIENT_SECRET},
+        timeout=30,
+    ).json()["access_token"]
+    headers = {"Authorization": f"Bearer {token}"}
+    management = f"{server.url}/management/v1"
+    response = httpx.post(f"{management}/roles", json={"name": role}, headers=headers, timeout=30)
+    assert response.status_code in (201, 409), response.text
+    for privilege in privileges:
+        securable = {"type": "warehouse", "warehouse": server.warehouse}
+        body = {"privilege": privilege, "securable": securable}
+        response = httpx.post(f"{management}/roles/{role}/grants", json=body, headers=headers, timeout=30)
+        assert response.status_code in (200, 201, 409), response.text
 
 
 def _metric(url: str, sample: str) -> float:
@@ -188,6 +220,11 @@ def test_spark_with_tokens_of_the_idp(mixed_server, keycloak, line):
         "credential": "etl:etl-secret",
         "scope": "openid",
     }
+    # What the IdP's service account may do comes from its realm role, named in its tokens'
+    # roles claim: a Growler role of that name holds create, write and drop on the warehouse.
+    keycloak.give_realm_role(REALM, "etl", IDP_ROLE)
+    _grant_warehouse_role(mixed_server, IDP_ROLE, ("create", "write", "drop"))
+    issued_before = _metric(mixed_server.url, ISSUED)
     spark = RemoteSpark(line, mixed_server.url, mixed_server.warehouse, **options)
     namespace = f"idp{line.replace('.', '')}"
     table = f"{CATALOG}.{namespace}.t"
@@ -207,6 +244,5 @@ def test_spark_with_tokens_of_the_idp(mixed_server, keycloak, line):
     # every request was Keycloak's service account's; Growler issued no token of its own
     created = json_lines(mixed_server, operation="createTable")
     assert created and {doc["principal"] for doc in created} == {"service-account-etl"}
-    issued = _metric(mixed_server.url, 'growler_token_requests_total{grant="client_credentials",outcome="issued"}')
-    assert issued == 0
+    assert _metric(mixed_server.url, ISSUED) == issued_before
     assert _metric(mixed_server.url, 'growler_auth_failures_total{reason="unknown_key"}') == 0
