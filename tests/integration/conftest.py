@@ -119,15 +119,39 @@ def server(settings, app, tmp_path_factory) -> Iterator[Server]:
 
 @pytest.fixture(scope="session", params=["3.5", "4.1"], ids=lambda line: f"spark{line}")
 def spark(request, server):
-    """One Spark driver (one JVM) per line for the whole run, shared by every Spark test.
+    """The line's shared Spark driver (``DRIVERS``) with catalog ``growler`` pointing at ``server``.
 
-    Session-scoped and parametrised by line: pytest runs all tests of one line, then stops its
-    driver and starts the next line's, so at most one JVM of this fixture is alive at a time.
+    Session-scoped and parametrised by line: pytest runs all tests of one line, then the other's.
     """
-    from tests.integration.spark_support import RemoteSpark
+    from tests.integration.spark_support import CATALOG, DRIVERS, add_catalog
 
-    session = RemoteSpark(request.param, server.url, server.warehouse, credential=TEST_CREDENTIAL)
-    try:
-        yield session
-    finally:
-        session.stop()
+    session = DRIVERS.get(request.param)
+    add_catalog(session, CATALOG, server.url, server.warehouse, credential=TEST_CREDENTIAL)
+    return session
+
+
+def _spark_lines(item: pytest.Item) -> set[str]:
+    """The Spark lines an item runs on, from its ``spark`` or ``line`` parameter."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return {params[key] for key in ("spark", "line") if key in params}
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start what the collected tests will need and is slow to start, in the background, now:
+    the Spark drivers (about ten seconds each) and Keycloak (tens of seconds on first start) boot
+    while the tests before theirs run."""
+    from tests.integration.keycloak_support import KEYCLOAK
+    from tests.integration.spark_support import DRIVERS
+
+    for line in sorted(set().union(*(_spark_lines(item) for item in session.items))):
+        DRIVERS.prestart(line)
+    if any("keycloak" in item.fixturenames for item in session.items):
+        KEYCLOAK.prestart()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    from tests.integration.keycloak_support import KEYCLOAK
+    from tests.integration.spark_support import DRIVERS
+
+    DRIVERS.stop_all()
+    KEYCLOAK.stop()

@@ -13,6 +13,7 @@ import glob
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,7 +173,8 @@ class Keycloak:
                 self.process.wait()
 
 
-def start_keycloak(tmp_dir: Path) -> Keycloak:
+def launch_keycloak(tmp_dir: Path) -> Keycloak:
+    """Start Keycloak's process and return at once (``wait_until_ready`` waits for it)."""
     from scripts.services import free_port
 
     home = keycloak_home()
@@ -202,11 +204,15 @@ def start_keycloak(tmp_dir: Path) -> Keycloak:
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-    keycloak = Keycloak(f"http://127.0.0.1:{port}", process, log_path)
+    return Keycloak(f"http://127.0.0.1:{port}", process, log_path)
+
+
+def wait_until_ready(keycloak: Keycloak) -> Keycloak:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"Keycloak exited with {process.returncode}:\n{log_path.read_text(errors='replace')}")
+        if keycloak.process.poll() is not None:
+            log = keycloak.log_path.read_text(errors="replace")
+            raise RuntimeError(f"Keycloak exited with {keycloak.process.returncode}:\n{log}")
         try:
             discovery = f"{keycloak.url}/realms/master/.well-known/openid-configuration"
             if httpx.get(discovery, timeout=2).status_code == 200:
@@ -215,4 +221,35 @@ def start_keycloak(tmp_dir: Path) -> Keycloak:
             pass
         time.sleep(0.5)
     keycloak.stop()
-    raise RuntimeError(f"Keycloak did not start within {START_TIMEOUT_S} s:\n{log_path.read_text(errors='replace')}")
+    log = keycloak.log_path.read_text(errors="replace")
+    raise RuntimeError(f"Keycloak did not start within {START_TIMEOUT_S} s:\n{log}")
+
+
+class KeycloakLauncher:
+    """Keycloak started ahead of the tests that use it: its first start takes tens of seconds
+    (Quarkus re-augments for the dev profile), which it spends while earlier tests run.
+
+    ``prestart`` launches one in the background (the integration conftest calls it after
+    collection when a test uses Keycloak); ``take`` hands it over, ready, to the fixture that owns
+    it from then on (or launches one then); ``stop`` stops one that was never taken.
+    """
+
+    def __init__(self) -> None:
+        self._launched: Keycloak | None = None
+
+    def prestart(self) -> None:
+        if self._launched is None:
+            self._launched = launch_keycloak(Path(tempfile.mkdtemp(prefix="growler-keycloak-")))
+
+    def take(self) -> Keycloak:
+        self.prestart()
+        keycloak, self._launched = self._launched, None
+        return wait_until_ready(keycloak)
+
+    def stop(self) -> None:
+        if self._launched is not None:
+            self._launched.stop()
+            self._launched = None
+
+
+KEYCLOAK = KeycloakLauncher()

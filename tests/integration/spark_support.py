@@ -20,7 +20,9 @@ another Spark 4.1 interpreter. Missing jars or interpreters are an error, not a 
 
 from __future__ import annotations
 
+import concurrent.futures
 import glob
+import itertools
 import json
 import os
 import secrets
@@ -42,6 +44,7 @@ LINES = ("3.5", "4.1")
 RUNTIME_JARS = {"3.5": "iceberg-spark-runtime-3.5_2.12-*.jar", "4.1": "iceberg-spark-runtime-4.1_2.13-*.jar"}
 AWS_BUNDLE = "iceberg-aws-bundle-*.jar"
 START_TIMEOUT_S = 300
+EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 
 
 def jar_dir() -> Path:
@@ -101,7 +104,7 @@ def catalog_conf(uri: str, warehouse: str, catalog: str = CATALOG, **options: st
     prefix = f"spark.sql.catalog.{catalog}"
     options = {"credential": TEST_CREDENTIAL, **options}
     conf = {
-        "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+        "spark.sql.extensions": EXTENSIONS,
         prefix: "org.apache.iceberg.spark.SparkCatalog",
         f"{prefix}.type": "rest",
         f"{prefix}.uri": uri,
@@ -191,7 +194,10 @@ class _Conf:
 class RemoteSpark:
     """A SparkSession of one line, living in a driver process (its own JVM, REST client and caches)."""
 
-    def __init__(self, line: str, uri: str, warehouse: str, app_name: str = "growler-test", **catalog_options: str):
+    def __init__(
+        self, line: str, uri: str | None, warehouse: str = "", app_name: str = "growler-test", **catalog_options: str
+    ):
+        """``uri`` None: a session with Iceberg's extensions and no catalog yet (``add_catalog``)."""
         self.line = line
         self.conf = _Conf(self)
         self._lock = threading.Lock()
@@ -200,7 +206,7 @@ class RemoteSpark:
         config = {
             "app_name": app_name,
             "jars": spark_jars(line),
-            "conf": catalog_conf(uri, warehouse, **catalog_options),
+            "conf": catalog_conf(uri, warehouse, **catalog_options) if uri else {"spark.sql.extensions": EXTENSIONS},
         }
         with Listener(("127.0.0.1", 0), authkey=authkey) as listener:
             self.process = subprocess.Popen(
@@ -299,3 +305,58 @@ def add_catalog(spark: RemoteSpark, name: str, uri: str, warehouse: str, **optio
         if key != "spark.sql.extensions":
             spark.conf.set(key, value)
     return name
+
+
+class SharedDrivers:
+    """One Spark driver per line for the whole run, shared by every Spark test.
+
+    A driver's JVM takes about ten seconds to start and its first statements run cold (class
+    loading, JIT); a driver per test paid that a dozen times per run. Tests share a driver and
+    tell their catalogs apart by name: ``catalog(line, uri, warehouse, **options)`` registers a
+    catalog under a name no other test uses, with its own REST client, credentials, headers and
+    FileIO, so what one test configures never reaches another. Tests that need a JVM of their own
+    (two drivers racing) still start a ``RemoteSpark``.
+
+    ``prestart`` starts drivers in the background as soon as the run knows it will need them
+    (the integration conftest calls it after collection), so the JVMs boot while earlier tests run.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._starting: dict[str, concurrent.futures.Future] = {}
+        self._names = itertools.count(1)
+
+    def prestart(self, line: str) -> None:
+        with self._lock:
+            if line not in self._starting:
+                future: concurrent.futures.Future = concurrent.futures.Future()
+                self._starting[line] = future
+                threading.Thread(target=self._start, args=(line, future), daemon=True).start()
+
+    @staticmethod
+    def _start(line: str, future: concurrent.futures.Future) -> None:
+        try:
+            future.set_result(RemoteSpark(line, None, app_name=f"growler-test-{line}"))
+        except BaseException as error:  # noqa: BLE001 - handed to whoever asks for the driver
+            future.set_exception(error)
+
+    def get(self, line: str) -> RemoteSpark:
+        self.prestart(line)
+        return self._starting[line].result(timeout=START_TIMEOUT_S * 2)
+
+    def catalog(self, line: str, uri: str, warehouse: str, **options: str) -> tuple[RemoteSpark, str]:
+        """The line's driver and a catalog registered in it under a fresh name."""
+        spark = self.get(line)
+        return spark, add_catalog(spark, f"growler_{next(self._names)}", uri, warehouse, **options)
+
+    def stop_all(self) -> None:
+        with self._lock:
+            starting, self._starting = self._starting, {}
+        for future in starting.values():
+            try:
+                future.result(timeout=START_TIMEOUT_S * 2).stop()
+            except BaseException:  # noqa: BLE001 - a driver that never started has nothing to stop
+                pass
+
+
+DRIVERS = SharedDrivers()

@@ -128,21 +128,23 @@ def _metric(url: str, sample: str) -> float:
 
 @pytest.mark.slow
 def test_spark_keeps_working_while_its_tokens_expire(short_ttl_server):
-    from tests.integration.spark_support import RemoteSpark
+    from tests.integration.spark_support import DRIVERS
 
-    spark = RemoteSpark("3.5", short_ttl_server.url, short_ttl_server.warehouse, credential=CREDENTIAL)
+    spark, catalog = DRIVERS.catalog("3.5", short_ttl_server.url, short_ttl_server.warehouse, credential=CREDENTIAL)
+    table = f"{catalog}.refresh.t"
     try:
-        spark.sql("CREATE NAMESPACE IF NOT EXISTS growler.refresh")
-        spark.sql("CREATE TABLE growler.refresh.t (id bigint) USING iceberg")
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {catalog}.refresh")
+        spark.sql(f"CREATE TABLE {table} (id bigint) USING iceberg")
         start, commits = time.monotonic(), 0
         while time.monotonic() - start < 60:
             commits += 1
-            spark.sql(f"INSERT INTO growler.refresh.t VALUES ({commits})")
-            assert spark.sql("SELECT count(*) AS n FROM growler.refresh.t").collect()[0]["n"] == commits
+            spark.sql(f"INSERT INTO {table} VALUES ({commits})")
+            assert spark.sql(f"SELECT count(*) AS n FROM {table}").collect()[0]["n"] == commits
         assert commits >= 3
-        spark.sql("DROP TABLE growler.refresh.t PURGE")
-    finally:
-        spark.stop()
+        spark.sql(f"DROP TABLE {table} PURGE")
+    except Exception:
+        print(spark.log())
+        raise
     url = short_ttl_server.url
     refreshed = _metric(url, 'growler_token_requests_total{grant="token_exchange",outcome="issued"}')
     fetched = _metric(url, 'growler_token_requests_total{grant="client_credentials",outcome="issued"}')

@@ -26,7 +26,7 @@ from tests.conftest import (
     fetch_token,
 )
 from tests.integration.conftest import start_server, stop_server
-from tests.integration.keycloak_support import start_keycloak
+from tests.integration.keycloak_support import KEYCLOAK
 from tests.integration.log_support import json_lines
 
 REALM = "growler"
@@ -34,8 +34,8 @@ AUDIENCE = "growler-catalog"
 
 
 @pytest.fixture(scope="module")
-def keycloak(tmp_path_factory):
-    server = start_keycloak(tmp_path_factory.mktemp("keycloak"))
+def keycloak():
+    server = KEYCLOAK.take()
     try:
         server.create_realm(REALM)
         server.create_client(REALM, "etl", "etl-secret", AUDIENCE)
@@ -213,7 +213,7 @@ def _metric(url: str, sample: str) -> float:
 def test_spark_with_tokens_of_the_idp(mixed_server, keycloak, line):
     """Spark's REST client gets its token from Keycloak (``oauth2-server-uri``, the IdP client's
     ``credential``) and Growler accepts it: create, write, read, drop. The options are the README's."""
-    from tests.integration.spark_support import CATALOG, RemoteSpark
+    from tests.integration.spark_support import DRIVERS
 
     options = {
         "oauth2-server-uri": f"{keycloak.issuer(REALM)}/protocol/openid-connect/token",
@@ -225,22 +225,20 @@ def test_spark_with_tokens_of_the_idp(mixed_server, keycloak, line):
     keycloak.give_realm_role(REALM, "etl", IDP_ROLE)
     _grant_warehouse_role(mixed_server, IDP_ROLE, ("create", "write", "drop"))
     issued_before = _metric(mixed_server.url, ISSUED)
-    spark = RemoteSpark(line, mixed_server.url, mixed_server.warehouse, **options)
+    spark, catalog = DRIVERS.catalog(line, mixed_server.url, mixed_server.warehouse, **options)
     namespace = f"idp{line.replace('.', '')}"
-    table = f"{CATALOG}.{namespace}.t"
+    table = f"{catalog}.{namespace}.t"
     try:
-        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.{namespace}")
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {catalog}.{namespace}")
         spark.sql(f"CREATE TABLE {table} (id bigint, name string) USING iceberg")
         spark.sql(f"INSERT INTO {table} VALUES (1, 'a'), (2, 'b')")
         spark.sql(f"INSERT INTO {table} VALUES (3, 'c')")
         assert sorted(row[0] for row in spark.sql(f"SELECT id FROM {table}").collect()) == [1, 2, 3]
         spark.sql(f"DROP TABLE {table} PURGE")
-        spark.sql(f"DROP NAMESPACE {CATALOG}.{namespace}")
+        spark.sql(f"DROP NAMESPACE {catalog}.{namespace}")
     except Exception:
         print(spark.log())
         raise
-    finally:
-        spark.stop()
     # every request was Keycloak's service account's; Growler issued no token of its own
     created = json_lines(mixed_server, operation="createTable")
     assert created and {doc["principal"] for doc in created} == {"service-account-etl"}

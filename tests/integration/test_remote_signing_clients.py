@@ -107,16 +107,16 @@ def test_spark_round_trip_through_remote_signing(signing_server, signing_setting
     """Spark 3.5 and 4.1 with Iceberg 1.12: S3FileIO signs every request through ``/sign``
     (``s3.remote-signing-enabled``): create, insert, overwrite, delete, expire_snapshots (which
     deletes files with DeleteObjects, checked key by key), purge."""
-    from tests.integration.spark_support import CATALOG, RemoteSpark
+    from tests.integration.spark_support import DRIVERS
 
     # rest-catalog-purge: Growler purges a dropped table's files. Left to Spark (Iceberg 1.12's
     # default), the purge would sign for a table that no longer exists, which the signer refuses.
     options = {"header.X-Iceberg-Access-Delegation": "remote-signing", "rest-catalog-purge": "true"}
-    spark = RemoteSpark(line, signing_server.url, WAREHOUSE, **options)
+    spark, catalog = DRIVERS.catalog(line, signing_server.url, WAREHOUSE, **options)
     try:
         namespace = f"sparkrs{line.replace('.', '')}"
-        table = f"{CATALOG}.{namespace}.t"
-        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.{namespace}")
+        table = f"{catalog}.{namespace}.t"
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {catalog}.{namespace}")
         spark.sql(f"CREATE TABLE {table} (id bigint, name string) USING iceberg PARTITIONED BY (name)")
         spark.sql(f"INSERT INTO {table} VALUES (1, 'a'), (2, 'b'), (3, 'a')")
         assert sorted(row[0] for row in spark.sql(f"SELECT id FROM {table}").collect()) == [1, 2, 3]
@@ -129,7 +129,7 @@ def test_spark_round_trip_through_remote_signing(signing_server, signing_setting
         # the default keeps 5 days; a day ahead holds in any session time zone
         now = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%d %H:%M:%S")
         spark.sql(
-            f"CALL {CATALOG}.system.expire_snapshots(table => '{namespace}.t', "
+            f"CALL {catalog}.system.expire_snapshots(table => '{namespace}.t', "
             f"older_than => TIMESTAMP '{now}', retain_last => 1)"
         )
         assert [row[0] for row in spark.sql(f"SELECT id FROM {table}").collect()] == [11]
@@ -144,5 +144,3 @@ def test_spark_round_trip_through_remote_signing(signing_server, signing_setting
     except Exception:
         print(spark.log())
         raise
-    finally:
-        spark.stop()

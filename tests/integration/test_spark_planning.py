@@ -79,15 +79,11 @@ def server(settings, app, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def planning_spark(server, app):
-    from tests.integration.spark_support import RemoteSpark
+    """The shared Spark 3.5 driver and a catalog in it whose client would plan locally
+    (``scan-planning-mode: client``): the table config's ``server`` must win."""
+    from tests.integration.spark_support import DRIVERS
 
-    session = RemoteSpark(
-        "3.5", server.url, server.warehouse, app_name="growler-planning", **{"scan-planning-mode": "client"}
-    )
-    try:
-        yield session
-    finally:
-        session.stop()
+    return DRIVERS.catalog("3.5", server.url, server.warehouse, **{"scan-planning-mode": "client"})
 
 
 def planned(table, row_filter) -> set[tuple[str, frozenset[str]]]:
@@ -102,20 +98,20 @@ def planned_operations(server) -> int:
 
 
 def test_spark_reads_merge_on_read_table_through_server_plans(planning_spark, server, clean_catalog):
-    spark = planning_spark
-    spark.sql(f"CREATE NAMESPACE growler.{NS}").collect()
+    spark, catalog = planning_spark
+    spark.sql(f"CREATE NAMESPACE {catalog}.{NS}").collect()
     spark.sql(
-        f"CREATE TABLE growler.{NS}.orders (id bigint, region string, amount int) USING iceberg"
+        f"CREATE TABLE {catalog}.{NS}.orders (id bigint, region string, amount int) USING iceberg"
         " PARTITIONED BY (region)"
         " TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read',"
         " 'write.update.mode'='merge-on-read', 'write.merge.mode'='merge-on-read')"
     ).collect()
     for band in range(3):
         values = ", ".join(f"({i}, '{'eu' if i % 2 else 'us'}', {i * 10})" for i in range(band * 10, band * 10 + 10))
-        spark.sql(f"INSERT INTO growler.{NS}.orders VALUES {values}").collect()
-    spark.sql(f"DELETE FROM growler.{NS}.orders WHERE id IN (3, 4, 17, 25)").collect()
+        spark.sql(f"INSERT INTO {catalog}.{NS}.orders VALUES {values}").collect()
+    spark.sql(f"DELETE FROM {catalog}.{NS}.orders WHERE id IN (3, 4, 17, 25)").collect()
     spark.sql(  # merge-on-read MERGE: position deletes for the updated row, a new data file
-        f"MERGE INTO growler.{NS}.orders t USING (SELECT 8 AS id, 'us' AS region, 999 AS amount"
+        f"MERGE INTO {catalog}.{NS}.orders t USING (SELECT 8 AS id, 'us' AS region, 999 AS amount"
         " UNION ALL SELECT 40, 'eu', NULL) s ON t.id = s.id"
         " WHEN MATCHED THEN UPDATE SET t.amount = s.amount WHEN NOT MATCHED THEN INSERT *"
     ).collect()
@@ -123,9 +119,9 @@ def test_spark_reads_merge_on_read_table_through_server_plans(planning_spark, se
     loaded = httpx.get(f"{server.url}/v1/{server.warehouse}/namespaces/{NS}/tables/orders").json()
     assert loaded["config"]["scan-planning-mode"] == "server"
     before = planned_operations(server)
-    rows = spark.sql(f"SELECT id FROM growler.{NS}.orders ORDER BY id").collect()
+    rows = spark.sql(f"SELECT id FROM {catalog}.{NS}.orders ORDER BY id").collect()
     assert [r[0] for r in rows] == [i for i in range(30) if i not in (3, 4, 17, 25)] + [40]
-    filtered = spark.sql(f"SELECT id FROM growler.{NS}.orders WHERE region = 'eu' AND id < 20 ORDER BY id").collect()
+    filtered = spark.sql(f"SELECT id FROM {catalog}.{NS}.orders WHERE region = 'eu' AND id < 20 ORDER BY id").collect()
     assert [r[0] for r in filtered] == [i for i in range(20) if i % 2 and i not in (3, 17)]
     assert planned_operations(server) >= before + 2, "the Java client did not plan on the server"
 
@@ -140,7 +136,7 @@ def test_spark_reads_merge_on_read_table_through_server_plans(planning_spark, se
         credential=TEST_CREDENTIAL,
         **{"scan-planning-mode": "server"},
     ).load_table((NS, "orders"))
-    assert spark.sql(f"SELECT amount FROM growler.{NS}.orders WHERE id = 8").collect()[0][0] == 999
+    assert spark.sql(f"SELECT amount FROM {catalog}.{NS}.orders WHERE id = 8").collect()[0][0] == 999
     for row_filter in FILTERS:
         local_plan = planned(local, row_filter)
         assert planned(remote, row_filter) == local_plan

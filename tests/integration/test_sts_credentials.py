@@ -162,13 +162,13 @@ def test_spark_round_trip_with_sts_credentials(sts_server, sts_s3, line):
     """Spark with no S3 key in its configuration: S3FileIO uses the table-scoped credentials of
     ``storage-credentials`` for create, insert, overwrite, delete, expire_snapshots (which deletes
     the expired files itself, with DeleteObjects) and DROP TABLE ... PURGE (Spark deletes the files)."""
-    from tests.integration.spark_support import CATALOG, RemoteSpark, catalog_conf
+    from tests.integration.spark_support import DRIVERS, catalog_conf
 
     conf = catalog_conf(sts_server.url, WAREHOUSE)
     assert not any("s3" in key.lower() or "secret" in key.lower() for key in conf)
-    spark = RemoteSpark(line, sts_server.url, WAREHOUSE)
+    spark, catalog = DRIVERS.catalog(line, sts_server.url, WAREHOUSE)
     namespace = f"sparksts{line.replace('.', '')}"
-    table = f"{CATALOG}.{namespace}.t"
+    table = f"{catalog}.{namespace}.t"
     admin = sts_s3.client()
 
     def parquet_files() -> list[str]:
@@ -176,7 +176,7 @@ def test_spark_round_trip_with_sts_credentials(sts_server, sts_s3, line):
         return [found.object_name for found in listed if found.object_name.endswith(".parquet")]
 
     try:
-        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.{namespace}")
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {catalog}.{namespace}")
         spark.sql(f"CREATE TABLE {table} (id bigint, name string) USING iceberg PARTITIONED BY (name)")
         spark.sql(f"INSERT INTO {table} VALUES (1, 'a'), (2, 'b'), (3, 'a')")
         assert sorted(row[0] for row in spark.sql(f"SELECT id FROM {table}").collect()) == [1, 2, 3]
@@ -187,7 +187,7 @@ def test_spark_round_trip_with_sts_credentials(sts_server, sts_s3, line):
         # the default keeps 5 days; a day ahead holds in any session time zone
         now = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%d %H:%M:%S")
         spark.sql(
-            f"CALL {CATALOG}.system.expire_snapshots(table => '{namespace}.t', "
+            f"CALL {catalog}.system.expire_snapshots(table => '{namespace}.t', "
             f"older_than => TIMESTAMP '{now}', retain_last => 1)"
         )
         assert [row[0] for row in spark.sql(f"SELECT id FROM {table}").collect()] == [11]
@@ -197,6 +197,4 @@ def test_spark_round_trip_with_sts_credentials(sts_server, sts_s3, line):
     except Exception:
         print(spark.log())
         raise
-    finally:
-        spark.stop()
     assert TEST_SECRET_KEY not in sts_server.log()
