@@ -99,7 +99,7 @@ $(call apt_install,maven)
 endef
 
 .PHONY: help venv venv-test run test lint bench clean distclean
-.PHONY: spark-jars venv-spark4 example keycloak
+.PHONY: spark-jars venv-spark4 example keycloak test-deps
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
@@ -132,7 +132,7 @@ venv: $(DEV_STAMP)
 venv-test: $(TEST_STAMP)
 
 # PySpark 4.1 alone (the drivers need nothing else): its own venv, its own stamp.
-$(SPARK4_STAMP):
+$(SPARK4_STAMP): | $(VENV)/bin/pip
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found (need Python 3.11+)" >&2; exit 1; }
 	if [ ! -x $(SPARK4_VENV)/bin/pip ]; then \
 	  rm -rf $(SPARK4_VENV); \
@@ -150,14 +150,17 @@ run: venv
 	@$(call ensure_postgres,GROWLER_DATABASE_URL)
 	exec $(VPY) -m scripts.run
 
-test: venv-test
+test: test-deps
 	@$(call ensure_postgres,GROWLER_TEST_DATABASE_URL)
 	@$(call ensure_nginx)
 	$(VPY) -m pytest $(PYTEST_ARGS)
 
-# The Spark tests need the jars (fetched once, then found through GROWLER_SPARK_JARS) and the
-# Spark 4.1 interpreter (GROWLER_SPARK4_PYTHON).
-test: spark-jars venv-spark4 keycloak
+# What the suite needs besides .venv: the Spark jars (fetched once, then found through
+# GROWLER_SPARK_JARS), the Spark 4.1 interpreter (GROWLER_SPARK4_PYTHON) and Keycloak. Fetched side
+# by side on a fresh machine (two pip installs and the Maven downloads overlap; output grouped per
+# target); the order-only prerequisites below keep apt-get and mvn one at a time.
+test-deps:
+	@$(MAKE) --no-print-directory -j4 -O venv-test spark-jars venv-spark4 keycloak
 test: export GROWLER_KEYCLOAK_HOME = $(abspath $(KEYCLOAK_HOME))
 test: export GROWLER_KEYCLOAK_JAVA_HOME = $(SPARK_JAVA_HOME)
 test example: export GROWLER_SPARK_JARS = $(abspath $(SPARK_JARS_DIR))
@@ -167,6 +170,12 @@ test example: export GROWLER_SPARK4_PYTHON = $(abspath $(SPARK_PYTHON_4.1))
 test: export GROWLER_TEST_NGINX_REQUIRED = 1
 
 spark-jars: $(SPARK_JARS)
+
+# One apt-get (python3-venv, then maven) and one mvn (one local repository) at a time under make -j.
+$(word 1,$(SPARK_JARS)): | $(VENV)/bin/pip
+$(word 2,$(SPARK_JARS)): | $(word 1,$(SPARK_JARS))
+$(word 3,$(SPARK_JARS)): | $(word 2,$(SPARK_JARS))
+$(KEYCLOAK_HOME)/bin/kc.sh: | $(word 3,$(SPARK_JARS))
 
 # One jar per rule, idempotent (an existing jar is not fetched again). mvn copies into a temporary
 # directory and the jar is moved in place only when complete; three attempts against flaky

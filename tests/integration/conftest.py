@@ -130,10 +130,20 @@ def spark(request, server):
     return session
 
 
-def _spark_lines(item: pytest.Item) -> set[str]:
-    """The Spark lines an item runs on, from its ``spark`` or ``line`` parameter."""
+@pytest.fixture
+def second_spark(spark):
+    """Another driver of ``spark``'s line (its own JVM, REST client and table cache), shared too."""
+    from tests.integration.spark_support import DRIVERS
+
+    return DRIVERS.get(spark.line, "second")
+
+
+def _spark_drivers(item: pytest.Item) -> set[tuple[str, str]]:
+    """The shared drivers an item uses: its ``spark`` or ``line`` parameter's, and a second one."""
     params = getattr(getattr(item, "callspec", None), "params", {})
-    return {params[key] for key in ("spark", "line") if key in params}
+    lines = {params[key] for key in ("spark", "line") if key in params}
+    roles = ("main", "second") if "second_spark" in item.fixturenames else ("main",)
+    return {(line, role) for line in lines for role in roles}
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -143,8 +153,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     from tests.integration.keycloak_support import KEYCLOAK
     from tests.integration.spark_support import DRIVERS
 
-    for line in sorted(set().union(*(_spark_lines(item) for item in session.items))):
-        DRIVERS.prestart(line)
+    for line, role in sorted(set().union(*(_spark_drivers(item) for item in session.items))):
+        DRIVERS.prestart(line, role)
     if any("keycloak" in item.fixturenames for item in session.items):
         KEYCLOAK.prestart()
 

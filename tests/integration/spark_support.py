@@ -308,45 +308,42 @@ def add_catalog(spark: RemoteSpark, name: str, uri: str, warehouse: str, **optio
 
 
 class SharedDrivers:
-    """One Spark driver per line for the whole run, shared by every Spark test.
+    """Spark drivers shared by every Spark test of the run: one per line (``"main"``), and a
+    ``"second"`` per line for the tests that race two drivers (two JVMs, REST clients, caches).
 
     A driver's JVM takes about ten seconds to start and its first statements run cold (class
     loading, JIT); a driver per test paid that a dozen times per run. Tests share a driver and
     tell their catalogs apart by name: ``catalog(line, uri, warehouse, **options)`` registers a
     catalog under a name no other test uses, with its own REST client, credentials, headers and
-    FileIO, so what one test configures never reaches another. Tests that need a JVM of their own
-    (two drivers racing) still start a ``RemoteSpark``.
+    FileIO, so what one test configures never reaches another.
 
-    ``prestart`` starts drivers in the background as soon as the run knows it will need them
-    (the integration conftest calls it after collection), so the JVMs boot while earlier tests run.
+    ``prestart`` queues drivers to start in the background, one after the other, as soon as the
+    run knows it needs them (the integration conftest calls it after collection): the JVMs boot
+    while earlier tests run, without all booting at once.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._starting: dict[str, concurrent.futures.Future] = {}
+        self._starting: dict[tuple[str, str], concurrent.futures.Future] = {}
+        self._starter = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="spark-start")
         self._names = itertools.count(1)
 
-    def prestart(self, line: str) -> None:
+    def prestart(self, line: str, role: str = "main") -> None:
         with self._lock:
-            if line not in self._starting:
-                future: concurrent.futures.Future = concurrent.futures.Future()
-                self._starting[line] = future
-                threading.Thread(target=self._start, args=(line, future), daemon=True).start()
+            if (line, role) not in self._starting:
+                self._starting[line, role] = self._starter.submit(
+                    RemoteSpark, line, None, app_name=f"growler-test-{line}-{role}"
+                )
 
-    @staticmethod
-    def _start(line: str, future: concurrent.futures.Future) -> None:
-        try:
-            future.set_result(RemoteSpark(line, None, app_name=f"growler-test-{line}"))
-        except BaseException as error:  # noqa: BLE001 - handed to whoever asks for the driver
-            future.set_exception(error)
+    def get(self, line: str, role: str = "main") -> RemoteSpark:
+        self.prestart(line, role)
+        return self._starting[line, role].result(timeout=START_TIMEOUT_S * 4)
 
-    def get(self, line: str) -> RemoteSpark:
-        self.prestart(line)
-        return self._starting[line].result(timeout=START_TIMEOUT_S * 2)
-
-    def catalog(self, line: str, uri: str, warehouse: str, **options: str) -> tuple[RemoteSpark, str]:
+    def catalog(
+        self, line: str, uri: str, warehouse: str, role: str = "main", **options: str
+    ) -> tuple[RemoteSpark, str]:
         """The line's driver and a catalog registered in it under a fresh name."""
-        spark = self.get(line)
+        spark = self.get(line, role)
         return spark, add_catalog(spark, f"growler_{next(self._names)}", uri, warehouse, **options)
 
     def stop_all(self) -> None:
@@ -354,7 +351,7 @@ class SharedDrivers:
             starting, self._starting = self._starting, {}
         for future in starting.values():
             try:
-                future.result(timeout=START_TIMEOUT_S * 2).stop()
+                future.result(timeout=START_TIMEOUT_S * 4).stop()
             except BaseException:  # noqa: BLE001 - a driver that never started has nothing to stop
                 pass
 

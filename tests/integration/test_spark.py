@@ -21,7 +21,7 @@ import pytest
 from app.ground.locations import Location
 from storage.objects import S3ObjectStore
 from tests.integration.commit_barrier import CommitBarrierProxy
-from tests.integration.spark_support import CATALOG, RemoteSpark, SparkError, add_catalog
+from tests.integration.spark_support import CATALOG, SparkError, add_catalog
 
 pytestmark = pytest.mark.slow
 
@@ -664,7 +664,7 @@ def barrier(server):
         proxy.close()
 
 
-def test_two_spark_drivers_commit_from_the_same_base(spark, server, ns, barrier):
+def test_two_spark_drivers_commit_from_the_same_base(spark, second_spark, server, ns, barrier):
     """The race forced, every round: both drivers' appends held until both are built on one base.
 
     Then the proxy lets them through one after the other: the first lands, the second is a commit
@@ -673,36 +673,33 @@ def test_two_spark_drivers_commit_from_the_same_base(spark, server, ns, barrier)
     """
     name = f"{CATALOG}.{ns}.shared"
     spark.sql(f"CREATE TABLE {name} (id bigint, who string) USING iceberg")
-    # the first driver is the shared session (a second catalog, through the proxy); the second is
-    # its own process: its own JVM, REST client and table cache
-    first = add_catalog(spark, "growler_first", barrier.url, server.warehouse, **{"header.X-Test-Driver": "first"})
-    second = RemoteSpark(
-        spark.line, barrier.url, server.warehouse, app_name="growler-test-second", **{"header.X-Test-Driver": "second"}
+    # each driver a catalog through the proxy; the second driver is another process: its own JVM,
+    # REST client and table cache
+    first = add_catalog(spark, f"first_{ns}", barrier.url, server.warehouse, **{"header.X-Test-Driver": "first"})
+    second = add_catalog(
+        second_spark, f"second_{ns}", barrier.url, server.warehouse, **{"header.X-Test-Driver": "second"}
     )
-    drivers = {"first": (spark, f"{first}.{ns}.shared"), "second": (second, f"{CATALOG}.{ns}.shared")}
-    try:
-        for driver, table in drivers.values():  # warm up: load the table, no commit through the barrier
-            assert rows(driver, f"SELECT count(*) FROM {table}") == [(0,)]
-        for round_number in range(ROUNDS):
-            held = barrier.arm(parties=2)
-            pending = []
-            for offset, (who, (driver, table)) in enumerate(drivers.items()):
-                low = (2 * round_number + offset) * ROWS_PER_ROUND
-                select = f"SELECT id, '{who}' FROM range({low}, {low + ROWS_PER_ROUND})"
-                pending.append(driver.submit(f"INSERT INTO {table} {select}"))
-            for statement in pending:
-                statement.result()
-            assert sorted(held.arrived) == ["first", "second"], held
-            winner, loser = held.arrived
-            assert [(a.driver, a.status, a.error_type) for a in held.answers] == [
-                (winner, 200, None),
-                (loser, 409, "CommitFailedException"),
-            ]
-        # each refused commit was retried once, on top, and landed
-        assert sorted(a.driver for a in barrier.passed_commits) == sorted(r.arrived[1] for r in barrier.rounds)
-        assert all(a.status == 200 for a in barrier.passed_commits)
-    finally:
-        second.stop()
+    drivers = {"first": (spark, f"{first}.{ns}.shared"), "second": (second_spark, f"{second}.{ns}.shared")}
+    for driver, table in drivers.values():  # warm up: load the table, no commit through the barrier
+        assert rows(driver, f"SELECT count(*) FROM {table}") == [(0,)]
+    for round_number in range(ROUNDS):
+        held = barrier.arm(parties=2)
+        pending = []
+        for offset, (who, (driver, table)) in enumerate(drivers.items()):
+            low = (2 * round_number + offset) * ROWS_PER_ROUND
+            select = f"SELECT id, '{who}' FROM range({low}, {low + ROWS_PER_ROUND})"
+            pending.append(driver.submit(f"INSERT INTO {table} {select}"))
+        for statement in pending:
+            statement.result()
+        assert sorted(held.arrived) == ["first", "second"], held
+        winner, loser = held.arrived
+        assert [(a.driver, a.status, a.error_type) for a in held.answers] == [
+            (winner, 200, None),
+            (loser, 409, "CommitFailedException"),
+        ]
+    # each refused commit was retried once, on top, and landed
+    assert sorted(a.driver for a in barrier.passed_commits) == sorted(r.arrived[1] for r in barrier.rounds)
+    assert all(a.status == 200 for a in barrier.passed_commits)
 
     spark.sql(f"REFRESH TABLE {name}")
     total = ROUNDS * ROWS_PER_ROUND
