@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from contextlib import contextmanager
 
 import pytest
 
@@ -69,10 +71,27 @@ def test_database_frozen_during_the_swap_answers_commit_state_unknown(client, ap
     settings = app.app.extensions["growler.catalog"].settings
     original_swap = tables.repository.swap_metadata
     freezing = frozen(services.postgres)
+    database = tables.repository.db
 
     def swap_into_a_frozen_database(swaps):
-        freezing.__enter__()  # thawed below, once the answer is in
-        return original_swap(swaps)
+        # Freeze once the swap holds its connection, not before: a connection idle for a while is
+        # checked on checkout, and a check against a frozen database is "unavailable" (503) - the
+        # swap would not have been sent at all. Only this thread's checkout freezes.
+        swapping = threading.get_ident()
+        checkout = database.connection
+
+        @contextmanager
+        def connection_then_freeze():
+            with checkout() as conn:
+                if threading.get_ident() == swapping:
+                    freezing.__enter__()  # thawed below, once the answer is in
+                yield conn
+
+        database.connection = connection_then_freeze
+        try:
+            return original_swap(swaps)
+        finally:
+            del database.connection
 
     monkeypatch.setattr(tables.repository, "swap_metadata", swap_into_a_frozen_database)
     started = time.monotonic()
