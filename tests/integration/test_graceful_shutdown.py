@@ -86,8 +86,12 @@ def children(pid: int) -> set[int]:
     return found
 
 
-def listening_inode(port: int) -> int:
-    [inode] = {inode for local, _, state, inode in _tcp_table() if local == port and state == "0A"}
+def listening_inode(port: int, master: int) -> int:
+    """gunicorn's listening socket: in LISTEN on ``port`` and held by its master. The port alone
+    is not enough: another process (a Spark driver's JVM) may listen on the same port number on
+    another address."""
+    held = socket_inodes(master)
+    [inode] = {inode for local, _, state, inode in _tcp_table() if local == port and state == "0A" and inode in held}
     return inode
 
 
@@ -180,7 +184,7 @@ def test_sigterm_lets_an_inflight_commit_finish(settings, app, services, slow_s3
         committer.start()
         assert slow_s3.put_held.wait(WAIT_S), "the commit never reached S3"
         port = int(server.url.rsplit(":", 1)[1])
-        listener, workers = listening_inode(port), children(server.process.pid)
+        listener, workers = listening_inode(port, server.process.pid), children(server.process.pid)
         assert workers
         os.kill(server.process.pid, signal.SIGTERM)  # the master: it stops the workers gracefully
         # the commit is still held: let it go only once every worker has stopped accepting
@@ -225,7 +229,7 @@ def test_a_stopping_worker_serves_connections_it_has_accepted(settings, app, tmp
     server = start_server(settings, tmp_path, {"GROWLER_WORKERS": "1"})
     try:
         port = int(server.url.rsplit(":", 1)[1])
-        listener = listening_inode(port)
+        listener = listening_inode(port, server.process.pid)
         [worker] = children(server.process.pid)
         with socket.create_connection(("127.0.0.1", port), timeout=20) as conn:
             client_port = conn.getsockname()[1]
