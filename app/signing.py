@@ -9,7 +9,9 @@ caller may perform it; anything else is 403 ``ForbiddenException`` and nothing i
 
 Signing is on the path of every object a job reads or writes, so the table's storage scope is
 cached per worker for ``SCOPE_TTL_S``: a table already checked costs no database round trip.
-A dropped or moved table can therefore still be signed for during that window.
+A dropped or moved table can therefore still be signed for during that window; a request the
+cached scope refuses is checked again against the table's current row before it is refused (a
+table dropped and created again under its name has a new location).
 """
 
 from __future__ import annotations
@@ -59,6 +61,10 @@ UNSIGNED_HEADERS = frozenset(
 _CACHEABLE_METHODS = frozenset({"GET", "HEAD"})
 
 
+class RecheckNeeded(Exception):  # noqa: N818 - a signal to the caller, not an error
+    """The cached scope refused the request: only the table's current row may refuse it."""
+
+
 @dataclass(frozen=True)
 class Grant:
     """What a caller may do with one table's storage, as checked (cached briefly)."""
@@ -88,8 +94,14 @@ class RemoteSigner:
         self._clock = clock
         self._grants: LruCache[tuple[str, tuple[str, ...], str], tuple[float, Grant]] = LruCache(SCOPE_CACHE_ENTRIES)
 
-    def sign(self, prefix: str, namespace: tuple[str, ...], name: str, request: dict[str, Any]) -> SignedRequest:
-        """The signed request, or 403 with nothing signed (a table the caller cannot see included)."""
+    def sign(
+        self, prefix: str, namespace: tuple[str, ...], name: str, request: dict[str, Any], recheck: bool = True
+    ) -> SignedRequest:
+        """The signed request, or 403 with nothing signed (a table the caller cannot see included).
+
+        ``recheck=False`` (the event loop, which must not wait on the database): where the cached
+        scope refuses, ``RecheckNeeded`` tells the caller to ask again with ``recheck`` in a thread.
+        """
         if (request.get("provider") or "s3") != "s3":
             raise BadRequest(f"Remote signing supports the s3 provider only, not {request.get('provider')}")
         grant = self.grant(prefix, namespace, name)
@@ -99,13 +111,18 @@ class RemoteSigner:
             s3_requests.check_headers(headers)
             if s3.access not in self.privileges(prefix, namespace, name):
                 raise RefusedRequest(f"The caller may not {s3.access} this table's objects")
-            payload = None
-            if s3.is_delete_objects:
-                s3_requests.check_delete_scope(s3, request.get("body"), grant.scope)
-                single = {header: ",".join(values) for header, values in headers.items()}
-                payload = s3_requests.body_binding(single, request["body"])
-            else:
-                s3_requests.check_scope(s3, grant.scope)
+            try:
+                payload = _check_scope(s3, request, headers, grant.scope)
+            except RefusedRequest:
+                if not recheck:
+                    raise RecheckNeeded from None
+                # The cached scope may be that of a table since dropped and created again under
+                # this name (a new location): refuse only what the table's current row refuses.
+                fresh = self.grant(prefix, namespace, name, cached=False)
+                if fresh.scope == grant.scope:
+                    raise
+                grant = fresh
+                payload = _check_scope(s3, request, headers, grant.scope)
         except RefusedRequest as exc:
             log.info("remote signing refused for %s.%s: %s", ".".join(namespace), name, exc)
             raise Forbidden(str(exc)) from None
@@ -116,13 +133,14 @@ class RemoteSigner:
         cached = self._grants.get((prefix, namespace, name))
         return cached is not None and self._clock() - cached[0] < SCOPE_TTL_S
 
-    def grant(self, prefix: str, namespace: tuple[str, ...], name: str) -> Grant:
-        """The table's storage scope and the caller's access, from the cache or one query."""
+    def grant(self, prefix: str, namespace: tuple[str, ...], name: str, cached: bool = True) -> Grant:
+        """The table's storage scope and the caller's access, from the cache (unless not ``cached``)
+        or one query."""
         key = (prefix, namespace, name)
-        cached = self._grants.get(key)
+        entry = self._grants.get(key) if cached else None
         now = self._clock()
-        if cached is not None and now - cached[0] < SCOPE_TTL_S:
-            return cached[1]
+        if entry is not None and now - entry[0] < SCOPE_TTL_S:
+            return entry[1]
         try:  # a table the caller cannot see is refused like any other request (the spec has no 404 here)
             warehouse = self.tables.warehouses.get(prefix)
             row = self.tables._require_entry(warehouse, namespace, name)
@@ -246,6 +264,18 @@ class SigV4:
                 self._keys.clear()
             self._keys[(day, region)] = key
         return key
+
+
+def _check_scope(
+    s3: S3Request, request: dict[str, Any], headers: dict[str, list[str]], scope: StorageScope
+) -> str | None:
+    """Refuses (``RefusedRequest``) what lies outside ``scope``; the payload hash a bulk delete signs."""
+    if not s3.is_delete_objects:
+        s3_requests.check_scope(s3, scope)
+        return None
+    s3_requests.check_delete_scope(s3, request.get("body"), scope)
+    single = {header: ",".join(values) for header, values in headers.items()}
+    return s3_requests.body_binding(single, request["body"])
 
 
 def _lower(headers: dict[str, Any]) -> dict[str, list[str]]:

@@ -49,6 +49,8 @@ DEFAULT_TIMEOUT_S = 5.0
 # /readyz opens a fresh connection and gives it this long (psycopg's connect_timeout minimum is 2 s).
 PROBE_TIMEOUT_S = 2.0
 _WAIT_INTERVAL = 0.1  # psycopg's own polling interval
+# How often a worker about to serve looks whether its pools hold their first connections.
+FILL_POLL_S = 0.005
 
 
 class DeadlineExceeded(psycopg.OperationalError):
@@ -96,6 +98,22 @@ def effective_statement_timeout_ms(statement_timeout_ms: int, timeout_s: float) 
     return max(100, min(int(statement_timeout_ms), int(timeout_s * 1000) - 500))
 
 
+def connection_kwargs(statement_timeout_ms: int, deadline_s: float) -> dict[str, Any]:
+    """How every pooled connection is opened: its session settings travel in the start-up packet.
+
+    ``statement_timeout`` and ``application_name`` as connection parameters cost nothing; as
+    ``SET`` statements after connecting they were two more round trips for every new connection,
+    paid by the request that waited for it (the pools grow under load: the cold-start tail, W10).
+    """
+    return {
+        "row_factory": dict_row,
+        "autocommit": True,
+        "connect_timeout": connect_timeout(deadline_s),
+        "application_name": "growler",
+        "options": f"-c statement_timeout={effective_statement_timeout_ms(statement_timeout_ms, deadline_s)}",
+    }
+
+
 class _IdleCheck:
     """Check a pooled connection (one round trip) only when it sat idle before being handed out.
 
@@ -107,6 +125,7 @@ class _IdleCheck:
         self._returned_at: dict[int, float] = {}  # id(connection) -> when it came back to the pool
 
     def returned(self, conn: Any) -> None:
+        """Also called when a connection was just opened: a new connection needs no check."""
         self._returned_at[id(conn)] = time.monotonic()
 
     def due(self, conn: Any) -> bool:
@@ -129,7 +148,6 @@ class Database:
     ) -> None:
         self.url = url
         self.deadline_s = deadline_s
-        self._statement_timeout_ms = effective_statement_timeout_ms(statement_timeout_ms, deadline_s)
         self._idle = _IdleCheck()
         self.pool = ConnectionPool(
             url,
@@ -137,7 +155,7 @@ class Database:
             max_size=max_size,
             timeout=timeout_s,
             connection_class=DeadlineConnection,
-            kwargs={"row_factory": dict_row, "autocommit": True, "connect_timeout": connect_timeout(deadline_s)},
+            kwargs=connection_kwargs(statement_timeout_ms, deadline_s),
             configure=self._configure,
             check=self._check_if_idle,
             reset=self._idle.returned,
@@ -154,11 +172,24 @@ class Database:
 
     def _configure(self, conn: DeadlineConnection) -> None:
         conn.deadline_s = self.deadline_s
-        conn.execute(f"SET statement_timeout = {int(self._statement_timeout_ms)}")
-        conn.execute("SET application_name = 'growler'")
+        self._idle.returned(conn)
 
     def open(self) -> None:
         self.pool.open(wait=False)
+
+    def fill(self) -> bool:
+        """Wait (up to the deadline) until the pool holds its ``min_size`` connections.
+
+        Called before a worker serves, so its first requests find connections instead of each
+        waiting for one to be opened. False when PostgreSQL did not let it fill: the pool goes on
+        growing on demand, as it always does.
+        """
+        deadline = time.monotonic() + self.deadline_s
+        while not _filled(self.pool):  # not pool.wait(): on a timeout it closes the pool
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(FILL_POLL_S)
+        return True
 
     def close(self) -> None:
         self.pool.close()
@@ -196,8 +227,8 @@ class Database:
 class AsyncDatabase:
     """A small asyncio pool for the reads served on the event loop (app/edge/fast_path.py).
 
-    Bound to the worker's event loop by the app's lifespan, opened on first use there, and
-    configured and checked like ``Database``. A server has one loop per worker; a test client
+    Bound to the worker's event loop and opened by the app's lifespan (``start``), and configured
+    and checked like ``Database``. A server has one loop per worker; a test client
     without lifespan runs each request in a loop of its own, and there ``serves_running_loop``
     tells the caller to read another way.
     """
@@ -208,21 +239,21 @@ class AsyncDatabase:
         *,
         max_size: int,
         timeout_s: float,
+        min_size: int = 1,
         statement_timeout_ms: int,
         deadline_s: float = DEFAULT_TIMEOUT_S,
     ) -> None:
         self.deadline_s = deadline_s
-        self._statement_timeout_ms = effective_statement_timeout_ms(statement_timeout_ms, deadline_s)
         self._idle = _IdleCheck()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._opened = False
         self.pool = AsyncConnectionPool(
             url,
-            min_size=1,
+            min_size=min(min_size, max_size),
             max_size=max_size,
             timeout=timeout_s,
             connection_class=AsyncDeadlineConnection,
-            kwargs={"row_factory": dict_row, "autocommit": True, "connect_timeout": connect_timeout(deadline_s)},
+            kwargs=connection_kwargs(statement_timeout_ms, deadline_s),
             configure=self._configure,
             check=self._check_if_idle,
             reset=self._returned,
@@ -233,8 +264,7 @@ class AsyncDatabase:
 
     async def _configure(self, conn: AsyncDeadlineConnection) -> None:
         conn.deadline_s = self.deadline_s
-        await conn.execute(f"SET statement_timeout = {int(self._statement_timeout_ms)}")
-        await conn.execute("SET application_name = 'growler'")
+        self._idle.returned(conn)
 
     async def _returned(self, conn: psycopg.AsyncConnection) -> None:
         self._idle.returned(conn)
@@ -243,18 +273,30 @@ class AsyncDatabase:
         if self._idle.due(conn):
             await AsyncConnectionPool.check_connection(conn)
 
-    def bind_to_running_loop(self) -> None:
+    async def start(self, fill: bool) -> None:
         """Called by the app's lifespan startup: the pool will serve this (the server's) loop.
 
         Only a loop that runs the lifespan gets the pool, because only there is it closed before
         the loop ends. A loop that ends without closing it (a test client's per-request loop)
         would cancel the pool's worker tasks mid-connection, and psycopg_pool's workers swallow
         that cancellation and wait forever: the loop's shutdown hung.
+
+        The pool opens here, before the worker accepts connections; with ``fill`` (PostgreSQL is
+        reachable) it also waits, up to the deadline, for its first connections, so the worker's
+        first reads do not queue behind their opening.
         """
         self._loop = asyncio.get_running_loop()
+        self._opened = True
+        await self.pool.open(wait=False)
+        deadline = time.monotonic() + self.deadline_s
+        while fill and not _filled(self.pool):  # not pool.wait(): on a timeout it closes the pool
+            if time.monotonic() > deadline:
+                log.info("the asyncio pool is not full yet: it goes on growing on demand")
+                break
+            await asyncio.sleep(FILL_POLL_S)
 
     def serves_running_loop(self) -> bool:
-        """True when the pool belongs to the running loop (see ``bind_to_running_loop``)."""
+        """True when the pool belongs to the running loop (see ``start``)."""
         return self._loop is not None and self._loop is asyncio.get_running_loop()
 
     async def fetch_one(self, query: str, params: tuple[Any, ...]) -> dict[str, Any] | None:
@@ -262,9 +304,6 @@ class AsyncDatabase:
         if not self.serves_running_loop():
             raise RuntimeError("the asyncio pool belongs to another event loop")
         with translate_errors():
-            if not self._opened:
-                self._opened = True
-                await self.pool.open(wait=False)
             try:
                 return await self._fetch_one(query, params)
             except DeadlineExceeded:
@@ -282,6 +321,10 @@ class AsyncDatabase:
     async def close(self) -> None:
         if self._opened and self._loop is asyncio.get_running_loop():
             await self.pool.close()
+
+
+def _filled(pool: ConnectionPool | AsyncConnectionPool) -> bool:
+    return pool.get_stats()["pool_available"] >= pool.min_size
 
 
 @contextmanager

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import gc
 import json
 import logging
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -130,7 +133,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: object) -> AsyncIterator[None]:
-        async_database.bind_to_running_loop()
+        await warm_up(database, async_database, ready=startup.ready)
         yield
         startup.stop()
         auth.stop()
@@ -223,6 +226,23 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     app.add_url_rule("/metrics", "metrics", metrics_handler.metrics, methods=["GET"])
     metrics.watch_pool(database.pool.pop_stats)
     return app
+
+
+async def warm_up(database: Database, async_database: AsyncDatabase, *, ready: bool) -> None:
+    """What a worker does before it accepts connections (uvicorn runs the lifespan first).
+
+    Its first requests must not pay for what every later one finds ready: both pools hold their
+    first connections (when PostgreSQL is reachable; otherwise they grow on demand, as always),
+    and what start-up built is out of the garbage collector's sight (W10, the first seconds).
+    """
+    started = time.perf_counter()
+    if ready:
+        await asyncio.to_thread(database.fill)
+    await async_database.start(fill=ready)
+    if gc.get_freeze_count():  # the process froze its start-up objects (gunicorn.conf.py): these too
+        gc.collect()
+        gc.freeze()
+    log.info("worker warmed up in %.0f ms", (time.perf_counter() - started) * 1000)
 
 
 def build_functions(

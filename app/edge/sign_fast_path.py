@@ -14,6 +14,7 @@ yaml still decides what is valid and the answer is the same either way.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import json
 import logging
@@ -27,7 +28,7 @@ from app.edge.http import raw_headers, send_response
 from app.edge.observability import ROUTING_CONTEXT
 from app.ground.errors import CatalogError
 from app.rules.identifiers import check_name, parse_namespace
-from app.signing import RemoteSigner
+from app.signing import RecheckNeeded, RemoteSigner
 
 log = logging.getLogger(__name__)
 
@@ -66,13 +67,15 @@ class SignRequestFastPath:
             authorizer = self.signer.tables.authorizer
             params = {"prefix": prefix, "namespace": namespace, "table": table}
 
-            def authorized_sign() -> Any:  # the same check as connexion's handler (app/authorization.py)
-                authorizer.authorize(OPERATION_ID, params)
-                return self.signer.sign(prefix, levels, name, request)
+            def authorized_sign(recheck: bool = True) -> Any:  # the same check as connexion's handler
+                authorizer.authorize(OPERATION_ID, params)  # (app/authorization.py)
+                return self.signer.sign(prefix, levels, name, request, recheck)
 
+            signed = None
             if self.signer.is_cached(prefix, levels, name) and authorizer.cached() is not None:
-                signed = authorized_sign()
-            else:  # the thread runs in this request's context: it is the same caller
+                with contextlib.suppress(RecheckNeeded):  # the thread reads the table's row
+                    signed = authorized_sign(recheck=False)
+            if signed is None:  # the thread runs in this request's context: it is the same caller
                 loop = asyncio.get_running_loop()
                 signed = await loop.run_in_executor(self.executor, contextvars.copy_context().run, authorized_sign)
         except CatalogError as exc:

@@ -293,6 +293,23 @@ def test_a_checked_table_is_signed_for_without_the_database(
     assert reads == []
 
 
+def test_a_table_created_again_under_its_name_is_signed_for_at_once(sclient, tables, signing_settings, store):
+    """The scope cached for the dropped table must not refuse its successor (a new location)."""
+    old = tables["tbl"]
+    assert _sign(sclient, "GET", _http_url(signing_settings, old + "/data/x")).status_code == 200  # now cached
+    assert sclient.delete(f"{PREFIX}/namespaces/ns/tables/tbl").status_code == 204
+    created = sclient.post(f"{PREFIX}/namespaces/ns/tables", json=create_request("tbl"))
+    assert created.status_code == 200, created.text
+    location = created.json()["metadata"]["location"]
+    assert not location.startswith(old + "/")  # the successor lives elsewhere
+    inside = location + "/data/new.parquet"
+    signed = _sign(sclient, "PUT", _http_url(signing_settings, inside))
+    assert signed.status_code == 200, signed.text
+    assert _send(signed.json(), "PUT", b"new").status_code == 200
+    assert store.exists(Location.parse(inside))
+    _refused(_sign(sclient, "PUT", _http_url(signing_settings, old + "/data/stale.parquet")))  # the old one's
+
+
 def test_no_secret_or_signature_in_logs(sclient, tables, signing_settings, caplog):
     caplog.set_level(logging.DEBUG)
     uri = _http_url(signing_settings, tables["tbl"] + "/data/x")

@@ -1,0 +1,101 @@
+"""A worker is fast from its first request (issue 20, the W10 tails).
+
+Before it accepts connections, a worker's pools hold their first connections; a new connection
+carries its session settings in its start-up packet (no ``SET`` round trips) and is not checked
+on its first checkout (it was opened a moment ago).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from storage.db import AsyncDatabase, Database
+
+
+@pytest.fixture
+def checks(monkeypatch) -> list[str]:
+    """Every liveness check either pool makes before handing a connection out."""
+    made: list[str] = []
+    sync_check, async_check = ConnectionPool.check_connection, AsyncConnectionPool.check_connection
+
+    def sync_recorded(conn):
+        made.append("sync")
+        return sync_check(conn)
+
+    async def async_recorded(conn):
+        made.append("async")
+        return await async_check(conn)
+
+    monkeypatch.setattr(ConnectionPool, "check_connection", staticmethod(sync_recorded))
+    monkeypatch.setattr(AsyncConnectionPool, "check_connection", staticmethod(async_recorded))
+    return made
+
+
+def test_a_filled_pool_serves_at_once_with_its_session_settings(settings, checks):
+    database = Database(settings.database_url, min_size=2, max_size=4, statement_timeout_ms=1234, deadline_s=5.0)
+    database.open()
+    try:
+        assert database.fill()
+        assert database.pool.get_stats()["pool_available"] == 2
+        with database.connection() as conn:
+            row = conn.execute(
+                "SELECT current_setting('statement_timeout') AS timeout, current_setting('application_name') AS name"
+            ).fetchone()
+        assert row == {"timeout": "1234ms", "name": "growler"}
+        assert database.pool.get_stats()["connections_num"] == 2  # nothing opened on demand
+        assert checks == []  # a connection opened a moment ago is not checked again
+    finally:
+        database.close()
+
+
+def test_the_asyncio_pool_is_open_and_filled_before_the_first_read(settings, checks):
+    async def scenario() -> tuple[dict, dict, dict]:
+        database = AsyncDatabase(
+            settings.database_url, min_size=2, max_size=4, timeout_s=5.0, statement_timeout_ms=1234
+        )
+        await database.start(fill=True)
+        try:
+            before = database.pool.get_stats()
+            row = await database.fetch_one("SELECT current_setting('statement_timeout') AS timeout", ())
+            return before, row, database.pool.get_stats()
+        finally:
+            await database.close()
+
+    before, row, after = asyncio.run(scenario())
+    assert before["pool_available"] == 2
+    assert row == {"timeout": "1234ms"}
+    assert after["connections_num"] == 2
+    assert checks == []
+
+
+def test_an_unreachable_database_does_not_stop_a_pool_from_starting(settings):
+    """Filling is best effort: the worker serves (503 until ready) and its pools grow later."""
+    unreachable = "postgresql://growler@127.0.0.1:9/growler"  # discard port: nothing listens
+    database = Database(unreachable, min_size=1, max_size=2, deadline_s=1.0)
+    database.open()
+    try:
+        assert database.fill() is False
+        assert not database.pool.closed  # psycopg_pool's own wait() would have closed it
+    finally:
+        database.close()
+
+
+def test_the_app_fills_its_pools_before_serving(settings, monkeypatch):
+    from app.edge.factory import create_app
+
+    started: list[bool] = []
+    original = AsyncDatabase.start
+
+    async def recorded(self, fill: bool) -> None:
+        started.append(fill)
+        await original(self, fill)
+
+    monkeypatch.setattr(AsyncDatabase, "start", recorded)
+    app = create_app(settings)
+    assert started == []
+    with app.test_client() as client:  # runs the lifespan, as uvicorn does before accepting
+        assert started == [True]
+        assert client.get("/healthz").status_code == 200
