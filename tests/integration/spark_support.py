@@ -339,11 +339,9 @@ class SharedDrivers:
         self.prestart(line, role)
         return self._starting[line, role].result(timeout=START_TIMEOUT_S * 4)
 
-    def catalog(
-        self, line: str, uri: str, warehouse: str, role: str = "main", **options: str
-    ) -> tuple[RemoteSpark, str]:
-        """The line's driver and a catalog registered in it under a fresh name."""
-        spark = self.get(line, role)
+    def catalog(self, line: str, uri: str, warehouse: str, **options: str) -> tuple[RemoteSpark, str]:
+        """The line's (main) driver and a catalog registered in it under a fresh name."""
+        spark = self.get(line)
         return spark, add_catalog(spark, f"growler_{next(self._names)}", uri, warehouse, **options)
 
     def stop_all(self) -> None:
