@@ -10,33 +10,22 @@ worker show as one busy worker and one idle one (README, "The first seconds of a
 from __future__ import annotations
 
 import json
-import os
 
 from bench import wrk
-from bench.targets import GrowlerTarget, children, http_json, make_root, remove_root
+from bench.tails import with_worker_shares
+from bench.targets import GrowlerTarget, http_json, make_root, remove_root
 
 NAMESPACE = "ns_tails"
 SECONDS = 10
 CONNECTIONS = 16
 
 
-def _cpu_s(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _measure(target: GrowlerTarget, url: str) -> dict:
-    workers = children(target.gunicorn.pid)
-    before = {pid: _cpu_s(pid) for pid in workers}
-    result = wrk.run(url, duration_s=SECONDS, connections=CONNECTIONS, threads=1, headers=target.headers)
-    shares = {}
-    for pid, cpu in before.items():
-        try:
-            shares[pid] = round(_cpu_s(pid) - cpu, 1)
-        except OSError:  # the recycled worker
-            shares[pid] = None
-    return {key: result[key] for key in ("rps", "latency_ms", "errors")} | {"worker_cpu_s": shares}
+    def run() -> dict:
+        result = wrk.run(url, duration_s=SECONDS, connections=CONNECTIONS, threads=1, headers=target.headers)
+        return {key: result[key] for key in ("rps", "latency_ms", "errors")}
+
+    return with_worker_shares(target, run)
 
 
 def main() -> None:

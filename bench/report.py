@@ -303,6 +303,17 @@ def _tails_lines(growler: dict[str, Any], peer: dict[str, Any]) -> list[str]:
         lines.append(
             f"| {label} | " + " | ".join(_latency_cells(growler.get(key)) + _latency_cells(peer.get(key))) + " |"
         )
+    shares = {
+        label: "/".join("-" if cpu is None else _num(cpu, 1) for cpu in growler[key]["worker_cpu_s"].values())
+        for key, label in TAILS
+        if isinstance(growler.get(key), dict) and growler[key].get("worker_cpu_s")
+    }
+    if shares:
+        lines += [
+            "",
+            "CPU seconds of each Growler worker meanwhile (a busy worker next to an idle one: the connections "
+            "all landed on the busy one): " + "; ".join(f"{label}: {cpu}" for label, cpu in shares.items()) + ".",
+        ]
     return lines
 
 

@@ -7,13 +7,36 @@
   exit, as ``GROWLER_MAX_REQUESTS`` does in production: the others serve while the arbiter starts
   its replacement, whose first requests are then measured too;
 - ``W10_64_W1`` / ``W10_64_W3``: p99.9 at 64 connections for W1 and W3, after a warm-up.
+
+W10_start and W10_recycle also give each worker's CPU seconds during the window
+(``worker_cpu_s``): connections all accepted by one worker show as one busy worker and one idle,
+and explain a low figure better than any timing (README, "The first seconds of a worker").
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from bench.targets import children, cpu_seconds
+
 NAMESPACE = "ns_tails"
+
+
+def with_worker_shares(target: Any, measure: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``measure()``, plus the CPU seconds each of the target's worker processes spent meanwhile
+    (a worker that exited meanwhile: None). Targets of one process add nothing."""
+    server = getattr(target, "gunicorn", None)
+    if server is None:
+        return measure()
+    before = {pid: cpu_seconds(pid, with_children=False) for pid in children(server.pid)}
+    result = measure()
+    alive = set(children(server.pid))
+    result["worker_cpu_s"] = {
+        str(pid): round(cpu_seconds(pid, with_children=False) - cpu, 1) if pid in alive else None
+        for pid, cpu in before.items()
+    }
+    return result
 
 
 def cold(target: Any, plan: Any, run_wrk, http_json) -> dict[str, Any]:
@@ -21,7 +44,9 @@ def cold(target: Any, plan: Any, run_wrk, http_json) -> dict[str, Any]:
     status, _, _ = http_json("POST", target.api("namespaces"), body={"namespace": [NAMESPACE]}, headers=target.headers)
     if status != 200:
         raise RuntimeError(f"{target.name}: createNamespace {NAMESPACE} answered {status}")
-    return run_wrk(target, plan, f"namespaces/{NAMESPACE}", duration_s=plan.tail_s, warm=False)
+    return with_worker_shares(
+        target, lambda: run_wrk(target, plan, f"namespaces/{NAMESPACE}", duration_s=plan.tail_s, warm=False)
+    )
 
 
 def after_recycle(target: Any, plan: Any, run_wrk) -> dict[str, Any]:
@@ -30,7 +55,9 @@ def after_recycle(target: Any, plan: Any, run_wrk) -> dict[str, Any]:
     if recycle is None:
         return {"n/a": "one process: no workers to recycle"}
     recycle()
-    return run_wrk(target, plan, f"namespaces/{NAMESPACE}", duration_s=plan.tail_s, warm=False)
+    return with_worker_shares(
+        target, lambda: run_wrk(target, plan, f"namespaces/{NAMESPACE}", duration_s=plan.tail_s, warm=False)
+    )
 
 
 def wide(target: Any, plan: Any, run_wrk, path: str) -> dict[str, Any]:

@@ -170,7 +170,11 @@ def test_report_tails_and_history():
     tail = {"rps": 900.0, "latency_ms": {"p50": 2.0, "p99": 15.0, "p999": 40.0, "max": 80.0}}
     growler = {
         "W10_start": tail,
-        "W10_recycle": {**tail, "latency_ms": {**tail["latency_ms"], "p99": 900.0}},
+        "W10_recycle": {
+            **tail,
+            "latency_ms": {**tail["latency_ms"], "p99": 900.0},
+            "worker_cpu_s": {"7": None, "8": 9.9},
+        },
         "W11": {"levels": [level(100, 11.0), level(1000, 15.0), level(4000, 21.0)]},
     }
     peer = {"W10_start": tail, "W10_recycle": {"n/a": "one process"}, "W11": {"levels": [level(100, 20.0)]}}
@@ -189,3 +193,4 @@ def test_report_tails_and_history():
     )
     assert "| W10 W1 in the first seconds after a worker recycle | 900 | 2.00 | 900 | 40.00 | 80.00 | n/a |" in text
     assert "| 4,000 | 24.00 | 9.50 | 800 | 3.00 | 1.20 | 123,456 | 20.00 | 800 |" in text
+    assert "W10 W1 in the first seconds after a worker recycle: -/9.9." in text  # the recycled worker: -
