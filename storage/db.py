@@ -27,6 +27,7 @@ from typing import Any
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg.abc import PQGen
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 from psycopg.types.json import set_json_dumps
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
@@ -98,19 +99,25 @@ def effective_statement_timeout_ms(statement_timeout_ms: int, timeout_s: float) 
     return max(100, min(int(statement_timeout_ms), int(timeout_s * 1000) - 500))
 
 
-def connection_kwargs(statement_timeout_ms: int, deadline_s: float) -> dict[str, Any]:
+def connection_kwargs(url: str, statement_timeout_ms: int, deadline_s: float) -> dict[str, Any]:
     """How every pooled connection is opened: its session settings travel in the start-up packet.
 
     ``statement_timeout`` and ``application_name`` as connection parameters cost nothing; as
     ``SET`` statements after connecting they were two more round trips for every new connection,
     paid by the request that waited for it (the pools grow under load: the cold-start tail, W10).
+    ``options`` the database URL gives (``-c search_path=...``) are kept, ours after them.
     """
+    try:
+        given = conninfo_to_dict(url).get("options") or ""
+    except psycopg.ProgrammingError:  # an unparsable URL: connecting will say what is wrong with it
+        given = ""
+    timeout = f"-c statement_timeout={effective_statement_timeout_ms(statement_timeout_ms, deadline_s)}"
     return {
         "row_factory": dict_row,
         "autocommit": True,
         "connect_timeout": connect_timeout(deadline_s),
         "application_name": "growler",
-        "options": f"-c statement_timeout={effective_statement_timeout_ms(statement_timeout_ms, deadline_s)}",
+        "options": f"{given} {timeout}".strip(),
     }
 
 
@@ -155,7 +162,7 @@ class Database:
             max_size=max_size,
             timeout=timeout_s,
             connection_class=DeadlineConnection,
-            kwargs=connection_kwargs(statement_timeout_ms, deadline_s),
+            kwargs=connection_kwargs(url, statement_timeout_ms, deadline_s),
             configure=self._configure,
             check=self._check_if_idle,
             reset=self._idle.returned,
@@ -253,7 +260,7 @@ class AsyncDatabase:
             max_size=max_size,
             timeout=timeout_s,
             connection_class=AsyncDeadlineConnection,
-            kwargs=connection_kwargs(statement_timeout_ms, deadline_s),
+            kwargs=connection_kwargs(url, statement_timeout_ms, deadline_s),
             configure=self._configure,
             check=self._check_if_idle,
             reset=self._returned,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from storage.db import AsyncDatabase, Database
@@ -47,6 +48,21 @@ def test_a_filled_pool_serves_at_once_with_its_session_settings(settings, checks
         assert row == {"timeout": "1234ms", "name": "growler"}
         assert database.pool.get_stats()["connections_num"] == 2  # nothing opened on demand
         assert checks == []  # a connection opened a moment ago is not checked again
+    finally:
+        database.close()
+
+
+def test_options_of_the_database_url_are_kept(settings):
+    """A URL's own ``options`` (a search_path, work_mem...) still apply, next to our timeout."""
+    url = make_conninfo(settings.database_url, options="-c work_mem=5MB")
+    database = Database(url, min_size=1, max_size=1, statement_timeout_ms=1234, deadline_s=5.0)
+    database.open()
+    try:
+        with database.connection() as conn:
+            row = conn.execute(
+                "SELECT current_setting('work_mem') AS work_mem, current_setting('statement_timeout') AS timeout"
+            ).fetchone()
+        assert row == {"work_mem": "5MB", "timeout": "1234ms"}
     finally:
         database.close()
 
