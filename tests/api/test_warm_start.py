@@ -9,34 +9,28 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 from psycopg.conninfo import make_conninfo
-from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from storage.db import AsyncDatabase, Database
 
 
-@pytest.fixture
-def checks(monkeypatch) -> list[str]:
-    """Every liveness check either pool makes before handing a connection out."""
-    made: list[str] = []
-    sync_check, async_check = ConnectionPool.check_connection, AsyncConnectionPool.check_connection
+def record_checks(database: Database | AsyncDatabase) -> list[bool]:
+    """Whether each checkout of ``database``'s own pool asked for a liveness check (True: a round
+    trip). Only this pool's: the suite's other pools check their connections meanwhile."""
+    decisions: list[bool] = []
+    due = database._idle.due
 
-    def sync_recorded(conn):
-        made.append("sync")
-        return sync_check(conn)
+    def recorded(conn) -> bool:
+        decisions.append(due(conn))
+        return decisions[-1]
 
-    async def async_recorded(conn):
-        made.append("async")
-        return await async_check(conn)
-
-    monkeypatch.setattr(ConnectionPool, "check_connection", staticmethod(sync_recorded))
-    monkeypatch.setattr(AsyncConnectionPool, "check_connection", staticmethod(async_recorded))
-    return made
+    database._idle.due = recorded
+    return decisions
 
 
-def test_a_filled_pool_serves_at_once_with_its_session_settings(settings, checks):
+def test_a_filled_pool_serves_at_once_with_its_session_settings(settings):
     database = Database(settings.database_url, min_size=2, max_size=4, statement_timeout_ms=1234, deadline_s=5.0)
+    checks = record_checks(database)
     database.open()
     try:
         assert database.fill()
@@ -47,7 +41,7 @@ def test_a_filled_pool_serves_at_once_with_its_session_settings(settings, checks
             ).fetchone()
         assert row == {"timeout": "1234ms", "name": "growler"}
         assert database.pool.get_stats()["connections_num"] == 2  # nothing opened on demand
-        assert checks == []  # a connection opened a moment ago is not checked again
+        assert checks == [False]  # a connection opened a moment ago is not checked again
     finally:
         database.close()
 
@@ -67,24 +61,25 @@ def test_options_of_the_database_url_are_kept(settings):
         database.close()
 
 
-def test_the_asyncio_pool_is_open_and_filled_before_the_first_read(settings, checks):
-    async def scenario() -> tuple[dict, dict, dict]:
+def test_the_asyncio_pool_is_open_and_filled_before_the_first_read(settings):
+    async def scenario() -> tuple[dict, dict, dict, list[bool]]:
         database = AsyncDatabase(
             settings.database_url, min_size=2, max_size=4, timeout_s=5.0, statement_timeout_ms=1234
         )
+        checks = record_checks(database)
         await database.start(fill=True)
         try:
             before = database.pool.get_stats()
             row = await database.fetch_one("SELECT current_setting('statement_timeout') AS timeout", ())
-            return before, row, database.pool.get_stats()
+            return before, row, database.pool.get_stats(), checks
         finally:
             await database.close()
 
-    before, row, after = asyncio.run(scenario())
+    before, row, after, checks = asyncio.run(scenario())
     assert before["pool_available"] == 2
     assert row == {"timeout": "1234ms"}
     assert after["connections_num"] == 2
-    assert checks == []
+    assert checks == [False]  # one checkout, of a connection opened a moment ago: not checked
 
 
 def test_an_unreachable_database_does_not_stop_a_pool_from_starting(settings):
