@@ -34,6 +34,7 @@ from app.edge.context import (
     TABLES,
     VIEWS,
 )
+from app.edge.door import OperationDoor
 from app.edge.fast_path import LoadTableFastPath
 from app.edge.http import (
     LivenessMiddleware,
@@ -46,7 +47,8 @@ from app.edge.http import (
     handle_unexpected,
 )
 from app.edge.observability import ObservabilityMiddleware
-from app.edge.resolver import CatalogResolver, ManagementResolver, implemented_endpoints
+from app.edge.operations import RouteTable
+from app.edge.resolver import CatalogResolver, ManagementResolver, find_handler, implemented_endpoints
 from app.edge.sign_fast_path import SignRequestFastPath
 from app.edge.startup import Startup, StartupGate
 from app.edge.validation import BoundedJSONProvider, validator_map
@@ -147,9 +149,10 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     compact = Jsonifier(SimpleNamespace(dumps=limits.dumps, loads=json.loads), separators=(",", ":"))
     app = FlaskApp(__name__, lifespan=lifespan, middlewares=_middlewares(), jsonifier=compact)
     spec = load_spec()
+    resolver = CatalogResolver(spec)
     app.add_api(
         spec,
-        resolver=CatalogResolver(spec),
+        resolver=resolver,
         strict_validation=True,
         validate_responses=settings.validate_responses,
         validator_map=validator_map(settings.limits),
@@ -195,6 +198,16 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         max_body_bytes=settings.max_body_bytes,
         default_prefix=settings.warehouse,
     )
+    if settings.fast_reads:  # just inside the guard: its limits and unprefixed routes apply
+        app.add_middleware(
+            OperationDoor,
+            position=MiddlewarePosition.BEFORE_ROUTING,
+            routes=RouteTable.compile(spec, find_handler),
+            handler_for=resolver.handler,
+            flask_app=app.app,
+            serialize=compact.dumps,
+            threads=settings.pool_max_size,
+        )
     app.add_error_handler(CatalogError, handle_catalog_error)
     app.add_error_handler(ProblemException, handle_problem)
     app.add_error_handler(HTTPException, handle_http_exception)

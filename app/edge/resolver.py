@@ -88,16 +88,21 @@ class CatalogResolver(Resolver):
 
     def resolve(self, operation: Any) -> Resolution:
         operation_id = operation.operation_id
+        return Resolution(self.handler(operation_id) or not_implemented(operation_id), operation_id)
+
+    def handler(self, operation_id: str) -> Callable[..., Any] | None:
+        """The handler as every door calls it: behind the authorization check, then the
+        idempotency replay where the operation takes an ``Idempotency-Key``; None if none exists."""
         handler = find_handler(operation_id)
         if handler is None:
-            return Resolution(not_implemented(operation_id), operation_id)
+            return None
         if operation_id in self.idempotent:
             from app.edge.idempotency import idempotent
 
             handler = idempotent(operation_id, handler)
         from app.edge.context import authorized  # the app's modules, once the resolver runs
 
-        return Resolution(authorized(operation_id, handler), operation_id)
+        return authorized(operation_id, handler)
 
 
 class ManagementResolver(Resolver):

@@ -1,0 +1,247 @@
+"""The catalog's operations as a route table, compiled once from ``openapi/catalog.yaml``.
+
+The operation door (``app.edge.door``) answers requests in front of connexion. It must route and
+read parameters exactly as connexion would, or leave the request to connexion: this table is
+what it knows, and all of it comes from the yaml - paths, methods, operationIds, parameters and
+their schemas. There is no per-endpoint code here.
+
+Matching follows connexion's router: a request's path segments against each template of the
+same length, a literal segment preferred to a parameter (``/tables/rename`` before
+``/tables/{table}``), a parameter matching one non-empty segment. Every operation of the spec is
+in the table, whether the door serves it or not, so a request is never taken for an operation
+that a more specific route of connexion would have given it to.
+
+A parameter is read as connexion reads it (the same type coercion and ``null`` rule, the same
+argument names, schema defaults applied) and validated with a validator compiled here, once,
+with the same draft and format checker as connexion's (``app.edge.validation``). Anything the
+table cannot read with certainty - a repeated key, an undeclared one (the API is strict), a
+value that does not coerce or validate - makes ``read`` return None, and the request goes to
+connexion, whose errors are the only validation errors the API answers.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl
+
+from connexion.decorators.parameter import sanitized, unwrap_decorators
+from connexion.utils import is_null, is_nullable, make_type
+from jsonschema import Draft4Validator
+
+HTTP_METHODS = ("get", "put", "post", "delete", "head", "patch")
+
+
+class Unreadable(Exception):
+    """The request is not one the table reads with certainty: connexion decides."""
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One declared parameter: where it is, the handler's name for it, and how to read it."""
+
+    name: str
+    location: str  # path | query | header
+    argument: str  # connexion's sanitized name, as the handler receives it
+    required: bool
+    schema: dict[str, Any]
+    validator: Any
+
+    def read(self, raw: str) -> Any:
+        """The value connexion would pass, or ``Unreadable`` where it would refuse or might differ."""
+        if is_nullable(self.schema) and is_null(raw):
+            return None
+        kind = self.schema.get("type")
+        try:
+            if kind == "array":
+                item = self.schema.get("items", {})
+                parts = [part.strip() for part in raw.split(",")] if self.location == "header" else [raw]
+                value: Any = [make_type(part, item["type"], item.get("format")) for part in parts]
+            elif kind == "integer":
+                if not raw.isascii() or not raw.isdigit() or len(raw) > 18 or (raw[0] == "0" and raw != "0"):
+                    raise Unreadable  # int() takes "+5", " 5" and "1_0": leave those to connexion
+                value = int(raw)
+            elif kind in ("string", "boolean"):
+                value = make_type(raw, kind, self.schema.get("format"))
+            else:
+                raise Unreadable  # number, object: none of the door's operations has one
+        except (ValueError, TypeError, KeyError) as exc:
+            raise Unreadable from exc
+        if not self.validator.is_valid(value):
+            raise Unreadable
+        return value
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One operation of the spec: its route, its parameters, and what its handler accepts."""
+
+    operation_id: str
+    method: str  # upper case
+    segments: tuple[str | None, ...]  # a literal, or None for a parameter (named in ``names``)
+    names: tuple[str, ...]
+    parameters: tuple[Parameter, ...]
+    has_body: bool
+    arguments: frozenset[str] | None  # the handler's parameter names; None: it takes **kwargs
+
+    @property
+    def specificity(self) -> tuple[int, ...]:
+        """Literal segments first, left to right: how connexion's router orders its routes."""
+        return tuple(0 if segment is not None else 1 for segment in self.segments)
+
+    def read(self, path_values: list[str], query: bytes, headers: dict[bytes, list[bytes]]) -> dict[str, Any]:
+        """The keyword arguments connexion would call the handler with; ``Unreadable`` otherwise."""
+        kwargs: dict[str, Any] = {}
+        by_name = dict(zip(self.names, path_values, strict=True))
+        given = _query(query)
+        declared_query = {p.name for p in self.parameters if p.location == "query"}
+        if not given.keys() <= declared_query:
+            raise Unreadable  # strict validation: connexion answers 400
+        for parameter in self.parameters:
+            raw = _raw_value(parameter, by_name, given, headers)
+            if raw is None:
+                if parameter.required:
+                    raise Unreadable
+                default = parameter.schema.get("default")
+                if default is not None and parameter.location == "query" and self._accepts(parameter.argument):
+                    kwargs[parameter.argument] = default
+                continue
+            value = parameter.read(raw)
+            if parameter.location == "path" or parameter.location == "query" and self._accepts(parameter.argument):
+                kwargs[parameter.argument] = value
+        return kwargs
+
+    def _accepts(self, argument: str) -> bool:
+        return self.arguments is None or argument in self.arguments
+
+
+class RouteTable:
+    """Every operation of a spec, looked up by method and path."""
+
+    def __init__(self, operations: Iterable[Operation]) -> None:
+        self._routes: dict[tuple[str, int], list[Operation]] = {}
+        for operation in operations:
+            self._routes.setdefault((operation.method, len(operation.segments)), []).append(operation)
+        for candidates in self._routes.values():
+            candidates.sort(key=lambda operation: operation.specificity)
+
+    @classmethod
+    def compile(cls, spec: dict[str, Any], handler_for: Callable[[str], Callable[..., Any] | None]) -> RouteTable:
+        """The table of ``spec`` (the dict connexion is given); ``handler_for`` names each handler."""
+        shared = spec.get("components", {})
+        operations = []
+        for template, item in spec["paths"].items():
+            common = [_resolve(p, shared) for p in item.get("parameters", [])]
+            for method, declared in item.items():
+                if method not in HTTP_METHODS:
+                    continue
+                own = [_resolve(p, shared) for p in declared.get("parameters", [])]
+                parameters = {(p["in"], p["name"]): p for p in [*common, *own]}  # an operation's own win
+                operations.append(
+                    _operation(template, method, declared, list(parameters.values()), shared, handler_for)
+                )
+        return cls(operations)
+
+    def match(self, method: str, path: str) -> tuple[Operation, list[str]] | None:
+        """The operation connexion would route to, with the path parameters' values (decoded)."""
+        segments = path.split("/")
+        for operation in self._routes.get((method, len(segments)), ()):
+            values = []
+            for template, segment in zip(operation.segments, segments, strict=True):
+                if template is None:
+                    if not segment:
+                        break
+                    values.append(segment)
+                elif template != segment:
+                    break
+            else:
+                return operation, values
+        return None
+
+    def operations(self) -> list[Operation]:
+        return [operation for candidates in self._routes.values() for operation in candidates]
+
+
+def _operation(
+    template: str,
+    method: str,
+    declared: dict[str, Any],
+    parameters: list[dict[str, Any]],
+    shared: dict[str, Any],
+    handler_for: Callable[[str], Callable[..., Any] | None],
+) -> Operation:
+    segments = tuple(None if part.startswith("{") else part for part in template.split("/"))
+    names = tuple(part[1:-1] for part in template.split("/") if part.startswith("{"))
+    handler = handler_for(declared["operationId"])
+    arguments: frozenset[str] | None = frozenset()
+    if handler is not None:
+        signature = inspect.signature(unwrap_decorators(handler))
+        kinds = {p.kind for p in signature.parameters.values()}
+        arguments = None if inspect.Parameter.VAR_KEYWORD in kinds else frozenset(signature.parameters)
+    return Operation(
+        operation_id=declared["operationId"],
+        method=method.upper(),
+        segments=segments,
+        names=names,
+        parameters=tuple(_parameter(p, shared) for p in parameters),
+        has_body="requestBody" in declared,
+        arguments=arguments,
+    )
+
+
+def _parameter(declared: dict[str, Any], shared: dict[str, Any]) -> Parameter:
+    schema = _resolve(declared.get("schema", {}), shared)
+    return Parameter(
+        name=declared["name"],
+        location=declared["in"],
+        argument=sanitized(declared["name"]),
+        required=bool(declared.get("required")),
+        schema=schema,
+        validator=Draft4Validator(schema, format_checker=Draft4Validator.FORMAT_CHECKER),
+    )
+
+
+def _resolve(node: Any, shared: dict[str, Any]) -> Any:
+    """``node`` with every local ``$ref`` replaced by what it names (the spec has no cycles here)."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/components/"):
+            section, name = ref[len("#/components/") :].split("/", 1)
+            return _resolve(shared[section][name], shared)
+        return {key: _resolve(value, shared) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_resolve(value, shared) for value in node]
+    return node
+
+
+def _query(query: bytes) -> dict[str, str]:
+    """The query's keys and values; ``Unreadable`` for a repeated key or anything not plain UTF-8."""
+    if not query:
+        return {}
+    try:
+        pairs = parse_qsl(query.decode("ascii"), keep_blank_values=True, strict_parsing=True, errors="strict")
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise Unreadable from exc
+    given = dict(pairs)
+    if len(given) != len(pairs):
+        raise Unreadable
+    return given
+
+
+def _raw_value(
+    parameter: Parameter, path: dict[str, str], query: dict[str, str], headers: dict[bytes, list[bytes]]
+) -> str | None:
+    if parameter.location == "path":
+        return path.get(parameter.name)
+    if parameter.location == "query":
+        return query.get(parameter.name)
+    if parameter.location == "header":
+        values = headers.get(parameter.name.lower().encode("latin-1"))
+        if values is None:
+            return None
+        if len(values) != 1:
+            raise Unreadable
+        return values[0].decode("latin-1")
+    raise Unreadable  # cookie parameters: none in the spec

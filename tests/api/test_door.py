@@ -1,0 +1,196 @@
+"""The operation door answers exactly as the full connexion + Flask stack does.
+
+The same requests go to an app with the door (``fast_reads`` on) and to one without it, whose
+responses connexion validates against the yaml; status, headers and body must be identical byte
+for byte. A spy proves the door served the requests it should and left the others to connexion.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from app.edge.door import SERVED, OperationDoor
+from app.edge.factory import load_spec
+from app.edge.operations import RouteTable
+from app.edge.resolver import find_handler
+from tests.api.tables_support import PREFIX, create_request
+from tests.api.test_views import view_request
+from tests.conftest import authenticated
+
+VARYING_HEADERS = {"x-request-id", "date"}
+
+
+@pytest.fixture(scope="module")
+def full_stack_client(settings):
+    from app.edge.factory import create_app
+
+    return authenticated(create_app(dataclasses.replace(settings, fast_reads=False))).test_client()
+
+
+@pytest.fixture(scope="module")
+def door_client(settings):
+    from app.edge.factory import create_app
+
+    with authenticated(create_app(settings)).test_client() as client:
+        yield client
+
+
+@pytest.fixture
+def client(door_client, clean_catalog):
+    return door_client
+
+
+@pytest.fixture
+def served(monkeypatch) -> list[str]:
+    """The operations the door answered (in its thread), in order."""
+    calls: list[str] = []
+    original = OperationDoor._answer
+
+    def spy(self, operation, kwargs, head):
+        calls.append(operation.operation_id)
+        return original(self, operation, kwargs, head)
+
+    monkeypatch.setattr(OperationDoor, "_answer", spy)
+    return calls
+
+
+@pytest.fixture
+def catalog(client) -> None:
+    for namespace in (["db"], ["db", "nested"], ["other"]):
+        body = {"namespace": namespace, "properties": {"owner": "door"}}
+        assert client.post(f"{PREFIX}/namespaces", json=body).status_code == 200
+    for name in ("events", "clicks"):
+        assert client.post(f"{PREFIX}/namespaces/db/tables", json=create_request(name)).status_code == 200
+    assert client.post(f"{PREFIX}/namespaces/db/views", json=view_request("daily")).status_code == 200
+
+
+def _same(door, full) -> None:
+    assert door.status_code == full.status_code
+    assert door.content == full.content
+    door_headers = {k: v for k, v in door.headers.items() if k not in VARYING_HEADERS}
+    full_headers = {k: v for k, v in full.headers.items() if k not in VARYING_HEADERS}
+    assert door_headers == full_headers
+    assert door.headers["x-request-id"]
+
+
+SERVED_REQUESTS = [
+    ("GET", "/v1/config", "getConfig", 200),
+    ("GET", "/v1/config?warehouse=test", "getConfig", 200),
+    ("GET", "/v1/config?warehouse=nowhere", "getConfig", 404),
+    ("GET", f"{PREFIX}/namespaces", "listNamespaces", 200),
+    ("GET", f"{PREFIX}/namespaces?parent=db", "listNamespaces", 200),
+    ("GET", f"{PREFIX}/namespaces?pageSize=1", "listNamespaces", 200),
+    ("GET", f"{PREFIX}/namespaces?pageToken=", "listNamespaces", 200),
+    ("GET", f"{PREFIX}/namespaces?pageToken=null&pageSize=2", "listNamespaces", 200),
+    ("GET", f"{PREFIX}/namespaces?pageToken=not-a-token", "listNamespaces", 400),
+    ("GET", f"{PREFIX}/namespaces?parent=missing", "listNamespaces", 404),
+    ("GET", "/v1/namespaces", "listNamespaces", 200),  # unprefixed: the default warehouse
+    ("GET", "/v1/no-such-warehouse/namespaces", "listNamespaces", 404),
+    ("GET", f"{PREFIX}/namespaces/db", "loadNamespaceMetadata", 200),
+    ("GET", f"{PREFIX}/namespaces/db%1Fnested", "loadNamespaceMetadata", 200),
+    ("GET", f"{PREFIX}/namespaces/missing", "loadNamespaceMetadata", 404),
+    ("HEAD", f"{PREFIX}/namespaces/db", "namespaceExists", 204),
+    ("HEAD", f"{PREFIX}/namespaces/missing", "namespaceExists", 404),
+    ("GET", f"{PREFIX}/namespaces/db/tables", "listTables", 200),
+    ("GET", f"{PREFIX}/namespaces/db/tables?pageSize=1", "listTables", 200),
+    ("GET", f"{PREFIX}/namespaces/missing/tables", "listTables", 404),
+    ("HEAD", f"{PREFIX}/namespaces/db/tables/events", "tableExists", 204),
+    ("HEAD", f"{PREFIX}/namespaces/db/tables/missing", "tableExists", 404),
+    ("GET", f"{PREFIX}/namespaces/db/tables/events/credentials", "loadCredentials", 200),
+    ("GET", f"{PREFIX}/namespaces/db/tables/missing/credentials", "loadCredentials", 404),
+    ("GET", f"{PREFIX}/namespaces/db/views", "listViews", 200),
+    ("GET", f"{PREFIX}/namespaces/db/views/daily", "loadView", 200),
+    ("GET", f"{PREFIX}/namespaces/db/views/daily?referenced-by=db%1Fouter", "loadView", 200),
+    ("GET", f"{PREFIX}/namespaces/db/views/missing", "loadView", 404),
+    ("HEAD", f"{PREFIX}/namespaces/db/views/daily", "viewExists", 204),
+    ("HEAD", f"{PREFIX}/namespaces/db/views/events", "viewExists", 404),
+    ("GET", f"{PREFIX}/namespaces/db/functions", "listFunctions", 200),
+    ("GET", f"{PREFIX}/namespaces/db/functions/missing", "loadFunction", 404),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "operation_id", "status"), SERVED_REQUESTS)
+def test_the_door_answers_like_the_full_stack(
+    client, full_stack_client, catalog, served, method, path, operation_id, status
+):
+    door = client.request(method, path)
+    full = full_stack_client.request(method, path)
+    assert door.status_code == status
+    _same(door, full)
+    assert served == [operation_id]
+
+
+def test_every_read_the_door_serves_is_covered_above():
+    assert {operation_id for _, _, operation_id, _ in SERVED_REQUESTS} == SERVED
+
+
+def test_pages_follow_on_both_paths(client, full_stack_client, catalog, served):
+    url = f"{PREFIX}/namespaces/db/tables?pageSize=1&pageToken="
+    first = client.get(url)
+    token = first.json()["next-page-token"]
+    _same(first, full_stack_client.get(url))
+    following = f"{PREFIX}/namespaces/db/tables?pageSize=1&pageToken={token}"
+    second = client.get(following)
+    _same(second, full_stack_client.get(following))
+    assert [first.json()["identifiers"], second.json()["identifiers"]] == [
+        [{"namespace": ["db"], "name": "clicks"}],
+        [{"namespace": ["db"], "name": "events"}],
+    ]
+    assert served == ["listTables"] * 2
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("GET", f"{PREFIX}/namespaces?pageSize=0", 400),  # minimum 1: connexion's message
+        ("GET", f"{PREFIX}/namespaces?pageSize=abc", 400),
+        ("GET", f"{PREFIX}/namespaces?pageSize=+1", 200),  # int() takes it; the door leaves it to connexion
+        ("GET", f"{PREFIX}/namespaces?pageSize=01", 200),
+        ("GET", f"{PREFIX}/namespaces?extra=1", 400),  # strict validation
+        ("GET", f"{PREFIX}/namespaces?parent=db&parent=other", 200),  # repeated key
+        ("GET", f"{PREFIX}/namespaces/d%62", 200),  # an escape other than the separator
+        ("GET", f"{PREFIX}/namespaces/", 307),  # a trailing slash: the router redirects
+        ("POST", f"{PREFIX}/namespaces/db/properties", 400),  # a write (and no body)
+    ],
+)
+def test_anything_else_goes_through_connexion(client, full_stack_client, catalog, served, method, path, status):
+    door = client.request(method, path, follow_redirects=False)
+    assert door.status_code == status
+    _same(door, full_stack_client.request(method, path, follow_redirects=False))
+    assert served == []
+
+
+def test_a_get_with_a_body_goes_through_connexion(client, full_stack_client, catalog, served):
+    door = client.request("GET", f"{PREFIX}/namespaces/db", content=b"{}")
+    _same(door, full_stack_client.request("GET", f"{PREFIX}/namespaces/db", content=b"{}"))
+    assert served == []
+
+
+def test_the_request_is_logged_and_counted_as_its_operation(client, catalog, served, capfd):
+    capfd.readouterr()
+    client.get(f"{PREFIX}/namespaces/db%1Fnested", headers={"X-Request-Id": "door-log-check"})
+    lines = [line for line in capfd.readouterr().err.splitlines() if "door-log-check" in line]
+    assert len(lines) == 1
+    assert '"operation":"loadNamespaceMetadata"' in lines[0] and '"status":200' in lines[0]
+    assert '"namespace":"db.nested"' in lines[0] or '"namespace":"db\\u001fnested"' in lines[0]
+    assert served == ["loadNamespaceMetadata"]
+    assert 'operation="loadNamespaceMetadata"' in client.get("/metrics").text
+
+
+def test_the_route_table_routes_every_operation_of_the_spec_to_itself():
+    """Each path template with sample values finds its own operation: literal segments win over
+    parameters (``/tables/rename`` is not a table named "rename"), as in connexion's router."""
+    spec = load_spec()
+    routes = RouteTable.compile(spec, find_handler)
+    checked = 0
+    for template, item in spec["paths"].items():
+        for method, operation in item.items():
+            if method not in ("get", "put", "post", "delete", "head", "patch"):
+                continue
+            path = "/".join("x1" if part.startswith("{") else part for part in template.split("/"))
+            found = routes.match(method.upper(), path)
+            assert found is not None and found[0].operation_id == operation["operationId"], (method, template)
+            checked += 1
+    assert checked == len(routes.operations()) > 30
