@@ -12,7 +12,7 @@ import json
 import logging
 import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from app.commits import CommitLanes, CommitLoop, NewVersion
@@ -25,9 +25,9 @@ from app.ground.errors import (
 )
 from app.ground.events import CommitRecorder
 from app.ground.locations import InvalidLocation, Location
-from app.ground.lru import LruCache
 from app.ground.settings import Settings
 from app.namespaces import WarehouseDirectory
+from app.parsed_metadata import EntryKey, ParsedMetadataCache
 from app.rules import table as rules
 from app.rules.identifiers import (
     check_name,
@@ -77,6 +77,7 @@ class TableChange:
 
 @dataclass(frozen=True)
 class PreparedCommit:
+    key: EntryKey
     row: EntryRow | None
     base: Any
     new: Any
@@ -137,30 +138,6 @@ def etag_matches(if_none_match: str | None, etag: str) -> bool:
         return False
     candidates = {tag.strip().removeprefix("W/") for tag in if_none_match.split(",")}
     return "*" in candidates or etag in candidates
-
-
-class ParsedMetadataCache:
-    """Recently parsed metadata documents of this worker, by metadata location.
-
-    Parsing a table's metadata is the largest cost of a commit and grows with its history; the
-    next commit to a table almost always starts from the version the previous one wrote or read.
-    An entry is used only when the stored text is identical, so a stale entry can cost a parse,
-    never a wrong answer. Models are immutable here: commits copy, never modify, what they get.
-    """
-
-    def __init__(self, capacity: int = 8) -> None:
-        self._entries: LruCache[str, tuple[str, Any]] = LruCache(capacity)
-
-    def parse(self, location: str, text: str) -> Any:
-        cached = self._entries.get(location)
-        if cached is not None and cached[0] == text:
-            return cached[1]
-        metadata = rules.parse_metadata(text)
-        self.remember(location, text, metadata)
-        return metadata
-
-    def remember(self, location: str, text: str, metadata: Any) -> None:
-        self._entries.put(location, (text, metadata))
 
 
 class TableService(EntryService):
@@ -329,7 +306,7 @@ class TableService(EntryService):
             return None
         written = [version.location for version in versions]
         for p, location in zip(changed, written, strict=True):
-            self.parsed.remember(location, p.text, p.new)
+            self.parsed.remember(location, p.text, p.new, (p.key, p.row.id))
             self.files.forget(self._owned_previous_files(p, location))
         locations = dict(zip(map(id, changed), written, strict=True))
         results = []
@@ -344,7 +321,8 @@ class TableService(EntryService):
     def _prepare(self, warehouse: WarehouseRow, change: TableChange, allow_create: bool) -> PreparedCommit:
         """Read the current row (one query) and apply the pure rules to it."""
         qualified = format_namespace((*change.namespace, change.name))
-        row = self.repository.load_entry(warehouse.id, change.namespace, change.name)
+        key = (warehouse.id, change.namespace, change.name)
+        row, base = self._read_base(key)
         creating = any(r.get("type") == "assert-create" for r in change.requirements)
         if row is not None and row.kind != TABLE:
             if creating and allow_create:  # a create transaction over a view (Java: the same 409)
@@ -352,7 +330,6 @@ class TableService(EntryService):
             raise NoSuchTable(f"Table does not exist: {qualified} is a view")
         if row is None and not (creating and allow_create):
             raise NoSuchTable(f"Table does not exist: {qualified}")
-        base = self.parsed.parse(row.metadata_location, row.metadata) if row else None
         default_location = None
         if row is None:  # staged create: a location unless the updates set one
             namespace_properties = self._require_namespace(warehouse, change.namespace)
@@ -369,7 +346,22 @@ class TableService(EntryService):
         )
         self._require_inside_warehouse(warehouse, new.location, "location")
         self._require_inside_warehouse(warehouse, rules.metadata_directory(new), "write.metadata.path")
-        return PreparedCommit(row, base, new, rules.to_json(new, self.snapshot_json))
+        return PreparedCommit(key, row, base, new, rules.to_json(new, self.snapshot_json))
+
+    def _read_base(self, key: EntryKey) -> tuple[EntryRow | None, Any]:
+        """The entry's row and parsed metadata; the document is read only if it is not known here
+        (it is, after this worker's previous commit to the table: the usual case)."""
+        seen = self.parsed.latest(key)
+        row = self.repository.load_entry(*key, unless_at=seen.location if seen else None)
+        if row is None or row.kind != TABLE:  # a view: the caller refuses it without its document
+            return row, None
+        if seen is not None and row.metadata_location == seen.location:
+            if row.id == seen.entry_id:
+                return replace(row, metadata=seen.text), seen.metadata
+            row = self.repository.load_entry(*key)  # another entry at that version: its own text
+            if row is None:
+                return None, None
+        return row, self.parsed.parse(row.metadata_location, row.metadata, (key, row.id))
 
     def _create_from_commit(
         self, warehouse: WarehouseRow, change: TableChange, prepared: PreparedCommit

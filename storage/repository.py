@@ -69,11 +69,16 @@ class AsyncEntryReader:
         self, warehouse_id: int, namespace: tuple[str, ...], name: str, unless_at: str | None = None
     ) -> EntryRow | None:
         """The entry; with ``unless_at``, its ``metadata`` is empty when it is still at that location."""
-        if unless_at is None:
-            row = await self.db.fetch_one(LOAD_ENTRY, (warehouse_id, list(namespace), name))
-        else:
-            row = await self.db.fetch_one(LOAD_ENTRY_UNLESS_AT, (unless_at, warehouse_id, list(namespace), name))
+        row = await self.db.fetch_one(*_load_entry_query(warehouse_id, namespace, name, unless_at))
         return EntryRow(**row) if row else None
+
+
+def _load_entry_query(
+    warehouse_id: int, namespace: tuple[str, ...], name: str, unless_at: str | None
+) -> tuple[str, tuple[Any, ...]]:
+    if unless_at is None:
+        return LOAD_ENTRY, (warehouse_id, list(namespace), name)
+    return LOAD_ENTRY_UNLESS_AT, (unless_at, warehouse_id, list(namespace), name)
 
 
 @dataclass(frozen=True)
@@ -256,10 +261,16 @@ class CatalogRepository(HousekeepingRows):
 
     # -- tables and views (one identifier space) ----------------------------------------
 
-    def load_entry(self, warehouse_id: int, namespace: tuple[str, ...], name: str) -> EntryRow | None:
-        """The hot path of loadTable: one indexed query, the document returned as stored text."""
+    def load_entry(
+        self, warehouse_id: int, namespace: tuple[str, ...], name: str, unless_at: str | None = None
+    ) -> EntryRow | None:
+        """The hot path of loadTable: one indexed query, the document returned as stored text.
+
+        With ``unless_at``, ``metadata`` is empty when the entry is still at that location.
+        """
+        query, params = _load_entry_query(warehouse_id, namespace, name, unless_at)
         with self.db.connection() as conn:
-            row = conn.execute(LOAD_ENTRY, (warehouse_id, list(namespace), name)).fetchone()
+            row = conn.execute(query, params).fetchone()
         return EntryRow(**row) if row else None
 
     def load_entry_by_id(self, entry_id: int) -> EntryRow | None:

@@ -6,6 +6,8 @@ the spec's encryption-key updates PyIceberg lacks, and the table properties the 
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter, field_serializer
@@ -43,6 +45,8 @@ from pyiceberg.table.update import (
     UpgradeFormatVersionUpdate,
 )
 from pyiceberg.typedef import IcebergBaseModel
+
+from app.ground.lru import LruCache
 
 FORMAT_VERSIONS = (1, 2, 3)
 
@@ -114,6 +118,11 @@ class Lossless(IcebergBaseModel):
     statistics: list[_StatisticsFile] = Field(default_factory=list)
     encryption_keys: list[EncryptedKey] = Field(alias="encryption-keys", default_factory=list)
 
+    def snapshot_by_id(self, snapshot_id: int) -> Snapshot | None:
+        """The snapshot with this id; through an index instead of PyIceberg's scan of the list,
+        so the lookups of a commit (parent, duplicate id, ref target) do not grow with history."""
+        return _snapshot_index(self.snapshots).get(snapshot_id)
+
     @field_serializer("current_snapshot_id", check_fields=False)
     def serialize_current_snapshot_id(self, current_snapshot_id: int | None) -> int | None:
         # Overrides PyIceberg's, which reads ~/.pyiceberg.yaml on every call (I/O in a pure module).
@@ -125,6 +134,37 @@ class Lossless(IcebergBaseModel):
         if self.format_version == 1:  # type: ignore[attr-defined]
             return [snapshot.model_copy(update={"sequence_number": None}) for snapshot in snapshots]
         return snapshots
+
+
+_SNAPSHOT_INDEXES: LruCache[int, tuple[list[Snapshot], dict[int, Snapshot]]] = LruCache(32)
+_latest_index: tuple[list[Snapshot], dict[int, Snapshot]] = ([], {})
+
+
+def _snapshot_index(snapshots: list[Snapshot]) -> dict[int, Snapshot]:
+    """Snapshots by id, for this very list (models are immutable: updates make new lists).
+
+    Kept by the list's identity and checked against it, so a reused ``id`` can never serve
+    another list's index; a miss costs building it, never a wrong answer. A list that extends
+    the one indexed last (an added snapshot) copies that index and adds the new ones.
+    """
+    global _latest_index
+    cached = _SNAPSHOT_INDEXES.get(id(snapshots))
+    if cached is not None and cached[0] is snapshots:
+        return cached[1]
+    base, base_index = _latest_index
+    extends = starts_with_same(snapshots, base)
+    # reversed: with a (malformed) repeated id, the first one wins, as in PyIceberg's scan
+    index = {snapshot.snapshot_id: snapshot for snapshot in reversed(snapshots[len(base) :] if extends else snapshots)}
+    if extends:
+        index.update(base_index)
+    _SNAPSHOT_INDEXES.put(id(snapshots), (snapshots, index))
+    _latest_index = (snapshots, index)
+    return index
+
+
+def starts_with_same(items: Sequence[Any], prefix: Sequence[Any]) -> bool:
+    """Whether ``items`` starts with the very objects of ``prefix`` (identity, compared in C)."""
+    return len(prefix) <= len(items) and all(map(operator.is_, prefix, items))
 
 
 class _TableMetadataV1(Lossless, TableMetadataV1):  # type: ignore[misc]

@@ -17,7 +17,7 @@ from pyiceberg.typedef import IcebergBaseModel
 from app.ground.errors import BadRequest, InvalidArgument, invalid_metadata
 from app.ground.lru import LruCache
 from app.rules.describe import describe_error
-from app.rules.table.models import FORMAT_VERSIONS, INVALID, METADATA_ADAPTER, Lossless
+from app.rules.table.models import FORMAT_VERSIONS, INVALID, METADATA_ADAPTER, Lossless, starts_with_same
 
 # The metadata-file key order of Java's TableMetadataParser, so our files read like everyone else's.
 _KEY_ORDER = (
@@ -73,9 +73,8 @@ def metadata_from_dict(data: object, problem: str) -> TableMetadata:
 
 def check_refs(metadata: TableMetadata, problem: str) -> None:
     """Java's ``validateRefs``: refs point at known snapshots and ``main`` is the current one."""
-    known = {snapshot.snapshot_id for snapshot in metadata.snapshots}
     for name, ref in metadata.refs.items():
-        if ref.snapshot_id not in known:
+        if metadata.snapshot_by_id(ref.snapshot_id) is None:
             raise InvalidArgument(f"{problem}: ref {name} points to unknown snapshot {ref.snapshot_id}")
     main = metadata.refs.get(MAIN_BRANCH)
     if (main.snapshot_id if main else None) != metadata.current_snapshot_id:
@@ -89,13 +88,21 @@ class SnapshotJson:
     """The JSON of snapshots already serialised, reused when the next version is written.
 
     Snapshots never change once added, and a commit's new metadata shares its base's snapshot
-    objects (updates copy only what they change); serialising only the new ones keeps the cost of
-    a commit from growing with the table's history. An entry is used only for the very object it
-    was made from (models are frozen), so it can never be stale.
+    objects (updates copy only what they change). Two levels keep a commit's cost from growing
+    with the table's history:
+
+    - per table, the ``snapshots`` array last written: an append commit's list starts with the
+      very objects of its base's list, so its array is the base's text plus the new snapshots;
+    - per snapshot, its text, for lists that are not such an extension (snapshots expired, the
+      first commit after a parse).
+
+    An entry is used only for the very objects it was made from (models are frozen), so it can
+    never be stale; a miss costs serialising again, never a wrong text.
     """
 
-    def __init__(self, capacity: int = 4096) -> None:
+    def __init__(self, capacity: int = 4096, tables: int = 64) -> None:
         self._texts: LruCache[tuple[int, int], tuple[Snapshot, str]] = LruCache(capacity)
+        self._arrays: LruCache[tuple[str, int], tuple[tuple[Snapshot, ...], str]] = LruCache(tables)
 
     def of(self, snapshot: Snapshot, format_version: int) -> str:
         key = (snapshot.snapshot_id, format_version)
@@ -104,6 +111,20 @@ class SnapshotJson:
             return cached[1]
         text = json.dumps(_snapshot_dict(snapshot, format_version), separators=_COMPACT)
         self._texts.put(key, (snapshot, text))
+        return text
+
+    def array(self, metadata: TableMetadata) -> str:
+        """The elements of ``metadata``'s ``snapshots`` array, comma-separated."""
+        version = metadata.format_version
+        snapshots = tuple(metadata.snapshots)
+        key = (str(metadata.table_uuid), version)
+        known = self._arrays.get(key)
+        if known is not None and starts_with_same(snapshots, known[0]):
+            added = [self.of(snapshot, version) for snapshot in snapshots[len(known[0]) :]]
+            text = ",".join([known[1], *added]) if known[0] else ",".join(added)
+        else:
+            text = ",".join([self.of(snapshot, version) for snapshot in snapshots])
+        self._arrays.put(key, (snapshots, text))
         return text
 
 
@@ -127,8 +148,7 @@ def to_json(metadata: TableMetadata, snapshot_json: SnapshotJson | None = None) 
     at = keys.index("snapshots")
     head = json.dumps({key: data[key] for key in keys[:at]}, separators=_COMPACT)
     tail = json.dumps({key: data[key] for key in keys[at + 1 :]}, separators=_COMPACT)
-    version = metadata.format_version
-    snapshots = ",".join(snapshot_json.of(snapshot, version) for snapshot in metadata.snapshots)
+    snapshots = snapshot_json.array(metadata)
     parts = [head[1:-1], f'"snapshots":[{snapshots}]', tail[1:-1]]
     return "{" + ",".join(part for part in parts if part) + "}"
 

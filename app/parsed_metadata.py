@@ -1,0 +1,57 @@
+"""The table metadata documents a worker has parsed recently, and the version of each table it saw
+last: what lets a commit skip reading and parsing a document it already has."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from app.ground.lru import LruCache
+from app.rules import table as rules
+
+EntryKey = tuple[int, tuple[str, ...], str]  # warehouse id, namespace, name
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One version of a catalog entry as this worker saw it."""
+
+    entry_id: int
+    location: str
+    text: str
+    metadata: Any
+
+
+class ParsedMetadataCache:
+    """Recently parsed metadata documents of this worker, by metadata location.
+
+    Parsing a table's metadata is the largest cost of a commit and grows with its history; the
+    next commit to a table almost always starts from the version the previous one wrote or read.
+    An entry is used only when the stored text is identical, so a stale entry can cost a parse,
+    never a wrong answer. Models are immutable here: commits copy, never modify, what they get.
+
+    It also knows, per table name, the version it holds last (``latest``): a commit then asks
+    the database for the document only if the table has moved on since (``unless_at``). That
+    is safe because an entry's metadata location names a file written once, whose text the
+    entry stored with it; the entry id guards against a dropped table's name taken again.
+    """
+
+    def __init__(self, capacity: int = 8) -> None:
+        self._entries: LruCache[str, tuple[str, Any]] = LruCache(capacity)
+        self._latest: LruCache[EntryKey, Seen] = LruCache(capacity)
+
+    def parse(self, location: str, text: str, seen: tuple[EntryKey, int] | None = None) -> Any:
+        """The parsed document; ``seen`` (the entry's name and id) makes it the entry's latest."""
+        cached = self._entries.get(location)
+        metadata = cached[1] if cached is not None and cached[0] == text else rules.parse_metadata(text)
+        self.remember(location, text, metadata, seen)
+        return metadata
+
+    def remember(self, location: str, text: str, metadata: Any, seen: tuple[EntryKey, int] | None = None) -> None:
+        self._entries.put(location, (text, metadata))
+        if seen is not None:
+            self._latest.put(seen[0], Seen(seen[1], location, text, metadata))
+
+    def latest(self, key: EntryKey) -> Seen | None:
+        """The version of the entry under this name seen last here, if any."""
+        return self._latest.get(key)

@@ -1,0 +1,65 @@
+"""What a commit reads: the table's document comes from the database only when this worker does
+not already have that version (its own previous commit is the usual case), and a commit always
+starts from the newest version, whichever worker wrote it."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.edge.context import TABLES
+from app.parsed_metadata import ParsedMetadataCache
+from tests.api.tables_support import PREFIX, append, create_request, table_url, tables_url
+
+
+@pytest.fixture
+def reads(app, client, monkeypatch) -> list[tuple[str | None, bool]]:
+    """Each row read by the table service: (the version it said it had, whether the document came)."""
+    assert client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]}).status_code == 200
+    repository = app.app.extensions[TABLES].repository
+    original = repository.load_entry
+    seen: list[tuple[str | None, bool]] = []
+
+    def spy(*args, **kwargs):
+        row = original(*args, **kwargs)
+        seen.append((kwargs.get("unless_at"), bool(row and row.metadata)))
+        return row
+
+    monkeypatch.setattr(repository, "load_entry", spy)
+    return seen
+
+
+def test_a_commit_after_this_workers_own_reads_no_document(client, reads):
+    assert client.post(tables_url(), json=create_request("t")).status_code == 200
+    first = append(client, table_url("t"), 1, 1, None)
+    assert first.status_code == 200
+    reads.clear()
+    second = append(client, table_url("t"), 2, 2, 1)
+    assert second.status_code == 200, second.text
+    assert reads == [(first.json()["metadata-location"], False)]
+    loaded = client.get(table_url("t")).json()
+    assert loaded["metadata"] == second.json()["metadata"]
+    assert [s["snapshot-id"] for s in loaded["metadata"]["snapshots"]] == [1, 2]
+
+
+def test_a_commit_starts_from_another_workers_newer_version(app, client, reads, monkeypatch):
+    tables = app.app.extensions[TABLES]
+    assert client.post(tables_url(), json=create_request("t")).status_code == 200
+    mine = append(client, table_url("t"), 1, 1, None)
+    assert mine.status_code == 200
+    this_worker = tables.parsed
+    monkeypatch.setattr(tables, "parsed", ParsedMetadataCache())  # another worker: knows nothing
+    theirs = append(client, table_url("t"), 2, 2, 1)
+    assert theirs.status_code == 200
+    monkeypatch.setattr(tables, "parsed", this_worker)  # back: this worker still holds version 1
+    reads.clear()
+    stale = append(client, table_url("t"), 3, 2, 1)  # a client that missed the other commit
+    assert stale.status_code == 409
+    assert reads == [(mine.json()["metadata-location"], True)]  # moved on: the document was read
+    third = append(client, table_url("t"), 3, 3, 2)
+    assert third.status_code == 200, third.text
+    snapshots = third.json()["metadata"]["snapshots"]
+    assert [(s["snapshot-id"], s.get("parent-snapshot-id")) for s in snapshots] == [(1, None), (2, 1), (3, 2)]
+    assert [entry["metadata-file"] for entry in third.json()["metadata"]["metadata-log"]][-2:] == [
+        mine.json()["metadata-location"],
+        theirs.json()["metadata-location"],
+    ]
