@@ -165,7 +165,9 @@ class Database:
             kwargs=connection_kwargs(url, statement_timeout_ms, deadline_s),
             configure=self._configure,
             check=self._check_if_idle,
-            reset=self._idle.returned,
+            # No ``reset`` callback: with one, psycopg_pool hands every returned connection to a
+            # worker thread (a queue hop and a wake-up per request); the return stamp is taken
+            # in ``connection()`` instead.
             # Give up background reconnection at once; a request that needs a connection opens one,
             # so the pool grows back as soon as PostgreSQL returns (the fault tests prove it).
             reconnect_timeout=0,
@@ -206,15 +208,21 @@ class Database:
         """A pooled autocommit connection; each statement is its own transaction."""
         with translate_errors():
             with self.pool.connection() as conn:
-                yield conn
+                try:
+                    yield conn
+                finally:
+                    self._idle.returned(conn)
 
     @contextmanager
     def transaction(self) -> Iterator[psycopg.Connection]:
         """One connection and one transaction, so a check and its update see the same state."""
         with translate_errors():
             with self.pool.connection() as conn:
-                with conn.transaction():
-                    yield conn
+                try:
+                    with conn.transaction():
+                        yield conn
+                finally:
+                    self._idle.returned(conn)
 
     def ping(self) -> None:
         """Readiness: a fresh connection and one round trip, within ``PROBE_TIMEOUT_S`` each.
@@ -262,8 +270,7 @@ class AsyncDatabase:
             connection_class=AsyncDeadlineConnection,
             kwargs=connection_kwargs(url, statement_timeout_ms, deadline_s),
             configure=self._configure,
-            check=self._check_if_idle,
-            reset=self._returned,
+            check=self._check_if_idle,  # no ``reset``, as in ``Database``: a task per return
             reconnect_timeout=0,
             open=False,
             name="growler-async",
@@ -271,9 +278,6 @@ class AsyncDatabase:
 
     async def _configure(self, conn: AsyncDeadlineConnection) -> None:
         conn.deadline_s = self.deadline_s
-        self._idle.returned(conn)
-
-    async def _returned(self, conn: psycopg.AsyncConnection) -> None:
         self._idle.returned(conn)
 
     async def _check_if_idle(self, conn: psycopg.AsyncConnection) -> None:
@@ -322,8 +326,11 @@ class AsyncDatabase:
 
     async def _fetch_one(self, query: str, params: tuple[Any, ...]) -> dict[str, Any] | None:
         async with self.pool.connection() as conn:
-            cursor = await conn.execute(query, params)
-            return await cursor.fetchone()
+            try:
+                cursor = await conn.execute(query, params)
+                return await cursor.fetchone()
+            finally:
+                self._idle.returned(conn)
 
     async def close(self) -> None:
         if self._opened and self._loop is asyncio.get_running_loop():

@@ -192,16 +192,19 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
             namespace_separator=settings.namespace_separator,
             threads=settings.pool_max_size,
         )
+    # The guard and the door sit in front of connexion's Swagger UI middleware (which copies the
+    # scope and runs a router of its own for every request) and still inside its exception
+    # handling, so what they raise is rendered by the handlers below.
     app.add_middleware(
         RequestGuardMiddleware,
-        position=MiddlewarePosition.BEFORE_ROUTING,
+        position=MiddlewarePosition.BEFORE_SWAGGER,
         max_body_bytes=settings.max_body_bytes,
         default_prefix=settings.warehouse,
     )
     if settings.fast_reads:  # just inside the guard: its limits and unprefixed routes apply
         app.add_middleware(
             OperationDoor,
-            position=MiddlewarePosition.BEFORE_ROUTING,
+            position=MiddlewarePosition.BEFORE_SWAGGER,
             routes=RouteTable.compile(spec, find_handler),
             handler_for=resolver.handler,
             flask_app=app.app,
