@@ -89,7 +89,7 @@ class WarehouseDirectory:
 
     def invalidate(self) -> None:
         """Warehouses were created, changed or deleted somewhere: read them all again (one query;
-        the cache stays warm for the loadTable fast path, which serves only cached warehouses),
+        the cache stays warm for loadTable on the event loop, which serves only cached warehouses),
         or, when that fails, forget them all so each is read again when next named."""
         try:
             rows = ManagementRows(self._repository.db).list_warehouses(None, None)

@@ -27,7 +27,6 @@ from app.ground.events import CommitRecorder
 from app.ground.locations import InvalidLocation, Location
 from app.ground.settings import Settings
 from app.namespaces import WarehouseDirectory
-from app.parsed_metadata import EntryKey, ParsedMetadataCache
 from app.rules import table as rules
 from app.rules.identifiers import (
     check_name,
@@ -42,6 +41,7 @@ from app.storage_access import (
     signing_config,
     storage_credentials,
 )
+from app.table_memory import EntryKey, IssuedETags, ParsedMetadataCache
 from storage.objects import ObjectStore
 from storage.repository import (
     CatalogRepository,
@@ -154,6 +154,7 @@ class TableService(EntryService):
         super().__init__(settings, repository, objects, warehouses)
         self.purge_requested = threading.Event()
         self.parsed = ParsedMetadataCache()
+        self.issued = IssuedETags()  # lets loadTable on the event loop skip unchanged documents
         self.snapshot_json = rules.SnapshotJson()
         self.lanes = CommitLanes()
         self.commits = CommitLoop(repository, self.files, kind=TABLE, logged_files=_logged_files)
@@ -166,7 +167,7 @@ class TableService(EntryService):
         return self.answer(warehouse, self._require_entry(warehouse, request.namespace, request.name), request)
 
     def answer(self, warehouse: WarehouseRow, row: EntryRow, request: LoadTableRequest) -> LoadedTable | NotModified:
-        """loadTable's answer for a row already read (here, or on the event loop by the fast path)."""
+        """loadTable's answer for a row already read (here, or on the event loop: app/edge/loop_reads.py)."""
         not_modified = self.not_modified(row, request)
         if not_modified is not None:
             return not_modified
@@ -176,18 +177,17 @@ class TableService(EntryService):
         config, credentials = self._storage_access(
             warehouse, (request.namespace, request.name), row.location, request.delegation
         )
-        return LoadedTable(
-            metadata_location=row.metadata_location,
-            metadata=metadata,
-            config=config,
-            credentials=credentials,
-            etag=self.load_etag(row.metadata_location, request.snapshots, request.delegation),
-        )
+        etag = self.load_etag(row.metadata_location, request.snapshots, request.delegation)
+        self.issued.remember(etag, row.metadata_location)
+        return LoadedTable(row.metadata_location, metadata, config, credentials, etag)
 
     def not_modified(self, row: EntryRow, request: LoadTableRequest) -> NotModified | None:
         """NotModified when the client's ETag is that of the answer; needs the row's location only."""
         etag = self.load_etag(row.metadata_location, request.snapshots, request.delegation)
-        return NotModified(etag, row.metadata_location) if etag_matches(request.if_none_match, etag) else None
+        if not etag_matches(request.if_none_match, etag):
+            return None
+        self.issued.remember(etag, row.metadata_location)
+        return NotModified(etag, row.metadata_location)
 
     def load_etag(
         self, metadata_location: str, snapshots: str | None = None, delegation: Delegation = NO_DELEGATION

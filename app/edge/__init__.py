@@ -3,8 +3,10 @@
 The app factory (``factory``), the ASGI entry (``asgi``), routing of operationIds to handlers
 (``resolver``), the middleware (request ids, guards and error rendering in ``http``, request
 logs and metrics in ``observability``, the start-up gate in ``startup``), bounded request
-parsing (``validation``), the loadTable fast path (``fast_path``), loadTable parsed and table and
-view answers rendered once for both doors (``responses``), idempotent replay
+parsing (``validation``), the operation door in front of connexion (``door``, its route table
+``operations`` compiled from the yaml, loadTable on the event loop in ``loop_reads``, signRequest
+in ``sign_fast_path``), loadTable parsed and table and view answers rendered once for every way
+in (``responses``), idempotent replay
 (``idempotency``) and what handlers take from the request context (``context``). The handlers
 in ``handlers/`` belong to this layer: thin functions calling one service method each.
 Authentication goes here too: a middleware in front of routing, next to ``RequestGuardMiddleware``.

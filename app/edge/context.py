@@ -83,7 +83,7 @@ def namespace_arg(raw: str) -> tuple[str, ...]:
 
 
 def respond(rendered: Rendered) -> Response:
-    """A rendered answer as Flask's response (the fast path sends the same bytes itself)."""
+    """A rendered answer as Flask's response (the operation door sends the same bytes itself)."""
     content_type = rendered.headers.get("Content-Type")
     response = Response(rendered.body, status=rendered.status, mimetype=content_type)
     for name, value in rendered.headers.items():

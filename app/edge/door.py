@@ -17,7 +17,9 @@ path, a repeated or undeclared parameter, a value connexion would refuse - goes 
 untouched: the door never writes a validation error of its own.
 
 Which operations it serves is ``SERVED``: the reads whose handlers take everything from their
-arguments. ``GROWLER_FAST_READS=false`` turns it off (the equivalence tests compare both).
+arguments, run in a thread; and the ``loop_reads`` (loadTable), answered on the event loop with
+the same rule, service and rendering as their handlers, or handed to connexion when that needs a
+thread. ``GROWLER_FAST_READS=false`` turns it off (the equivalence tests compare both).
 """
 
 from __future__ import annotations
@@ -25,21 +27,23 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
 from flask import Flask, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.edge.http import send_response
+from app.edge.http import send_rendered, send_response
 from app.edge.observability import ROUTING_CONTEXT
 from app.edge.operations import Operation, RouteTable, Unreadable
+from app.edge.responses import Rendered
 from app.ground.text import path_has_control_characters
 
-# The reads the door answers. loadTable and signRequest have their own lanes on the event loop
-# (app/edge/fast_path.py, app/edge/sign_fast_path.py); operations that take a body or an
-# Idempotency-Key, and handlers that read request headers, stay with connexion and Flask.
+# The reads the door answers in a thread, with the handler connexion would call. loadTable is
+# answered on the event loop (``loop_reads``); signRequest has its own lane there
+# (app/edge/sign_fast_path.py). Operations that take a body or an Idempotency-Key, and handlers
+# that read request headers, stay with connexion and Flask.
 SERVED = frozenset(
     {
         "getConfig",
@@ -56,6 +60,18 @@ SERVED = frozenset(
         "loadFunction",
     }
 )
+
+
+class LoopRead(Protocol):
+    """An operation answered on the event loop (``app.edge.loop_reads``); None: connexion answers."""
+
+    operation_id: str
+
+    def __call__(
+        self, kwargs: dict[str, Any], headers: dict[bytes, list[bytes]], in_thread: Callable[..., Awaitable[Any]]
+    ) -> Awaitable[Rendered | None]: ...
+
+
 _RAW_ESCAPE = re.compile(rb"%(?!1[fF])")  # any percent-escape except the namespace separator
 _BODY_HEADERS = (b"content-length", b"transfer-encoding")
 
@@ -70,11 +86,13 @@ class OperationDoor:
         flask_app: Flask,
         serialize: Callable[[Any], str],
         threads: int,
+        loop_reads: Iterable[LoopRead] = (),
     ) -> None:
         self.app = app
         self.routes = routes
         found = {operation_id: handler_for(operation_id) for operation_id in SERVED}
         self.handlers = {operation_id: handler for operation_id, handler in found.items() if handler is not None}
+        self.loop_reads = {read.operation_id: read for read in loop_reads}
         self.flask_app = flask_app
         self.serialize = serialize  # the app's Jsonifier.dumps: the bytes connexion would write
         self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="growler-door")
@@ -84,20 +102,29 @@ class OperationDoor:
         if call is None:
             await self.app(scope, receive, send)
             return
-        operation, kwargs = call
+        operation, kwargs, headers = call
         _record_route(scope, operation, kwargs)
-        context = contextvars.copy_context()  # the caller and the request id, into the thread
-        loop = asyncio.get_running_loop()
-        status, headers, body = await loop.run_in_executor(
-            self.executor, context.run, self._answer, operation, kwargs, scope["method"] == "HEAD"
-        )
+        loop_read = self.loop_reads.get(operation.operation_id)
+        if loop_read is not None:
+            rendered = await loop_read(kwargs, headers, self._in_thread)
+            if rendered is None:  # it needs a thread: connexion's handler answers
+                await self.app(scope, receive, send)
+            else:
+                await send_rendered(send, rendered)
+            return
+        status, headers, body = await self._in_thread(self._answer, operation, kwargs, scope["method"] == "HEAD")
         await send_response(send, status, body, headers, content_type=None)
 
-    def _read(self, scope: Scope) -> tuple[Operation, dict[str, Any]] | None:
-        """The operation and its handler's arguments, when the door serves this request."""
+    async def _in_thread(self, call: Callable[..., Any], *args: Any) -> Any:
+        """``call(*args)`` in one of the door's threads, with the caller and the request id."""
+        context = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(self.executor, context.run, call, *args)
+
+    def _read(self, scope: Scope) -> tuple[Operation, dict[str, Any], dict[bytes, list[bytes]]] | None:
+        """The operation, its handler's arguments and the headers, when the door serves this request."""
         path = scope["path"]
         found = self.routes.match(scope["method"], path)
-        if found is None or found[0].operation_id not in self.handlers:
+        if found is None or not (found[0].operation_id in self.handlers or found[0].operation_id in self.loop_reads):
             return None
         if path_has_control_characters(path) or _RAW_ESCAPE.search(scope.get("raw_path") or b""):
             return None
@@ -108,7 +135,7 @@ class OperationDoor:
             headers.setdefault(key, []).append(value)
         operation, path_values = found
         try:
-            return operation, operation.read(path_values, scope.get("query_string", b""), headers)
+            return operation, operation.read(path_values, scope.get("query_string", b""), headers), headers
         except Unreadable:
             return None
 

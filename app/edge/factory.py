@@ -35,7 +35,6 @@ from app.edge.context import (
     VIEWS,
 )
 from app.edge.door import OperationDoor
-from app.edge.fast_path import LoadTableFastPath
 from app.edge.http import (
     LivenessMiddleware,
     RequestGuardMiddleware,
@@ -46,6 +45,7 @@ from app.edge.http import (
     handle_undecodable_body,
     handle_unexpected,
 )
+from app.edge.loop_reads import LoadTableOnLoop
 from app.edge.observability import ObservabilityMiddleware
 from app.edge.operations import RouteTable
 from app.edge.resolver import CatalogResolver, ManagementResolver, find_handler, implemented_endpoints
@@ -174,18 +174,10 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     )
     app.add_middleware(LivenessMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION)  # logged, counted
     app.add_middleware(StartupGate, position=MiddlewarePosition.BEFORE_EXCEPTION, startup=startup)
-    # Every request but the probes is authenticated here, before the fast paths and connexion.
+    # Every request but the probes is authenticated here, before the door, signRequest's lane and connexion.
     app.add_middleware(AuthMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION, **auth.middleware_options())
     if settings.fast_reads:  # just inside observability: logged and counted like any request
-        app.add_middleware(
-            LoadTableFastPath,
-            position=MiddlewarePosition.BEFORE_EXCEPTION,
-            tables=tables,
-            reader=AsyncEntryReader(async_database),
-            namespace_separator=settings.namespace_separator,
-            threads=settings.pool_max_size,
-        )
-        app.add_middleware(  # signRequest likewise (app/edge/sign_fast_path.py)
+        app.add_middleware(  # signRequest on the event loop (app/edge/sign_fast_path.py)
             SignRequestFastPath,
             position=MiddlewarePosition.BEFORE_EXCEPTION,
             signer=signer,
@@ -210,6 +202,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
             flask_app=app.app,
             serialize=compact.dumps,
             threads=settings.pool_max_size,
+            loop_reads=[LoadTableOnLoop(tables, AsyncEntryReader(async_database), settings.namespace_separator)],
         )
     app.add_error_handler(CatalogError, handle_catalog_error)
     app.add_error_handler(ProblemException, handle_problem)
@@ -301,7 +294,7 @@ def _middlewares() -> list:
     """connexion's stack without its SecurityMiddleware.
 
     The spec declares OAuth2/bearer security; Growler enforces it in ``app.edge.auth.AuthMiddleware``,
-    in front of the loadTable and signRequest fast paths, which connexion's security would not cover.
+    in front of the operation door and signRequest's lane, which connexion's security would not cover.
     """
     return [m for m in ConnexionMiddleware.default_middlewares if m is not SecurityMiddleware]
 

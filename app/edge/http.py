@@ -16,7 +16,7 @@ import json
 import logging
 import re
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connexion.exceptions import ProblemException
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
@@ -25,6 +25,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.ground.errors import BadRequest, CatalogError, PayloadTooLarge, error_body, error_type_for_status
 from app.ground.text import path_has_control_characters
+
+if TYPE_CHECKING:
+    from app.edge.responses import Rendered
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +63,14 @@ async def send_response(
         raw = [(b"content-type", content_type), (b"content-length", str(len(body)).encode()), *raw]
     await send({"type": "http.response.start", "status": status, "headers": raw})
     await send({"type": "http.response.body", "body": body})
+
+
+async def send_rendered(send: Send, rendered: Rendered) -> None:
+    """A rendered answer through ``send_response``: its Content-Type leads, when it has one."""
+    headers = dict(rendered.headers)
+    content_type = headers.pop("Content-Type", None)
+    encoded_type = content_type.encode("latin-1") if content_type is not None else None
+    await send_response(send, rendered.status, rendered.body, raw_headers(headers), encoded_type)
 
 
 def request_id_of(headers: Any) -> str:

@@ -1,10 +1,11 @@
 """loadTable parsed once, and table and view answers rendered once, into bytes and headers.
 
-Both doors to loadTable - the fast path in front of connexion and the handler behind it - call
+Both ways to loadTable - on the event loop in front of connexion (``app.edge.loop_reads``) and the
+handler behind it - call
 ``parse_load_table`` on what they took from the request and ``render_table`` on what the service
 answered, so they cannot disagree (the equivalence tests compare their bytes). The bodies are
 assembled around the stored metadata text without parsing it. Nothing here knows the transport:
-a ``Rendered`` becomes a Flask response in the handlers and ASGI messages in the fast path.
+a ``Rendered`` becomes a Flask response in the handlers and ASGI messages in front of connexion.
 """
 
 from __future__ import annotations

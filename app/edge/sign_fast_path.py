@@ -2,7 +2,7 @@
 
 Through connexion's validation, a2wsgi's thread hand-off and Flask, a signature cost several
 milliseconds of a worker; the signing itself (``app.signing``: parse, check, SigV4) costs a
-fraction of one. This middleware sits where ``app.fast_path`` sits (inside the request-id and
+fraction of one. This middleware sits just inside authentication (and the request-id and
 observability middleware, so logs, metrics and ``X-Request-Id`` are unchanged) and answers a
 plain ``POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/sign`` itself: on the event
 loop when the table's grant is cached (no I/O at all), else in a thread (one query). Anything

@@ -2,8 +2,8 @@
 valid token: 401, the Iceberg error body, ``WWW-Authenticate: Bearer``, and nothing written.
 
 The bad tokens: none, garbage, expired, signed by another key, wrong issuer, wrong audience, of
-a deleted principal, issued before the principal's secret was rotated. The loadTable GET goes
-through the fast path (app/fast_path.py), so it is covered too.
+a deleted principal, issued before the principal's secret was rotated. The loadTable GET is answered
+on the event loop by the operation door (app/edge/loop_reads.py), so it is covered too.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
-"""loadTable's fast path answers exactly as the full connexion + Flask stack does.
+"""loadTable on the event loop (the operation door's ``LoadTableOnLoop``) answers exactly as the
+full connexion + Flask stack does.
 
-The same requests go to the session app (fast path on) and to an app built with
-``fast_reads=False``, whose responses connexion validates against the yaml; status, headers and
-body must be identical byte for byte. A spy proves the fast path really served the requests it
-should and left the others to connexion.
+The same requests go to the session app (door on) and to an app built with ``fast_reads=False``,
+whose responses connexion validates against the yaml; status, headers and body must be identical
+byte for byte. A spy proves the door really took the requests it should, which of them were read
+on the event loop, and that it left the others to connexion.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import dataclasses
 
 import pytest
 
-from app.edge.fast_path import LoadTableFastPath
+from app.edge.loop_reads import LoadTableOnLoop
 from storage.repository import AsyncEntryReader
 from tests.api.tables_support import PREFIX, append, create_request, table_url
 from tests.conftest import authenticated
@@ -45,20 +46,20 @@ def client(fast_client, clean_catalog):
 
 @pytest.fixture
 def served(monkeypatch) -> list[str]:
-    """The tables the fast path loaded, and ``"<table> on the loop"`` when read on the event loop."""
+    """The tables the door took, and ``"<table> on the loop"`` when read on the event loop."""
     calls: list[str] = []
-    original_load = LoadTableFastPath._load
+    original_call = LoadTableOnLoop.__call__
     original_read = AsyncEntryReader.load_entry
 
-    async def spy_load(self, request):
-        calls.append(request.table)
-        return await original_load(self, request)
+    async def spy_call(self, kwargs, headers, in_thread):
+        calls.append(kwargs["table"])
+        return await original_call(self, kwargs, headers, in_thread)
 
     async def spy_read(self, warehouse_id, namespace, name, unless_at=None):
         calls.append(f"{name} on the loop" + (" unless unchanged" if unless_at else ""))
         return await original_read(self, warehouse_id, namespace, name, unless_at)
 
-    monkeypatch.setattr(LoadTableFastPath, "_load", spy_load)
+    monkeypatch.setattr(LoadTableOnLoop, "__call__", spy_call)
     monkeypatch.setattr(AsyncEntryReader, "load_entry", spy_read)
     return calls
 
@@ -183,16 +184,23 @@ def test_anything_else_goes_through_connexion(client, full_stack_client, table, 
     assert served == []
 
 
-def test_escaped_names_and_unprefixed_routes_go_through_connexion(client, full_stack_client, table, served):
-    for path in (f"{PREFIX}/namespaces/db/tables/ev%65nts", "/v1/namespaces/db/tables/events"):
-        fast = client.get(path)
-        assert fast.status_code == 200
-        _same(fast, full_stack_client.get(path))
+def test_escaped_names_go_through_connexion_and_unprefixed_routes_through_the_door(
+    client, full_stack_client, table, served
+):
+    escaped = f"{PREFIX}/namespaces/db/tables/ev%65nts"
+    _same(client.get(escaped), full_stack_client.get(escaped))
+    assert client.get(escaped).status_code == 200
     assert served == []
+    unprefixed = "/v1/namespaces/db/tables/events"  # the default warehouse's (RequestGuardMiddleware)
+    fast = client.get(unprefixed)
+    assert fast.status_code == 200
+    _same(fast, full_stack_client.get(unprefixed))
+    assert served == ["events", "events on the loop"]
 
 
-def test_the_session_client_loads_through_the_service(app, clean_catalog, served):
-    """A request in an event loop the asyncio pool does not belong to still gets its table."""
+def test_the_session_client_loads_through_connexion(app, clean_catalog, served):
+    """A request in an event loop the asyncio pool does not belong to still gets its table (from
+    the handler: the door hands it over)."""
     session_client = app.test_client()
     assert session_client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]}).status_code == 200
     assert session_client.post(f"{PREFIX}/namespaces/db/tables", json=create_request("events")).status_code == 200

@@ -1,5 +1,7 @@
-"""The table metadata documents a worker has parsed recently, and the version of each table it saw
-last: what lets a commit skip reading and parsing a document it already has."""
+"""What a worker remembers about tables to skip work, never to answer from: the metadata documents
+it parsed recently, the version of each table it saw last (a commit skips reading and parsing a
+document it already has), and the ETags it issued (a revalidation skips reading the document
+when the table has not moved). Each is checked against the database's current row before use."""
 
 from __future__ import annotations
 
@@ -55,3 +57,16 @@ class ParsedMetadataCache:
     def latest(self, key: EntryKey) -> Seen | None:
         """The version of the entry under this name seen last here, if any."""
         return self._latest.get(key)
+
+
+class IssuedETags:
+    """The metadata location behind each ETag this worker recently sent (ETags are one-way hashes)."""
+
+    def __init__(self, capacity: int = 10_000) -> None:
+        self._locations: LruCache[str, str] = LruCache(capacity)
+
+    def remember(self, etag: str, location: str) -> None:
+        self._locations.put(etag, location)
+
+    def location_of(self, if_none_match: str | None) -> str | None:
+        return self._locations.get(if_none_match.strip()) if if_none_match else None
