@@ -12,12 +12,14 @@ It sits inside ``RequestGuardMiddleware`` (body limits, unprefixed routes mapped
 warehouse) and inside connexion's exception handling, so an error a handler raises is rendered
 by the same handlers as on the full path (``app.edge.http``); it is inside the request-id,
 observability and authentication middleware too, so every request it answers is authenticated,
-logged and counted like any other. What it does not read with certainty - a body, an escaped
+logged and counted like any other. What it does not read with certainty - a body other than a
+small valid JSON one of an operation it reads bodies of, an escaped
 path, a repeated or undeclared parameter, a value connexion would refuse - goes to connexion
-untouched: the door never writes a validation error of its own.
+untouched (with any body it read replayed): the door never writes a validation error of its own.
 
 Which operations it serves is ``SERVED``: the reads whose handlers take everything from their
-arguments, run in a thread; and the ``loop_reads`` (loadTable), answered on the event loop with
+arguments, run in a thread; and the ``loop_reads`` (loadTable, and signRequest with its small JSON
+body read and validated from the yaml's schema), answered on the event loop with
 the same rule, service and rendering as their handlers, or handed to connexion when that needs a
 thread. ``GROWLER_FAST_READS=false`` turns it off (the equivalence tests compare both).
 """
@@ -34,16 +36,15 @@ from typing import Any, Protocol
 from flask import Flask, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.edge.http import send_rendered, send_response
+from app.edge.http import read_body, replay, send_rendered, send_response
 from app.edge.observability import ROUTING_CONTEXT
 from app.edge.operations import Operation, RouteTable, Unreadable
 from app.edge.responses import Rendered
 from app.ground.text import path_has_control_characters
 
-# The reads the door answers in a thread, with the handler connexion would call. loadTable is
-# answered on the event loop (``loop_reads``); signRequest has its own lane there
-# (app/edge/sign_fast_path.py). Operations that take a body or an Idempotency-Key, and handlers
-# that read request headers, stay with connexion and Flask.
+# The reads the door answers in a thread, with the handler connexion would call. loadTable and
+# signRequest are answered on the event loop (``loop_reads``). Operations that take a body or an
+# Idempotency-Key, and handlers that read request headers, stay with connexion and Flask.
 SERVED = frozenset(
     {
         "getConfig",
@@ -73,7 +74,10 @@ class LoopRead(Protocol):
 
 
 _RAW_ESCAPE = re.compile(rb"%(?!1[fF])")  # any percent-escape except the namespace separator
-_BODY_HEADERS = (b"content-length", b"transfer-encoding")
+# A body the door reads itself (signRequest's) is parsed and validated on the event loop: small
+# ones only. Larger bodies go to connexion, which does that work in threads (app/edge/validation.py).
+MAX_BODY_BYTES = 64 * 1024
+_JSON_TYPES = (b"application/json", b"application/json;charset=utf-8")  # read as UTF-8, as connexion would
 
 
 class OperationDoor:
@@ -103,6 +107,15 @@ class OperationDoor:
             await self.app(scope, receive, send)
             return
         operation, kwargs, headers = call
+        if operation.body_reader is not None:
+            data, whole = await read_body(receive, MAX_BODY_BYTES)
+            try:
+                if not whole:
+                    raise Unreadable
+                kwargs["body"] = operation.read_body(data)
+            except Unreadable:  # connexion reads it again, and judges it
+                await self.app(scope, replay(data, receive), send)
+                return
         _record_route(scope, operation, kwargs)
         loop_read = self.loop_reads.get(operation.operation_id)
         if loop_read is not None:
@@ -130,10 +143,10 @@ class OperationDoor:
             return None
         headers: dict[bytes, list[bytes]] = {}
         for key, value in scope["headers"]:
-            if key in _BODY_HEADERS and value != b"0":
-                return None  # a body: connexion reads and judges it
             headers.setdefault(key, []).append(value)
         operation, path_values = found
+        if not _body_as_expected(operation, headers):
+            return None
         try:
             return operation, operation.read(path_values, scope.get("query_string", b""), headers), headers
         except Unreadable:
@@ -158,6 +171,26 @@ class OperationDoor:
         for name, value in extra.items():
             response.headers[name] = value
         return response
+
+
+def _body_as_expected(operation: Operation, headers: dict[bytes, list[bytes]]) -> bool:
+    """No body, or - for an operation whose body the door reads - one small JSON body of a declared
+    length (RequestGuardMiddleware gives a chunked body its length)."""
+    if b"transfer-encoding" in headers:
+        return False
+    length = headers.get(b"content-length")
+    if operation.body_reader is None:
+        return length is None or length == [b"0"]
+    content_type = headers.get(b"content-type")
+    return (
+        length is not None
+        and len(length) == 1
+        and length[0].isdigit()
+        and int(length[0]) <= MAX_BODY_BYTES
+        and content_type is not None
+        and len(content_type) == 1
+        and content_type[0].replace(b" ", b"").lower() in _JSON_TYPES
+    )
 
 
 def _record_route(scope: Scope, operation: Operation, kwargs: dict[str, Any]) -> None:

@@ -45,11 +45,10 @@ from app.edge.http import (
     handle_undecodable_body,
     handle_unexpected,
 )
-from app.edge.loop_reads import LoadTableOnLoop
+from app.edge.loop_reads import LoadTableOnLoop, SignRequestOnLoop
 from app.edge.observability import ObservabilityMiddleware
 from app.edge.operations import RouteTable
 from app.edge.resolver import CatalogResolver, ManagementResolver, find_handler, implemented_endpoints
-from app.edge.sign_fast_path import SignRequestFastPath
 from app.edge.startup import Startup, StartupGate
 from app.edge.validation import BoundedJSONProvider, validator_map
 from app.functions import FunctionService, function_metadata_schema
@@ -150,12 +149,13 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     app = FlaskApp(__name__, lifespan=lifespan, middlewares=_middlewares(), jsonifier=compact)
     spec = load_spec()
     resolver = CatalogResolver(spec)
+    validators = validator_map(settings.limits)
     app.add_api(
         spec,
         resolver=resolver,
         strict_validation=True,
         validate_responses=settings.validate_responses,
-        validator_map=validator_map(settings.limits),
+        validator_map=validators,
     )
     app.add_api(
         load_management_spec(),
@@ -163,7 +163,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         resolver=ManagementResolver(),
         strict_validation=True,
         validate_responses=settings.validate_responses,
-        validator_map=validator_map(settings.limits),
+        validator_map=validators,
     )
     app.add_middleware(RequestIdMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION)
     # Added after RequestIdMiddleware at the same position = just inside it: sees the request id.
@@ -174,16 +174,8 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     )
     app.add_middleware(LivenessMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION)  # logged, counted
     app.add_middleware(StartupGate, position=MiddlewarePosition.BEFORE_EXCEPTION, startup=startup)
-    # Every request but the probes is authenticated here, before the door, signRequest's lane and connexion.
+    # Every request but the probes is authenticated here, before the operation door and connexion.
     app.add_middleware(AuthMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION, **auth.middleware_options())
-    if settings.fast_reads:  # just inside observability: logged and counted like any request
-        app.add_middleware(  # signRequest on the event loop (app/edge/sign_fast_path.py)
-            SignRequestFastPath,
-            position=MiddlewarePosition.BEFORE_EXCEPTION,
-            signer=signer,
-            namespace_separator=settings.namespace_separator,
-            threads=settings.pool_max_size,
-        )
     # The guard and the door sit in front of connexion's Swagger UI middleware (which copies the
     # scope and runs a router of its own for every request) and still inside its exception
     # handling, so what they raise is rendered by the handlers below.
@@ -197,12 +189,17 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         app.add_middleware(
             OperationDoor,
             position=MiddlewarePosition.BEFORE_SWAGGER,
-            routes=RouteTable.compile(spec, find_handler),
+            routes=RouteTable.compile(
+                spec, find_handler, bodies=frozenset({"signRequest"}), body_validator=validators["body"]["*/*json"]
+            ),
             handler_for=resolver.handler,
             flask_app=app.app,
             serialize=compact.dumps,
             threads=settings.pool_max_size,
-            loop_reads=[LoadTableOnLoop(tables, AsyncEntryReader(async_database), settings.namespace_separator)],
+            loop_reads=[
+                LoadTableOnLoop(tables, AsyncEntryReader(async_database), settings.namespace_separator),
+                SignRequestOnLoop(signer, settings.namespace_separator, compact.dumps),
+            ],
         )
     app.add_error_handler(CatalogError, handle_catalog_error)
     app.add_error_handler(ProblemException, handle_problem)
@@ -294,7 +291,7 @@ def _middlewares() -> list:
     """connexion's stack without its SecurityMiddleware.
 
     The spec declares OAuth2/bearer security; Growler enforces it in ``app.edge.auth.AuthMiddleware``,
-    in front of the operation door and signRequest's lane, which connexion's security would not cover.
+    in front of the operation door, which connexion's security would not cover.
     """
     return [m for m in ConnexionMiddleware.default_middlewares if m is not SecurityMiddleware]
 

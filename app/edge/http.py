@@ -65,6 +65,37 @@ async def send_response(
     await send({"type": "http.response.body", "body": body})
 
 
+def replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that gives the body already read, whole, then whatever else the client sends."""
+    delivered = False
+
+    async def replayed() -> Message:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
+
+
+async def read_body(receive: Receive, limit: int) -> tuple[bytes, bool]:
+    """The request body as far as it was read, and whether that is all of it within ``limit``."""
+    chunks = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks), False
+        chunk = message.get("body", b"")
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            return b"".join(chunks), False
+        if not message.get("more_body"):
+            return b"".join(chunks), True
+
+
 async def send_rendered(send: Send, rendered: Rendered) -> None:
     """A rendered answer through ``send_response``: its Content-Type leads, when it has one."""
     headers = dict(rendered.headers)
@@ -169,16 +200,7 @@ class RequestGuardMiddleware:
         body = b"".join(chunks)
         headers = [(k, v) for k, v in scope["headers"] if k != b"transfer-encoding"]
         headers.append((b"content-length", str(len(body)).encode()))
-        delivered = False
-
-        async def replay() -> Message:
-            nonlocal delivered
-            if not delivered:
-                delivered = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        return dict(scope, headers=headers), replay
+        return dict(scope, headers=headers), replay(body, receive)
 
     def _check_declared_length(self, scope: Scope) -> None:
         for key, value in scope["headers"]:

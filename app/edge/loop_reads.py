@@ -1,13 +1,16 @@
-"""Reads the operation door answers on the event loop, without a thread: loadTable.
+"""Operations the door answers on the event loop, without a thread: loadTable and signRequest.
 
 A plain loadTable is what every engine sends before every query, usually several times. Its row
 is read with psycopg's asyncio API on the worker's event loop: handing a 1 ms query to a thread
 cost more than the query, and the threads' contention for the GIL showed as a long latency tail.
+signRequest comes once per S3 request a job makes; for a table whose grant and location are
+cached, signing is pure computation (``app.signing``) and needs no I/O at all.
 
-The door (``app.edge.door``) has already routed the request and read its parameters from the
-yaml; what is here is only what makes the answer cheap. The rule, the service and the rendering
-are the handler's (``handlers/tables.py``): the same ``Authorizer.authorize``, ``parse_load_table``,
-``TableService.answer`` and ``render_table``. An error raised here is rendered by connexion's
+The door (``app.edge.door``) has already routed the request and read its parameters (and
+signRequest's body) from the yaml; what is here is only what makes the answer cheap. The rule,
+the service and the rendering are the handlers' (``handlers/tables.py``): the same
+``Authorizer.authorize``, ``parse_load_table``, ``TableService.answer`` and ``render_table``,
+``RemoteSigner.sign`` and the app's JSON serialiser. An error raised here is rendered by connexion's
 exception handling, like the handler's. Anything that would need a thread - a caller whose
 grants are not cached yet, a warehouse not cached yet, no asyncio pool on this loop (a test
 client), a table that is not there, a repeated header - answers None, and the door hands the
@@ -17,11 +20,14 @@ yet is decided in a thread (one query, then cached), and the read goes on here.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from app.authorization import Authorizer
-from app.edge.responses import Rendered, parse_load_table, render_table
+from app.edge.responses import JSON, Rendered, parse_load_table, render_table, table_name
+from app.rules.identifiers import parse_namespace
+from app.signing import RecheckNeeded, RemoteSigner, SignedRequest
 from app.tables import TABLE, TableService
 from storage.repository import AsyncEntryReader
 
@@ -74,3 +80,37 @@ class LoadTableOnLoop:
         not_modified = self.tables.not_modified(row, request)
         # still at that version, but the client's ETag is for another variant: the handler reads it all
         return render_table(not_modified) if not_modified is not None else None
+
+
+class SignRequestOnLoop:
+    """signRequest's answer: on the event loop when the table's grant and location are cached,
+    else (one query each) in a thread; the caller is the same either way."""
+
+    operation_id = "signRequest"
+
+    def __init__(self, signer: RemoteSigner, namespace_separator: str, serialize: Callable[[Any], str]) -> None:
+        self.signer = signer
+        self.authorizer: Authorizer = signer.tables.authorizer
+        self.separator = namespace_separator
+        self.serialize = serialize  # the app's Jsonifier.dumps: the handler's bytes
+
+    async def __call__(
+        self, kwargs: dict[str, Any], headers: dict[bytes, list[bytes]], in_thread: InThread
+    ) -> Rendered | None:
+        prefix = kwargs["prefix"]
+        levels = parse_namespace(kwargs["namespace"], self.separator)
+        name = table_name(kwargs["table"])
+
+        def authorized_sign(recheck: bool = True) -> SignedRequest:  # what the handler runs, behind the same check
+            self.authorizer.authorize(self.operation_id, kwargs, kwargs["body"])
+            return self.signer.sign(prefix, levels, name, kwargs["body"], recheck)
+
+        signed = None
+        if self.signer.is_cached(prefix, levels, name) and self.authorizer.cached() is not None:
+            with contextlib.suppress(RecheckNeeded):  # a thread reads the table's row
+                signed = authorized_sign(recheck=False)
+        if signed is None:
+            signed = await in_thread(authorized_sign)
+        cache_control = "private" if signed.cacheable else "no-cache"
+        body = self.serialize(signed.body()).encode()
+        return Rendered(200, body, {"Content-Type": JSON, "Cache-Control": cache_control})

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -85,6 +85,7 @@ class Operation:
     parameters: tuple[Parameter, ...]
     has_body: bool
     arguments: frozenset[str] | None  # the handler's parameter names; None: it takes **kwargs
+    body_reader: Callable[[bytes], Any] | None = None  # for the operations the door reads bodies of
 
     @property
     def specificity(self) -> tuple[int, ...]:
@@ -113,6 +114,15 @@ class Operation:
                 kwargs[parameter.argument] = value
         return kwargs
 
+    def read_body(self, data: bytes) -> Any:
+        """The JSON body connexion would pass as ``body``; ``Unreadable`` unless it is valid."""
+        if self.body_reader is None:
+            raise Unreadable
+        try:
+            return self.body_reader(data)
+        except Exception as exc:  # noqa: BLE001 - whatever connexion would refuse, and how, is its to say
+            raise Unreadable from exc
+
     def _accepts(self, argument: str) -> bool:
         return self.arguments is None or argument in self.arguments
 
@@ -128,8 +138,20 @@ class RouteTable:
             candidates.sort(key=lambda operation: operation.specificity)
 
     @classmethod
-    def compile(cls, spec: dict[str, Any], handler_for: Callable[[str], Callable[..., Any] | None]) -> RouteTable:
-        """The table of ``spec`` (the dict connexion is given); ``handler_for`` names each handler."""
+    def compile(
+        cls,
+        spec: dict[str, Any],
+        handler_for: Callable[[str], Callable[..., Any] | None],
+        *,
+        bodies: frozenset[str] = frozenset(),
+        body_validator: type | None = None,
+    ) -> RouteTable:
+        """The table of ``spec`` (the dict connexion is given); ``handler_for`` names each handler.
+
+        The operations named in ``bodies`` also get their JSON request body read with
+        ``body_validator`` (the class connexion validates bodies with: ``validation_map``'s),
+        built once here from the body's schema.
+        """
         shared = spec.get("components", {})
         operations = []
         for template, item in spec["paths"].items():
@@ -139,9 +161,10 @@ class RouteTable:
                     continue
                 own = [_resolve(p, shared) for p in declared.get("parameters", [])]
                 parameters = {(p["in"], p["name"]): p for p in [*common, *own]}  # an operation's own win
-                operations.append(
-                    _operation(template, method, declared, list(parameters.values()), shared, handler_for)
-                )
+                operation = _operation(template, method, declared, list(parameters.values()), shared, handler_for)
+                if operation.operation_id in bodies and body_validator is not None:
+                    operation = replace(operation, body_reader=_body_reader(declared, shared, body_validator))
+                operations.append(operation)
         return cls(operations)
 
     def match(self, method: str, path: str) -> tuple[Operation, list[str]] | None:
@@ -189,6 +212,15 @@ def _operation(
         has_body="requestBody" in declared,
         arguments=arguments,
     )
+
+
+def _body_reader(declared: dict[str, Any], shared: dict[str, Any], validator: type) -> Callable[[bytes], Any]:
+    body = _resolve(declared["requestBody"], shared)
+    schema = body["content"]["application/json"]["schema"]
+    checker = validator(
+        schema=schema, required=bool(body.get("required")), nullable=False, encoding="utf-8", strict_validation=True
+    )
+    return checker.accepted
 
 
 def _parameter(declared: dict[str, Any], shared: dict[str, Any]) -> Parameter:

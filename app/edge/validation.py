@@ -144,10 +144,16 @@ class NullMeansAbsentBodyValidator(JSONRequestBodyValidator):
         return await asyncio.get_running_loop().run_in_executor(_executor(), self._parse_and_validate, data)
 
     def _parse_and_validate(self, data: bytes) -> object:
+        self.accepted(data)
+        return _VALIDATED
+
+    def accepted(self, data: bytes) -> Any:
+        """The body as the handler receives it (nulls kept), once parsed within the limits and
+        valid against the schema; connexion's BadRequestProblem (or the limits' error) otherwise."""
         body = load_json(data, self.limits)
         check_request_shape(body, self.limits)
         self._validate_now(body)
-        return _VALIDATED
+        return body
 
     def _validate(self, body: Any) -> dict | None:
         if body is _VALIDATED:  # done in the thread, by _parse

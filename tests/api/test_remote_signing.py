@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import hashlib
+import json
 import logging
 from urllib.parse import quote
 
@@ -330,19 +331,26 @@ def full_stack_signing_client(signing_settings):
     return authenticated(create_app(dataclasses.replace(signing_settings, fast_reads=False))).test_client()
 
 
-def test_sign_fast_path_answers_like_the_full_stack(
+def test_sign_on_the_event_loop_answers_like_the_full_stack(
     sclient, full_stack_signing_client, tables, signing_settings, monkeypatch
 ):
-    from app.edge import sign_fast_path
+    """The operation door signs on the event loop (app/edge/loop_reads.py) what the yaml accepts,
+    and hands the rest to connexion; both paths answer alike (a signature's date may differ)."""
+    from app.edge.loop_reads import SignRequestOnLoop
 
     served = []
-    original = sign_fast_path.send_response
+    original = SignRequestOnLoop.__call__
 
-    async def spy(send, status, *rest, **options):
-        served.append(status)
-        await original(send, status, *rest, **options)
+    async def spy(self, kwargs, headers, in_thread):
+        try:
+            rendered = await original(self, kwargs, headers, in_thread)
+        except Exception as exc:
+            served.append(getattr(exc, "code", 500))
+            raise
+        served.append(rendered.status)
+        return rendered
 
-    monkeypatch.setattr(sign_fast_path, "send_response", spy)
+    monkeypatch.setattr(SignRequestOnLoop, "__call__", spy)
     inside = _http_url(signing_settings, tables["tbl"] + "/data/x")
     outside = _http_url(signing_settings, tables["tbl2"] + "/data/x")
     cases = [
@@ -360,12 +368,51 @@ def test_sign_fast_path_answers_like_the_full_stack(
         full = full_stack_signing_client.post(url, json=request)
         assert fast.status_code == full.status_code, (request, fast.text, full.text)
         assert fast.headers.get("Cache-Control") == full.headers.get("Cache-Control")
+        assert fast.headers["Content-Type"] == full.headers["Content-Type"]
         if fast.status_code == 200:
             assert fast.json()["uri"] == full.json()["uri"]
             assert set(fast.json()["headers"]) == set(full.json()["headers"])
+            assert fast.content.endswith(b"\n") and full.content.endswith(b"\n")  # the same serialiser
         else:
-            assert fast.json()["error"]["type"] == full.json()["error"]["type"]
-    assert served == [200, 200, 403, 400]  # the plainly valid ones; the rest went to connexion
+            assert fast.content == full.content
+    assert served == [200, 200, 403, 400]  # the ones the yaml accepts; the rest went to connexion
+
+
+def test_bodies_the_door_does_not_read_go_to_connexion(
+    sclient, full_stack_signing_client, tables, signing_settings, monkeypatch
+):
+    """Another media type, malformed JSON, a body over the door's size: connexion reads and judges
+    each (with the body the door read replayed), and both paths answer alike."""
+    from app.edge.door import MAX_BODY_BYTES
+    from app.edge.loop_reads import SignRequestOnLoop
+
+    served = []
+    original = SignRequestOnLoop.__call__
+
+    async def spy(self, kwargs, headers, in_thread):
+        served.append(kwargs["body"]["method"])
+        return await original(self, kwargs, headers, in_thread)
+
+    monkeypatch.setattr(SignRequestOnLoop, "__call__", spy)
+    inside = _http_url(signing_settings, tables["tbl"] + "/data/x")
+    valid = json.dumps({"method": "GET", "uri": inside, "region": "us-east-1", "headers": {}})
+    padded = json.dumps({**json.loads(valid), "properties": {"p": "x" * MAX_BODY_BYTES}})
+    url = f"{PREFIX}/namespaces/ns/tables/tbl/sign"
+    for content, content_type in (
+        (valid, "text/plain"),
+        (valid[:-1], "application/json"),
+        (padded, "application/json"),
+    ):
+        headers = {"Content-Type": content_type}
+        fast = sclient.post(url, content=content, headers=headers)
+        full = full_stack_signing_client.post(url, content=content, headers=headers)
+        assert fast.status_code == full.status_code, (content_type, fast.text, full.text)
+        if fast.status_code != 200:
+            assert fast.content == full.content
+    assert served == []
+    utf8 = {"Content-Type": "application/json; charset=UTF-8"}
+    assert sclient.post(url, content=valid, headers=utf8).status_code == 200
+    assert served == ["GET"]
 
 
 def test_copies_acls_and_locks_are_refused(sclient, tables, signing_settings, store):
