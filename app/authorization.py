@@ -5,7 +5,8 @@ needs on which securable (``None``: only to see it). ``Authorizer.authorize`` ap
 the operation runs - for connexion's handlers (the resolver wraps every one of them) and for the
 requests the operation door answers (app/edge/door.py, app/edge/loop_reads.py) alike - so a
 refused request writes nothing. What is missing is 403 ``ForbiddenException`` when the caller
-can see the securable's container and the container's own 404 otherwise (app/rules/privileges.py); either way one JSON audit line.
+can see the securable's container and the container's own 404 otherwise
+(app/rules/privileges.py); either way one JSON audit line.
 
 Decisions cost no database round trip for a caller seen before: each worker caches a
 principal's grants, resolved to paths when loaded (one query: storage/grants.py), under the
