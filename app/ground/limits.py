@@ -327,11 +327,30 @@ def dumps(value: Any, **kwargs: Any) -> str:
     time. The Python encoder yields between values (its strings are still escaped in C); small
     values - nearly all of them - keep the C encoder's speed.
     """
-    encoder = kwargs.pop("cls", None) or json.JSONEncoder
-    instance = encoder(**kwargs)
+    instance = _encoder(kwargs.pop("cls", None) or json.JSONEncoder, kwargs)
     if not _is_large(value):
         return instance.encode(value)
     return "".join(instance.iterencode(value))
+
+
+_ENCODERS: dict[tuple[Any, ...], json.JSONEncoder] = {}
+_MAX_ENCODERS = 32
+
+
+def _encoder(cls: type[json.JSONEncoder], options: dict[str, Any]) -> json.JSONEncoder:
+    """One encoder per class and options, built once: building one per call was a visible share of
+    a small answer. An encoder keeps no state between calls, so threads may share it."""
+    try:
+        key = (cls, *sorted(options.items()))
+        hash(key)
+    except TypeError:  # an unhashable option (a ``default`` closure, say): not worth keeping
+        return cls(**options)
+    found = _ENCODERS.get(key)
+    if found is None:
+        found = cls(**options)
+        if len(_ENCODERS) < _MAX_ENCODERS:  # a few option sets in practice; never a growing map
+            found = _ENCODERS.setdefault(key, found)
+    return found
 
 
 def _is_large(value: Any) -> bool:
