@@ -40,7 +40,7 @@ class ParsedMetadataCache:
 
     def __init__(self, capacity: int = 8) -> None:
         self._entries: LruCache[str, tuple[str, Any]] = LruCache(capacity)
-        self._latest: LruCache[EntryKey, Seen] = LruCache(capacity)
+        self._latest: LruCache[EntryKey, tuple[int, str]] = LruCache(capacity)  # entry id, location
 
     def parse(self, location: str, text: str, seen: tuple[EntryKey, int] | None = None) -> Any:
         """The parsed document; ``seen`` (the entry's name and id) makes it the entry's latest."""
@@ -52,11 +52,16 @@ class ParsedMetadataCache:
     def remember(self, location: str, text: str, metadata: Any, seen: tuple[EntryKey, int] | None = None) -> None:
         self._entries.put(location, (text, metadata))
         if seen is not None:
-            self._latest.put(seen[0], Seen(seen[1], location, text, metadata))
+            self._latest.put(seen[0], (seen[1], location))
 
     def latest(self, key: EntryKey) -> Seen | None:
-        """The version of the entry under this name seen last here, if any."""
-        return self._latest.get(key)
+        """The version of the entry under this name seen last here, while its document is still
+        held (the documents alone take memory: nothing is kept for a name beyond them)."""
+        found = self._latest.get(key)
+        document = self._entries.get(found[1]) if found is not None else None
+        if found is None or document is None:
+            return None
+        return Seen(found[0], found[1], document[0], document[1])
 
 
 class IssuedETags:

@@ -100,7 +100,7 @@ class SnapshotJson:
     never be stale; a miss costs serialising again, never a wrong text.
     """
 
-    def __init__(self, capacity: int = 4096, tables: int = 64) -> None:
+    def __init__(self, capacity: int = 1024, tables: int = 64) -> None:
         self._texts: LruCache[tuple[int, int], tuple[Snapshot, str]] = LruCache(capacity)
         self._arrays: LruCache[tuple[str, int], tuple[tuple[Snapshot, ...], str]] = LruCache(tables)
 
