@@ -109,12 +109,13 @@ class OperationDoor:
         operation, kwargs, headers = call
         if operation.body_reader is not None:
             data, whole = await read_body(receive, MAX_BODY_BYTES)
+            receive = replay(data, receive)  # whatever answers next (connexion) reads the body again
             try:
                 if not whole:
                     raise Unreadable
                 kwargs["body"] = operation.read_body(data)
-            except Unreadable:  # connexion reads it again, and judges it
-                await self.app(scope, replay(data, receive), send)
+            except Unreadable:  # connexion judges it
+                await self.app(scope, receive, send)
                 return
         _record_route(scope, operation, kwargs)
         loop_read = self.loop_reads.get(operation.operation_id)
