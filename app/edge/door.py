@@ -63,13 +63,16 @@ SERVED = frozenset(
 )
 
 
+InThread = Callable[..., Awaitable[Any]]  # runs a call in the door's threads, in the request's context
+
+
 class LoopRead(Protocol):
     """An operation answered on the event loop (``app.edge.loop_reads``); None: connexion answers."""
 
     operation_id: str
 
     def __call__(
-        self, kwargs: dict[str, Any], headers: dict[bytes, list[bytes]], in_thread: Callable[..., Awaitable[Any]]
+        self, kwargs: dict[str, Any], headers: dict[bytes, list[bytes]], in_thread: InThread
     ) -> Awaitable[Rendered | None]: ...
 
 

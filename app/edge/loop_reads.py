@@ -13,7 +13,7 @@ the service and the rendering are the handlers' (``handlers/tables.py``): the sa
 ``RemoteSigner.sign`` and the app's JSON serialiser. An error raised here is rendered by connexion's
 exception handling, like the handler's. Anything that would need a thread - a caller whose
 grants are not cached yet, a warehouse not cached yet, no asyncio pool on this loop (a test
-client), a table that is not there, a repeated header - answers None, and the door hands the
+client), a table that is not there - answers None, and the door hands the
 request to connexion untouched, whose handler answers it. A caller whose grants are not cached
 yet is decided in a thread (one query, then cached), and the read goes on here.
 """
@@ -21,17 +21,17 @@ yet is decided in a thread (one query, then cached), and the read goes on here.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from app.authorization import Authorizer
+from app.edge.door import InThread
 from app.edge.responses import JSON, Rendered, parse_load_table, render_table, table_name
 from app.rules.identifiers import parse_namespace
 from app.signing import RecheckNeeded, RemoteSigner, SignedRequest
 from app.tables import TABLE, TableService
 from storage.repository import AsyncEntryReader
 
-InThread = Callable[..., Awaitable[Any]]  # runs a call in the door's threads, in this request's context
 _DELEGATION = b"x-iceberg-access-delegation"
 _IF_NONE_MATCH = b"if-none-match"
 
@@ -50,9 +50,8 @@ class LoadTableOnLoop:
     async def __call__(
         self, kwargs: dict[str, Any], headers: dict[bytes, list[bytes]], in_thread: InThread
     ) -> Rendered | None:
+        # both are declared headers: the door has already refused a repeated one
         delegation, if_none_match = headers.get(_DELEGATION), headers.get(_IF_NONE_MATCH)
-        if any(values is not None and len(values) != 1 for values in (delegation, if_none_match)):
-            return None
         if not self.reader.available():
             return None
         if self.authorizer.cached() is not None:

@@ -8,6 +8,8 @@ and the check is only compiled for schemas whose keywords both read alike.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from connexion.json_schema import Draft4RequestValidator
 from jsonschema import Draft4Validator
@@ -66,3 +68,18 @@ def test_the_compiled_check_accepts_exactly_what_jsonschema_accepts(body):
 )
 def test_other_schemas_are_left_to_jsonschema(schema):
     assert compiled_check(schema) is None
+
+
+def test_connexions_own_validation_stays_jsonschemas():
+    """connexion builds a validator per request and calls ``_parse_and_validate``: its refusal is
+    jsonschema's 400 (message and all), also for a schema the door would compile."""
+    from connexion.exceptions import BadRequestProblem
+
+    from app.edge.validation import validator_map
+
+    validator = validator_map()["body"]["*/*json"](
+        schema=SCHEMA, required=True, nullable=False, encoding="utf-8", strict_validation=True
+    )
+    with pytest.raises(BadRequestProblem, match="'TRACE' is not one of"):
+        validator._parse_and_validate(json.dumps({**VALID, "method": "TRACE"}).encode())
+    assert validator.accepted(json.dumps(VALID).encode()) == VALID
