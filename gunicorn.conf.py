@@ -7,18 +7,13 @@ HUP = graceful reload (new workers with re-read code and config, old ones finish
 INT/QUIT = fast stop.
 """
 
-import asyncio
 import gc
 import glob
 import os
 import shutil
-import sys
 import tempfile
-import time
 
-from gunicorn.arbiter import Arbiter
-from uvicorn.server import Server
-from uvicorn_worker import UvicornWorker
+from app.edge.serving import AcceptShares, GrowlerWorker
 
 
 def _int(name: str, default: int) -> int:
@@ -36,45 +31,16 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-class _DrainingServer(Server):
-    """uvicorn's server, except that a graceful stop first lets accepted connections speak.
-
-    uvicorn's shutdown stops accepting and then closes at once every connection whose request
-    it has not started reading. A connection accepted a moment earlier - nginx connects and
-    sends its request right away - is then reset, and nginx answers 502 (it never retries a
-    POST). So: stop accepting (the other workers take new connections from the shared socket),
-    wait until every accepted connection has a request in progress (bounded), then shut down
-    as usual, which lets in-flight requests finish.
-    """
-
-    DRAIN_S = 2.0
-
-    async def shutdown(self, sockets=None):
-        for server in self.servers:
-            server.close()
-        deadline = time.monotonic() + self.DRAIN_S
-        while time.monotonic() < deadline and any(
-            getattr(connection, "cycle", None) is None for connection in self.server_state.connections
-        ):
-            await asyncio.sleep(0.02)
-        await super().shutdown(sockets)
-
-
-class GrowlerWorker(UvicornWorker):
-    """uvicorn_worker.UvicornWorker (0.4, pinned) serving with the draining server above."""
-
-    async def _serve(self) -> None:
-        self.config.app = self.wsgi
-        server = _DrainingServer(config=self.config)
-        self._install_sigquit_handler()
-        await server.serve(sockets=self.sockets)
-        if not server.started:
-            sys.exit(Arbiter.WORKER_BOOT_ERROR)
-
-
-# The ASGI app, served by uvicorn workers under gunicorn's process management.
+# The ASGI app, served by uvicorn workers under gunicorn's process management
+# (app/edge/serving.py: each worker accepts in turn with the others, and drains on a graceful stop).
 wsgi_app = "app.edge.asgi:application"
 worker_class = GrowlerWorker
+# A worker holding more open connections than another leaves a new connection to that one for this
+# long, then takes it itself (the other may be stuck): connections spread evenly over the workers.
+GrowlerWorker.accept_patience_s = _int("GROWLER_ACCEPT_PATIENCE_MS", 10) / 1000
+# Each worker's open-connection count, shared with the workers forked from here; made anew when a
+# reload re-reads this file (old and new workers then balance among their own kind while they overlap).
+ACCEPT_SHARES = AcceptShares()
 proc_name = "growler"
 
 bind = os.environ.get("GROWLER_BIND", "127.0.0.1:8181")  # loopback by default: no auth
@@ -138,10 +104,20 @@ def on_starting(server):
         os.remove(path)
 
 
+def pre_fork(server, worker):
+    """Give the worker about to be forked a slot of its own in ``ACCEPT_SHARES``."""
+    taken = {w.accept_slot for w in server.WORKERS.values() if w.accept_shares is ACCEPT_SHARES}
+    worker.accept_shares = ACCEPT_SHARES
+    worker.accept_slot = ACCEPT_SHARES.claim(taken)
+
+
 def child_exit(server, worker):
-    """A worker is gone: drop its live gauges (in-progress requests, pool) from the sums."""
+    """A worker is gone: out of the accept rotation, and its live gauges (in-progress requests,
+    pool) out of the metric sums."""
     from prometheus_client import multiprocess
 
+    if worker.accept_shares is not None and worker.accept_slot is not None:
+        worker.accept_shares.leave(worker.accept_slot)
     multiprocess.mark_process_dead(worker.pid)
 
 

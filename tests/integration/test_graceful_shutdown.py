@@ -36,6 +36,7 @@ from tests.conftest import TEST_BUCKET
 from tests.integration.bearer import BEARER
 from tests.integration.conftest import start_server, stop_server
 from tests.integration.nginx_support import start_nginx, stop_nginx
+from tests.integration.proc_support import accepted_inode, children, listening_inode, socket_inodes
 
 WAIT_S = 60.0
 
@@ -46,59 +47,6 @@ def wait_for(predicate, timeout_s: float = WAIT_S, what: str = "condition") -> N
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.02)
-
-
-# -- sockets as /proc shows them ----------------------------------------------------------------
-
-
-def _tcp_table() -> list[tuple[int, int, str, int]]:
-    """(local port, remote port, state, inode) of every IPv4/IPv6 TCP socket."""
-    rows = []
-    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with contextlib.suppress(FileNotFoundError), open(name) as table:
-            for line in list(table)[1:]:
-                fields = line.split()
-                local, remote, state, inode = fields[1], fields[2], fields[3], int(fields[9])
-                rows.append((int(local.rsplit(":", 1)[1], 16), int(remote.rsplit(":", 1)[1], 16), state, inode))
-    return rows
-
-
-def socket_inodes(pid: int) -> set[int]:
-    """The sockets process ``pid`` holds open."""
-    inodes = set()
-    with contextlib.suppress(FileNotFoundError, ProcessLookupError):
-        for fd in os.listdir(f"/proc/{pid}/fd"):
-            with contextlib.suppress(OSError):
-                target = os.readlink(f"/proc/{pid}/fd/{fd}")
-                if target.startswith("socket:["):
-                    inodes.add(int(target[8:-1]))
-    return inodes
-
-
-def children(pid: int) -> set[int]:
-    found = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError):
-                stat = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
-                if int(stat[1]) == pid:
-                    found.add(int(entry))
-    return found
-
-
-def listening_inode(port: int, master: int) -> int:
-    """gunicorn's listening socket: in LISTEN on ``port`` and held by its master. The port alone
-    is not enough: another process (a Spark driver's JVM) may listen on the same port number on
-    another address."""
-    held = socket_inodes(master)
-    [inode] = {inode for local, _, state, inode in _tcp_table() if local == port and state == "0A" and inode in held}
-    return inode
-
-
-def accepted_inode(port: int, client_port: int) -> int | None:
-    """The server side of the connection from ``client_port`` (None until the kernel made it)."""
-    found = [inode for local, remote, state, inode in _tcp_table() if (local, remote) == (port, client_port)]
-    return found[0] if found and found[0] else None
 
 
 class SlowS3Proxy:

@@ -1,0 +1,282 @@
+"""How a gunicorn worker serves: uvicorn, connections spread over the workers, a graceful drain.
+
+**Spreading connections.** Gunicorn's workers share one listening socket. uvicorn's event loop
+(libuv under uvloop, or asyncio's) accepts every connection waiting on it as soon as it wakes,
+so a burst of connections - a load balancer or a connection pool opening its 16 keep-alive
+connections at once - lands on whichever worker woke first. Measured with wrk's 16 connections on
+two workers: all of them on one worker, half the machine idle, and a read workload at half its
+throughput. Clients keep their connections, so the imbalance lasts as long as they do.
+
+So each worker accepts one connection at a time, and only when it holds no more open connections
+than any other worker in rotation (``AcceptShares``: one count per worker, in memory the master
+shares with its workers). A worker that is not the least loaded leaves a waiting connection to
+the others for ``patience_s`` and takes it itself only if it is still waiting then (the others
+may be stuck); ties go to whichever worker accepts first. A worker enters the rotation when it
+starts accepting and leaves it when it stops (a graceful stop, or its exit, seen by the master),
+so a booting or draining worker is never waited for.
+
+**Draining.** uvicorn's shutdown stops accepting and then closes at once every connection whose
+request it has not started reading. A connection accepted a moment earlier - nginx connects and
+sends its request right away - is then reset, and nginx answers 502 (it never retries a POST). So:
+stop accepting (the other workers take new connections from the shared socket), wait until every
+accepted connection has a request in progress (bounded), then shut down as usual, which lets
+in-flight requests finish.
+
+Nothing here imports the app: gunicorn's master loads this module with its configuration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import errno
+import functools
+import logging
+import multiprocessing
+import select
+import socket
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from gunicorn.arbiter import Arbiter
+from uvicorn.server import Server
+from uvicorn_worker import UvicornWorker
+
+log = logging.getLogger("uvicorn.error")
+
+OUT_OF_ROTATION = -1
+# accept() errors after which asyncio's own server waits too: the process or the system is out of
+# file descriptors or memory, and trying again at once would spin
+_EXHAUSTED = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+_EXHAUSTED_WAIT_S = 1.0
+# How often a worker that is not the least loaded looks again while a connection waits: a worker
+# that the others' new connections made the least loaded takes its turn within this.
+_TURN_POLL_S = 0.001
+
+
+class AcceptShares:
+    """The open-connection count of each worker in rotation, in memory shared across fork.
+
+    Made by the master (``gunicorn.conf.py``) before it forks; each worker writes only its own
+    slot, so no lock is needed (a reader sees a count a moment old at worst, and the decision
+    it feeds is a preference, never a refusal).
+    """
+
+    def __init__(self, slots: int = 64) -> None:
+        self.counts = multiprocessing.RawArray(ctypes.c_int, [OUT_OF_ROTATION] * slots)
+
+    def claim(self, taken: set[int]) -> int | None:
+        """A slot for a worker about to be forked (out of rotation until it accepts); None: all
+        slots are taken, and that worker accepts without looking at the others."""
+        for slot in range(len(self.counts)):
+            if slot not in taken:
+                self.counts[slot] = OUT_OF_ROTATION
+                return slot
+        return None
+
+    def publish(self, slot: int, open_connections: int) -> None:
+        self.counts[slot] = open_connections
+
+    def leave(self, slot: int) -> None:
+        self.counts[slot] = OUT_OF_ROTATION
+
+    def least_loaded(self, slot: int) -> bool:
+        """Whether ``slot`` holds no more open connections than any other worker in rotation."""
+        mine = self.counts[slot]
+        return all(count == OUT_OF_ROTATION or count >= mine for count in self.counts)
+
+
+class CountedConnections(set):
+    """uvicorn's set of open connections (``ServerState.connections``), publishing its size.
+
+    Connections accepted but not yet handed to their protocol (``arriving``) count too, so a burst
+    is spread before the first of its connections is made.
+    """
+
+    def __init__(self, publish: Callable[[int], None]) -> None:
+        super().__init__()
+        self.publish = publish
+        self.arriving = 0
+
+    def add(self, connection: Any) -> None:
+        super().add(connection)
+        self.changed()
+
+    def discard(self, connection: Any) -> None:
+        super().discard(connection)
+        self.changed()
+
+    def changed(self) -> None:
+        self.publish(len(self) + self.arriving)
+
+    def stop_publishing(self) -> None:
+        """Out of rotation for good: a connection closing while the worker drains must not put it back."""
+        self.publish = _ignore
+
+
+def _ignore(_count: int) -> None:
+    pass
+
+
+class BalancedAcceptor:
+    """Accepts from a listening socket shared with the other workers, one connection at a time
+    and in turn with them; uvicorn closes it like one of its ``asyncio.Server`` objects."""
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        protocol_factory: Callable[[], asyncio.Protocol],
+        connections: CountedConnections,
+        least_loaded: Callable[[], bool],
+        patience_s: float,
+        ssl: Any = None,
+    ) -> None:
+        self.sock = sock
+        self.protocol_factory = protocol_factory
+        self.connections = connections
+        self.least_loaded = least_loaded
+        self.patience_s = patience_s
+        self.ssl = ssl
+        self.arrivals: set[asyncio.Task[Any]] = set()
+        self.fd = sock.fileno()
+        self.waiting = select.poll()  # whether a connection still waits, without the event loop
+        self.waiting.register(self.fd, select.POLLIN)
+        sock.setblocking(False)
+        self.loop = asyncio.get_running_loop()
+        self.task = self.loop.create_task(self._accept_forever())
+
+    def close(self) -> None:
+        """Stop accepting, and close this worker's copy of the socket, as ``asyncio.Server.close`` does:
+        a stopping worker is seen no longer listening while it drains."""
+        self.task.cancel()
+        self.loop.remove_reader(self.fd)
+        self.sock.close()
+
+    async def wait_closed(self) -> None:
+        try:
+            await self.task
+        except asyncio.CancelledError:
+            pass
+
+    async def _accept_forever(self) -> None:
+        loop = self.loop
+        while True:
+            await self._readable(loop)
+            await self._turn(loop)
+            try:
+                conn, _ = self.sock.accept()
+            except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+                continue  # another worker took it, or the client gave up
+            except OSError as exc:
+                if exc.errno not in _EXHAUSTED:
+                    raise
+                log.error("accepting a connection failed, trying again in %.0f s: %s", _EXHAUSTED_WAIT_S, exc)
+                await asyncio.sleep(_EXHAUSTED_WAIT_S)
+                continue
+            conn.setblocking(False)
+            self.connections.arriving += 1
+            self.connections.changed()
+            arrival = loop.create_task(loop.connect_accepted_socket(self.protocol_factory, conn, ssl=self.ssl))
+            self.arrivals.add(arrival)
+            arrival.add_done_callback(functools.partial(self._arrived, conn))
+
+    def _arrived(self, conn: socket.socket, arrival: asyncio.Task[Any]) -> None:
+        self.arrivals.discard(arrival)
+        self.connections.arriving -= 1
+        self.connections.changed()
+        if not arrival.cancelled() and arrival.exception() is not None:
+            log.warning("a connection could not be set up: %s", arrival.exception())
+            conn.close()
+
+    async def _turn(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Until this worker is the least loaded, or the waiting connection is gone (another worker
+        took it), or it has waited ``patience_s`` for the others: then it tries to accept."""
+        deadline = loop.time() + self.patience_s
+        while not self.least_loaded() and loop.time() < deadline and self.waiting.poll(0):
+            await asyncio.sleep(_TURN_POLL_S)
+
+    async def _readable(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Until a connection waits on the socket (it stays readable until one worker accepts it)."""
+        ready = loop.create_future()
+        loop.add_reader(self.fd, lambda: ready.done() or ready.set_result(None))
+        try:
+            await ready
+        finally:
+            loop.remove_reader(self.fd)
+
+
+class GrowlerServer(Server):
+    """uvicorn's server, with balanced accepts when it has a slot and the drain described above."""
+
+    DRAIN_S = 2.0
+
+    def __init__(self, *args: Any, shares: AcceptShares | None, slot: int | None, patience_s: float, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.shares, self.slot, self.patience_s = shares, slot, patience_s
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        if sockets is None or self.shares is None or self.slot is None:
+            await super().startup(sockets)  # uvicorn's own accepting: outside gunicorn, or no slot
+            return
+        shares, slot = self.shares, self.slot
+        connections = CountedConnections(functools.partial(shares.publish, slot))
+        self.server_state.connections = connections
+        await super().startup(sockets=[])  # the lifespan (the app's start-up), no listener
+        if not self.started:
+            return
+        protocol_factory = functools.partial(
+            self.config.http_protocol_class,
+            config=self.config,
+            server_state=self.server_state,
+            app_state=self.lifespan.state,
+        )
+        connections.changed()  # in rotation from here on
+        self.servers = [
+            BalancedAcceptor(
+                sock,
+                protocol_factory,
+                connections,
+                functools.partial(shares.least_loaded, slot),
+                self.patience_s,
+                self.config.ssl,
+            )
+            for sock in sockets
+        ]
+        log.info("Accepting connections in turn with the other workers (slot %d)", slot)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for server in self.servers:
+            server.close()
+        if isinstance(self.server_state.connections, CountedConnections):
+            self.server_state.connections.stop_publishing()
+            self.shares.leave(self.slot)  # nobody waits for a worker that no longer accepts
+        deadline = time.monotonic() + self.DRAIN_S
+        while time.monotonic() < deadline and any(
+            getattr(connection, "cycle", None) is None for connection in self.server_state.connections
+        ):
+            await asyncio.sleep(0.02)
+        await super().shutdown(sockets)
+
+
+class GrowlerWorker(UvicornWorker):
+    """uvicorn_worker.UvicornWorker (0.4, pinned) serving with ``GrowlerServer``.
+
+    ``accept_shares`` and ``accept_slot`` are set by the master before the fork
+    (``gunicorn.conf.py``'s ``pre_fork``); ``accept_patience_s`` is the class's setting.
+    """
+
+    accept_shares: AcceptShares | None = None
+    accept_slot: int | None = None
+    accept_patience_s = 0.01
+
+    async def _serve(self) -> None:
+        self.config.app = self.wsgi
+        server = GrowlerServer(
+            config=self.config, shares=self.accept_shares, slot=self.accept_slot, patience_s=self.accept_patience_s
+        )
+        self._install_sigquit_handler()
+        await server.serve(sockets=self.sockets)
+        if not server.started:
+            sys.exit(Arbiter.WORKER_BOOT_ERROR)

@@ -1,0 +1,121 @@
+"""Connections are spread over gunicorn's workers (app/edge/serving.py), and none waits for a stuck one.
+
+Which worker holds a connection is read from /proc (the worker's sockets against the kernel's
+TCP table): no test knob in the server. The server runs with a patience of 5 s, so a connection
+is only ever taken out of turn when a test makes it so (a stopped worker); everything else the
+tests assert follows from the rule itself, whatever the scheduler does.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.integration.conftest import Server, start_server, stop_server
+from tests.integration.proc_support import children, established_from
+
+WAIT_S = 30.0
+CONNECTIONS = 16
+
+
+def wait_for(predicate, what: str, timeout_s: float = WAIT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+@pytest.fixture
+def balanced(settings, app, tmp_path) -> Iterator[tuple[Server, int, list[int]]]:
+    server = start_server(settings, tmp_path, {"GROWLER_WORKERS": "2", "GROWLER_ACCEPT_PATIENCE_MS": "5000"})
+    try:
+        # readyz answers as soon as one worker serves: wait until both are in the rotation
+        wait_for(lambda: server.log().count("Accepting connections in turn") == 2, "both workers to accept")
+        yield server, int(server.url.rsplit(":", 1)[1]), sorted(children(server.process.pid))
+    finally:
+        stop_server(server)
+
+
+def held(port: int, workers: list[int]) -> list[int]:
+    return [established_from(port, pid) for pid in workers]
+
+
+def connect(port: int) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", port), timeout=WAIT_S)
+
+
+def test_connections_opened_one_after_another_alternate_between_the_workers(balanced):
+    server, port, workers = balanced
+    opened: list[socket.socket] = []
+    try:
+        for n in range(1, CONNECTIONS + 1):
+            opened.append(connect(port))
+            wait_for(lambda n=n: sum(held(port, workers)) == n, f"connection {n} to be accepted")
+            counts = held(port, workers)
+            # only a worker holding no more than the other may take it: they never differ by more than one
+            assert max(counts) - min(counts) <= 1, counts
+        assert held(port, workers) == [CONNECTIONS // 2, CONNECTIONS // 2]
+    finally:
+        for conn in opened:
+            conn.close()
+
+
+def test_a_burst_of_connections_is_spread_evenly(balanced):
+    server, port, workers = balanced
+    start = threading.Barrier(CONNECTIONS)
+    opened: list[socket.socket] = []
+
+    def open_one() -> None:
+        start.wait(WAIT_S)
+        opened.append(connect(port))
+
+    threads = [threading.Thread(target=open_one) for _ in range(CONNECTIONS)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(WAIT_S)
+        assert len(opened) == CONNECTIONS
+        wait_for(lambda: sum(held(port, workers)) == CONNECTIONS, "every connection to be accepted")
+        counts = held(port, workers)
+        assert max(counts) - min(counts) <= 1, counts  # a tie taken by both at once: one apart at most
+    finally:
+        for conn in opened:
+            conn.close()
+
+
+def test_a_stopped_worker_is_waited_for_only_its_patience(settings, app, tmp_path):
+    server = start_server(settings, tmp_path, {"GROWLER_WORKERS": "2", "GROWLER_ACCEPT_PATIENCE_MS": "200"})
+    opened: list[socket.socket] = []
+    stopped = None
+    try:
+        wait_for(lambda: server.log().count("Accepting connections in turn") == 2, "both workers to accept")
+        port, workers = int(server.url.rsplit(":", 1)[1]), sorted(children(server.process.pid))
+        for n in (1, 2):
+            opened.append(connect(port))
+            wait_for(lambda n=n: sum(held(port, workers)) == n, f"connection {n} to be accepted")
+        assert held(port, workers) == [1, 1]
+        stopped, running = workers
+        os.kill(stopped, signal.SIGSTOP)
+        # the running worker is not the least loaded after the first of these: it takes the others
+        # once its patience is over, since the stopped worker never will
+        for n in (3, 4, 5):
+            opened.append(connect(port))
+            wait_for(lambda n=n: established_from(port, running) == n - 1, f"connection {n} to be accepted")
+        assert established_from(port, stopped) == 1
+        # and it still answers, on a connection it was not the first choice for
+        opened[-1].sendall(b"GET /healthz HTTP/1.1\r\nHost: growler\r\n\r\n")
+        assert opened[-1].recv(4096).startswith(b"HTTP/1.1 200 OK")
+    finally:
+        if stopped is not None:
+            os.kill(stopped, signal.SIGCONT)
+        for conn in opened:
+            conn.close()
+        stop_server(server)
