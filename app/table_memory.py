@@ -5,6 +5,7 @@ when the table has not moved). Each is checked against the database's current ro
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,10 +43,20 @@ class ParsedMetadataCache:
         self._entries: LruCache[str, tuple[str, Any]] = LruCache(capacity)
         self._latest: LruCache[EntryKey, tuple[int, str]] = LruCache(capacity)  # entry id, location
 
-    def parse(self, location: str, text: str, seen: tuple[EntryKey, int] | None = None) -> Any:
-        """The parsed document; ``seen`` (the entry's name and id) makes it the entry's latest."""
+    def parse(
+        self,
+        location: str,
+        text: str,
+        seen: tuple[EntryKey, int] | None = None,
+        screen: Callable[[dict[str, Any]], None] | None = None,
+    ) -> Any:
+        """The parsed document; ``seen`` (the entry's name and id) makes it the entry's latest;
+        ``screen`` sees the decoded document first when it is not held here (``rules.parse_metadata``)."""
         cached = self._entries.get(location)
-        metadata = cached[1] if cached is not None and cached[0] == text else rules.parse_metadata(text)
+        if cached is not None and cached[0] == text:
+            metadata = cached[1]
+        else:
+            metadata = rules.parse_metadata(text, screen)
         self.remember(location, text, metadata, seen)
         return metadata
 

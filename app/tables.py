@@ -12,6 +12,7 @@ import json
 import logging
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -322,7 +323,7 @@ class TableService(EntryService):
         """Read the current row (one query) and apply the pure rules to it."""
         qualified = format_namespace((*change.namespace, change.name))
         key = (warehouse.id, change.namespace, change.name)
-        row, base = self._read_base(key)
+        row, base = self._read_base(key, rules.screen_for(change.requirements, change.updates))
         creating = any(r.get("type") == "assert-create" for r in change.requirements)
         if row is not None and row.kind != TABLE:
             if creating and allow_create:  # a create transaction over a view (Java: the same 409)
@@ -348,9 +349,11 @@ class TableService(EntryService):
         self._require_inside_warehouse(warehouse, rules.metadata_directory(new), "write.metadata.path")
         return PreparedCommit(key, row, base, new, rules.to_json(new, self.snapshot_json))
 
-    def _read_base(self, key: EntryKey) -> tuple[EntryRow | None, Any]:
+    def _read_base(self, key: EntryKey, screen: Callable[[dict[str, Any]], None]) -> tuple[EntryRow | None, Any]:
         """The entry's row and parsed metadata; the document is read only if it is not known here
-        (it is, after this worker's previous commit to the table: the usual case)."""
+        (it is, after this worker's previous commit to the table: the usual case). A document
+        that must be parsed is first shown to ``screen``: a commit another writer made hopeless
+        is refused before the parse."""
         seen = self.parsed.latest(key)
         row = self.repository.load_entry(*key, unless_at=seen.location if seen else None)
         if row is None or row.kind != TABLE:  # a view: the caller refuses it without its document
@@ -361,7 +364,7 @@ class TableService(EntryService):
             row = self.repository.load_entry(*key)  # another entry at that version: its own text
             if row is None:
                 return None, None
-        return row, self.parsed.parse(row.metadata_location, row.metadata, (key, row.id))
+        return row, self.parsed.parse(row.metadata_location, row.metadata, (key, row.id), screen)
 
     def _create_from_commit(
         self, warehouse: WarehouseRow, change: TableChange, prepared: PreparedCommit

@@ -63,3 +63,34 @@ def test_a_commit_starts_from_another_workers_newer_version(app, client, reads, 
         mine.json()["metadata-location"],
         theirs.json()["metadata-location"],
     ]
+
+
+def test_a_commit_another_writer_made_hopeless_is_refused_before_the_document_is_parsed(
+    app, client, reads, monkeypatch
+):
+    from app.rules.table import serialisation
+
+    tables = app.app.extensions[TABLES]
+    assert client.post(tables_url(), json=create_request("t")).status_code == 200
+    mine = append(client, table_url("t"), 1, 1, None)
+    this_worker = tables.parsed
+    monkeypatch.setattr(tables, "parsed", ParsedMetadataCache())  # another worker commits
+    assert append(client, table_url("t"), 2, 2, 1).status_code == 200
+    monkeypatch.setattr(tables, "parsed", this_worker)
+    parsed: list[object] = []
+    original = serialisation.metadata_from_dict
+    monkeypatch.setattr(serialisation, "metadata_from_dict", lambda *a: parsed.append(a) or original(*a))
+    reads.clear()
+
+    stale = append(client, table_url("t"), 3, 2, 1)
+
+    assert stale.status_code == 409
+    error = stale.json()["error"]
+    assert (error["type"], error["message"]) == (
+        "CommitFailedException",
+        "Requirement failed: branch main has changed: expected id 1 != 2",
+    )
+    assert reads == [(mine.json()["metadata-location"], True)]  # the newer document was read...
+    assert parsed == []  # ...and refused on its decoded fields, without the model
+    assert append(client, table_url("t"), 3, 3, 2).status_code == 200  # a client that is up to date
+    assert len(parsed) == 1  # the base is parsed once, for the commit that can win

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from table_metadata_builders import (
     OTHER_UUID,
     TABLE_UUID,
     add_snapshot,
     apply,
+    as_json,
     new_table,
     set_ref,
     snapshot,
@@ -16,6 +19,7 @@ from table_metadata_builders import (
 
 from app.ground.errors import BadRequest, CommitFailed, NoSuchTable
 from app.rules import table as tm
+from app.rules.table.requirements import refute_with_document
 
 
 def check(base: tm.TableMetadata | None, *requirements: dict) -> None:
@@ -240,3 +244,88 @@ def test_bad_requirements_are_bad_requests(raw, wording):
         tm.parse_requirements([raw])
     assert info.value.code == 400
     assert wording in info.value.message
+
+
+# -- the same checks on the decoded document, before the parse (refute_with_document) --------
+
+
+def _outcome(check, base, requirements) -> str | None:
+    try:
+        check(base, requirements)
+    except CommitFailed as exc:
+        return exc.message
+    return None
+
+
+def _documents() -> list[tuple[str, dict]]:
+    history = as_json(table_with_history())
+    without_main = {**history, "refs": {k: v for k, v in history["refs"].items() if k != "main"}}
+    return [
+        ("new", as_json(new_table())),
+        ("evolved", as_json(evolved())),
+        ("history", history),
+        ("tagged", as_json(apply(table_with_history(), set_ref("release", 1, "tag")))),
+        ("main only implied", without_main),  # the model makes main from current-snapshot-id
+        ("v3", as_json(new_table(format_version=3))),
+    ]
+
+
+_REQUIREMENTS = [
+    {"type": "assert-table-uuid", "uuid": TABLE_UUID},
+    {"type": "assert-table-uuid", "uuid": OTHER_UUID},
+    {"type": "assert-table-uuid", "uuid": TABLE_UUID.upper()},
+    *(
+        {"type": "assert-ref-snapshot-id", "ref": ref, "snapshot-id": i}
+        for ref in ("main", "release", "b")
+        for i in (None, 1, 2, 3)
+    ),
+    *(
+        {"type": kind, field: value}
+        for kind, field in [
+            ("assert-last-assigned-field-id", "last-assigned-field-id"),
+            ("assert-current-schema-id", "current-schema-id"),
+            ("assert-last-assigned-partition-id", "last-assigned-partition-id"),
+            ("assert-default-spec-id", "default-spec-id"),
+            ("assert-default-sort-order-id", "default-sort-order-id"),
+        ]
+        for value in (0, 1, 2, 11, 12, 999, 1000, 1001, 1002)
+    ),
+]
+
+
+@pytest.mark.parametrize("name, document", _documents(), ids=[name for name, _ in _documents()])
+def test_the_decoded_document_refutes_exactly_what_the_parsed_model_does(name, document):
+    parsed = tm.parse_metadata(json.dumps(document))
+    failures = 0
+    for raw in _REQUIREMENTS:
+        requirements = tm.parse_requirements([raw])
+        expected = _outcome(tm.check_requirements, parsed, requirements)
+        assert _outcome(refute_with_document, document, requirements) == expected, raw
+        failures += expected is not None
+    assert failures > len(_REQUIREMENTS) // 2  # most of them do fail: the comparison is not vacuous
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"format-version": 1},  # v1 documents: the model fills in what they may lack
+        {"last-column-id": 12.0},  # a type the model would coerce
+        {"refs": {"main": {"snapshot-id": 1, "type": "BRANCH"}}},
+        {"table-uuid": "not a uuid"},
+        {"current-schema-id": None},
+    ],
+)
+def test_a_document_the_model_would_read_differently_decides_nothing(change):
+    document = {**as_json(evolved()), **change}
+    refute_with_document(
+        document, tm.parse_requirements([{"type": "assert-current-schema-id", "current-schema-id": 7}])
+    )
+
+
+def test_the_screen_refuses_malformed_changes_first_as_commit_does():
+    document = as_json(evolved())
+    screen = tm.screen_for([{"type": "assert-current-schema-id", "current-schema-id": 7}], [{"action": "nope"}])
+    with pytest.raises(BadRequest):
+        screen(document)
+    with pytest.raises(CommitFailed, match="current schema changed: expected id 7 != 1"):
+        tm.screen_for([{"type": "assert-current-schema-id", "current-schema-id": 7}], [])(document)

@@ -52,7 +52,7 @@ from app.rules.table.models import TableMetadata, TableUpdate
 from app.rules.table.requests import TableRequirement, parse_requirements, parse_updates
 from app.rules.table.requirements import check_requirements
 from app.rules.table.serialisation import SnapshotJson, current_location, parse_metadata, refs_only, table_uuid, to_json
-from app.rules.table.updates import apply_updates, commit
+from app.rules.table.updates import apply_updates, commit, screen_for
 
 __all__ = [
     "SnapshotJson",
@@ -73,6 +73,7 @@ __all__ = [
     "parse_requirements",
     "parse_updates",
     "refs_only",
+    "screen_for",
     "table_uuid",
     "to_json",
 ]

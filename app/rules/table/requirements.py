@@ -3,12 +3,15 @@ one does not hold)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from pyiceberg.table.metadata import (
     TableMetadata,
 )
+from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
 from pyiceberg.table.update import (
     AssertCreate,
     AssertCurrentSchemaId,
@@ -110,3 +113,70 @@ _REQUIREMENT_CHECKS: dict[type, Callable[[Any, Any], None]] = {
     AssertDefaultSpecId: _check_default_spec_id,
     AssertDefaultSortOrderId: _check_default_sort_order_id,
 }
+
+
+# -- the same checks on a stored document, before it is parsed ---------------------------------
+
+
+@dataclass(frozen=True)
+class _Ref:
+    snapshot_id: int
+    snapshot_ref_type: SnapshotRefType
+
+
+@dataclass(frozen=True)
+class _DocumentFields:
+    """The fields the checks read, as the parsed model would hold them."""
+
+    table_uuid: uuid.UUID
+    refs: dict[str, _Ref]
+    last_column_id: int
+    current_schema_id: int
+    last_partition_id: int
+    default_spec_id: int
+    default_sort_order_id: int
+
+
+_INT_FIELDS = ("last-column-id", "current-schema-id", "last-partition-id", "default-spec-id", "default-sort-order-id")
+
+
+def refute_with_document(document: dict[str, Any], requirements: Iterable[TableRequirement]) -> None:
+    """Raise what ``check_requirements`` would raise against ``document`` parsed, when the decoded
+    JSON document decides it; return when it does not.
+
+    A commit that another writer's commit made hopeless is refused before its base is parsed
+    into the model, which costs more than anything else in a commit and grows with the table's
+    history. The document decides only when every field the checks read is there as format v2
+    and v3 require, with the type the model would give it (the refs filled in as the model
+    fills them in); otherwise the full parse and ``check_requirements`` decide, as before.
+    """
+    fields = _fields_of(document)
+    if fields is not None:
+        check_requirements(fields, requirements)  # type: ignore[arg-type]  # the same attributes
+
+
+def _fields_of(document: dict[str, Any]) -> _DocumentFields | None:
+    if document.get("format-version") not in (2, 3):
+        return None
+    ints = [document.get(name) for name in _INT_FIELDS]
+    refs, current, raw_uuid = document.get("refs"), document.get("current-snapshot-id"), document.get("table-uuid")
+    if not all(_is_int(value) for value in ints) or not isinstance(refs, dict) or not isinstance(raw_uuid, str):
+        return None
+    if current is not None and not _is_int(current):
+        return None
+    parsed_refs = {}
+    for name, ref in refs.items():
+        if not isinstance(ref, dict) or not _is_int(ref.get("snapshot-id")) or ref.get("type") not in ("branch", "tag"):
+            return None
+        parsed_refs[name] = _Ref(ref["snapshot-id"], SnapshotRefType(ref["type"]))
+    if current is not None and current != -1 and MAIN_BRANCH not in parsed_refs:
+        parsed_refs[MAIN_BRANCH] = _Ref(current, SnapshotRefType.BRANCH)  # as the model's construct_refs
+    try:
+        table_uuid = uuid.UUID(raw_uuid)
+    except ValueError:
+        return None
+    return _DocumentFields(table_uuid, parsed_refs, *ints)
+
+
+def _is_int(value: Any) -> bool:
+    return type(value) is int

@@ -4,6 +4,7 @@ canonical metadata-file text (spec field names, Java's key order, snapshots seri
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from pyiceberg.table.metadata import (
@@ -49,12 +50,18 @@ _KEY_ORDER = (
 )
 
 
-def parse_metadata(text: str | bytes) -> TableMetadata:
-    """Parse a metadata file (registerTable, stored documents); BadRequest when it is not valid."""
+def parse_metadata(text: str | bytes, screen: Callable[[dict[str, Any]], None] | None = None) -> TableMetadata:
+    """Parse a metadata file (registerTable, stored documents); BadRequest when it is not valid.
+
+    ``screen`` sees the decoded document before the model is built from it, and may refuse it
+    (a commit's requirements: ``updates.screen_for``).
+    """
     try:
         data = json.loads(text)
     except (ValueError, TypeError) as exc:
         raise BadRequest(f"not valid table metadata: {exc}") from exc
+    if screen is not None and isinstance(data, dict):
+        screen(data)
     return metadata_from_dict(data, "not valid table metadata")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pyiceberg.table.metadata import (
@@ -40,7 +40,7 @@ from app.rules.table.models import (
     TableUpdate,
 )
 from app.rules.table.requests import parse_requirements, parse_updates
-from app.rules.table.requirements import check_requirements
+from app.rules.table.requirements import check_requirements, refute_with_document
 from app.rules.table.schemas import SCHEMA_UPDATES
 from app.rules.table.serialisation import as_lossless, check_refs, metadata_from_dict, to_dict
 from app.rules.table.snapshots import SNAPSHOT_UPDATES, correct_snapshot_log
@@ -264,6 +264,20 @@ def _int_property(properties: dict[str, str], key: str, default: int) -> int:
         return int(properties.get(key, default))
     except ValueError:
         return default
+
+
+def screen_for(requirements: list[dict[str, Any]], updates: list[dict[str, Any]]) -> Callable[[dict[str, Any]], None]:
+    """What ``commit`` would refuse first, decided on the base's decoded document before it is
+    parsed (``parse_metadata``'s ``screen``): a malformed requirement or update (400), then a
+    requirement the document refutes (409), with ``commit``'s own errors. A commit that another
+    writer made hopeless then costs a JSON decode instead of a parse of the table's history."""
+
+    def screen(document: dict[str, Any]) -> None:
+        parsed_requirements = parse_requirements(requirements)
+        parse_updates(updates)
+        refute_with_document(document, parsed_requirements)
+
+    return screen
 
 
 def commit(
