@@ -62,23 +62,27 @@ def parse_load_table(
 
 
 def render_table(answer: LoadedTable | NotModified) -> Rendered:
-    """loadTable's 200 (LoadTableResult, with its ETag) or 304; also createTable, registerTable, updateTable."""
+    """loadTable's 200 (LoadTableResult, with its ETag) or 304; also createTable, registerTable, updateTable.
+
+    The stored document goes into the body as it is, encoded once: it is most of the body (1.4 MB
+    at 4,000 snapshots), and every further copy of it showed in a commit's profile.
+    """
     if isinstance(answer, NotModified):
         return Rendered(304, b"", {"ETag": answer.etag})
-    parts = []
+    head = "{"
     if answer.metadata_location is not None:
-        parts.append(f'"metadata-location":{json.dumps(answer.metadata_location)}')
-    parts.append(f'"metadata":{answer.metadata}')
-    parts.append(f'"config":{json.dumps(answer.config)}')
+        head += f'"metadata-location":{json.dumps(answer.metadata_location)},'
+    tail = f',"config":{json.dumps(answer.config)}'
     if answer.credentials:
-        parts.append(f'"storage-credentials":{json.dumps(answer.credentials)}')
+        tail += f',"storage-credentials":{json.dumps(answer.credentials)}'
     signing = remote_signing_config(answer.config)
     if signing is not None:
-        parts.append(f'"remote-signing-config":{json.dumps(signing)}')
+        tail += f',"remote-signing-config":{json.dumps(signing)}'
     headers = {"Content-Type": JSON}
     if answer.etag:
         headers["ETag"] = answer.etag
-    return Rendered(200, ("{" + ",".join(parts) + "}").encode(), headers)
+    body = b"".join((f'{head}"metadata":'.encode(), answer.metadata.encode(), f"{tail}}}".encode()))
+    return Rendered(200, body, headers)
 
 
 def render_unregistered(answer: LoadedTable) -> Rendered:

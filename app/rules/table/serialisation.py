@@ -155,9 +155,21 @@ def to_json(metadata: TableMetadata, snapshot_json: SnapshotJson | None = None) 
     at = keys.index("snapshots")
     head = json.dumps({key: data[key] for key in keys[:at]}, separators=_COMPACT)
     tail = json.dumps({key: data[key] for key in keys[at + 1 :]}, separators=_COMPACT)
-    snapshots = snapshot_json.array(metadata)
-    parts = [head[1:-1], f'"snapshots":[{snapshots}]', tail[1:-1]]
-    return "{" + ",".join(part for part in parts if part) + "}"
+    head, tail = head[1:-1], tail[1:-1]
+    # one join: the snapshots' text is most of the document, and each copy of it showed in a profile
+    return "".join(
+        (
+            "{",
+            head,
+            "," if head else "",
+            '"snapshots":[',
+            snapshot_json.array(metadata),
+            "]",
+            "," if tail else "",
+            tail,
+            "}",
+        )
+    )
 
 
 def to_dict(metadata: TableMetadata, snapshots: bool = True) -> dict[str, Any]:
