@@ -208,6 +208,10 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     app.add_error_handler(Exception, handle_unexpected)
 
     flask_app = app.app
+    # A path with an empty segment ("/v1/test//namespaces") is no route, as everywhere else in the
+    # API: werkzeug would answer 308 to the path with the slashes merged, and that reached clients
+    # as an error body without a Location.
+    flask_app.url_map.merge_slashes = False
     flask_app.json = type("LimitedJSONProvider", (BoundedJSONProvider,), {"limits": settings.limits})(flask_app)
     flask_app.extensions[NAMESPACES] = service
     flask_app.extensions[TABLES] = tables

@@ -94,6 +94,25 @@ def test_unknown_warehouse(client, db):
     assert namespace_count(db) == 0
 
 
+@pytest.mark.parametrize(
+    "method, path",
+    [
+        ("POST", "/v1/test//namespaces"),
+        ("GET", "/v1//config"),
+        ("GET", "/v1/test/namespaces//x"),
+        ("DELETE", "/v1/test/namespaces/a//tables/t"),
+    ],
+)
+def test_an_empty_path_segment_is_no_route_not_a_redirect(client, db, method, path):
+    """Flask would answer 308 to the path with the slashes merged (no Location, an error body of
+    type InternalServerError); every other unknown path is a 404, and so is this one."""
+    response = client.request(method, path, json={"namespace": ["a"]} if method == "POST" else None)
+    assert_iceberg_error(response, 404, "NotFoundException")
+    assert response.json()["error"]["message"] == f"No route for {method} {path}"
+    assert "location" not in response.headers
+    assert namespace_count(db) == 0
+
+
 def test_unknown_route_and_wrong_method(client):
     assert_iceberg_error(client.get("/v1/test/nothing-here"), 404, "NotFoundException")
     assert_iceberg_error(client.get("/totally/unknown"), 404, "NotFoundException")
