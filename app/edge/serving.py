@@ -13,7 +13,10 @@ shares with its workers). A worker that is not the least loaded leaves a waiting
 the others for ``patience_s`` and takes it itself only if it is still waiting then (the others
 may be stuck); ties go to whichever worker accepts first. A worker enters the rotation when it
 starts accepting and leaves it when it stops (a graceful stop, or its exit, seen by the master),
-so a booting or draining worker is never waited for.
+so a booting or draining worker is never waited for. And since clients keep their connections,
+a worker holding two or more beyond the least loaded one closes connections after their response
+until it no longer does (``HandBack``): a worker that joins later, after a recycle or a reload,
+gets its share of the clients already connected.
 
 **Draining.** uvicorn's shutdown stops accepting and then closes at once every connection whose
 request it has not started reading. A connection accepted a moment earlier - nginx connects and
@@ -85,7 +88,12 @@ class AcceptShares:
     def least_loaded(self, slot: int) -> bool:
         """Whether ``slot`` holds no more open connections than any other worker in rotation."""
         mine = self.counts[slot]
-        return all(count == OUT_OF_ROTATION or count >= mine for count in self.counts)
+        return all(count == OUT_OF_ROTATION or count >= mine for count in self.counts[:])
+
+    def surplus(self, slot: int) -> int:
+        """How many open connections ``slot`` holds beyond the least loaded other worker in rotation."""
+        others = [count for index, count in enumerate(self.counts[:]) if index != slot and count != OUT_OF_ROTATION]
+        return self.counts[slot] - min(others) if others else 0
 
 
 class CountedConnections(set):
@@ -207,6 +215,47 @@ class BalancedAcceptor:
             loop.remove_reader(self.fd)
 
 
+class HandBack:
+    """ASGI wrapper: a worker holding two or more connections beyond the least loaded worker closes
+    connections after their response (``Connection: close``) until it no longer does.
+
+    Accepting in turn spreads connections as they are opened; clients keep them, though, so a
+    worker that joins later - a fresh one after ``GROWLER_MAX_REQUESTS``, or after a reload - would
+    otherwise get nothing from clients already connected. The client opens a new connection for
+    its next request, and the accept rule gives it to the least loaded worker. A response is
+    never cut short: the connection closes after it, as HTTP/1.1 lets either side do.
+    """
+
+    SURPLUS = 2  # one apart is as even as an odd number of connections allows
+
+    def __init__(self, app: Any, surplus: Callable[[], int]) -> None:
+        self.app = app
+        self.surplus = surplus
+        self.closing = 0  # connections told to close whose response is not yet sent
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or self.surplus() - self.closing < self.SURPLUS:
+            await self.app(scope, receive, send)
+            return
+        self.closing += 1
+        done = False
+
+        async def send_closing(message: Any) -> None:
+            nonlocal done
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", ()), (b"connection", b"close")]}
+            elif message["type"] == "http.response.body" and not message.get("more_body", False) and not done:
+                done = True
+                self.closing -= 1
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_closing)
+        finally:
+            if not done:
+                self.closing -= 1
+
+
 class GrowlerServer(Server):
     """uvicorn's server, with balanced accepts when it has a slot and the drain described above."""
 
@@ -226,6 +275,7 @@ class GrowlerServer(Server):
         await super().startup(sockets=[])  # the lifespan (the app's start-up), no listener
         if not self.started:
             return
+        self.config.loaded_app = HandBack(self.config.loaded_app, functools.partial(shares.surplus, slot))
         protocol_factory = functools.partial(
             self.config.http_protocol_class,
             config=self.config,

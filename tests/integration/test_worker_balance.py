@@ -119,3 +119,41 @@ def test_a_stopped_worker_is_waited_for_only_its_patience(settings, app, tmp_pat
         for conn in opened:
             conn.close()
         stop_server(server)
+
+
+def test_a_worker_that_joins_later_is_handed_connections(settings, app, tmp_path):
+    server = start_server(settings, tmp_path, {"GROWLER_WORKERS": "2", "GROWLER_ACCEPT_PATIENCE_MS": "200"})
+    opened: list[socket.socket] = []
+    try:
+        wait_for(lambda: server.log().count("Accepting connections in turn") == 2, "both workers to accept")
+        port, workers = int(server.url.rsplit(":", 1)[1]), sorted(children(server.process.pid))
+        busy, late = workers
+        os.kill(late, signal.SIGSTOP)  # in rotation, but it takes nothing: the busy worker gets all four
+        try:
+            for n in range(1, 5):
+                opened.append(connect(port))
+                wait_for(lambda n=n: established_from(port, busy) == n, f"connection {n} to be accepted")
+        finally:
+            os.kill(late, signal.SIGCONT)
+        assert held(port, workers) == [4, 0]
+
+        answers = []
+        for n, conn in enumerate(list(opened)):
+            conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: growler\r\n\r\n")
+            head = conn.recv(4096)
+            assert head.startswith(b"HTTP/1.1 200 OK"), head
+            closing = b"connection: close" in head.lower()
+            answers.append(closing)
+            if closing:  # the client connects again, and the late worker accepts it
+                wait_for(lambda conn=conn: conn.recv(1) == b"", "the server to close the connection")
+                conn.close()
+                expected = established_from(port, late) + 1
+                opened[n] = connect(port)
+                wait_for(lambda e=expected: established_from(port, late) == e, "the late worker to accept")
+        # 4 against 0, then 3 against 1: two handed back; at 2 against 2 the busy worker keeps the rest
+        assert answers == [True, True, False, False]
+        assert established_from(port, busy) == 2 and established_from(port, late) == 2
+    finally:
+        for conn in opened:
+            conn.close()
+        stop_server(server)
