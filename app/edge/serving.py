@@ -100,13 +100,16 @@ class CountedConnections(set):
     """uvicorn's set of open connections (``ServerState.connections``), publishing its size.
 
     Connections accepted but not yet handed to their protocol (``arriving``) count too, so a burst
-    is spread before the first of its connections is made.
+    is spread before the first of its connections is made; connections told to close after their
+    response (``closing``, by client address) no longer count, so a worker handing connections
+    back hands back only as many as it should.
     """
 
     def __init__(self, publish: Callable[[int], None]) -> None:
         super().__init__()
         self.publish = publish
         self.arriving = 0
+        self.closing: set[Any] = set()
 
     def add(self, connection: Any) -> None:
         super().add(connection)
@@ -114,10 +117,15 @@ class CountedConnections(set):
 
     def discard(self, connection: Any) -> None:
         super().discard(connection)
+        self.closing.discard(getattr(connection, "client", None))
+        self.changed()
+
+    def close_after_response(self, client: Any) -> None:
+        self.closing.add(client)
         self.changed()
 
     def changed(self) -> None:
-        self.publish(len(self) + self.arriving)
+        self.publish(len(self) + self.arriving - len(self.closing))
 
     def stop_publishing(self) -> None:
         """Out of rotation for good: a connection closing while the worker drains must not put it back."""
@@ -223,37 +231,36 @@ class HandBack:
     worker that joins later - a fresh one after ``GROWLER_MAX_REQUESTS``, or after a reload - would
     otherwise get nothing from clients already connected. The client opens a new connection for
     its next request, and the accept rule gives it to the least loaded worker. A response is
-    never cut short: the connection closes after it, as HTTP/1.1 lets either side do.
+    never cut short: the connection closes after it, as HTTP/1.1 lets either side do. A connection
+    told to close stops counting at once (``CountedConnections.closing``), so concurrent requests
+    do not all decide to close theirs.
     """
 
     SURPLUS = 2  # one apart is as even as an odd number of connections allows
 
-    def __init__(self, app: Any, surplus: Callable[[], int]) -> None:
+    def __init__(self, app: Any, surplus: Callable[[], int], connections: CountedConnections) -> None:
         self.app = app
         self.surplus = surplus
-        self.closing = 0  # connections told to close whose response is not yet sent
+        self.connections = connections
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or self.surplus() - self.closing < self.SURPLUS:
+        client = scope.get("client")
+        if (
+            scope["type"] != "http"
+            or client is None
+            or client in self.connections.closing
+            or self.surplus() < self.SURPLUS
+        ):
             await self.app(scope, receive, send)
             return
-        self.closing += 1
-        done = False
+        self.connections.close_after_response(client)
 
         async def send_closing(message: Any) -> None:
-            nonlocal done
             if message["type"] == "http.response.start":
                 message = {**message, "headers": [*message.get("headers", ()), (b"connection", b"close")]}
-            elif message["type"] == "http.response.body" and not message.get("more_body", False) and not done:
-                done = True
-                self.closing -= 1
             await send(message)
 
-        try:
-            await self.app(scope, receive, send_closing)
-        finally:
-            if not done:
-                self.closing -= 1
+        await self.app(scope, receive, send_closing)
 
 
 class GrowlerServer(Server):
@@ -275,7 +282,7 @@ class GrowlerServer(Server):
         await super().startup(sockets=[])  # the lifespan (the app's start-up), no listener
         if not self.started:
             return
-        self.config.loaded_app = HandBack(self.config.loaded_app, functools.partial(shares.surplus, slot))
+        self.config.loaded_app = HandBack(self.config.loaded_app, functools.partial(shares.surplus, slot), connections)
         protocol_factory = functools.partial(
             self.config.http_protocol_class,
             config=self.config,
