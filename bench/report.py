@@ -311,8 +311,8 @@ def _tails_lines(growler: dict[str, Any], peer: dict[str, Any]) -> list[str]:
     if shares:
         lines += [
             "",
-            "CPU seconds of each Growler worker meanwhile (a busy worker next to an idle one: the connections "
-            "all landed on the busy one): " + "; ".join(f"{label}: {cpu}" for label, cpu in shares.items()) + ".",
+            "CPU seconds of each Growler worker meanwhile (how evenly the connections were spread; '-': the "
+            "worker was replaced during the run): " + "; ".join(f"{label}: {cpu}" for label, cpu in shares.items()) + ".",
         ]
     return lines
 
