@@ -129,7 +129,7 @@ def on_exit(server):
         shutil.rmtree(temporary, ignore_errors=True)
 
 
-_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or None)  # glibc's mallopt and malloc_trim, where there
 _M_ARENA_MAX = -8  # glibc's mallopt parameter
 
 
@@ -141,7 +141,8 @@ def post_fork(server, worker):
     `make bench`'s W1-W8 with two, 152 and 153 MB with the default. The threads take turns on the
     GIL anyway, so they hardly contend for an arena.
     """
-    _LIBC.mallopt(_M_ARENA_MAX, 2)
+    if hasattr(_LIBC, "mallopt"):
+        _LIBC.mallopt(_M_ARENA_MAX, 2)
 
 
 def post_worker_init(worker):
@@ -154,4 +155,5 @@ def post_worker_init(worker):
     """
     gc.collect()
     gc.freeze()
-    _LIBC.malloc_trim(0)
+    if hasattr(_LIBC, "malloc_trim"):
+        _LIBC.malloc_trim(0)

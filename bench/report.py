@@ -312,7 +312,9 @@ def _tails_lines(growler: dict[str, Any], peer: dict[str, Any]) -> list[str]:
         lines += [
             "",
             "CPU seconds of each Growler worker meanwhile (how evenly the connections were spread; '-': the "
-            "worker was replaced during the run): " + "; ".join(f"{label}: {cpu}" for label, cpu in shares.items()) + ".",
+            "worker was replaced during the run): "
+            + "; ".join(f"{label}: {cpu}" for label, cpu in shares.items())
+            + ".",
         ]
     return lines
 

@@ -54,6 +54,7 @@ OUT_OF_ROTATION = -1
 # file descriptors or memory, and trying again at once would spin
 _EXHAUSTED = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 _EXHAUSTED_WAIT_S = 1.0
+_UNEXPECTED_WAIT_S = 0.1  # any other error: logged, then accepting goes on without spinning
 # How often a worker that is not the least loaded looks again while a connection waits: a worker
 # that the others' new connections made the least loaded takes its turn within this.
 _TURN_POLL_S = 0.001
@@ -185,11 +186,10 @@ class BalancedAcceptor:
                 conn, _ = self.sock.accept()
             except (BlockingIOError, InterruptedError, ConnectionAbortedError):
                 continue  # another worker took it, or the client gave up
-            except OSError as exc:
-                if exc.errno not in _EXHAUSTED:
-                    raise
-                log.error("accepting a connection failed, trying again in %.0f s: %s", _EXHAUSTED_WAIT_S, exc)
-                await asyncio.sleep(_EXHAUSTED_WAIT_S)
+            except OSError as exc:  # logged, and accepting goes on (asyncio's own server does the same)
+                wait_s = _EXHAUSTED_WAIT_S if exc.errno in _EXHAUSTED else _UNEXPECTED_WAIT_S
+                log.error("accepting a connection failed, trying again in %.1f s: %s", wait_s, exc)
+                await asyncio.sleep(wait_s)
                 continue
             conn.setblocking(False)
             self.connections.arriving += 1
