@@ -109,7 +109,8 @@ class Plan:
         )
 
     def runs(self, workload: str) -> bool:
-        return not self.only or workload in self.only or workload.split("_")[0] in self.only
+        name = workload.upper()  # BENCH_ONLY is read upper-cased: W10_start must match W10_START
+        return not self.only or name in self.only or name.split("_")[0] in self.only
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
