@@ -182,6 +182,11 @@ class TableService(EntryService):
         self.issued.remember(etag, row.metadata_location)
         return LoadedTable(row.metadata_location, metadata, config, credentials, etag)
 
+    def vends(self, warehouse: WarehouseRow, delegation: Delegation) -> bool:
+        """Whether answering with this delegation vends credentials: that may call out (STS, the
+        warehouse's keys, the caller's grants), so it is no work for an event loop."""
+        return answer_with(warehouse, self.settings, delegation) == "credentials"
+
     def not_modified(self, row: EntryRow, request: LoadTableRequest) -> NotModified | None:
         """NotModified when the client's ETag is that of the answer; needs the row's location only."""
         etag = self.load_etag(row.metadata_location, request.snapshots, request.delegation)

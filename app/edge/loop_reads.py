@@ -15,7 +15,8 @@ exception handling, like the handler's. Anything that would need a thread - a ca
 grants are not cached yet, a warehouse not cached yet, no asyncio pool on this loop (a test
 client), a table that is not there - answers None, and the door hands the
 request to connexion untouched, whose handler answers it. A caller whose grants are not cached
-yet is decided in a thread (one query, then cached), and the read goes on here.
+yet is decided in a thread (one query, then cached), and the read goes on here; an answer that
+vends credentials (STS, the warehouse's keys) is made in a thread too.
 """
 
 from __future__ import annotations
@@ -75,6 +76,8 @@ class LoadTableOnLoop:
         if row is None or row.kind != TABLE:
             return None  # the handler answers the 404 (and says whether a view has the name)
         if row.metadata_location != known:
+            if self.tables.vends(warehouse, request.delegation):  # may call STS: not on the event loop
+                return render_table(await in_thread(self.tables.answer, warehouse, row, request))
             return render_table(self.tables.answer(warehouse, row, request))
         not_modified = self.tables.not_modified(row, request)
         # still at that version, but the client's ETag is for another variant: the handler reads it all

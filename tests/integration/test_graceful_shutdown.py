@@ -13,7 +13,6 @@ line, a socket accepted or closed by a worker, seen in /proc).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
@@ -23,7 +22,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from urllib.parse import urlsplit
 
 import httpx
 import psycopg
@@ -35,6 +33,7 @@ from tests.api.tables_support import create_request
 from tests.conftest import TEST_BUCKET
 from tests.integration.bearer import BEARER
 from tests.integration.conftest import start_server, stop_server
+from tests.integration.holding_proxy import HoldingProxy
 from tests.integration.nginx_support import start_nginx, stop_nginx
 from tests.integration.proc_support import accepted_inode, children, listening_inode, socket_inodes
 
@@ -49,49 +48,9 @@ def wait_for(predicate, timeout_s: float = WAIT_S, what: str = "condition") -> N
         time.sleep(0.02)
 
 
-class SlowS3Proxy:
-    """Forwards TCP to S3; while ``hold_puts`` is set, each PUT request waits for ``release``."""
-
-    def __init__(self, target: str) -> None:
-        parts = urlsplit(target)
-        self.target = (parts.hostname, parts.port)
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.endpoint = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
-        self.hold_puts = False
-        self.put_held = threading.Event()
-        self.release = threading.Event()
-        self.closed = False
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while not self.closed:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(self.target)
-            threading.Thread(target=self._pump, args=(client, upstream, True), daemon=True).start()
-            threading.Thread(target=self._pump, args=(upstream, client, False), daemon=True).start()
-
-    def _pump(self, source: socket.socket, sink: socket.socket, requests: bool) -> None:
-        with contextlib.suppress(OSError):
-            while data := source.recv(65536):
-                if requests and self.hold_puts and data.startswith(b"PUT "):
-                    self.put_held.set()
-                    self.release.wait(WAIT_S)
-                sink.sendall(data)
-        with contextlib.suppress(OSError):
-            sink.shutdown(socket.SHUT_WR)
-
-    def close(self) -> None:
-        self.closed = True
-        self.release.set()
-        self.listener.close()
-
-
 @pytest.fixture
-def slow_s3(services) -> Iterator[SlowS3Proxy]:
-    proxy = SlowS3Proxy(services.s3_endpoint)
+def slow_s3(services) -> Iterator[HoldingProxy]:
+    proxy = HoldingProxy(services.s3_endpoint, held=b"PUT ")
     try:
         yield proxy
     finally:
@@ -121,7 +80,7 @@ def test_sigterm_lets_an_inflight_commit_finish(settings, app, services, slow_s3
             assert created.status_code == 200, created.text
         before = created.json()["metadata-location"]
 
-        slow_s3.hold_puts = True
+        slow_s3.holding = True
         result: dict[str, httpx.Response] = {}
 
         def commit() -> None:
@@ -130,7 +89,7 @@ def test_sigterm_lets_an_inflight_commit_finish(settings, app, services, slow_s3
 
         committer = threading.Thread(target=commit)
         committer.start()
-        assert slow_s3.put_held.wait(WAIT_S), "the commit never reached S3"
+        assert slow_s3.request_held.wait(WAIT_S), "the commit never reached S3"
         port = int(server.url.rsplit(":", 1)[1])
         listener, workers = listening_inode(port, server.process.pid), children(server.process.pid)
         assert workers
@@ -153,7 +112,7 @@ def test_sigterm_lets_an_inflight_commit_finish(settings, app, services, slow_s3
         with psycopg.connect(services.database_url) as conn:
             current = conn.execute("SELECT metadata_location FROM catalog_entry WHERE name = 'jobs'").fetchone()[0]
         assert current == after
-        slow_s3.hold_puts = False
+        slow_s3.holding = False
         assert S3ObjectStore(settings.s3).exists(Location.parse(after))
         log = server.log()
         commit_lines = [json.loads(line) for line in log.splitlines() if '"event":"commit"' in line]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -31,6 +32,7 @@ from app.ground.locations import Location
 from app.ground.settings import S3Settings, StsSettings
 from tests.conftest import TEST_ACCESS_KEY, TEST_BUCKET, TEST_CREDENTIAL, TEST_SECRET_KEY
 from tests.integration.conftest import Server, start_server, stop_server
+from tests.integration.holding_proxy import HoldingProxy
 
 WAREHOUSE = "sts"
 DURATION_S = 900
@@ -198,3 +200,50 @@ def test_spark_round_trip_with_sts_credentials(sts_server, sts_s3, line):
         print(spark.log())
         raise
     assert TEST_SECRET_KEY not in sts_server.log()
+
+
+def test_a_slow_sts_does_not_hold_up_the_workers_other_requests(sts_settings, sts_s3, app, tmp_path):
+    """loadTable with vended credentials calls STS; with one worker and STS held, the worker still
+    answers other requests: the call runs in a thread, not on the worker's event loop."""
+    proxy = HoldingProxy(sts_s3.endpoint, held=b"POST ")
+    extra = {
+        "GROWLER_STS_ROLE_ARN": sts_settings.sts.role_arn,
+        "GROWLER_STS_DURATION_S": str(DURATION_S),
+        "GROWLER_STS_ENDPOINT": proxy.endpoint,
+        "GROWLER_WORKERS": "1",
+    }
+    server = start_server(sts_settings, tmp_path, extra)
+    try:
+        url = f"{server.url}/v1/{WAREHOUSE}"
+        httpx.post(f"{url}/namespaces", json={"namespace": ["slow"]}).raise_for_status()
+        request = {
+            "name": "t",
+            "schema": {"type": "struct", "fields": [{"id": 1, "name": "x", "type": "long", "required": False}]},
+        }
+        httpx.post(f"{url}/namespaces/slow/tables", json=request).raise_for_status()
+        table = f"{url}/namespaces/slow/tables/t"
+        httpx.get(table).raise_for_status()  # the caller's grants and the warehouse are cached now
+        proxy.holding = True
+        answers: dict[str, httpx.Response] = {}
+
+        def load() -> None:
+            answers["load"] = httpx.get(
+                table, headers={"X-Iceberg-Access-Delegation": "vended-credentials"}, timeout=60
+            )
+
+        loader = threading.Thread(target=load)
+        loader.start()
+        assert proxy.request_held.wait(30), "loadTable never asked STS"
+        # while STS holds the worker's call, the same worker answers a namespace and a table
+        assert httpx.get(f"{url}/namespaces/slow", timeout=10).status_code == 200
+        assert httpx.get(table, timeout=10).status_code == 200
+        assert loader.is_alive() and "load" not in answers
+        proxy.release.set()
+        loader.join(60)
+        loaded = answers["load"]
+        assert loaded.status_code == 200, loaded.text
+        [credential] = loaded.json()["storage-credentials"]
+        assert credential["config"]["s3.session-token"]
+    finally:
+        proxy.close()
+        stop_server(server)
