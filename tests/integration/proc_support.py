@@ -1,10 +1,24 @@
 """Processes and their TCP sockets as /proc shows them: which gunicorn worker holds which
-connection, without a test knob in the server."""
+connection, without a test knob in the server; and waiting until they show what a test needs."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import time
+from collections.abc import Callable
+
+WAIT_S = 60.0
+
+
+def wait_for(predicate: Callable[[], object], what: str = "condition", timeout_s: float = WAIT_S) -> None:
+    """Until ``predicate()`` holds, looking again every 20 ms: the kernel tells no other process
+    when a worker accepts or closes a socket, so a test can only look."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
 
 
 def tcp_table() -> list[tuple[int, int, str, int]]:

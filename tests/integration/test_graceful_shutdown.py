@@ -19,7 +19,6 @@ import os
 import signal
 import socket
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 
@@ -35,17 +34,9 @@ from tests.integration.bearer import BEARER
 from tests.integration.conftest import start_server, stop_server
 from tests.integration.holding_proxy import HoldingProxy
 from tests.integration.nginx_support import start_nginx, stop_nginx
-from tests.integration.proc_support import accepted_inode, children, listening_inode, socket_inodes
+from tests.integration.proc_support import accepted_inode, children, listening_inode, socket_inodes, wait_for
 
 WAIT_S = 60.0
-
-
-def wait_for(predicate, timeout_s: float = WAIT_S, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 @pytest.fixture
