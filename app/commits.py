@@ -4,7 +4,8 @@ after a lost race, tell the outcome after a broken connection, clean up.
 A service composes these parts; nothing here calls back into it:
 
 - ``MetadataFiles`` writes metadata objects (recorded as pending, durably, before they are
-  written) and deletes the ones no commit points to;
+  written) while the database step that makes them current runs, and deletes the ones no commit
+  points to;
 - ``CommitLoop.publish`` writes the next versions of one or more entries and compare-and-sets
   their pointers in one transaction; it answers False, the files gone, when a concurrent commit
   won. After a broken connection it asks the database whether the swap took effect;
@@ -16,11 +17,13 @@ The service's attempt is the part that differs: how the next metadata is prepare
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import random
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -34,6 +37,8 @@ log = logging.getLogger(__name__)
 
 # Bounded server-side retries of a commit whose requirements still hold after a lost race.
 MAX_COMMIT_ATTEMPTS = 12
+# Threads per service writing metadata files while their commits run (see MetadataFiles.commit_with).
+WRITER_THREADS = 8
 T = TypeVar("T")
 
 
@@ -66,31 +71,59 @@ class MetadataFiles:
     def __init__(self, repository: CatalogRepository, objects: ObjectStore) -> None:
         self.repository = repository
         self.objects = objects
+        # Threads start on first use (after the fork): one per commit writing at the same time.
+        self._writers = ThreadPoolExecutor(max_workers=WRITER_THREADS, thread_name_prefix="metadata-write")
 
-    def write(self, files: list[tuple[str, str]]) -> None:
-        """Record the objects as pending (durably, first), then write them; all or none stay.
+    def commit_with(self, files: list[tuple[str, str]], commit: Callable[[Callable[[], None]], bool]) -> bool:
+        """Write the files while ``commit`` runs the database step that makes them current.
 
-        On a failure only what this request created goes: the files it wrote, and the one whose
-        write failed unless the store said that name was already taken (someone else's object).
+        The files are recorded as pending (durably) first; then they are written in a thread
+        while ``commit`` sends its statements. ``commit`` gets ``written``, which waits for the
+        files (raising the write's error), and must call it before it commits: nothing points to
+        a file that is not there. The write and the database's work overlap instead of adding
+        up - at 4,000 snapshots a 1.4 MB PUT and a 1.4 MB row are a dozen milliseconds each.
+
+        Answers what ``commit`` answered (whether it committed). When it did not - it answered
+        False, or raised - the files are deleted once the write has ended, never during it; the
+        write's own error wins over the step's, as it did when the write came first. Only
+        CommitStateUnknown keeps them: the catalog may point to them now. Cleaning up waits until
+        ``commit`` has returned its connection to the pool.
         """
-        parsed = [Location.parse(location, "metadata file location") for location, _ in files]
-        self.repository.record_pending([location for location, _ in files])
+        locations = [location for location, _ in files]
+        parsed = [Location.parse(location, "metadata file location") for location in locations]
+        self.repository.record_pending(locations)
         written: list[str] = []
+        writing = self._writers.submit(contextvars.copy_context().run, self._write_all, files, parsed, written)
+        try:
+            committed = commit(writing.result)
+        except CommitStateUnknown:
+            raise
+        except BaseException:
+            self._clean_up(files, written, writing.exception())  # waits for the write to end
+            raise
+        if not committed:
+            self._clean_up(files, written, writing.exception())
+        return committed
+
+    def _write_all(self, files: list[tuple[str, str]], parsed: list[Location], written: list[str]) -> None:
         for (location, text), target in zip(files, parsed, strict=True):
-            try:
-                self.objects.write_new(target, encode_metadata(text, location))
-            except AlreadyExists:
-                unwritten = [name for name, _ in files if name not in written]
-                self.repository.settle_pending(unwritten)  # not ours to delete
-                self.forget(written)
-                raise
-            except Exception:
-                # the outcome of this write is unknown, but the (fresh, uuid) name is ours
-                unwritten = [name for name, _ in files if name not in written and name != location]
-                self.repository.settle_pending(unwritten)
-                self.forget([*written, location])
-                raise
+            self.objects.write_new(target, encode_metadata(text, location))
             written.append(location)
+
+    def _clean_up(self, files: list[tuple[str, str]], written: list[str], failure: BaseException | None) -> None:
+        """Delete what this request wrote, and raise the write's error if it failed.
+
+        The file whose write failed goes too - its outcome is unknown, but the (fresh, uuid) name
+        is ours - unless the store said the name was already taken (someone else's object).
+        """
+        if failure is None:
+            self.forget([location for location, _ in files])
+            return
+        unwritten = [location for location, _ in files if location not in written]
+        failed = unwritten[:1] if not isinstance(failure, AlreadyExists) else []
+        self.repository.settle_pending([location for location in unwritten if location not in failed])
+        self.forget([*written, *failed])
+        raise failure
 
     def forget(self, locations: list[str]) -> None:
         """Best-effort cleanup of files no commit points to; what fails here the sweeper reclaims."""
@@ -158,18 +191,15 @@ class CommitLoop:
 
         False, with the new files deleted, when a concurrent commit won the compare-and-set.
         """
-        self.files.write([(version.location, version.text) for version in versions])
         swaps = [
             MetadataSwap(v.row.id, v.row.metadata_location, v.location, v.text, v.entry_location) for v in versions
         ]
-        if not self._swap(swaps):
-            self.files.forget([version.location for version in versions])
-            return False
-        return True
+        files = [(version.location, version.text) for version in versions]
+        return self.files.commit_with(files, lambda written: self._swap(swaps, written))
 
-    def _swap(self, swaps: list[MetadataSwap]) -> bool:
+    def _swap(self, swaps: list[MetadataSwap], written: Callable[[], None]) -> bool:
         try:
-            return self.repository.swap_metadata(swaps)
+            return self.repository.swap_metadata(swaps, before_commit=written)
         except CommitOutcomeUnknown:
             return self._outcome_after_failure(swaps)
 

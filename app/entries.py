@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from app.authorization import OPEN, Authorizer
@@ -214,14 +215,26 @@ class EntryService:
         except AlreadyExists as exc:
             raise self._name_taken(namespace, entry.name, self._kind_at(warehouse, namespace, entry.name)) from exc
 
-    def _insert_new(self, warehouse: WarehouseRow, namespace: tuple[str, ...], entry: NewEntry) -> None:
-        """Write the first metadata file, then register the entry; the file goes if that fails."""
-        self.files.write([(entry.metadata_location, entry.metadata)])
-        try:
-            self.repository.insert_entry(warehouse.id, namespace, entry)
-        except AlreadyExists as exc:
-            self.files.forget([entry.metadata_location])
-            raise self._name_taken(namespace, entry.name, self._kind_at(warehouse, namespace, entry.name)) from exc
-        except Exception:
-            self.files.forget([entry.metadata_location])
-            raise
+    def _insert_new(
+        self,
+        warehouse: WarehouseRow,
+        namespace: tuple[str, ...],
+        entry: NewEntry,
+        name_taken: Callable[[AlreadyExists], Exception] | None = None,
+    ) -> None:
+        """Write the first metadata file while the entry is inserted; the file goes if that fails.
+
+        A name already taken raises ``name_taken(exc)``: by default the kind-aware error of
+        create/register.
+        """
+
+        def insert(written: Callable[[], None]) -> bool:
+            try:
+                self.repository.insert_entry(warehouse.id, namespace, entry, before_commit=written)
+            except AlreadyExists as exc:
+                if name_taken is not None:
+                    raise name_taken(exc) from exc
+                raise self._name_taken(namespace, entry.name, self._kind_at(warehouse, namespace, entry.name)) from exc
+            return True
+
+        self.files.commit_with([(entry.metadata_location, entry.metadata)], insert)

@@ -377,20 +377,16 @@ class TableService(EntryService):
         """A staged create (``assert-create``) becomes a table: first version of its metadata."""
         new, text = prepared.new, prepared.text
         metadata_location = self._metadata_location(new, rules.next_metadata_version(None))
-        self.files.write([(metadata_location, text)])
         entry = NewEntry(change.name, TABLE, str(new.table_uuid), new.location, metadata_location, text)
-        try:
-            self.repository.insert_entry(warehouse.id, change.namespace, entry)
-        except AlreadyExists as exc:
-            self.files.forget([metadata_location])
+
+        def name_taken(exc: AlreadyExists) -> Exception:
             existing_kind = self._kind_at(warehouse, change.namespace, change.name)
             if existing_kind != TABLE:
-                raise self._name_taken(change.namespace, change.name, existing_kind) from exc
+                return self._name_taken(change.namespace, change.name, existing_kind)
             qualified = format_namespace((*change.namespace, change.name))
-            raise CommitFailed(f"Requirement failed: table already exists: {qualified}") from exc
-        except Exception:
-            self.files.forget([metadata_location])
-            raise
+            return CommitFailed(f"Requirement failed: table already exists: {qualified}")
+
+        self._insert_new(warehouse, change.namespace, entry, name_taken)
         return LoadedTable(metadata_location, text, {}, [], self.load_etag(metadata_location))
 
     # -- dropping and renaming ----------------------------------------------------------

@@ -5,6 +5,7 @@ Methods return plain dicts/tuples and raise ``app.ground.errors`` exceptions; ca
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -314,8 +315,17 @@ class CatalogRepository(HousekeepingRows):
             ).fetchall()
         return [row["name"] for row in rows]
 
-    def insert_entry(self, warehouse_id: int, namespace: tuple[str, ...], entry: NewEntry) -> int:
-        """Register a new table or view; AlreadyExists if the name is taken by either kind."""
+    def insert_entry(
+        self,
+        warehouse_id: int,
+        namespace: tuple[str, ...],
+        entry: NewEntry,
+        before_commit: Callable[[], None] = lambda: None,
+    ) -> int:
+        """Register a new table or view; AlreadyExists if the name is taken by either kind.
+
+        ``before_commit`` runs after the statements, before the commit (see ``swap_metadata``).
+        """
         with self.db.transaction() as conn:
             try:
                 row = conn.execute(
@@ -324,13 +334,14 @@ class CatalogRepository(HousekeepingRows):
                     " WHERE n.warehouse_id = %s AND n.path = %s RETURNING id",
                     (*entry.values(), warehouse_id, list(namespace)),
                 ).fetchone()
+                if row is None:  # rolled back: the file stays pending until it is deleted
+                    raise NoSuchNamespace(f"Namespace does not exist: {_dotted(namespace)}")
                 conn.execute(SETTLE_PENDING, ([entry.metadata_location],))
+                before_commit()
             except pg_errors.UniqueViolation as exc:
                 raise AlreadyExists(f"Table or view already exists: {_dotted((*namespace, entry.name))}") from exc
             except pg_errors.ForeignKeyViolation as exc:  # namespace dropped concurrently
                 raise NoSuchNamespace(f"Namespace does not exist: {_dotted(namespace)}") from exc
-        if row is None:
-            raise NoSuchNamespace(f"Namespace does not exist: {_dotted(namespace)}")
         return row["id"]
 
     def replace_entry(self, warehouse_id: int, namespace: tuple[str, ...], entry: NewEntry) -> str | None:
@@ -365,13 +376,15 @@ class CatalogRepository(HousekeepingRows):
             )
             return old["metadata_location"]
 
-    def swap_metadata(self, swaps: list[MetadataSwap]) -> bool:
+    def swap_metadata(self, swaps: list[MetadataSwap], before_commit: Callable[[], None] = lambda: None) -> bool:
         """The commit point: compare-and-set every pointer, all or none. False = another writer won.
 
         One swap is a single conditional UPDATE. Several (a multi-table transaction) lock their rows
         in id order - a fixed order, so concurrent transactions cannot deadlock - and check every
         expected location before changing any. The pending-object records of the new files are
         settled in the same transaction, so "committed" and "no longer pending" cannot disagree.
+        ``before_commit`` runs once the swaps hold, before the commit: what it raises rolls the
+        transaction back (the new files are still being written meanwhile; it waits for them).
         A failure after the statements were sent raises ``CommitOutcomeUnknown``.
         """
         ordered = sorted(swaps, key=lambda swap: swap.entry_id)
@@ -395,6 +408,7 @@ class CatalogRepository(HousekeepingRows):
                         if cursor.rowcount != 1:
                             raise _LostRace
                     conn.execute(SETTLE_PENDING, ([swap.new_location for swap in ordered],))
+                    before_commit()
             except _LostRace:
                 return False
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:

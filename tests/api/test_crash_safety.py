@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+from app.ground.errors import ServiceUnavailable
 from app.ground.locations import Location
 from app.housekeeping import Housekeeper
 from storage.idempotency import IdempotencyRepository
@@ -23,7 +24,7 @@ def test_committed_objects_leave_no_pending_record(client, db):
     client.post(
         table_url("t"), json={"requirements": [], "updates": [{"action": "set-properties", "updates": {"a": "1"}}]}
     )
-    assert db.execute("SELECT count(*) FROM pending_object").fetchone()[0] == 0
+    assert db.execute("SELECT location FROM pending_object").fetchall() == []
 
 
 def test_orphan_of_a_dead_worker_is_swept(client, app, db):
@@ -45,7 +46,7 @@ def test_orphan_of_a_dead_worker_is_swept(client, app, db):
     assert housekeeper(app).sweep_pending(grace_s=3600) in (0, 1)
     assert not tables.objects.exists(Location.parse(orphan))
     assert tables.objects.exists(Location.parse(current["metadata-location"]))
-    assert db.execute("SELECT count(*) FROM pending_object").fetchone()[0] == 0
+    assert db.execute("SELECT location FROM pending_object").fetchall() == []
     assert client.get(table_url("t")).status_code == 200
 
 
@@ -54,7 +55,7 @@ def test_failed_swap_deletes_its_file(client, app, monkeypatch):
     client.post(tables_url(), json=create_request("t"))
     tables = app.app.extensions["growler.tables"]
     before = set(tables.objects.list(Location.parse("s3://growler-test-warehouse/")))
-    monkeypatch.setattr(tables.repository, "swap_metadata", lambda swaps: False)
+    monkeypatch.setattr(tables.repository, "swap_metadata", lambda swaps, before_commit: False)
     response = client.post(
         table_url("t"), json={"requirements": [], "updates": [{"action": "set-properties", "updates": {"a": "1"}}]}
     )
@@ -69,9 +70,9 @@ def _break_after_swap(monkeypatch, repository, *, committed: bool, database_answ
 
     real_swap = repository.swap_metadata
 
-    def swap(swaps):
+    def swap(swaps, before_commit):
         if committed:
-            real_swap(swaps)
+            real_swap(swaps, before_commit=before_commit)
         raise CommitOutcomeUnknown("server closed the connection unexpectedly")
 
     monkeypatch.setattr(repository, "swap_metadata", swap)
@@ -112,3 +113,118 @@ def test_outcome_is_looked_up_when_the_database_answers(client, app, monkeypatch
     loaded = client.get(table_url("t")).json()
     assert loaded["metadata-location"] == response.json()["metadata-location"]
     assert loaded["metadata"]["properties"]["a"] == "1"
+
+
+class _WriteAfterTheSwap:
+    """Holds each metadata write until the commit's database step has run (forced, not hoped for).
+
+    If the write came first, as it once did, it would wait for a swap that never starts: the test
+    fails on the timeout instead of passing by luck.
+    """
+
+    def __init__(self, monkeypatch, tables, db, *, swap=None, fail=False) -> None:
+        self.swapped = threading.Event()
+        self.pointer_while_writing: list[str] = []
+        self.db, self.fail = db, fail
+        real_swap, real_write = swap or tables.repository.swap_metadata, tables.objects.write_new
+
+        def swap_then_signal(swaps, before_commit):
+            def signal_then_wait():
+                self.swapped.set()
+                before_commit()
+
+            try:
+                return real_swap(swaps, before_commit=signal_then_wait)
+            finally:
+                self.swapped.set()  # a lost race does not get to its commit
+
+        def write_once_swapped(location, data, *args):
+            assert self.swapped.wait(10), "the database step did not run while the file was written"
+            self.pointer_while_writing.append(self.pointer())
+            if self.fail:
+                raise ServiceUnavailable("Object storage is unavailable, retry later")
+            real_write(location, data, *args)
+
+        monkeypatch.setattr(tables.repository, "swap_metadata", swap_then_signal)
+        monkeypatch.setattr(tables.objects, "write_new", write_once_swapped)
+
+    def pointer(self) -> str:
+        return self.db.execute("SELECT metadata_location FROM catalog_entry WHERE name = 't'").fetchone()[0]
+
+
+def test_the_swap_runs_while_the_file_is_written_and_commits_after_it(client, app, db, monkeypatch):
+    client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
+    created = client.post(tables_url(), json=create_request("t")).json()
+    tables = app.app.extensions["growler.tables"]
+    held = _WriteAfterTheSwap(monkeypatch, tables, db)
+    response = _set_property(client)
+    assert response.status_code == 200, response.text
+    # while the file was being written the swap was sent but not committed: nobody saw the new
+    # pointer before its file existed
+    assert held.pointer_while_writing == [created["metadata-location"]]
+    assert held.pointer() == response.json()["metadata-location"]
+    assert tables.objects.exists(Location.parse(response.json()["metadata-location"]))
+    assert _pending_of_table(db) == []
+
+
+def test_a_write_failing_under_the_swap_rolls_it_back(client, app, db, monkeypatch):
+    client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
+    created = client.post(tables_url(), json=create_request("t")).json()
+    tables = app.app.extensions["growler.tables"]
+    before = set(tables.objects.list(Location.parse("s3://growler-test-warehouse/")))
+    held = _WriteAfterTheSwap(monkeypatch, tables, db, fail=True)
+    response = _set_property(client)
+    assert response.status_code == 503, response.text
+    assert response.json()["error"]["type"] == "ServiceUnavailableException"
+    assert held.pointer() == created["metadata-location"]
+    assert set(tables.objects.list(Location.parse("s3://growler-test-warehouse/"))) == before
+    assert _pending_of_table(db) == []
+
+
+def test_a_lost_race_deletes_its_file_after_the_write_ends(client, app, db, monkeypatch):
+    """The compare-and-set fails before the (held) write ends: the file is deleted once it is
+    there, not before - else the write would land after the delete and leave an orphan."""
+    client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
+    client.post(tables_url(), json=create_request("t"))
+    tables = app.app.extensions["growler.tables"]
+    before = set(tables.objects.list(Location.parse("s3://growler-test-warehouse/")))
+    _WriteAfterTheSwap(monkeypatch, tables, db, swap=lambda swaps, before_commit: False)
+    response = _set_property(client)
+    assert response.status_code == 409, response.text
+    assert set(tables.objects.list(Location.parse("s3://growler-test-warehouse/"))) == before
+    assert _pending_of_table(db) == []
+
+
+def test_a_create_inserts_while_its_file_is_written(client, app, db, monkeypatch):
+    client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
+    tables = app.app.extensions["growler.tables"]
+    real_insert, real_write = tables.repository.insert_entry, tables.objects.write_new
+    inserted = threading.Event()
+
+    def insert_then_signal(*args, before_commit):
+        def signal_then_wait():
+            inserted.set()
+            before_commit()
+
+        return real_insert(*args, before_commit=signal_then_wait)
+
+    def write_once_inserted(location, data, *args):
+        assert inserted.wait(10), "the insert did not run while the file was written"
+        assert db.execute("SELECT count(*) FROM catalog_entry WHERE name = 't'").fetchone()[0] == 0
+        real_write(location, data, *args)
+
+    monkeypatch.setattr(tables.repository, "insert_entry", insert_then_signal)
+    monkeypatch.setattr(tables.objects, "write_new", write_once_inserted)
+    response = client.post(tables_url(), json=create_request("t"))
+    assert response.status_code == 200, response.text
+    assert tables.objects.exists(Location.parse(response.json()["metadata-location"]))
+    assert _pending_of_table(db) == []
+
+
+def _pending_of_table(db) -> list[str]:
+    """Pending records of this test's table ``db.t`` (other tests leave theirs, e.g. an unknown outcome)."""
+    rows = db.execute(
+        "SELECT p.location FROM pending_object p JOIN catalog_entry e ON p.location LIKE e.location || '/%'"
+        " WHERE e.name = 't'"
+    ).fetchall()
+    return [row[0] for row in rows]
