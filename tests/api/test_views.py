@@ -500,30 +500,40 @@ def test_replace_missing_view_is_404(client, ns):
 # -- concurrent replaces ---------------------------------------------------------------------
 
 
-class RaceOnWrite:
-    """An object store that runs ``interloper`` just before the first metadata write goes out."""
+class RaceBeforeWrite:
+    """Runs ``interloper`` once, as the first metadata file is recorded as pending - after the
+    commit read the view, before its file is written and its compare-and-set is sent - and records
+    the files written (``written``)."""
 
-    def __init__(self, real, interloper) -> None:
-        self.real, self.interloper, self.fired = real, interloper, False
+    def __init__(self, monkeypatch, views, interloper) -> None:
+        self.interloper, self.fired = interloper, False
         self.written: list[str] = []
+        self.real_objects, self.real_repository = views.objects, views.files.repository
+        monkeypatch.setattr(views.files, "objects", self)
+        monkeypatch.setattr(views.files, "repository", self)
 
-    def write_new(self, location: str, data: bytes, content_type: str = "application/json") -> None:
+    def record_pending(self, locations: list[str]) -> None:
         if not self.fired:
             self.fired = True
             self.interloper()
+        self.real_repository.record_pending(locations)
+
+    def write_new(self, location, data: bytes, content_type: str = "application/json") -> None:
         self.written.append(location.uri)
-        self.real.write_new(location, data, content_type)
+        self.real_objects.write_new(location, data, content_type)
 
     def __getattr__(self, name: str):
-        return getattr(self.real, name)
+        real = self.real_objects if hasattr(self.real_objects, name) else self.real_repository
+        return getattr(real, name)
 
 
 def test_a_lost_race_is_retried_on_the_server_and_its_file_deleted(client, ns, s3, db, views, monkeypatch):
     created = create(client, "raced")
-    store = RaceOnWrite(
-        views.objects, lambda: views.replace_view("test", NS, "raced", [], replace_updates("SELECT 'interloper'"))
+    store = RaceBeforeWrite(
+        monkeypatch,
+        views,
+        lambda: views.replace_view("test", NS, "raced", [], replace_updates("SELECT 'interloper'")),
     )
-    monkeypatch.setattr(views.files, "objects", store)
     response = client.post(
         view_url("raced"),
         json={
@@ -556,8 +566,7 @@ def test_a_race_whose_requirement_no_longer_holds_is_409(client, ns, s3, db, vie
         views.create_view("test", NS, view_request("recreated"))
 
     original_uuid = client.get(view_url("recreated")).json()["metadata"]["view-uuid"]
-    store = RaceOnWrite(views.objects, drop_and_recreate)
-    monkeypatch.setattr(views.files, "objects", store)
+    store = RaceBeforeWrite(monkeypatch, views, drop_and_recreate)
     response = client.post(
         view_url("recreated"),
         json={
