@@ -18,21 +18,27 @@ path, a repeated or undeclared parameter, a value connexion would refuse - goes 
 untouched (with any body it read replayed): the door never writes a validation error of its own.
 
 Which operations it serves is ``SERVED``: the reads whose handlers take everything from their
-arguments, run in a thread; and the ``loop_reads`` (loadTable, and signRequest with its small JSON
-body read and validated from the yaml's schema), answered on the event loop with
-the same rule, service and rendering as their handlers, or handed to connexion when that needs a
-thread. ``GROWLER_FAST_READS=false`` turns it off (the equivalence tests compare both).
+arguments, run in a thread; the hot writes (``WRITES``: createTable, updateTable), whose small
+JSON body is validated in that thread with connexion's own validator for the yaml's schema and
+whose handlers run in a Flask request context (they read Idempotency-Key and the delegation
+header), in threads of their own so that a slow commit never queues a read; and the
+``loop_reads`` (loadTable, and signRequest with its small JSON body read and validated from the
+yaml's schema), answered on the event loop with the same rule, service and rendering as their
+handlers, or handed to connexion when that needs a thread. ``GROWLER_FAST_READS=false`` turns it
+off (the equivalence tests compare both).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import io
 import re
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
+from a2wsgi.wsgi import build_environ
 from flask import Flask, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -42,10 +48,17 @@ from app.edge.operations import Operation, RouteTable, Unreadable
 from app.edge.responses import Rendered
 from app.ground.text import path_has_control_characters
 
-# The reads the door answers in a thread, with the handler connexion would call. loadTable and
-# signRequest are answered on the event loop (``loop_reads``). Operations that take a body or an
-# Idempotency-Key, and handlers that read request headers, stay with connexion and Flask.
-SERVED = frozenset(
+# The writes the door answers, in a request context and threads of their own: a create and an
+# append commit paid about 1 ms of connexion's routing and validation, a2wsgi and Flask each, a
+# quarter of a create's CPU (W5) and of a losing commit's (W7).
+WRITES = frozenset({"createTable", "updateTable"})
+# The operations whose JSON body the door reads (``RouteTable.compile(bodies=...)``).
+BODIES = WRITES | {"signRequest"}
+
+# The operations the door answers in a thread, with the handler connexion would call. loadTable and
+# signRequest are answered on the event loop (``loop_reads``). Other writes stay with connexion and
+# Flask.
+SERVED = WRITES | frozenset(
     {
         "getConfig",
         "listNamespaces",
@@ -103,6 +116,7 @@ class OperationDoor:
         self.flask_app = flask_app
         self.serialize = serialize  # the app's Jsonifier.dumps: the bytes connexion would write
         self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="growler-door")
+        self.writers = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="growler-door-write")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         call = self._read(scope) if scope["type"] == "http" else None
@@ -110,32 +124,41 @@ class OperationDoor:
             await self.app(scope, receive, send)
             return
         operation, kwargs, headers = call
+        data = None
         if operation.body_reader is not None:
             data, whole = await read_body(receive, MAX_BODY_BYTES)
             receive = replay(data, receive)  # whatever answers next (connexion) reads the body again
-            try:
-                if not whole:
-                    raise Unreadable
-                kwargs["body"] = operation.read_body(data)
-            except Unreadable:  # connexion judges it
+            if not whole:  # connexion judges it
                 await self.app(scope, receive, send)
                 return
-        _record_route(scope, operation, kwargs)
         loop_read = self.loop_reads.get(operation.operation_id)
         if loop_read is not None:
+            try:
+                if data is not None:
+                    kwargs["body"] = operation.read_body(data)  # small: validated on the loop
+            except Unreadable:
+                await self.app(scope, receive, send)
+                return
+            _record_route(scope, operation, kwargs)
             rendered = await loop_read(kwargs, headers, self._in_thread)
             if rendered is None:  # it needs a thread: connexion's handler answers
                 await self.app(scope, receive, send)
             else:
                 await send_rendered(send, rendered)
             return
-        status, headers, body = await self._in_thread(self._answer, operation, kwargs, scope["method"] == "HEAD")
+        _record_route(scope, operation, kwargs)
+        executor = self.writers if operation.operation_id in WRITES else self.executor
+        answer = await self._in_thread(self._answer, operation, kwargs, scope, data, executor=executor)
+        if answer is None:  # a body connexion must judge
+            await self.app(scope, receive, send)
+            return
+        status, headers, body = answer
         await send_response(send, status, body, headers, content_type=None)
 
-    async def _in_thread(self, call: Callable[..., Any], *args: Any) -> Any:
+    async def _in_thread(self, call: Callable[..., Any], *args: Any, executor: ThreadPoolExecutor | None = None) -> Any:
         """``call(*args)`` in one of the door's threads, with the caller and the request id."""
         context = contextvars.copy_context()
-        return await asyncio.get_running_loop().run_in_executor(self.executor, context.run, call, *args)
+        return await asyncio.get_running_loop().run_in_executor(executor or self.executor, context.run, call, *args)
 
     def _read(self, scope: Scope) -> tuple[Operation, dict[str, Any], dict[bytes, list[bytes]]] | None:
         """The operation, its handler's arguments and the headers, when the door serves this request."""
@@ -156,16 +179,30 @@ class OperationDoor:
         except Unreadable:
             return None
 
-    def _answer(self, operation: Operation, kwargs: dict[str, Any], head: bool) -> tuple[int, list, bytes]:
-        """The handler's answer as connexion's response handling and Flask would send it."""
-        with self.flask_app.app_context():
+    def _answer(
+        self, operation: Operation, kwargs: dict[str, Any], scope: Scope, data: bytes | None
+    ) -> tuple[int, list, bytes] | None:
+        """The handler's answer as connexion's response handling and Flask would send it.
+
+        With a body: None unless it is valid (connexion then judges it), and the handler runs in a
+        request context made from the request, as Flask's would be.
+        """
+        if data is None:
+            context = self.flask_app.app_context()
+        else:
+            try:
+                kwargs["body"] = operation.read_body(data)
+            except Unreadable:
+                return None
+            context = self.flask_app.request_context(build_environ(scope, io.BytesIO(data)))
+        with context:
             result = self.handlers[operation.operation_id](**kwargs)
             response = result if isinstance(result, Response) else self._json_response(result)
             headers = [
                 (name.lower().encode("latin-1"), value.encode("latin-1"))
                 for name, value in response.get_wsgi_headers({}).items()
             ]
-            return response.status_code, headers, b"" if head else response.get_data()
+            return response.status_code, headers, b"" if scope["method"] == "HEAD" else response.get_data()
 
     def _json_response(self, result: Any) -> Response:
         """A ``(data, status[, headers])`` result, serialised as connexion's response decorator does."""

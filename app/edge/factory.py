@@ -34,7 +34,7 @@ from app.edge.context import (
     TABLES,
     VIEWS,
 )
-from app.edge.door import OperationDoor
+from app.edge.door import BODIES, OperationDoor
 from app.edge.http import (
     LivenessMiddleware,
     RequestGuardMiddleware,
@@ -189,9 +189,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         app.add_middleware(
             OperationDoor,
             position=MiddlewarePosition.BEFORE_SWAGGER,
-            routes=RouteTable.compile(
-                spec, find_handler, bodies=frozenset({"signRequest"}), body_validator=validators["body"]["*/*json"]
-            ),
+            routes=RouteTable.compile(spec, find_handler, bodies=BODIES, body_validator=validators["body"]["*/*json"]),
             handler_for=resolver.handler,
             flask_app=app.app,
             serialize=compact.dumps,

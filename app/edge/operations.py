@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from connexion.decorators.parameter import sanitized, unwrap_decorators
+from connexion.json_schema import resolve_refs
 from connexion.utils import is_null, is_nullable, make_type
 from jsonschema import Draft4Validator
 
@@ -215,7 +216,9 @@ def _operation(
 
 
 def _body_reader(declared: dict[str, Any], shared: dict[str, Any], validator: type) -> Callable[[bytes], Any]:
-    body = _resolve(declared["requestBody"], shared)
+    # connexion's own resolution: table schemas nest (a struct's fields are types), so the
+    # resolved schema refers back to itself, as the one connexion validates bodies against does
+    body = resolve_refs({"components": shared, "body": declared["requestBody"]})["body"]
     schema = body["content"]["application/json"]["schema"]
     checker = validator(
         schema=schema, required=bool(body.get("required")), nullable=False, encoding="utf-8", strict_validation=True
