@@ -18,7 +18,7 @@ path, a repeated or undeclared parameter, a value connexion would refuse - goes 
 untouched (with any body it read replayed): the door never writes a validation error of its own.
 
 Which operations it serves is ``SERVED``: the reads whose handlers take everything from their
-arguments, run in a thread; the hot writes (``WRITES``: createTable, updateTable), whose small
+arguments, run in a thread; the writes of namespaces, tables and views (``WRITES``), whose small
 JSON body is validated in that thread with connexion's own validator for the yaml's schema and
 whose handlers run in a Flask request context (they read Idempotency-Key and the delegation
 header), in threads of their own so that a slow commit never queues a read; and the
@@ -48,11 +48,31 @@ from app.edge.operations import Operation, RouteTable, Unreadable
 from app.edge.responses import Rendered
 from app.ground.text import path_has_control_characters
 
-# The writes the door answers, in a request context and threads of their own: a create and an
-# append commit paid about 1 ms of connexion's routing and validation, a2wsgi and Flask each, a
-# quarter of a create's CPU (W5) and of a losing commit's (W7).
-WRITES = frozenset({"createTable", "updateTable"})
-# The operations whose JSON body the door reads (``RouteTable.compile(bodies=...)``).
+# The writes the door answers, in a request context (their handlers read Idempotency-Key and the
+# delegation header) and in threads of their own: through connexion's routing and validation,
+# a2wsgi and Flask, a create and an append commit paid about 1 ms more, a quarter of a create's
+# CPU (W5) and of a losing commit's (W7).
+WRITES = frozenset(
+    {
+        "createNamespace",
+        "dropNamespace",
+        "updateProperties",
+        "createTable",
+        "registerTable",
+        "updateTable",
+        "dropTable",
+        "unregisterTable",
+        "renameTable",
+        "reportMetrics",
+        "commitTransaction",
+        "createView",
+        "registerView",
+        "replaceView",
+        "dropView",
+        "renameView",
+    }
+)
+# The operations whose JSON body the door reads, when they declare one (``RouteTable.compile``).
 BODIES = WRITES | {"signRequest"}
 
 # The operations the door answers in a thread, with the handler connexion would call. loadTable and
@@ -184,17 +204,18 @@ class OperationDoor:
     ) -> tuple[int, list, bytes] | None:
         """The handler's answer as connexion's response handling and Flask would send it.
 
-        With a body: None unless it is valid (connexion then judges it), and the handler runs in a
+        With a body: None unless it is valid (connexion then judges it). A write's handler runs in a
         request context made from the request, as Flask's would be.
         """
-        if data is None:
-            context = self.flask_app.app_context()
-        else:
+        if data is not None:
             try:
                 kwargs["body"] = operation.read_body(data)
             except Unreadable:
                 return None
-            context = self.flask_app.request_context(build_environ(scope, io.BytesIO(data)))
+        if operation.operation_id in WRITES:
+            context = self.flask_app.request_context(build_environ(scope, io.BytesIO(data or b"")))
+        else:
+            context = self.flask_app.app_context()
         with context:
             result = self.handlers[operation.operation_id](**kwargs)
             response = result if isinstance(result, Response) else self._json_response(result)

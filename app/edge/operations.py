@@ -163,7 +163,7 @@ class RouteTable:
                 own = [_resolve(p, shared) for p in declared.get("parameters", [])]
                 parameters = {(p["in"], p["name"]): p for p in [*common, *own]}  # an operation's own win
                 operation = _operation(template, method, declared, list(parameters.values()), shared, handler_for)
-                if operation.operation_id in bodies and body_validator is not None:
+                if operation.operation_id in bodies and operation.has_body and body_validator is not None:
                     operation = replace(operation, body_reader=_body_reader(declared, shared, body_validator))
                 operations.append(operation)
         return cls(operations)
