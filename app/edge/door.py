@@ -1,4 +1,4 @@
-"""The operation door: the catalog's reads answered in front of connexion's routing and Flask.
+"""The operation door: the catalog's reads and writes answered in front of connexion's routing and Flask.
 
 Through the full stack, a request pays connexion's routing and parameter validation, a2wsgi's
 hand-off to a thread, Flask's request context and dispatch, and connexion's response handling:
@@ -45,7 +45,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from app.edge.http import read_body, replay, send_rendered, send_response
 from app.edge.observability import ROUTING_CONTEXT
 from app.edge.operations import Operation, RouteTable, Unreadable
-from app.edge.responses import Rendered
+from app.edge.responses import JSON, Rendered
 from app.ground.text import path_has_control_characters
 
 # The writes the door answers, in a request context (their handlers read Idempotency-Key and the
@@ -163,8 +163,10 @@ class OperationDoor:
             rendered = await loop_read(kwargs, headers, self._in_thread)
             if rendered is None:  # it needs a thread: connexion's handler answers
                 await self.app(scope, receive, send)
-            else:
-                await send_rendered(send, rendered)
+                return
+            if operation.response_check is not None and rendered.headers.get("Content-Type") == JSON:
+                operation.response_check(rendered.status, rendered.body)
+            await send_rendered(send, rendered)
             return
         _record_route(scope, operation, kwargs)
         executor = self.writers if operation.operation_id in WRITES else self.executor
@@ -223,7 +225,10 @@ class OperationDoor:
                 (name.lower().encode("latin-1"), value.encode("latin-1"))
                 for name, value in response.get_wsgi_headers({}).items()
             ]
-            return response.status_code, headers, b"" if scope["method"] == "HEAD" else response.get_data()
+            body = response.get_data()
+            if operation.response_check is not None and response.mimetype == "application/json":
+                operation.response_check(response.status_code, body)
+            return response.status_code, headers, b"" if scope["method"] == "HEAD" else body
 
     def _json_response(self, result: Any) -> Response:
         """A ``(data, status[, headers])`` result, serialised as connexion's response decorator does."""

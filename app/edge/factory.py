@@ -189,7 +189,13 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         app.add_middleware(
             OperationDoor,
             position=MiddlewarePosition.BEFORE_SWAGGER,
-            routes=RouteTable.compile(spec, find_handler, bodies=BODIES, body_validator=validators["body"]["*/*json"]),
+            routes=RouteTable.compile(
+                spec,
+                find_handler,
+                bodies=BODIES,
+                body_validator=validators["body"]["*/*json"],
+                check_responses=settings.validate_responses,
+            ),
             handler_for=resolver.handler,
             flask_app=app.app,
             serialize=compact.dumps,

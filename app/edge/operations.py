@@ -22,15 +22,17 @@ connexion, whose errors are the only validation errors the API answers.
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import parse_qsl
 
 from connexion.decorators.parameter import sanitized, unwrap_decorators
-from connexion.json_schema import resolve_refs
+from connexion.exceptions import NonConformingResponseBody
+from connexion.json_schema import Draft4ResponseValidator, format_error_with_path, resolve_refs
 from connexion.utils import is_null, is_nullable, make_type
-from jsonschema import Draft4Validator
+from jsonschema import Draft4Validator, ValidationError
 
 HTTP_METHODS = ("get", "put", "post", "delete", "head", "patch")
 
@@ -87,6 +89,7 @@ class Operation:
     has_body: bool
     arguments: frozenset[str] | None  # the handler's parameter names; None: it takes **kwargs
     body_reader: Callable[[bytes], Any] | None = None  # for the operations the door reads bodies of
+    response_check: Callable[[int, bytes], None] | None = None  # GROWLER_VALIDATE_RESPONSES (tests)
 
     @property
     def specificity(self) -> tuple[int, ...]:
@@ -146,12 +149,14 @@ class RouteTable:
         *,
         bodies: frozenset[str] = frozenset(),
         body_validator: type | None = None,
+        check_responses: bool = False,
     ) -> RouteTable:
         """The table of ``spec`` (the dict connexion is given); ``handler_for`` names each handler.
 
         The operations named in ``bodies`` also get their JSON request body read with
         ``body_validator`` (the class connexion validates bodies with: ``validation_map``'s),
-        built once here from the body's schema.
+        built once here from the body's schema. With ``check_responses`` every operation gets a
+        check of its JSON answers against the yaml, as connexion's ``validate_responses`` does.
         """
         shared = spec.get("components", {})
         operations = []
@@ -165,6 +170,8 @@ class RouteTable:
                 operation = _operation(template, method, declared, list(parameters.values()), shared, handler_for)
                 if operation.operation_id in bodies and operation.has_body and body_validator is not None:
                     operation = replace(operation, body_reader=_body_reader(declared, shared, body_validator))
+                if check_responses:
+                    operation = replace(operation, response_check=_response_check(declared, shared))
                 operations.append(operation)
         return cls(operations)
 
@@ -224,6 +231,26 @@ def _body_reader(declared: dict[str, Any], shared: dict[str, Any], validator: ty
         schema=schema, required=bool(body.get("required")), nullable=False, encoding="utf-8", strict_validation=True
     )
     return checker.accepted
+
+
+def _response_check(declared: dict[str, Any], shared: dict[str, Any]) -> Callable[[int, bytes], None]:
+    """connexion's response validation for one operation: the JSON body of the status's response
+    (else ``default``) against its schema; ``NonConformingResponseBody`` (a 500) when it is not."""
+    responses = resolve_refs({"components": shared, "responses": declared.get("responses", {})})["responses"]
+
+    def check(status: int, body: bytes) -> None:
+        response = responses.get(str(status), responses.get("default", {}))
+        schema = response.get("content", {}).get("application/json", {}).get("schema")
+        if schema is None or not body:
+            return
+        try:
+            Draft4ResponseValidator(schema, format_checker=Draft4Validator.FORMAT_CHECKER).validate(json.loads(body))
+        except ValidationError as exc:
+            raise NonConformingResponseBody(
+                detail=f"Response body does not conform to specification. {exc.message}{format_error_with_path(exc)}"
+            ) from exc
+
+    return check
 
 
 def _parameter(declared: dict[str, Any], shared: dict[str, Any]) -> Parameter:

@@ -348,3 +348,25 @@ def test_bodies_the_door_does_not_take_go_to_connexion(
     assert door.status_code == status, door.text
     _same(door, send(full_stack_client))
     assert served == []
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        (f"{PREFIX}/namespaces/db", None),  # a read the door answers in its thread
+        (f"{PREFIX}/namespaces/db/properties", {"updates": {"a": "1"}}),  # a write
+    ],
+)
+def test_an_answer_the_yaml_does_not_allow_is_refused_on_both_paths(
+    client, full_stack_client, catalog, served, monkeypatch, path, body
+):
+    """GROWLER_VALIDATE_RESPONSES (on in the tests): the door checks its answers as connexion does."""
+    from app.namespaces import NamespaceService
+
+    broken = {"namespace": "db", "properties": {}}  # the namespace must be an array
+    monkeypatch.setattr(NamespaceService, "load_namespace", lambda *_args: broken)
+    monkeypatch.setattr(NamespaceService, "update_namespace_properties", lambda *_args: {"updated": "a"})
+    door = client.request("GET" if body is None else "POST", path, json=body)
+    assert door.status_code == 500, door.text
+    _same(door, full_stack_client.request("GET" if body is None else "POST", path, json=body))
+    assert len(served) == 1
