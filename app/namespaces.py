@@ -180,6 +180,13 @@ class WarehouseDirectory:
             raise ServiceUnavailable(f"The storage keys of warehouse {row.name} cannot be decrypted") from exc
 
 
+def namespace_answer(warehouse: WarehouseRow, namespace: tuple[str, ...], properties: dict[str, str]) -> dict[str, Any]:
+    """loadNamespaceMetadata's answer from the stored properties (the door's event loop makes it too)."""
+    if not properties.get("location"):
+        properties = {**properties, "location": default_namespace_location(warehouse, namespace)}
+    return {"namespace": list(namespace), "properties": properties}
+
+
 class NamespaceService:
     authorizer: Authorizer = OPEN  # the app factory sets the catalog's (app/authorization.py)
 
@@ -259,10 +266,7 @@ class NamespaceService:
         ``location`` wins; the default is reported, never stored.
         """
         warehouse = self.warehouses.get(prefix)
-        properties = self.repository.namespace_properties(warehouse.id, namespace)
-        if not properties.get("location"):
-            properties = {**properties, "location": default_namespace_location(warehouse, namespace)}
-        return {"namespace": list(namespace), "properties": properties}
+        return namespace_answer(warehouse, namespace, self.repository.namespace_properties(warehouse.id, namespace))
 
     def require_namespace(self, prefix: str, namespace: tuple[str, ...]) -> None:
         """HEAD namespace: NoSuchNamespace (404) unless it exists."""

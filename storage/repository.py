@@ -57,8 +57,12 @@ LOAD_ENTRY = _LOAD_ENTRY.format(metadata="e.metadata")
 LOAD_ENTRY_UNLESS_AT = _LOAD_ENTRY.format(metadata="CASE WHEN e.metadata_location = %s THEN '' ELSE e.metadata END")
 
 
+NAMESPACE_PROPERTIES = "SELECT properties FROM namespace WHERE warehouse_id = %s AND path = %s"
+
+
 class AsyncEntryReader:
-    """``CatalogRepository.load_entry`` on the event loop, for the loadTable fast path."""
+    """Rows the operation door reads on the event loop: ``CatalogRepository.load_entry`` (loadTable)
+    and ``namespace_properties`` (loadNamespaceMetadata)."""
 
     def __init__(self, db: AsyncDatabase) -> None:
         self.db = db
@@ -72,6 +76,11 @@ class AsyncEntryReader:
         """The entry; with ``unless_at``, its ``metadata`` is empty when it is still at that location."""
         row = await self.db.fetch_one(*_load_entry_query(warehouse_id, namespace, name, unless_at))
         return EntryRow(**row) if row else None
+
+    async def namespace_properties(self, warehouse_id: int, path: tuple[str, ...]) -> dict[str, str] | None:
+        """The namespace's stored properties; None when there is no such namespace."""
+        row = await self.db.fetch_one(NAMESPACE_PROPERTIES, (warehouse_id, list(path)))
+        return row["properties"] if row else None
 
 
 def _load_entry_query(
@@ -207,10 +216,7 @@ class CatalogRepository(HousekeepingRows):
 
     def namespace_properties(self, warehouse_id: int, path: tuple[str, ...]) -> dict[str, str]:
         with self.db.connection() as conn:
-            row = conn.execute(
-                "SELECT properties FROM namespace WHERE warehouse_id = %s AND path = %s",
-                (warehouse_id, list(path)),
-            ).fetchone()
+            row = conn.execute(NAMESPACE_PROPERTIES, (warehouse_id, list(path))).fetchone()
         if row is None:
             raise NoSuchNamespace(f"Namespace does not exist: {_dotted(path)}")
         return row["properties"]

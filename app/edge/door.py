@@ -24,7 +24,8 @@ whose handlers run in a Flask request context (they read Idempotency-Key and the
 header), in threads of their own so that a slow commit never queues a read; and the
 ``loop_reads`` (loadTable, and signRequest with its small JSON body read and validated from the
 yaml's schema), answered on the event loop with the same rule, service and rendering as their
-handlers, or handed to connexion when that needs a thread. ``GROWLER_FAST_READS=false`` turns it
+handlers, or - when that needs a thread - answered in the door's thread (loadNamespaceMetadata)
+or by connexion (loadTable, signRequest). ``GROWLER_FAST_READS=false`` turns it
 off (the equivalence tests compare both).
 """
 
@@ -161,14 +162,16 @@ class OperationDoor:
                 return
             _record_route(scope, operation, kwargs)
             rendered = await loop_read(kwargs, headers, self._in_thread)
-            if rendered is None:  # it needs a thread: connexion's handler answers
+            if rendered is not None:
+                if operation.response_check is not None and rendered.headers.get("Content-Type") == JSON:
+                    operation.response_check(rendered.status, rendered.body)
+                await send_rendered(send, rendered)
+                return
+            if operation.operation_id not in self.handlers:  # it needs a thread: connexion's handler answers
                 await self.app(scope, receive, send)
                 return
-            if operation.response_check is not None and rendered.headers.get("Content-Type") == JSON:
-                operation.response_check(rendered.status, rendered.body)
-            await send_rendered(send, rendered)
-            return
-        _record_route(scope, operation, kwargs)
+        else:
+            _record_route(scope, operation, kwargs)
         executor = self.writers if operation.operation_id in WRITES else self.executor
         answer = await self._in_thread(self._answer, operation, kwargs, scope, data, executor=executor)
         if answer is None:  # a body connexion must judge

@@ -16,6 +16,7 @@ import pytest
 
 from app.edge.door import SERVED, OperationDoor
 from app.edge.factory import load_spec
+from app.edge.loop_reads import LoadNamespaceOnLoop
 from app.edge.operations import RouteTable
 from app.edge.resolver import find_handler
 from tests.api.tables_support import PREFIX, create_request, table_url, tables_url
@@ -46,9 +47,25 @@ def client(door_client, clean_catalog):
 
 
 @pytest.fixture
-def served(monkeypatch) -> list[str]:
-    """The operations the door answered (in its thread), in order."""
+def on_the_loop(monkeypatch) -> list[str]:
+    """The namespaces loadNamespaceMetadata answered on the event loop (``LoadNamespaceOnLoop``)."""
     calls: list[str] = []
+    original = LoadNamespaceOnLoop.__call__
+
+    async def spy(self, kwargs, headers, in_thread):
+        rendered = await original(self, kwargs, headers, in_thread)
+        if rendered is not None:
+            calls.append(self.operation_id)
+        return rendered
+
+    monkeypatch.setattr(LoadNamespaceOnLoop, "__call__", spy)
+    return calls
+
+
+@pytest.fixture
+def served(monkeypatch, on_the_loop) -> list[str]:
+    """The operations the door answered (in its thread or on the event loop), in order."""
+    calls = on_the_loop
     original = OperationDoor._answer
 
     def spy(self, operation, kwargs, scope, data):
@@ -361,12 +378,36 @@ def test_an_answer_the_yaml_does_not_allow_is_refused_on_both_paths(
     client, full_stack_client, catalog, served, monkeypatch, path, body
 ):
     """GROWLER_VALIDATE_RESPONSES (on in the tests): the door checks its answers as connexion does."""
+    from app.edge import loop_reads
     from app.namespaces import NamespaceService
 
-    broken = {"namespace": "db", "properties": {}}  # the namespace must be an array
-    monkeypatch.setattr(NamespaceService, "load_namespace", lambda *_args: broken)
+    def broken(*_args):
+        return {"namespace": "db", "properties": {}}  # the namespace must be an array
+
+    monkeypatch.setattr(loop_reads, "namespace_answer", broken)  # on the event loop
+    monkeypatch.setattr(NamespaceService, "load_namespace", broken)  # in a thread
     monkeypatch.setattr(NamespaceService, "update_namespace_properties", lambda *_args: {"updated": "a"})
     door = client.request("GET" if body is None else "POST", path, json=body)
     assert door.status_code == 500, door.text
     _same(door, full_stack_client.request("GET" if body is None else "POST", path, json=body))
     assert len(served) == 1
+
+
+def test_a_namespace_is_read_on_the_event_loop_and_a_missing_one_in_a_thread(client, catalog, monkeypatch):
+    answered: list[str] = []
+    original_loop, original_thread = LoadNamespaceOnLoop.__call__, OperationDoor._answer
+
+    async def loop_spy(self, kwargs, headers, in_thread):
+        rendered = await original_loop(self, kwargs, headers, in_thread)
+        answered.append("loop" if rendered is not None else "loop: none")
+        return rendered
+
+    def thread_spy(self, operation, kwargs, scope, data):
+        answered.append("thread")
+        return original_thread(self, operation, kwargs, scope, data)
+
+    monkeypatch.setattr(LoadNamespaceOnLoop, "__call__", loop_spy)
+    monkeypatch.setattr(OperationDoor, "_answer", thread_spy)
+    assert client.get(f"{PREFIX}/namespaces/db%1Fnested").json()["namespace"] == ["db", "nested"]
+    assert client.get(f"{PREFIX}/namespaces/missing").status_code == 404
+    assert answered == ["loop", "loop: none", "thread"]
