@@ -39,7 +39,8 @@ class ParsedMetadataCache:
     entry stored with it; the entry id guards against a dropped table's name taken again.
     """
 
-    def __init__(self, capacity: int = 8) -> None:
+    def __init__(self, capacity: int = 8, snapshot_json: rules.SnapshotJson | None = None) -> None:
+        self.snapshot_json = snapshot_json  # snapshots serialised before are reused when parsing
         self._entries: LruCache[str, tuple[str, Any]] = LruCache(capacity)
         self._latest: LruCache[EntryKey, tuple[int, str]] = LruCache(capacity)  # entry id, location
 
@@ -56,7 +57,7 @@ class ParsedMetadataCache:
         if cached is not None and cached[0] == text:
             metadata = cached[1]
         else:
-            metadata = rules.parse_metadata(text, screen)
+            metadata = rules.parse_metadata(text, screen, self.snapshot_json)
         self.remember(location, text, metadata, seen)
         return metadata
 

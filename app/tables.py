@@ -154,9 +154,9 @@ class TableService(EntryService):
     ) -> None:
         super().__init__(settings, repository, objects, warehouses)
         self.purge_requested = threading.Event()
-        self.parsed = ParsedMetadataCache()
-        self.issued = IssuedETags()  # lets loadTable on the event loop skip unchanged documents
         self.snapshot_json = rules.SnapshotJson()
+        self.parsed = ParsedMetadataCache(snapshot_json=self.snapshot_json)
+        self.issued = IssuedETags()  # lets loadTable on the event loop skip unchanged documents
         self.lanes = CommitLanes()
         self.commits = CommitLoop(repository, self.files, kind=TABLE, logged_files=_logged_files)
 

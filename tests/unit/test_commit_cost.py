@@ -69,3 +69,31 @@ def test_snapshot_lookups_answer_as_pyiceberg_scan():
         for snapshot_id in (1, 4, 20, 21, 99):
             expected = next((s for s in metadata.snapshots if s.snapshot_id == snapshot_id), None)
             assert metadata.snapshot_by_id(snapshot_id) is expected
+
+
+def test_a_version_another_worker_wrote_reuses_the_snapshots_this_one_holds(serialised):
+    """Parsing a newer version of a table: the snapshots whose text is exactly what this cache
+    made for a parsed snapshot are that object, so only the new ones are built and serialised."""
+    cache = tm.SnapshotJson()
+    held = tm.parse_metadata(tm.to_json(grown(20)), snapshot_json=cache)  # this worker's version
+    tm.to_json(held, cache)
+    written_elsewhere = append(append(held, 21, parent=20), 22, parent=21)
+    text = tm.to_json(written_elsewhere)
+    serialised.clear()
+    parsed = tm.parse_metadata(text, snapshot_json=cache)
+    assert [a is b for a, b in zip(parsed.snapshots, held.snapshots, strict=False)] == [True] * 20
+    assert parsed.snapshot_by_id(21) is not written_elsewhere.snapshot_by_id(21)  # built from its text
+    assert tm.to_json(parsed, cache) == text
+    assert serialised == [21, 22]
+    assert parsed == tm.parse_metadata(text)
+
+
+def test_a_snapshot_whose_text_changed_is_built_from_the_text(serialised):
+    cache = tm.SnapshotJson()
+    held = tm.parse_metadata(tm.to_json(grown(3)), snapshot_json=cache)
+    tm.to_json(held, cache)
+    text = tm.to_json(held).replace('"snapshot-id":2,', '"snapshot-id":2,"key-id":"k",')
+    parsed = tm.parse_metadata(text, snapshot_json=cache)
+    assert parsed.snapshots[0] is held.snapshots[0] and parsed.snapshots[2] is held.snapshots[2]
+    assert parsed.snapshots[1] is not held.snapshots[1] and parsed.snapshots[1].key_id == "k"
+    assert tm.to_json(parsed, cache) == tm.to_json(parsed)

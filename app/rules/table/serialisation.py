@@ -18,7 +18,7 @@ from pyiceberg.typedef import IcebergBaseModel
 from app.ground.errors import BadRequest, InvalidArgument, invalid_metadata
 from app.ground.lru import LruCache
 from app.rules.describe import describe_error
-from app.rules.table.models import FORMAT_VERSIONS, INVALID, METADATA_ADAPTER, Lossless, starts_with_same
+from app.rules.table.models import FORMAT_VERSIONS, INVALID, METADATA_ADAPTER, Lossless, _Snapshot, starts_with_same
 
 # The metadata-file key order of Java's TableMetadataParser, so our files read like everyone else's.
 _KEY_ORDER = (
@@ -50,18 +50,26 @@ _KEY_ORDER = (
 )
 
 
-def parse_metadata(text: str | bytes, screen: Callable[[dict[str, Any]], None] | None = None) -> TableMetadata:
+def parse_metadata(
+    text: str | bytes,
+    screen: Callable[[dict[str, Any]], None] | None = None,
+    snapshot_json: SnapshotJson | None = None,
+) -> TableMetadata:
     """Parse a metadata file (registerTable, stored documents); BadRequest when it is not valid.
 
     ``screen`` sees the decoded document before the model is built from it, and may refuse it
-    (a commit's requirements: ``updates.screen_for``).
+    (a commit's requirements: ``updates.screen_for``). With ``snapshot_json``, snapshots it
+    serialised before are taken as they are (``SnapshotJson.reuse``) instead of built again.
     """
     try:
         data = json.loads(text)
     except (ValueError, TypeError) as exc:
         raise BadRequest(f"not valid table metadata: {exc}") from exc
-    if screen is not None and isinstance(data, dict):
-        screen(data)
+    if isinstance(data, dict):
+        if screen is not None:
+            screen(data)
+        if snapshot_json is not None:
+            snapshot_json.reuse(data)
     return metadata_from_dict(data, "not valid table metadata")
 
 
@@ -119,6 +127,28 @@ class SnapshotJson:
         text = json.dumps(_snapshot_dict(snapshot, format_version), separators=_COMPACT)
         self._texts.put(key, (snapshot, text))
         return text
+
+    def reuse(self, data: dict[str, Any]) -> None:
+        """Put in a decoded document's ``snapshots``, for each element that is exactly the text this
+        cache holds for a parsed snapshot of that id, that very snapshot object.
+
+        A worker that parses the version another worker wrote (W7: half the commits) would otherwise
+        build every snapshot again and, the objects being new, serialise them all again too. The
+        text is the object's own serialisation, so the model built from it would equal the object;
+        anything else (another writer's formatting, a changed snapshot) is built as usual.
+        """
+        snapshots, version = data.get("snapshots"), data.get("format-version")
+        if not isinstance(snapshots, list):
+            return
+        for position, element in enumerate(snapshots):
+            snapshot_id = element.get("snapshot-id") if isinstance(element, dict) else None
+            cached = self._texts.get((snapshot_id, version)) if isinstance(snapshot_id, int) else None
+            if (
+                cached is not None
+                and isinstance(cached[0], _Snapshot)
+                and json.dumps(element, separators=_COMPACT) == cached[1]
+            ):
+                snapshots[position] = cached[0]
 
     def array(self, metadata: TableMetadata) -> str:
         """The elements of ``metadata``'s ``snapshots`` array, comma-separated."""
