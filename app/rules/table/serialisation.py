@@ -138,8 +138,8 @@ class SnapshotJson:
         anything else (another writer's formatting, a changed snapshot) is built as usual.
         """
         snapshots, version = data.get("snapshots"), data.get("format-version")
-        if not isinstance(snapshots, list):
-            return
+        if not isinstance(snapshots, list) or version not in (2, 3):
+            return  # v1 text leaves out a snapshot's sequence number: it would not tell the object
         for position, element in enumerate(snapshots):
             snapshot_id = element.get("snapshot-id") if isinstance(element, dict) else None
             cached = self._texts.get((snapshot_id, version)) if isinstance(snapshot_id, int) else None
