@@ -228,3 +228,29 @@ def _pending_of_table(db) -> list[str]:
         " WHERE e.name = 't'"
     ).fetchall()
     return [row[0] for row in rows]
+
+
+def test_a_name_the_store_says_is_taken_is_left_alone(client, app, db, monkeypatch):
+    """The store refuses the write (If-None-Match): the object there is someone else's - it stays,
+    the commit does not happen, and no pending record is left to make the sweeper delete it."""
+    from app.ground.errors import AlreadyExists
+
+    client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
+    created = client.post(tables_url(), json=create_request("t")).json()
+    tables = app.app.extensions["growler.tables"]
+    real_write = tables.objects.write_new
+    taken: list[Location] = []
+
+    def someone_else_was_first(location, data, *args):
+        real_write(location, b"{}", *args)  # another writer's object under that name
+        taken.append(location)
+        raise AlreadyExists(f"write {location.uri}: object already exists")
+
+    monkeypatch.setattr(tables.objects, "write_new", someone_else_was_first)
+    response = _set_property(client)
+    assert response.status_code == 409, response.text
+    assert response.json()["error"]["type"] == "AlreadyExistsException"
+    monkeypatch.undo()
+    assert client.get(table_url("t")).json()["metadata-location"] == created["metadata-location"]
+    assert [tables.objects.exists(location) for location in taken] == [True]
+    assert _pending_of_table(db) == []
