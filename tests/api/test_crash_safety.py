@@ -24,7 +24,7 @@ def test_committed_objects_leave_no_pending_record(client, db):
     client.post(
         table_url("t"), json={"requirements": [], "updates": [{"action": "set-properties", "updates": {"a": "1"}}]}
     )
-    assert db.execute("SELECT location FROM pending_object").fetchall() == []
+    assert db.execute("SELECT count(*) FROM pending_object").fetchone()[0] == 0
 
 
 def test_orphan_of_a_dead_worker_is_swept(client, app, db):
@@ -46,7 +46,7 @@ def test_orphan_of_a_dead_worker_is_swept(client, app, db):
     assert housekeeper(app).sweep_pending(grace_s=3600) in (0, 1)
     assert not tables.objects.exists(Location.parse(orphan))
     assert tables.objects.exists(Location.parse(current["metadata-location"]))
-    assert db.execute("SELECT location FROM pending_object").fetchall() == []
+    assert db.execute("SELECT count(*) FROM pending_object").fetchone()[0] == 0
     assert client.get(table_url("t")).status_code == 200
 
 
