@@ -96,7 +96,9 @@ def growler_commit() -> str:
         return out.stdout.strip()
 
     commit = git("rev-parse", "--short=12", "HEAD") or "unknown"
-    return commit + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+    # the bench's own results (bench/results/) do not make the code it measures dirty
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)bench/results")
+    return commit + ("+dirty" if changed else "")
 
 
 def run_target(target: Target, plan: Plan, work_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
