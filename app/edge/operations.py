@@ -158,20 +158,22 @@ class RouteTable:
         built once here from the body's schema. With ``check_responses`` every operation gets a
         check of its JSON answers against the yaml, as connexion's ``validate_responses`` does.
         """
-        shared = spec.get("components", {})
+        # connexion's own resolution, once: table schemas nest (a struct's fields are types), so
+        # the resolved spec refers back to itself, as the one connexion validates against does
+        resolved = resolve_refs(spec)
         operations = []
-        for template, item in spec["paths"].items():
-            common = [_resolve(p, shared) for p in item.get("parameters", [])]
+        for template, item in resolved["paths"].items():
+            common = item.get("parameters", [])
             for method, declared in item.items():
                 if method not in HTTP_METHODS:
                     continue
-                own = [_resolve(p, shared) for p in declared.get("parameters", [])]
+                own = declared.get("parameters", [])
                 parameters = {(p["in"], p["name"]): p for p in [*common, *own]}  # an operation's own win
-                operation = _operation(template, method, declared, list(parameters.values()), shared, handler_for)
+                operation = _operation(template, method, declared, list(parameters.values()), handler_for)
                 if operation.operation_id in bodies and operation.has_body and body_validator is not None:
-                    operation = replace(operation, body_reader=_body_reader(declared, shared, body_validator))
+                    operation = replace(operation, body_reader=_body_reader(declared, body_validator))
                 if check_responses:
-                    operation = replace(operation, response_check=_response_check(declared, shared))
+                    operation = replace(operation, response_check=_response_check(declared))
                 operations.append(operation)
         return cls(operations)
 
@@ -200,7 +202,6 @@ def _operation(
     method: str,
     declared: dict[str, Any],
     parameters: list[dict[str, Any]],
-    shared: dict[str, Any],
     handler_for: Callable[[str], Callable[..., Any] | None],
 ) -> Operation:
     segments = tuple(None if part.startswith("{") else part for part in template.split("/"))
@@ -216,16 +217,14 @@ def _operation(
         method=method.upper(),
         segments=segments,
         names=names,
-        parameters=tuple(_parameter(p, shared) for p in parameters),
+        parameters=tuple(_parameter(p) for p in parameters),
         has_body="requestBody" in declared,
         arguments=arguments,
     )
 
 
-def _body_reader(declared: dict[str, Any], shared: dict[str, Any], validator: type) -> Callable[[bytes], Any]:
-    # connexion's own resolution: table schemas nest (a struct's fields are types), so the
-    # resolved schema refers back to itself, as the one connexion validates bodies against does
-    body = resolve_refs({"components": shared, "body": declared["requestBody"]})["body"]
+def _body_reader(declared: dict[str, Any], validator: type) -> Callable[[bytes], Any]:
+    body = declared["requestBody"]
     schema = body["content"]["application/json"]["schema"]
     checker = validator(
         schema=schema, required=bool(body.get("required")), nullable=False, encoding="utf-8", strict_validation=True
@@ -233,10 +232,10 @@ def _body_reader(declared: dict[str, Any], shared: dict[str, Any], validator: ty
     return checker.accepted
 
 
-def _response_check(declared: dict[str, Any], shared: dict[str, Any]) -> Callable[[int, bytes], None]:
+def _response_check(declared: dict[str, Any]) -> Callable[[int, bytes], None]:
     """connexion's response validation for one operation: the JSON body of the status's response
     (else ``default``) against its schema; ``NonConformingResponseBody`` (a 500) when it is not."""
-    responses = resolve_refs({"components": shared, "responses": declared.get("responses", {})})["responses"]
+    responses = declared.get("responses", {})
 
     def check(status: int, body: bytes) -> None:
         response = responses.get(str(status), responses.get("default", {}))
@@ -253,8 +252,8 @@ def _response_check(declared: dict[str, Any], shared: dict[str, Any]) -> Callabl
     return check
 
 
-def _parameter(declared: dict[str, Any], shared: dict[str, Any]) -> Parameter:
-    schema = _resolve(declared.get("schema", {}), shared)
+def _parameter(declared: dict[str, Any]) -> Parameter:
+    schema = declared.get("schema", {})
     return Parameter(
         name=declared["name"],
         location=declared["in"],
@@ -283,19 +282,6 @@ def _check(schema: dict[str, Any]) -> Callable[[Any], bool]:
         allowed = frozenset(v for v in schema["enum"] if isinstance(v, str))
         return lambda value: isinstance(value, str) and value in allowed
     return Draft4Validator(schema, format_checker=Draft4Validator.FORMAT_CHECKER).is_valid
-
-
-def _resolve(node: Any, shared: dict[str, Any]) -> Any:
-    """``node`` with every local ``$ref`` replaced by what it names (the spec has no cycles here)."""
-    if isinstance(node, dict):
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/components/"):
-            section, name = ref[len("#/components/") :].split("/", 1)
-            return _resolve(shared[section][name], shared)
-        return {key: _resolve(value, shared) for key, value in node.items()}
-    if isinstance(node, list):
-        return [_resolve(value, shared) for value in node]
-    return node
 
 
 def _query(query: bytes) -> dict[str, str]:

@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from connexion.json_schema import Draft4RequestValidator
+from connexion.json_schema import Draft4RequestValidator, resolve_refs
 from jsonschema import Draft4Validator
 
 from app.edge.factory import load_spec
-from app.edge.operations import _resolve
 from app.edge.validation import compiled_check
 
-SCHEMA = _resolve(load_spec()["components"]["schemas"]["RemoteSignRequest"], load_spec()["components"])
+SCHEMA = resolve_refs(load_spec())["components"]["schemas"]["RemoteSignRequest"]
 VALID = {"region": "us-east-1", "uri": "http://s3/b/k", "method": "GET", "headers": {}}
 
 BODIES = [
