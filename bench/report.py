@@ -256,6 +256,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
         lines.append(f"- W9 peer: one `weed mini` process (catalog + S3 + filer + master + volume): {weed} MB")
     lines.extend(_tails_lines(growler, peer))
     lines.extend(_history_lines(growler, peer))
+    lines.extend(_floor_lines(res.get("floor") or {}, growler, peer))
     targets = doc.get("targets") or {}
     if targets:
         lines.append("")
@@ -349,6 +350,36 @@ def _history_lines(growler: dict[str, Any], peer: dict[str, Any]) -> list[str]:
             (other.get("load") or {}).get("rps"),
         ]
         lines.append(f"| {snapshots:,} | " + " | ".join(_num(c, 2) for c in cells) + " |")
+    return lines
+
+
+def _floor_lines(floor: dict[str, Any], growler: dict[str, Any], peer: dict[str, Any]) -> list[str]:
+    """W0 (bench/floor.py): the stack's own floors next to what Growler and the peer reached."""
+    read, put = floor.get("W0_read") or {}, floor.get("W0_put") or {}
+    if not read and not put:
+        return []
+    lines = ["", "Floors of the stack (W0, same run; bench/floor.py):", ""]
+    if "failed" in read:
+        lines.append(f"- W1 floor: failed ({read['failed'][:200]})")
+    elif read:
+        cpu = read.get("cpu_ms_per_request") or {}
+        lines.append(
+            f"- W1 against gunicorn + uvicorn workers + one psycopg_pool query and nothing else: "
+            f"{_num(read.get('rps'))} req/s, p99 {_num((read.get('latency_ms') or {}).get('p99'), 2)} ms, "
+            f"{_num(cpu.get('app'), 2)} ms app + {_num(cpu.get('postgres'), 2)} ms PostgreSQL CPU a request "
+            f"(Growler {_num((growler.get('W1') or {}).get('rps'))}, "
+            f"peer {_num((peer.get('W1') or {}).get('rps'))} req/s)"
+        )
+    if "failed" in put:
+        lines.append(f"- metadata-file PUT floor: failed ({put['failed'][:200]})")
+    elif put:
+        lat = put.get("latency_ms") or {}
+        lines.append(
+            f"- one PUT of {_num(put.get('bytes'))} bytes (W11's file at its last level) to the embedded "
+            f"SeaweedFS with Growler's client, alone: p50 {_num(lat.get('p50'), 2)} ms "
+            f"(min {_num(lat.get('min'), 2)}), "
+            f"{_num(put.get('s3_cpu_ms_per_put'), 2)} ms of SeaweedFS CPU a PUT"
+        )
     return lines
 
 

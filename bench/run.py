@@ -11,6 +11,9 @@ For each target in turn (never both at once):
    (scan planning, bench/planning.py);
 4. stop it.
 
+Then W0, the floors of the stack itself (bench/floor.py): W1 against an app that only runs the query,
+and one metadata-file PUT alone.
+
 Then print the table and write ``bench/results/<UTC time>.json`` and ``bench/results/latest.json``
 (a ``BENCH_QUICK=1`` smoke run writes ``<time>-quick.json`` and ``latest-quick.json`` instead, so it
 never replaces the figures README.md quotes). ``python -m bench.report --readme`` puts latest.json
@@ -37,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import report, tails, wrk
+from bench import floor, report, tails, wrk
 from bench.targets import REPO, GrowlerTarget, PeerTarget, Target, http_json, make_root, remove_root
 from bench.workloads import NAMESPACES, Plan, run_all, run_wrk, seed
 
@@ -180,6 +183,10 @@ def main() -> int:
             doc["results"][target.name] = results
             doc["versions"][target.name] = target.versions()
             doc["settings"][target.name] = target.settings()
+        if plan.runs("W0") and not failed:
+            doc["results"]["floor"] = floor.measure(
+                root / "floor", plan, run_wrk, workers, doc["results"].get("growler", {}), log
+            )
     except KeyboardInterrupt:
         log("interrupted")
         return 130

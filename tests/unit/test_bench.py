@@ -194,3 +194,25 @@ def test_report_tails_and_history():
     assert "| W10 W1 in the first seconds after a worker recycle | 900 | 2.00 | 900 | 40.00 | 80.00 | n/a |" in text
     assert "| 4,000 | 24.00 | 9.50 | 800 | 3.00 | 1.20 | 123,456 | 20.00 | 800 |" in text
     assert "W10 W1 in the first seconds after a worker recycle: -/9.9." in text  # the recycled worker: -
+
+
+def test_report_shows_the_floors_of_the_stack():
+    floor = {
+        "W0_read": {"rps": 9200.0, "latency_ms": {"p99": 3.5}, "cpu_ms_per_request": {"app": 0.16, "postgres": 0.03}},
+        "W0_put": {"bytes": 1430000, "latency_ms": {"p50": 12.0, "min": 11.1}, "s3_cpu_ms_per_put": 12.09},
+    }
+    doc = {
+        "results": {"growler": {"W1": {"rps": 4600.0}}, "peer": {"W1": {"rps": 7755.0}}, "floor": floor},
+        "machine": {"cores": 2},
+        "settings": {"plan": {}},
+    }
+    text = report.render_markdown(doc)
+    assert (
+        "one psycopg_pool query and nothing else: 9,200 req/s, p99 3.50 ms, 0.16 ms app + 0.03 ms PostgreSQL CPU"
+        " a request (Growler 4,600, peer 7,755 req/s)" in text
+    )
+    assert "one PUT of 1,430,000 bytes" in text and "p50 12.00 ms (min 11.10), 12.09 ms of SeaweedFS CPU" in text
+    floor["W0_put"] = {"failed": "RuntimeError: weed did not start"}
+    assert "metadata-file PUT floor: failed (RuntimeError: weed did not start)" in report.render_markdown(doc)
+    del doc["results"]["floor"]
+    assert "Floors of the stack" not in report.render_markdown(doc)
