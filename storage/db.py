@@ -259,9 +259,12 @@ class AsyncDatabase:
         deadline_s: float = DEFAULT_TIMEOUT_S,
     ) -> None:
         self.deadline_s = deadline_s
+        self.timeout_s = timeout_s
         self._idle = _IdleCheck()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._opened = False
+        # One slot per connection the pool may hold: reads beyond that wait here (see _fetch_one).
+        self._slots = asyncio.Semaphore(max_size)
         self.pool = AsyncConnectionPool(
             url,
             min_size=min(min_size, max_size),
@@ -325,12 +328,32 @@ class AsyncDatabase:
                 return await self._fetch_one(query, params)
 
     async def _fetch_one(self, query: str, params: tuple[Any, ...]) -> dict[str, Any] | None:
-        async with self.pool.connection() as conn:
+        """Wait for a slot, then take a connection: the pool's queue is not where reads wait.
+
+        When more reads run than the pool has connections, psycopg_pool queues each in a
+        ``WaitingClient`` (an asyncio Condition and a Task per wait): W1 at 64 connections spent
+        0.08 ms more CPU per request waiting there than with a connection for everyone. A
+        semaphore's wait is one future. The wait is bounded by the pool's timeout as before
+        (PoolTimeout, which callers answer with 503).
+        """
+        slots = self._slots
+        if slots.locked():
             try:
-                cursor = await conn.execute(query, params)
-                return await cursor.fetchone()
-            finally:
-                self._idle.returned(conn)
+                async with asyncio.timeout(self.timeout_s):
+                    await slots.acquire()
+            except TimeoutError:
+                raise PoolTimeout(f"no connection free in {self.timeout_s:g} s") from None
+        else:
+            await slots.acquire()  # a free slot: taken without waiting
+        try:
+            async with self.pool.connection() as conn:
+                try:
+                    cursor = await conn.execute(query, params)
+                    return await cursor.fetchone()
+                finally:
+                    self._idle.returned(conn)
+        finally:
+            slots.release()
 
     async def close(self) -> None:
         if self._opened and self._loop is asyncio.get_running_loop():
