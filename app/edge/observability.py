@@ -99,7 +99,13 @@ class ObservabilityMiddleware:
             "client": client[0] if client else None,
             "pid": os.getpid(),
         }
-        self.log.info("request", extra={"fields": {k: v for k, v in fields.items() if v is not None}})
+        if self.log.isEnabledFor(logging.INFO):
+            # A record made here, not Logger.info: that first walks the stack for the file and
+            # line of the call (findCaller), which the JSON line does not carry - on every request.
+            extra = {"fields": {k: v for k, v in fields.items() if v is not None}}
+            self.log.handle(
+                self.log.makeRecord(self.log.name, logging.INFO, __file__, 0, "request", (), None, extra=extra)
+            )
 
     def _namespace(self, raw: str | None) -> str | None:
         if raw is None:

@@ -7,10 +7,11 @@ No framework here: both stand on this module.
 
 from __future__ import annotations
 
-import datetime
 import json
 import logging
+import math
 import sys
+import time
 from contextvars import ContextVar
 from typing import Any
 
@@ -34,10 +35,14 @@ _ENCODER = json.JSONEncoder(default=str, ensure_ascii=False, separators=(",", ":
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: ts, level, logger, msg, the record's ``fields``, exc."""
 
+    # (second, "YYYY-MM-DDTHH:MM:SS") of the last line: the lines of one second share it, so a
+    # line formats its milliseconds only (a datetime and its isoformat were a quarter of a
+    # request line's cost; the text is the same: ``isoformat(timespec="milliseconds")``).
+    _second: tuple[int, str] = (-1, "")
+
     def format(self, record: logging.LogRecord) -> str:
-        ts = datetime.datetime.fromtimestamp(record.created, tz=datetime.UTC)
         doc: dict[str, Any] = {
-            "ts": ts.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "ts": self._timestamp(record.created),
             "level": record.levelname,
             "logger": record.name,
             "msg": record.getMessage(),
@@ -46,6 +51,17 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             doc["exc"] = self.formatException(record.exc_info)
         return _ENCODER.encode(doc)
+
+    def _timestamp(self, created: float) -> str:
+        """``2026-11-25T05:33:07.123Z``: rounded to the microsecond as datetime does, then cut."""
+        fraction, whole = math.modf(created)
+        second, micro = int(whole), round(fraction * 1e6)
+        if micro >= 1_000_000:
+            second, micro = second + 1, micro - 1_000_000
+        cached = self._second
+        if cached[0] != second:
+            cached = self._second = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+        return f"{cached[1]}.{micro // 1000:03d}Z"
 
 
 class _StderrHandler(logging.StreamHandler):
