@@ -1,10 +1,13 @@
 """What a worker remembers about tables to skip work, never to answer from: the metadata documents
 it parsed recently, the version of each table it saw last (a commit skips reading and parsing a
-document it already has), and the ETags it issued (a revalidation skips reading the document
-when the table has not moved). Each is checked against the database's current row before use."""
+document it already has), the document of each table it answered last (a load skips reading it
+again), and the ETags it issued (a revalidation skips reading the document when the table has
+not moved). Each is checked against the database's current row before use."""
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -87,3 +90,49 @@ class IssuedETags:
 
     def location_of(self, if_none_match: str | None) -> str | None:
         return self._locations.get(if_none_match.strip()) if if_none_match else None
+
+
+@dataclass(frozen=True)
+class HeldDocument:
+    entry_id: int
+    location: str
+    text: str
+
+
+class HeldDocuments:
+    """The document of the version of each table this worker answered last, within a byte budget.
+
+    loadTable then asks the database for the document only if the table has moved on since
+    (``unless_at``): a table loaded again and again costs PostgreSQL neither decompressing nor
+    sending a document this worker already holds. The row itself is always read, so the answer
+    is the table's current version; a metadata location names a file written once, so the text
+    held for it is that version's text. The entry id guards against a dropped table's name
+    taken again (its row is then read in full).
+    """
+
+    def __init__(self, budget_bytes: int = 16 * 1024 * 1024) -> None:
+        self._budget = budget_bytes
+        self._held: OrderedDict[EntryKey, HeldDocument] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: EntryKey) -> HeldDocument | None:
+        with self._lock:
+            held = self._held.get(key)
+            if held is not None:
+                self._held.move_to_end(key)
+            return held
+
+    def keep(self, key: EntryKey, entry_id: int, location: str, text: str) -> None:
+        """Hold ``text`` (no document larger than an eighth of the budget: it would evict the rest)."""
+        if len(text) > self._budget // 8:
+            return
+        with self._lock:
+            old = self._held.pop(key, None)
+            if old is not None:
+                self._bytes -= len(old.text)
+            self._held[key] = HeldDocument(entry_id, location, text)
+            self._bytes += len(text)
+            while self._bytes > self._budget:
+                _, evicted = self._held.popitem(last=False)
+                self._bytes -= len(evicted.text)

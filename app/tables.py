@@ -42,7 +42,7 @@ from app.storage_access import (
     signing_config,
     storage_credentials,
 )
-from app.table_memory import EntryKey, IssuedETags, ParsedMetadataCache
+from app.table_memory import EntryKey, HeldDocuments, IssuedETags, ParsedMetadataCache
 from storage.objects import ObjectStore
 from storage.repository import (
     CatalogRepository,
@@ -157,6 +157,7 @@ class TableService(EntryService):
         self.snapshot_json = rules.SnapshotJson()
         self.parsed = ParsedMetadataCache(snapshot_json=self.snapshot_json)
         self.issued = IssuedETags()  # lets loadTable on the event loop skip unchanged documents
+        self.held = HeldDocuments()  # ... and skip reading a document it answered with before
         self.lanes = CommitLanes()
         self.commits = CommitLoop(repository, self.files, kind=TABLE, logged_files=_logged_files)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from app.authorization import Authorizer
@@ -72,10 +73,19 @@ class LoadTableOnLoop:
         warehouse = self.tables.warehouses.cached(request.prefix)
         if warehouse is None:
             return None
+        key = (warehouse.id, request.namespace, request.name)
         known = self.tables.issued.location_of(request.if_none_match)
-        row = await self.reader.load_entry(warehouse.id, request.namespace, request.name, unless_at=known)
+        held = self.tables.held.get(key) if known is None else None
+        unless_at = known if held is None else held.location
+        row = await self.reader.load_entry(warehouse.id, request.namespace, request.name, unless_at=unless_at)
         if row is None or row.kind != TABLE:
             return None  # the handler answers the 404 (and says whether a view has the name)
+        if held is not None and row.metadata_location == held.location:
+            if row.id != held.entry_id:
+                return None  # another entry at that version (a name taken again): the handler reads it all
+            row = replace(row, metadata=held.text)
+        elif row.metadata_location != known:
+            self.tables.held.keep(key, row.id, row.metadata_location, row.metadata)
         if row.metadata_location != known:
             if self.tables.vends(warehouse, request.delegation):  # may call STS: not on the event loop
                 return render_table(await in_thread(self.tables.answer, warehouse, row, request))
