@@ -124,13 +124,14 @@ class HeldDocuments:
             return held
 
     def keep(self, key: EntryKey, entry_id: int, location: str, text: str) -> None:
-        """Hold ``text`` (no document larger than an eighth of the budget: it would evict the rest)."""
-        if len(text) > self._budget // 8:
-            return
+        """Hold ``text`` in place of the table's older one (a document larger than an eighth of
+        the budget is not held: it would evict the rest)."""
         with self._lock:
             old = self._held.pop(key, None)
             if old is not None:
                 self._bytes -= len(old.text)
+            if len(text) > self._budget // 8:
+                return
             self._held[key] = HeldDocument(entry_id, location, text)
             self._bytes += len(text)
             while self._bytes > self._budget:
