@@ -11,6 +11,7 @@ from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg.rows import tuple_row
 from psycopg.types.json import Jsonb
 
 from app.ground.errors import AlreadyExists, BadRequest, NamespaceNotEmpty, NoSuchNamespace
@@ -178,15 +179,19 @@ class CatalogRepository(HousekeepingRows):
                 if found is None:
                     raise NoSuchNamespace(f"Namespace does not exist: {_dotted(parent)}")
                 parent_id = found["id"]
-            rows = conn.execute(
-                "SELECT path FROM namespace"
-                " WHERE warehouse_id = %(wh)s AND parent_id IS NOT DISTINCT FROM %(parent)s"
-                # coalesce, not "IS NULL OR": one index range scan even under a generic plan
-                "   AND path > coalesce(%(after)s::text[], '{}'::text[])"
-                " ORDER BY path LIMIT %(limit)s",
-                {"wh": warehouse_id, "parent": parent_id, "after": after, "limit": limit},
-            ).fetchall()
-        return [tuple(row["path"]) for row in rows]
+            rows = (
+                conn.cursor(row_factory=tuple_row)  # a page of rows: psycopg builds tuples in C, dicts in Python
+                .execute(
+                    "SELECT path FROM namespace"
+                    " WHERE warehouse_id = %(wh)s AND parent_id IS NOT DISTINCT FROM %(parent)s"
+                    # coalesce, not "IS NULL OR": one index range scan even under a generic plan
+                    "   AND path > coalesce(%(after)s::text[], '{}'::text[])"
+                    " ORDER BY path LIMIT %(limit)s",
+                    {"wh": warehouse_id, "parent": parent_id, "after": after, "limit": limit},
+                )
+                .fetchall()
+            )
+        return [tuple(path) for (path,) in rows]
 
     def create_namespace(self, warehouse_id: int, path: tuple[str, ...], properties: dict[str, str]) -> None:
         """Insert a namespace whose parent (for a nested one) must already exist."""
@@ -313,13 +318,17 @@ class CatalogRepository(HousekeepingRows):
             ).fetchone()
             if found is None:
                 raise NoSuchNamespace(f"Namespace does not exist: {_dotted(namespace)}")
-            rows = conn.execute(
-                "SELECT name FROM catalog_entry"
-                " WHERE namespace_id = %(ns)s AND kind = %(kind)s AND name > coalesce(%(after)s::text, '')"
-                " ORDER BY name LIMIT %(limit)s",
-                {"ns": found["id"], "kind": kind, "after": after, "limit": limit},
-            ).fetchall()
-        return [row["name"] for row in rows]
+            rows = (
+                conn.cursor(row_factory=tuple_row)  # as list_namespaces
+                .execute(
+                    "SELECT name FROM catalog_entry"
+                    " WHERE namespace_id = %(ns)s AND kind = %(kind)s AND name > coalesce(%(after)s::text, '')"
+                    " ORDER BY name LIMIT %(limit)s",
+                    {"ns": found["id"], "kind": kind, "after": after, "limit": limit},
+                )
+                .fetchall()
+            )
+        return [name for (name,) in rows]
 
     def insert_entry(
         self,
