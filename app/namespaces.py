@@ -41,6 +41,37 @@ class Page:
     next_page_token: str | None
 
 
+@dataclass(frozen=True)
+class NamespaceWindow:
+    """Which namespaces a listNamespaces request asks for: after which path, how many, and
+    whether the answer carries a next-page token (``page_window``)."""
+
+    paginate: bool
+    limit: int | None
+    after: list[str] | None
+
+    @classmethod
+    def of(cls, page_token: str | None, page_size: int | None, max_page_size: int) -> NamespaceWindow:
+        paginate, limit = page_window(page_token, page_size, max_page_size)
+        after = decode_page_token(page_token) if page_token else None
+        if isinstance(after, str):  # a table/view token replayed on the namespace list
+            raise BadRequest("Invalid pageToken")
+        return cls(paginate, limit, after)
+
+    @property
+    def fetch(self) -> int | None:
+        """Rows to fetch: one more than the page, to learn whether another page exists."""
+        return None if self.limit is None else self.limit + 1
+
+
+def namespaces_answer(page: Page) -> dict[str, Any]:
+    """listNamespaces' body, the same from the handler and from the event loop."""
+    body: dict[str, Any] = {"namespaces": [list(path) for path in page.items]}
+    if page.next_page_token:
+        body["next-page-token"] = page.next_page_token
+    return body
+
+
 class WarehouseDirectory:
     """Warehouse rows by name, cached briefly: every request names one, and they rarely change.
 
@@ -242,13 +273,14 @@ class NamespaceService:
         page_size: int | None,
     ) -> Page:
         warehouse = self.warehouses.get(prefix)
-        paginate, limit = page_window(page_token, page_size, self.settings.max_page_size)
-        after = decode_page_token(page_token) if page_token else None
-        if isinstance(after, str):  # a table/view token replayed on the namespace list
-            raise BadRequest("Invalid pageToken")
-        rows = self.repository.list_namespaces(warehouse.id, parent, after, None if limit is None else limit + 1)
-        page = page_of(rows, limit, (lambda last: encode_page_token(list(last))) if paginate else None)
-        # Only what the caller may see; a page may come out shorter than asked (its token still leads on).
+        window = NamespaceWindow.of(page_token, page_size, self.settings.max_page_size)
+        rows = self.repository.list_namespaces(warehouse.id, parent, window.after, window.fetch)
+        return self.visible_page(prefix, rows, window)
+
+    def visible_page(self, prefix: str, rows: list[tuple[str, ...]], window: NamespaceWindow) -> Page:
+        """The page of ``rows`` (fetched for ``window``) the caller may see; a page may come out
+        shorter than asked (its token still leads on). The event loop's listNamespaces uses it too."""
+        page = page_of(rows, window.limit, (lambda last: encode_page_token(list(last))) if window.paginate else None)
         visible = self.authorizer.filter(page.items, lambda path: Securable.of_namespace(prefix, tuple(path)))
         return Page(visible, page.next_page_token)
 

@@ -1,16 +1,13 @@
 """Namespace operations."""
 
 from app.edge.context import namespace_arg, namespaces, no_content
+from app.namespaces import namespaces_answer
 from app.rules.identifiers import check_namespace, decoded_separator
 
 
 def list_namespaces(prefix: str, parent: str | None = None, pageToken: str | None = None, pageSize: int | None = None):  # noqa: N803
     parent_levels = namespace_arg(parent) if parent is not None else None
-    page = namespaces().list_namespaces(prefix, parent_levels, pageToken, pageSize)
-    body = {"namespaces": [list(path) for path in page.items]}
-    if page.next_page_token:
-        body["next-page-token"] = page.next_page_token
-    return body, 200
+    return namespaces_answer(namespaces().list_namespaces(prefix, parent_levels, pageToken, pageSize)), 200
 
 
 def create_namespace(prefix: str, body: dict):

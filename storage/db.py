@@ -28,7 +28,7 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg.abc import PQGen
 from psycopg.conninfo import conninfo_to_dict
-from psycopg.rows import dict_row
+from psycopg.rows import dict_row, tuple_row
 from psycopg.types.json import set_json_dumps
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
@@ -263,7 +263,7 @@ class AsyncDatabase:
         self._idle = _IdleCheck()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._opened = False
-        # One slot per connection the pool may hold: reads beyond that wait here (see _fetch_one).
+        # One slot per connection the pool may hold: reads beyond that wait here (see _fetch).
         self._slots = asyncio.Semaphore(max_size)
         self.pool = AsyncConnectionPool(
             url,
@@ -313,21 +313,28 @@ class AsyncDatabase:
         """True when the pool belongs to the running loop (see ``start``)."""
         return self._loop is not None and self._loop is asyncio.get_running_loop()
 
-    async def fetch_one(self, query: str, params: tuple[Any, ...]) -> dict[str, Any] | None:
+    async def fetch_one(self, query: str, params: Any) -> dict[str, Any] | None:
         """One row of one autocommit statement; psycopg errors leave as catalog errors."""
+        return await self._read(query, params, every_row=False)
+
+    async def fetch_all(self, query: str, params: Any) -> list[tuple[Any, ...]]:
+        """Every row of one autocommit statement, as tuples (psycopg builds tuples in C, dicts in Python)."""
+        return await self._read(query, params, every_row=True)
+
+    async def _read(self, query: str, params: Any, every_row: bool) -> Any:
         if not self.serves_running_loop():
             raise RuntimeError("the asyncio pool belongs to another event loop")
         with translate_errors():
             try:
-                return await self._fetch_one(query, params)
+                return await self._fetch(query, params, every_row)
             except DeadlineExceeded:
                 raise  # a frozen server: a second try would only double the wait
             except psycopg.OperationalError:
                 # A pooled connection the server dropped (it restarted): the pool has discarded
                 # it; this read is idempotent, so one more try on another connection.
-                return await self._fetch_one(query, params)
+                return await self._fetch(query, params, every_row)
 
-    async def _fetch_one(self, query: str, params: tuple[Any, ...]) -> dict[str, Any] | None:
+    async def _fetch(self, query: str, params: Any, every_row: bool) -> Any:
         """Wait for a slot, then take a connection: the pool's queue is not where reads wait.
 
         When more reads run than the pool has connections, psycopg_pool queues each in a
@@ -348,6 +355,10 @@ class AsyncDatabase:
         try:
             async with self.pool.connection() as conn:
                 try:
+                    if every_row:
+                        cursor = conn.cursor(row_factory=tuple_row)
+                        await cursor.execute(query, params)
+                        return await cursor.fetchall()
                     cursor = await conn.execute(query, params)
                     return await cursor.fetchone()
                 finally:

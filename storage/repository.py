@@ -59,11 +59,20 @@ LOAD_ENTRY_UNLESS_AT = _LOAD_ENTRY.format(metadata="CASE WHEN e.metadata_locatio
 
 
 NAMESPACE_PROPERTIES = "SELECT properties FROM namespace WHERE warehouse_id = %s AND path = %s"
+NAMESPACE_ID = "SELECT id FROM namespace WHERE warehouse_id = %s AND path = %s"
+# listNamespaces: the direct children of a parent (the top level for NULL) after a path, in path order
+LIST_NAMESPACES = (
+    "SELECT path FROM namespace"
+    " WHERE warehouse_id = %(wh)s AND parent_id IS NOT DISTINCT FROM %(parent)s"
+    # coalesce, not "IS NULL OR": one index range scan even under a generic plan
+    "   AND path > coalesce(%(after)s::text[], '{}'::text[])"
+    " ORDER BY path LIMIT %(limit)s"
+)
 
 
 class AsyncEntryReader:
-    """Rows the operation door reads on the event loop: ``CatalogRepository.load_entry`` (loadTable)
-    and ``namespace_properties`` (loadNamespaceMetadata)."""
+    """Rows the operation door reads on the event loop: ``CatalogRepository.load_entry`` (loadTable),
+    ``namespace_properties`` (loadNamespaceMetadata) and ``list_namespaces`` (listNamespaces)."""
 
     def __init__(self, db: AsyncDatabase) -> None:
         self.db = db
@@ -82,6 +91,19 @@ class AsyncEntryReader:
         """The namespace's stored properties; None when there is no such namespace."""
         row = await self.db.fetch_one(NAMESPACE_PROPERTIES, (warehouse_id, list(path)))
         return row["properties"] if row else None
+
+    async def list_namespaces(
+        self, warehouse_id: int, parent: tuple[str, ...] | None, after: list[str] | None, limit: int | None
+    ) -> list[tuple[str, ...]] | None:
+        """``CatalogRepository.list_namespaces``; None (not NoSuchNamespace) when the parent is missing."""
+        parent_id = None
+        if parent:
+            found = await self.db.fetch_one(NAMESPACE_ID, (warehouse_id, list(parent)))
+            if found is None:
+                return None
+            parent_id = found["id"]
+        params = {"wh": warehouse_id, "parent": parent_id, "after": after, "limit": limit}
+        return [tuple(path) for (path,) in await self.db.fetch_all(LIST_NAMESPACES, params)]
 
 
 def _load_entry_query(
@@ -172,25 +194,13 @@ class CatalogRepository(HousekeepingRows):
         with self.db.connection() as conn:
             parent_id = None
             if parent:
-                found = conn.execute(
-                    "SELECT id FROM namespace WHERE warehouse_id = %s AND path = %s",
-                    (warehouse_id, list(parent)),
-                ).fetchone()
+                found = conn.execute(NAMESPACE_ID, (warehouse_id, list(parent))).fetchone()
                 if found is None:
                     raise NoSuchNamespace(f"Namespace does not exist: {_dotted(parent)}")
                 parent_id = found["id"]
-            rows = (
-                conn.cursor(row_factory=tuple_row)  # a page of rows: psycopg builds tuples in C, dicts in Python
-                .execute(
-                    "SELECT path FROM namespace"
-                    " WHERE warehouse_id = %(wh)s AND parent_id IS NOT DISTINCT FROM %(parent)s"
-                    # coalesce, not "IS NULL OR": one index range scan even under a generic plan
-                    "   AND path > coalesce(%(after)s::text[], '{}'::text[])"
-                    " ORDER BY path LIMIT %(limit)s",
-                    {"wh": warehouse_id, "parent": parent_id, "after": after, "limit": limit},
-                )
-                .fetchall()
-            )
+            params = {"wh": warehouse_id, "parent": parent_id, "after": after, "limit": limit}
+            # a page of rows: psycopg builds tuples in C, dicts in Python
+            rows = conn.cursor(row_factory=tuple_row).execute(LIST_NAMESPACES, params).fetchall()
         return [tuple(path) for (path,) in rows]
 
     def create_namespace(self, warehouse_id: int, path: tuple[str, ...], properties: dict[str, str]) -> None:
@@ -312,10 +322,7 @@ class CatalogRepository(HousekeepingRows):
         limit: int | None,
     ) -> list[str]:
         with self.db.connection() as conn:
-            found = conn.execute(
-                "SELECT id FROM namespace WHERE warehouse_id = %s AND path = %s",
-                (warehouse_id, list(namespace)),
-            ).fetchone()
+            found = conn.execute(NAMESPACE_ID, (warehouse_id, list(namespace))).fetchone()
             if found is None:
                 raise NoSuchNamespace(f"Namespace does not exist: {_dotted(namespace)}")
             rows = (

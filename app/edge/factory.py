@@ -45,7 +45,7 @@ from app.edge.http import (
     handle_undecodable_body,
     handle_unexpected,
 )
-from app.edge.loop_reads import LoadNamespaceOnLoop, LoadTableOnLoop, SignRequestOnLoop
+from app.edge.loop_reads import ListNamespacesOnLoop, LoadNamespaceOnLoop, LoadTableOnLoop, SignRequestOnLoop
 from app.edge.observability import ObservabilityMiddleware
 from app.edge.operations import RouteTable
 from app.edge.resolver import CatalogResolver, ManagementResolver, find_handler, implemented_endpoints
@@ -203,6 +203,9 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
             loop_reads=[
                 LoadTableOnLoop(tables, AsyncEntryReader(async_database), settings.namespace_separator),
                 LoadNamespaceOnLoop(
+                    service, AsyncEntryReader(async_database), settings.namespace_separator, compact.dumps
+                ),
+                ListNamespacesOnLoop(
                     service, AsyncEntryReader(async_database), settings.namespace_separator, compact.dumps
                 ),
                 SignRequestOnLoop(signer, settings.namespace_separator, compact.dumps),

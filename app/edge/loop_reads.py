@@ -32,7 +32,8 @@ from typing import Any
 from app.authorization import Authorizer
 from app.edge.door import InThread
 from app.edge.responses import JSON, Rendered, parse_load_table, render_table, table_name
-from app.namespaces import NamespaceService, namespace_answer
+from app.ground.errors import CatalogError
+from app.namespaces import NamespaceService, NamespaceWindow, namespace_answer, namespaces_answer
 from app.rules.identifiers import parse_namespace
 from app.signing import RecheckNeeded, RemoteSigner, SignedRequest
 from app.tables import TABLE, TableService
@@ -129,6 +130,49 @@ class LoadNamespaceOnLoop:
             return None
         body = self.serialize(namespace_answer(warehouse, namespace, properties)).encode()
         return Rendered(200, body, {"Content-Type": JSON})
+
+
+class ListNamespacesOnLoop:
+    """listNamespaces' page, read on the event loop; None leaves the request to the door's thread
+    (an invalid page token, a missing parent, grants not cached: the handler answers)."""
+
+    operation_id = "listNamespaces"
+
+    def __init__(
+        self,
+        namespaces: NamespaceService,
+        reader: AsyncEntryReader,
+        namespace_separator: str,
+        serialize: Callable[[Any], str],
+    ) -> None:
+        self.namespaces = namespaces
+        self.authorizer: Authorizer = namespaces.authorizer  # the same rule and cache as the handler
+        self.reader = reader
+        self.separator = namespace_separator
+        self.serialize = serialize  # the app's Jsonifier.dumps: the handler's bytes
+
+    async def __call__(
+        self, kwargs: dict[str, Any], headers: dict[bytes, list[bytes]], in_thread: InThread
+    ) -> Rendered | None:
+        if not self.reader.available():
+            return None
+        await _authorize(self.authorizer, self.operation_id, kwargs, in_thread)
+        warehouse = self.namespaces.warehouses.cached(kwargs["prefix"])
+        if warehouse is None or self.authorizer.cached() is None:  # the page's filter needs the grants
+            return None
+        try:
+            window = NamespaceWindow.of(
+                kwargs.get("pageToken"), kwargs.get("pageSize"), self.namespaces.settings.max_page_size
+            )
+        except CatalogError:
+            return None  # the handler answers the 400
+        parent = kwargs.get("parent")
+        levels = parse_namespace(parent, self.separator) if parent is not None else None
+        rows = await self.reader.list_namespaces(warehouse.id, levels, window.after, window.fetch)
+        if rows is None:
+            return None  # no such parent: the handler answers the 404
+        page = self.namespaces.visible_page(kwargs["prefix"], rows, window)
+        return Rendered(200, self.serialize(namespaces_answer(page)).encode(), {"Content-Type": JSON})
 
 
 async def _authorize(authorizer: Authorizer, operation_id: str, kwargs: dict[str, Any], in_thread: InThread) -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from app.edge.door import SERVED, OperationDoor
 from app.edge.factory import load_spec
-from app.edge.loop_reads import LoadNamespaceOnLoop
+from app.edge.loop_reads import ListNamespacesOnLoop, LoadNamespaceOnLoop
 from app.edge.operations import RouteTable
 from app.edge.resolver import find_handler
 from tests.api.tables_support import PREFIX, create_request, table_url, tables_url
@@ -48,17 +48,20 @@ def client(door_client, clean_catalog):
 
 @pytest.fixture
 def on_the_loop(monkeypatch) -> list[str]:
-    """The namespaces loadNamespaceMetadata answered on the event loop (``LoadNamespaceOnLoop``)."""
+    """The operations answered on the event loop (``LoadNamespaceOnLoop``, ``ListNamespacesOnLoop``)."""
     calls: list[str] = []
-    original = LoadNamespaceOnLoop.__call__
+    for read in (LoadNamespaceOnLoop, ListNamespacesOnLoop):
 
-    async def spy(self, kwargs, headers, in_thread):
-        rendered = await original(self, kwargs, headers, in_thread)
-        if rendered is not None:
-            calls.append(self.operation_id)
-        return rendered
+        def spy_of(original):
+            async def spy(self, kwargs, headers, in_thread):
+                rendered = await original(self, kwargs, headers, in_thread)
+                if rendered is not None:
+                    calls.append(self.operation_id)
+                return rendered
 
-    monkeypatch.setattr(LoadNamespaceOnLoop, "__call__", spy)
+            return spy
+
+        monkeypatch.setattr(read, "__call__", spy_of(read.__call__))
     return calls
 
 
@@ -411,3 +414,42 @@ def test_a_namespace_is_read_on_the_event_loop_and_a_missing_one_in_a_thread(cli
     assert client.get(f"{PREFIX}/namespaces/db%1Fnested").json()["namespace"] == ["db", "nested"]
     assert client.get(f"{PREFIX}/namespaces/missing").status_code == 404
     assert answered == ["loop", "loop: none", "thread"]
+
+
+def test_namespaces_are_listed_on_the_event_loop_and_what_the_handler_must_judge_in_a_thread(
+    client, full_stack_client, catalog, monkeypatch
+):
+    answered: list[str] = []
+    original_loop, original_thread = ListNamespacesOnLoop.__call__, OperationDoor._answer
+
+    async def loop_spy(self, kwargs, headers, in_thread):
+        rendered = await original_loop(self, kwargs, headers, in_thread)
+        answered.append("loop" if rendered is not None else "loop: none")
+        return rendered
+
+    def thread_spy(self, operation, kwargs, scope, data):
+        answered.append("thread")
+        return original_thread(self, operation, kwargs, scope, data)
+
+    monkeypatch.setattr(ListNamespacesOnLoop, "__call__", loop_spy)
+    monkeypatch.setattr(OperationDoor, "_answer", thread_spy)
+    first = client.get(f"{PREFIX}/namespaces?pageSize=1&pageToken=")
+    token = first.json()["next-page-token"]
+    second = client.get(f"{PREFIX}/namespaces?pageSize=1&pageToken={token}")
+    nested = client.get(f"{PREFIX}/namespaces?parent=db")
+    assert [first.json()["namespaces"], second.json()["namespaces"], nested.json()["namespaces"]] == [
+        [["db"]],
+        [["other"]],
+        [["db", "nested"]],
+    ]
+    assert answered == ["loop"] * 3
+    for response, path in (
+        (first, "namespaces?pageSize=1&pageToken="),
+        (second, f"namespaces?pageSize=1&pageToken={token}"),
+        (nested, "namespaces?parent=db"),
+    ):
+        _same(response, full_stack_client.get(f"{PREFIX}/{path}"))
+    answered.clear()
+    assert client.get(f"{PREFIX}/namespaces?parent=missing").status_code == 404
+    assert client.get(f"{PREFIX}/namespaces?pageToken=not-a-token").status_code == 400
+    assert answered == ["loop: none", "thread"] * 2
