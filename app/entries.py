@@ -21,7 +21,7 @@ from app.ground.errors import AlreadyExists, BadRequest, CatalogError, NoSuchNam
 from app.ground.limits import check_metadata_schemas, load_json
 from app.ground.locations import Location, is_allowed, safe_segment
 from app.ground.settings import Settings
-from app.namespaces import Page, WarehouseDirectory, default_namespace_location, page_of_names
+from app.namespaces import Page, PageWindow, WarehouseDirectory, default_namespace_location
 from app.rules.identifiers import (
     check_name,
     check_namespace,
@@ -63,13 +63,14 @@ class EntryService:
         self, prefix: str, namespace: tuple[str, ...], page_token: str | None, page_size: int | None
     ) -> Page:
         warehouse = self.warehouses.get(prefix)
-        page = page_of_names(
-            page_token,
-            page_size,
-            self.settings.max_page_size,
-            lambda after, limit: self.repository.list_entries(warehouse.id, namespace, self.kind, after, limit),
-        )
-        # Only what the caller may see; a page may come out shorter than asked (its token still leads on).
+        window = PageWindow.of(page_token, page_size, self.settings.max_page_size, keyed_by=str)
+        names = self.repository.list_entries(warehouse.id, namespace, self.kind, window.after, window.fetch)
+        return self.visible_names(prefix, namespace, names, window)
+
+    def visible_names(self, prefix: str, namespace: tuple[str, ...], names: list[str], window: PageWindow) -> Page:
+        """The page of ``names`` (fetched for ``window``) the caller may see; a page may come out
+        shorter than asked (its token still leads on). The event loop's listings use it too."""
+        page = window.page(names)
         kind = Kind(self.kind)
         visible = self.authorizer.filter(page.items, lambda name: Securable.of_entry(kind, prefix, namespace, name))
         return Page(visible, page.next_page_token)

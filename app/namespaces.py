@@ -42,19 +42,20 @@ class Page:
 
 
 @dataclass(frozen=True)
-class NamespaceWindow:
-    """Which namespaces a listNamespaces request asks for: after which path, how many, and
-    whether the answer carries a next-page token (``page_window``)."""
+class PageWindow:
+    """Which items a list request asks for: after which key, how many, and whether the answer
+    carries a next-page token (``page_window``). Namespaces are keyed by their path (a list),
+    tables, views and functions by their name (a string): a token of the other kind is a 400."""
 
     paginate: bool
     limit: int | None
-    after: list[str] | None
+    after: list[str] | str | None
 
     @classmethod
-    def of(cls, page_token: str | None, page_size: int | None, max_page_size: int) -> NamespaceWindow:
+    def of(cls, page_token: str | None, page_size: int | None, max_page_size: int, keyed_by: type) -> PageWindow:
         paginate, limit = page_window(page_token, page_size, max_page_size)
         after = decode_page_token(page_token) if page_token else None
-        if isinstance(after, str):  # a table/view token replayed on the namespace list
+        if after is not None and not isinstance(after, keyed_by):  # a token of the other kind of list
             raise BadRequest("Invalid pageToken")
         return cls(paginate, limit, after)
 
@@ -63,10 +64,26 @@ class NamespaceWindow:
         """Rows to fetch: one more than the page, to learn whether another page exists."""
         return None if self.limit is None else self.limit + 1
 
+    def page(self, rows: list[Any]) -> Page:
+        """The page of ``rows`` fetched for this window, with the next page's token."""
+        return page_of(rows, self.limit, (lambda last: encode_page_token(_key(last))) if self.paginate else None)
+
+
+def _key(item: Any) -> list[str] | str:
+    return item if isinstance(item, str) else list(item)
+
 
 def namespaces_answer(page: Page) -> dict[str, Any]:
     """listNamespaces' body, the same from the handler and from the event loop."""
-    body: dict[str, Any] = {"namespaces": [list(path) for path in page.items]}
+    return _with_token({"namespaces": [list(path) for path in page.items]}, page)
+
+
+def identifiers_answer(namespace: tuple[str, ...], page: Page) -> dict[str, Any]:
+    """listTables' and listViews' body, the same from the handlers and from the event loop."""
+    return _with_token({"identifiers": [{"namespace": list(namespace), "name": name} for name in page.items]}, page)
+
+
+def _with_token(body: dict[str, Any], page: Page) -> dict[str, Any]:
     if page.next_page_token:
         body["next-page-token"] = page.next_page_token
     return body
@@ -273,14 +290,14 @@ class NamespaceService:
         page_size: int | None,
     ) -> Page:
         warehouse = self.warehouses.get(prefix)
-        window = NamespaceWindow.of(page_token, page_size, self.settings.max_page_size)
+        window = PageWindow.of(page_token, page_size, self.settings.max_page_size, keyed_by=list)
         rows = self.repository.list_namespaces(warehouse.id, parent, window.after, window.fetch)
         return self.visible_page(prefix, rows, window)
 
-    def visible_page(self, prefix: str, rows: list[tuple[str, ...]], window: NamespaceWindow) -> Page:
+    def visible_page(self, prefix: str, rows: list[tuple[str, ...]], window: PageWindow) -> Page:
         """The page of ``rows`` (fetched for ``window``) the caller may see; a page may come out
         shorter than asked (its token still leads on). The event loop's listNamespaces uses it too."""
-        page = page_of(rows, window.limit, (lambda last: encode_page_token(list(last))) if window.paginate else None)
+        page = window.page(rows)
         visible = self.authorizer.filter(page.items, lambda path: Securable.of_namespace(prefix, tuple(path)))
         return Page(visible, page.next_page_token)
 
@@ -350,12 +367,8 @@ def page_of_names(
 
     ``fetch(after, limit)`` returns up to ``limit`` names after ``after`` in byte order.
     """
-    paginate, limit = page_window(page_token, page_size, max_page_size)
-    after = decode_page_token(page_token) if page_token else None
-    if after is not None and not isinstance(after, str):  # a namespace token replayed here
-        raise BadRequest("Invalid pageToken")
-    names = fetch(after, None if limit is None else limit + 1)
-    return page_of(names, limit, encode_page_token if paginate else None)
+    window = PageWindow.of(page_token, page_size, max_page_size, keyed_by=str)
+    return window.page(fetch(window.after, window.fetch))  # type: ignore[arg-type]
 
 
 def page_of(rows: list[Any], limit: int | None, token_for: Callable[[Any], str] | None) -> Page:

@@ -6,6 +6,7 @@ from flask import Response, request
 
 from app.edge.context import namespace_arg, namespaces, no_content, plans, respond, signer, tables
 from app.edge.responses import parse_load_table, render_table, render_unregistered, table_name
+from app.namespaces import identifiers_answer
 from app.storage_access import Delegation
 from app.tables import LoadedTable
 
@@ -22,11 +23,7 @@ def _table_response(loaded: LoadedTable) -> Response:
 
 def list_tables(prefix: str, namespace: str, pageToken: str | None = None, pageSize: int | None = None):
     levels = namespace_arg(namespace)
-    page = tables().list_names(prefix, levels, pageToken, pageSize)
-    body = {"identifiers": [{"namespace": list(levels), "name": name} for name in page.items]}
-    if page.next_page_token:
-        body["next-page-token"] = page.next_page_token
-    return body, 200
+    return identifiers_answer(levels, tables().list_names(prefix, levels, pageToken, pageSize)), 200
 
 
 def create_table(prefix: str, namespace: str, body: dict):

@@ -6,6 +6,7 @@ from flask import Response
 
 from app.edge.context import namespace_arg, no_content, respond, views
 from app.edge.responses import render_view, view_name
+from app.namespaces import identifiers_answer
 from app.views import LoadedView
 
 _name = view_name
@@ -17,11 +18,7 @@ def _view_response(loaded: LoadedView) -> Response:
 
 def list_views(prefix: str, namespace: str, pageToken: str | None = None, pageSize: int | None = None):
     levels = namespace_arg(namespace)
-    page = views().list_names(prefix, levels, pageToken, pageSize)
-    body = {"identifiers": [{"namespace": list(levels), "name": name} for name in page.items]}
-    if page.next_page_token:
-        body["next-page-token"] = page.next_page_token
-    return body, 200
+    return identifiers_answer(levels, views().list_names(prefix, levels, pageToken, pageSize)), 200
 
 
 def create_view(prefix: str, namespace: str, body: dict):

@@ -68,11 +68,18 @@ LIST_NAMESPACES = (
     "   AND path > coalesce(%(after)s::text[], '{}'::text[])"
     " ORDER BY path LIMIT %(limit)s"
 )
+# listTables / listViews: one kind's names in one namespace after a name, in name order
+LIST_ENTRIES = (
+    "SELECT name FROM catalog_entry"
+    " WHERE namespace_id = %(ns)s AND kind = %(kind)s AND name > coalesce(%(after)s::text, '')"
+    " ORDER BY name LIMIT %(limit)s"
+)
 
 
 class AsyncEntryReader:
     """Rows the operation door reads on the event loop: ``CatalogRepository.load_entry`` (loadTable),
-    ``namespace_properties`` (loadNamespaceMetadata) and ``list_namespaces`` (listNamespaces)."""
+    ``namespace_properties`` (loadNamespaceMetadata), ``list_namespaces`` and ``list_entries``
+    (listNamespaces, listTables, listViews)."""
 
     def __init__(self, db: AsyncDatabase) -> None:
         self.db = db
@@ -91,6 +98,16 @@ class AsyncEntryReader:
         """The namespace's stored properties; None when there is no such namespace."""
         row = await self.db.fetch_one(NAMESPACE_PROPERTIES, (warehouse_id, list(path)))
         return row["properties"] if row else None
+
+    async def list_entries(
+        self, warehouse_id: int, namespace: tuple[str, ...], kind: str, after: str | None, limit: int | None
+    ) -> list[str] | None:
+        """``CatalogRepository.list_entries``; None (not NoSuchNamespace) when the namespace is missing."""
+        found = await self.db.fetch_one(NAMESPACE_ID, (warehouse_id, list(namespace)))
+        if found is None:
+            return None
+        params = {"ns": found["id"], "kind": kind, "after": after, "limit": limit}
+        return [name for (name,) in await self.db.fetch_all(LIST_ENTRIES, params)]
 
     async def list_namespaces(
         self, warehouse_id: int, parent: tuple[str, ...] | None, after: list[str] | None, limit: int | None
@@ -325,16 +342,8 @@ class CatalogRepository(HousekeepingRows):
             found = conn.execute(NAMESPACE_ID, (warehouse_id, list(namespace))).fetchone()
             if found is None:
                 raise NoSuchNamespace(f"Namespace does not exist: {_dotted(namespace)}")
-            rows = (
-                conn.cursor(row_factory=tuple_row)  # as list_namespaces
-                .execute(
-                    "SELECT name FROM catalog_entry"
-                    " WHERE namespace_id = %(ns)s AND kind = %(kind)s AND name > coalesce(%(after)s::text, '')"
-                    " ORDER BY name LIMIT %(limit)s",
-                    {"ns": found["id"], "kind": kind, "after": after, "limit": limit},
-                )
-                .fetchall()
-            )
+            params = {"ns": found["id"], "kind": kind, "after": after, "limit": limit}
+            rows = conn.cursor(row_factory=tuple_row).execute(LIST_ENTRIES, params).fetchall()  # as list_namespaces
         return [name for (name,) in rows]
 
     def insert_entry(

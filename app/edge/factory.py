@@ -45,7 +45,13 @@ from app.edge.http import (
     handle_undecodable_body,
     handle_unexpected,
 )
-from app.edge.loop_reads import ListNamespacesOnLoop, LoadNamespaceOnLoop, LoadTableOnLoop, SignRequestOnLoop
+from app.edge.loop_reads import (
+    ListEntriesOnLoop,
+    ListNamespacesOnLoop,
+    LoadNamespaceOnLoop,
+    LoadTableOnLoop,
+    SignRequestOnLoop,
+)
 from app.edge.observability import ObservabilityMiddleware
 from app.edge.operations import RouteTable
 from app.edge.resolver import CatalogResolver, ManagementResolver, find_handler, implemented_endpoints
@@ -207,6 +213,12 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
                 ),
                 ListNamespacesOnLoop(
                     service, AsyncEntryReader(async_database), settings.namespace_separator, compact.dumps
+                ),
+                *(
+                    ListEntriesOnLoop(
+                        entries, AsyncEntryReader(async_database), settings.namespace_separator, compact.dumps
+                    )
+                    for entries in (tables, views)
                 ),
                 SignRequestOnLoop(signer, settings.namespace_separator, compact.dumps),
             ],

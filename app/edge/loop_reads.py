@@ -32,8 +32,9 @@ from typing import Any
 from app.authorization import Authorizer
 from app.edge.door import InThread
 from app.edge.responses import JSON, Rendered, parse_load_table, render_table, table_name
+from app.entries import EntryService
 from app.ground.errors import CatalogError
-from app.namespaces import NamespaceService, NamespaceWindow, namespace_answer, namespaces_answer
+from app.namespaces import NamespaceService, PageWindow, identifiers_answer, namespace_answer, namespaces_answer
 from app.rules.identifiers import parse_namespace
 from app.signing import RecheckNeeded, RemoteSigner, SignedRequest
 from app.tables import TABLE, TableService
@@ -161,8 +162,8 @@ class ListNamespacesOnLoop:
         if warehouse is None or self.authorizer.cached() is None:  # the page's filter needs the grants
             return None
         try:
-            window = NamespaceWindow.of(
-                kwargs.get("pageToken"), kwargs.get("pageSize"), self.namespaces.settings.max_page_size
+            window = PageWindow.of(
+                kwargs.get("pageToken"), kwargs.get("pageSize"), self.namespaces.settings.max_page_size, keyed_by=list
             )
         except CatalogError:
             return None  # the handler answers the 400
@@ -173,6 +174,43 @@ class ListNamespacesOnLoop:
             return None  # no such parent: the handler answers the 404
         page = self.namespaces.visible_page(kwargs["prefix"], rows, window)
         return Rendered(200, self.serialize(namespaces_answer(page)).encode(), {"Content-Type": JSON})
+
+
+class ListEntriesOnLoop:
+    """listTables' or listViews' page (``service.kind``), read on the event loop; None leaves the
+    request to the door's thread (an invalid page token, a missing namespace, grants not cached)."""
+
+    def __init__(
+        self, service: EntryService, reader: AsyncEntryReader, namespace_separator: str, serialize: Callable[[Any], str]
+    ) -> None:
+        self.operation_id = "listTables" if service.kind == TABLE else "listViews"
+        self.service = service
+        self.authorizer: Authorizer = service.authorizer  # the same rule and cache as the handler
+        self.reader = reader
+        self.separator = namespace_separator
+        self.serialize = serialize  # the app's Jsonifier.dumps: the handler's bytes
+
+    async def __call__(
+        self, kwargs: dict[str, Any], headers: dict[bytes, list[bytes]], in_thread: InThread
+    ) -> Rendered | None:
+        if not self.reader.available():
+            return None
+        await _authorize(self.authorizer, self.operation_id, kwargs, in_thread)
+        warehouse = self.service.warehouses.cached(kwargs["prefix"])
+        if warehouse is None or self.authorizer.cached() is None:  # the page's filter needs the grants
+            return None
+        try:
+            window = PageWindow.of(
+                kwargs.get("pageToken"), kwargs.get("pageSize"), self.service.settings.max_page_size, keyed_by=str
+            )
+        except CatalogError:
+            return None  # the handler answers the 400
+        namespace = parse_namespace(kwargs["namespace"], self.separator)
+        names = await self.reader.list_entries(warehouse.id, namespace, self.service.kind, window.after, window.fetch)
+        if names is None:
+            return None  # no such namespace: the handler answers the 404
+        page = self.service.visible_names(kwargs["prefix"], namespace, names, window)
+        return Rendered(200, self.serialize(identifiers_answer(namespace, page)).encode(), {"Content-Type": JSON})
 
 
 async def _authorize(authorizer: Authorizer, operation_id: str, kwargs: dict[str, Any], in_thread: InThread) -> None:

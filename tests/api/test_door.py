@@ -16,7 +16,7 @@ import pytest
 
 from app.edge.door import SERVED, OperationDoor
 from app.edge.factory import load_spec
-from app.edge.loop_reads import ListNamespacesOnLoop, LoadNamespaceOnLoop
+from app.edge.loop_reads import ListEntriesOnLoop, ListNamespacesOnLoop, LoadNamespaceOnLoop
 from app.edge.operations import RouteTable
 from app.edge.resolver import find_handler
 from tests.api.tables_support import PREFIX, create_request, table_url, tables_url
@@ -48,9 +48,9 @@ def client(door_client, clean_catalog):
 
 @pytest.fixture
 def on_the_loop(monkeypatch) -> list[str]:
-    """The operations answered on the event loop (``LoadNamespaceOnLoop``, ``ListNamespacesOnLoop``)."""
+    """The operations answered on the event loop (loadNamespaceMetadata and the listings)."""
     calls: list[str] = []
-    for read in (LoadNamespaceOnLoop, ListNamespacesOnLoop):
+    for read in (LoadNamespaceOnLoop, ListNamespacesOnLoop, ListEntriesOnLoop):
 
         def spy_of(original):
             async def spy(self, kwargs, headers, in_thread):
@@ -452,4 +452,44 @@ def test_namespaces_are_listed_on_the_event_loop_and_what_the_handler_must_judge
     answered.clear()
     assert client.get(f"{PREFIX}/namespaces?parent=missing").status_code == 404
     assert client.get(f"{PREFIX}/namespaces?pageToken=not-a-token").status_code == 400
+    assert answered == ["loop: none", "thread"] * 2
+
+
+def test_tables_and_views_are_listed_on_the_event_loop_and_what_the_handler_must_judge_in_a_thread(
+    client, full_stack_client, catalog, monkeypatch
+):
+    answered: list[str] = []
+    original_loop, original_thread = ListEntriesOnLoop.__call__, OperationDoor._answer
+
+    async def loop_spy(self, kwargs, headers, in_thread):
+        rendered = await original_loop(self, kwargs, headers, in_thread)
+        answered.append(f"{self.operation_id} on the loop" if rendered is not None else "loop: none")
+        return rendered
+
+    def thread_spy(self, operation, kwargs, scope, data):
+        answered.append("thread")
+        return original_thread(self, operation, kwargs, scope, data)
+
+    monkeypatch.setattr(ListEntriesOnLoop, "__call__", loop_spy)
+    monkeypatch.setattr(OperationDoor, "_answer", thread_spy)
+    paths = [
+        "namespaces/db/tables",
+        "namespaces/db/tables?pageSize=1&pageToken=",
+        "namespaces/db/views?pageToken=",
+        "namespaces/db%1Fnested/tables",
+    ]
+    for path in paths:
+        _same(client.get(f"{PREFIX}/{path}"), full_stack_client.get(f"{PREFIX}/{path}"))
+    assert answered == [
+        "listTables on the loop",
+        "listTables on the loop",
+        "listViews on the loop",
+        "listTables on the loop",
+    ]
+    answered.clear()
+    namespace_token = client.get(f"{PREFIX}/namespaces?pageSize=1&pageToken=").json()["next-page-token"]
+    for path, status in (("namespaces/missing/tables", 404), (f"namespaces/db/views?pageToken={namespace_token}", 400)):
+        door = client.get(f"{PREFIX}/{path}")
+        assert door.status_code == status
+        _same(door, full_stack_client.get(f"{PREFIX}/{path}"))
     assert answered == ["loop: none", "thread"] * 2
