@@ -22,10 +22,11 @@ arguments, run in a thread; the writes of namespaces, tables, views and transact
 (``WRITES``), whose small JSON body is validated in that thread with connexion's own validator for
 the yaml's schema and whose handlers run in a Flask request context (they read Idempotency-Key
 and the delegation header), in threads of their own so that a slow commit never queues a read;
-and the ``loop_reads`` (loadTable, loadNamespaceMetadata, and signRequest with its small JSON body
-read and validated from the yaml's schema), answered on the event loop with the same rule,
-service and rendering as their handlers, or - when that needs a thread - answered in the door's
-thread (loadNamespaceMetadata) or by connexion (loadTable, signRequest).
+and the ``loop_reads`` (loadTable, loadNamespaceMetadata, the listings of namespaces, tables and
+views, and signRequest with its small JSON body read and validated from the yaml's schema),
+answered on the event loop with the same rule, service and rendering as their handlers, or -
+when that needs a thread - answered in the door's thread (the ones in ``SERVED``) or by
+connexion (loadTable, signRequest).
 ``GROWLER_FAST_READS=false`` turns it off (the equivalence tests compare both).
 """
 
