@@ -63,6 +63,9 @@ def auth_env_for_tests() -> dict[str, str]:
 # authentication only when a test asks for it (tests/integration/conftest.py, ``server_env``).
 os.environ.update(auth_env_for_tests())
 TOKEN_RENEWAL_S = 1800  # well within the tokens' 3600 s
+# app id -> (token, time.monotonic() when fetched); no entry: not fetched yet. (Not a zero default:
+# the monotonic clock counts from boot, so on a machine up for less than TOKEN_RENEWAL_S a token
+# "fetched at 0" looked fresh and every request went out with an empty one.)
 _admin_tokens: dict[int, tuple[str, float]] = {}
 
 
@@ -72,10 +75,12 @@ def authenticated(app):
     plain = app.test_client
 
     def test_client(**kwargs):
-        token, fetched = _admin_tokens.get(id(app), ("", 0.0))
-        if time.monotonic() - fetched > TOKEN_RENEWAL_S:
+        held = _admin_tokens.get(id(app))
+        if held is None or time.monotonic() - held[1] > TOKEN_RENEWAL_S:
             token = fetch_token(plain())
             _admin_tokens[id(app)] = (token, time.monotonic())
+        else:
+            token = held[0]
         headers = {"Authorization": f"Bearer {token}", **(kwargs.pop("headers", None) or {})}
         return plain(headers=headers, **kwargs)
 

@@ -113,14 +113,14 @@ POOL_REFRESH_S = 1.0
 
 _pool_stats: Callable[[], dict[str, int]] | None = None
 _pool_lock = threading.Lock()
-_pool_refreshed = 0.0
+_pool_refreshed = float("-inf")  # never (the monotonic clock starts near 0 at boot)
 
 
 def watch_pool(pop_stats: Callable[[], dict[str, int]] | None) -> None:
     """Report this pool (psycopg_pool ``pop_stats``: gauges now, counters since the last call)."""
     global _pool_stats, _pool_refreshed
     with _pool_lock:
-        _pool_stats, _pool_refreshed = pop_stats, 0.0
+        _pool_stats, _pool_refreshed = pop_stats, float("-inf")
 
 
 def refresh_pool(max_age_s: float = POOL_REFRESH_S) -> None:

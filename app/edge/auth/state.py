@@ -32,7 +32,7 @@ class AuthState:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._last_load = 0.0
+        self._last_load = float("-inf")  # never loaded (the monotonic clock may be near 0 after boot)
         # Called after each reload that saw the version move: other caches that every management
         # change must drop (warehouse rows, authorization decisions) subscribe here.
         self.listeners: list[Callable[[], None]] = []
