@@ -59,7 +59,6 @@ LOAD_ENTRY_UNLESS_AT = _LOAD_ENTRY.format(metadata="CASE WHEN e.metadata_locatio
 
 
 NAMESPACE_PROPERTIES = "SELECT properties FROM namespace WHERE warehouse_id = %s AND path = %s"
-NAMESPACE_ID = "SELECT id FROM namespace WHERE warehouse_id = %s AND path = %s"
 # listNamespaces: the direct children of a parent (the top level for NULL) after a path, in path order
 LIST_NAMESPACES = (
     "SELECT path FROM namespace"
@@ -68,12 +67,32 @@ LIST_NAMESPACES = (
     "   AND path > coalesce(%(after)s::text[], '{}'::text[])"
     " ORDER BY path LIMIT %(limit)s"
 )
+# A page of what lies in one namespace, in the round trip that finds the namespace (a listing paid
+# two; each cost about as much as the page): no row - no such namespace; one row of NULL - an empty
+# page; else the page (``_page_under``).
+_PAGE_UNDER = (
+    "SELECT child.item FROM namespace n LEFT JOIN LATERAL ({page}) child ON true"
+    " WHERE n.warehouse_id = %(wh)s AND n.path = %(path)s ORDER BY child.item"
+)
+# listNamespaces under a parent: its direct children after a path, in path order
+LIST_CHILD_NAMESPACES = _PAGE_UNDER.format(
+    page="SELECT path AS item FROM namespace"
+    " WHERE warehouse_id = %(wh)s AND parent_id = n.id AND path > coalesce(%(after)s::text[], '{}'::text[])"
+    " ORDER BY path LIMIT %(limit)s"
+)
 # listTables / listViews: one kind's names in one namespace after a name, in name order
-LIST_ENTRIES = (
-    "SELECT name FROM catalog_entry"
-    " WHERE namespace_id = %(ns)s AND kind = %(kind)s AND name > coalesce(%(after)s::text, '')"
+LIST_ENTRIES = _PAGE_UNDER.format(
+    page="SELECT name AS item FROM catalog_entry"
+    " WHERE namespace_id = n.id AND kind = %(kind)s AND name > coalesce(%(after)s::text, '')"
     " ORDER BY name LIMIT %(limit)s"
 )
+
+
+def _page_under(rows: list[tuple[Any, ...]]) -> list[Any] | None:
+    """The items of a ``_PAGE_UNDER`` query; None when the namespace is not there."""
+    if not rows:
+        return None
+    return [] if rows[0][0] is None else [item for (item,) in rows]
 
 
 class AsyncEntryReader:
@@ -103,24 +122,29 @@ class AsyncEntryReader:
         self, warehouse_id: int, namespace: tuple[str, ...], kind: str, after: str | None, limit: int | None
     ) -> list[str] | None:
         """``CatalogRepository.list_entries``; None (not NoSuchNamespace) when the namespace is missing."""
-        found = await self.db.fetch_one(NAMESPACE_ID, (warehouse_id, list(namespace)))
-        if found is None:
-            return None
-        params = {"ns": found["id"], "kind": kind, "after": after, "limit": limit}
-        return [name for (name,) in await self.db.fetch_all(LIST_ENTRIES, params)]
+        params = {"wh": warehouse_id, "path": list(namespace), "kind": kind, "after": after, "limit": limit}
+        return _page_under(await self.db.fetch_all(LIST_ENTRIES, params))
 
     async def list_namespaces(
         self, warehouse_id: int, parent: tuple[str, ...] | None, after: list[str] | None, limit: int | None
     ) -> list[tuple[str, ...]] | None:
         """``CatalogRepository.list_namespaces``; None (not NoSuchNamespace) when the parent is missing."""
-        parent_id = None
-        if parent:
-            found = await self.db.fetch_one(NAMESPACE_ID, (warehouse_id, list(parent)))
-            if found is None:
-                return None
-            parent_id = found["id"]
-        params = {"wh": warehouse_id, "parent": parent_id, "after": after, "limit": limit}
-        return [tuple(path) for (path,) in await self.db.fetch_all(LIST_NAMESPACES, params)]
+        query, params = _list_namespaces_query(warehouse_id, parent, after, limit)
+        return _listed_namespaces(await self.db.fetch_all(query, params), nested=bool(parent))
+
+
+def _list_namespaces_query(
+    warehouse_id: int, parent: tuple[str, ...] | None, after: list[str] | None, limit: int | None
+) -> tuple[str, dict[str, Any]]:
+    if parent:
+        return LIST_CHILD_NAMESPACES, {"wh": warehouse_id, "path": list(parent), "after": after, "limit": limit}
+    return LIST_NAMESPACES, {"wh": warehouse_id, "parent": None, "after": after, "limit": limit}
+
+
+def _listed_namespaces(rows: list[tuple[Any, ...]], nested: bool) -> list[tuple[str, ...]] | None:
+    """The paths of a ``_list_namespaces_query``; None when the parent is not there."""
+    paths = _page_under(rows) if nested else [path for (path,) in rows]
+    return None if paths is None else [tuple(path) for path in paths]
 
 
 def _load_entry_query(
@@ -208,17 +232,14 @@ class CatalogRepository(HousekeepingRows):
         limit: int | None,
     ) -> list[tuple[str, ...]]:
         """Direct children of ``parent`` (top level when None), in path order, after ``after``."""
+        query, params = _list_namespaces_query(warehouse_id, parent, after, limit)
         with self.db.connection() as conn:
-            parent_id = None
-            if parent:
-                found = conn.execute(NAMESPACE_ID, (warehouse_id, list(parent))).fetchone()
-                if found is None:
-                    raise NoSuchNamespace(f"Namespace does not exist: {_dotted(parent)}")
-                parent_id = found["id"]
-            params = {"wh": warehouse_id, "parent": parent_id, "after": after, "limit": limit}
             # a page of rows: psycopg builds tuples in C, dicts in Python
-            rows = conn.cursor(row_factory=tuple_row).execute(LIST_NAMESPACES, params).fetchall()
-        return [tuple(path) for (path,) in rows]
+            rows = conn.cursor(row_factory=tuple_row).execute(query, params).fetchall()
+        paths = _listed_namespaces(rows, nested=bool(parent))
+        if paths is None:
+            raise NoSuchNamespace(f"Namespace does not exist: {_dotted(parent or ())}")
+        return paths
 
     def create_namespace(self, warehouse_id: int, path: tuple[str, ...], properties: dict[str, str]) -> None:
         """Insert a namespace whose parent (for a nested one) must already exist."""
@@ -338,13 +359,13 @@ class CatalogRepository(HousekeepingRows):
         after: str | None,
         limit: int | None,
     ) -> list[str]:
+        params = {"wh": warehouse_id, "path": list(namespace), "kind": kind, "after": after, "limit": limit}
         with self.db.connection() as conn:
-            found = conn.execute(NAMESPACE_ID, (warehouse_id, list(namespace))).fetchone()
-            if found is None:
-                raise NoSuchNamespace(f"Namespace does not exist: {_dotted(namespace)}")
-            params = {"ns": found["id"], "kind": kind, "after": after, "limit": limit}
             rows = conn.cursor(row_factory=tuple_row).execute(LIST_ENTRIES, params).fetchall()  # as list_namespaces
-        return [name for (name,) in rows]
+        names = _page_under(rows)
+        if names is None:
+            raise NoSuchNamespace(f"Namespace does not exist: {_dotted(namespace)}")
+        return names
 
     def insert_entry(
         self,

@@ -275,3 +275,20 @@ def test_unit_separator_in_path(client, separator_form):
     create(client, "u")
     create(client, "u", "v")
     assert client.get(f"{NS}/u{separator_form}v").json()["namespace"] == ["u", "v"]
+
+
+def test_listing_an_empty_namespace_a_missing_one_and_the_last_page(client):
+    """A page and its namespace come from one query: no row is no namespace, a row of NULL an
+    empty page."""
+    assert create(client, "hollow").status_code == 200
+    for child in ("inner", "outer"):
+        assert create(client, "hollow", child).status_code == 200
+    for kind in ("tables", "views"):
+        assert client.get(f"{NS}/hollow/{kind}").json() == {"identifiers": []}
+        assert client.get(f"{NS}/hollow/{kind}", params={"pageToken": "", "pageSize": 1}).json() == {"identifiers": []}
+        assert_error(client.get(f"{NS}/hollow%1Fnone/{kind}"), 404, "NoSuchNamespaceException")
+    assert client.get(NS, params={"parent": "hollow\x1finner"}).json() == {"namespaces": []}
+    first = client.get(NS, params={"parent": "hollow", "pageToken": "", "pageSize": 1}).json()
+    assert first["namespaces"] == [["hollow", "inner"]]
+    last = client.get(NS, params={"parent": "hollow", "pageSize": 1, "pageToken": first["next-page-token"]})
+    assert last.json() == {"namespaces": [["hollow", "outer"]]}
