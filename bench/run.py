@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import floor, report, tails, wrk
+from bench import floor, goals, report, tails, wrk
 from bench.targets import REPO, GrowlerTarget, PeerTarget, Target, http_json, make_root, remove_root
 from bench.workloads import NAMESPACES, Plan, run_all, run_wrk, seed
 
@@ -199,7 +199,7 @@ def main() -> int:
     growler = doc["results"].get("growler", {})
     peer = doc["results"].get("peer", {})
     doc["ratios"] = report.compute_ratios(growler, peer) if peer else {}
-    doc["targets"] = report.evaluate_targets(growler)
+    doc["targets"] = goals.evaluate_targets(growler, peer, doc["results"].get("floor"))
     caps_g, caps_p = growler.get("capabilities") or {}, peer.get("capabilities") or {}
     doc["peer_gaps"] = [name for name, ok in caps_g.items() if ok and caps_p.get(name) is False] if peer else []
     doc["wall_s"] = round(time.perf_counter() - t0, 1)

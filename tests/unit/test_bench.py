@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench import bodies, report
+from bench import bodies, goals, report
 from bench.load import commit_counters, lineage, percentile, summarize
 
 
@@ -76,7 +76,7 @@ def test_report_ratios_targets_and_table():
     peer = {"W3": read(1250.0, 30.0), "W4": {"n/a": "no ETag"}}
     ratios = report.compute_ratios(growler, peer)
     assert ratios["W3"] == 2.0 and ratios["W4"] is None
-    targets = report.evaluate_targets(growler)
+    targets = goals.evaluate_targets(growler)
     assert targets["W3"]["met"] and targets["W4"]["met"] and targets["W8"]["met"] and targets["W9"]["met"]
     assert targets["W6"]["met"] is None  # not measured
     doc = {
@@ -178,11 +178,11 @@ def test_report_tails_and_history():
         "W11": {"levels": [level(100, 11.0), level(1000, 15.0), level(4000, 21.0)]},
     }
     peer = {"W10_start": tail, "W10_recycle": {"n/a": "one process"}, "W11": {"levels": [level(100, 20.0)]}}
-    targets = report.evaluate_targets(growler)
+    targets = goals.evaluate_targets(growler)
     assert targets["W10_start"]["met"] and not targets["W10_recycle"]["met"]
     assert targets["W11"]["met"]  # 21 ms <= 25 ms and <= 2 x 11 ms
     growler["W11"]["levels"][-1]["commit"]["latency_ms"]["p50"] = 24.0
-    assert not report.evaluate_targets(growler)["W11"]["met"]  # under 25 ms but more than twice 11 ms
+    assert not goals.evaluate_targets(growler)["W11"]["met"]  # under 25 ms but more than twice 11 ms
     text = report.render_markdown(
         {
             "results": {"growler": growler, "peer": peer},
@@ -216,3 +216,48 @@ def test_report_shows_the_floors_of_the_stack():
     assert "metadata-file PUT floor: failed (RuntimeError: weed did not start)" in report.render_markdown(doc)
     del doc["results"]["floor"]
     assert "Floors of the stack" not in report.render_markdown(doc)
+
+
+def test_targets_against_the_peer_say_what_the_stack_alone_reaches():
+    def read(rps, p99, app, postgres):
+        return {"rps": rps, "latency_ms": {"p99": p99}, "cpu_ms_per_request": {"app": app, "postgres": postgres}}
+
+    growler = {
+        "W1": read(2470.0, 11.2, 0.65, 0.11),
+        "W2": read(1912.0, 14.9, 0.30, 0.15),
+        "W3": read(1928.0, 25.0, 0.30, 0.10),
+        "W5": {"rps": 107.0, "cpu_ms_per_request": {"app": 8.62, "postgres": 1.54, "s3": 3.39}},
+        "W6": {"rps": 46.8},
+        "W7": {"commits_per_s": 17.5},
+    }
+    peer = {
+        "W1": {"rps": 3617.0},
+        "W2": {"rps": 786.0},
+        "W3": {"rps": 306.0},
+        "W5": {"rps": 154.0, "cpu_ms_per_request": {"server_total": 7.2}},
+        "W6": {"rps": 32.4},
+        "W7": {"commits_per_s": 21.6},
+    }
+    floor = {
+        "W0_read": {"rps": 3231.0, "cpu_ms_per_request": {"app": 0.44, "postgres": 0.13}},
+        "W0_put": {"latency_ms": {"p50": 23.49}},
+    }
+    targets = goals.evaluate_targets(growler, peer, floor)
+    w1 = targets["W1 vs peer"]
+    assert w1["met"] is False and w1["measured"] == "0.68x, p99 11.20 ms, 0.76 ms CPU"
+    assert w1["floor"] == "the stack alone: 0.89x the peer, 0.57 ms CPU"
+    assert targets["W2 vs peer"]["met"] is True  # 2.43x, p99 under 20 ms, 0.45 ms CPU
+    assert targets["W2 vs peer"]["floor"] == "the stack alone, W1's one-row read: 0.57 ms CPU"
+    assert targets["W3 vs peer"]["met"] is False  # 6.30x, but p99 25 ms
+    assert targets["W8_big vs peer"]["met"] is None  # not measured
+    assert targets["W5 vs peer"]["floor"] == "PostgreSQL + S3 alone: 4.93 ms CPU a create (the peer: 7.20 in all)"
+    assert targets["W6 vs peer"]["met"] is True and targets["W6 vs peer"]["measured"] == "1.44x"  # >= 1.3x
+    assert targets["W7 vs peer"]["met"] is False
+    assert "W1 vs peer" not in goals.evaluate_targets(growler)  # no peer: only the absolute targets
+    text = report.render_markdown(
+        {"results": {"growler": growler, "peer": peer}, "targets": targets, "machine": {}, "settings": {"plan": {}}}
+    )
+    assert (
+        "| W1 vs peer | >= 1.0x peer, p99 < 20 ms, <= 0.5 ms CPU (app + PostgreSQL) | 0.68x, p99 11.20 ms, 0.76 ms CPU"
+        " | **no** | the stack alone: 0.89x the peer, 0.57 ms CPU |" in text
+    )
