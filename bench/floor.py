@@ -23,14 +23,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.targets import REPO, WAREHOUSE, Target, children, cpu_seconds, process_memory
+from bench.targets import REPO, WAREHOUSE, Target, children, cpu_seconds, process_memory, spawn_logged
 from scripts.run import DEV_S3_ACCESS_KEY, DEV_S3_SECRET_KEY, wait_for_http
 from scripts.services import (
     EmbeddedPostgres,
     EmbeddedS3,
-    die_with_parent,
     free_port,
-    signals_deferred,
     stop_process_group,
 )
 
@@ -76,19 +74,7 @@ class FloorTarget(Target):
         )
         argv = [sys.executable, "-m", "gunicorn", "-k", "uvicorn_worker.UvicornWorker", "-w", str(self.workers)]
         argv += ["-b", f"{LOCALHOST}:{port}", "bench.floor_app:app"]
-        log = open(self.root / "gunicorn.log", "ab")  # noqa: SIM115 - handed to the child
-        with signals_deferred():
-            self.gunicorn = subprocess.Popen(
-                argv,
-                cwd=self.root,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-                preexec_fn=die_with_parent(signal.SIGTERM),
-            )
-        log.close()
+        self.gunicorn = spawn_logged(argv, self.root, env, self.root)
         if not wait_for_http(self.gunicorn, LOCALHOST, port, 90.0):
             raise RuntimeError(f"the floor's gunicorn exited during start-up; see {self.root / 'gunicorn.log'}")
         self.base_url = f"http://{LOCALHOST}:{port}"

@@ -111,6 +111,25 @@ def children(pid: int) -> list[int]:
     return sorted(set(pids))
 
 
+def spawn_logged(argv: list[str], cwd: Path, env: dict[str, str], root: Path) -> subprocess.Popen:
+    """A server process of the bench's: its own session (stopped as a group), output appended to
+    ``root/gunicorn.log``, and terminated if the bench dies first."""
+    log = open(root / "gunicorn.log", "ab")  # noqa: SIM115 - handed to the child
+    with signals_deferred():
+        process = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            preexec_fn=die_with_parent(signal.SIGTERM),
+        )
+    log.close()
+    return process
+
+
 class Target:
     name = ""
     label = ""
@@ -214,19 +233,7 @@ class GrowlerTarget(Target):
         port = free_port()
         env["GROWLER_BIND"] = f"{LOCALHOST}:{port}"
         self.env = env
-        log = open(self.root / "gunicorn.log", "ab")  # noqa: SIM115 - handed to the child
-        with signals_deferred():
-            self.gunicorn = subprocess.Popen(
-                [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py"],
-                cwd=REPO,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-                preexec_fn=die_with_parent(signal.SIGTERM),
-            )
-        log.close()
+        self.gunicorn = spawn_logged([sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py"], REPO, env, self.root)
         if not wait_for_http(self.gunicorn, LOCALHOST, port, 90.0):
             raise RuntimeError(f"gunicorn exited during start-up; see {self.root / 'gunicorn.log'}")
         self.base_url = f"http://{LOCALHOST}:{port}"

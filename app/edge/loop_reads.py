@@ -1,5 +1,5 @@
-"""Operations the door answers on the event loop, without a thread: loadTable, loadNamespaceMetadata
-and signRequest.
+"""Operations the door answers on the event loop, without a thread: loadTable, loadNamespaceMetadata,
+the listings of namespaces, tables and views, and signRequest.
 
 A plain loadTable is what every engine sends before every query, usually several times. Its row
 is read with psycopg's asyncio API on the worker's event loop: handing a 1 ms query to a thread
@@ -38,7 +38,7 @@ from app.namespaces import NamespaceService, PageWindow, identifiers_answer, nam
 from app.rules.identifiers import parse_namespace
 from app.signing import RecheckNeeded, RemoteSigner, SignedRequest
 from app.tables import TABLE, TableService
-from storage.repository import AsyncEntryReader
+from storage.repository import AsyncEntryReader, WarehouseRow
 
 _DELEGATION = b"x-iceberg-access-delegation"
 _IF_NONE_MATCH = b"if-none-match"
@@ -97,93 +97,20 @@ class LoadTableOnLoop:
         return render_table(not_modified) if not_modified is not None else None
 
 
-class LoadNamespaceOnLoop:
-    """loadNamespaceMetadata's answer, the namespace's row read on the event loop; None leaves the
-    request to connexion (no such namespace: the handler answers the 404)."""
+class _JsonReadOnLoop:
+    """A read whose JSON answer the loop makes from rows of its service's repository, with the
+    handler's rule, service and serialiser; None leaves the request to the door's thread or to
+    connexion, whose handler answers it (and every refusal)."""
 
-    operation_id = "loadNamespaceMetadata"
+    operation_id: str
 
     def __init__(
         self,
-        namespaces: NamespaceService,
+        service: NamespaceService | EntryService,
         reader: AsyncEntryReader,
         namespace_separator: str,
         serialize: Callable[[Any], str],
     ) -> None:
-        self.namespaces = namespaces
-        self.authorizer: Authorizer = namespaces.authorizer  # the same rule and cache as the handler
-        self.reader = reader
-        self.separator = namespace_separator
-        self.serialize = serialize  # the app's Jsonifier.dumps: the handler's bytes
-
-    async def __call__(
-        self, kwargs: dict[str, Any], headers: dict[bytes, list[bytes]], in_thread: InThread
-    ) -> Rendered | None:
-        if not self.reader.available():
-            return None
-        await _authorize(self.authorizer, self.operation_id, kwargs, in_thread)
-        warehouse = self.namespaces.warehouses.cached(kwargs["prefix"])
-        if warehouse is None:
-            return None
-        namespace = parse_namespace(kwargs["namespace"], self.separator)
-        properties = await self.reader.namespace_properties(warehouse.id, namespace)
-        if properties is None:
-            return None
-        body = self.serialize(namespace_answer(warehouse, namespace, properties)).encode()
-        return Rendered(200, body, {"Content-Type": JSON})
-
-
-class ListNamespacesOnLoop:
-    """listNamespaces' page, read on the event loop; None leaves the request to the door's thread
-    (an invalid page token, a missing parent, grants not cached: the handler answers)."""
-
-    operation_id = "listNamespaces"
-
-    def __init__(
-        self,
-        namespaces: NamespaceService,
-        reader: AsyncEntryReader,
-        namespace_separator: str,
-        serialize: Callable[[Any], str],
-    ) -> None:
-        self.namespaces = namespaces
-        self.authorizer: Authorizer = namespaces.authorizer  # the same rule and cache as the handler
-        self.reader = reader
-        self.separator = namespace_separator
-        self.serialize = serialize  # the app's Jsonifier.dumps: the handler's bytes
-
-    async def __call__(
-        self, kwargs: dict[str, Any], headers: dict[bytes, list[bytes]], in_thread: InThread
-    ) -> Rendered | None:
-        if not self.reader.available():
-            return None
-        await _authorize(self.authorizer, self.operation_id, kwargs, in_thread)
-        warehouse = self.namespaces.warehouses.cached(kwargs["prefix"])
-        if warehouse is None or self.authorizer.cached() is None:  # the page's filter needs the grants
-            return None
-        try:
-            window = PageWindow.of(
-                kwargs.get("pageToken"), kwargs.get("pageSize"), self.namespaces.settings.max_page_size, keyed_by=list
-            )
-        except CatalogError:
-            return None  # the handler answers the 400
-        parent = kwargs.get("parent")
-        levels = parse_namespace(parent, self.separator) if parent is not None else None
-        rows = await self.reader.list_namespaces(warehouse.id, levels, window.after, window.fetch)
-        if rows is None:
-            return None  # no such parent: the handler answers the 404
-        page = self.namespaces.visible_page(kwargs["prefix"], rows, window)
-        return Rendered(200, self.serialize(namespaces_answer(page)).encode(), {"Content-Type": JSON})
-
-
-class ListEntriesOnLoop:
-    """listTables' or listViews' page (``service.kind``), read on the event loop; None leaves the
-    request to the door's thread (an invalid page token, a missing namespace, grants not cached)."""
-
-    def __init__(
-        self, service: EntryService, reader: AsyncEntryReader, namespace_separator: str, serialize: Callable[[Any], str]
-    ) -> None:
-        self.operation_id = "listTables" if service.kind == TABLE else "listViews"
         self.service = service
         self.authorizer: Authorizer = service.authorizer  # the same rule and cache as the handler
         self.reader = reader
@@ -197,20 +124,84 @@ class ListEntriesOnLoop:
             return None
         await _authorize(self.authorizer, self.operation_id, kwargs, in_thread)
         warehouse = self.service.warehouses.cached(kwargs["prefix"])
-        if warehouse is None or self.authorizer.cached() is None:  # the page's filter needs the grants
+        if warehouse is None:
+            return None
+        body = await self._answer(kwargs, warehouse)
+        return None if body is None else Rendered(200, self.serialize(body).encode(), {"Content-Type": JSON})
+
+    async def _answer(self, kwargs: dict[str, Any], warehouse: WarehouseRow) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+
+class LoadNamespaceOnLoop(_JsonReadOnLoop):
+    """loadNamespaceMetadata's answer, the namespace's row read on the event loop (no such
+    namespace: the handler answers the 404)."""
+
+    operation_id = "loadNamespaceMetadata"
+
+    async def _answer(self, kwargs: dict[str, Any], warehouse: WarehouseRow) -> dict[str, Any] | None:
+        namespace = parse_namespace(kwargs["namespace"], self.separator)
+        properties = await self.reader.namespace_properties(warehouse.id, namespace)
+        return None if properties is None else namespace_answer(warehouse, namespace, properties)
+
+
+class _PageOnLoop(_JsonReadOnLoop):
+    """A listing's page: the handler judges an invalid page token, and - when the caller's grants
+    are not cached, which the page's filter needs - the whole request."""
+
+    keyed_by: type  # what a page token of this listing holds (PageWindow.of)
+
+    async def _answer(self, kwargs: dict[str, Any], warehouse: WarehouseRow) -> dict[str, Any] | None:
+        if self.authorizer.cached() is None:
             return None
         try:
             window = PageWindow.of(
-                kwargs.get("pageToken"), kwargs.get("pageSize"), self.service.settings.max_page_size, keyed_by=str
+                kwargs.get("pageToken"),
+                kwargs.get("pageSize"),
+                self.service.settings.max_page_size,
+                keyed_by=self.keyed_by,
             )
         except CatalogError:
             return None  # the handler answers the 400
+        return await self._page(kwargs, warehouse, window)
+
+    async def _page(self, kwargs: dict[str, Any], warehouse: WarehouseRow, window: PageWindow) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+
+class ListNamespacesOnLoop(_PageOnLoop):
+    """listNamespaces' page, read on the event loop (a missing parent: the handler's 404)."""
+
+    operation_id = "listNamespaces"
+    keyed_by = list
+    service: NamespaceService
+
+    async def _page(self, kwargs: dict[str, Any], warehouse: WarehouseRow, window: PageWindow) -> dict[str, Any] | None:
+        parent = kwargs.get("parent")
+        levels = parse_namespace(parent, self.separator) if parent is not None else None
+        rows = await self.reader.list_namespaces(warehouse.id, levels, window.after, window.fetch)
+        return None if rows is None else namespaces_answer(self.service.visible_page(kwargs["prefix"], rows, window))
+
+
+class ListEntriesOnLoop(_PageOnLoop):
+    """listTables' or listViews' page (``service.kind``), read on the event loop (a missing
+    namespace: the handler's 404)."""
+
+    keyed_by = str
+    service: EntryService
+
+    def __init__(
+        self, service: EntryService, reader: AsyncEntryReader, namespace_separator: str, serialize: Callable[[Any], str]
+    ) -> None:
+        super().__init__(service, reader, namespace_separator, serialize)
+        self.operation_id = "listTables" if service.kind == TABLE else "listViews"
+
+    async def _page(self, kwargs: dict[str, Any], warehouse: WarehouseRow, window: PageWindow) -> dict[str, Any] | None:
         namespace = parse_namespace(kwargs["namespace"], self.separator)
         names = await self.reader.list_entries(warehouse.id, namespace, self.service.kind, window.after, window.fetch)
         if names is None:
-            return None  # no such namespace: the handler answers the 404
-        page = self.service.visible_names(kwargs["prefix"], namespace, names, window)
-        return Rendered(200, self.serialize(identifiers_answer(namespace, page)).encode(), {"Content-Type": JSON})
+            return None
+        return identifiers_answer(namespace, self.service.visible_names(kwargs["prefix"], namespace, names, window))
 
 
 async def _authorize(authorizer: Authorizer, operation_id: str, kwargs: dict[str, Any], in_thread: InThread) -> None:

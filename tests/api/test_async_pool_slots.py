@@ -8,6 +8,9 @@ by the pool's timeout as the pool's own was.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -25,26 +28,34 @@ async def _started(task: asyncio.Task) -> None:
     assert not task.done()
 
 
+@contextlib.asynccontextmanager
+async def _one_busy_connection(settings, timeout_s: float) -> AsyncIterator[tuple[AsyncDatabase, asyncio.Task, Any]]:
+    """A one-connection asyncio pool whose only slot and connection a read holds (it waits for
+    an advisory lock held by ``holder``, which the caller releases)."""
+    database = AsyncDatabase(
+        settings.database_url, min_size=1, max_size=1, timeout_s=timeout_s, statement_timeout_ms=5000
+    )
+    await database.start(fill=True)
+    holder = await psycopg.AsyncConnection.connect(settings.database_url, autocommit=True)
+    try:
+        await holder.execute("SELECT pg_advisory_lock(%s)", (LOCK,))
+        busy = asyncio.create_task(database.fetch_one(HELD_READ, (LOCK,)))
+        await _started(busy)  # holds the only slot and the only connection
+        yield database, busy, holder
+    finally:
+        await holder.close()
+        await database.close()
+
+
 def test_a_read_beyond_the_pool_waits_for_a_slot_and_then_runs(settings):
     async def scenario() -> tuple[list, dict, bool]:
-        database = AsyncDatabase(
-            settings.database_url, min_size=1, max_size=1, timeout_s=5.0, statement_timeout_ms=5000
-        )
-        await database.start(fill=True)
-        holder = await psycopg.AsyncConnection.connect(settings.database_url, autocommit=True)
-        try:
-            await holder.execute("SELECT pg_advisory_lock(%s)", (LOCK,))
-            busy = asyncio.create_task(database.fetch_one(HELD_READ, (LOCK,)))
-            await _started(busy)  # holds the only slot and the only connection
+        async with _one_busy_connection(settings, timeout_s=5.0) as (database, busy, holder):
             waiting = asyncio.create_task(database.fetch_one("SELECT 1 AS one", ()))
             await _started(waiting)
             slot_taken = database._slots.locked()
             await holder.execute("SELECT pg_advisory_unlock(%s)", (LOCK,))
             rows = await asyncio.gather(busy, waiting)
             return rows, database.pool.get_stats(), slot_taken
-        finally:
-            await holder.close()
-            await database.close()
 
     rows, stats, slot_taken = asyncio.run(scenario())
     assert slot_taken
@@ -55,23 +66,12 @@ def test_a_read_beyond_the_pool_waits_for_a_slot_and_then_runs(settings):
 
 def test_a_read_that_gets_no_slot_in_time_is_a_503(settings):
     async def scenario() -> None:
-        database = AsyncDatabase(
-            settings.database_url, min_size=1, max_size=1, timeout_s=0.3, statement_timeout_ms=5000
-        )
-        await database.start(fill=True)
-        holder = await psycopg.AsyncConnection.connect(settings.database_url, autocommit=True)
-        try:
-            await holder.execute("SELECT pg_advisory_lock(%s)", (LOCK,))
-            busy = asyncio.create_task(database.fetch_one(HELD_READ, (LOCK,)))
-            await _started(busy)
+        async with _one_busy_connection(settings, timeout_s=0.3) as (database, busy, holder):
             with pytest.raises(ServiceUnavailable, match="database is unavailable"):
                 await database.fetch_one("SELECT 1 AS one", ())
             await holder.execute("SELECT pg_advisory_unlock(%s)", (LOCK,))
             assert await busy == {"waited": False}
             assert not database._slots.locked()  # the timed-out wait took no slot with it
             assert await database.fetch_one("SELECT 1 AS one", ()) == {"one": 1}
-        finally:
-            await holder.close()
-            await database.close()
 
     asyncio.run(scenario())
