@@ -396,43 +396,37 @@ def test_an_answer_the_yaml_does_not_allow_is_refused_on_both_paths(
     assert len(served) == 1
 
 
-def test_a_namespace_is_read_on_the_event_loop_and_a_missing_one_in_a_thread(client, catalog, monkeypatch):
+def _who_answers(monkeypatch, loop_read: type) -> list[str]:
+    """What answers each request from now on: ``loop_read`` on the event loop ("<operationId> on
+    the loop", or "loop: none" when it leaves the request to the handler) and the door's thread."""
     answered: list[str] = []
-    original_loop, original_thread = LoadNamespaceOnLoop.__call__, OperationDoor._answer
+    original_loop, original_thread = loop_read.__call__, OperationDoor._answer
 
     async def loop_spy(self, kwargs, headers, in_thread):
         rendered = await original_loop(self, kwargs, headers, in_thread)
-        answered.append("loop" if rendered is not None else "loop: none")
+        answered.append(f"{self.operation_id} on the loop" if rendered is not None else "loop: none")
         return rendered
 
     def thread_spy(self, operation, kwargs, scope, data):
         answered.append("thread")
         return original_thread(self, operation, kwargs, scope, data)
 
-    monkeypatch.setattr(LoadNamespaceOnLoop, "__call__", loop_spy)
+    monkeypatch.setattr(loop_read, "__call__", loop_spy)
     monkeypatch.setattr(OperationDoor, "_answer", thread_spy)
+    return answered
+
+
+def test_a_namespace_is_read_on_the_event_loop_and_a_missing_one_in_a_thread(client, catalog, monkeypatch):
+    answered = _who_answers(monkeypatch, LoadNamespaceOnLoop)
     assert client.get(f"{PREFIX}/namespaces/db%1Fnested").json()["namespace"] == ["db", "nested"]
     assert client.get(f"{PREFIX}/namespaces/missing").status_code == 404
-    assert answered == ["loop", "loop: none", "thread"]
+    assert answered == ["loadNamespaceMetadata on the loop", "loop: none", "thread"]
 
 
 def test_namespaces_are_listed_on_the_event_loop_and_what_the_handler_must_judge_in_a_thread(
     client, full_stack_client, catalog, monkeypatch
 ):
-    answered: list[str] = []
-    original_loop, original_thread = ListNamespacesOnLoop.__call__, OperationDoor._answer
-
-    async def loop_spy(self, kwargs, headers, in_thread):
-        rendered = await original_loop(self, kwargs, headers, in_thread)
-        answered.append("loop" if rendered is not None else "loop: none")
-        return rendered
-
-    def thread_spy(self, operation, kwargs, scope, data):
-        answered.append("thread")
-        return original_thread(self, operation, kwargs, scope, data)
-
-    monkeypatch.setattr(ListNamespacesOnLoop, "__call__", loop_spy)
-    monkeypatch.setattr(OperationDoor, "_answer", thread_spy)
+    answered = _who_answers(monkeypatch, ListNamespacesOnLoop)
     first = client.get(f"{PREFIX}/namespaces?pageSize=1&pageToken=")
     token = first.json()["next-page-token"]
     second = client.get(f"{PREFIX}/namespaces?pageSize=1&pageToken={token}")
@@ -442,7 +436,7 @@ def test_namespaces_are_listed_on_the_event_loop_and_what_the_handler_must_judge
         [["other"]],
         [["db", "nested"]],
     ]
-    assert answered == ["loop"] * 3
+    assert answered == ["listNamespaces on the loop"] * 3
     for response, path in (
         (first, "namespaces?pageSize=1&pageToken="),
         (second, f"namespaces?pageSize=1&pageToken={token}"),
@@ -458,20 +452,7 @@ def test_namespaces_are_listed_on_the_event_loop_and_what_the_handler_must_judge
 def test_tables_and_views_are_listed_on_the_event_loop_and_what_the_handler_must_judge_in_a_thread(
     client, full_stack_client, catalog, monkeypatch
 ):
-    answered: list[str] = []
-    original_loop, original_thread = ListEntriesOnLoop.__call__, OperationDoor._answer
-
-    async def loop_spy(self, kwargs, headers, in_thread):
-        rendered = await original_loop(self, kwargs, headers, in_thread)
-        answered.append(f"{self.operation_id} on the loop" if rendered is not None else "loop: none")
-        return rendered
-
-    def thread_spy(self, operation, kwargs, scope, data):
-        answered.append("thread")
-        return original_thread(self, operation, kwargs, scope, data)
-
-    monkeypatch.setattr(ListEntriesOnLoop, "__call__", loop_spy)
-    monkeypatch.setattr(OperationDoor, "_answer", thread_spy)
+    answered = _who_answers(monkeypatch, ListEntriesOnLoop)
     paths = [
         "namespaces/db/tables",
         "namespaces/db/tables?pageSize=1&pageToken=",
