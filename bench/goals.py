@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.report import _num, throughput
+from bench.report import figure, throughput
 
 # Issue 20: the reads measured against the peer, and the bounds each must hold.
 READS_VS_PEER = ("W1", "W2", "W3", "W8_big", "W8_small")
@@ -49,29 +49,30 @@ def evaluate_targets(
     check(
         "W3",
         ">= 2,000 req/s, p99 <= 20 ms",
-        f"{_num(w3_rps)} req/s, p99 {_num(w3_p99, 2)} ms",
+        f"{figure(w3_rps)} req/s, p99 {figure(w3_p99, 2)} ms",
         None if w3_rps is None else w3_rps >= 2000 and w3_p99 <= 20,
     )
     w4 = get("W4", "rps")
-    check("W4", ">= 3,000 req/s", f"{_num(w4)} req/s", None if w4 is None else w4 >= 3000)
+    check("W4", ">= 3,000 req/s", f"{figure(w4)} req/s", None if w4 is None else w4 >= 3000)
     w6 = get("W6", "latency_ms", "p50")
-    check("W6", "p50 <= 25 ms", f"p50 {_num(w6, 2)} ms", None if w6 is None else w6 <= 25)
+    check("W6", "p50 <= 25 ms", f"p50 {figure(w6, 2)} ms", None if w6 is None else w6 <= 25)
     w7, lost = get("W7", "commits_per_s"), get("W7", "lost")
     check(
         "W7",
         ">= 60 commits/s, 0 lost",
-        f"{_num(w7)} commits/s, {lost} lost",
+        f"{figure(w7)} commits/s, {lost} lost",
         None if w7 is None else w7 >= 60 and lost == 0,
     )
     big, small = get("W8_big", "latency_ms", "p99"), get("W8_small", "latency_ms", "p99")
     w8 = round(big / small, 2) if big and small else None
-    check("W8", "p99 (big namespace) <= 1.5 x p99 (100 tables)", f"{_num(w8, 2)} x", None if w8 is None else w8 <= 1.5)
+    w8_goal = "p99 (big namespace) <= 1.5 x p99 (100 tables)"
+    check("W8", w8_goal, f"{figure(w8, 2)} x", None if w8 is None else w8 <= 1.5)
     workers = (growler.get("W9") or {}).get("workers") or []
     rss = max((w.get("rss_mb") or 0 for w in workers), default=None)
-    check("W9", "<= 150 MB per worker", f"max RSS {_num(rss)} MB", None if rss is None else rss <= 150)
+    check("W9", "<= 150 MB per worker", f"max RSS {figure(rss)} MB", None if rss is None else rss <= 150)
     for key in ("W10_start", "W10_recycle"):
         p99 = get(key, "latency_ms", "p99")
-        check(key, "p99 <= 20 ms in the first seconds", f"p99 {_num(p99, 2)} ms", None if p99 is None else p99 <= 20)
+        check(key, "p99 <= 20 ms in the first seconds", f"p99 {figure(p99, 2)} ms", None if p99 is None else p99 <= 20)
     levels = {level["snapshots"]: level for level in get("W11", "levels") or []}
     if levels:
         first, last = levels[min(levels)], levels[max(levels)]
@@ -82,9 +83,9 @@ def evaluate_targets(
             "W11",
             f"commit p50 at {max(levels):,} snapshots <= {W11_COMMIT_P50_MS:.0f} ms"
             f" and <= 2x its p50 at {min(levels):,}",
-            f"{_num(p50_last, 2)} ms vs {_num(p50_first, 2)} ms",
+            f"{figure(p50_last, 2)} ms vs {figure(p50_first, 2)} ms",
             None if not p50_first or not p50_last else p50_last <= W11_COMMIT_P50_MS and p50_last <= 2 * p50_first,
-            f"the metadata file's PUT alone: p50 {_num(put, 2)} ms" if put else None,
+            f"the metadata file's PUT alone: p50 {figure(put, 2)} ms" if put else None,
         )
     if peer:
         out.update(_against_peer(growler, peer, floor or {}))
@@ -99,6 +100,9 @@ def _against_peer(growler: dict[str, Any], peer: dict[str, Any], floor: dict[str
         ours, theirs = throughput(growler.get(key) or {}, key), throughput(peer.get(key) or {}, key)
         return round(ours / theirs, 2) if ours and theirs else None
 
+    floor_read = floor.get("W0_read") or {}
+    floor_cpu = floor_read.get("cpu_ms_per_request") or {}
+    floor_ms = figure((floor_cpu.get("app") or 0) + (floor_cpu.get("postgres") or 0), 2)
     for key in READS_VS_PEER:
         ratio, p99 = ratio_of(key), _get(growler, key, "latency_ms", "p99")
         cpu = _get(growler, key, "cpu_ms_per_request")
@@ -107,18 +111,14 @@ def _against_peer(growler: dict[str, Any], peer: dict[str, Any], floor: dict[str
         if ratio is not None and p99 is not None and cpu_ms is not None:
             met = ratio >= 1.0 and p99 < READ_P99_MS and cpu_ms <= READ_CPU_MS
         floor_text = None
-        floor_read = floor.get("W0_read") or {}
-        if floor_read.get("rps"):
-            floor_cpu = floor_read.get("cpu_ms_per_request") or {}
-            floor_ms = _num((floor_cpu.get("app") or 0) + (floor_cpu.get("postgres") or 0), 2)
-            peer_rps = throughput(peer.get(key) or {}, key)
-            if key == "W1" and peer_rps:  # the floor app answers W1's request
-                floor_text = f"the stack alone: {floor_read['rps'] / peer_rps:.2f}x the peer, {floor_ms} ms CPU"
-            else:
-                floor_text = f"the stack alone, W1's one-row read: {floor_ms} ms CPU"
+        peer_rps = throughput(peer.get(key) or {}, key)
+        if floor_read.get("rps") and key == "W1" and peer_rps:  # the floor app answers W1's request
+            floor_text = f"the stack alone: {floor_read['rps'] / peer_rps:.2f}x the peer, {floor_ms} ms CPU"
+        elif floor_read.get("rps"):
+            floor_text = f"the stack alone, W1's one-row read: {floor_ms} ms CPU"
         out[f"{key} vs peer"] = {
             "goal": f">= 1.0x peer, p99 < {READ_P99_MS:.0f} ms, <= {READ_CPU_MS} ms CPU (app + PostgreSQL)",
-            "measured": f"{_num(ratio, 2)}x, p99 {_num(p99, 2)} ms, {_num(cpu_ms, 2)} ms CPU",
+            "measured": f"{figure(ratio, 2)}x, p99 {figure(p99, 2)} ms, {figure(cpu_ms, 2)} ms CPU",
             "met": met,
             **({"floor": floor_text} if floor_text else {}),
         }
@@ -126,15 +126,15 @@ def _against_peer(growler: dict[str, Any], peer: dict[str, Any], floor: dict[str
         ratio = ratio_of(key)
         entry: dict[str, Any] = {
             "goal": f">= {least}x peer",
-            "measured": f"{_num(ratio, 2)}x",
+            "measured": f"{figure(ratio, 2)}x",
             "met": None if ratio is None else ratio >= least,
         }
         ours, theirs = _get(growler, key, "cpu_ms_per_request"), _get(peer, key, "cpu_ms_per_request")
         if key == "W5" and ours and theirs and theirs.get("server_total"):
             stores = (ours.get("postgres") or 0) + (ours.get("s3") or 0)
             entry["floor"] = (
-                f"PostgreSQL + S3 alone: {_num(stores, 2)} ms CPU a create "
-                f"(the peer: {_num(theirs['server_total'], 2)} in all)"
+                f"PostgreSQL + S3 alone: {figure(stores, 2)} ms CPU a create "
+                f"(the peer: {figure(theirs['server_total'], 2)} in all)"
             )
         out[f"{key} vs peer"] = entry
     return out

@@ -40,7 +40,8 @@ def throughput(result: dict[str, Any], key: str) -> float | None:
     return result.get("rps")
 
 
-def _num(value: Any, digits: int = 1) -> str:
+def figure(value: Any, digits: int = 1) -> str:
+    """A measured value as the tables print it: thousands separated, `digits` decimals under 100."""
     if value is None:
         return "-"
     if isinstance(value, float) and value >= 100:
@@ -57,11 +58,11 @@ def _cells(result: dict[str, Any] | None, key: str) -> list[str]:
         return ["failed", "", "", "", ""]
     lat = result.get("latency_ms") or {}
     return [
-        _num(throughput(result, key)),
-        _num(lat.get("p50"), 2),
-        _num(lat.get("p90"), 2),
-        _num(lat.get("p99"), 2),
-        _num(result.get("errors")),
+        figure(throughput(result, key)),
+        figure(lat.get("p50"), 2),
+        figure(lat.get("p90"), 2),
+        figure(lat.get("p99"), 2),
+        figure(result.get("errors")),
     ]
 
 
@@ -162,7 +163,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
             p.get("server_total"),
             g.get("generator"),
         ]
-        lines.append(f"| {label} | " + " | ".join(_num(c, 2) for c in cells) + " |")
+        lines.append(f"| {label} | " + " | ".join(figure(c, 2) for c in cells) + " |")
     lines.append("")
     w7g, w7p = growler.get("W7") or {}, peer.get("W7") or {}
 
@@ -171,12 +172,12 @@ def render_markdown(doc: dict[str, Any]) -> str:
             return f"- W7 {name}: {w.get('failed', 'not run')}"
         exists = w.get("final_metadata_file_exists")
         return (
-            f"- W7 {name}: {w.get('commits')} commits at {_num(w.get('commits_per_s'))}/s, "
+            f"- W7 {name}: {w.get('commits')} commits at {figure(w.get('commits_per_s'))}/s, "
             f"{w.get('conflicts_409')} answered 409 (client reloaded and retried), server-side retries "
-            f"{'not reported' if w.get('server_retries') is None else _num(w.get('server_retries'), 0)}, "
+            f"{'not reported' if w.get('server_retries') is None else figure(w.get('server_retries'), 0)}, "
             f"{w.get('lost')} lost, current metadata file "
             f"{'present' if exists else 'MISSING' if exists is False else 'not checked'}; "
-            f"append incl. retries p50 {_num((w.get('append_latency_ms') or {}).get('p50'), 1)} ms"
+            f"append incl. retries p50 {figure((w.get('append_latency_ms') or {}).get('p50'), 1)} ms"
         )
 
     lines.append(w7_line("Growler", w7g))
@@ -233,7 +234,7 @@ def _latency_cells(result: dict[str, Any] | None) -> list[str]:
     if "n/a" in result or "failed" in result:
         return ["n/a" if "n/a" in result else "failed", "", "", "", ""]
     lat = result.get("latency_ms") or {}
-    return [_num(result.get("rps")), *(_num(lat.get(k), 2) for k in ("p50", "p99", "p999", "max"))]
+    return [figure(result.get("rps")), *(figure(lat.get(k), 2) for k in ("p50", "p99", "p999", "max"))]
 
 
 def _tails_lines(growler: dict[str, Any], peer: dict[str, Any]) -> list[str]:
@@ -252,7 +253,7 @@ def _tails_lines(growler: dict[str, Any], peer: dict[str, Any]) -> list[str]:
             f"| {label} | " + " | ".join(_latency_cells(growler.get(key)) + _latency_cells(peer.get(key))) + " |"
         )
     shares = {
-        label: "/".join("-" if cpu is None else _num(cpu, 1) for cpu in growler[key]["worker_cpu_s"].values())
+        label: "/".join("-" if cpu is None else figure(cpu, 1) for cpu in growler[key]["worker_cpu_s"].values())
         for key, label in TAILS
         if isinstance(growler.get(key), dict) and growler[key].get("worker_cpu_s")
     }
@@ -296,7 +297,7 @@ def _history_lines(growler: dict[str, Any], peer: dict[str, Any]) -> list[str]:
             ((other.get("commit") or {}).get("latency_ms") or {}).get("p50"),
             (other.get("load") or {}).get("rps"),
         ]
-        lines.append(f"| {snapshots:,} | " + " | ".join(_num(c, 2) for c in cells) + " |")
+        lines.append(f"| {snapshots:,} | " + " | ".join(figure(c, 2) for c in cells) + " |")
     return lines
 
 
@@ -312,20 +313,20 @@ def _floor_lines(floor: dict[str, Any], growler: dict[str, Any], peer: dict[str,
         cpu = read.get("cpu_ms_per_request") or {}
         lines.append(
             f"- W1 against gunicorn + uvicorn workers + one psycopg_pool query and nothing else: "
-            f"{_num(read.get('rps'))} req/s, p99 {_num((read.get('latency_ms') or {}).get('p99'), 2)} ms, "
-            f"{_num(cpu.get('app'), 2)} ms app + {_num(cpu.get('postgres'), 2)} ms PostgreSQL CPU a request "
-            f"(Growler {_num((growler.get('W1') or {}).get('rps'))}, "
-            f"peer {_num((peer.get('W1') or {}).get('rps'))} req/s)"
+            f"{figure(read.get('rps'))} req/s, p99 {figure((read.get('latency_ms') or {}).get('p99'), 2)} ms, "
+            f"{figure(cpu.get('app'), 2)} ms app + {figure(cpu.get('postgres'), 2)} ms PostgreSQL CPU a request "
+            f"(Growler {figure((growler.get('W1') or {}).get('rps'))}, "
+            f"peer {figure((peer.get('W1') or {}).get('rps'))} req/s)"
         )
     if "failed" in put:
         lines.append(f"- metadata-file PUT floor: failed ({put['failed'][:200]})")
     elif put:
         lat = put.get("latency_ms") or {}
         lines.append(
-            f"- one PUT of {_num(put.get('bytes'))} bytes (W11's file at its last level) to the embedded "
-            f"SeaweedFS with Growler's client, alone: p50 {_num(lat.get('p50'), 2)} ms "
-            f"(min {_num(lat.get('min'), 2)}), "
-            f"{_num(put.get('s3_cpu_ms_per_put'), 2)} ms of SeaweedFS CPU a PUT"
+            f"- one PUT of {figure(put.get('bytes'))} bytes (W11's file at its last level) to the embedded "
+            f"SeaweedFS with Growler's client, alone: p50 {figure(lat.get('p50'), 2)} ms "
+            f"(min {figure(lat.get('min'), 2)}), "
+            f"{figure(put.get('s3_cpu_ms_per_put'), 2)} ms of SeaweedFS CPU a PUT"
         )
     return lines
 

@@ -25,6 +25,7 @@ vends credentials (STS, the warehouse's keys) is made in a thread too.
 from __future__ import annotations
 
 import contextlib
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -97,7 +98,7 @@ class LoadTableOnLoop:
         return render_table(not_modified) if not_modified is not None else None
 
 
-class _JsonReadOnLoop:
+class _JsonReadOnLoop(ABC):
     """A read whose JSON answer the loop makes from rows of its service's repository, with the
     handler's rule, service and serialiser; None leaves the request to the door's thread or to
     connexion, whose handler answers it (and every refusal)."""
@@ -129,8 +130,9 @@ class _JsonReadOnLoop:
         body = await self._answer(kwargs, warehouse)
         return None if body is None else Rendered(200, self.serialize(body).encode(), {"Content-Type": JSON})
 
+    @abstractmethod
     async def _answer(self, kwargs: dict[str, Any], warehouse: WarehouseRow) -> dict[str, Any] | None:
-        raise NotImplementedError
+        """The answer's body from the warehouse's rows; None: the handler answers the request."""
 
 
 class LoadNamespaceOnLoop(_JsonReadOnLoop):
@@ -165,8 +167,9 @@ class _PageOnLoop(_JsonReadOnLoop):
             return None  # the handler answers the 400
         return await self._page(kwargs, warehouse, window)
 
+    @abstractmethod
     async def _page(self, kwargs: dict[str, Any], warehouse: WarehouseRow, window: PageWindow) -> dict[str, Any] | None:
-        raise NotImplementedError
+        """The page's body for ``window``; None: the handler answers (no such parent or namespace)."""
 
 
 class ListNamespacesOnLoop(_PageOnLoop):
