@@ -32,6 +32,9 @@ def test_a_poison_pending_row_does_not_stop_the_sweeper_nor_key_expiry(client, a
     tables = app.app.extensions["growler.tables"]
     orphans = [f"s3://{TEST_BUCKET}/swept/{uuid.uuid4().hex}-{n}.metadata.json" for n in range(3)]
     expired_key = str(uuid.uuid4())
+    # Counted before the poison row exists: the app's own housekeeping thread may fail on it (and
+    # put it off) before this test's round does, and either failure must be seen.
+    before = failures(client, "sweep")
     try:
         # the poison row is the oldest, so a sweeper stopping at the first failure sweeps nothing
         tables.repository.record_pending([POISON])
@@ -47,8 +50,6 @@ def test_a_poison_pending_row_does_not_stop_the_sweeper_nor_key_expiry(client, a
             " VALUES (%s, 'createTable', 'x', 'done', now() - interval '1 minute')",
             (expired_key,),
         )
-        before = failures(client, "sweep")
-
         result = housekeeper(app).run_round(pending_grace_s=3600)
 
         # (the app's own housekeeping thread may get there first: assert outcomes, not counts)
