@@ -57,6 +57,13 @@ SEE = None  # only to see the securable
 Need = tuple[Privilege | None, Securable]
 
 
+class AnyOf(tuple):
+    """Needs of which one suffices (the first names the refusal when none is held)."""
+
+
+Rule = list[Need | AnyOf]
+
+
 class Call:
     """One operation's parameters as the rules below read them (path and query values, body)."""
 
@@ -133,8 +140,16 @@ def _namespace(privilege: Privilege | None) -> Callable[[Call], list[Need]]:
     return lambda call: [(privilege, call.namespace())]
 
 
+def _table_or_stage(call: Call) -> Rule:
+    """Storage access (signing, credentials) to a table, or to a staged one before its create
+    commits: READ on the table, or CREATE on its namespace (what staging it needed). Which of
+    the two the answer needs depends on whether the table has a row: ``TableService.storage_scope``."""
+    table = call.entry(Kind.TABLE, "table")
+    return [AnyOf(((READ, table), (CREATE, table.container())))]
+
+
 # Every operation of openapi/catalog.yaml that has a handler (a test checks the list is complete).
-OPERATIONS: dict[str, Callable[[Call], list[Need]]] = {
+OPERATIONS: dict[str, Callable[[Call], Rule]] = {
     # How to talk to the catalog (prefix, endpoints), nothing of its contents: any authenticated
     # caller, as clients ask for it before anything else.
     "getConfig": lambda call: [],
@@ -155,9 +170,9 @@ OPERATIONS: dict[str, Callable[[Call], list[Need]]] = {
     "dropTable": _table(DROP),
     "unregisterTable": _table(DROP),
     "renameTable": _rename(Kind.TABLE),
-    "loadCredentials": _table(READ),
+    "loadCredentials": _table_or_stage,
     "reportMetrics": _table(READ),
-    "signRequest": _table(READ),
+    "signRequest": _table_or_stage,
     "planTableScan": _table(READ),
     "fetchPlanningResult": _table(READ),
     "fetchScanTasks": _table(READ),
@@ -281,10 +296,12 @@ class Authorizer:
         if grants.admin:
             return
         call = Call(params, body, self.separator, self.default_warehouse)
-        for privilege, securable in rule(call):
-            outcome = decide(grants, privilege, securable)
-            if outcome == ALLOW:
+        for need in rule(call):
+            options: tuple[Need, ...] = need if isinstance(need, AnyOf) else (need,)
+            outcomes = [decide(grants, privilege, securable) for privilege, securable in options]
+            if ALLOW in outcomes:
                 continue
+            (privilege, securable), outcome = options[0], outcomes[0]
             forbidden = outcome == FORBIDDEN or operation_id in _NO_NOT_FOUND
             self._audit(operation_id, privilege, securable, 403 if forbidden else 404)
             if forbidden:

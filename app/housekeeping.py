@@ -7,7 +7,9 @@
 - **Sweeping**: a metadata object is recorded as pending before it is written and settled in the
   transaction that commits it. A pending record older than any request can run names an object of
   a commit that never happened (the worker died, or its cleanup failed): it is deleted.
-- **Idempotency keys** past their lifetime are forgotten.
+- **Idempotency keys** past their lifetime are forgotten, and so are **staged tables** whose
+  create never committed (storage/staged.py): signing and STS stop serving their locations at
+  expiry whether or not the row is gone yet.
 
 Every step, and every row within a step, fails on its own: a row that keeps failing is counted
 (``growler_housekeeping_failures``), logged, and retried with a growing delay; the others go on.
@@ -28,6 +30,7 @@ from app.ground.locations import InvalidLocation, Location
 from storage.idempotency import IdempotencyRepository
 from storage.objects import ObjectStore
 from storage.repository import CatalogRepository
+from storage.staged import StagedTables
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +53,7 @@ class Housekeeper:
         idle_seconds: float = 10.0,
     ) -> None:
         self.repository = repository
+        self.staged = StagedTables(repository.db)
         self.idempotency = idempotency
         self.objects = objects
         self.wake = wake
@@ -72,7 +76,7 @@ class Housekeeper:
             self.wake.clear()
 
     def run_round(self, pending_grace_s: float) -> dict[str, int]:
-        """Every due purge, one sweep of stale pending objects, expired idempotency keys.
+        """Every due purge, one sweep of stale pending objects, expired idempotency keys and stages.
 
         Each step runs on its own: one that fails (the database is down, a store refuses) is
         counted and logged, and the others still run. A step's count is -1 when it failed.
@@ -81,6 +85,7 @@ class Housekeeper:
             "purges": self._step("purge", self._purge_due),
             "swept": self._step("sweep", lambda: self.sweep_pending(pending_grace_s)),
             "expired-keys": self._step("expire-keys", self.idempotency.delete_expired),
+            "expired-stages": self._step("expire-stages", self.staged.delete_expired),
         }
 
     def _step(self, name: str, step: Callable[[], int]) -> int:

@@ -7,11 +7,12 @@ S3 request it wants to make to ``POST /v1/{prefix}/namespaces/{namespace}/tables
 ``app.s3_requests`` finds that everything it touches lies inside the table's location and the
 caller may perform it; anything else is 403 ``ForbiddenException`` and nothing is signed.
 
-Signing is on the path of every object a job reads or writes, so the table's storage scope is
-cached per worker for ``SCOPE_TTL_S``: a table already checked costs no database round trip.
-A dropped or moved table can therefore still be signed for during that window; a request the
-cached scope refuses is checked again against the table's current row before it is refused (a
-table dropped and created again under its name has a new location).
+Signing is on the path of every object a job reads or writes. What the name holds (the table's
+location, or its live stages' before its create commits: storage/staged.py) is read for every
+request, in one indexed query on the event loop: a table dropped, renamed, moved or re-created is
+never signed for under its old location, on any worker or replica, not even for a moment. The
+caller's grants and the warehouse's keys are the per-worker caches (invalidated by the version
+every management change bumps).
 """
 
 from __future__ import annotations
@@ -27,16 +28,16 @@ from typing import Any
 from app import s3_requests
 from app.ground.errors import BadRequest, Forbidden, NotFound
 from app.ground.locations import InvalidLocation, Location
-from app.ground.lru import LruCache
 from app.ground.settings import Settings
 from app.rules.privileges import Kind, Privilege, Securable
 from app.s3_requests import READ, WRITE, RefusedRequest, S3Request, StorageScope
 from app.storage_access import NONE, credentials_mode
+from storage.repository import WarehouseRow
+from storage.staged import StoragePlaces
 
 log = logging.getLogger(__name__)
 
-SCOPE_TTL_S = 10.0
-SCOPE_CACHE_ENTRIES = 10_000
+SIGNING_KEYS_ENTRIES = 1_000  # warehouses per worker
 UNSIGNED_PAYLOAD = "UNSIGNED-PAYLOAD"
 # Headers left out of the signature: set or changed by HTTP stacks after signing, varying per
 # retry, or (``range``) allowed to vary under a cached signature (the Java client caches signed
@@ -61,16 +62,11 @@ UNSIGNED_HEADERS = frozenset(
 _CACHEABLE_METHODS = frozenset({"GET", "HEAD"})
 
 
-class RecheckNeeded(Exception):  # noqa: N818 - a signal to the caller, not an error
-    """The cached scope refused the request: only the table's current row may refuse it."""
-
-
 @dataclass(frozen=True)
-class Grant:
-    """What a caller may do with one table's storage, as checked (cached briefly)."""
+class WarehouseKeys:
+    """How one warehouse's requests are signed: its endpoint, region and keys (kept per worker,
+    for as long as the warehouse row is the same: the SigV4 signing key is derived once a day)."""
 
-    scope: StorageScope
-    access: frozenset[str]  # READ and/or WRITE
     endpoint: str
     region: str
     # signs with the warehouse's keys (its own, or the environment's); None: it has none
@@ -88,89 +84,86 @@ class SignedRequest:
 
 
 class RemoteSigner:
-    def __init__(self, settings: Settings, tables: Any, clock: Any = time.monotonic) -> None:
+    def __init__(self, settings: Settings, tables: Any) -> None:
         self.settings = settings
-        self.tables = tables  # app.tables.TableService: its warehouses and rows
-        self._clock = clock
-        self._grants: LruCache[tuple[str, tuple[str, ...], str], tuple[float, Grant]] = LruCache(SCOPE_CACHE_ENTRIES)
+        self.tables = tables  # app.tables.TableService: its warehouses, rows and stages
+        self._keys: dict[str, tuple[WarehouseRow, WarehouseKeys]] = {}
 
     def sign(
-        self, prefix: str, namespace: tuple[str, ...], name: str, request: dict[str, Any], recheck: bool = True
+        self,
+        prefix: str,
+        namespace: tuple[str, ...],
+        name: str,
+        request: dict[str, Any],
+        places: StoragePlaces | None = None,
     ) -> SignedRequest:
         """The signed request, or 403 with nothing signed (a table the caller cannot see included).
 
-        ``recheck=False`` (the event loop, which must not wait on the database): where the cached
-        scope refuses, ``RecheckNeeded`` tells the caller to ask again with ``recheck`` in a thread.
+        ``places``: what the name holds, read on the event loop by the caller; else read here.
+        Either way it is read for this request: the scope is the table's current location (or its
+        live stages'), never one remembered from before a drop, rename, move or expiry.
         """
         if (request.get("provider") or "s3") != "s3":
             raise BadRequest(f"Remote signing supports the s3 provider only, not {request.get('provider')}")
-        grant = self.grant(prefix, namespace, name)
+        try:  # a table the caller cannot see is refused like any other request (the spec has no 404 here)
+            warehouse = self.tables.warehouses.get(prefix)
+            if credentials_mode(warehouse, self.settings) == NONE:
+                raise Forbidden(f"Remote signing is not enabled for warehouse {warehouse.name}")
+            scope = self.tables.storage_scope(warehouse, namespace, name, places)
+        except NotFound:
+            raise Forbidden(f"Table does not exist or may not be signed for: {'.'.join(namespace)}.{name}") from None
+        access = self.privileges(prefix, namespace, name, scope.staged)
+        if not access:
+            needed = "create on namespace" if scope.staged else "read on table"
+            raise Forbidden(f"Principal lacks {needed} {prefix}:{'.'.join((*namespace, name))} for signRequest")
+        keys = self.keys(warehouse)
         headers = _lower(request.get("headers") or {})
         try:
-            s3 = s3_requests.parse_request(request["method"], request["uri"], grant.endpoint)
+            s3 = s3_requests.parse_request(request["method"], request["uri"], keys.endpoint)
             s3_requests.check_headers(headers)
-            if s3.access not in self.privileges(prefix, namespace, name):
+            if s3.access not in access:
                 raise RefusedRequest(f"The caller may not {s3.access} this table's objects")
-            try:
-                payload = _check_scope(s3, request, headers, grant.scope)
-            except RefusedRequest:
-                if not recheck:
-                    raise RecheckNeeded from None
-                # The cached scope may be that of a table since dropped and created again under
-                # this name (a new location): refuse only what the table's current row refuses.
-                fresh = self.grant(prefix, namespace, name, cached=False)
-                if fresh.scope == grant.scope:
-                    raise
-                grant = fresh
-                payload = _check_scope(s3, request, headers, grant.scope)
+            payload = _check_scope(s3, request, headers, _scope(scope.locations))
         except RefusedRequest as exc:
             log.info("remote signing refused for %s.%s: %s", ".".join(namespace), name, exc)
             raise Forbidden(str(exc)) from None
-        return self._sign(s3, headers, payload, grant)
+        return self._sign(s3, headers, payload, keys)
 
-    def is_cached(self, prefix: str, namespace: tuple[str, ...], name: str) -> bool:
-        """Whether signing for this table needs no database round trip now (the event loop may sign)."""
-        cached = self._grants.get((prefix, namespace, name))
-        return cached is not None and self._clock() - cached[0] < SCOPE_TTL_S
-
-    def grant(self, prefix: str, namespace: tuple[str, ...], name: str, cached: bool = True) -> Grant:
-        """The table's storage scope and the caller's access, from the cache (unless not ``cached``)
-        or one query."""
-        key = (prefix, namespace, name)
-        entry = self._grants.get(key) if cached else None
-        now = self._clock()
-        if entry is not None and now - entry[0] < SCOPE_TTL_S:
-            return entry[1]
-        try:  # a table the caller cannot see is refused like any other request (the spec has no 404 here)
-            warehouse = self.tables.warehouses.get(prefix)
-            row = self.tables._require_entry(warehouse, namespace, name)
-        except NotFound:
-            raise Forbidden(f"Table does not exist or may not be signed for: {'.'.join(namespace)}.{name}") from None
-        if credentials_mode(warehouse, self.settings) == NONE:
-            raise Forbidden(f"Remote signing is not enabled for warehouse {warehouse.name}")
+    def keys(self, warehouse: WarehouseRow) -> WarehouseKeys:
+        known = self._keys.get(warehouse.name)
+        if known is not None and known[0] is warehouse:
+            return known[1]
         s3 = self.tables.warehouses.s3_settings(warehouse)
-        grant = Grant(
-            scope=_scope(row.location),
-            access=frozenset({READ, WRITE}),  # the table's; the caller's own is asked per request
+        keys = WarehouseKeys(
             endpoint=s3.endpoint or "",
             region=s3.region,
             sigv4=SigV4(s3.access_key, s3.secret_key) if s3.access_key and s3.secret_key else None,
         )
-        self._grants.put(key, (now, grant))
-        return grant
+        if len(self._keys) > SIGNING_KEYS_ENTRIES:
+            self._keys.clear()
+        self._keys[warehouse.name] = (warehouse, keys)
+        return keys
 
-    def privileges(self, prefix: str, namespace: tuple[str, ...], name: str) -> frozenset[str]:
+    def privileges(self, prefix: str, namespace: tuple[str, ...], name: str, staged: bool) -> frozenset[str]:
         """What the caller may do with the table's objects: the one place authorization plugs in.
 
-        signRequest itself needs READ (app/authorization.py, checked before this runs); WRITE on
-        the table adds writes. Without it the signer refuses PUT, POST and DELETE. The decision
-        is the authorizer's cached one (no database round trip for a caller seen before).
+        signRequest's rule (app/authorization.py, checked before this runs) lets in READ on the
+        table or CREATE on its namespace; which one counts depends on what the name holds. A
+        committed table: READ reads, WRITE adds writes. A staged one (no row yet): its writer
+        needs CREATE on the namespace, and then reads and writes. The decisions are the
+        authorizer's cached ones (no database round trip for a caller seen before).
         """
+        if staged:
+            return frozenset({READ, WRITE}) if self.tables.may_stage(prefix, namespace) else frozenset()
         table = Securable.of_entry(Kind.TABLE, prefix, namespace, name)
-        return frozenset({READ, WRITE}) if self.tables.authorizer.may(Privilege.WRITE, table) else frozenset({READ})
+        if self.tables.authorizer.may(Privilege.WRITE, table):
+            return frozenset({READ, WRITE})
+        return frozenset({READ}) if self.tables.authorizer.may(Privilege.READ, table) else frozenset()
 
-    def _sign(self, s3: S3Request, headers: dict[str, list[str]], payload: str | None, grant: Grant) -> SignedRequest:
-        if grant.sigv4 is None:
+    def _sign(
+        self, s3: S3Request, headers: dict[str, list[str]], payload: str | None, keys: WarehouseKeys
+    ) -> SignedRequest:
+        if keys.sigv4 is None:
             raise Forbidden("This catalog has no storage keys to sign with")
         to_sign: dict[str, str | list[str]] = {
             name: values for name, values in headers.items() if name not in UNSIGNED_HEADERS and name != "host"
@@ -188,9 +181,7 @@ class RemoteSigner:
         amz_date = _amz_date()
         to_sign["x-amz-date"] = amz_date
         path, query = s3.path, s3.query_string
-        authorization = grant.sigv4.authorization(
-            s3.method, path, query, grant.region, to_sign, content_sha256, amz_date
-        )
+        authorization = keys.sigv4.authorization(s3.method, path, query, keys.region, to_sign, content_sha256, amz_date)
         added["x-amz-date"] = [amz_date]
         added["Authorization"] = [authorization]
         uri = f"{s3.scheme}://{s3.host}{path}" + (f"?{query}" if query else "")
@@ -286,13 +277,16 @@ def _lower(headers: dict[str, Any]) -> dict[str, list[str]]:
     return lowered
 
 
-def _scope(location: str) -> StorageScope:
-    """The table's location as a key prefix ending in ``/`` (``tbl/`` does not contain ``tbl2/``)."""
-    try:
-        parsed = Location.parse(location)
-    except InvalidLocation:
-        return StorageScope(())
-    key = parsed.key.rstrip("/")
-    if parsed.scheme != "s3" or not key:  # a table is never the bucket root: sign nothing for one
-        return StorageScope(())
-    return StorageScope(((parsed.bucket, key + "/"),))
+def _scope(locations: tuple[str, ...]) -> StorageScope:
+    """The table's locations (one; a staged table's may be several) as key prefixes ending in
+    ``/`` (``tbl/`` does not contain ``tbl2/``); an invalid one, or the bucket root, adds nothing."""
+    prefixes = []
+    for location in locations:
+        try:
+            parsed = Location.parse(location)
+        except InvalidLocation:
+            continue
+        key = parsed.key.rstrip("/")
+        if parsed.scheme == "s3" and key:  # a table is never the bucket root: sign nothing for one
+            prefixes.append((parsed.bucket, key + "/"))
+    return StorageScope(tuple(prefixes))

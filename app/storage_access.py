@@ -81,16 +81,12 @@ def answer_with(warehouse: WarehouseRow, settings: Settings, delegation: Delegat
     return "signing"
 
 
-def signing_config(settings: Settings, prefix: str, namespace: tuple[str, ...], name: str) -> dict[str, str]:
-    """FileIO properties that make Java's S3FileIO and PyIceberg sign through this catalog.
-
-    Java (1.10 and later) signs when ``s3.remote-signing-enabled`` is true, at the table's
-    ``/sign`` path it computes itself; PyIceberg 0.12 and older Java clients need the signer
-    (``s3.signer``, its FsspecFileIO) and ``s3.signer.endpoint``, which is relative to the
-    catalog URI the client already has (so Growler needs to know no public URL of its own).
-    """
+def table_endpoint(settings: Settings, prefix: str, namespace: tuple[str, ...], name: str, tail: str) -> str:
+    """``v1/{prefix}/namespaces/{ns}/tables/{name}/{tail}``: relative to the catalog URI the client
+    already has (Java and PyIceberg resolve it against their ``uri``), so Growler needs to know no
+    public URL of its own."""
     separator = settings.namespace_separator
-    path = "/".join(
+    return "/".join(
         [
             "v1",
             quote(prefix, safe=""),
@@ -98,15 +94,32 @@ def signing_config(settings: Settings, prefix: str, namespace: tuple[str, ...], 
             separator.join(quote(level, safe="") for level in namespace),
             "tables",
             quote(name, safe=""),
-            "sign",
+            tail,
         ]
     )
+
+
+def signing_config(settings: Settings, prefix: str, namespace: tuple[str, ...], name: str) -> dict[str, str]:
+    """FileIO properties that make Java's S3FileIO and PyIceberg sign through this catalog.
+
+    Java (1.10 and later) signs when ``s3.remote-signing-enabled`` is true, at the table's
+    ``/sign`` path it computes itself; PyIceberg 0.12 and older Java clients need the signer
+    (``s3.signer``, its FsspecFileIO) and ``s3.signer.endpoint``.
+    """
     return {
         "s3.remote-signing-enabled": "true",
         "s3.signer": "S3V4RestSigner",
-        "s3.signer.endpoint": path,
+        "s3.signer.endpoint": table_endpoint(settings, prefix, namespace, name, "sign"),
         "py-io-impl": "pyiceberg.io.fsspec.FsspecFileIO",
     }
+
+
+def refresh_config(settings: Settings, prefix: str, namespace: tuple[str, ...], name: str) -> dict[str, str]:
+    """What makes Java's S3FileIO refresh temporary credentials before they expire, for a job
+    that outlives them: ``client.refresh-credentials-endpoint`` (loadCredentials) turns on its
+    ``VendedCredentialsProvider``, which fetches new ones 5 minutes before the vended
+    ``s3.session-token-expires-at-ms`` with a session of its own (the catalog's ``credential``)."""
+    return {"client.refresh-credentials-endpoint": table_endpoint(settings, prefix, namespace, name, "credentials")}
 
 
 # LoadTableResult's ``remote-signing-config`` (the spec's RemoteSigningConfig): what a signer

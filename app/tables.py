@@ -18,10 +18,12 @@ from typing import Any
 
 from app.commits import CommitLanes, CommitLoop, NewVersion
 from app.entries import EntryService, now_ms
+from app.ground.callers import current_principal
 from app.ground.errors import (
     AlreadyExists,
     BadRequest,
     CommitFailed,
+    Forbidden,
     NoSuchTable,
 )
 from app.ground.events import CommitRecorder
@@ -34,11 +36,13 @@ from app.rules.identifiers import (
     check_namespace,
     format_namespace,
 )
+from app.rules.privileges import Kind, Privilege, Securable
 from app.storage_access import (
     NO_DELEGATION,
     Delegation,
     answer_with,
     client_storage_config,
+    refresh_config,
     signing_config,
     storage_credentials,
 )
@@ -50,6 +54,7 @@ from storage.repository import (
     NewEntry,
     WarehouseRow,
 )
+from storage.staged import StagedTable, StagedTables, StoragePlaces
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +88,14 @@ class PreparedCommit:
     base: Any
     new: Any
     text: str
+
+
+@dataclass(frozen=True)
+class StorageScopeOf:
+    """Where one table's objects are, for signing and vending: its location, or its stages'."""
+
+    locations: tuple[str, ...]
+    staged: bool
 
 
 @dataclass(frozen=True)
@@ -160,6 +173,7 @@ class TableService(EntryService):
         self.held = HeldDocuments()  # ... and skip reading a document it answered with before
         self.lanes = CommitLanes()
         self.commits = CommitLoop(repository, self.files, kind=TABLE, logged_files=_logged_files)
+        self.staged = StagedTables(repository.db)
 
     # -- reading ------------------------------------------------------------------------
 
@@ -203,9 +217,39 @@ class TableService(EntryService):
         return load_etag(metadata_location, snapshots, delegation, self.settings.scan_planning_mode)
 
     def load_credentials(self, prefix: str, namespace: tuple[str, ...], name: str) -> list[dict[str, Any]]:
+        """loadCredentials: for the table, or - before its create commits - for its live stages.
+
+        The operation's rule lets in READ on the table or CREATE on its namespace (a stager's
+        privilege); which of the two this needs depends on what the name holds, decided here.
+        """
         warehouse = self.warehouses.get(prefix)
-        row = self._require_entry(warehouse, namespace, name)
-        return self._credentials(warehouse, row.location, True, self.may_write(warehouse.name, namespace, name))
+        scope = self.storage_scope(warehouse, namespace, name)
+        if scope.staged:  # one credential: Java's refresh takes exactly one (the newest stage)
+            return self._credentials(warehouse, scope.locations[-1], True, True)
+        if not self.authorizer.may(Privilege.READ, Securable.of_entry(Kind.TABLE, prefix, namespace, name)):
+            raise Forbidden(f"Principal lacks read on table {prefix}:{format_namespace((*namespace, name))}")
+        location = scope.locations[0]
+        return self._credentials(warehouse, location, True, self.may_write(warehouse.name, namespace, name))
+
+    def storage_scope(
+        self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str, places: StoragePlaces | None = None
+    ) -> StorageScopeOf:
+        """Where the table's objects are: its row's location, or - while it has no row - those of
+        its live stages, which only a caller with CREATE on the namespace may use (else the 404).
+
+        ``places``: what the name holds, read by the caller (on the event loop); else read here,
+        one query either way: never a location cached from before a drop, rename or move.
+        """
+        if places is None:
+            places = self.staged.places(warehouse.id, namespace, name)
+        if places.kind == TABLE and places.location:
+            return StorageScopeOf((places.location,), staged=False)
+        if places.kind is None and places.staged and self.may_stage(warehouse.name, namespace):
+            return StorageScopeOf(places.staged, staged=True)
+        raise self._missing(namespace, name)
+
+    def may_stage(self, warehouse: str, namespace: tuple[str, ...]) -> bool:
+        return self.authorizer.may(Privilege.CREATE, Securable.of_namespace(warehouse, namespace))
 
     def vend_for(
         self, prefix: str, location: str, identifier: tuple[tuple[str, ...], str] | None = None
@@ -229,10 +273,12 @@ class TableService(EntryService):
         metadata = rules.new_table_metadata(request, location=location, now_ms=now_ms(), table_uuid=table_uuid)
         self._require_inside_warehouse(warehouse, rules.metadata_directory(metadata), "write.metadata.path")
         text = rules.to_json(metadata)
-        config, credentials = self._storage_access(warehouse, (namespace, name), location, delegation, True)
         if request.get("stage-create"):
             self._require_name_free(warehouse, namespace, name)
+            self._stage(warehouse, namespace, name, metadata)
+            config, credentials = self._storage_access(warehouse, (namespace, name), location, delegation, True)
             return LoadedTable(None, text, config, credentials)
+        config, credentials = self._storage_access(warehouse, (namespace, name), location, delegation, True)
         metadata_location = self._metadata_location(metadata, rules.next_metadata_version(None))
         entry = NewEntry(name, TABLE, str(metadata.table_uuid), metadata.location, metadata_location, text)
         self._insert_new(warehouse, namespace, entry)
@@ -252,6 +298,13 @@ class TableService(EntryService):
         self._register(warehouse, namespace, entry, bool(request.get("overwrite")))
         config, credentials = self._storage_access(warehouse, (namespace, name), metadata.location, delegation, True)
         return LoadedTable(metadata_location, text, config, credentials, self.load_etag(metadata_location))
+
+    def _stage(self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str, metadata: Any) -> None:
+        """Record a staged table (storage/staged.py) so signing and STS serve its location until
+        its create commits; refused, with nothing written, where it overlaps a live entry."""
+        caller = current_principal.get()
+        stage = StagedTable(metadata.location, rules.metadata_directory(metadata), caller.name if caller else None)
+        self.staged.record(warehouse.id, namespace, name, stage, self.settings.stage_lifetime_s)
 
     # -- committing ---------------------------------------------------------------------
 
@@ -517,7 +570,10 @@ class TableService(EntryService):
         vend = answer == "credentials"
         write = vend and self.may_write(warehouse.name, *identifier, creating=creating)
         credentials = self._credentials(warehouse, location, vend, write)
-        return self._client_config(warehouse, credentials), credentials
+        config = self._client_config(warehouse, credentials)
+        if any("s3.session-token-expires-at-ms" in credential["config"] for credential in credentials):
+            config.update(refresh_config(self.settings, warehouse.name, *identifier))
+        return config, credentials
 
 
 def _logged_files(row: EntryRow) -> list[str]:

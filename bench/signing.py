@@ -2,9 +2,9 @@
 
 Two figures:
 
-- ``in-process``: ``RemoteSigner.sign`` called in a loop with the table's grant cached (what a
-  worker does per signature besides HTTP): parsing, the scope check and SigV4. No database,
-  no network; the ceiling of one worker's signing.
+- ``in-process``: ``RemoteSigner.sign`` called in a loop with what the table's name holds already
+  read (the worker reads it per request, one query on the event loop, not counted here): parsing,
+  the scope check and SigV4. No database, no network; the ceiling of one worker's signing.
 - ``http``: wrk POSTs the same signRequest to a running Growler (give it one worker,
   ``GROWLER_WORKERS=1``) for ``--seconds``: the figure per worker, HTTP stack included.
 
@@ -28,7 +28,8 @@ from typing import Any
 from app.authorization import OPEN
 from app.ground.settings import S3Settings, Settings
 from app.signing import RemoteSigner
-from storage.repository import EntryRow, WarehouseRow
+from app.tables import StorageScopeOf
+from storage.repository import WarehouseRow
 
 ENDPOINT = "http://127.0.0.1:8333"
 LOCATION = "s3://bench-bucket/warehouse/ns/t"
@@ -52,11 +53,10 @@ def in_process(seconds: float) -> dict[str, Any]:
         s3=S3Settings(endpoint=ENDPOINT, access_key="bench-access", secret_key="bench-secret"),
     )
     warehouse = WarehouseRow(1, "warehouse", "s3://bench-bucket/warehouse/", {"endpoint": ENDPOINT})
-    row = EntryRow(1, "table", "00000000-0000-0000-0000-000000000000", LOCATION, LOCATION + "/metadata/x.json", "{}")
     tables = SimpleNamespace(
         authorizer=OPEN,  # no caller: everything allowed
         warehouses=SimpleNamespace(get=lambda _name: warehouse, s3_settings=lambda _row: settings.s3),
-        _require_entry=lambda *_args: row,
+        storage_scope=lambda *_args: StorageScopeOf((LOCATION,), staged=False),
     )
     signer = RemoteSigner(settings, tables)
     request = sign_request(ENDPOINT, LOCATION)

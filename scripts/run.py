@@ -7,8 +7,10 @@ Environment (the app reads the same names):
   GROWLER_S3_ACCESS_KEY / GROWLER_S3_SECRET_KEY / GROWLER_S3_REGION (us-east-1)
   GROWLER_WAREHOUSE (warehouse), GROWLER_WAREHOUSE_LOCATION (s3://growler-warehouse/)
   GROWLER_BIND (127.0.0.1:8181), GROWLER_WORKERS (2, read by gunicorn.conf.py)
-  GROWLER_STORAGE_CREDENTIALS_MODE (remote-signing; sts also turns on the embedded SeaweedFS's
-  STS, and GROWLER_STS_ROLE_ARN defaults to its role)
+  GROWLER_STORAGE_CREDENTIALS_MODE (sts with the embedded SeaweedFS, whose STS is then on and
+  GROWLER_STS_ROLE_ARN defaults to its role: clients asking for vended-credentials get
+  table-scoped temporary credentials, those asking for remote-signing the signer; with an
+  external S3: sts where GROWLER_STS_ROLE_ARN or GROWLER_STS_ENDPOINT is set, else remote-signing)
   GROWLER_DATA_DIR (<repo>/.growler)
   GROWLER_EMBEDDED_PG_PORT (54329), GROWLER_EMBEDDED_S3_PORT (8333)
   GROWLER_AUTH (oauth2): the bootstrap admin's credential is kept in $GROWLER_DATA_DIR/credential
@@ -207,8 +209,8 @@ def main() -> int:
                 env["GROWLER_S3_ACCESS_KEY"],
                 env["GROWLER_S3_SECRET_KEY"],
                 region=env["GROWLER_S3_REGION"],
-                # sts mode: SeaweedFS's own STS issues the table-scoped credentials
-                sts=env.get("GROWLER_STORAGE_CREDENTIALS_MODE", "").strip().lower() == "sts",
+                # sts mode (the default here): SeaweedFS's own STS issues the table-scoped credentials
+                sts=env.get("GROWLER_STORAGE_CREDENTIALS_MODE", "sts").strip().lower() in ("", "sts"),
             )
             if s3.sts:
                 env.setdefault("GROWLER_STS_ROLE_ARN", STS_ROLE_ARN)

@@ -534,37 +534,11 @@ class CatalogRepository(HousekeepingRows):
 
     def entries_overlapping(self, roots: list[Location], exclude_id: int | None = None) -> list[EntryRow]:
         """Live tables and views (any warehouse) whose location or metadata directory (that of
-        its current metadata file) is at, under or above one of ``roots``, compared by segments.
-
-        SQL narrows the rows by text (scheme spellings and trailing slashes ignored); the model
-        decides. The documents themselves are not read.
-        """
+        its current metadata file) is at, under or above one of ``roots``, compared by segments."""
         if not roots:
             return []
-        needles = [bare(root) for root in roots]
         with self.db.connection() as conn:
-            rows = conn.execute(
-                "WITH e AS (SELECT id, kind, uuid::text AS uuid, location, metadata_location,"
-                "  rtrim(regexp_replace(location, '^[A-Za-z0-9]+:/*', ''), '/') AS l,"
-                "  regexp_replace(regexp_replace(metadata_location, '^[A-Za-z0-9]+:/*', ''), '/[^/]*$', '') AS m"
-                "  FROM catalog_entry WHERE id IS DISTINCT FROM %(me)s)"
-                " SELECT id, kind, uuid, location, metadata_location, '' AS metadata"
-                " FROM e, unnest(%(roots)s::text[]) r"
-                " WHERE starts_with(e.l || '/', r || '/') OR starts_with(r || '/', e.l || '/')"
-                "    OR starts_with(e.m || '/', r || '/') OR starts_with(r || '/', e.m || '/')",
-                {"me": exclude_id, "roots": needles},
-            ).fetchall()
-        found = {}
-        for row in rows:
-            entry = EntryRow(**row)
-            try:
-                places = [Location.parse(entry.location), Location.parse(entry.metadata_location).parent]
-            except InvalidLocation:  # stored before locations were checked: counts as overlapping
-                found[entry.id] = entry
-                continue
-            if any(place.overlaps(root) for place in places for root in roots):
-                found[entry.id] = entry
-        return list(found.values())
+            return overlapping_entries(conn, roots, exclude_id)
 
     # -- metrics --------------------------------------------------------------------------
 
@@ -582,3 +556,38 @@ class CatalogRepository(HousekeepingRows):
 
     def ping(self) -> None:
         self.db.ping()
+
+
+def overlapping_entries(
+    conn: psycopg.Connection, roots: list[Location], exclude_id: int | None = None
+) -> list[EntryRow]:
+    """``CatalogRepository.entries_overlapping`` on a connection the caller holds (inside its
+    transaction, e.g. under the lock that records a stage: storage/staged.py).
+
+    SQL narrows the rows by text (scheme spellings and trailing slashes ignored); the model
+    decides. The documents themselves are not read.
+    """
+    if not roots:
+        return []
+    rows = conn.execute(
+        "WITH e AS (SELECT id, kind, uuid::text AS uuid, location, metadata_location,"
+        "  rtrim(regexp_replace(location, '^[A-Za-z0-9]+:/*', ''), '/') AS l,"
+        "  regexp_replace(regexp_replace(metadata_location, '^[A-Za-z0-9]+:/*', ''), '/[^/]*$', '') AS m"
+        "  FROM catalog_entry WHERE id IS DISTINCT FROM %(me)s)"
+        " SELECT id, kind, uuid, location, metadata_location, '' AS metadata"
+        " FROM e, unnest(%(roots)s::text[]) r"
+        " WHERE starts_with(e.l || '/', r || '/') OR starts_with(r || '/', e.l || '/')"
+        "    OR starts_with(e.m || '/', r || '/') OR starts_with(r || '/', e.m || '/')",
+        {"me": exclude_id, "roots": [bare(root) for root in roots]},
+    ).fetchall()
+    found = {}
+    for row in rows:
+        entry = EntryRow(**row)
+        try:
+            places = [Location.parse(entry.location), Location.parse(entry.metadata_location).parent]
+        except InvalidLocation:  # stored before locations were checked: counts as overlapping
+            found[entry.id] = entry
+            continue
+        if any(place.overlaps(root) for place in places for root in roots):
+            found[entry.id] = entry
+    return list(found.values())

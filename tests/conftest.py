@@ -21,7 +21,7 @@ import psycopg
 import pytest
 
 from app.edge.auth.config import AuthSettings
-from app.ground.settings import S3Settings, Settings
+from app.ground.settings import S3Settings, Settings, StsSettings, default_credentials_mode
 
 TEST_ACCESS_KEY = "growler-test"
 TEST_SECRET_KEY = "growler-test-secret"
@@ -32,6 +32,10 @@ TEST_CLIENT_SECRET = "test-admin-secret"
 TEST_KEY_PASSWORD = "growler-test-key-password"
 # Encrypts the storage keys of warehouses made through the management API (GROWLER_SECRETS_KEY).
 TEST_SECRETS_KEY = "22LTy4sZez88TuZrpqh-WSGz8EFNeNEawifAMmIa3sU="
+# Empties the catalog (warehouses, principals and roles kept): every API test starts from it.
+TRUNCATE_CATALOG = (
+    "TRUNCATE role_grant, scan_plan_page, scan_plan, catalog_function, staged_table, catalog_entry, namespace"
+)
 # Spark's and PyIceberg's ``credential`` property for that admin (client id:secret).
 TEST_CREDENTIAL = f"{TEST_CLIENT_ID}:{TEST_CLIENT_SECRET}"
 
@@ -123,7 +127,8 @@ def services() -> Iterator[Services]:
             access_key = os.environ["GROWLER_TEST_S3_ACCESS_KEY"]
             secret_key = os.environ["GROWLER_TEST_S3_SECRET_KEY"]
         else:
-            s3 = EmbeddedS3(root / "s3", free_port(), TEST_ACCESS_KEY, TEST_SECRET_KEY)
+            # as `make run` starts it: with its STS (the product's default credentials mode is sts)
+            s3 = EmbeddedS3(root / "s3", free_port(), TEST_ACCESS_KEY, TEST_SECRET_KEY, sts=True)
             s3.start()
             endpoint, access_key, secret_key = s3.endpoint, TEST_ACCESS_KEY, TEST_SECRET_KEY
         yield Services(database_url, endpoint, access_key, secret_key, postgres, s3, admin_database_url)
@@ -133,6 +138,15 @@ def services() -> Iterator[Services]:
         if postgres is not None:
             postgres.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _sts_env(services: Services) -> dict[str, str]:
+    """The STS part of the environment `make run` gives Growler: the embedded SeaweedFS's role
+    (external test storage: whatever GROWLER_TEST_STS_ROLE_ARN names, else none)."""
+    from scripts.services import STS_ROLE_ARN
+
+    role = STS_ROLE_ARN if services.s3 is not None else os.environ.get("GROWLER_TEST_STS_ROLE_ARN", "")
+    return {"GROWLER_STS_ROLE_ARN": role} if role else {}
 
 
 @pytest.fixture(scope="session")
@@ -155,10 +169,12 @@ def settings(services: Services) -> Settings:
         validate_responses=True,
         max_page_size=1000,
         pool_timeout_s=2.0,  # the dependency-failure tests wait this long per refused request
-        # The suite's default warehouse vends its static keys (the explicit development opt-in):
-        # most tests and the Spark sessions read and write with them. Remote signing and its
-        # refusals are tested on a warehouse of their own (tests/api/test_remote_signing.py).
-        storage_credentials_mode="static",
+        # The suite's default warehouse is what `make run` serves (scripts/run.py): the embedded
+        # SeaweedFS with its STS, the credentials mode the product picks for it (sts: vended
+        # credentials to clients asking for them, the signer to those asking to sign). The other
+        # modes are tested on warehouses of their own.
+        storage_credentials_mode=default_credentials_mode(_sts_env(services)),
+        sts=StsSettings(role_arn=_sts_env(services).get("GROWLER_STS_ROLE_ARN", "")),
         secrets_key=TEST_SECRETS_KEY,
     )
 
@@ -188,7 +204,7 @@ def db(services: Services) -> Iterator[psycopg.Connection]:
 def clean_catalog(app, services: Services) -> None:
     """Every API test starts from an empty catalog (warehouses kept)."""
     with psycopg.connect(services.database_url, autocommit=True) as conn:
-        conn.execute("TRUNCATE role_grant, scan_plan_page, scan_plan, catalog_function, catalog_entry, namespace")
+        conn.execute(TRUNCATE_CATALOG)
 
 
 @pytest.fixture

@@ -80,6 +80,7 @@ from storage.migrate import migrate
 from storage.objects import RoutingObjectStore
 from storage.plans import PlanRepository
 from storage.repository import AsyncEntryReader, CatalogRepository
+from storage.staged import AsyncPlacesReader
 
 log = logging.getLogger(__name__)
 
@@ -220,7 +221,9 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
                     )
                     for entries in (tables, views)
                 ),
-                SignRequestOnLoop(signer, settings.namespace_separator, compact.dumps),
+                SignRequestOnLoop(
+                    signer, AsyncPlacesReader(async_database), settings.namespace_separator, compact.dumps
+                ),
             ],
         )
     app.add_error_handler(CatalogError, handle_catalog_error)

@@ -24,7 +24,6 @@ vends credentials (STS, the warehouse's keys) is made in a thread too.
 
 from __future__ import annotations
 
-import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import replace
@@ -37,9 +36,10 @@ from app.entries import EntryService
 from app.ground.errors import CatalogError
 from app.namespaces import NamespaceService, PageWindow, identifiers_answer, namespace_answer, namespaces_answer
 from app.rules.identifiers import parse_namespace
-from app.signing import RecheckNeeded, RemoteSigner, SignedRequest
+from app.signing import RemoteSigner, SignedRequest
 from app.tables import TABLE, TableService
 from storage.repository import AsyncEntryReader, WarehouseRow
+from storage.staged import AsyncPlacesReader
 
 _DELEGATION = b"x-iceberg-access-delegation"
 _IF_NONE_MATCH = b"if-none-match"
@@ -217,14 +217,23 @@ async def _authorize(authorizer: Authorizer, operation_id: str, kwargs: dict[str
 
 
 class SignRequestOnLoop:
-    """signRequest's answer: on the event loop when the table's grant and location are cached,
-    else (one query each) in a thread; the caller is the same either way."""
+    """signRequest's answer: on the event loop when the caller's grants are cached and the pool
+    serves the loop (what the name holds is read there, one query), else in a thread; the rule,
+    the scope and the signature are the same either way."""
 
     operation_id = "signRequest"
 
-    def __init__(self, signer: RemoteSigner, namespace_separator: str, serialize: Callable[[Any], str]) -> None:
+    def __init__(
+        self,
+        signer: RemoteSigner,
+        reader: AsyncPlacesReader,
+        namespace_separator: str,
+        serialize: Callable[[Any], str],
+    ) -> None:
         self.signer = signer
+        self.reader = reader
         self.authorizer: Authorizer = signer.tables.authorizer
+        self.warehouses = signer.tables.warehouses
         self.separator = namespace_separator
         self.serialize = serialize  # the app's Jsonifier.dumps: the handler's bytes
 
@@ -234,16 +243,17 @@ class SignRequestOnLoop:
         prefix = kwargs["prefix"]
         levels = parse_namespace(kwargs["namespace"], self.separator)
         name = table_name(kwargs["table"])
-
-        def authorized_sign(recheck: bool = True) -> SignedRequest:  # what the handler runs, behind the same check
+        warehouse = self.warehouses.cached(prefix)
+        if warehouse is not None and self.authorizer.cached() is not None and self.reader.available():
             self.authorizer.authorize(self.operation_id, kwargs, kwargs["body"])
-            return self.signer.sign(prefix, levels, name, kwargs["body"], recheck)
+            places = await self.reader.places(warehouse.id, levels, name)
+            signed = self.signer.sign(prefix, levels, name, kwargs["body"], places)
+        else:
 
-        signed = None
-        if self.signer.is_cached(prefix, levels, name) and self.authorizer.cached() is not None:
-            with contextlib.suppress(RecheckNeeded):  # a thread reads the table's row
-                signed = authorized_sign(recheck=False)
-        if signed is None:
+            def authorized_sign() -> SignedRequest:  # what the handler runs, behind the same check
+                self.authorizer.authorize(self.operation_id, kwargs, kwargs["body"])
+                return self.signer.sign(prefix, levels, name, kwargs["body"])
+
             signed = await in_thread(authorized_sign)
         cache_control = "private" if signed.cacheable else "no-cache"
         body = self.serialize(signed.body()).encode()

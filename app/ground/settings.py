@@ -16,6 +16,23 @@ WAREHOUSE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 RESERVED_PREFIXES = frozenset({"config", "oauth", "namespaces", "tables", "views", "transactions"})
 
 
+# AWS STS and SeaweedFS issue credentials for 900 s at least.
+MIN_STS_DURATION_S = 900
+
+
+def default_credentials_mode(env: Mapping[str, str]) -> str:
+    """``GROWLER_STORAGE_CREDENTIALS_MODE``, else ``sts`` where an STS is configured (a role or an
+    STS endpoint: ``make run``'s embedded SeaweedFS has one) and ``remote-signing`` where none is.
+
+    ``sts`` honours what each client asks for: ``vended-credentials`` gets table-scoped temporary
+    credentials, ``remote-signing`` the signer (app/storage_access.py).
+    """
+    explicit = env.get("GROWLER_STORAGE_CREDENTIALS_MODE", "").strip().lower()
+    if explicit:
+        return explicit
+    return "sts" if env.get("GROWLER_STS_ROLE_ARN") or env.get("GROWLER_STS_ENDPOINT") else "remote-signing"
+
+
 def _bool(value: str | None, default: bool) -> bool:
     if value is None or value == "":
         return default
@@ -86,6 +103,9 @@ class Settings:
     max_page_size: int = 1000
     limits: Limits = field(default_factory=Limits)
     idempotency_lifetime_s: int = 1800
+    # how long a staged table (stage-create, a create transaction) may be written before its create
+    # commits: signing and STS serve its location until then (storage/staged.py)
+    stage_lifetime_s: int = 86_400
     validate_responses: bool = False
     fast_reads: bool = True
     log_level: str = "INFO"
@@ -141,11 +161,12 @@ class Settings:
                 max_inflated_bytes=env_int(env, "GROWLER_MAX_INFLATED_BYTES", Limits.max_inflated_bytes),
             ),
             idempotency_lifetime_s=env_int(env, "GROWLER_IDEMPOTENCY_LIFETIME_S", 1800),
+            stage_lifetime_s=env_int(env, "GROWLER_STAGE_LIFETIME_S", 86_400),
             validate_responses=_bool(env.get("GROWLER_VALIDATE_RESPONSES"), False),
             fast_reads=_bool(env.get("GROWLER_FAST_READS"), True),
             log_level=env.get("GROWLER_LOG_LEVEL", "INFO").upper(),
             scan_planning_mode=env.get("GROWLER_SCAN_PLANNING_MODE", "").strip().lower() or None,
-            storage_credentials_mode=env.get("GROWLER_STORAGE_CREDENTIALS_MODE", "remote-signing").strip().lower(),
+            storage_credentials_mode=default_credentials_mode(env),
             sts=StsSettings(
                 endpoint=env.get("GROWLER_STS_ENDPOINT") or None,
                 role_arn=env.get("GROWLER_STS_ROLE_ARN", ""),
@@ -185,8 +206,10 @@ class Settings:
                 "GROWLER_STORAGE_CREDENTIALS_MODE must be remote-signing, sts, static or none, "
                 f"got {self.storage_credentials_mode!r}"
             )
-        if not 900 <= self.sts.duration_s <= 43200:
-            raise ValueError("GROWLER_STS_DURATION_S must be between 900 and 43200 seconds")
+        if not MIN_STS_DURATION_S <= self.sts.duration_s <= 43200:
+            raise ValueError(f"GROWLER_STS_DURATION_S must be between {MIN_STS_DURATION_S} and 43200 seconds")
+        if not 60 <= self.stage_lifetime_s <= 7 * 86_400:
+            raise ValueError("GROWLER_STAGE_LIFETIME_S must be between 60 seconds and 7 days")
         if self.secrets_key is not None:
             from app.ground.secrets import SecretBox
 

@@ -18,7 +18,7 @@ import psycopg
 from app.edge.context import AUTHORIZER
 from storage.db import Database
 from storage.grants import GrantRepository
-from tests.conftest import fetch_token
+from tests.conftest import TRUNCATE_CATALOG, fetch_token
 
 PREFIX = "/v1/test"
 WAREHOUSE = "test"
@@ -129,7 +129,7 @@ def catalog_state(db: psycopg.Connection) -> dict[str, Any]:
 
 
 def reset_catalog(db: psycopg.Connection) -> None:
-    db.execute("TRUNCATE role_grant, scan_plan_page, scan_plan, catalog_function, catalog_entry, namespace")
+    db.execute(TRUNCATE_CATALOG)
 
 
 def denied(response: Any) -> bool:

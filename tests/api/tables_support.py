@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -95,3 +96,27 @@ def append(client, url: str, snapshot_id: int, sequence_number: int, parent: int
             ],
         },
     )
+
+
+# Temporary credentials differ in every answer (sts, the product's default): two paths' answers
+# are compared with these values masked, and without the Content-Length they change.
+_FRESH_PER_ANSWER = re.compile(
+    rb'("s3\.(?:access-key-id|secret-access-key|session-token|session-token-expires-at-ms)": ?")[^"]*(")'
+)
+VARYING_HEADERS = frozenset({"x-request-id", "date"})
+
+
+def mask_fresh_credentials(content: bytes) -> bytes:
+    return _FRESH_PER_ANSWER.sub(rb"\1*\2", content)
+
+
+def assert_same_answer(one, other) -> None:
+    """Two responses to the same request carry the same status, bytes and headers, up to what
+    differs per request (request id, date, freshly vended temporary credentials)."""
+    assert one.status_code == other.status_code
+    masked = [mask_fresh_credentials(response.content) for response in (one, other)]
+    assert masked[0] == masked[1]
+    varying = VARYING_HEADERS | ({"content-length"} if masked[0] != one.content else set())
+    assert {k: v for k, v in one.headers.items() if k not in varying} == {
+        k: v for k, v in other.headers.items() if k not in varying
+    }

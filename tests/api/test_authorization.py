@@ -197,7 +197,8 @@ def test_an_idp_token_holds_what_its_roles_claim_names(app, principals, settings
 
 
 def test_read_only_callers_get_read_only_signing_and_credentials(app, principals):
-    """The signer's privileges hook and vended credentials: READ reads; writes need WRITE."""
+    """The signer's privileges hook and vended credentials: READ reads; writes need WRITE; a
+    staged table (no row yet) is its stager's: CREATE on the namespace reads and writes it."""
     from app.edge.context import AUTHORIZER, TABLES
     from app.signing import RemoteSigner
 
@@ -208,11 +209,15 @@ def test_read_only_callers_get_read_only_signing_and_credentials(app, principals
     principals.grant(caller, "read", "warehouse", WAREHOUSE)
     token = current_principal.set(Principal(caller.name, "growler"))
     try:
-        assert signer.privileges(WAREHOUSE, ("a",), "t") == frozenset({READ})
+        assert signer.privileges(WAREHOUSE, ("a",), "t", staged=False) == frozenset({READ})
+        assert signer.privileges(WAREHOUSE, ("a",), "t", staged=True) == frozenset()
         assert not tables_service.may_write(WAREHOUSE, ("a",), "t")
         principals.grant(caller, "write", "warehouse", WAREHOUSE)
-        assert signer.privileges(WAREHOUSE, ("a",), "t") == frozenset({READ, WRITE})
+        assert signer.privileges(WAREHOUSE, ("a",), "t", staged=False) == frozenset({READ, WRITE})
+        assert signer.privileges(WAREHOUSE, ("a",), "t", staged=True) == frozenset()
         assert tables_service.may_write(WAREHOUSE, ("a",), "t")
+        principals.grant(caller, "create", "warehouse", WAREHOUSE)
+        assert signer.privileges(WAREHOUSE, ("a",), "t", staged=True) == frozenset({READ, WRITE})
     finally:
         current_principal.reset(token)
 

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from tests.api.tables_support import PREFIX, create_request, table_url, tables_url
+from tests.api.tables_support import PREFIX, create_request, mask_fresh_credentials, table_url, tables_url
 
 
 def key() -> str:
@@ -224,17 +224,21 @@ def test_kept_answer_holds_no_credentials_and_a_replay_vends_them_anew(client, d
     headers = {"Idempotency-Key": the_key, **VENDED}
     first = client.post(tables_url(), json=create_request("t"), headers=headers)
     assert first.status_code == 200
-    assert first.json()["config"]["s3.secret-access-key"] == TEST_SECRET_KEY
+    vended = first.json()["config"]["s3.secret-access-key"]
+    assert vended and vended != TEST_SECRET_KEY  # temporary credentials (sts, the default mode)
     kept_body, kept_headers = db.execute(
         "SELECT body, headers FROM idempotency_key WHERE key = %s", (the_key,)
     ).fetchone()
-    assert TEST_SECRET_KEY.encode() not in bytes(kept_body)
+    for secret in (TEST_SECRET_KEY, vended, first.json()["config"]["s3.session-token"]):
+        assert secret.encode() not in bytes(kept_body)
+        assert secret not in json.dumps(kept_headers)
     assert "storage-credentials" not in json.loads(bytes(kept_body))
-    assert TEST_SECRET_KEY not in json.dumps(kept_headers)
 
     replay = client.post(tables_url(), json=create_request("t"), headers=headers)
     assert replay.status_code == 200
     assert replay.headers.get("Idempotent-Replayed") == "true"
     assert "X-Growler-Vended-For" not in replay.headers
-    assert replay.json() == first.json()  # credentials vended again, for the replaying caller
+    # credentials vended again, for the replaying caller: the same answer with fresh ones
+    assert replay.json()["config"]["s3.secret-access-key"] != vended
+    assert json.loads(mask_fresh_credentials(replay.content)) == json.loads(mask_fresh_credentials(first.content))
     assert replay.headers["ETag"] == first.headers["ETag"]

@@ -259,10 +259,17 @@ def test_credentials_only_when_delegation_is_requested(client, ns, settings):
     vended = client.get(table_url("creds"), headers={"X-Iceberg-Access-Delegation": "vended-credentials"}).json()
     (credential,) = vended["storage-credentials"]
     assert vended["metadata"]["location"].startswith(credential["prefix"])
-    assert credential["config"]["s3.access-key-id"] == settings.s3.access_key
-    assert credential["config"]["s3.secret-access-key"] == settings.s3.secret_key
-    loaded = client.get(f"{table_url('creds')}/credentials").json()
-    assert loaded["storage-credentials"] == vended["storage-credentials"]
+    # the default mode (sts): temporary credentials, never the warehouse's own keys, and a way to renew them
+    assert credential["config"]["s3.access-key-id"] != settings.s3.access_key
+    assert settings.s3.secret_key not in json.dumps(vended)
+    assert credential["config"]["s3.session-token"]
+    assert int(credential["config"]["s3.session-token-expires-at-ms"]) > time.time() * 1000
+    refresh = vended["config"]["client.refresh-credentials-endpoint"]
+    assert refresh == "v1/test/namespaces/db/tables/creds/credentials"
+    loaded = client.get(f"/{refresh}").json()
+    (renewed,) = loaded["storage-credentials"]
+    assert renewed["prefix"] == credential["prefix"]
+    assert renewed["config"]["s3.access-key-id"] != credential["config"]["s3.access-key-id"]
 
 
 def test_head_table(client, ns):

@@ -52,6 +52,9 @@ def server_env(settings, bind: str) -> dict[str, str]:
         GROWLER_S3_SECRET_KEY=settings.s3.secret_key or "",
         GROWLER_S3_REGION=settings.s3.region,
         GROWLER_STORAGE_CREDENTIALS_MODE=settings.storage_credentials_mode,
+        GROWLER_STS_ROLE_ARN=settings.sts.role_arn,
+        GROWLER_STS_ENDPOINT=settings.sts.endpoint or "",
+        GROWLER_STS_DURATION_S=str(settings.sts.duration_s),
         GROWLER_SECRETS_KEY=settings.secrets_key or "",  # warehouses made through the management API
         GROWLER_WORKERS=os.environ.get("GROWLER_TEST_WORKERS", "2"),
         GROWLER_VALIDATE_RESPONSES="true",

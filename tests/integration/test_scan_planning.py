@@ -49,7 +49,7 @@ from pyiceberg.types import DoubleType, IntegerType, LongType, NestedField, Stri
 
 from app.edge.context import PLANS
 from app.plans import PlanningConfig
-from tests.conftest import TEST_CREDENTIAL
+from tests.conftest import TEST_CREDENTIAL, TRUNCATE_CATALOG
 
 NS = "planning"
 TABLE = "events"
@@ -144,7 +144,7 @@ def server_catalog(server) -> RestCatalog:
 @pytest.fixture(scope="module")
 def table(server, app, services):
     with psycopg.connect(services.database_url, autocommit=True) as conn:
-        conn.execute("TRUNCATE role_grant, scan_plan_page, scan_plan, catalog_function, catalog_entry, namespace")
+        conn.execute(TRUNCATE_CATALOG)
     catalog = client_catalog(server)
     catalog.create_namespace(NS)
     created = catalog.create_table((NS, TABLE), schema=SCHEMA, partition_spec=SPEC)
