@@ -182,3 +182,42 @@ def test_only_a_caller_with_create_stages_or_signs_for_a_stage(client, principal
     assert sign(creator.client, "live", "GET", object_url(settings, f"{live}/metadata/x")).status_code == 403
     assert creator.client.get(f"{PREFIX}/namespaces/ns/tables/live/credentials").status_code == 403
     assert store.read(Location.parse(data_file), 10) == b"x"
+
+
+def test_a_staged_create_may_add_its_spec_and_order_before_setting_its_schema(client):
+    """DuckDB's order of updates: the spec and sort order are checked against the schema the
+    same commit added, which becomes current only at its end."""
+    assert client.post(f"{PREFIX}/namespaces", json={"namespace": ["ns"]}).status_code == 200
+    staged = stage(client, "duck").json()["metadata"]
+    schema = staged["schemas"][0]
+    field = schema["fields"][0]
+    spec = {
+        "spec-id": 0,
+        "fields": [{"source-id": field["id"], "field-id": 1000, "name": "p", "transform": "identity"}],
+    }
+    order = {
+        "order-id": 1,
+        "fields": [
+            {"source-id": field["id"], "transform": "identity", "direction": "asc", "null-order": "nulls-first"}
+        ],
+    }
+    commit = {
+        "requirements": [{"type": "assert-create"}],
+        "updates": [
+            {"action": "assign-uuid", "uuid": staged["table-uuid"]},
+            {"action": "upgrade-format-version", "format-version": 2},
+            {"action": "add-schema", "schema": schema},
+            {"action": "add-spec", "spec": spec},
+            {"action": "add-sort-order", "sort-order": order},
+            {"action": "set-location", "location": staged["location"]},
+            {"action": "set-default-spec", "spec-id": -1},
+            {"action": "set-default-sort-order", "sort-order-id": -1},
+            {"action": "set-current-schema", "schema-id": -1},
+        ],
+    }
+    created = client.post(f"{PREFIX}/namespaces/ns/tables/duck", json=commit)
+    assert created.status_code == 200, created.text
+    metadata = created.json()["metadata"]
+    assert [f["name"] for f in metadata["partition-specs"][-1]["fields"]] == ["p"]
+    assert metadata["default-sort-order-id"] == 1
+    assert metadata["current-schema-id"] == schema["schema-id"]

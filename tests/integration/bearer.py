@@ -59,8 +59,11 @@ class BearerForTestServers:
             request.headers["Authorization"] = f"Bearer {self.token(origin)}"
 
     def token(self, origin: str) -> str:
-        token, fetched = self._tokens.get(origin, ("", 0.0))
-        if time.monotonic() - fetched > self.RENEW_AFTER_S:
+        # No entry: never fetched. (A default of fetched-at-0 looked fresh on a machine up for less
+        # than RENEW_AFTER_S: the monotonic clock counts from boot.)
+        known = self._tokens.get(origin)
+        token = known[0] if known else ""
+        if known is None or time.monotonic() - known[1] > self.RENEW_AFTER_S:
             request = httpx.Request(
                 "POST",
                 f"{origin}/v1/oauth/tokens",

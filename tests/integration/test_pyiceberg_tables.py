@@ -97,6 +97,22 @@ def catalog(server, clean_catalog) -> RestCatalog:
     return cat
 
 
+@pytest.fixture(params=["vended-credentials", "remote-signing"])
+def access_catalog(request, server, clean_catalog) -> RestCatalog:
+    """The catalog as PyIceberg reaches the default warehouse's storage either way it can: with
+    the temporary credentials it asks for by default, or through remote signing when it asks for
+    that (the data then goes through its FsspecFileIO and Growler's signer)."""
+    cat = RestCatalog(
+        "growler",
+        uri=server.url,
+        warehouse=server.warehouse,
+        credential=TEST_CREDENTIAL,
+        **{"header.X-Iceberg-Access-Delegation": request.param},
+    )
+    cat.create_namespace(NS)
+    return cat
+
+
 @pytest.fixture
 def objects(settings) -> S3ObjectStore:
     return S3ObjectStore(settings.s3)
@@ -115,11 +131,11 @@ def create_sales(catalog: RestCatalog, name: str = "sales", **kwargs):
 # ------------------------------------------------------------------------------------------
 
 
-def test_create_partitioned_append_and_read_back(catalog, objects, settings):
-    table = create_sales(catalog)
+def test_create_partitioned_append_and_read_back(access_catalog, objects, settings):
+    table = create_sales(access_catalog)
     assert table.metadata_location.startswith("s3://growler-test-warehouse/shop/sales-")
     assert table.metadata_location.rsplit("/", 1)[1].startswith("00000-")
-    # storage coordinates came from the catalog, not from the client's own configuration
+    # storage coordinates came from the access_catalog, not from the client's own configuration
     assert table.io.properties["s3.endpoint"] == settings.s3.endpoint
     assert table.io.properties["s3.access-key-id"] == settings.s3.access_key
 
@@ -148,8 +164,8 @@ def test_create_partitioned_append_and_read_back(catalog, objects, settings):
     assert len(data_files) == 2
     assert any("category=a/ts_day=2024-01-02/" in f for f in data_files)
     assert any("category=b/ts_day=2024-01-01/" in f for f in data_files)
-    # and the catalog's pointer is the file PyIceberg was told about
-    assert catalog.load_table((NS, "sales")).metadata_location == table.metadata_location
+    # and the access_catalog's pointer is the file PyIceberg was told about
+    assert access_catalog.load_table((NS, "sales")).metadata_location == table.metadata_location
     assert objects.exists(Location.parse(table.metadata_location))
 
 
@@ -168,8 +184,8 @@ def test_second_client_reads_table_knowing_only_the_url(server, catalog):
     assert ids_of(writer.refresh().scan().to_arrow()) == [1, 2, 3, 4]
 
 
-def test_overwrite_all_and_by_filter(catalog):
-    table = create_sales(catalog)
+def test_overwrite_all_and_by_filter(access_catalog):
+    table = create_sales(access_catalog)
     table.append(rows(1, 2, 3, 4))
 
     first = table.current_snapshot().snapshot_id
@@ -192,12 +208,12 @@ def test_overwrite_all_and_by_filter(catalog):
         20: 200,
     }
 
-    reloaded = catalog.load_table((NS, "sales"))
+    reloaded = access_catalog.load_table((NS, "sales"))
     assert ids_of(reloaded.scan().to_arrow()) == [11, 20]
 
 
-def test_delete_rows(catalog):
-    table = create_sales(catalog)
+def test_delete_rows(access_catalog):
+    table = create_sales(access_catalog)
     table.append(rows(1, 2, 3, 4, 5, 6))
     before = table.current_snapshot().snapshot_id
 
@@ -211,7 +227,7 @@ def test_delete_rows(catalog):
     assert ids_of(table.scan().to_arrow()) == [1, 3]
     assert table.current_snapshot().summary.operation.value == "overwrite"
 
-    reloaded = catalog.load_table((NS, "sales"))
+    reloaded = access_catalog.load_table((NS, "sales"))
     assert ids_of(reloaded.scan().to_arrow()) == [1, 3]
     assert ids_of(reloaded.scan(snapshot_id=before).to_arrow()) == [1, 2, 3, 4, 5, 6]
 
@@ -221,8 +237,8 @@ def test_delete_rows(catalog):
 # ------------------------------------------------------------------------------------------
 
 
-def test_schema_evolution_add_rename_drop_widen(catalog):
-    table = create_sales(catalog)
+def test_schema_evolution_add_rename_drop_widen(access_catalog):
+    table = create_sales(access_catalog)
     table.append(rows(1, 2))
     first_schema_id = table.schema().schema_id
 
@@ -235,7 +251,7 @@ def test_schema_evolution_add_rename_drop_widen(catalog):
         update.delete_column("note")
         update.add_column("comment", StringType())
 
-    reloaded = catalog.load_table((NS, "sales"))
+    reloaded = access_catalog.load_table((NS, "sales"))
     schema = reloaded.schema()
     assert schema.schema_id != first_schema_id
     assert [(f.name, f.field_type) for f in schema.fields] == [
@@ -276,7 +292,7 @@ def test_schema_evolution_add_rename_drop_widen(catalog):
         schema=schema.as_arrow(),
     )
     reloaded.append(new_rows)
-    result = catalog.load_table((NS, "sales")).scan().to_arrow().sort_by("id")
+    result = access_catalog.load_table((NS, "sales")).scan().to_arrow().sort_by("id")
     assert result.column("quantity").to_pylist() == [10, 20, 2**40]
     assert result.column("comment").to_pylist() == [None, None, "wide"]
 
@@ -404,16 +420,16 @@ def test_expire_snapshots(catalog):
 # ------------------------------------------------------------------------------------------
 
 
-def test_staged_create_transaction(catalog, objects):
-    txn = catalog.create_table_transaction((NS, "staged"), schema=SCHEMA, partition_spec=SPEC)
+def test_staged_create_transaction(access_catalog, objects):
+    txn = access_catalog.create_table_transaction((NS, "staged"), schema=SCHEMA, partition_spec=SPEC)
     # nothing exists until the transaction commits
-    assert not catalog.table_exists((NS, "staged"))
+    assert not access_catalog.table_exists((NS, "staged"))
     txn.set_properties({"owner": "etl"})
     txn.append(rows(1, 2))
     table = txn.commit_transaction()
 
-    assert catalog.table_exists((NS, "staged"))
-    loaded = catalog.load_table((NS, "staged"))
+    assert access_catalog.table_exists((NS, "staged"))
+    loaded = access_catalog.load_table((NS, "staged"))
     assert loaded.metadata_location == table.metadata_location
     assert loaded.properties["owner"] == "etl"
     assert [f.name for f in loaded.spec().fields] == ["category", "ts_day"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from urllib.parse import quote
 
@@ -56,14 +57,61 @@ def ns_path(namespace: str) -> str:
     return quote("\x1f".join(namespace.split(".")), safe="")
 
 
-def load_table(server, namespace: str, name: str) -> dict:
+def load_table(server, namespace: str, name: str, warehouse: str | None = None) -> dict:
     """Growler's loadTable answer for ``namespace.name`` (404 -> None)."""
-    url = f"{server.url}/v1/{server.warehouse}/namespaces/{ns_path(namespace)}/tables/{name}"
+    url = f"{server.url}/v1/{warehouse or server.warehouse}/namespaces/{ns_path(namespace)}/tables/{name}"
     response = httpx.get(url, timeout=30)
     if response.status_code == 404:
         return None
     response.raise_for_status()
     return response.json()
+
+
+@dataclass(frozen=True)
+class Access:
+    """A Spark catalog reaching storage one way: ``catalog`` names it, ``warehouse`` is its warehouse."""
+
+    catalog: str
+    warehouse: str
+
+
+STATIC_WAREHOUSE = "static_keys"
+
+
+@pytest.fixture(scope="session")
+def static_warehouse(server, settings) -> str:
+    """A warehouse with keys of its own in ``static`` mode (the development opt-in: clients get its keys)."""
+    bucket = "growler-static-keys"
+    S3ObjectStore(settings.s3).ensure_bucket(bucket)
+    storage = {
+        "endpoint": settings.s3.endpoint,
+        "credentials-mode": "static",
+        "access-key-id": settings.s3.access_key,
+        "secret-access-key": settings.s3.secret_key,
+    }
+    body = {"name": STATIC_WAREHOUSE, "location": f"s3://{bucket}/wh/", "storage": storage}
+    response = httpx.post(f"{server.url}/management/v1/warehouses", json=body, timeout=30)
+    assert response.status_code in (201, 409), response.text  # 409: made for the other Spark line
+    return STATIC_WAREHOUSE
+
+
+@pytest.fixture(params=["sts", "signing", "static"])
+def access(request, spark, server, ns) -> Access:
+    """Each way a Spark job reaches storage: temporary credentials (the default: ``growler`` asks for
+    vended credentials, the default warehouse's mode is sts), remote signing (the same warehouse,
+    the client asks to sign), and a static-keys warehouse. The scenarios that reach storage
+    differently (CTAS/RTAS, MERGE, the procedures, purge) take it; the integration conftest keeps
+    the two other modes to Spark 3.5."""
+    uri = spark.conf.get(f"spark.sql.catalog.{CATALOG}.uri")
+    if request.param == "sts":
+        return Access(CATALOG, server.warehouse)
+    if request.param == "signing":
+        options = {"header.X-Iceberg-Access-Delegation": "remote-signing"}
+        return Access(add_catalog(spark, f"{CATALOG}_signing", uri, server.warehouse, **options), server.warehouse)
+    warehouse = request.getfixturevalue("static_warehouse")
+    catalog = add_catalog(spark, f"{CATALOG}_static", uri, warehouse)
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {catalog}.{ns}")
+    return Access(catalog, warehouse)
 
 
 def objects_under(objects: S3ObjectStore, location: str) -> list[str]:
@@ -196,8 +244,8 @@ def test_partitioned_table_insert_and_filtered_select(spark, server, ns, objects
     [("copy-on-write", 2), ("merge-on-read", 2), ("merge-on-read", 3)],
     ids=["cow-v2", "mor-v2", "mor-v3"],
 )
-def test_merge_update_delete(spark, server, ns, mode, format_version):
-    table = f"{CATALOG}.{ns}.stock"
+def test_merge_update_delete(spark, server, ns, mode, format_version, access):
+    table = f"{access.catalog}.{ns}.stock"
     spark.sql(
         f"CREATE TABLE {table} (id bigint, name string, qty int) USING iceberg TBLPROPERTIES ("
         f"'format-version' = '{format_version}', 'write.delete.mode' = '{mode}', "
@@ -222,7 +270,7 @@ def test_merge_update_delete(spark, server, ns, mode, format_version):
     assert rows(spark, f"SELECT * FROM {table} ORDER BY id") == [(1, "a", 11), (3, "c", 31), (5, "e", 50)]
 
     # the stored metadata: the format version asked for, one snapshot per statement
-    metadata = load_table(server, ns, "stock")["metadata"]
+    metadata = load_table(server, ns, "stock", access.warehouse)["metadata"]
     assert metadata["format-version"] == format_version
     assert len(metadata["snapshots"]) == 4
     delete_files = scalar(spark, f"SELECT count(*) FROM {table}.delete_files")
@@ -294,18 +342,18 @@ def test_alter_table_columns_and_partition_field(spark, server, ns, objects):
 # ------------------------------------------------------------------------------------------
 
 
-def test_create_and_replace_table_as_select(spark, server, ns):
-    source = f"{CATALOG}.{ns}.src"
+def test_create_and_replace_table_as_select(spark, server, settings, ns, access):
+    source = f"{access.catalog}.{ns}.src"
     spark.sql(f"CREATE TABLE {source} (id bigint, category string) USING iceberg")
     spark.sql(f"INSERT INTO {source} VALUES (1, 'a'), (2, 'b'), (3, 'a'), (4, 'c')")
 
-    ctas = f"{CATALOG}.{ns}.derived"
+    ctas = f"{access.catalog}.{ns}.derived"
     spark.sql(
         f"CREATE TABLE {ctas} USING iceberg PARTITIONED BY (category) "
         f"TBLPROPERTIES ('steward' = 'ctas') AS SELECT id, category FROM {source} WHERE category = 'a'"
     )
     assert rows(spark, f"SELECT * FROM {ctas} ORDER BY id") == [(1, "a"), (3, "a")]
-    created = load_table(server, ns, "derived")["metadata"]
+    created = load_table(server, ns, "derived", access.warehouse)["metadata"]
     assert len(created["snapshots"]) == 1
     assert created["properties"]["steward"] == "ctas"
     assert [f["name"] for f in created["partition-specs"][-1]["fields"]] == ["category"]
@@ -313,7 +361,7 @@ def test_create_and_replace_table_as_select(spark, server, ns):
     spark.sql(f"REPLACE TABLE {ctas} USING iceberg AS SELECT id, id * 10 AS tenfold FROM {source}")
     assert spark.table(ctas).columns == ["id", "tenfold"]
     assert rows(spark, f"SELECT * FROM {ctas} ORDER BY id") == [(1, 10), (2, 20), (3, 30), (4, 40)]
-    replaced = load_table(server, ns, "derived")["metadata"]
+    replaced = load_table(server, ns, "derived", access.warehouse)["metadata"]
     assert replaced["table-uuid"] == created["table-uuid"]  # the same table, a new version
     assert len(replaced["snapshots"]) == 2
     assert len(replaced["schemas"]) == 2
@@ -324,17 +372,26 @@ def test_create_and_replace_table_as_select(spark, server, ns):
     assert rows(spark, f"SELECT id FROM {ctas} VERSION AS OF {first} ORDER BY id") == [(1,), (3,)]
 
     # CREATE OR REPLACE of a new name creates it
-    spark.sql(f"CREATE OR REPLACE TABLE {CATALOG}.{ns}.fresh USING iceberg AS SELECT 42 AS answer")
-    assert rows(spark, f"SELECT * FROM {CATALOG}.{ns}.fresh") == [(42,)]
+    spark.sql(f"CREATE OR REPLACE TABLE {access.catalog}.{ns}.fresh USING iceberg AS SELECT 42 AS answer")
+    assert rows(spark, f"SELECT * FROM {access.catalog}.{ns}.fresh") == [(42,)]
+
+    # every object the staged creates and the replace wrote lies in one of the tables' locations
+    tables = [
+        load_table(server, ns, name, access.warehouse)["metadata"]["location"] for name in ("src", "derived", "fresh")
+    ]
+    folder = tables[0].rsplit("/", 1)[0]
+    written = objects_under(S3ObjectStore(settings.s3), folder)
+    assert sum(o.endswith(".parquet") for o in written) >= 4
+    assert [o for o in written if not any(o.startswith(table + "/") for table in tables)] == []
 
     # a CTAS whose query fails leaves no table behind (the create was staged, never committed)
     with pytest.raises(Exception, match="boom"):
         spark.sql(
-            f"CREATE TABLE {CATALOG}.{ns}.broken USING iceberg AS "
+            f"CREATE TABLE {access.catalog}.{ns}.broken USING iceberg AS "
             f"SELECT id, CAST(IF(id > 2, raise_error('boom'), id) AS bigint) AS checked FROM {source}"
         )
-    assert load_table(server, ns, "broken") is None
-    assert "broken" not in [r[1] for r in rows(spark, f"SHOW TABLES IN {CATALOG}.{ns}")]
+    assert load_table(server, ns, "broken", access.warehouse) is None
+    assert "broken" not in [r[1] for r in rows(spark, f"SHOW TABLES IN {access.catalog}.{ns}")]
 
 
 # ------------------------------------------------------------------------------------------
@@ -438,22 +495,22 @@ def test_branches_and_tags(spark, server, ns):
 # ------------------------------------------------------------------------------------------
 
 
-def test_maintenance_procedures(spark, server, ns, objects):
+def test_maintenance_procedures(spark, server, ns, objects, access):
     name = f"{ns}.compact"
-    table = f"{CATALOG}.{name}"
+    table = f"{access.catalog}.{name}"
     spark.sql(f"CREATE TABLE {table} (id bigint, payload string) USING iceberg")
     for i in range(1, 6):
         spark.sql(f"INSERT INTO {table} VALUES ({i}, 'p{i}')")
     expected = [(i, f"p{i}") for i in range(1, 6)]
     assert scalar(spark, f"SELECT count(*) FROM {table}.files") == 5
     assert scalar(spark, f"SELECT count(*) FROM {table}.manifests") == 5
-    location = load_table(server, ns, "compact")["metadata"]["location"]
+    location = load_table(server, ns, "compact", access.warehouse)["metadata"]["location"]
     first_files = {o for o in objects_under(objects, location + "/data") if o.endswith(".parquet")}
     assert len(first_files) == 5
 
     # rewrite_data_files: five small files become one
     result = spark.sql(
-        f"CALL {CATALOG}.system.rewrite_data_files(table => '{name}', options => map('min-input-files', '2'))"
+        f"CALL {access.catalog}.system.rewrite_data_files(table => '{name}', options => map('min-input-files', '2'))"
     ).collect()[0]
     assert (result["rewritten_data_files_count"], result["added_data_files_count"]) == (5, 1)
     assert scalar(spark, f"SELECT count(*) FROM {table}.files") == 1
@@ -462,7 +519,7 @@ def test_maintenance_procedures(spark, server, ns, objects):
 
     # rewrite_manifests: the manifests of the current snapshot become one
     before = scalar(spark, f"SELECT count(*) FROM {table}.manifests")
-    result = spark.sql(f"CALL {CATALOG}.system.rewrite_manifests('{name}')").collect()[0]
+    result = spark.sql(f"CALL {access.catalog}.system.rewrite_manifests('{name}')").collect()[0]
     assert result["rewritten_manifests_count"] == before > 1
     assert result["added_manifests_count"] == 1
     assert scalar(spark, f"SELECT count(*) FROM {table}.manifests") == 1
@@ -470,12 +527,12 @@ def test_maintenance_procedures(spark, server, ns, objects):
     # expire_snapshots: keep only the current one; the compacted-away files are deleted
     now = datetime.now(UTC).replace(tzinfo=None) + timedelta(seconds=1)
     result = spark.sql(
-        f"CALL {CATALOG}.system.expire_snapshots(table => '{name}', "
+        f"CALL {access.catalog}.system.expire_snapshots(table => '{name}', "
         f"older_than => TIMESTAMP '{now:%Y-%m-%d %H:%M:%S.%f}', retain_last => 1)"
     ).collect()[0]
     assert result["deleted_data_files_count"] == 5
     assert scalar(spark, f"SELECT count(*) FROM {table}.snapshots") == 1
-    metadata = load_table(server, ns, "compact")["metadata"]
+    metadata = load_table(server, ns, "compact", access.warehouse)["metadata"]
     assert len(metadata["snapshots"]) == 1
     assert metadata["snapshots"][0]["snapshot-id"] == metadata["current-snapshot-id"]
     remaining = {o for o in objects_under(objects, location + "/data") if o.endswith(".parquet")}
@@ -488,7 +545,7 @@ def test_maintenance_procedures(spark, server, ns, objects):
     # just-written orphan goes through the Spark action the procedure wraps.
     orphan = f"{location}/data/orphan-{int(time.time())}.parquet"
     objects.write_new(Location.parse(orphan), b"not referenced by any snapshot", "application/octet-stream")
-    dry = rows(spark, f"CALL {CATALOG}.system.remove_orphan_files(table => '{name}', prefix_listing => true)")
+    dry = rows(spark, f"CALL {access.catalog}.system.remove_orphan_files(table => '{name}', prefix_listing => true)")
     assert dry == []
     assert objects.exists(Location.parse(orphan))
     older_than = datetime.now(UTC) + timedelta(minutes=1)
@@ -535,16 +592,16 @@ def make_table_with_files(spark, server, objects, catalog: str, ns: str, name: s
     return location, listing
 
 
-def test_drop_table_keeps_files_and_purge_deletes_them(spark, server, ns, objects):
+def test_drop_table_keeps_files_and_purge_deletes_them(spark, server, ns, objects, access):
     """Spark's own DROP TABLE ... PURGE: the catalog drops the entry, Spark deletes the reachable files."""
     kept, kept_objects = make_table_with_files(spark, server, objects, CATALOG, ns, "kept")
     purged, _ = make_table_with_files(spark, server, objects, CATALOG, ns, "purged")
 
-    spark.sql(f"DROP TABLE {CATALOG}.{ns}.kept")
-    spark.sql(f"DROP TABLE {CATALOG}.{ns}.purged PURGE")
-    assert load_table(server, ns, "kept") is None
-    assert load_table(server, ns, "purged") is None
-    assert rows(spark, f"SHOW TABLES IN {CATALOG}.{ns}") == []
+    spark.sql(f"DROP TABLE {access.catalog}.{ns}.kept")
+    spark.sql(f"DROP TABLE {access.catalog}.{ns}.purged PURGE")
+    assert load_table(server, ns, "kept", access.warehouse) is None
+    assert load_table(server, ns, "purged", access.warehouse) is None
+    assert rows(spark, f"SHOW TABLES IN {access.catalog}.{ns}") == []
 
     # Iceberg 1.12's Spark catalog deletes the files itself (through the table's FileIO, with the
     # credentials the catalog vended): every data, manifest and metadata file is gone

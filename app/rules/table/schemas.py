@@ -124,8 +124,13 @@ def _assign_missing_partition_field_ids(spec: PartitionSpec, last_partition_id: 
     return PartitionSpec(*fields, spec_id=spec.spec_id)
 
 
-def _current_schema(metadata: TableMetadata) -> Schema:
+def _current_schema(metadata: TableMetadata, changes: Changes) -> Schema:
+    """The schema a spec or sort order is checked against: the current one, or - for a table
+    being created that has none yet - the one this commit added (DuckDB sends ``add-spec`` and
+    ``add-sort-order`` before ``set-current-schema``)."""
     schema = metadata.schema_by_id(metadata.current_schema_id)
+    if schema is None and changes.last_added_schema_id is not None:
+        schema = metadata.schema_by_id(changes.last_added_schema_id)
     if schema is None:
         raise ValueError("table has no current schema: add-schema and set-current-schema must come first")
     return schema
@@ -160,7 +165,7 @@ def _set_current_schema(metadata: TableMetadata, update: SetCurrentSchemaUpdate,
 
 def _add_spec(metadata: TableMetadata, update: AddPartitionSpecUpdate, changes: Changes) -> TableMetadata:
     spec = _assign_missing_partition_field_ids(update.spec, metadata.last_partition_id)
-    validate_spec(spec, _current_schema(metadata), metadata.format_version)
+    validate_spec(spec, _current_schema(metadata, changes), metadata.format_version)
     existing = next((s for s in metadata.partition_specs if s.compatible_with(spec)), None)
     if existing is not None:
         changes.last_added_spec_id = existing.spec_id
@@ -193,7 +198,7 @@ def _add_sort_order(metadata: TableMetadata, update: AddSortOrderUpdate, changes
         existing = metadata.sort_order_by_id(UNSORTED_SORT_ORDER_ID)
         new_order = UNSORTED_SORT_ORDER
     else:
-        order.check_compatible(_current_schema(metadata))
+        order.check_compatible(_current_schema(metadata, changes))
         existing = next((o for o in metadata.sort_orders if o.fields == order.fields), None)
         new_id = max(1, max((o.order_id for o in metadata.sort_orders), default=0) + 1)
         new_order = SortOrder(*order.fields, order_id=new_id)

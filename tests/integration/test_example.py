@@ -1,0 +1,148 @@
+"""What a new user runs, run as they run it: ``make run``, then ``make example`` on both Spark lines.
+
+The server is ``make run`` itself (embedded PostgreSQL and SeaweedFS, authentication on, the
+product's default credentials mode, the credential it writes to its data directory), on
+throwaway ports and a data directory of its own, in an environment holding none of the suite's
+``GROWLER_*`` settings. The example is ``make example`` as the README shows it, told only where
+the server is. Its output tables are then read back with PyIceberg (on the same defaults) and
+the bucket is listed: every object lies inside one of the example's tables.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import minio
+import pytest
+from pyiceberg.catalog.rest import RestCatalog
+
+from scripts.run import DEV_S3_ACCESS_KEY, DEV_S3_SECRET_KEY
+from scripts.services import free_port
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+START_TIMEOUT_S = 600  # the first `make run` on a machine may install packages
+EXAMPLE_TIMEOUT_S = 600
+
+# raw orders minus the empty one, merged with the corrections (examples/pipeline.py)
+ORDERS = [
+    (1001, "alice", "tea-green", 2, 9.0, "paid"),
+    (1002, "bob", "tea-black", 2, 7.8, "paid"),
+    (1004, "alice", "mug", 2, 24.0, "paid"),
+    (1006, "bob", "kettle", 1, 35.0, "paid"),
+    (1007, "carol", "tea-black", 3, 11.7, "paid"),
+    (1008, "erin", "tea-green", 4, 18.0, "paid"),
+]
+
+
+@dataclass
+class MakeRun:
+    url: str
+    data_dir: Path
+    s3_endpoint: str
+    process: subprocess.Popen
+    log_path: Path
+
+    @property
+    def credential(self) -> str:
+        return (self.data_dir / "credential").read_text().strip()
+
+
+def user_env(**extra: str) -> dict[str, str]:
+    """The environment of a user's shell: the suite's ``GROWLER_*`` settings removed."""
+    ours = ("GROWLER_", "PROMETHEUS_", "MAKE", "MFLAGS")  # and those of the `make test` running the suite
+    env = {name: value for name, value in os.environ.items() if not name.startswith(ours)}
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="module")
+def make_run() -> Iterator[MakeRun]:
+    root = Path(tempfile.mkdtemp(prefix="growler-make-run-"))  # not pytest's basetemp: postgres must traverse it
+    port, s3_port = free_port(), free_port()
+    env = user_env(
+        GROWLER_DATA_DIR=str(root / "data"),
+        GROWLER_BIND=f"127.0.0.1:{port}",
+        GROWLER_EMBEDDED_PG_PORT=str(free_port()),
+        GROWLER_EMBEDDED_S3_PORT=str(s3_port),
+    )
+    log_path = root / "make-run.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            ["make", "--no-print-directory", "run"],
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    server = MakeRun(f"http://127.0.0.1:{port}", root / "data", f"http://127.0.0.1:{s3_port}", process, log_path)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while "Growler is up" not in log_path.read_text(errors="replace"):
+            assert process.poll() is None, f"make run exited with {process.returncode}:\n{log_path.read_text()}"
+            assert time.monotonic() < deadline, f"make run did not come up:\n{log_path.read_text()}"
+            time.sleep(0.2)
+        assert httpx.get(f"{server.url}/readyz", timeout=5).status_code == 200
+        yield server
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGINT)  # Ctrl-C, as the README says
+            try:
+                process.wait(timeout=90)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.parametrize("line", ["3.5", "4.1"])
+def test_make_example_runs_on_what_make_run_serves(make_run, line):
+    example = subprocess.run(
+        ["make", "--no-print-directory", "example", f"SPARK_LINE={line}", f"EXAMPLE_ARGS=--uri {make_run.url}"],
+        cwd=REPO,
+        env=user_env(GROWLER_DATA_DIR=str(make_run.data_dir)),  # where make run wrote the credential
+        capture_output=True,
+        text=True,
+        timeout=EXAMPLE_TIMEOUT_S,
+    )
+    output = example.stdout + example.stderr
+    assert example.returncode == 0, output[-6000:]
+    for step in ("=== 1. ingest", "=== 2. transform", "=== 3. merge", "=== 4. query"):
+        assert step in output, output[-6000:]
+
+    catalog = RestCatalog("growler", uri=make_run.url, warehouse="warehouse", credential=make_run.credential)
+    raw = catalog.load_table("demo.raw_orders").scan().to_arrow()
+    assert sorted(raw.column("order_id").to_pylist()) == list(range(1001, 1008))
+    orders = catalog.load_table("demo.orders")
+    got = sorted(
+        (r["order_id"], r["customer"], r["sku"], r["qty"], r["amount"], r["status"])
+        for r in orders.scan().to_arrow().to_pylist()
+    )
+    assert got == ORDERS
+    operations = [snapshot.summary.operation.value for snapshot in orders.snapshots()]
+    assert operations[0] == "append"  # CREATE OR REPLACE TABLE AS SELECT on a new or replaced table
+    assert operations[-1] == "overwrite"  # the MERGE
+    assert orders.snapshots()[-1].snapshot_id == orders.current_snapshot().snapshot_id
+
+    # every object in the bucket belongs to one of the example's tables
+    locations = [catalog.load_table(f"demo.{name}").location().rstrip("/") + "/" for name in ("raw_orders", "orders")]
+    store = minio.Minio(
+        make_run.s3_endpoint.removeprefix("http://"), DEV_S3_ACCESS_KEY, DEV_S3_SECRET_KEY, secure=False
+    )
+    strays = [
+        f"s3://growler-warehouse/{found.object_name}"
+        for found in store.list_objects("growler-warehouse", recursive=True)
+        if not any(f"s3://growler-warehouse/{found.object_name}".startswith(root) for root in locations)
+    ]
+    assert strays == []
