@@ -135,9 +135,13 @@ def test_create_partitioned_append_and_read_back(access_catalog, objects, settin
     table = create_sales(access_catalog)
     assert table.metadata_location.startswith("s3://growler-test-warehouse/shop/sales-")
     assert table.metadata_location.rsplit("/", 1)[1].startswith("00000-")
-    # storage coordinates came from the access_catalog, not from the client's own configuration
+    # storage coordinates came from the catalog, not from the client's own configuration; the
+    # warehouse's own keys never did: temporary credentials, or none at all with remote signing
     assert table.io.properties["s3.endpoint"] == settings.s3.endpoint
-    assert table.io.properties["s3.access-key-id"] == settings.s3.access_key
+    assert table.io.properties.get("s3.access-key-id") != settings.s3.access_key
+    assert settings.s3.secret_key not in table.io.properties.values()
+    signing = table.io.properties.get("s3.remote-signing-enabled") == "true"
+    assert signing == ("s3.access-key-id" not in table.io.properties)
 
     spec = table.spec()
     assert [(f.name, f.transform, table.schema().find_column_name(f.source_id)) for f in spec.fields] == [
@@ -164,7 +168,7 @@ def test_create_partitioned_append_and_read_back(access_catalog, objects, settin
     assert len(data_files) == 2
     assert any("category=a/ts_day=2024-01-02/" in f for f in data_files)
     assert any("category=b/ts_day=2024-01-01/" in f for f in data_files)
-    # and the access_catalog's pointer is the file PyIceberg was told about
+    # and the catalog's pointer is the file PyIceberg was told about
     assert access_catalog.load_table((NS, "sales")).metadata_location == table.metadata_location
     assert objects.exists(Location.parse(table.metadata_location))
 

@@ -106,7 +106,9 @@ def access(request, spark, server, ns) -> Access:
     if request.param == "sts":
         return Access(CATALOG, server.warehouse)
     if request.param == "signing":
-        options = {"header.X-Iceberg-Access-Delegation": "remote-signing"}
+        # as the README advises with signing: Growler purges a dropped table's files (a table that
+        # is gone cannot be signed for, so Spark's own purge after the drop would be refused)
+        options = {"header.X-Iceberg-Access-Delegation": "remote-signing", "rest-catalog-purge": "true"}
         return Access(add_catalog(spark, f"{CATALOG}_signing", uri, server.warehouse, **options), server.warehouse)
     warehouse = request.getfixturevalue("static_warehouse")
     catalog = add_catalog(spark, f"{CATALOG}_static", uri, warehouse)
@@ -581,11 +583,13 @@ def test_rename_table_across_namespaces(spark, server, ns):
     assert scalar(spark, f"SELECT count(*) FROM {CATALOG}.{ns}_target.after") == 3
 
 
-def make_table_with_files(spark, server, objects, catalog: str, ns: str, name: str) -> tuple[str, list[str]]:
+def make_table_with_files(
+    spark, server, objects, catalog: str, ns: str, name: str, warehouse: str | None = None
+) -> tuple[str, list[str]]:
     spark.sql(f"CREATE TABLE {catalog}.{ns}.{name} (id bigint) USING iceberg")
     spark.sql(f"INSERT INTO {catalog}.{ns}.{name} VALUES (1)")
     spark.sql(f"INSERT INTO {catalog}.{ns}.{name} VALUES (2)")
-    location = load_table(server, ns, name)["metadata"]["location"]
+    location = load_table(server, ns, name, warehouse)["metadata"]["location"]
     listing = objects_under(objects, location)
     assert sum(o.endswith(".parquet") for o in listing) == 2
     assert sum(o.endswith(".metadata.json") for o in listing) >= 3
@@ -593,9 +597,10 @@ def make_table_with_files(spark, server, objects, catalog: str, ns: str, name: s
 
 
 def test_drop_table_keeps_files_and_purge_deletes_them(spark, server, ns, objects, access):
-    """Spark's own DROP TABLE ... PURGE: the catalog drops the entry, Spark deletes the reachable files."""
-    kept, kept_objects = make_table_with_files(spark, server, objects, CATALOG, ns, "kept")
-    purged, _ = make_table_with_files(spark, server, objects, CATALOG, ns, "purged")
+    """DROP TABLE ... PURGE: the catalog drops the entry, and the reachable files go (Spark deletes
+    them itself with the credentials it was vended; through signing, Growler's purger does)."""
+    kept, kept_objects = make_table_with_files(spark, server, objects, access.catalog, ns, "kept", access.warehouse)
+    purged, _ = make_table_with_files(spark, server, objects, access.catalog, ns, "purged", access.warehouse)
 
     spark.sql(f"DROP TABLE {access.catalog}.{ns}.kept")
     spark.sql(f"DROP TABLE {access.catalog}.{ns}.purged PURGE")
@@ -603,8 +608,7 @@ def test_drop_table_keeps_files_and_purge_deletes_them(spark, server, ns, object
     assert load_table(server, ns, "purged", access.warehouse) is None
     assert rows(spark, f"SHOW TABLES IN {access.catalog}.{ns}") == []
 
-    # Iceberg 1.12's Spark catalog deletes the files itself (through the table's FileIO, with the
-    # credentials the catalog vended): every data, manifest and metadata file is gone
+    # every data, manifest and metadata file is gone
     assert wait_until_empty(objects, purged) == []
     assert objects_under(objects, kept) == kept_objects
 
