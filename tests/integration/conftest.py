@@ -120,6 +120,29 @@ def server(settings, app, tmp_path_factory) -> Iterator[Server]:
         stop_server(running)
 
 
+@pytest.fixture
+def pyiceberg_io_on_one_thread(monkeypatch) -> Iterator[None]:
+    """PyIceberg's I/O on one worker thread at a time, for a race in the client, not in Growler.
+
+    PyIceberg 0.12 hands every thread the same cached ``S3FileSystem`` and, on a thread's first
+    use, unregisters its signer from that shared client and registers it again (``_s3`` in
+    ``pyiceberg/io/fsspec.py``). A request another thread sends in between goes out unsigned, and
+    S3 answers AccessDenied (seen as rare failures of appends and reads; a request log of the
+    signer showed the refused PUT was never sent to it). With one worker thread (``max-workers``,
+    PYICEBERG_MAX_WORKERS) the main thread waits while the worker does I/O, so no request is in
+    flight when a thread registers the signer. Upstream: apache/iceberg-python issue 3896 (and
+    pull request 3783). Growler's defaults do not meet it: PyIceberg asks for vended credentials,
+    which it uses with its PyArrow FileIO, no signer involved.
+    """
+    from pyiceberg.utils.concurrent import ExecutorFactory
+
+    monkeypatch.setenv("PYICEBERG_MAX_WORKERS", "1")
+    monkeypatch.setattr(ExecutorFactory, "_instance", None)
+    yield
+    if ExecutorFactory._instance is not None:
+        ExecutorFactory._instance.shutdown(wait=True)
+
+
 @pytest.fixture(scope="session", params=["3.5", "4.1"], ids=lambda line: f"spark{line}")
 def spark(request, server):
     """The line's shared Spark driver (``DRIVERS``) with catalog ``growler`` pointing at ``server``.

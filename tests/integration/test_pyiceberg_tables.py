@@ -101,7 +101,10 @@ def catalog(server, clean_catalog) -> RestCatalog:
 def access_catalog(request, server, clean_catalog) -> RestCatalog:
     """The catalog as PyIceberg reaches the default warehouse's storage either way it can: with
     the temporary credentials it asks for by default, or through remote signing when it asks for
-    that (the data then goes through its FsspecFileIO and Growler's signer)."""
+    that (the data then goes through its FsspecFileIO and Growler's signer, on one I/O thread:
+    ``pyiceberg_io_on_one_thread`` says why)."""
+    if request.param == "remote-signing":
+        request.getfixturevalue("pyiceberg_io_on_one_thread")
     cat = RestCatalog(
         "growler",
         uri=server.url,

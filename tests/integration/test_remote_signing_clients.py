@@ -41,24 +41,8 @@ def _rows(*ids: int) -> pa.Table:
 
 
 @pytest.fixture(autouse=True)
-def _pyiceberg_io_on_one_thread(monkeypatch) -> Iterator[None]:
-    """PyIceberg's I/O on one worker thread at a time, for a race in the client, not in Growler.
-
-    PyIceberg 0.12 hands every thread the same cached ``S3FileSystem`` and, on a thread's first
-    use, unregisters its signer from that shared client and registers it again (``_s3`` in
-    ``pyiceberg/io/fsspec.py``). A request another thread sends in between goes out unsigned, and
-    S3 answers AccessDenied (seen as a rare failure of the overwrite below; a request log of the
-    signer showed the refused PUT was never sent to it). With one worker thread (``max-workers``,
-    PYICEBERG_MAX_WORKERS) the main thread waits while the worker does I/O, so no request is in
-    flight when a thread registers the signer.
-    """
-    from pyiceberg.utils.concurrent import ExecutorFactory
-
-    monkeypatch.setenv("PYICEBERG_MAX_WORKERS", "1")
-    monkeypatch.setattr(ExecutorFactory, "_instance", None)
-    yield
-    if ExecutorFactory._instance is not None:
-        ExecutorFactory._instance.shutdown(wait=True)
+def _one_io_thread(pyiceberg_io_on_one_thread) -> None:
+    """PyIceberg signs on one I/O thread here (tests/integration/conftest.py says why)."""
 
 
 @pytest.fixture(scope="module")
