@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from urllib.parse import quote, unquote, urlsplit
 from xml.etree import ElementTree
 
+from app.ground.errors import BadRequest
+
 READ = "read"
 WRITE = "write"
 
@@ -137,9 +139,14 @@ def parse_request(method: str, uri: str, endpoint: str) -> S3Request:
         access = WRITE
     else:
         raise RefusedRequest(f"Method {method} is not signed")
-    parts = urlsplit(uri)
+    try:
+        parts = urlsplit(uri)
+        parts.port  # noqa: B018 - parses the port: a malformed one raises here, not later
+        userinfo = parts.username or parts.password
+    except ValueError:
+        raise BadRequest("The URI to sign is malformed") from None
     configured = urlsplit(endpoint)
-    if parts.scheme not in ("http", "https") or parts.username or parts.password or parts.fragment:
+    if parts.scheme not in ("http", "https") or userinfo or parts.fragment:
         raise RefusedRequest("Not an S3 request URI")
     host = parts.netloc.lower()
     expected = configured.netloc.lower()
@@ -244,9 +251,12 @@ def body_binding(headers: dict[str, str], body: str) -> str | None:
     """How a checked body is tied to the signature: the payload hash to sign, or None.
 
     A body that was checked must be the body sent. The client's own ``x-amz-content-sha256``
-    (a hash), ``Content-MD5`` or a ``x-amz-checksum-crc32``/``-sha256``/``-sha1`` header does
-    that once it matches the body and is signed; otherwise the signature covers the body's
-    SHA-256 itself (returned). A body whose headers name another body is refused.
+    (a hash), ``Content-MD5`` or ``x-amz-checksum-sha256`` header does that once it matches the
+    body and is signed; otherwise the signature covers the body's SHA-256 itself (returned).
+    ``x-amz-checksum-crc32``/``-sha1`` are checked but bind nothing: the client picks the body
+    and a CRC32 is forged with four chosen bytes (SHA-1 collides), so another body with the same
+    checksum - other keys, anywhere in the bucket - would pass the store's check under the same
+    signature. A body whose headers name another body is refused.
     """
     raw = body.encode()
     declared = headers.get("x-amz-content-sha256")
@@ -265,12 +275,18 @@ def body_binding(headers: dict[str, str], body: str) -> str | None:
         if name in headers:
             if headers[name].strip() != compute():
                 raise RefusedRequest(f"The request's {name} does not match the checked body")
-            bound = True
+            bound = bound or name in _BINDING_CHECKSUMS
     if bound:
         return None
-    if declared:  # UNSIGNED-PAYLOAD and nothing else ties the body to the signature
-        raise RefusedRequest("DeleteObjects must carry a checksum of its body (Content-MD5 or a payload hash)")
+    if declared:  # UNSIGNED-PAYLOAD and nothing that cannot be forged ties the body to the signature
+        raise RefusedRequest(
+            "DeleteObjects must carry Content-MD5, x-amz-checksum-sha256 or a payload hash of its body"
+        )
     return hashlib.sha256(raw).hexdigest()
+
+
+# The checksums that tie a checked body to a signature (the client cannot make another body match).
+_BINDING_CHECKSUMS = frozenset({"content-md5", "x-amz-checksum-sha256"})
 
 
 def _local(tag: str) -> str:

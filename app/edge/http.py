@@ -170,6 +170,7 @@ class RequestGuardMiddleware:
             await self.app(scope, receive, send)
             return
         self._check_declared_length(scope)
+        _check_body_type(scope)
         if path_has_control_characters(scope["path"]):
             # connexion's router does not match such paths while Flask's does: refuse them here
             raise BadRequest("Control characters are not allowed in the request path")
@@ -268,6 +269,27 @@ class _LargeBodyLane:
                 self._semaphores.clear()
             semaphore = self._semaphores[loop] = asyncio.Semaphore(self.at_once)
         return semaphore
+
+
+# The OAuth2 token endpoint takes a form and answers OAuth2's own errors (app/edge/auth/endpoint.py).
+_FORM_PATHS = frozenset({"/v1/oauth/tokens"})
+
+
+def _check_body_type(scope: Scope) -> None:
+    """A body must say what it is: without a Content-Type (or with an empty one) connexion hands the
+    raw bytes to the handler unvalidated, which then fails (it was a 500 for most body operations).
+    Refused here, 400 with the Iceberg error body, before anything runs."""
+    if scope["path"] in _FORM_PATHS:
+        return
+    length = content_type = None
+    for key, value in scope["headers"]:
+        if key == b"content-length":
+            length = value
+        elif key == b"content-type":
+            content_type = value
+    has_body = _is_chunked(scope) or (length is not None and length.strip() not in (b"", b"0"))
+    if has_body and not (content_type or b"").strip():
+        raise BadRequest("A request body needs a Content-Type header: application/json")
 
 
 def _is_chunked(scope: Scope) -> bool:

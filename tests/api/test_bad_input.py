@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 NS = "/v1/test/namespaces"
 
@@ -169,3 +171,94 @@ def test_nul_characters_are_400(client, db, method, path, body):
     response = client.request(method, path, json=body) if body is not None else client.request(method, path)
     assert 400 <= response.status_code < 500, response.text
     assert namespace_count(db) == 0
+
+
+# Every operation of the catalog and management APIs that takes a JSON body (a valid one here).
+BODY_OPERATIONS = [
+    ("POST", NS, {"namespace": ["x"]}),
+    ("POST", f"{NS}/db/properties", {"updates": {"a": "b"}}),
+    ("POST", f"{NS}/db/tables", {"name": "u", "schema": {"type": "struct", "fields": []}}),
+    ("POST", f"{NS}/db/register", {"name": "r", "metadata-location": "s3://growler-test-warehouse/x.json"}),
+    ("POST", f"{NS}/db/tables/t", {"requirements": [], "updates": []}),
+    (
+        "POST",
+        "/v1/test/tables/rename",
+        {"source": {"namespace": ["db"], "name": "t"}, "destination": {"namespace": ["db"], "name": "t2"}},
+    ),
+    ("POST", f"{NS}/db/tables/t/metrics", {"report-type": "scan-report"}),
+    ("POST", "/v1/test/transactions/commit", {"table-changes": []}),
+    ("POST", f"{NS}/db/tables/t/sign", {"method": "GET", "uri": "http://x/b/k", "region": "us-east-1", "headers": {}}),
+    ("POST", f"{NS}/db/tables/t/plan", {}),
+    ("POST", f"{NS}/db/views", {"name": "v"}),
+    ("POST", f"{NS}/db/views/v", {"requirements": [], "updates": []}),
+    (
+        "POST",
+        "/v1/test/views/rename",
+        {"source": {"namespace": ["db"], "name": "v"}, "destination": {"namespace": ["db"], "name": "v2"}},
+    ),
+    ("POST", "/management/v1/principals", {"name": "p1"}),
+    ("POST", "/management/v1/roles", {"name": "r1"}),
+]
+
+
+@pytest.mark.parametrize("content_type", [None, "", "  "], ids=["missing", "empty", "blank"])
+@pytest.mark.parametrize(("method", "path", "body"), BODY_OPERATIONS, ids=[p for _, p, _ in BODY_OPERATIONS])
+def test_a_json_body_without_a_content_type_is_400(client, db, method, path, body, content_type):
+    import json
+
+    headers = {} if content_type is None else {"content-type": content_type}
+    before = (
+        db.execute("SELECT count(*) FROM namespace").fetchone()[0],
+        db.execute("SELECT count(*) FROM principal").fetchone()[0],
+    )
+    response = client.request(method, path, content=json.dumps(body).encode(), headers=headers)
+    assert_iceberg_error(response, 400, "BadRequestException")
+    assert "Content-Type" in response.json()["error"]["message"]
+    after = (
+        db.execute("SELECT count(*) FROM namespace").fetchone()[0],
+        db.execute("SELECT count(*) FROM principal").fetchone()[0],
+    )
+    assert after == before
+
+
+@pytest.mark.parametrize(
+    "uri",
+    ["http://[::1/x", "http://[zz]/b/k", "http://host:99999/b/k", "http://host:port/b/k", "http://[::1]:x/b/k"],
+)
+def test_a_malformed_uri_to_sign_is_400(client, uri):
+    assert client.post(NS, json={"namespace": ["db"]}).status_code == 200
+    from tests.api.tables_support import create_request
+
+    assert client.post(f"{NS}/db/tables", json=create_request("t")).status_code == 200
+    request = {"method": "GET", "uri": uri, "region": "us-east-1", "headers": {}}
+    response = client.post(f"{NS}/db/tables/t/sign", json=request)
+    assert_iceberg_error(response, 400, "BadRequestException")
+
+
+HEADER_TEXT = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=60)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture], derandomize=True)
+@given(content_type=st.one_of(st.none(), HEADER_TEXT, st.sampled_from(["application/json; charset=x", "*/*"])))
+def test_any_content_type_is_never_a_500(client, content_type):
+    headers = {} if content_type is None else {"content-type": content_type}
+    response = client.post(NS, content=b'{"namespace": ["fuzz"]}', headers=headers)
+    assert response.status_code < 500, response.text
+    client.delete(f"{NS}/fuzz")
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture], derandomize=True)
+@given(
+    rest=st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=0x2FF), max_size=40),
+    scheme=st.sampled_from(["http://", "https://", "", "s3://", "http://["]),
+    header=HEADER_TEXT,
+)
+def test_any_uri_or_header_to_sign_is_never_a_500(client, rest, scheme, header):
+    if client.head(f"{NS}/db").status_code == 404:
+        from tests.api.tables_support import create_request
+
+        assert client.post(NS, json={"namespace": ["db"]}).status_code == 200
+        assert client.post(f"{NS}/db/tables", json=create_request("t")).status_code == 200
+    request = {"method": "GET", "uri": scheme + rest, "region": "us-east-1", "headers": {"x-amz-meta": [header]}}
+    response = client.post(f"{NS}/db/tables/t/sign", json=request)
+    assert response.status_code < 500, response.text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import zlib
 
 import pytest
 
@@ -110,3 +111,8 @@ def test_a_checked_body_is_bound_to_the_signature():
         body_binding({"x-amz-content-sha256": "UNSIGNED-PAYLOAD"}, body)
     with pytest.raises(RefusedRequest):
         body_binding({"x-amz-content-sha256": hashlib.sha256(b"other").hexdigest()}, body)
+    # a CRC32 (what botocore, hence PyIceberg, sends) is checked but forgeable: the payload hash binds
+    crc = base64.b64encode(zlib.crc32(raw).to_bytes(4, "big")).decode()
+    assert body_binding({"x-amz-checksum-crc32": crc}, body) == hashlib.sha256(raw).hexdigest()
+    with pytest.raises(RefusedRequest):
+        body_binding({"x-amz-checksum-crc32": crc, "x-amz-content-sha256": "UNSIGNED-PAYLOAD"}, body)
