@@ -31,6 +31,7 @@ from app.ground.errors import AlreadyExists, CommitFailed, CommitStateUnknown, S
 from app.ground.locations import InvalidLocation, Location
 from app.rules.metadata_files import encode_metadata
 from storage.objects import ObjectStore
+from storage.placement import Claim
 from storage.repository import CatalogRepository, CommitOutcomeUnknown, EntryRow, MetadataSwap
 
 log = logging.getLogger(__name__)
@@ -152,6 +153,7 @@ class NewVersion:
     location: str
     text: str
     entry_location: str
+    placed: Claim | None = None  # what it newly owns when it moves (EntryService._moved)
 
 
 class CommitLoop:
@@ -192,7 +194,8 @@ class CommitLoop:
         False, with the new files deleted, when a concurrent commit won the compare-and-set.
         """
         swaps = [
-            MetadataSwap(v.row.id, v.row.metadata_location, v.location, v.text, v.entry_location) for v in versions
+            MetadataSwap(v.row.id, v.row.metadata_location, v.location, v.text, v.entry_location, v.placed)
+            for v in versions
         ]
         files = [(version.location, version.text) for version in versions]
         return self.files.commit_with(files, lambda written: self._swap(swaps, written))

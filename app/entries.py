@@ -30,6 +30,7 @@ from app.rules.identifiers import (
 from app.rules.metadata_files import decode_metadata, metadata_file_location
 from app.rules.privileges import Kind, Privilege, Securable
 from storage.objects import ObjectNotFound, ObjectStore
+from storage.placement import Claim
 from storage.repository import CatalogRepository, EntryRow, NewEntry, WarehouseRow
 
 log = logging.getLogger(__name__)
@@ -164,6 +165,7 @@ class EntryService:
         if requested:
             location = str(requested).rstrip("/")
             self._require_inside_warehouse(warehouse, location, "location")
+            self._require_home(warehouse, namespace, namespace_properties, location, "location")
             return location
         parent = str(namespace_properties.get("location") or "").rstrip("/")
         if parent:
@@ -172,6 +174,60 @@ class EntryService:
             parent = default_namespace_location(warehouse, namespace)
         # The uuid suffix keeps a re-created table or view from ever sharing files with a dropped one.
         return f"{parent}/{safe_segment(name)}-{entry_uuid.replace('-', '')}"
+
+    def _require_home(
+        self,
+        warehouse: WarehouseRow,
+        namespace: tuple[str, ...],
+        namespace_properties: dict[str, str],
+        location: str,
+        what: str,
+    ) -> None:
+        """A location an entry is given (not made up by Growler) lies strictly inside its namespace's
+        location, or inside one of the warehouse's other allowed locations: a grant on one
+        namespace never places an entry in another's folder. (Overlaps with what others own are
+        refused where the entry is written: storage/placement.py.)"""
+        parsed = Location.parse(location, what)
+        home = Location.parse(
+            str(namespace_properties.get("location") or "").rstrip("/")
+            or default_namespace_location(warehouse, namespace),
+            "namespace location",
+        )
+        others = [Location.parse(text, "allowed location") for text in warehouse.allowed_locations]
+        if any(parsed.is_within(root) and parsed != root for root in (home, *others)):
+            return
+        raise BadRequest(
+            f"The {what} {location!r} is outside its namespace's location ({home.uri}) and the warehouse's "
+            "other allowed locations"
+        )
+
+    def _claim(
+        self,
+        warehouse: WarehouseRow,
+        namespace: tuple[str, ...],
+        name: str,
+        location: str,
+        metadata_location: str,
+        entry_id: int | None = None,
+    ) -> Claim:
+        """The locations an entry owns (its location and metadata directory), to be claimed where
+        it is written (storage/placement.py)."""
+        roots = dict.fromkeys([Location.parse(location), Location.parse(metadata_location).parent])
+        return Claim(tuple(roots), warehouse.id, namespace, name, entry_id, self.kind)
+
+    def _moved(
+        self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str, row: EntryRow, location: str, file: str
+    ) -> Claim | None:
+        """A commit's claim when its new version moves the entry's location or metadata directory
+        (after checking the new location lies in its namespace's home); None when nothing moved."""
+        old = [Location.parse(row.location), Location.parse(row.metadata_location).parent]
+        new = [Location.parse(location), Location.parse(file).parent]
+        if old == new:
+            return None
+        if new[0] != old[0]:
+            properties = self._require_namespace(warehouse, namespace)
+            self._require_home(warehouse, namespace, properties, location, "location")
+        return self._claim(warehouse, namespace, name, location, file, row.id)
 
     @staticmethod
     def allowed_roots(warehouse: WarehouseRow) -> list[Location]:
@@ -208,11 +264,12 @@ class EntryService:
             raise BadRequest(f"Not a valid {self.kind} metadata file: {location}") from exc
 
     def _register(self, warehouse: WarehouseRow, namespace: tuple[str, ...], entry: NewEntry, overwrite: bool) -> None:
+        placed = self._claim(warehouse, namespace, entry.name, entry.location, entry.metadata_location)
         try:
             if overwrite:
-                self.repository.replace_entry(warehouse.id, namespace, entry)
+                self.repository.replace_entry(warehouse.id, namespace, entry, placed)
             else:
-                self.repository.insert_entry(warehouse.id, namespace, entry)
+                self.repository.insert_entry(warehouse.id, namespace, entry, placed=placed)
         except AlreadyExists as exc:
             raise self._name_taken(namespace, entry.name, self._kind_at(warehouse, namespace, entry.name)) from exc
 
@@ -229,9 +286,11 @@ class EntryService:
         create/register.
         """
 
+        placed = self._claim(warehouse, namespace, entry.name, entry.location, entry.metadata_location)
+
         def insert(written: Callable[[], None]) -> bool:
             try:
-                self.repository.insert_entry(warehouse.id, namespace, entry, before_commit=written)
+                self.repository.insert_entry(warehouse.id, namespace, entry, before_commit=written, placed=placed)
             except AlreadyExists as exc:
                 if name_taken is not None:
                     raise name_taken(exc) from exc

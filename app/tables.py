@@ -290,9 +290,10 @@ class TableService(EntryService):
         warehouse = self.warehouses.get(prefix)
         name = check_name(request["name"], "table name")
         metadata_location = request["metadata-location"]
-        self._require_namespace(warehouse, namespace)
+        properties = self._require_namespace(warehouse, namespace)
         metadata = rules.parse_metadata(self._read_metadata_file(warehouse, metadata_location))
         self._require_registered_locations_allowed(warehouse, metadata)
+        self._require_home(warehouse, namespace, properties, metadata.location, "location")
         text = rules.to_json(metadata)
         entry = NewEntry(name, TABLE, str(metadata.table_uuid), metadata.location, metadata_location, text)
         self._register(warehouse, namespace, entry, bool(request.get("overwrite")))
@@ -361,7 +362,7 @@ class TableService(EntryService):
                 recorder.locations = [(None, created.metadata_location)]
             return [created]
         changed = [p for p in prepared if p.text != p.row.metadata]
-        versions = [NewVersion(p.row, self._next_location(p), p.text, p.new.location) for p in changed]
+        versions = [self._new_version(warehouse, p) for p in changed]
         if versions and not self.commits.publish(versions):
             return None
         written = [version.location for version in versions]
@@ -406,6 +407,8 @@ class TableService(EntryService):
         )
         self._require_inside_warehouse(warehouse, new.location, "location")
         self._require_inside_warehouse(warehouse, rules.metadata_directory(new), "write.metadata.path")
+        if row is None and new.location != default_location:  # a create that names its location
+            self._require_home(warehouse, change.namespace, namespace_properties, new.location, "location")
         return PreparedCommit(key, row, base, new, rules.to_json(new, self.snapshot_json))
 
     def _read_base(self, key: EntryKey, screen: Callable[[dict[str, Any]], None]) -> tuple[EntryRow | None, Any]:
@@ -477,6 +480,12 @@ class TableService(EntryService):
 
     def _metadata_location(self, metadata: Any, version: int) -> str:
         return self._new_metadata_file(rules.metadata_directory(metadata), version, metadata.properties or {})
+
+    def _new_version(self, warehouse: WarehouseRow, prepared: PreparedCommit) -> NewVersion:
+        file = self._next_location(prepared)
+        _, namespace, name = prepared.key
+        placed = self._moved(warehouse, namespace, name, prepared.row, prepared.new.location, file)
+        return NewVersion(prepared.row, file, prepared.text, prepared.new.location, placed)
 
     def _next_location(self, prepared: PreparedCommit) -> str:
         """Where the next version of a prepared commit's table goes."""

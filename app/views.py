@@ -86,9 +86,10 @@ class ViewService(EntryService):
         warehouse = self.warehouses.get(prefix)
         name = check_name(request["name"], "view name")
         metadata_location = request["metadata-location"]
-        self._require_namespace(warehouse, namespace)
+        properties = self._require_namespace(warehouse, namespace)
         metadata = rules.parse_view_metadata(self._read_metadata_file(warehouse, metadata_location))
         self._require_inside_warehouse(warehouse, metadata["location"], "location")
+        self._require_home(warehouse, namespace, properties, metadata["location"], "location")
         self._require_inside_warehouse(warehouse, rules.metadata_directory(metadata), "write.metadata.path")
         text = rules.to_json(metadata)
         entry = NewEntry(name, VIEW, metadata["view-uuid"], metadata["location"], metadata_location, text)
@@ -130,7 +131,8 @@ class ViewService(EntryService):
         self._require_inside_warehouse(warehouse, new["location"], "location")
         self._require_inside_warehouse(warehouse, rules.metadata_directory(new), "write.metadata.path")
         location = self._metadata_location(new, rules.next_metadata_version(row.metadata_location))
-        if not self.commits.publish([NewVersion(row, location, text, new["location"])]):
+        placed = self._moved(warehouse, namespace, name, row, new["location"], location)
+        if not self.commits.publish([NewVersion(row, location, text, new["location"], placed)]):
             return None
         return LoadedView(location, text)
 

@@ -6,7 +6,7 @@ Methods return plain dicts/tuples and raise ``app.ground.errors`` exceptions; ca
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import psycopg
@@ -15,9 +15,11 @@ from psycopg.rows import tuple_row
 from psycopg.types.json import Jsonb
 
 from app.ground.errors import AlreadyExists, BadRequest, NamespaceNotEmpty, NoSuchNamespace
-from app.ground.locations import InvalidLocation, Location
+from app.ground.locations import Location
 from storage.db import AsyncDatabase, Database
-from storage.housekeeping_rows import SETTLE_PENDING, HousekeepingRows, bare
+from storage.housekeeping_rows import SETTLE_PENDING, HousekeepingRows
+from storage.placement import Claim, claim, overlapping_entries
+from storage.rows import EntryRow
 
 
 @dataclass(frozen=True)
@@ -35,16 +37,6 @@ class WarehouseRow:
         object.__setattr__(self, "allowed_locations", tuple(self.allowed_locations or ()))
         if isinstance(self.storage_secret, memoryview):
             object.__setattr__(self, "storage_secret", bytes(self.storage_secret))
-
-
-@dataclass(frozen=True)
-class EntryRow:
-    id: int
-    kind: str
-    uuid: str
-    location: str
-    metadata_location: str
-    metadata: str
 
 
 _LOAD_ENTRY = (
@@ -162,6 +154,9 @@ class MetadataSwap:
     new_location: str
     new_metadata: str
     new_table_location: str
+    # locations the new version takes that the entry did not own (a moved location or metadata
+    # directory): claimed in the commit's transaction (storage/placement.py); usually none
+    placed: Claim | None = None
 
 
 class CommitOutcomeUnknown(Exception):
@@ -373,10 +368,12 @@ class CatalogRepository(HousekeepingRows):
         namespace: tuple[str, ...],
         entry: NewEntry,
         before_commit: Callable[[], None] = lambda: None,
+        placed: Claim | None = None,
     ) -> int:
         """Register a new table or view; AlreadyExists if the name is taken by either kind.
 
         ``before_commit`` runs after the statements, before the commit (see ``swap_metadata``).
+        ``placed``: the locations it will own, claimed in the same transaction (storage/placement.py).
         """
         with self.db.transaction() as conn:
             try:
@@ -388,6 +385,8 @@ class CatalogRepository(HousekeepingRows):
                 ).fetchone()
                 if row is None:  # rolled back: the file stays pending until it is deleted
                     raise NoSuchNamespace(f"Namespace does not exist: {_dotted(namespace)}")
+                if placed is not None:  # after the insert: a name already taken is AlreadyExists first
+                    claim(conn, [replace(placed, entry_id=row["id"])])
                 conn.execute(SETTLE_PENDING, ([entry.metadata_location],))
                 before_commit()
             except pg_errors.UniqueViolation as exc:
@@ -396,10 +395,13 @@ class CatalogRepository(HousekeepingRows):
                 raise NoSuchNamespace(f"Namespace does not exist: {_dotted(namespace)}") from exc
         return row["id"]
 
-    def replace_entry(self, warehouse_id: int, namespace: tuple[str, ...], entry: NewEntry) -> str | None:
+    def replace_entry(
+        self, warehouse_id: int, namespace: tuple[str, ...], entry: NewEntry, placed: Claim | None = None
+    ) -> str | None:
         """registerTable/registerView with overwrite: insert, or repoint an entry of the same kind.
 
-        Returns the previous metadata location (None when nothing was replaced).
+        Returns the previous metadata location (None when nothing was replaced). ``placed``: the
+        locations it will own, claimed in the same transaction (the replaced row's excepted).
         """
         with self.db.transaction() as conn:
             ns = conn.execute(
@@ -409,9 +411,12 @@ class CatalogRepository(HousekeepingRows):
             if ns is None:
                 raise NoSuchNamespace(f"Namespace does not exist: {_dotted(namespace)}")
             old = conn.execute(
-                "SELECT kind, metadata_location FROM catalog_entry WHERE namespace_id = %s AND name = %s FOR UPDATE",
+                "SELECT id, kind, metadata_location FROM catalog_entry"
+                " WHERE namespace_id = %s AND name = %s FOR UPDATE",
                 (ns["id"], entry.name),
             ).fetchone()
+            if placed is not None and (old is None or old["kind"] == entry.kind):
+                claim(conn, [replace(placed, entry_id=old["id"] if old else None)])
             if old is None:
                 conn.execute(
                     "INSERT INTO catalog_entry (namespace_id, name, kind, uuid, location, metadata_location, metadata)"
@@ -445,6 +450,9 @@ class CatalogRepository(HousekeepingRows):
                 with conn.transaction():
                     if len(ordered) > 1 and not self._current_locations_match(conn, ordered):
                         return False
+                    claims = [swap.placed for swap in ordered if swap.placed is not None]
+                    if claims:
+                        claim(conn, claims)
                     for swap in ordered:
                         cursor = conn.execute(
                             "UPDATE catalog_entry SET metadata_location = %s, metadata = %s, location = %s,"
@@ -556,38 +564,3 @@ class CatalogRepository(HousekeepingRows):
 
     def ping(self) -> None:
         self.db.ping()
-
-
-def overlapping_entries(
-    conn: psycopg.Connection, roots: list[Location], exclude_id: int | None = None
-) -> list[EntryRow]:
-    """``CatalogRepository.entries_overlapping`` on a connection the caller holds (inside its
-    transaction, e.g. under the lock that records a stage: storage/staged.py).
-
-    SQL narrows the rows by text (scheme spellings and trailing slashes ignored); the model
-    decides. The documents themselves are not read.
-    """
-    if not roots:
-        return []
-    rows = conn.execute(
-        "WITH e AS (SELECT id, kind, uuid::text AS uuid, location, metadata_location,"
-        "  rtrim(regexp_replace(location, '^[A-Za-z0-9]+:/*', ''), '/') AS l,"
-        "  regexp_replace(regexp_replace(metadata_location, '^[A-Za-z0-9]+:/*', ''), '/[^/]*$', '') AS m"
-        "  FROM catalog_entry WHERE id IS DISTINCT FROM %(me)s)"
-        " SELECT id, kind, uuid, location, metadata_location, '' AS metadata"
-        " FROM e, unnest(%(roots)s::text[]) r"
-        " WHERE starts_with(e.l || '/', r || '/') OR starts_with(r || '/', e.l || '/')"
-        "    OR starts_with(e.m || '/', r || '/') OR starts_with(r || '/', e.m || '/')",
-        {"me": exclude_id, "roots": [bare(root) for root in roots]},
-    ).fetchall()
-    found = {}
-    for row in rows:
-        entry = EntryRow(**row)
-        try:
-            places = [Location.parse(entry.location), Location.parse(entry.metadata_location).parent]
-        except InvalidLocation:  # stored before locations were checked: counts as overlapping
-            found[entry.id] = entry
-            continue
-        if any(place.overlaps(root) for place in places for root in roots):
-            found[entry.id] = entry
-    return list(found.values())

@@ -7,9 +7,9 @@ have requests signed, or credentials vended, for its location: ``staged_table`` 
 the stage until the create commits (a trigger deletes it when any entry takes the name), its
 namespace is dropped, or it expires.
 
-A stage is recorded under a transaction-scoped advisory lock that every stage takes, after checking
-that no live table or view, and no other live stage, overlaps its location or metadata directory:
-two stages cannot both claim one folder, and a stage never claims a live entry's.
+A stage claims its location and metadata directory like any entry (storage/placement.py): no live
+table, view, other stage or other namespace may overlap them, checked race-free in the
+transaction that records it.
 """
 
 from __future__ import annotations
@@ -17,14 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from app.ground.errors import BadRequest, NoSuchNamespace
-from app.ground.locations import InvalidLocation, Location
+from app.ground.errors import NoSuchNamespace
+from app.ground.locations import Location
 from storage.db import AsyncDatabase, Database
-from storage.housekeeping_rows import bare
-from storage.repository import overlapping_entries
-
-# pg_advisory_xact_lock's key for "a location is being claimed": held for the checks and the insert.
-LOCATION_CLAIM_LOCK = 0x6772_6F77_6C6F_63
+from storage.placement import Claim, claim
 
 
 @dataclass(frozen=True)
@@ -94,19 +90,11 @@ class StagedTables:
         stage: StagedTable,
         lifetime_s: int,
     ) -> None:
-        """Record a stage; BadRequest (nothing written) when its folders overlap a live entry's or
-        another live stage's, NoSuchNamespace when the namespace is gone."""
-        roots = _roots(stage)
+        """Record a stage; BadRequest (nothing written) when its folders are taken
+        (storage/placement.py), NoSuchNamespace when the namespace is gone."""
+        placed = Claim(tuple(_roots(stage)), warehouse_id, namespace, name, what="staged table")
         with self.db.transaction() as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCATION_CLAIM_LOCK,))
-            if overlapping_entries(conn, roots):
-                raise BadRequest(
-                    f"Cannot stage a table at {stage.location}: it overlaps the location of another table or view"
-                )
-            if self._overlapping_stages(conn, roots):
-                raise BadRequest(
-                    f"Cannot stage a table at {stage.location}: it overlaps the location of another staged table"
-                )
+            claim(conn, [placed])
             row = conn.execute(
                 "INSERT INTO staged_table (namespace_id, name, location, metadata_path, principal, expires_at)"
                 " SELECT n.id, %s, %s, %s, %s, now() + make_interval(secs => %s) FROM namespace n"
@@ -130,26 +118,6 @@ class StagedTables:
                 (limit,),
             )
         return cursor.rowcount
-
-    @staticmethod
-    def _overlapping_stages(conn, roots: list[Location]) -> bool:
-        rows = conn.execute(
-            "SELECT location, metadata_path FROM staged_table s, unnest(%(roots)s::text[]) r"
-            " WHERE s.expires_at > now() AND ("
-            "  starts_with(rtrim(regexp_replace(s.location, '^[A-Za-z0-9]+:/*', ''), '/') || '/', r || '/')"
-            "  OR starts_with(r || '/', rtrim(regexp_replace(s.location, '^[A-Za-z0-9]+:/*', ''), '/') || '/')"
-            "  OR starts_with(rtrim(regexp_replace(s.metadata_path, '^[A-Za-z0-9]+:/*', ''), '/') || '/', r || '/')"
-            "  OR starts_with(r || '/', rtrim(regexp_replace(s.metadata_path, '^[A-Za-z0-9]+:/*', ''), '/') || '/'))",
-            {"roots": [bare(root) for root in roots]},
-        ).fetchall()
-        for row in rows:
-            try:
-                places = _roots(StagedTable(row["location"], row["metadata_path"], None))
-            except InvalidLocation:
-                return True
-            if any(place.overlaps(root) for place in places for root in roots):
-                return True
-        return False
 
 
 def _roots(stage: StagedTable) -> list[Location]:

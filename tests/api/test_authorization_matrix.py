@@ -134,7 +134,7 @@ OPERATIONS = [
         C,
         200,
         writes=True,
-        body=lambda s: {"name": "copy", "metadata-location": s["t"]},
+        body=lambda s: {"name": "copy", "metadata-location": s["dropped-t"]},
     ),
     op("createView", "POST", f"{NS}/views", C, 200, body=lambda s: view_request("new"), writes=True),
     op(
@@ -144,7 +144,7 @@ OPERATIONS = [
         C,
         200,
         writes=True,
-        body=lambda s: {"name": "copy", "metadata-location": s["v"]},
+        body=lambda s: {"name": "copy", "metadata-location": s["dropped-v"]},
     ),
     op("updateProperties", "POST", f"{NS}/properties", M, 200, body=lambda s: {"updates": {"k": "v"}}, writes=True),
     op("dropNamespace", "DELETE", f"{PREFIX}/namespaces/a%1Fb", D, 204, writes=True),
@@ -206,7 +206,18 @@ def build_catalog(admin: Any, db: Any) -> dict[str, str]:
     assert table.status_code == 200, table.text
     view = admin.post(f"{NS}/views", json=view_request("v"))
     assert view.status_code == 200, view.text
-    return {"t": table.json()["metadata-location"], "v": view.json()["metadata-location"]}
+    # what registerTable/registerView take: metadata whose location no live entry owns (a copy of
+    # a live one's is refused: storage/placement.py), that of a table and a view dropped (files kept)
+    dropped = {}
+    for kind, made in (
+        ("t", admin.post(f"{NS}/tables", json=create_request("gone_t"))),
+        ("v", admin.post(f"{NS}/views", json=view_request("gone_v"))),
+    ):
+        assert made.status_code == 200, made.text
+        dropped[f"dropped-{kind}"] = made.json()["metadata-location"]
+    assert admin.delete(f"{NS}/tables/gone_t").status_code == 204
+    assert admin.delete(f"{NS}/views/gone_v").status_code == 204
+    return {"t": table.json()["metadata-location"], "v": view.json()["metadata-location"], **dropped}
 
 
 def allowed(held: set[str], needs: frozenset[str]) -> bool:

@@ -90,6 +90,7 @@ def test_scan_planning_mode_switch(settings, clean_catalog):
     assert staged.json()["config"]["scan-planning-mode"] == "server"
     assert client.get(table_url("events")).json()["config"]["scan-planning-mode"] == "server"
     assert "scan-planning-mode" not in plain.get(table_url("events")).json()["config"]
+    assert client.delete(table_url("events")).status_code == 204  # its files stay, to be registered again
     registered = client.post(
         f"{PREFIX}/namespaces/db/register",
         json={"name": "again", "metadata-location": created.json()["metadata-location"]},

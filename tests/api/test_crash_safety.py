@@ -201,12 +201,12 @@ def test_a_create_inserts_while_its_file_is_written(client, app, db, monkeypatch
     real_insert, real_write = tables.repository.insert_entry, tables.objects.write_new
     inserted = threading.Event()
 
-    def insert_then_signal(*args, before_commit):
+    def insert_then_signal(*args, before_commit, **kwargs):
         def signal_then_wait():
             inserted.set()
             before_commit()
 
-        return real_insert(*args, before_commit=signal_then_wait)
+        return real_insert(*args, before_commit=signal_then_wait, **kwargs)
 
     def write_once_inserted(location, data, *args):
         assert inserted.wait(10), "the insert did not run while the file was written"

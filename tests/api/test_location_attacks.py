@@ -1,13 +1,16 @@
-"""Crafted locations never touch what a table does not own (issue 13).
+"""Crafted locations never touch what a table does not own (issues 13 and 33).
 
-A victim table (with a data object), a victim object in another bucket and a local file on the
-catalog host are recorded byte for byte; then an attacker creates, commits, registers, renames,
-drops and purges with crafted ``location``, ``write.metadata.path`` and metadata-log values.
-After every attempt - and after every purge it queued has run - each victim is unchanged.
+A victim table (with a data object) in a namespace of its own, a victim object in another bucket
+and a local file on the catalog host are recorded byte for byte; then an attacker in namespace
+``db`` creates, commits, registers, renames, drops and purges with crafted ``location``,
+``write.metadata.path`` and metadata-log values. Every placement at, inside or above the
+victim's folder (or its namespace's) is refused with nothing written (storage/placement.py);
+after every attempt - and after every purge it queued has run - each victim is unchanged.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import threading
 import time
@@ -62,9 +65,14 @@ def ns(client):
 def victims(client, ns, s3, settings, tmp_path, unique) -> Victims:
     S3ObjectStore(settings.s3).ensure_bucket(OTHER_BUCKET)
     base = f"{WH}/{unique}"
-    victim = client.post(tables_url(), json=create_request("victim", location=f"{base}/victim")).json()
+    made = client.post(f"{PREFIX}/namespaces", json={"namespace": ["vns"], "properties": {"location": base}})
+    assert made.status_code == 200, made.text
+    victim = client.post(tables_url("vns"), json=create_request("victim", location=f"{base}/victim")).json()
     s3.write_new(f"{base}/victim/data/part-0.parquet", b"victim data")
-    committed = commit(client, "victim", [{"action": "set-properties", "updates": {"owner": "victim"}}])
+    committed = client.post(
+        table_url("victim", "vns"),
+        json={"requirements": [], "updates": [{"action": "set-properties", "updates": {"owner": "victim"}}]},
+    )
     s3.write_new(f"s3://{OTHER_BUCKET}/{unique}/secret.txt", b"another bucket's object")
     local = tmp_path / "host-file.txt"
     local.write_bytes(b"a file on the catalog host")
@@ -133,37 +141,66 @@ def test_crafted_locations_are_refused_everywhere(client, victims, crafted):
     victims.assert_unchanged()
 
 
-@pytest.mark.parametrize("relative", ["vic", "victim/data", "victim", "victim/metadata", "victi"])
-def test_purging_a_table_beside_or_inside_the_victim_leaves_it(client, victims, app, db, s3, relative):
-    """A table at a string prefix of the victim's location, inside it or at it: dropped with purge."""
-    location = f"{victims.base}/{relative}"
-    response = client.post(tables_url(), json=create_request("evil", location=location))
-    assert response.status_code == 200, response.text
-    own_data = f"{location}/data/evil-0.parquet"
-    s3.write_new(own_data, b"evil data")
-    commit(client, "evil", [{"action": "set-properties", "updates": {"a": "1"}}])
-    rename = {"source": {"namespace": ["db"], "name": "evil"}, "destination": {"namespace": ["db"], "name": "evil2"}}
-    assert client.post(f"{PREFIX}/tables/rename", json=rename).status_code == 204
-    drop_purge(client, "evil2")
-    run_purges(app, db)
+@pytest.mark.parametrize("relative", ["vic", "victim/data", "victim", "victim/metadata", "victi", ""])
+def test_a_table_at_beside_inside_or_above_the_victim_is_refused(client, victims, db, relative):
+    """At the victim's location, inside it, above it, or beside it in its namespace's folder:
+    created, registered or staged there, refused with nothing written."""
+    location = f"{victims.base}/{relative}".rstrip("/")
+    before = db.execute("SELECT count(*) FROM catalog_entry").fetchone()[0]
+    refused(client.post(tables_url(), json=create_request("evil", location=location)))
+    refused(client.post(tables_url(), json={**create_request("evil", location=location), "stage-create": True}))
+    assert db.execute("SELECT count(*) FROM catalog_entry").fetchone()[0] == before
+    assert db.execute("SELECT count(*) FROM staged_table").fetchone()[0] == 0
     victims.assert_unchanged()
-    if relative in ("vic", "victi"):  # beside the victim: its own files are purged
-        assert not s3.exists(own_data)
-        assert list(s3.list(location)) == []
 
 
-def test_a_table_moved_onto_the_victim_and_purged_leaves_it(client, victims, app, db):
-    client.post(tables_url(), json=create_request("mover"))
-    moved = commit(client, "mover", [{"action": "set-location", "location": f"{victims.base}/victim"}])
-    assert moved.status_code == 200, moved.text
-    commit(
-        client,
-        "mover",
-        [{"action": "set-properties", "updates": {"write.metadata.path": f"{victims.base}/victim/metadata"}}],
-    )
-    drop_purge(client, "mover")
-    run_purges(app, db)
+def test_a_namespace_pointed_at_the_victim_places_no_table_there(client, victims, db):
+    """The attacker's own namespace, its location property set onto the victim's folder (or its
+    namespace's): a table it creates there by default is refused."""
+    for target in (f"{victims.base}/victim", victims.base, f"{victims.base}/victim/data"):
+        updated = client.post(f"{PREFIX}/namespaces/db/properties", json={"updates": {"location": target}})
+        assert updated.status_code == 200, updated.text
+        refused(client.post(tables_url(), json=create_request("evil")))
+    assert db.execute("SELECT count(*) FROM catalog_entry WHERE name = 'evil'").fetchone()[0] == 0
     victims.assert_unchanged()
+
+
+def test_a_table_moved_onto_the_victim_is_refused(client, victims, db, settings):
+    assert client.post(tables_url(), json=create_request("mover")).status_code == 200
+    before = client.get(table_url("mover")).json()
+    for target in (f"{victims.base}/victim", f"{victims.base}/victim/x", victims.base):
+        refused(commit(client, "mover", [{"action": "set-location", "location": target}]))
+        refused(commit(client, "mover", [{"action": "set-properties", "updates": {"write.metadata.path": target}}]))
+    assert client.get(table_url("mover")).json()["metadata-location"] == before["metadata-location"]
+    # and the attacker's table signs nothing of the victim's: read, list, write, delete
+    victim_file = f"{victims.base}/victim/data/part-0.parquet".removeprefix("s3://")
+    endpoint = settings.s3.endpoint
+    bucket, prefix = victims.base.removeprefix("s3://").split("/", 1)
+    for method, uri in (
+        ("GET", f"{endpoint}/{victim_file}"),
+        ("GET", f"{endpoint}/{bucket}?list-type=2&prefix={prefix}/victim/"),
+        ("PUT", f"{endpoint}/{victim_file}"),
+        ("DELETE", f"{endpoint}/{victim_file}"),
+    ):
+        request = {"method": method, "uri": uri, "region": "us-east-1", "headers": {}}
+        assert client.post(f"{table_url('mover')}/sign", json=request).status_code == 403
+    victims.assert_unchanged()
+
+
+def test_two_concurrent_creates_at_one_location_one_wins(client, ns, db):
+    """Raced through a barrier: exactly one of two creates placing a table at the same location
+    (each in its own request, its own transaction) wins; the other is refused."""
+    location = f"{WH}/db/contested-{uuid.uuid4().hex[:8]}"
+    start = threading.Barrier(2)
+
+    def create(name: str) -> int:
+        start.wait(timeout=10)
+        return client.post(tables_url(), json=create_request(name, location=location)).status_code
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        statuses = sorted(pool.map(create, ["one", "two"]))
+    assert statuses == [200, 400]
+    assert db.execute("SELECT count(*) FROM catalog_entry WHERE location = %s", (location,)).fetchone()[0] == 1
 
 
 def registered_metadata(client, s3, victims, name: str, **changes: Any) -> str:
@@ -171,7 +208,7 @@ def registered_metadata(client, s3, victims, name: str, **changes: Any) -> str:
     body = client.post(tables_url(), json=create_request(name)).json()
     assert client.delete(table_url(name)).status_code == 204
     metadata = body["metadata"] | changes
-    location = f"{victims.base}/attacker-{uuid.uuid4().hex[:8]}/metadata/00005-{uuid.uuid4()}.metadata.json"
+    location = f"{WH}/db/attacker-{uuid.uuid4().hex[:8]}/metadata/00005-{uuid.uuid4()}.metadata.json"
     s3.write_new(location, json.dumps(metadata).encode())
     return location
 
@@ -207,6 +244,10 @@ def test_delete_after_commit_never_deletes_the_victims_files(client, victims, s3
         changes["location"] = f"{victims.base}/victim"
     location = registered_metadata(client, s3, victims, "model", **changes)
     response = client.post(f"{PREFIX}/namespaces/db/register", json={"name": "evil", "metadata-location": location})
+    if shared_location:  # the victim's location is the victim's: refused, nothing registered
+        refused(response)
+        victims.assert_unchanged()
+        return
     assert response.status_code == 200, response.text
     for i in range(3):
         response = commit(
@@ -231,15 +272,16 @@ def test_delete_after_commit_never_deletes_the_victims_files(client, victims, s3
     victims.assert_unchanged()
 
 
-def test_a_registered_copy_of_the_victim_purged_leaves_it(client, victims, app, db):
-    response = client.post(
-        f"{PREFIX}/namespaces/db/register", json={"name": "copy", "metadata-location": victims.metadata_location}
-    )
-    assert response.status_code == 200, response.text
-    drop_purge(client, "copy")
-    run_purges(app, db)
+def test_a_registered_copy_of_the_victim_is_refused(client, victims, db):
+    for namespace in ("db", "vns"):  # in the attacker's namespace, or beside the victim in its own
+        response = client.post(
+            f"{PREFIX}/namespaces/{namespace}/register",
+            json={"name": "copy", "metadata-location": victims.metadata_location},
+        )
+        refused(response)
+    assert db.execute("SELECT count(*) FROM catalog_entry WHERE name = 'copy'").fetchone()[0] == 0
     victims.assert_unchanged()
-    assert client.head(table_url("victim")).status_code == 204
+    assert client.head(table_url("victim", "vns")).status_code == 204
 
 
 def test_a_failed_write_deletes_only_what_it_created(client, victims, app, db, monkeypatch):
@@ -251,9 +293,9 @@ def test_a_failed_write_deletes_only_what_it_created(client, victims, app, db, m
     monkeypatch.setattr("app.entries.uuid.uuid4", lambda: taken)
     response = client.post(tables_url(), json=create_request("evil", properties={"write.metadata.path": victim_dir}))
     monkeypatch.setattr("app.entries.uuid.uuid4", real_uuid4)
-    assert response.status_code == 409, response.text
+    assert response.status_code in (400, 409), response.text  # the victim's folder, or its file's name: taken
     assert client.head(table_url("evil")).status_code == 404
     pending = db.execute("SELECT count(*) FROM pending_object WHERE starts_with(location, %s)", (victim_dir,))
     assert pending.fetchone()[0] == 0
     victims.assert_unchanged()
-    assert client.head(table_url("victim")).status_code == 204
+    assert client.head(table_url("victim", "vns")).status_code == 204

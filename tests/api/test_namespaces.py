@@ -117,11 +117,12 @@ def test_a_namespace_location_outside_the_warehouse_places_nothing(client, db):
     assert_error(refused, 400, "BadRequestException")
     assert "namespace location 's3://someone-elses-bucket/data'" in refused.json()["error"]["message"]
     assert "outside the warehouse's allowed locations" in refused.json()["error"]["message"]
-    # an explicit table location inside the warehouse still works there
+    # nor does an explicit location: a table lies in its namespace's location, and this one is not usable
     placed = client.post(
         f"{NS}/astray/tables", json={"name": "t", "schema": SCHEMA, "location": f"{WAREHOUSE_ROOT}/astray/t"}
     )
-    assert placed.status_code == 200, placed.text
+    assert_error(placed, 400, "BadRequestException")
+    assert "outside its namespace's location" in placed.json()["error"]["message"]
     rows = db.execute("SELECT count(*) FROM catalog_entry WHERE location LIKE 's3://someone-elses-bucket/%'")
     assert rows.fetchone()[0] == 0
 

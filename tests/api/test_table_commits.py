@@ -688,9 +688,11 @@ def test_remove_an_unknown_ref_changes_nothing(client, ns, s3):
     accept_no_change(client, s3, [{"action": "remove-snapshot-ref", "ref-name": "nope"}])
 
 
-def test_set_location_inside_the_warehouse(client, ns, s3, db):
+def test_set_location_inside_its_namespace(client, ns, s3, db):
     new_table(client)
-    moved = f"{WAREHOUSE}/moved/t-{uuid.uuid4().hex}"
+    message = reject(client, s3, [{"action": "set-location", "location": f"{WAREHOUSE}/moved/t-{uuid.uuid4().hex}"}])
+    assert "outside its namespace's location" in message  # another folder than its namespace's
+    moved = f"{WAREHOUSE}/{ns}/moved/t-{uuid.uuid4().hex}"
     committed = accept(client, s3, [{"action": "set-location", "location": moved}])
     assert committed.metadata["location"] == moved
     assert committed.location.startswith(moved + "/metadata/")  # the new file goes to the new place

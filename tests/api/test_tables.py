@@ -132,12 +132,17 @@ def test_recreated_table_gets_a_new_location(client, ns):
     assert first != second
 
 
-def test_caller_location_inside_warehouse_is_honoured(client, ns):
-    location = f"s3://{TEST_BUCKET}/custom/place"
+def test_caller_location_inside_its_namespace_is_honoured(client, ns, db):
+    location = f"s3://{TEST_BUCKET}/db/custom/place"
     response = client.post(tables_url(), json=create_request("placed", location=location))
     assert response.status_code == 200
     assert response.json()["metadata"]["location"] == location
     assert response.json()["metadata-location"].startswith(location + "/metadata/")
+    # elsewhere in the warehouse (another namespace's folder, or none's): refused, nothing written
+    for elsewhere in (f"s3://{TEST_BUCKET}/custom/place", f"s3://{TEST_BUCKET}/other/t", f"s3://{TEST_BUCKET}/db"):
+        refused = client.post(tables_url(), json=create_request("astray", location=elsewhere))
+        assert refused.status_code == 400, refused.text
+    assert db.execute("SELECT count(*) FROM catalog_entry").fetchone()[0] == 1
 
 
 def test_caller_location_outside_warehouse_is_400(client, ns, db):

@@ -220,8 +220,8 @@ def test_create_existing_view_is_409_and_writes_nothing(client, ns, s3, db):
     unchanged.check()
 
 
-def test_caller_location_inside_the_warehouse_is_honoured(client, ns):
-    location = f"s3://{TEST_BUCKET}/custom/views/placed"
+def test_caller_location_inside_its_namespace_is_honoured(client, ns):
+    location = f"s3://{TEST_BUCKET}/db/nested/custom/views/placed"
     body = create(client, "placed", location=location + "/")
     assert body["metadata"]["location"] == location
     assert body["metadata-location"].startswith(location + "/metadata/")
@@ -356,7 +356,7 @@ def test_replace_back_to_an_equal_version_reuses_its_id(client, ns):
 def test_every_view_update_through_the_api(client, ns):
     created = create(client, "all_updates", properties={"drop-me": "x"})
     view_uuid = created["metadata"]["view-uuid"]
-    new_location = f"s3://{TEST_BUCKET}/moved/all_updates"
+    new_location = f"s3://{TEST_BUCKET}/db/nested/moved/all_updates"
     response = client.post(
         view_url("all_updates"),
         json={
@@ -737,13 +737,16 @@ def test_register_view_from_a_metadata_file(client, ns, db):
     client.post(view_url("original"), json={"updates": replace_updates("SELECT 2")})
     replaced = client.get(view_url("original")).json()
     assert client.delete(view_url("original")).status_code == 204
-    response = register(client, "restored", replaced["metadata-location"], namespace="db")
+    # registered into another namespace than the one whose folder holds it: refused (its location
+    # lies in db.nested's folder, not db's), then into its own
+    assert register(client, "restored", replaced["metadata-location"], namespace="db").status_code == 400
+    response = register(client, "restored", replaced["metadata-location"])
     assert response.status_code == 200, response.text
     assert response.json() == {**replaced, "config": {}}
-    assert client.get(view_url("restored", "db")).json() == response.json()
+    assert client.get(view_url("restored")).json() == response.json()
     # the registered view commits on top of the registered file
     committed = client.post(
-        view_url("restored", "db"),
+        view_url("restored"),
         json={
             "updates": [
                 {"action": "set-properties", "updates": {"restored": "yes"}},
@@ -766,11 +769,15 @@ def test_register_view_conflicts_and_overwrite(client, ns, db, s3):
     assert (taken.status_code, error_type(taken)) == (409, "AlreadyExistsException")
     onto_table = register(client, "tbl", first["metadata-location"], overwrite=True)
     assert (onto_table.status_code, error_type(onto_table)) == (409, "AlreadyExistsException")
+    copied = register(client, "second", first["metadata-location"], overwrite=True)  # a live view's location
+    assert (copied.status_code, error_type(copied)) == (400, "BadRequestException")
     unchanged.check()
-    overwritten = register(client, "second", first["metadata-location"], overwrite=True)
+    third = create(client, "third")
+    assert client.delete(view_url("third")).status_code == 204  # its files stay: nobody owns its location now
+    overwritten = register(client, "second", third["metadata-location"], overwrite=True)
     assert overwritten.status_code == 200, overwritten.text
-    assert client.get(view_url("second")).json()["metadata-location"] == first["metadata-location"]
-    assert second["metadata-location"] != first["metadata-location"]
+    assert client.get(view_url("second")).json()["metadata-location"] == third["metadata-location"]
+    assert second["metadata-location"] != third["metadata-location"]
 
 
 def test_register_view_rejects_bad_files(client, ns, db, s3):

@@ -1,0 +1,15 @@
+"""Row types shared by the storage modules (kept apart so that they import no one but ground)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class EntryRow:
+    id: int
+    kind: str
+    uuid: str
+    location: str
+    metadata_location: str
+    metadata: str
