@@ -26,7 +26,7 @@ from app.principals import CLIENT_ID, Credential, PrincipalService
 from app.rules.identifiers import decode_page_token, encode_page_token, page_window
 from app.rules.privileges import Privilege
 from app.rules.privileges import Securable as PrivilegeSecurable
-from app.storage_access import CREDENTIALS_MODES, REMOTE_SIGNING
+from app.storage_access import CREDENTIALS_MODES, REMOTE_SIGNING, STATIC
 from storage.management_rows import KEEP, GrantRow, ManagementRows, Securable
 from storage.repository import WarehouseRow
 
@@ -226,7 +226,7 @@ class ManagementService:
         if not WAREHOUSE_NAME.match(name) or name in RESERVED_PREFIXES:
             raise BadRequest(f"Invalid warehouse name {name!r}: letters, digits, '_', '.', '-', at most 63")
         location, allowed = self._locations(name, body["location"], body.get("allowed-locations") or [])
-        storage, secret = self._storage(body.get("storage") or {}, {}, KEEP)
+        storage, secret = self._storage(body.get("storage") or {}, {}, KEEP, has_keys=False)
         row = self.rows.create_warehouse(name, location, storage, allowed, None if secret is KEEP else secret)
         if row is None:
             raise AlreadyExists(f"Warehouse already exists: {name}")
@@ -254,7 +254,9 @@ class ManagementService:
             body.get("location", current.location),
             body.get("allowed-locations", list(current.allowed_locations)),
         )
-        storage, secret = self._storage(body.get("storage") or {}, current.storage or {}, KEEP)
+        storage, secret = self._storage(
+            body.get("storage") or {}, current.storage or {}, KEEP, has_keys=current.storage_secret is not None
+        )
         row = self.rows.update_warehouse(name, location, storage, allowed, secret)
         if row is None:
             raise NotFound(f"Warehouse does not exist: {name}")
@@ -300,8 +302,16 @@ class ManagementService:
         root = parsed[0].uri if parsed[0].uri.endswith("/") else parsed[0].uri + "/"
         return root, [p.uri for p in parsed[1:]]
 
-    def _storage(self, given: dict[str, Any], current: dict[str, Any], secret: object) -> tuple[dict[str, Any], object]:
-        """The stored (non-secret) storage settings, and the sealed keys (``KEEP`` when unchanged)."""
+    def _storage(
+        self, given: dict[str, Any], current: dict[str, Any], secret: object, has_keys: bool
+    ) -> tuple[dict[str, Any], object]:
+        """The stored (non-secret) storage settings, and the sealed keys (``KEEP`` when unchanged).
+
+        ``has_keys``: the warehouse holds keys of its own already. ``static`` mode hands a
+        warehouse's keys to every client, so it needs keys of its own: never the server's, which
+        reach every bucket Growler serves. An endpoint carrying user info (shown back to every
+        administrator and client), a query or a fragment is refused: keys go in their own fields.
+        """
         storage = {
             "endpoint": current.get("endpoint") or self.settings.s3.endpoint,
             "region": current.get("region") or self.settings.s3.region,
@@ -314,6 +324,10 @@ class ManagementService:
         endpoint = urlparse(str(storage["endpoint"] or ""))
         if endpoint.scheme not in ("http", "https") or not endpoint.netloc or endpoint.path not in ("", "/"):
             raise BadRequest("storage endpoint must be an http(s) URL with no path")
+        if "@" in endpoint.netloc or endpoint.query or endpoint.fragment or endpoint.params:
+            raise BadRequest(
+                "storage endpoint must carry no user info, query or fragment (keys have fields of their own)"
+            )
         if storage["credentials-mode"] not in CREDENTIALS_MODES:
             raise BadRequest(f"credentials-mode must be one of {', '.join(CREDENTIALS_MODES)}")
         keys = [given.get(key) for key in KEY_FIELDS]
@@ -323,6 +337,10 @@ class ManagementService:
             if self._box is None:
                 raise BadRequest("Storage keys cannot be stored: the server has no GROWLER_SECRETS_KEY")
             secret = self._box.seal(dict(zip(KEY_FIELDS, keys, strict=True)))
+        if storage["credentials-mode"] == STATIC and not (all(keys) or has_keys):
+            raise BadRequest(
+                "credentials-mode static needs keys of the warehouse's own (access-key-id, secret-access-key)"
+            )
         return storage, secret
 
     # -- pagination -------------------------------------------------------------------------

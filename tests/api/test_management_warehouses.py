@@ -190,6 +190,25 @@ def test_warehouse_bad_input(client, services, name):
             "location": f"s3://{SECOND_BUCKET}/m-{name}",
             "storage": {"credentials-mode": "x"},
         },
+        {  # static keys that would be the server's own: never
+            **good,
+            "name": "other-" + name,
+            "location": f"s3://{SECOND_BUCKET}/s-{name}",
+            "storage": {"endpoint": services.s3_endpoint, "credentials-mode": "static"},
+        },
+        *(
+            {  # keys or anything else in the endpoint, shown back to every administrator and client
+                **good,
+                "name": "other-" + name,
+                "location": f"s3://{SECOND_BUCKET}/u-{name}",
+                "storage": {**good["storage"], "endpoint": endpoint},
+            }
+            for endpoint in (
+                services.s3_endpoint.replace("http://", "http://user:password@"),
+                services.s3_endpoint + "?x=1",
+                services.s3_endpoint + "#f",
+            )
+        ),
         {"name": "other-" + name},
     ]
     for body in bad_bodies:

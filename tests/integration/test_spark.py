@@ -630,8 +630,8 @@ def test_drop_table_purge_delegated_to_the_catalog(spark, server, ns, objects):
 
 
 def test_two_warehouses_created_through_the_management_api(spark, server, settings, request):
-    """Two warehouses in buckets of their own (one with its own keys, signing; one vending static
-    keys), each used by Spark through its name: the files land in each one's location."""
+    """Two warehouses in buckets of their own, each with keys of its own (one signing, one vending
+    its static keys), each used by Spark through its name: the files land in each one's location."""
     line = request.node.callspec.id.replace(".", "")
     uri = spark.conf.get(f"spark.sql.catalog.{CATALOG}.uri")
     s3 = settings.s3
@@ -640,9 +640,9 @@ def test_two_warehouses_created_through_the_management_api(spark, server, settin
         name = f"managed_{mode.replace('-', '_')}_{line}"
         bucket = f"growler-managed-{mode}-{line}"
         S3ObjectStore(s3).ensure_bucket(bucket)
+        # keys of each warehouse's own (static mode takes nothing else: never the server's)
         storage = {"endpoint": s3.endpoint, "credentials-mode": mode}
-        if mode == "remote-signing":
-            storage.update({"access-key-id": s3.access_key, "secret-access-key": s3.secret_key})
+        storage.update({"access-key-id": s3.access_key, "secret-access-key": s3.secret_key})
         body = {"name": name, "location": f"s3://{bucket}/wh/", "storage": storage}
         response = httpx.post(f"{server.url}/management/v1/warehouses", json=body, timeout=30)
         assert response.status_code in (201, 409), response.text  # 409: the other Spark line's run
