@@ -9,7 +9,8 @@
   a commit that never happened (the worker died, or its cleanup failed): it is deleted.
 - **Idempotency keys** past their lifetime are forgotten, and so are **staged tables** whose
   create never committed (storage/staged.py): signing and STS stop serving their locations at
-  expiry whether or not the row is gone yet.
+  expiry whether or not the row is gone yet. Metrics reports older than their retention go too
+  (app/metrics_reports.py).
 
 Every step, and every row within a step, fails on its own: a row that keeps failing is counted
 (``growler_housekeeping_failures``), logged, and retried with a growing delay; the others go on.
@@ -27,6 +28,7 @@ from typing import Any
 
 from app.ground import metrics
 from app.ground.locations import InvalidLocation, Location
+from app.metrics_reports import RETENTION_S as REPORT_RETENTION_S
 from storage.idempotency import IdempotencyRepository
 from storage.objects import ObjectStore
 from storage.repository import CatalogRepository
@@ -86,6 +88,9 @@ class Housekeeper:
             "swept": self._step("sweep", lambda: self.sweep_pending(pending_grace_s)),
             "expired-keys": self._step("expire-keys", self.idempotency.delete_expired),
             "expired-stages": self._step("expire-stages", self.staged.delete_expired),
+            "expired-reports": self._step(
+                "expire-reports", lambda: self.repository.delete_old_metrics_reports(REPORT_RETENTION_S)
+            ),
         }
 
     def _step(self, name: str, step: Callable[[], int]) -> int:

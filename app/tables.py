@@ -29,6 +29,7 @@ from app.ground.errors import (
 from app.ground.events import CommitRecorder
 from app.ground.locations import InvalidLocation, Location
 from app.ground.settings import Settings
+from app.metrics_reports import MetricsReports
 from app.namespaces import WarehouseDirectory
 from app.rules import table as rules
 from app.rules.identifiers import (
@@ -174,6 +175,7 @@ class TableService(EntryService):
         self.lanes = CommitLanes()
         self.commits = CommitLoop(repository, self.files, kind=TABLE, logged_files=_logged_files)
         self.staged = StagedTables(repository.db)
+        self.reports = MetricsReports(repository)
 
     # -- reading ------------------------------------------------------------------------
 
@@ -474,7 +476,7 @@ class TableService(EntryService):
     def report_metrics(self, prefix: str, namespace: tuple[str, ...], name: str, report: dict[str, Any]) -> None:
         warehouse = self.warehouses.get(prefix)
         self._require_entry(warehouse, namespace, name)
-        self.repository.insert_metrics_report(warehouse.id, namespace, name, report["report-type"], report)
+        self.reports.accept(warehouse.id, namespace, name, report)
 
     # -- helpers ------------------------------------------------------------------------
 

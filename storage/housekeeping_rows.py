@@ -39,6 +39,16 @@ class HousekeepingRows:
         with self.db.connection() as conn:
             conn.execute(SETTLE_PENDING, (locations,))
 
+    def delete_old_metrics_reports(self, older_than_s: float, limit: int = 10_000) -> int:
+        """Forget metrics reports received more than ``older_than_s`` ago (a batch per call)."""
+        with self.db.connection() as conn:
+            cursor = conn.execute(
+                "DELETE FROM metrics_report WHERE id IN (SELECT id FROM metrics_report"
+                " WHERE received_at < now() - make_interval(secs => %s) ORDER BY received_at LIMIT %s)",
+                (older_than_s, limit),
+            )
+        return cursor.rowcount
+
     def stale_pending(self, older_than_s: float, limit: int = 1000) -> list[str]:
         """Pending objects whose commit can no longer happen (older than any request may run).
 

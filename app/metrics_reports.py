@@ -1,0 +1,75 @@
+"""reportMetrics, bounded: what a caller holding only ``read`` may make Growler store.
+
+Clients send a scan or commit report after their work; Growler keeps them for operators. Anyone
+who may read a table may report on it, so each bound is one such a caller cannot exceed:
+
+- **size**: a report of more than ``MAX_REPORT_BYTES`` (serialised) is refused (413);
+- **rate**: each principal may store ``PER_SECOND`` reports a second per worker, in bursts of up
+  to ``BURST``; beyond that the spec's 503 ``SlowDownException`` with ``Retry-After`` (Java and
+  PyIceberg log a failed report and go on);
+- **age**: housekeeping deletes reports older than ``RETENTION_S``.
+
+So one principal can hold at most ``workers x PER_SECOND x RETENTION_S`` reports of bounded size.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from app.ground.callers import current_principal
+from app.ground.errors import PayloadTooLarge, ServiceUnavailable
+from app.ground.lru import LruCache
+
+MAX_REPORT_BYTES = 64 * 1024
+PER_SECOND = 20.0
+BURST = 100.0
+RETENTION_S = 7 * 86_400
+PRINCIPALS = 10_000  # buckets kept per worker
+
+
+class SlowDown(ServiceUnavailable):
+    """The spec's 503 for a client sending faster than it may."""
+
+    error_type = "SlowDownException"
+
+
+class TokenBuckets:
+    """A token bucket per key (``rate`` a second, up to ``burst``), least recently used ones forgotten."""
+
+    def __init__(self, rate: float, burst: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate, self.burst, self._clock = rate, burst, clock
+        self._buckets: LruCache[str, tuple[float, float]] = LruCache(PRINCIPALS)
+        self._lock = threading.Lock()
+
+    def take(self, key: str) -> float:
+        """0 when a token was taken; else the seconds until one will be there."""
+        now = self._clock()
+        with self._lock:
+            tokens, then = self._buckets.get(key) or (self.burst, now)
+            tokens = min(self.burst, tokens + (now - then) * self.rate)
+            if tokens >= 1:
+                self._buckets.put(key, (tokens - 1, now))
+                return 0.0
+            self._buckets.put(key, (tokens, now))
+            return (1 - tokens) / self.rate
+
+
+class MetricsReports:
+    def __init__(self, repository: Any, buckets: TokenBuckets | None = None) -> None:
+        self.repository = repository  # storage.repository.CatalogRepository
+        self.buckets = buckets or TokenBuckets(PER_SECOND, BURST)
+
+    def accept(self, warehouse_id: int, namespace: tuple[str, ...], name: str, report: dict[str, Any]) -> None:
+        size = len(json.dumps(report, separators=(",", ":")))
+        if size > MAX_REPORT_BYTES:
+            raise PayloadTooLarge(f"A metrics report may hold at most {MAX_REPORT_BYTES} bytes, this one {size}")
+        principal = current_principal.get()
+        wait = self.buckets.take(principal.name if principal else "")
+        if wait:
+            raise SlowDown("Too many metrics reports: slow down", retry_after=max(1, math.ceil(wait)))
+        self.repository.insert_metrics_report(warehouse_id, namespace, name, report["report-type"], report)
