@@ -16,47 +16,22 @@ from __future__ import annotations
 
 import json
 import math
-import threading
-import time
-from collections.abc import Callable
 from typing import Any
 
 from app.ground.callers import current_principal
 from app.ground.errors import PayloadTooLarge, ServiceUnavailable
-from app.ground.lru import LruCache
+from app.ground.rates import TokenBuckets
 
 MAX_REPORT_BYTES = 64 * 1024
 PER_SECOND = 20.0
 BURST = 100.0
 RETENTION_S = 7 * 86_400
-PRINCIPALS = 10_000  # buckets kept per worker
 
 
 class SlowDown(ServiceUnavailable):
     """The spec's 503 for a client sending faster than it may."""
 
     error_type = "SlowDownException"
-
-
-class TokenBuckets:
-    """A token bucket per key (``rate`` a second, up to ``burst``), least recently used ones forgotten."""
-
-    def __init__(self, rate: float, burst: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self.rate, self.burst, self._clock = rate, burst, clock
-        self._buckets: LruCache[str, tuple[float, float]] = LruCache(PRINCIPALS)
-        self._lock = threading.Lock()
-
-    def take(self, key: str) -> float:
-        """0 when a token was taken; else the seconds until one will be there."""
-        now = self._clock()
-        with self._lock:
-            tokens, then = self._buckets.get(key) or (self.burst, now)
-            tokens = min(self.burst, tokens + (now - then) * self.rate)
-            if tokens >= 1:
-                self._buckets.put(key, (tokens - 1, now))
-                return 0.0
-            self._buckets.put(key, (tokens, now))
-            return (1 - tokens) / self.rate
 
 
 class MetricsReports:

@@ -6,7 +6,8 @@ import threading
 
 import pytest
 
-from app.metrics_reports import MAX_REPORT_BYTES, RETENTION_S, TokenBuckets
+from app.ground.rates import TokenBuckets
+from app.metrics_reports import MAX_REPORT_BYTES, RETENTION_S
 from tests.api.tables_support import PREFIX, create_request, table_url, tables_url
 
 pytestmark = pytest.mark.usefixtures("clean_catalog")

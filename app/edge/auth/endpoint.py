@@ -12,6 +12,14 @@ What Spark/the Java client and PyIceberg call by default (``uri`` + ``v1/oauth/t
 Served in front of connexion (like the operation door): the answers and errors are
 RFC 6749's (``{"error": "invalid_client", "error_description": ...}``), not the Iceberg error
 body, and HTTP Basic requests carry no ``client_id`` in the form, which the yaml's schema wants.
+
+Guessing secrets is bounded (``SecretGuessing``): every client authentication takes a token
+from the client id's bucket and from the calling address's before its secret is verified, and a
+success gives them back, so only failures use them up; while either bucket is empty the request
+is answered 429 ``slow_down`` with ``Retry-After`` and nothing is verified. (Taking before
+verifying keeps a crowd of concurrent guesses to the burst: none of them waits for another's
+verdict to be counted.) A secret is verified (argon2: memory and CPU by design) by at most
+``VERIFICATIONS_AT_ONCE`` requests at a time per worker, so guessers cannot exhaust its memory.
 """
 
 from __future__ import annotations
@@ -20,6 +28,9 @@ import asyncio
 import base64
 import binascii
 import json
+import math
+import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
@@ -29,6 +40,7 @@ from app.edge.auth.metrics import TOKEN_REQUESTS
 from app.edge.auth.tokens import ACCESS_TOKEN_TYPE, AuthFailure, TokenIssuer, TokenVerifier
 from app.edge.http import raw_headers, send_response
 from app.ground.errors import CatalogError
+from app.ground.rates import TokenBuckets
 from app.principals import PrincipalService
 
 PATH = "/v1/oauth/tokens"
@@ -40,19 +52,68 @@ MAX_FORM_BYTES = 64 * 1024
 
 
 class OAuthError(Exception):
-    def __init__(self, error: str, description: str, status: int = 400, basic: bool = False) -> None:
+    def __init__(
+        self, error: str, description: str, status: int = 400, basic: bool = False, retry_after: float = 0.0
+    ) -> None:
         super().__init__(description)
         self.error = error
         self.description = description
         self.status = status
         self.basic = basic  # answer invalid_client with WWW-Authenticate: Basic (RFC 6749 5.2)
+        self.retry_after = retry_after
+
+
+# Failed client authentications allowed: per client id 10 at once, then one every 6 s; per
+# calling address 20 at once, then two a second. Only failures count (a success gives back). The
+# address's burst is also the most verifications one address can have queued on a worker: what a
+# client from another address may wait behind.
+PER_CLIENT = (1 / 6, 10.0)
+PER_ADDRESS = (2.0, 20.0)
+VERIFICATIONS_AT_ONCE = 2  # per worker
+
+
+class SecretGuessing:
+    """The failure buckets of client ids and addresses, and the bound on verifications at once."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clients = TokenBuckets(*PER_CLIENT, clock=clock)
+        self.addresses = TokenBuckets(*PER_ADDRESS, clock=clock)
+        self._verifying: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+
+    def admit(self, client_id: str, address: str) -> None:
+        """Take a failure's worth from both buckets, or 429 (nothing taken) while either is empty."""
+        wait = max(self.clients.wait(client_id), self.addresses.wait(address))
+        if wait:
+            raise OAuthError("slow_down", "Too many failed authentications: retry later", 429, retry_after=wait)
+        self.clients.take(client_id)
+        self.addresses.take(address)
+
+    def succeeded(self, client_id: str, address: str) -> None:
+        self.clients.give_back(client_id)
+        self.addresses.give_back(address)
+
+    def verifying(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        semaphore = self._verifying.get(loop)
+        if semaphore is None:
+            if len(self._verifying) > 64:
+                self._verifying.clear()
+            semaphore = self._verifying[loop] = asyncio.Semaphore(VERIFICATIONS_AT_ONCE)
+        return semaphore
 
 
 class TokenEndpoint:
-    def __init__(self, principals: PrincipalService, issuer: TokenIssuer, verifier: TokenVerifier) -> None:
+    def __init__(
+        self,
+        principals: PrincipalService,
+        issuer: TokenIssuer,
+        verifier: TokenVerifier,
+        guessing: SecretGuessing | None = None,
+    ) -> None:
         self.principals = principals
         self.issuer = issuer
         self.verifier = verifier
+        self.guessing = guessing or SecretGuessing()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         grant = "unknown"
@@ -73,6 +134,8 @@ class TokenEndpoint:
             headers = [(b"www-authenticate", b'Basic realm="growler"')] if exc.basic else []
             if exc.status == 405:
                 headers.append((b"allow", b"POST"))
+            if exc.retry_after:
+                headers.append((b"retry-after", str(max(1, math.ceil(exc.retry_after))).encode()))
             await _send_json(send, exc.status, {"error": exc.error, "error_description": exc.description}, headers)
             return
         TOKEN_REQUESTS.labels(_grant_label(grant), "issued").inc()
@@ -99,12 +162,16 @@ class TokenEndpoint:
             client_id, secret = posted[0], posted[1]
         else:
             raise OAuthError("invalid_client", "Client authentication required (client_id and client_secret)", 401)
-        principal = await asyncio.to_thread(self.principals.authenticate, client_id, secret)
-        if principal is None and basic is not None and _form_decoded(basic) != basic:
-            # RFC 6749 form-encodes Basic credentials; PyIceberg sends them as they are: try both
-            principal = await asyncio.to_thread(self.principals.authenticate, *_form_decoded(basic))
+        address = (scope.get("client") or ("",))[0]
+        self.guessing.admit(client_id, address)
+        async with self.guessing.verifying():
+            principal = await asyncio.to_thread(self.principals.authenticate, client_id, secret)
+            if principal is None and basic is not None and _form_decoded(basic) != basic:
+                # RFC 6749 form-encodes Basic credentials; PyIceberg sends them as they are: try both
+                principal = await asyncio.to_thread(self.principals.authenticate, *_form_decoded(basic))
         if principal is None:
             raise OAuthError("invalid_client", "Client authentication failed", 401, basic=basic is not None)
+        self.guessing.succeeded(client_id, address)
         return self._answer(principal.client_id, principal.generation, form.get("scope"))
 
     async def _exchange(self, form: dict[str, str]) -> dict[str, Any]:

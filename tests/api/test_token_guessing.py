@@ -1,0 +1,79 @@
+"""Guessing secrets at the token endpoint is bounded: per client id, per address, and in memory.
+
+Each test uses an app of its own (its own failure buckets). The buckets refill while a test runs,
+so each check allows for the time it took: a refusal must come within the burst plus what the
+elapsed time refilled, and never later.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+
+import pytest
+
+from app.edge.auth.endpoint import PER_ADDRESS, PER_CLIENT
+from tests.conftest import auth_settings_for_tests, fetch_token
+
+TOKENS = "/v1/oauth/tokens"
+
+
+@pytest.fixture
+def fresh_app(settings, app):
+    from app.edge.factory import create_app
+
+    return create_app(settings, auth_settings_for_tests(poll_s=0.1))
+
+
+def attempt(client, client_id: str, secret: str):
+    data = {"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret}
+    return client.post(TOKENS, data=data)
+
+
+def until_slowed(clients, client_ids, bucket: tuple[float, float]) -> int:
+    """Failed attempts (each from the next of ``clients``) until the first 429; fails unless it
+    comes within the bound."""
+    rate, burst = bucket
+    started = time.monotonic()
+    for count, (client, client_id) in enumerate(zip(clients, client_ids, strict=False)):
+        response = attempt(client, client_id, "wrong-" + uuid.uuid4().hex)
+        if response.status_code == 429:
+            assert response.json()["error"] == "slow_down"
+            assert int(response.headers["Retry-After"]) >= 1
+            assert response.headers["Cache-Control"] == "no-store"
+            return count
+        assert response.status_code == 401, response.text
+        assert count <= burst + math.ceil((time.monotonic() - started) * rate), "never slowed down"
+    raise AssertionError("never slowed down")
+
+
+def test_a_client_id_guessed_at_is_slowed_down_even_with_its_secret(fresh_app, principals_for_guessing):
+    """Guesses from ever new addresses: the client id's own bucket is what slows them."""
+    clients = [fresh_app.test_client(client=(f"10.9.{i // 250}.{i % 250}", 5000)) for i in range(100)]
+    client_id, secret = principals_for_guessing
+    failures = until_slowed(clients, [client_id] * 100, PER_CLIENT)
+    assert failures >= PER_CLIENT[1]  # the burst first
+    locked = attempt(fresh_app.test_client(client=("10.8.0.1", 5000)), client_id, secret)
+    assert locked.status_code == 429  # the right secret waits too: nothing is verified
+    assert fetch_token(fresh_app.test_client(client=("10.8.0.1", 5000)))  # another client id is served
+
+
+def test_an_address_guessing_many_client_ids_is_slowed_down(fresh_app):
+    client = fresh_app.test_client()
+    ids = [f"guess-{i}-{uuid.uuid4().hex[:6]}" for i in range(400)]
+    failures = until_slowed([client] * len(ids), ids, PER_ADDRESS)
+    assert failures >= PER_ADDRESS[1]
+
+
+@pytest.fixture
+def principals_for_guessing(app):
+    """A principal of its own (its client id is what gets guessed at)."""
+    from app.principals import PrincipalService
+    from storage.db import Database
+    from storage.principals import PrincipalRepository
+
+    database = app.app.extensions["growler.tables"].repository.db
+    assert isinstance(database, Database)
+    credential = PrincipalService(PrincipalRepository(database)).create("guessed-" + uuid.uuid4().hex[:8])
+    return credential.client_id, credential.secret
