@@ -28,7 +28,7 @@ from typing import Any
 from app.authorization import OPEN
 from app.ground.settings import S3Settings, Settings
 from app.signing import RemoteSigner
-from app.tables import StorageScopeOf
+from app.table_access import StorageScopeOf
 from storage.repository import WarehouseRow
 
 ENDPOINT = "http://127.0.0.1:8333"

@@ -1,0 +1,139 @@
+"""How a table's storage is reached: the config and credentials loadTable and loadCredentials
+answer with, the staged tables that signing and STS serve before their create commits, and what a
+table's name holds for them (``storage_scope``). A part of ``TableService`` (which derives from
+``TableStorageAccess``), kept apart for size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from app.ground.callers import current_principal
+from app.ground.errors import Forbidden
+from app.rules import table as rules
+from app.rules.identifiers import format_namespace
+from app.rules.privileges import Kind, Privilege, Securable
+from app.storage_access import (
+    Delegation,
+    answer_with,
+    client_storage_config,
+    refresh_config,
+    signing_config,
+    storage_credentials,
+)
+from storage.repository import WarehouseRow
+from storage.staged import StagedTable, StagedTables, StoragePlaces
+
+TABLE = "table"
+
+
+@dataclass(frozen=True)
+class StorageScopeOf:
+    """Where one table's objects are, for signing and vending: its location, or its stages'."""
+
+    locations: tuple[str, ...]
+    staged: bool
+
+
+class TableStorageAccess:
+    staged: StagedTables  # set by TableService
+
+    def vends(self, warehouse: WarehouseRow, delegation: Delegation) -> bool:
+        """Whether answering with this delegation vends credentials: that may call out (STS, the
+        warehouse's keys, the caller's grants), so it is no work for an event loop."""
+        return answer_with(warehouse, self.settings, delegation) == "credentials"
+
+    def load_credentials(self, prefix: str, namespace: tuple[str, ...], name: str) -> list[dict[str, Any]]:
+        """loadCredentials: for the table, or - before its create commits - for its live stages.
+
+        The operation's rule lets in READ on the table or CREATE on its namespace (a stager's
+        privilege); which of the two this needs depends on what the name holds, decided here.
+        """
+        warehouse = self.warehouses.get(prefix)
+        scope = self.storage_scope(warehouse, namespace, name)
+        if scope.staged:  # one credential: Java's refresh takes exactly one (the newest stage)
+            return self._credentials(warehouse, scope.locations[-1], True, True)
+        if not self.authorizer.may(Privilege.READ, Securable.of_entry(Kind.TABLE, prefix, namespace, name)):
+            raise Forbidden(f"Principal lacks read on table {prefix}:{format_namespace((*namespace, name))}")
+        location = scope.locations[0]
+        return self._credentials(warehouse, location, True, self.may_write(warehouse.name, namespace, name))
+
+    def storage_scope(
+        self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str, places: StoragePlaces | None = None
+    ) -> StorageScopeOf:
+        """Where the table's objects are: its row's location, or - while it has no row - those of
+        its live stages, which only a caller with CREATE on the namespace may use (else the 404).
+
+        ``places``: what the name holds, read by the caller (on the event loop); else read here,
+        one query either way: never a location cached from before a drop, rename or move.
+        """
+        if places is None:
+            places = self.staged.places(warehouse.id, namespace, name)
+        if places.kind == TABLE and places.location:
+            return StorageScopeOf((places.location,), staged=False)
+        if places.kind is None and places.staged and self.may_stage(warehouse.name, namespace):
+            return StorageScopeOf(places.staged, staged=True)
+        raise self._missing(namespace, name)
+
+    def may_stage(self, warehouse: str, namespace: tuple[str, ...]) -> bool:
+        return self.authorizer.may(Privilege.CREATE, Securable.of_namespace(warehouse, namespace))
+
+    def vend_for(
+        self, prefix: str, location: str, identifier: tuple[tuple[str, ...], str] | None = None
+    ) -> list[dict[str, Any]]:
+        """Credentials for a table location this catalog answered with before (an idempotent replay)."""
+        write = identifier is not None and self.may_write(prefix, *identifier, creating=True)
+        return self._credentials(self.warehouses.get(prefix), location, True, write)
+
+    def _stage(self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str, metadata: Any) -> None:
+        """Record a staged table (storage/staged.py) so signing and STS serve its location until
+        its create commits; refused, with nothing written, where it overlaps a live entry."""
+        caller = current_principal.get()
+        stage = StagedTable(metadata.location, rules.metadata_directory(metadata), caller.name if caller else None)
+        self.staged.record(warehouse.id, namespace, name, stage, self.settings.stage_lifetime_s)
+
+    def _client_config(self, warehouse: WarehouseRow, credentials: list[dict[str, Any]]) -> dict[str, str]:
+        """Where the bytes are, plus - only when this request asked for delegation - the keys.
+
+        The keys travel in ``config`` as well as in ``storage-credentials``: the Java S3FileIO
+        deletes through a client for the bucket root, which no table-prefix credential matches,
+        and PyIceberg matches credentials against a metadata-location a staged table lacks.
+        ``scan-planning-mode`` (``GROWLER_SCAN_PLANNING_MODE``) is where the spec puts it, in the
+        table's config; Java's client (1.11+) honours it over its own catalog property.
+        """
+        config = client_storage_config(warehouse)
+        if self.settings.scan_planning_mode:
+            config["scan-planning-mode"] = self.settings.scan_planning_mode
+        return {**config, **credentials[0]["config"]} if credentials else config
+
+    def _credentials(self, warehouse: WarehouseRow, location: str, vend: bool, write: bool) -> list[dict[str, Any]]:
+        """``write`` False: read-only credentials (an STS session policy without writes)."""
+        if not vend:
+            return []
+        return storage_credentials(
+            self.settings, warehouse, location, self.warehouses.s3_settings(warehouse), write=write
+        )
+
+    def _storage_access(
+        self,
+        warehouse: WarehouseRow,
+        identifier: tuple[tuple[str, ...], str],
+        location: str,
+        delegation: Delegation,
+        creating: bool = False,
+    ) -> tuple[dict[str, str], list[dict[str, Any]]]:
+        """The client config and credentials for the access the request asked for (none, vended
+        credentials or remote signing), in the warehouse's credentials mode."""
+        answer = answer_with(warehouse, self.settings, delegation)
+        if answer == "signing":
+            namespace, name = identifier
+            config = self._client_config(warehouse, [])
+            return {**config, **signing_config(self.settings, warehouse.name, namespace, name)}, []
+        vend = answer == "credentials"
+        write = vend and self.may_write(warehouse.name, *identifier, creating=creating)
+        credentials = self._credentials(warehouse, location, vend, write)
+        config = self._client_config(warehouse, credentials)
+        if any("s3.session-token-expires-at-ms" in credential["config"] for credential in credentials):
+            config.update(refresh_config(self.settings, warehouse.name, *identifier))
+        return config, credentials
