@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 
 import pytest
 
@@ -23,10 +24,11 @@ REPORT = {
 
 
 @pytest.fixture
-def table(client) -> str:
+def table(client, db) -> Iterator[str]:
     assert client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]}).status_code == 200
     assert client.post(tables_url(), json=create_request("t")).status_code == 200
-    return table_url("t") + "/metrics"
+    yield table_url("t") + "/metrics"
+    db.execute("TRUNCATE metrics_report")  # the reports this module sent: other tests count them
 
 
 def reports(db) -> int:
