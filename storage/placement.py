@@ -104,15 +104,39 @@ def _stage_overlaps(conn: psycopg.Connection, c: Claim) -> bool:
 def _namespace_overlaps(conn: psycopg.Connection, c: Claim) -> bool:
     """Another namespace's location overlapping a root, or a root containing its own namespace's
     (or an ancestor's) location. Namespace locations are the explicit property, else the default
-    layout (the warehouse location and the levels as ``safe_segment`` makes them)."""
+    layout (the warehouse location and the levels as ``safe_segment`` makes them).
+
+    Read narrowly: the namespaces with an explicit location, and by the layout those whose path is
+    a root's path under the warehouse location or a prefix of it (index lookups) or starts with it
+    (an index range). A level whose name ``safe_segment`` changes is matched by its folder's name.
+    """
+    warehouse = conn.execute("SELECT location FROM warehouse WHERE id = %s", (c.warehouse_id,)).fetchone()
+    base = Location.parse(warehouse["location"].rstrip("/"))
+    paths, ranges = set(), []
+    for root in c.roots:
+        if root.is_within(base) and root != base:
+            levels = list(root.segments[len(base.segments) :])
+            paths.update(_SEP.join(levels[:depth]) for depth in range(1, len(levels) + 1))
+            ranges.append((_SEP.join(levels), _SEP.join([*levels[:-1], levels[-1] + "\x01"])))
     rows = conn.execute(
-        "SELECT n.path, n.properties->>'location' AS explicit, w.location AS warehouse"
-        " FROM namespace n JOIN warehouse w ON w.id = n.warehouse_id WHERE n.warehouse_id = %s",
-        (c.warehouse_id,),
+        "SELECT n.path, n.properties->>'location' AS explicit FROM namespace n"
+        " WHERE n.warehouse_id = %(wh)s AND n.properties ? 'location'"
+        " UNION SELECT n.path, n.properties->>'location' FROM unnest(%(paths)s::text[]) p"
+        ' JOIN namespace n ON n.warehouse_id = %(wh)s AND n.path = (string_to_array(p, %(sep)s) COLLATE "C")'
+        " UNION SELECT n.path, n.properties->>'location' FROM unnest(%(lo)s::text[], %(hi)s::text[]) r(lo, hi)"
+        ' JOIN namespace n ON n.warehouse_id = %(wh)s AND n.path >= (string_to_array(r.lo, %(sep)s) COLLATE "C")'
+        '  AND n.path < (string_to_array(r.hi, %(sep)s) COLLATE "C")',
+        {
+            "wh": c.warehouse_id,
+            "paths": sorted(paths),
+            "lo": [lo for lo, _ in ranges],
+            "hi": [hi for _, hi in ranges],
+            "sep": _SEP,
+        },
     ).fetchall()
     for row in rows:
         path = tuple(row["path"])
-        text = row["explicit"] or (row["warehouse"].rstrip("/") + "/" + "/".join(safe_segment(level) for level in path))
+        text = row["explicit"] or (base.uri.rstrip("/") + "/" + "/".join(safe_segment(level) for level in path))
         try:
             place = Location.parse(text.rstrip("/"))
         except InvalidLocation:
@@ -124,6 +148,27 @@ def _namespace_overlaps(conn: psycopg.Connection, c: Claim) -> bool:
     return False
 
 
+_SEP = "\x1f"  # joins a path's levels into one text (levels hold no control characters)
+
+
+# A location and a metadata directory as the indexes of 0014 hold them (bucket/key, no trailing slash).
+_LOCATION_KEY = "(rtrim(regexp_replace(location, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE \"C\""
+_METADATA_KEY = (
+    "(regexp_replace(regexp_replace(metadata_location, '^[A-Za-z0-9]+:/*', ''), '/[^/]*$', '')) COLLATE \"C\""
+)
+# At or above a root: the key is one of the root's prefixes (``at``); under it: the key lies in
+# [root + "/", root + "0") - "0" follows "/" in byte order. Four index scans, whatever the table's size.
+_OVERLAPPING = " UNION ".join(
+    f"SELECT e.id, e.kind, e.uuid::text AS uuid, e.location, e.metadata_location, '' AS metadata FROM {source}"
+    f" WHERE e.id IS DISTINCT FROM %(me)s AND {condition}"
+    for key in (_LOCATION_KEY, _METADATA_KEY)
+    for source, condition in (
+        ("catalog_entry e", f"{key} = ANY(%(at)s)"),
+        ("catalog_entry e, unnest(%(lo)s::text[], %(hi)s::text[]) r(lo, hi)", f"{key} >= r.lo AND {key} < r.hi"),
+    )
+)
+
+
 def overlapping_entries(
     conn: psycopg.Connection, roots: list[Location], exclude_id: int | None = None
 ) -> list[EntryRow]:
@@ -131,21 +176,16 @@ def overlapping_entries(
     current metadata file) is at, under or above one of ``roots``, compared by segments, read on
     a connection the caller holds (inside its transaction: ``claim``).
 
-    SQL narrows the rows by text (scheme spellings and trailing slashes ignored); the model
-    decides. The documents themselves are not read.
+    SQL narrows the rows by text, on the indexes of 0014 (scheme spellings and trailing slashes
+    ignored); the model decides. The documents themselves are not read.
     """
     if not roots:
         return []
+    keys = [bare(root) for root in roots]
+    above = sorted({"/".join(key.split("/")[:depth]) for key in keys for depth in range(1, key.count("/") + 2)})
     rows = conn.execute(
-        "WITH e AS (SELECT id, kind, uuid::text AS uuid, location, metadata_location,"
-        "  rtrim(regexp_replace(location, '^[A-Za-z0-9]+:/*', ''), '/') AS l,"
-        "  regexp_replace(regexp_replace(metadata_location, '^[A-Za-z0-9]+:/*', ''), '/[^/]*$', '') AS m"
-        "  FROM catalog_entry WHERE id IS DISTINCT FROM %(me)s)"
-        " SELECT id, kind, uuid, location, metadata_location, '' AS metadata"
-        " FROM e, unnest(%(roots)s::text[]) r"
-        " WHERE starts_with(e.l || '/', r || '/') OR starts_with(r || '/', e.l || '/')"
-        "    OR starts_with(e.m || '/', r || '/') OR starts_with(r || '/', e.m || '/')",
-        {"me": exclude_id, "roots": [bare(root) for root in roots]},
+        _OVERLAPPING,
+        {"me": exclude_id, "at": above, "lo": [key + "/" for key in keys], "hi": [key + "0" for key in keys]},
     ).fetchall()
     found = {}
     for row in rows:
