@@ -7,3 +7,5 @@ CREATE INDEX catalog_entry_location_key ON catalog_entry
     ((rtrim(regexp_replace(location, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE "C");
 CREATE INDEX catalog_entry_metadata_dir_key ON catalog_entry
     ((regexp_replace(regexp_replace(metadata_location, '^[A-Za-z0-9]+:/*', ''), '/[^/]*$', '')) COLLATE "C");
+-- ... and the namespaces whose location property places them explicitly (usually few).
+CREATE INDEX namespace_with_location ON namespace (warehouse_id) WHERE properties ? 'location';
