@@ -90,6 +90,7 @@ def _stage_overlaps(conn: psycopg.Connection, c: Claim) -> bool:
         f"  OR starts_with({_trimmed('s.metadata_path')} || '/', r || '/')"
         f"  OR starts_with(r || '/', {_trimmed('s.metadata_path')} || '/'))",
         {"roots": [bare(root) for root in c.roots], "wh": c.warehouse_id, "path": list(c.namespace), "name": c.name},
+        prepare=False,
     ).fetchall()
     for row in rows:
         try:
@@ -133,6 +134,7 @@ def _namespace_overlaps(conn: psycopg.Connection, c: Claim) -> bool:
             "hi": [hi for _, hi in ranges],
             "sep": _SEP,
         },
+        prepare=False,  # planned for its values: the ranges and paths are index scans
     ).fetchall()
     for row in rows:
         path = tuple(row["path"])
@@ -156,17 +158,22 @@ _LOCATION_KEY = "(rtrim(regexp_replace(location, '^[A-Za-z0-9]+:/*', ''), '/')) 
 _METADATA_KEY = (
     "(regexp_replace(regexp_replace(metadata_location, '^[A-Za-z0-9]+:/*', ''), '/[^/]*$', '')) COLLATE \"C\""
 )
-# At or above a root: the key is one of the root's prefixes (``at``); under it: the key lies in
-# [root + "/", root + "0") - "0" follows "/" in byte order. Four index scans, whatever the table's size.
-_OVERLAPPING = " UNION ".join(
-    f"SELECT e.id, e.kind, e.uuid::text AS uuid, e.location, e.metadata_location, '' AS metadata FROM {source}"
-    f" WHERE e.id IS DISTINCT FROM %(me)s AND {condition}"
-    for key in (_LOCATION_KEY, _METADATA_KEY)
-    for source, condition in (
-        ("catalog_entry e", f"{key} = ANY(%(at)s)"),
-        ("catalog_entry e, unnest(%(lo)s::text[], %(hi)s::text[]) r(lo, hi)", f"{key} >= r.lo AND {key} < r.hi"),
+_ENTRY = "SELECT e.id, e.kind, e.uuid::text AS uuid, e.location, e.metadata_location, '' AS metadata"
+
+
+def _overlapping_query(count: int) -> str:
+    """At or above one of ``count`` roots: the key is one of the roots' prefixes (``%(at)s``);
+    under root i: the key lies in [``%(lo_i)s``, ``%(hi_i)s``) - "0" follows "/" in byte order.
+    Index scans only, whatever the table's size; the ranges are written out (no join on an
+    array), and the statement is planned for its values each time (never a generic plan, which
+    for a range on an array's elements was a scan of every row and regular expression)."""
+    conditions = []
+    for key in (_LOCATION_KEY, _METADATA_KEY):
+        conditions.append(f"{key} = ANY(%(at)s)")
+        conditions += [f"({key} >= %(lo_{i})s AND {key} < %(hi_{i})s)" for i in range(count)]
+    return " UNION ".join(
+        f"{_ENTRY} FROM catalog_entry e WHERE e.id IS DISTINCT FROM %(me)s AND {condition}" for condition in conditions
     )
-)
 
 
 def overlapping_entries(
@@ -183,10 +190,10 @@ def overlapping_entries(
         return []
     keys = [bare(root) for root in roots]
     above = sorted({"/".join(key.split("/")[:depth]) for key in keys for depth in range(1, key.count("/") + 2)})
-    rows = conn.execute(
-        _OVERLAPPING,
-        {"me": exclude_id, "at": above, "lo": [key + "/" for key in keys], "hi": [key + "0" for key in keys]},
-    ).fetchall()
+    params: dict[str, object] = {"me": exclude_id, "at": above}
+    for i, key in enumerate(keys):
+        params[f"lo_{i}"], params[f"hi_{i}"] = key + "/", key + "0"
+    rows = conn.execute(_overlapping_query(len(keys)), params, prepare=False).fetchall()
     found = {}
     for row in rows:
         entry = EntryRow(**row)
