@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from pyiceberg.catalog.rest import RestCatalog
 
 from scripts.run import DEV_S3_ACCESS_KEY, DEV_S3_SECRET_KEY
 from scripts.services import free_port
+from tests.integration.proc_support import wait_for
 from tests.integration.spark_support import java17_home
 
 pytestmark = pytest.mark.slow
@@ -90,11 +90,12 @@ def make_run() -> Iterator[MakeRun]:
         )
     server = MakeRun(f"http://127.0.0.1:{port}", root / "data", f"http://127.0.0.1:{s3_port}", process, log_path)
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while "Growler is up" not in log_path.read_text(errors="replace"):
-            assert process.poll() is None, f"make run exited with {process.returncode}:\n{log_path.read_text()}"
-            assert time.monotonic() < deadline, f"make run did not come up:\n{log_path.read_text()}"
-            time.sleep(0.2)
+        wait_for(
+            lambda: "Growler is up" in log_path.read_text(errors="replace") or process.poll() is not None,
+            "make run to come up",
+            START_TIMEOUT_S,
+        )
+        assert process.poll() is None, f"make run exited with {process.returncode}:\n{log_path.read_text()}"
         assert httpx.get(f"{server.url}/readyz", timeout=5).status_code == 200
         yield server
     finally:
