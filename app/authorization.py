@@ -209,16 +209,19 @@ def _hidden(securable: Securable) -> CatalogError:
     return _MISSING[securable.kind](f"{what} does not exist: {format_namespace(path)}")
 
 
+def as_grant(row: GrantRow) -> Grant | None:
+    """A stored grant (storage/grants.py) as the rules' grant; None for a privilege the rules do not know."""
+    try:
+        privilege = Privilege(row.privilege)
+    except ValueError:
+        return None
+    on = row.securable
+    return Grant(privilege, Securable(Kind(on.type), on.warehouse, tuple(on.namespace), on.name))
+
+
 def effective(holdings_admin: bool, rows: list[GrantRow]) -> EffectiveGrants:
-    """Stored grants (storage/grants.py) as the rules' grants (unknown privilege names are ignored)."""
-    grants = []
-    for row in rows:
-        try:
-            privilege = Privilege(row.privilege)
-        except ValueError:
-            continue
-        on = row.securable
-        grants.append(Grant(privilege, Securable(Kind(on.type), on.warehouse, tuple(on.namespace), on.name)))
+    """Stored grants as the grants decisions read (unknown privilege names are ignored)."""
+    grants = [grant for grant in map(as_grant, rows) if grant is not None]
     return EffectiveGrants.build(grants, admin=holdings_admin)
 
 

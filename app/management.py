@@ -1,8 +1,9 @@
 """The management API's rules: principals, roles, members, grants and warehouses.
 
-Handlers (handlers/management.py) call one method here. Every method first calls
-``require_manage_grants`` (the one gate of the management API) and every change writes one audit
-line (``app.ground.events.audit``: who, what, which object; never a secret). SQL lives in
+Handlers (handlers/management.py) call one method here. Every method first calls one ``require_*``
+of app/management_rights.py (who may do what: least privilege, decided before anything is read
+or written) and every change writes one audit line (``app.ground.events.audit``: who, what,
+which object; never a secret). SQL lives in
 ``storage/management_rows.py`` and ``storage/principals.py``; each change there bumps
 ``auth_state.version``, which makes every worker drop its cached warehouses and decisions.
 """
@@ -14,23 +15,21 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlparse
 
-from app.authorization import OPEN, Authorizer
-from app.ground.callers import current_principal
-from app.ground.errors import AlreadyExists, BadRequest, CatalogError, Forbidden, NoSuchWarehouse, NotFound
+from app.ground.errors import AlreadyExists, BadRequest, CatalogError, NoSuchWarehouse, NotFound
 from app.ground.events import audit
 from app.ground.locations import InvalidLocation, Location
 from app.ground.secrets import SecretBox
 from app.ground.settings import RESERVED_PREFIXES, WAREHOUSE_NAME, Settings
+from app.management_rights import ManagementRights
 from app.namespaces import Page, WarehouseDirectory, page_of
 from app.principals import CLIENT_ID, Credential, PrincipalService
 from app.rules.identifiers import decode_page_token, encode_page_token, page_window
 from app.rules.privileges import Privilege
-from app.rules.privileges import Securable as PrivilegeSecurable
 from app.storage_access import CREDENTIALS_MODES, REMOTE_SIGNING, STATIC
 from storage.management_rows import KEEP, GrantRow, ManagementRows, Securable
 from storage.repository import WarehouseRow
 
-PRIVILEGES = ("read", "write", "create", "drop", "manage-properties", "manage-grants", "admin")
+PRIVILEGES = tuple(privilege.value for privilege in Privilege)
 SECURABLE_TYPES = ("catalog", "warehouse", "namespace", "table", "view")
 ROLE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")
 KEY_FIELDS = ("access-key-id", "secret-access-key")
@@ -48,10 +47,7 @@ class WarehouseNotEmpty(CatalogError):
     code, error_type = 409, "WarehouseNotEmptyException"
 
 
-CATALOG = PrivilegeSecurable.catalog()
-
-
-class ManagementService:
+class ManagementService(ManagementRights):
     def __init__(
         self,
         settings: Settings,
@@ -65,31 +61,13 @@ class ManagementService:
         self.warehouses = warehouses
         self._box = SecretBox(settings.secrets_key) if settings.secrets_key else None
 
-    authorizer: Authorizer = OPEN  # create_app puts the app's own here
-
-    # -- the gate ---------------------------------------------------------------------------
-
-    def require_manage_grants(self, action: str, target: dict[str, Any]) -> str | None:
-        """The caller's name when it may use the management API; 403 (audited) otherwise.
-
-        The API changes who may do what anywhere, so it needs ``manage-grants`` on the catalog
-        (an admin holds it; an IdP token through a role its roles claim names). The decision is
-        the authorizer's cached one, like every catalog operation's; without authentication
-        there is no caller and everything is allowed.
-        """
-        principal = current_principal.get()
-        if self.authorizer.may(Privilege.MANAGE_GRANTS, CATALOG):
-            return principal.name if principal is not None else None
-        audit(action, principal.name if principal else None, target, "forbidden", 403)
-        raise Forbidden("Only administrators may use the management API")
-
     def _changed(self, action: str, who: str | None, target: dict[str, Any]) -> None:
         audit(action, who, target)
 
     # -- principals -------------------------------------------------------------------------
 
     def create_principal(self, name: str, admin: bool) -> Credential:
-        who = self.require_manage_grants("create-principal", {"principal": name})
+        who = self.require_principal_maker("create-principal", {"principal": name, "admin": admin}, admin)
         if not CLIENT_ID.match(name):
             raise BadRequest(f"Invalid principal name {name!r}: letters, digits, '.', '_', '@', '-', at most 128")
         credential = self.principals.create(name, is_admin=admin)
@@ -99,19 +77,19 @@ class ManagementService:
         return credential
 
     def list_principals(self, page_token: str | None, page_size: int | None) -> Page:
-        self.require_manage_grants("list-principals", {})
+        self.require_principal_directory("list-principals", {})
         names = [row.client_id for row in self.principals.repository.list() if not row.deleted]
         return self._page_of_names(page_token, page_size, lambda after, limit: _slice(names, after, limit))
 
     def get_principal(self, name: str) -> dict[str, Any]:
-        self.require_manage_grants("get-principal", {"principal": name})
+        self.require_principal_directory("get-principal", {"principal": name})
         row = self.principals.repository.get(name) if CLIENT_ID.match(name) else None
         if row is None or row.deleted:
             raise NoSuchPrincipal(f"Principal does not exist: {name}")
         return {"name": row.client_id, "admin": row.is_admin, "roles": self.rows.roles_of(name)}
 
     def rotate_principal(self, name: str) -> Credential:
-        who = self.require_manage_grants("rotate-principal", {"principal": name})
+        who = self.require_self_or_admin("rotate-principal", {"principal": name}, name)
         credential = self.principals.rotate(name) if CLIENT_ID.match(name) else None
         if credential is None:
             raise NoSuchPrincipal(f"Principal does not exist: {name}")
@@ -119,7 +97,7 @@ class ManagementService:
         return credential
 
     def delete_principal(self, name: str) -> None:
-        who = self.require_manage_grants("delete-principal", {"principal": name})
+        who = self.require_admin("delete-principal", {"principal": name}, "delete principals")
         if who is not None and name == who:
             raise BadRequest("A principal cannot delete itself")
         if not (CLIENT_ID.match(name) and self.principals.delete(name)):
@@ -129,7 +107,7 @@ class ManagementService:
     # -- roles and members ------------------------------------------------------------------
 
     def create_role(self, name: str) -> dict[str, Any]:
-        who = self.require_manage_grants("create-role", {"role": name})
+        who = self.require_grant_manager("create-role", {"role": name})
         if not ROLE_NAME.match(name):
             raise BadRequest(f"Invalid role name {name!r}: letters, digits, '.', '_', '@', '-', at most 128")
         row = self.rows.create_role(name)
@@ -139,24 +117,24 @@ class ManagementService:
         return {"name": row.name, "created-at": row.created_at}
 
     def list_roles(self, page_token: str | None, page_size: int | None) -> Page:
-        self.require_manage_grants("list-roles", {})
+        self.require_grant_manager("list-roles", {})
         return self._page_of_names(page_token, page_size, self.rows.list_roles)
 
     def get_role(self, name: str) -> dict[str, Any]:
-        self.require_manage_grants("get-role", {"role": name})
+        self.require_grant_manager("get-role", {"role": name})
         row = self.rows.get_role(name)
         if row is None:
             raise NoSuchRole(f"Role does not exist: {name}")
         return {"name": row.name, "created-at": row.created_at}
 
     def delete_role(self, name: str) -> None:
-        who = self.require_manage_grants("delete-role", {"role": name})
+        who = self.require_role_manager("delete-role", {"role": name}, name)
         if not self.rows.delete_role(name):
             raise NoSuchRole(f"Role does not exist: {name}")
         self._changed("delete-role", who, {"role": name})
 
     def assign_role(self, role: str, principal: str) -> None:
-        who = self.require_manage_grants("assign-role", {"role": role, "principal": principal})
+        who = self.require_role_manager("assign-role", {"role": role, "principal": principal}, role)
         self._require_principal(principal)
         added = self.rows.add_member(role, principal)
         if added is None:
@@ -165,7 +143,7 @@ class ManagementService:
             self._changed("assign-role", who, {"role": role, "principal": principal})
 
     def revoke_role(self, role: str, principal: str) -> None:
-        who = self.require_manage_grants("revoke-role", {"role": role, "principal": principal})
+        who = self.require_role_manager("revoke-role", {"role": role, "principal": principal}, role)
         removed = self.rows.remove_member(role, principal)
         if removed is None:
             raise NoSuchRole(f"Role does not exist: {role}")
@@ -174,7 +152,7 @@ class ManagementService:
         self._changed("revoke-role", who, {"role": role, "principal": principal})
 
     def list_members(self, role: str, page_token: str | None, page_size: int | None) -> Page:
-        self.require_manage_grants("list-role-members", {"role": role})
+        self.require_role_manager("list-role-members", {"role": role}, role)
 
         def fetch(after: str | None, limit: int | None) -> list[str]:
             members = self.rows.list_members(role, after, limit)
@@ -193,27 +171,33 @@ class ManagementService:
 
     def grant(self, role: str, privilege: str, securable: dict[str, Any]) -> GrantRow:
         target = {"role": role, "privilege": privilege, "securable": securable}
-        who = self.require_manage_grants("grant", target)
-        row = self.rows.add_grant(role, _privilege(privilege), parse_securable(securable))
+        self.require_grant_manager("grant", target)
+        parsed, on = _privilege(privilege), parse_securable(securable)
+        _grantable(parsed, on)
+        who = self.require_grantor("grant", target, parsed, on)
+        row = self.rows.add_grant(role, parsed.value, on)
         self._changed("grant", who, target)
         return row
 
     def revoke(self, role: str, privilege: str, securable: dict[str, Any]) -> None:
         target = {"role": role, "privilege": privilege, "securable": securable}
-        who = self.require_manage_grants("revoke", target)
-        if not self.rows.remove_grant(role, _privilege(privilege), parse_securable(securable)):
+        self.require_grant_manager("revoke", target)
+        parsed, on = _privilege(privilege), parse_securable(securable)
+        who = self.require_grantor("revoke", target, parsed, on)
+        if not self.rows.remove_grant(role, parsed.value, on):
             raise NotFound(f"Role {role} holds no grant of {privilege} on that {securable.get('type')}")
         self._changed("revoke", who, target)
 
     def grants_of_role(self, role: str, page_token: str | None, page_size: int | None) -> Page:
-        self.require_manage_grants("list-grants", {"role": role})
+        self.require_role_manager("list-grants", {"role": role}, role)
         return self._page_of_grants(
             page_token, page_size, lambda after, limit: self.rows.grants_of_role(role, after, limit)
         )
 
     def grants_on(self, securable: dict[str, Any], page_token: str | None, page_size: int | None) -> Page:
-        self.require_manage_grants("list-grants", {"securable": securable})
+        self.require_grant_manager("list-grants", {"securable": securable})
         parsed = parse_securable(securable)
+        self.require_grants_reader("list-grants", {"securable": securable}, parsed)
         return self._page_of_grants(
             page_token, page_size, lambda after, limit: self.rows.grants_on(parsed, after, limit)
         )
@@ -222,7 +206,7 @@ class ManagementService:
 
     def create_warehouse(self, body: dict[str, Any]) -> WarehouseRow:
         name = str(body.get("name", ""))
-        who = self.require_manage_grants("create-warehouse", {"warehouse": name})
+        who = self.require_admin("create-warehouse", {"warehouse": name}, "manage warehouses")
         if not WAREHOUSE_NAME.match(name) or name in RESERVED_PREFIXES:
             raise BadRequest(f"Invalid warehouse name {name!r}: letters, digits, '_', '.', '-', at most 63")
         location, allowed = self._locations(name, body["location"], body.get("allowed-locations") or [])
@@ -235,18 +219,18 @@ class ManagementService:
         return row
 
     def list_warehouses(self, page_token: str | None, page_size: int | None) -> Page:
-        self.require_manage_grants("list-warehouses", {})
+        self.require_warehouse_reader("list-warehouses", {})
         paginate, limit = page_window(page_token, page_size, self.settings.max_page_size)
         after = _name_token(page_token)
         rows = self.rows.list_warehouses(after, None if limit is None else limit + 1)
         return page_of(rows, limit, (lambda last: encode_page_token(last.name)) if paginate else None)
 
     def get_warehouse(self, name: str) -> WarehouseRow:
-        self.require_manage_grants("get-warehouse", {"warehouse": name})
+        self.require_warehouse_reader("get-warehouse", {"warehouse": name})
         return self._warehouse(name)
 
     def update_warehouse(self, name: str, body: dict[str, Any]) -> WarehouseRow:
-        who = self.require_manage_grants("update-warehouse", {"warehouse": name})
+        who = self.require_admin("update-warehouse", {"warehouse": name}, "manage warehouses")
         self._refuse_default(name)
         current = self._warehouse(name)
         location, allowed = self._locations(
@@ -265,7 +249,7 @@ class ManagementService:
         return row
 
     def delete_warehouse(self, name: str) -> None:
-        who = self.require_manage_grants("delete-warehouse", {"warehouse": name})
+        who = self.require_admin("delete-warehouse", {"warehouse": name}, "manage warehouses")
         self._refuse_default(name)
         outcome = self.rows.delete_warehouse(name)
         if outcome == "missing":
@@ -410,10 +394,17 @@ def parse_securable(body: dict[str, Any]) -> Securable:
     return Securable(kind, warehouse or None, tuple(namespace or ()), name or None)
 
 
-def _privilege(privilege: str) -> str:
+def _privilege(privilege: str) -> Privilege:
+    if privilege == "admin":
+        raise BadRequest("admin is not a privilege: an administrator is a principal made with admin true")
     if privilege not in PRIVILEGES:
         raise BadRequest(f"Unknown privilege {privilege!r}: one of {', '.join(PRIVILEGES)}")
-    return privilege
+    return Privilege(privilege)
+
+
+def _grantable(privilege: Privilege, securable: Securable) -> None:
+    if privilege is Privilege.CREATE_PRINCIPAL and securable.type != "catalog":
+        raise BadRequest("create-principal is granted on the catalog only")
 
 
 def _s3_location(text: object, what: str) -> Location:

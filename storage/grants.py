@@ -23,11 +23,13 @@ class Holdings:
     grants: list[GrantRow]
 
 
-# One round trip: the admin flag and every grant of every role the principal holds, by
-# membership or named in its token's roles claim. One row, even with no grants.
+# One round trip: the admin flag and every grant of every role the principal holds: by membership
+# for a principal of our own, by its token's roles claim for an IdP's. Memberships name our own
+# principals only, so an IdP subject that happens to carry an own principal's name holds nothing
+# of its. One row, even with no grants.
 _HOLDINGS = (
     "WITH held AS ("
-    "  SELECT role_id FROM role_member WHERE principal = %(principal)s"
+    "  SELECT role_id FROM role_member WHERE principal = %(principal)s AND %(own)s"
     "  UNION SELECT id FROM role WHERE name = ANY(%(claimed)s)"
     "), granted AS (" + GRANT_SELECT + " JOIN held h ON h.role_id = g.role_id)"
     " SELECT EXISTS (SELECT 1 FROM principal WHERE client_id = %(principal)s AND is_admin AND deleted_at IS NULL"

@@ -84,11 +84,22 @@ class ManagementRows:
     # -- members ----------------------------------------------------------------------------
 
     def add_member(self, role: str, principal: str) -> bool | None:
-        """True when added, False when already a member, None when the role does not exist."""
+        """True when added, False when already a member (or the principal is not a live one of our
+        own), None when the role does not exist.
+
+        The principal's row is locked FOR SHARE: a deletion (storage/principals.py), which updates
+        that row and then removes its memberships, either commits first (then nothing is added)
+        or waits for this insert and removes it too. No membership outlives its principal.
+        """
         with self.db.transaction() as conn:
             role_id = _role_id(conn, role)
             if role_id is None:
                 return None
+            live = conn.execute(
+                "SELECT 1 FROM principal WHERE client_id = %s AND deleted_at IS NULL FOR SHARE", (principal,)
+            ).fetchone()
+            if live is None:
+                return False
             row = conn.execute(
                 "INSERT INTO role_member (role_id, principal) VALUES (%s, %s) ON CONFLICT DO NOTHING RETURNING role_id",
                 (role_id, principal),

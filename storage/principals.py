@@ -112,7 +112,8 @@ class PrincipalRepository:
                 " AND deleted_at IS NULL RETURNING id",
                 (client_id,),
             ).fetchone()
-            if row:
+            if row:  # its memberships go with it (add_member locks the row, so none slips in after)
+                conn.execute("DELETE FROM role_member WHERE principal = %s", (client_id,))
                 conn.execute(_BUMP)
         return row is not None
 

@@ -28,7 +28,8 @@ class Privilege(StrEnum):
     CREATE = "create"  # tables, views and namespaces under the securable
     DROP = "drop"  # drop or unregister; the source side of a rename
     MANAGE_PROPERTIES = "manage-properties"  # namespace properties
-    MANAGE_GRANTS = "manage-grants"  # the management API (roles, grants)
+    MANAGE_GRANTS = "manage-grants"  # give and take the privileges one holds on the securable, to roles
+    CREATE_PRINCIPAL = "create-principal"  # on the catalog only: make principals (never admins)
 
 
 IMPLIES: dict[Privilege, frozenset[Privilege]] = {
@@ -146,6 +147,21 @@ class EffectiveGrants:
             return True
         held = self.held
         return any(privilege in held.get(key, ()) for key in chain(securable.key))
+
+    def manages_grants(self) -> bool:
+        """Holds ``manage-grants`` somewhere: may make roles and read the role directory."""
+        return self.admin or any(Privilege.MANAGE_GRANTS in held for held in self.held.values())
+
+    def may_grant(self, privilege: Privilege, securable: Securable) -> bool:
+        """May give or take ``privilege`` on ``securable``: holds ``manage-grants`` there and the
+        privilege itself. Nobody hands out what it does not hold, so no grant (to a role of one's
+        own or anyone's) raises its giver above what it had."""
+        return self.holds(Privilege.MANAGE_GRANTS, securable) and self.holds(privilege, securable)
+
+    def manages_role(self, grants: Iterable[Grant]) -> bool:
+        """May change who holds a role (or drop it): could give every grant the role holds. So
+        joining a role, oneself or anyone, never reaches past what the caller could grant anyway."""
+        return self.manages_grants() and all(self.may_grant(g.privilege, g.securable) for g in grants)
 
     def sees(self, securable: Securable) -> bool:
         """Any privilege on the node or above it, or a grant below it."""

@@ -14,17 +14,10 @@ from app.authorization import Authorizer
 from app.ground.callers import IDP, Principal, current_principal
 from app.rules.privileges import Kind, Privilege, Securable
 from app.s3_requests import READ, WRITE
-from tests.api.authz_support import PREFIX, WAREHOUSE, Principals, catalog_state, denied
+from tests.api.authz_support import PREFIX, WAREHOUSE, catalog_state, denied
 from tests.api.tables_support import create_request
 
 pytestmark = pytest.mark.usefixtures("clean_catalog")
-
-
-@pytest.fixture(scope="module")
-def principals(app, settings):
-    made = Principals(app, settings.database_url)
-    yield made
-    made.close()
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.api.authz_support import PREFIX, WAREHOUSE, Principals, catalog_state, denied, reset_catalog
+from tests.api.authz_support import PREFIX, WAREHOUSE, catalog_state, denied, reset_catalog
 from tests.api.tables_support import create_request
 
 SEE = "see"  # any grant on a (or below it)
@@ -190,10 +190,8 @@ def test_the_matrix_covers_every_operation_of_the_spec(app):
 
 
 @pytest.fixture(scope="module")
-def principals(app, settings, services):
-    made = Principals(app, settings.database_url)
-    yield made
-    made.close()
+def principals(principals, services):
+    yield principals
     with psycopg.connect(services.database_url, autocommit=True) as conn:
         conn.execute("TRUNCATE metrics_report")  # the reports this module sent: other tests count them
 

@@ -14,20 +14,13 @@ import pytest
 
 from app.ground.locations import Location
 from storage.objects import S3ObjectStore
-from tests.api.authz_support import PREFIX, WAREHOUSE, Principals, catalog_state
+from tests.api.authz_support import PREFIX, WAREHOUSE, catalog_state
 from tests.api.tables_support import create_request
 
 pytestmark = pytest.mark.usefixtures("clean_catalog")
 
 SIGNING = {"X-Iceberg-Access-Delegation": "remote-signing"}
 VENDED = {"X-Iceberg-Access-Delegation": "vended-credentials"}
-
-
-@pytest.fixture(scope="module")
-def principals(app, settings):
-    made = Principals(app, settings.database_url)
-    yield made
-    made.close()
 
 
 @pytest.fixture
