@@ -26,12 +26,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app import s3_requests
+from app.bulk_deletes import BulkDeleteTrust
 from app.ground.errors import BadRequest, Forbidden, NotFound
 from app.ground.locations import InvalidLocation, Location
 from app.ground.settings import Settings
 from app.rules.privileges import Kind, Privilege, Securable
 from app.s3_requests import READ, WRITE, RefusedRequest, S3Request, StorageScope
 from app.storage_access import NONE, credentials_mode
+from storage.objects import S3ObjectStore
 from storage.repository import WarehouseRow
 from storage.staged import StoragePlaces
 
@@ -88,6 +90,7 @@ class RemoteSigner:
         self.settings = settings
         self.tables = tables  # app.tables.TableService: its warehouses, rows and stages
         self._keys: dict[str, tuple[WarehouseRow, WarehouseKeys]] = {}
+        self.bulk_deletes = BulkDeleteTrust(lambda row: S3ObjectStore(tables.warehouses.s3_settings(row)))
 
     def sign(
         self,
@@ -124,10 +127,30 @@ class RemoteSigner:
             if s3.access not in access:
                 raise RefusedRequest(f"The caller may not {s3.access} this table's objects")
             payload = _check_scope(s3, request, headers, _scope(scope.locations))
+            if s3.is_delete_objects and not self._bulk_deletes_trusted(warehouse, keys):
+                raise RefusedRequest(
+                    f"Bulk deletes (DeleteObjects) are not signed for warehouse {warehouse.name}: its storage does not"
+                    " check a request's body against its signature (probed), so a signed delete could be sent naming"
+                    " other keys; delete objects one at a time"
+                )
         except RefusedRequest as exc:
             log.info("remote signing refused for %s.%s: %s", ".".join(namespace), name, exc)
             raise Forbidden(str(exc)) from None
         return self._sign(s3, headers, payload, keys)
+
+    def signs_without_io(self, warehouse: WarehouseRow, request: dict[str, Any]) -> bool:
+        """Whether ``sign`` needs no I/O besides the places read (the event loop may run it): not
+        a bulk delete whose warehouse this worker has yet to probe (app/bulk_deletes.py)."""
+        bulk_delete = request.get("method") == "POST" and "delete" in str(request.get("uri", "")).partition("?")[2]
+        return not bulk_delete or self.bulk_deletes.known(warehouse) is not None
+
+    def _bulk_deletes_trusted(self, warehouse: WarehouseRow, keys: WarehouseKeys) -> bool:
+        def sign(uri: str, headers: dict[str, list[str]], body: str) -> dict[str, list[str]]:
+            s3 = s3_requests.parse_request("POST", uri, keys.endpoint)
+            payload = s3_requests.body_binding({name: ",".join(values) for name, values in headers.items()}, body)
+            return self._sign(s3, headers, payload, keys).headers
+
+        return self.bulk_deletes.trusted(warehouse, keys.endpoint, sign)
 
     def keys(self, warehouse: WarehouseRow) -> WarehouseKeys:
         known = self._keys.get(warehouse.name)

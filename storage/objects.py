@@ -117,6 +117,16 @@ class S3ObjectStore:
             log.warning("object storage unreachable during %s: %s", what, type(exc).__name__)
             raise ServiceUnavailable("Object storage is unavailable, retry later") from exc
 
+    def send_presigned(self, method: str, uri: str, headers: dict[str, str], body: bytes) -> int:
+        """Send a request signed elsewhere (by the remote signer), as a client would: its status.
+
+        Only the bulk-delete probe (app/bulk_deletes.py) uses it, to learn whether the store
+        checks a body against the signature that covers it.
+        """
+        with self._translated(f"send {method}"):
+            answer = self._probe_http.request(method, uri, body=body, headers=headers, retries=False)
+        return int(answer.status)
+
     def write_new(self, location: Location, data: bytes, content_type: str = "application/json") -> None:
         bucket, key = _s3(location)
         headers = {"If-None-Match": "*", "Content-Type": content_type}

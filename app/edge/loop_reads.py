@@ -244,7 +244,12 @@ class SignRequestOnLoop:
         levels = parse_namespace(kwargs["namespace"], self.separator)
         name = table_name(kwargs["table"])
         warehouse = self.warehouses.cached(prefix)
-        if warehouse is not None and self.authorizer.cached() is not None and self.reader.available():
+        if (
+            warehouse is not None
+            and self.authorizer.cached() is not None
+            and self.reader.available()
+            and self.signer.signs_without_io(warehouse, kwargs["body"])
+        ):
             self.authorizer.authorize(self.operation_id, kwargs, kwargs["body"])
             places = await self.reader.places(warehouse.id, levels, name)
             signed = self.signer.sign(prefix, levels, name, kwargs["body"], places)

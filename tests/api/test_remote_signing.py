@@ -18,6 +18,9 @@ from urllib.parse import quote
 import httpx
 import pytest
 
+from app import s3_requests
+from app.bulk_deletes import PROBE_FOLDER, probe
+from app.edge.context import SIGNER
 from app.ground.locations import Location
 from storage.objects import S3ObjectStore
 from tests.api.tables_support import create_request
@@ -173,7 +176,9 @@ def _delete_body(*keys: str) -> str:
     return f'<?xml version="1.0" encoding="UTF-8"?><Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/">{objects}</Delete>'
 
 
-def test_delete_objects_checks_every_key(sclient, tables, signing_settings, store):
+def test_delete_objects_checks_every_key_and_is_refused_on_a_store_that_does_not_bind_bodies(
+    sclient, signing_app, tables, signing_settings, store
+):
     inside = Location.parse(tables["tbl"] + "/data/x.parquet")
     outside = Location.parse(tables["tbl2"] + "/data/y.parquet")
     for location in (inside, outside):
@@ -187,23 +192,46 @@ def test_delete_objects_checks_every_key(sclient, tables, signing_settings, stor
     _refused(_sign(sclient, "POST", uri, {"Content-MD5": [md5]}, only_inside))  # checksum of another body
     assert store.exists(inside) and store.exists(outside)
 
+    # Every key is the table's, but SeaweedFS checks neither Content-MD5 nor the payload hash of a
+    # DeleteObjects (the probe finds out: test_bulk_delete_probe_on_seaweedfs): a signature for
+    # this body would delete any other keys sent under it. So no bulk delete is signed here.
     inside_md5 = base64.b64encode(hashlib.md5(only_inside.encode()).digest()).decode()  # noqa: S324
-    signed = _sign(sclient, "POST", uri, {"Content-MD5": [inside_md5]}, only_inside)
-    assert signed.status_code == 200, signed.text
-    deleted = _send(signed.json(), "POST", only_inside.encode(), {"Content-MD5": inside_md5})
-    assert deleted.status_code == 200, deleted.text
+    for headers in ({"Content-MD5": [inside_md5]}, {}):
+        refused = _sign(sclient, "POST", uri, headers, only_inside)
+        _refused(refused)
+        assert "does not check a request's body against its signature" in refused.json()["error"]["message"]
+    signer = signing_app.app.extensions[SIGNER]
+    assert signer.bulk_deletes.known(signer.tables.warehouses.get(WAREHOUSE)) is False
+    assert store.exists(inside) and store.exists(outside)
+
+    # One object at a time (its key in the signed URI) still works.
+    single = _sign(sclient, "DELETE", _http_url(signing_settings, inside.uri))
+    assert single.status_code == 200, single.text
+    assert _send(single.json(), "DELETE").status_code == 204
     assert not store.exists(inside) and store.exists(outside)
-    # The checked body is bound to the signature: its Content-MD5 is a signed header, or, when
-    # the client sends no checksum, the payload hash signed is the body's SHA-256. (SeaweedFS
-    # checks neither on DeleteObjects - a swapped body is accepted there - while AWS S3 and
-    # MinIO do; see README, "Remote signing".)
-    signed = _sign(sclient, "POST", uri, {"Content-MD5": [inside_md5]}, only_inside).json()
-    assert "content-md5" in signed["headers"]["Authorization"][0].split("SignedHeaders=")[1].split(",")[0]
-    unbound = _sign(sclient, "POST", uri, {}, only_inside).json()
-    assert unbound["headers"]["x-amz-content-sha256"] == [hashlib.sha256(only_inside.encode()).hexdigest()]
-    declared = {"x-amz-content-sha256": [hashlib.sha256(b"another body").hexdigest()]}
-    _refused(_sign(sclient, "POST", uri, declared, only_inside))
-    _refused(_sign(sclient, "POST", uri, {"x-amz-content-sha256": ["UNSIGNED-PAYLOAD"]}, only_inside))
+
+
+def test_bulk_delete_probe_on_seaweedfs(signing_app, signing_settings, store):
+    """The probe itself, against the real store: SeaweedFS deletes the victim canary under a
+    signature made for the other (for either binding) and honours the genuine request; no canary
+    is left behind."""
+    signer = signing_app.app.extensions[SIGNER]
+    warehouse = signer.tables.warehouses.get(WAREHOUSE)
+    keys = signer.keys(warehouse)
+    root = Location.parse(signing_settings.warehouse_location)
+
+    def sign(uri, headers, body):
+        s3 = s3_requests.parse_request("POST", uri, keys.endpoint)
+        payload = s3_requests.body_binding({k: ",".join(v) for k, v in headers.items()}, body)
+        return signer._sign(s3, headers, payload, keys).headers
+
+    outcomes = probe(store, root, keys.endpoint, sign)
+    assert [(o.binding, o.forgery_refused, o.genuine_honoured) for o in outcomes] == [
+        ("payload-hash", False, True),
+        ("content-md5", False, True),
+    ]
+    assert not any(o.trusted for o in outcomes)
+    assert list(store.list(root.child(PROBE_FOLDER))) == []
 
 
 @pytest.mark.parametrize(
