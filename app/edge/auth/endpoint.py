@@ -20,6 +20,12 @@ is answered 429 ``slow_down`` with ``Retry-After`` and nothing is verified. (Tak
 verifying keeps a crowd of concurrent guesses to the burst: none of them waits for another's
 verdict to be counted.) A secret is verified (argon2: memory and CPU by design) by at most
 ``VERIFICATIONS_AT_ONCE`` requests at a time per worker, so guessers cannot exhaust its memory.
+
+A client that already proved its secret on this worker does not queue behind guessers
+(``ProvenSecrets``): the worker keeps, per client id, a keyed hash of the last secret that
+verified and the principal's generation then; the same secret at the same generation is accepted
+without argon2, buckets or queue. A rotation or deletion changes the generation (polled from
+PostgreSQL twice a second, like every token check), and the entry no longer matches.
 """
 
 from __future__ import annotations
@@ -27,8 +33,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import hashlib
+import hmac
 import json
 import math
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -40,6 +49,7 @@ from app.edge.auth.metrics import TOKEN_REQUESTS
 from app.edge.auth.tokens import ACCESS_TOKEN_TYPE, AuthFailure, TokenIssuer, TokenVerifier
 from app.edge.http import raw_headers, send_response
 from app.ground.errors import CatalogError
+from app.ground.lru import LruCache
 from app.ground.rates import TokenBuckets
 from app.principals import PrincipalService
 
@@ -70,6 +80,7 @@ class OAuthError(Exception):
 PER_CLIENT = (1 / 6, 10.0)
 PER_ADDRESS = (2.0, 20.0)
 VERIFICATIONS_AT_ONCE = 2  # per worker
+PROVEN_SECRETS = 10_000  # client ids per worker (about 200 bytes each)
 
 
 class SecretGuessing:
@@ -102,6 +113,30 @@ class SecretGuessing:
         return semaphore
 
 
+class ProvenSecrets:
+    """Per worker: client id -> (keyed SHA-256 of the secret that last verified, its generation).
+
+    The key is random per process, so what is kept is useless outside it (and is no argon2 hash
+    to attack offline); only a secret that verified is ever kept, so guesses never enter.
+    """
+
+    def __init__(self) -> None:
+        self._key = os.urandom(32)
+        self._proven: LruCache[str, tuple[bytes, int]] = LruCache(PROVEN_SECRETS)
+
+    def _digest(self, client_id: str, secret: str) -> bytes:
+        return hmac.digest(self._key, f"{client_id}\0{secret}".encode(), hashlib.sha256)
+
+    def matches(self, client_id: str, secret: str, generation: int | None) -> bool:
+        found = self._proven.get(client_id)
+        if found is None or generation is None or found[1] != generation:
+            return False
+        return hmac.compare_digest(found[0], self._digest(client_id, secret))
+
+    def remember(self, client_id: str, secret: str, generation: int) -> None:
+        self._proven.put(client_id, (self._digest(client_id, secret), generation))
+
+
 class TokenEndpoint:
     def __init__(
         self,
@@ -114,6 +149,7 @@ class TokenEndpoint:
         self.issuer = issuer
         self.verifier = verifier
         self.guessing = guessing or SecretGuessing()
+        self.proven = ProvenSecrets()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         grant = "unknown"
@@ -162,16 +198,23 @@ class TokenEndpoint:
             client_id, secret = posted[0], posted[1]
         else:
             raise OAuthError("invalid_client", "Client authentication required (client_id and client_secret)", 401)
+        generation = self.verifier.generation_of(client_id)
+        if self.proven.matches(client_id, secret, generation):
+            assert generation is not None
+            return self._answer(client_id, generation, form.get("scope"))
         address = (scope.get("client") or ("",))[0]
         self.guessing.admit(client_id, address)
         async with self.guessing.verifying():
             principal = await asyncio.to_thread(self.principals.authenticate, client_id, secret)
+            as_sent = principal is not None
             if principal is None and basic is not None and _form_decoded(basic) != basic:
                 # RFC 6749 form-encodes Basic credentials; PyIceberg sends them as they are: try both
                 principal = await asyncio.to_thread(self.principals.authenticate, *_form_decoded(basic))
         if principal is None:
             raise OAuthError("invalid_client", "Client authentication failed", 401, basic=basic is not None)
         self.guessing.succeeded(client_id, address)
+        if as_sent:
+            self.proven.remember(client_id, secret, principal.generation)
         return self._answer(principal.client_id, principal.generation, form.get("scope"))
 
     async def _exchange(self, form: dict[str, str]) -> dict[str, Any]:
