@@ -69,7 +69,6 @@ class GrowlerHttpProtocol(HttpToolsProtocol):
         self._phase = _IDLE
         self._received = 0  # bytes received while reading the current head (read by read)
         self._head_bytes = 0  # request line and headers of the current head, as parsed
-        self._header_count = 0
         self._refusal: tuple[int, str] | None = None  # what a parser callback refused
         self._pending: tuple[int, str] | None = None  # a refusal waiting for earlier answers
         self._head_timer: asyncio.TimerHandle | None = None
@@ -138,25 +137,26 @@ class GrowlerHttpProtocol(HttpToolsProtocol):
         super().on_message_begin()
         self._phase = _HEAD
         self._head_bytes = 0
-        self._header_count = 0
 
     def on_url(self, url: bytes) -> None:
-        super().on_url(url)
-        self._count_head(len(url))
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self._header_count += 1
-        if self._header_count > self.limits.max_headers:
-            self._refusal = (431, f"More than {self.limits.max_headers} request headers")
-            raise _Refused
-        self._count_head(len(name) + len(value) + 4)  # ": " and CRLF
-        super().on_header(name, value)
-
-    def _count_head(self, size: int) -> None:
-        self._head_bytes += size
+        self.url += url  # uvicorn's, inlined (these callbacks run for every request)
+        self._head_bytes += len(url)
         if self._head_bytes > self.limits.max_head_bytes:
             self._refusal = (431, f"Request line and headers larger than {self.limits.max_head_bytes} bytes")
             raise _Refused
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._head_bytes += len(name) + len(value) + 4  # ": " and CRLF
+        if self._head_bytes > self.limits.max_head_bytes:
+            self._refusal = (431, f"Request line and headers larger than {self.limits.max_head_bytes} bytes")
+            raise _Refused
+        if len(self.headers) >= self.limits.max_headers:
+            self._refusal = (431, f"More than {self.limits.max_headers} request headers")
+            raise _Refused
+        name = name.lower()  # uvicorn's, inlined
+        if name == b"expect" and value.lower() == b"100-continue":
+            self.expect_100_continue = True
+        self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
         self._phase = _BODY
