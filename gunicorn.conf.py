@@ -15,7 +15,9 @@ import os
 import shutil
 import tempfile
 
+from app.edge.protocol import GrowlerHttpProtocol
 from app.edge.serving import AcceptShares, GrowlerWorker
+from app.ground.settings import HttpLimits
 
 
 def _int(name: str, default: int) -> int:
@@ -40,6 +42,13 @@ worker_class = GrowlerWorker
 # A worker holding more open connections than another leaves a new connection to that one for this
 # long, then takes it itself (the other may be stuck): connections spread evenly over the workers.
 GrowlerWorker.accept_patience_s = _int("GROWLER_ACCEPT_PATIENCE_MS", 10) / 1000
+# Bounds on request heads and deadlines for heads and bodies, enforced while a request is read
+# (app/edge/protocol.py; GROWLER_MAX_HEADER_BYTES, GROWLER_MAX_HEADERS, GROWLER_HEADER_TIMEOUT_S,
+# GROWLER_BODY_TIMEOUT_S).
+try:
+    GrowlerHttpProtocol.limits = HttpLimits.from_env(os.environ)
+except ValueError as exc:
+    raise SystemExit(str(exc)) from None
 # Each worker's open-connection count, shared with the workers forked from here; made anew when a
 # reload re-reads this file (old and new workers then balance among their own kind while they overlap).
 ACCEPT_SHARES = AcceptShares()

@@ -23,7 +23,14 @@ from connexion.lifecycle import ConnexionRequest, ConnexionResponse
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.ground.errors import BadRequest, CatalogError, PayloadTooLarge, error_body, error_type_for_status
+from app.ground.errors import (
+    BadRequest,
+    CatalogError,
+    PayloadTooLarge,
+    RequestTimeout,
+    error_body,
+    error_type_for_status,
+)
 from app.ground.text import path_has_control_characters
 
 if TYPE_CHECKING:
@@ -214,16 +221,25 @@ class RequestGuardMiddleware:
                     raise PayloadTooLarge(f"Request body larger than {self.max_body_bytes} bytes")
 
     def _limited(self, receive: Receive) -> Receive:
-        """Count streamed (chunked) bodies too: Content-Length is not always there."""
+        """Count streamed (chunked) bodies too: Content-Length is not always there.
+
+        A disconnect before the body's end - the client left, or the protocol's body deadline
+        answered 408 and closed (app/edge/protocol.py) - ends the request with ``RequestTimeout``
+        rather than handing anyone a part of a body as if it were all of it.
+        """
         seen = 0
+        whole = False
 
         async def limited_receive() -> Message:
-            nonlocal seen
+            nonlocal seen, whole
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.max_body_bytes:
                     raise PayloadTooLarge(f"Request body larger than {self.max_body_bytes} bytes")
+                whole = not message.get("more_body", False)
+            elif message["type"] == "http.disconnect" and not whole:
+                raise RequestTimeout("The request body did not arrive in full")
             return message
 
         return limited_receive

@@ -25,7 +25,11 @@ stop accepting (the other workers take new connections from the shared socket), 
 accepted connection has a request in progress (bounded), then shut down as usual, which lets
 in-flight requests finish.
 
-Nothing here imports the app: gunicorn's master loads this module with its configuration.
+Requests are read by ``GrowlerHttpProtocol`` (app/edge/protocol.py): uvicorn's httptools protocol
+with bounds on request heads and deadlines for heads and bodies.
+
+Nothing here imports the app (only ``app.ground`` and the protocol): gunicorn's master loads this
+module with its configuration.
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ from typing import Any
 from gunicorn.arbiter import Arbiter
 from uvicorn.server import Server
 from uvicorn_worker import UvicornWorker
+
+from app.edge.protocol import GrowlerHttpProtocol
 
 log = logging.getLogger("uvicorn.error")
 
@@ -318,11 +324,13 @@ class GrowlerServer(Server):
 
 
 class GrowlerWorker(UvicornWorker):
-    """uvicorn_worker.UvicornWorker (0.4, pinned) serving with ``GrowlerServer``.
+    """uvicorn_worker.UvicornWorker (0.4, pinned) serving with ``GrowlerServer`` and ``GrowlerHttpProtocol``.
 
     ``accept_shares`` and ``accept_slot`` are set by the master before the fork
     (``gunicorn.conf.py``'s ``pre_fork``); ``accept_patience_s`` is the class's setting.
     """
+
+    CONFIG_KWARGS: dict[str, Any] = {"loop": "auto", "http": GrowlerHttpProtocol}
 
     accept_shares: AcceptShares | None = None
     accept_slot: int | None = None

@@ -113,6 +113,13 @@ class CommitFailed(CatalogError):
     code, error_type = 409, "CommitFailedException"
 
 
+class RequestTimeout(CatalogError):
+    """The request body did not arrive in full: the client went away, or was too slow and the
+    protocol gave up on it (app/edge/protocol.py), which has already answered and closed."""
+
+    code, error_type = 408, "BadRequestException"
+
+
 class PayloadTooLarge(CatalogError):
     code, error_type = 413, "BadRequestException"
 
@@ -170,9 +177,11 @@ ERROR_TYPE_BY_STATUS: dict[int, str] = {
     404: "NotFoundException",
     405: "MethodNotAllowedException",
     406: "UnsupportedOperationException",
+    408: "BadRequestException",
     409: "AlreadyExistsException",
     413: "BadRequestException",
     415: "BadRequestException",
+    431: "BadRequestException",
     422: "UnprocessableEntityException",
     503: "ServiceUnavailableException",
 }

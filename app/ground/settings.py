@@ -82,6 +82,39 @@ class StsSettings:
 
 
 @dataclass(frozen=True)
+class HttpLimits:
+    """What the HTTP protocol reads of a request, and waits for, before the app sees it
+    (app/edge/protocol.py). Read in gunicorn's master (gunicorn.conf.py) for the workers'
+    protocol, and here with the rest so that a bad value stops the server at start-up."""
+
+    max_head_bytes: int = 64 * 1024  # request line and headers together (GROWLER_MAX_HEADER_BYTES)
+    max_headers: int = 100  # GROWLER_MAX_HEADERS
+    # A head must be complete this long after the connection opened (its first request) or after
+    # its first byte (later ones); a body, this long after its head (GROWLER_HEADER_TIMEOUT_S,
+    # GROWLER_BODY_TIMEOUT_S). Slow networks send 8 MiB well within 30 s; a stalled client is cut.
+    head_timeout_s: float = 30.0
+    body_timeout_s: float = 30.0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> HttpLimits:
+        limits = cls(
+            max_head_bytes=env_int(env, "GROWLER_MAX_HEADER_BYTES", cls.max_head_bytes),
+            max_headers=env_int(env, "GROWLER_MAX_HEADERS", cls.max_headers),
+            head_timeout_s=env_float(env, "GROWLER_HEADER_TIMEOUT_S", cls.head_timeout_s),
+            body_timeout_s=env_float(env, "GROWLER_BODY_TIMEOUT_S", cls.body_timeout_s),
+        )
+        limits.check()
+        return limits
+
+    def check(self) -> None:
+        # 1 KiB at least: clients' own headers (authorization, user agent, traceparent) take hundreds
+        if self.max_head_bytes < 1024 or self.max_headers < 8:
+            raise ValueError("GROWLER_MAX_HEADER_BYTES must be at least 1024 and GROWLER_MAX_HEADERS at least 8")
+        if not 0 < self.head_timeout_s <= 3600 or not 0 < self.body_timeout_s <= 3600:
+            raise ValueError("GROWLER_HEADER_TIMEOUT_S and GROWLER_BODY_TIMEOUT_S must be between 0 and 3600 seconds")
+
+
+@dataclass(frozen=True)
 class Settings:
     database_url: str = field(repr=False)  # may hold a password
     warehouse: str = "warehouse"
@@ -100,6 +133,7 @@ class Settings:
     statement_timeout_ms: int = 15_000
     db_timeout_s: float = 5.0  # connect, and each round trip to PostgreSQL (GROWLER_DB_TIMEOUT_S)
     max_body_bytes: int = 8 * 1024 * 1024
+    http: HttpLimits = field(default_factory=HttpLimits)
     max_page_size: int = 1000
     limits: Limits = field(default_factory=Limits)
     idempotency_lifetime_s: int = 1800
@@ -148,6 +182,7 @@ class Settings:
             statement_timeout_ms=env_int(env, "GROWLER_DB_STATEMENT_TIMEOUT_MS", 15_000),
             db_timeout_s=env_float(env, "GROWLER_DB_TIMEOUT_S", 5.0),
             max_body_bytes=env_int(env, "GROWLER_MAX_BODY_BYTES", 8 * 1024 * 1024),
+            http=HttpLimits.from_env(env),
             max_page_size=env_int(env, "GROWLER_MAX_PAGE_SIZE", 1000),
             limits=Limits(
                 max_json_depth=env_int(env, "GROWLER_MAX_JSON_DEPTH", Limits.max_json_depth),
@@ -199,6 +234,7 @@ class Settings:
                 "GROWLER_MAX_PAGE_SIZE, GROWLER_DB_POOL_MAX and GROWLER_DB_ASYNC_POOL_MAX must be positive"
             )
         self.limits.check()
+        self.http.check()
         if not 0 < self.db_timeout_s <= 300 or not 0 < self.s3.timeout_s <= 300:
             raise ValueError("GROWLER_DB_TIMEOUT_S and GROWLER_S3_TIMEOUT_S must be between 0 and 300 seconds")
         if self.storage_credentials_mode not in ("remote-signing", "sts", "static", "none"):

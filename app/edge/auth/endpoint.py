@@ -260,8 +260,8 @@ async def _read_form(scope: Scope, receive: Receive) -> dict[str, str]:
     chunks, size = [], 0
     while True:
         message = await receive()
-        if message["type"] != "http.request":
-            break
+        if message["type"] != "http.request":  # the client left (or was cut off) mid-body
+            raise OAuthError("invalid_request", "The body did not arrive in full")
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > MAX_FORM_BYTES:

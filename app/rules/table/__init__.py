@@ -39,7 +39,8 @@ The rules are split by concern, as PyIceberg splits ``pyiceberg.table.update``:
 - ``snapshots``: snapshots, refs, statistics, the snapshot log;
 - ``creation``: a new table (createTable, and the empty table of a staged create);
 - ``updates``: applying updates, and a commit end to end;
-- ``files``: where a table's metadata files go and which ones a commit may delete; naming,
+- ``files``: where a table's metadata files go, the manifest lists a commit adds,
+  and which ones a commit may delete; naming,
   versions and gzip are shared with views in ``app.rules.metadata_files``.
 
 This package exports what the services and tests use.
@@ -47,7 +48,11 @@ This package exports what the services and tests use.
 
 from app.rules.metadata_files import metadata_file_name, next_metadata_version, parse_metadata_version
 from app.rules.table.creation import new_table_metadata
-from app.rules.table.files import metadata_directory, metadata_files_to_delete
+from app.rules.table.files import (
+    added_manifest_lists,
+    metadata_directory,
+    metadata_files_to_delete,
+)
 from app.rules.table.models import TableMetadata, TableUpdate
 from app.rules.table.requests import TableRequirement, parse_requirements, parse_updates
 from app.rules.table.requirements import check_requirements
@@ -59,6 +64,7 @@ __all__ = [
     "TableMetadata",
     "TableRequirement",
     "TableUpdate",
+    "added_manifest_lists",
     "apply_updates",
     "check_requirements",
     "commit",

@@ -24,8 +24,20 @@ from pyiceberg.table.update import (
 from app.rules.table.changes import Changes, Handler, apply_with_pyiceberg
 
 
+def _require_non_negative(value: int | None, what: str) -> None:
+    """Snapshot ids and sequence numbers are never negative: Java makes snapshot ids from a uuid's
+    bits with the sign bit cleared, sequence numbers count up from 0, and ``-1`` stands for "no
+    snapshot" in metadata (``current-snapshot-id``) and in clients. A negative one in an update
+    is a broken or hostile writer, refused before it reaches the table's history."""
+    if value is not None and value < 0:
+        raise ValueError(f"Invalid {what}: {value} (must not be negative)")
+
+
 def _add_snapshot(metadata: TableMetadata, update: AddSnapshotUpdate, changes: Changes) -> TableMetadata:
     snapshot = update.snapshot
+    _require_non_negative(snapshot.snapshot_id, "snapshot id")
+    _require_non_negative(snapshot.parent_snapshot_id, "parent snapshot id")
+    _require_non_negative(snapshot.sequence_number, "sequence number")
     for present, what in (
         (metadata.schemas, "schema"),
         (metadata.partition_specs, "partition spec"),
@@ -89,6 +101,7 @@ def _assign_row_ids(metadata: TableMetadata, snapshot: Snapshot) -> tuple[Snapsh
 
 
 def _set_snapshot_ref(metadata: TableMetadata, update: SetSnapshotRefUpdate, changes: Changes) -> TableMetadata:
+    _require_non_negative(update.snapshot_id, "snapshot id")
     ref = SnapshotRef(
         snapshot_id=update.snapshot_id,
         snapshot_ref_type=update.type,
@@ -129,6 +142,8 @@ def _remove_snapshots(metadata: TableMetadata, update: RemoveSnapshotsUpdate, ch
     """Java's ``removeSnapshots``: unknown ids are ignored; refs, statistics and partition
     statistics of removed snapshots go too; remaining snapshots keep their parent ids (PyIceberg
     clears them, losing lineage). The snapshot log is corrected at the end of the commit."""
+    for snapshot_id in update.snapshot_ids:
+        _require_non_negative(snapshot_id, "snapshot id")
     known = {snapshot.snapshot_id for snapshot in metadata.snapshots}
     removed = known.intersection(update.snapshot_ids)
     if not removed:
@@ -153,10 +168,12 @@ def _remove_snapshot_ref(metadata: TableMetadata, update: RemoveSnapshotRefUpdat
 
 
 def _set_statistics(metadata: TableMetadata, update: SetStatisticsUpdate, _: Changes) -> TableMetadata:
+    _require_non_negative(update.statistics.snapshot_id, "snapshot id")
     return apply_with_pyiceberg(metadata, update)
 
 
 def _remove_statistics(metadata: TableMetadata, update: RemoveStatisticsUpdate, _: Changes) -> TableMetadata:
+    _require_non_negative(update.snapshot_id, "snapshot id")
     if not any(s.snapshot_id == update.snapshot_id for s in metadata.statistics):
         return metadata
     return apply_with_pyiceberg(metadata, update)
@@ -165,12 +182,14 @@ def _remove_statistics(metadata: TableMetadata, update: RemoveStatisticsUpdate, 
 def _set_partition_statistics(
     metadata: TableMetadata, update: SetPartitionStatisticsUpdate, _: Changes
 ) -> TableMetadata:
+    _require_non_negative(update.partition_statistics.snapshot_id, "snapshot id")
     return apply_with_pyiceberg(metadata, update)
 
 
 def _remove_partition_statistics(
     metadata: TableMetadata, update: RemovePartitionStatisticsUpdate, _: Changes
 ) -> TableMetadata:
+    _require_non_negative(update.snapshot_id, "snapshot id")
     if not any(s.snapshot_id == update.snapshot_id for s in metadata.partition_statistics):
         return metadata
     return apply_with_pyiceberg(metadata, update)
