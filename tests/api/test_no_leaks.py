@@ -209,3 +209,60 @@ def test_config_is_the_same_for_a_missing_and_a_hidden_warehouse(app, principals
     seen_missing = elsewhere.client.get("/v1/config", params={"warehouse": missing})
     assert denied(seen_missing)  # it sees the warehouse it holds a grant in, not "tost"
     assert admin.get("/v1/config", params={"warehouse": missing}).status_code == 404
+
+
+# -- everything else: hidden and missing answered alike -------------------------------------
+
+PLAN = "00000000-0000-0000-0000-000000000000"
+SIGN = {"region": "us-east-1", "uri": "http://x/b/k", "method": "GET", "headers": {}}
+# (method, url with {ns} and {t}, body): every read and storage-access operation inside a warehouse
+INSIDE = [
+    ("GET", "{p}/namespaces/{ns}", None),
+    ("HEAD", "{p}/namespaces/{ns}", None),
+    ("GET", "{p}/namespaces", {"parent": "{ns}"}),
+    ("GET", "{p}/namespaces/{ns}/tables", None),
+    ("GET", "{p}/namespaces/{ns}/views", None),
+    ("GET", "{p}/namespaces/{ns}/functions", None),
+    ("GET", "{p}/namespaces/{ns}/functions/{t}", None),
+    ("GET", "{p}/namespaces/{ns}/tables/{t}", None),
+    ("HEAD", "{p}/namespaces/{ns}/tables/{t}", None),
+    ("GET", "{p}/namespaces/{ns}/views/{t}", None),
+    ("GET", "{p}/namespaces/{ns}/tables/{t}/credentials", None),
+    ("POST", "{p}/namespaces/{ns}/tables/{t}/sign", SIGN),
+    ("POST", "{p}/namespaces/{ns}/tables/{t}/plan", {}),
+    ("GET", "{p}/namespaces/{ns}/tables/{t}/plan/" + PLAN, None),
+    ("POST", "{p}/namespaces/{ns}/tables/{t}/tasks", {"plan-task": f"{PLAN}:1"}),
+    ("DELETE", "{p}/namespaces/{ns}/tables/{t}/plan/" + PLAN, None),
+]
+
+
+def _ask(client, method: str, url: str, body: Any, **names: str) -> tuple[int, bytes, dict[str, str]]:
+    path = url.format(p=PREFIX, **names)
+    if method == "GET" and isinstance(body, dict):  # query parameters
+        return _answer(client.get(path, params={k: v.format(**names) for k, v in body.items()}))
+    kwargs = {"json": body} if body is not None else {}
+    return _answer(client.request(method, path, **kwargs))
+
+
+@pytest.mark.parametrize(("method", "url", "body"), INSIDE)
+def test_hidden_and_missing_are_answered_alike(app, principals, method, url, body):
+    """A caller holding a grant elsewhere in the warehouse: for a namespace (and its table) it
+    cannot see, the answer is that for a namespace that does not exist, byte for byte (but the
+    name); the same for a table it cannot see in a namespace it sees."""
+    admin = app.test_client()
+    for namespace in ("open", "hide"):
+        assert admin.post(f"{PREFIX}/namespaces", json={"namespace": [namespace]}).status_code == 200
+        created = admin.post(f"{PREFIX}/namespaces/{namespace}/tables", json=create_request("tab"))
+        assert created.status_code == 200, created.text
+    caller = principals.new("alike")
+    principals.grant(caller, "read", "table", WAREHOUSE, ("open",), "tab")  # sees open, not hide
+    hidden = _ask(caller.client, method, url, body, ns="hide", t="tab")
+    missing = _ask(caller.client, method, url, body, ns="gone", t="tab")
+    assert hidden[0] in (403, 404), hidden
+    assert hidden == (missing[0], missing[1].replace(b"gone", b"hide"), missing[2])
+    if "{t}" in url:  # a table it cannot see in a namespace it sees, against one that is not there
+        assert admin.post(f"{PREFIX}/namespaces/open/tables", json=create_request("sec")).status_code == 200
+        hidden = _ask(caller.client, method, url, body, ns="open", t="sec")
+        missing = _ask(caller.client, method, url, body, ns="open", t="non")
+        assert hidden[0] in (403, 404), hidden
+        assert hidden == (missing[0], missing[1].replace(b"non", b"sec"), missing[2])
