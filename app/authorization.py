@@ -150,9 +150,10 @@ def _table_or_stage(call: Call) -> Rule:
 
 # Every operation of openapi/catalog.yaml that has a handler (a test checks the list is complete).
 OPERATIONS: dict[str, Callable[[Call], Rule]] = {
-    # How to talk to the catalog (prefix, endpoints), nothing of its contents: any authenticated
-    # caller, as clients ask for it before anything else.
-    "getConfig": lambda call: [],
+    # How to talk to a warehouse: for a caller that sees it (any grant on it, above or below it).
+    # Any other gets the warehouse-level 403 whether the warehouse exists or not: answering 200
+    # for one that exists and 404 for one that does not told its existence to anyone.
+    "getConfig": lambda call: [(SEE, Securable.of_warehouse(str(call.params.get("warehouse") or call.warehouse)))],
     "listNamespaces": lambda call: [
         (SEE, call.namespace("parent") if call.params.get("parent") else Securable.of_warehouse(call.warehouse))
     ],
@@ -205,6 +206,8 @@ _MISSING: dict[Kind, type[CatalogError]] = {
 def _hidden(securable: Securable) -> CatalogError:
     """The 404 the operation gives for something that does not exist (the Java catalog's wording)."""
     path = securable.namespace + ((securable.name,) if securable.name is not None else ())
+    if securable.kind is Kind.WAREHOUSE:  # never reached today (a warehouse is refused with 403)
+        path = (securable.warehouse or "",)
     what = securable.kind.value.capitalize()
     return _MISSING[securable.kind](f"{what} does not exist: {format_namespace(path)}")
 

@@ -20,8 +20,16 @@ from app.commits import MetadataFiles
 from app.ground.errors import AlreadyExists, BadRequest, CatalogError, NoSuchNamespace
 from app.ground.limits import check_metadata_schemas, load_json
 from app.ground.locations import Location, is_allowed, safe_segment
+from app.ground.page_tokens import EPHEMERAL, PageTokens
 from app.ground.settings import Settings
-from app.namespaces import Page, PageWindow, WarehouseDirectory, default_namespace_location
+from app.namespaces import (
+    Page,
+    PageWindow,
+    WarehouseDirectory,
+    default_namespace_location,
+    fill_page,
+    names_window,
+)
 from app.rules.identifiers import (
     check_name,
     check_namespace,
@@ -44,6 +52,7 @@ class EntryService:
     kind: str = ""  # "table" or "view": the catalog_entry kind this service owns
     not_found: type[CatalogError] = CatalogError
     authorizer: Authorizer = OPEN  # the app factory sets the catalog's (app/authorization.py)
+    page_tokens: PageTokens = EPHEMERAL  # ... and the installation's page token key (one for all workers)
 
     def __init__(
         self,
@@ -64,17 +73,25 @@ class EntryService:
         self, prefix: str, namespace: tuple[str, ...], page_token: str | None, page_size: int | None
     ) -> Page:
         warehouse = self.warehouses.get(prefix)
-        window = PageWindow.of(page_token, page_size, self.settings.max_page_size, keyed_by=str)
-        names = self.repository.list_entries(warehouse.id, namespace, self.kind, window.after, window.fetch)
-        return self.visible_names(prefix, namespace, names, window)
+        window = self.names_window(warehouse.name, namespace, page_token, page_size)
+        return fill_page(
+            window,
+            lambda after, limit: self.repository.list_entries(warehouse.id, namespace, self.kind, after, limit),
+            lambda names: self.visible(prefix, namespace, names),
+        )
 
-    def visible_names(self, prefix: str, namespace: tuple[str, ...], names: list[str], window: PageWindow) -> Page:
-        """The page of ``names`` (fetched for ``window``) the caller may see; a page may come out
-        shorter than asked (its token still leads on). The event loop's listings use it too."""
-        page = window.page(names)
+    def names_window(
+        self, warehouse: str, namespace: tuple[str, ...], page_token: str | None, page_size: int | None
+    ) -> PageWindow:
+        """listTables' or listViews' window (handler and event loop alike)."""
+        operation = "listTables" if self.kind == "table" else "listViews"
+        max_size = self.settings.max_page_size
+        return names_window(operation, warehouse, namespace, page_token, page_size, max_size, self.page_tokens)
+
+    def visible(self, prefix: str, namespace: tuple[str, ...], names: list[str]) -> list[str]:
+        """The names the caller may see (the event loop's listings use it too)."""
         kind = Kind(self.kind)
-        visible = self.authorizer.filter(page.items, lambda name: Securable.of_entry(kind, prefix, namespace, name))
-        return Page(visible, page.next_page_token)
+        return self.authorizer.filter(names, lambda name: Securable.of_entry(kind, prefix, namespace, name))
 
     def may_write(self, warehouse: str, namespace: tuple[str, ...], name: str, creating: bool = False) -> bool:
         """Whether vended credentials for this entry may write (else read-only): WRITE on it, or

@@ -20,8 +20,9 @@ from app.authorization import OPEN, Authorizer
 from app.entries import EntryService
 from app.ground.errors import BadRequest, NoSuchFunction, NoSuchNamespace
 from app.ground.limits import load_json
+from app.ground.page_tokens import EPHEMERAL, PageTokens
 from app.ground.settings import Settings
-from app.namespaces import Page, WarehouseDirectory, page_of_names
+from app.namespaces import Page, WarehouseDirectory, names_window, page_of_names
 from app.rules.function_metadata import check_function_metadata
 from app.rules.identifiers import check_name, format_namespace
 from app.rules.metadata_files import decode_metadata
@@ -50,6 +51,7 @@ def function_metadata_schema(spec: dict[str, Any]) -> SchemaCheck:
 
 class FunctionService:
     authorizer: Authorizer = OPEN  # the app factory sets the catalog's (app/authorization.py)
+    page_tokens: PageTokens = EPHEMERAL  # ... and the installation's page token key (one for all workers)
 
     def __init__(
         self,
@@ -71,14 +73,22 @@ class FunctionService:
         self, prefix: str, namespace: tuple[str, ...], page_token: str | None, page_size: int | None
     ) -> Page:
         warehouse = self.warehouses.get(prefix)
-        page = page_of_names(
+        window = names_window(
+            "listFunctions",
+            warehouse.name,
+            namespace,
             page_token,
             page_size,
             self.settings.max_page_size,
+            self.page_tokens,
+        )
+        page = page_of_names(
+            window,
             lambda after, limit: self.repository.list_names(warehouse.id, namespace, after, limit),
         )
         securable = Securable.of_entry(Kind.FUNCTION, prefix, namespace, "")  # its namespace's grants
-        return page if self.authorizer.may(Privilege.READ, securable) else Page([], page.next_page_token)
+        # Without READ none of them is visible: no token either (pages of nothing would count them).
+        return page if self.authorizer.may(Privilege.READ, securable) else Page([], None)
 
     def load(self, prefix: str, namespace: tuple[str, ...], name: str) -> FunctionRow:
         warehouse = self.warehouses.get(prefix)

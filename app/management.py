@@ -18,12 +18,12 @@ from urllib.parse import urlparse
 from app.ground.errors import AlreadyExists, BadRequest, CatalogError, NoSuchWarehouse, NotFound
 from app.ground.events import audit
 from app.ground.locations import InvalidLocation, Location
+from app.ground.page_tokens import EPHEMERAL, PageTokens, scope
 from app.ground.secrets import SecretBox
 from app.ground.settings import RESERVED_PREFIXES, WAREHOUSE_NAME, Settings
 from app.management_rights import ManagementRights
-from app.namespaces import Page, WarehouseDirectory, page_of
+from app.namespaces import Page, PageWindow, WarehouseDirectory
 from app.principals import CLIENT_ID, Credential, PrincipalService
-from app.rules.identifiers import decode_page_token, encode_page_token, page_window
 from app.rules.privileges import Privilege
 from app.storage_access import CREDENTIALS_MODES, REMOTE_SIGNING, STATIC
 from storage.management_rows import KEEP, GrantRow, ManagementRows, Securable
@@ -61,6 +61,8 @@ class ManagementService(ManagementRights):
         self.warehouses = warehouses
         self._box = SecretBox(settings.secrets_key) if settings.secrets_key else None
 
+    page_tokens: PageTokens = EPHEMERAL  # create_app puts the installation's page token key here
+
     def _changed(self, action: str, who: str | None, target: dict[str, Any]) -> None:
         audit(action, who, target)
 
@@ -79,7 +81,8 @@ class ManagementService(ManagementRights):
     def list_principals(self, page_token: str | None, page_size: int | None) -> Page:
         self.require_principal_directory("list-principals", {})
         names = [row.client_id for row in self.principals.repository.list() if not row.deleted]
-        return self._page_of_names(page_token, page_size, lambda after, limit: _slice(names, after, limit))
+        window = self._window(scope("listPrincipals"), page_token, page_size)
+        return self._page_of_names(window, lambda after, limit: _slice(names, after, limit))
 
     def get_principal(self, name: str) -> dict[str, Any]:
         self.require_principal_directory("get-principal", {"principal": name})
@@ -118,7 +121,7 @@ class ManagementService(ManagementRights):
 
     def list_roles(self, page_token: str | None, page_size: int | None) -> Page:
         self.require_grant_manager("list-roles", {})
-        return self._page_of_names(page_token, page_size, self.rows.list_roles)
+        return self._page_of_names(self._window(scope("listRoles"), page_token, page_size), self.rows.list_roles)
 
     def get_role(self, name: str) -> dict[str, Any]:
         self.require_grant_manager("get-role", {"role": name})
@@ -160,7 +163,7 @@ class ManagementService(ManagementRights):
                 raise NoSuchRole(f"Role does not exist: {role}")
             return members
 
-        return self._page_of_names(page_token, page_size, fetch)
+        return self._page_of_names(self._window(scope("listRoleMembers", role), page_token, page_size), fetch)
 
     def _require_principal(self, name: str) -> None:
         row = self.principals.repository.get(name) if CLIENT_ID.match(name) else None
@@ -190,17 +193,15 @@ class ManagementService(ManagementRights):
 
     def grants_of_role(self, role: str, page_token: str | None, page_size: int | None) -> Page:
         self.require_role_manager("list-grants", {"role": role}, role)
-        return self._page_of_grants(
-            page_token, page_size, lambda after, limit: self.rows.grants_of_role(role, after, limit)
-        )
+        window = self._window(scope("listGrantsOfRole", role), page_token, page_size)
+        return self._page_of_grants(window, lambda after, limit: self.rows.grants_of_role(role, after, limit))
 
     def grants_on(self, securable: dict[str, Any], page_token: str | None, page_size: int | None) -> Page:
         self.require_grant_manager("list-grants", {"securable": securable})
         parsed = parse_securable(securable)
         self.require_grants_reader("list-grants", {"securable": securable}, parsed)
-        return self._page_of_grants(
-            page_token, page_size, lambda after, limit: self.rows.grants_on(parsed, after, limit)
-        )
+        window = self._window(scope("listGrantsOn", securable_view(parsed)), page_token, page_size)
+        return self._page_of_grants(window, lambda after, limit: self.rows.grants_on(parsed, after, limit))
 
     # -- warehouses -------------------------------------------------------------------------
 
@@ -220,10 +221,8 @@ class ManagementService(ManagementRights):
 
     def list_warehouses(self, page_token: str | None, page_size: int | None) -> Page:
         self.require_warehouse_reader("list-warehouses", {})
-        paginate, limit = page_window(page_token, page_size, self.settings.max_page_size)
-        after = _name_token(page_token)
-        rows = self.rows.list_warehouses(after, None if limit is None else limit + 1)
-        return page_of(rows, limit, (lambda last: encode_page_token(last.name)) if paginate else None)
+        window = self._window(scope("listWarehouses"), page_token, page_size)
+        return window.page(self.rows.list_warehouses(window.after, window.fetch), lambda row: row.name)
 
     def get_warehouse(self, name: str) -> WarehouseRow:
         self.require_warehouse_reader("get-warehouse", {"warehouse": name})
@@ -329,22 +328,19 @@ class ManagementService(ManagementRights):
 
     # -- pagination -------------------------------------------------------------------------
 
-    def _page_of_names(
-        self, page_token: str | None, page_size: int | None, fetch: Callable[[str | None, int | None], list[str]]
-    ) -> Page:
-        paginate, limit = page_window(page_token, page_size, self.settings.max_page_size)
-        names = fetch(_name_token(page_token), None if limit is None else limit + 1)
-        return page_of(names, limit, encode_page_token if paginate else None)
+    def _window(self, listing: bytes, page_token: str | None, page_size: int | None) -> PageWindow:
+        """A management listing's window: its tokens are sealed for that listing only."""
+        return PageWindow.of(page_token, page_size, self.settings.max_page_size, str, self.page_tokens, listing)
 
-    def _page_of_grants(
-        self, page_token: str | None, page_size: int | None, fetch: Callable[[int | None, int | None], list[GrantRow]]
-    ) -> Page:
-        paginate, limit = page_window(page_token, page_size, self.settings.max_page_size)
-        after = _name_token(page_token)
-        if after is not None and not after.isdigit():
+    def _page_of_names(self, window: PageWindow, fetch: Callable[[str | None, int | None], list[str]]) -> Page:
+        return window.page(fetch(window.after, window.fetch))  # type: ignore[arg-type]
+
+    def _page_of_grants(self, window: PageWindow, fetch: Callable[[int | None, int | None], list[GrantRow]]) -> Page:
+        after = window.after
+        if isinstance(after, str) and not after.isdigit():  # sealed by us: never
             raise BadRequest("Invalid pageToken")
-        rows = fetch(int(after) if after is not None else None, None if limit is None else limit + 1)
-        return page_of(rows, limit, (lambda last: encode_page_token(str(last.id))) if paginate else None)
+        rows = fetch(int(after) if isinstance(after, str) else None, window.fetch)
+        return window.page(rows, lambda row: str(row.id))
 
 
 def warehouse_view(row: WarehouseRow) -> dict[str, Any]:
@@ -415,15 +411,6 @@ def _s3_location(text: object, what: str) -> Location:
     if location.scheme != "s3":
         raise BadRequest(f"Invalid {what} {location.uri}: a managed warehouse lives in S3 (s3://bucket/path)")
     return location
-
-
-def _name_token(page_token: str | None) -> str | None:
-    if not page_token:  # absent, or empty: the first page
-        return None
-    after = decode_page_token(page_token)
-    if not isinstance(after, str):
-        raise BadRequest("Invalid pageToken")
-    return after
 
 
 def _slice(names: list[str], after: str | None, limit: int | None) -> list[str]:

@@ -23,16 +23,18 @@ from app.ground.errors import (
     UnprocessableEntity,
 )
 from app.ground.locations import Location, safe_segment
+from app.ground.page_tokens import EPHEMERAL, PageTokens, scope
 from app.ground.secrets import SecretBox
 from app.ground.settings import S3Settings, Settings
 from app.idempotency import iso8601_duration
-from app.rules.identifiers import decode_page_token, encode_page_token, format_namespace, page_window
+from app.rules.identifiers import format_namespace, page_window
 from app.rules.privileges import Securable
 from storage.management_rows import ManagementRows
 from storage.objects import ObjectStore, S3ObjectStore
 from storage.repository import CatalogRepository, WarehouseRow
 
 WAREHOUSE_CACHE_TTL_S = 30.0
+MAX_BATCH = 1000  # rows a listing fetches at most at once while it fills a page (fill_page)
 
 
 @dataclass(frozen=True)
@@ -44,29 +46,78 @@ class Page:
 @dataclass(frozen=True)
 class PageWindow:
     """Which items a list request asks for: after which key, how many, and whether the answer
-    carries a next-page token (``page_window``). Namespaces are keyed by their path (a list),
-    tables, views and functions by their name (a string): a token of the other kind is a 400."""
+    carries a next-page token (``page_window``). Tokens are sealed for one ``listing``
+    (app/ground/page_tokens.py): namespaces are keyed by their path (a list), tables, views and
+    functions by their name (a string); a token of another listing, or not ours, is a 400."""
 
     paginate: bool
     limit: int | None
     after: list[str] | str | None
+    tokens: PageTokens
+    listing: bytes
 
     @classmethod
-    def of(cls, page_token: str | None, page_size: int | None, max_page_size: int, keyed_by: type) -> PageWindow:
+    def of(
+        cls,
+        page_token: str | None,
+        page_size: int | None,
+        max_page_size: int,
+        keyed_by: type,
+        tokens: PageTokens,
+        listing: bytes,
+    ) -> PageWindow:
         paginate, limit = page_window(page_token, page_size, max_page_size)
-        after = decode_page_token(page_token) if page_token else None
-        if after is not None and not isinstance(after, keyed_by):  # a token of the other kind of list
+        after = tokens.open(listing, page_token) if page_token else None
+        if after is not None and not isinstance(after, keyed_by):  # sealed for this listing: never
             raise BadRequest("Invalid pageToken")
-        return cls(paginate, limit, after)
+        return cls(paginate, limit, after, tokens, listing)
 
     @property
     def fetch(self) -> int | None:
         """Rows to fetch: one more than the page, to learn whether another page exists."""
         return None if self.limit is None else self.limit + 1
 
-    def page(self, rows: list[Any]) -> Page:
-        """The page of ``rows`` fetched for this window, with the next page's token."""
-        return page_of(rows, self.limit, (lambda last: encode_page_token(_key(last))) if self.paginate else None)
+    def page(self, rows: list[Any], key_of: Callable[[Any], list[str] | str] | None = None) -> Page:
+        """The page of ``rows`` fetched for this window, with the next page's (sealed) token:
+        of the last row's key (``key_of``; by default a name, or a namespace's path)."""
+        key = key_of or _key
+        seal = self.tokens.seal
+        return page_of(rows, self.limit, (lambda last: seal(self.listing, key(last))) if self.paginate else None)
+
+
+def fill_page(
+    window: PageWindow,
+    fetch: Callable[[Any, int | None], list[Any]],
+    visible: Callable[[list[Any]], list[Any]],
+) -> Page:
+    """A page of up to ``window.limit`` items the caller may see, fetched in batches.
+
+    A page filtered after one fetch could come out short or empty with a token that still led
+    on: a caller paging one item at a time counted the hidden items between the ones it sees,
+    and each token stood on a hidden name. Here rows are fetched on (the first batch is the
+    window's one-more-than-a-page, so a caller who sees everything costs one query as before;
+    later batches double, up to ``MAX_BATCH``) until one visible item more than the page is
+    found or the listing ends; the token stands on the page's last visible item. So the pages
+    are exactly the visible items, and a token is handed out only when another visible item follows.
+    """
+    batch = window.fetch
+    rows = fetch(window.after, batch)
+    found = visible(rows)
+    while batch is not None and window.limit is not None and len(found) <= window.limit and len(rows) == batch:
+        after = _key(rows[-1])
+        batch = min(batch * 2, MAX_BATCH)
+        rows = fetch(after, batch)
+        found += visible(rows)
+    return window.page(found)
+
+
+def first_batch_page(window: PageWindow, rows: list[Any], visible: Callable[[list[Any]], list[Any]]) -> Page | None:
+    """``fill_page``'s answer when its first batch (``rows``) decides it, else None (the event
+    loop then leaves the request to the handler, which fetches on in a thread)."""
+    found = visible(rows)
+    if window.fetch is None or window.limit is None or len(found) > window.limit or len(rows) < window.fetch:
+        return window.page(found)
+    return None
 
 
 def _key(item: Any) -> list[str] | str:
@@ -237,6 +288,7 @@ def namespace_answer(warehouse: WarehouseRow, namespace: tuple[str, ...], proper
 
 class NamespaceService:
     authorizer: Authorizer = OPEN  # the app factory sets the catalog's (app/authorization.py)
+    page_tokens: PageTokens = EPHEMERAL  # ... and the installation's page token key (one for all workers)
 
     def __init__(self, settings: Settings, repository: CatalogRepository, objects: ObjectStore) -> None:
         self.settings = settings
@@ -290,16 +342,23 @@ class NamespaceService:
         page_size: int | None,
     ) -> Page:
         warehouse = self.warehouses.get(prefix)
-        window = PageWindow.of(page_token, page_size, self.settings.max_page_size, keyed_by=list)
-        rows = self.repository.list_namespaces(warehouse.id, parent, window.after, window.fetch)
-        return self.visible_page(prefix, rows, window)
+        window = self.namespaces_window(warehouse.name, parent, page_token, page_size)
+        return fill_page(
+            window,
+            lambda after, limit: self.repository.list_namespaces(warehouse.id, parent, after, limit),
+            lambda rows: self.visible(prefix, rows),
+        )
 
-    def visible_page(self, prefix: str, rows: list[tuple[str, ...]], window: PageWindow) -> Page:
-        """The page of ``rows`` (fetched for ``window``) the caller may see; a page may come out
-        shorter than asked (its token still leads on). The event loop's listNamespaces uses it too."""
-        page = window.page(rows)
-        visible = self.authorizer.filter(page.items, lambda path: Securable.of_namespace(prefix, tuple(path)))
-        return Page(visible, page.next_page_token)
+    def namespaces_window(
+        self, warehouse: str, parent: tuple[str, ...] | None, page_token: str | None, page_size: int | None
+    ) -> PageWindow:
+        """listNamespaces' window: its tokens lead on in this warehouse, under this parent only."""
+        listing = scope("listNamespaces", warehouse, list(parent) if parent else None)
+        return PageWindow.of(page_token, page_size, self.settings.max_page_size, list, self.page_tokens, listing)
+
+    def visible(self, prefix: str, rows: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+        """The namespaces of ``rows`` the caller may see (the event loop's listNamespaces uses it too)."""
+        return self.authorizer.filter(rows, lambda path: Securable.of_namespace(prefix, tuple(path)))
 
     def create_namespace(self, prefix: str, namespace: tuple[str, ...], properties: dict[str, str]) -> dict[str, Any]:
         warehouse = self.warehouses.get(prefix)
@@ -357,17 +416,24 @@ def default_namespace_location(warehouse: WarehouseRow, namespace: tuple[str, ..
     return f"{warehouse.location.rstrip('/')}/{'/'.join(safe_segment(level) for level in namespace)}"
 
 
-def page_of_names(
+def names_window(
+    operation: str,
+    warehouse: str,
+    namespace: tuple[str, ...],
     page_token: str | None,
     page_size: int | None,
     max_page_size: int,
-    fetch: Callable[[str | None, int | None], list[str]],
-) -> Page:
-    """A page of names in one namespace (tables, views, functions), keyset-paginated by name.
+    tokens: PageTokens,
+) -> PageWindow:
+    """The window of a listing of names in one namespace (tables, views, functions): its
+    tokens lead on in this listing of this namespace only."""
+    listing = scope(operation, warehouse, list(namespace))
+    return PageWindow.of(page_token, page_size, max_page_size, str, tokens, listing)
 
-    ``fetch(after, limit)`` returns up to ``limit`` names after ``after`` in byte order.
-    """
-    window = PageWindow.of(page_token, page_size, max_page_size, keyed_by=str)
+
+def page_of_names(window: PageWindow, fetch: Callable[[str | None, int | None], list[str]]) -> Page:
+    """A page of names keyset-paginated by name: ``fetch(after, limit)`` returns up to ``limit``
+    names after ``after`` in byte order."""
     return window.page(fetch(window.after, window.fetch))  # type: ignore[arg-type]
 
 

@@ -61,6 +61,8 @@ from app.functions import FunctionService, function_metadata_schema
 from app.ground import limits, metrics
 from app.ground.errors import CatalogError
 from app.ground.events import configure_event_logs
+from app.ground.page_tokens import PageTokens
+from app.ground.page_tokens import new_key as new_page_key
 from app.ground.settings import Settings
 from app.housekeeping import Housekeeper
 from app.idempotency import IdempotencyService
@@ -78,6 +80,7 @@ from storage.idempotency import IdempotencyRepository
 from storage.management_rows import ManagementRows
 from storage.migrate import migrate
 from storage.objects import RoutingObjectStore
+from storage.page_keys import PageKeyRepository
 from storage.plans import PlanRepository
 from storage.repository import AsyncEntryReader, CatalogRepository
 from storage.staged import AsyncPlacesReader
@@ -118,11 +121,16 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     auth.state.listeners.append(service.warehouses.invalidate)
     management = ManagementService(settings, ManagementRows(database), auth.principals, service.warehouses)
     management.authorizer = authorizer
+    # Page tokens are sealed with the installation's key (kept in PostgreSQL: storage/page_keys.py),
+    # so a token one worker or replica hands out is read by any other, and after a restart.
+    page_tokens = PageTokens()
+    service.page_tokens = tables.page_tokens = views.page_tokens = management.page_tokens = page_tokens
     # PostgreSQL down at boot must not fail the worker (gunicorn would stop): see app/edge/startup.py.
     startup = Startup(
         [
             lambda: _migrate(settings.database_url),
             service.ensure_default_warehouse,
+            lambda: page_tokens.install(PageKeyRepository(database).key(new_page_key())),
             auth.start,
             housekeeper.start,
         ]
@@ -244,6 +252,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     flask_app.extensions[IDEMPOTENCY] = IdempotencyService(idempotency_keys, settings.idempotency_lifetime_s)
     flask_app.extensions[FUNCTIONS] = build_functions(settings, database, repository, objects, service.warehouses, spec)
     flask_app.extensions[FUNCTIONS].authorizer = authorizer
+    flask_app.extensions[FUNCTIONS].page_tokens = page_tokens
     flask_app.extensions[AUTHORIZER] = authorizer
     flask_app.extensions[PLANS] = planning
     flask_app.extensions[SIGNER] = signer

@@ -34,7 +34,14 @@ from app.edge.door import InThread
 from app.edge.responses import JSON, Rendered, parse_load_table, render_table, table_name
 from app.entries import EntryService
 from app.ground.errors import CatalogError
-from app.namespaces import NamespaceService, PageWindow, identifiers_answer, namespace_answer, namespaces_answer
+from app.namespaces import (
+    NamespaceService,
+    PageWindow,
+    first_batch_page,
+    identifiers_answer,
+    namespace_answer,
+    namespaces_answer,
+)
 from app.rules.identifiers import parse_namespace
 from app.signing import RemoteSigner, SignedRequest
 from app.tables import TABLE, TableService
@@ -149,26 +156,26 @@ class LoadNamespaceOnLoop(_JsonReadOnLoop):
 
 class _PageOnLoop(_JsonReadOnLoop):
     """A listing's page: the handler judges an invalid page token, and - when the caller's grants
-    are not cached, which the page's filter needs - the whole request."""
-
-    keyed_by: type  # what a page token of this listing holds (PageWindow.of)
+    are not cached, which the page's filter needs, or when the first batch of rows does not fill
+    the page with items the caller sees (``first_batch_page``) - the whole request."""
 
     async def _answer(self, kwargs: dict[str, Any], warehouse: WarehouseRow) -> dict[str, Any] | None:
         if self.authorizer.cached() is None:
             return None
         try:
-            window = PageWindow.of(
-                kwargs.get("pageToken"),
-                kwargs.get("pageSize"),
-                self.service.settings.max_page_size,
-                keyed_by=self.keyed_by,
-            )
+            parent, window = self._window(kwargs, warehouse)
         except CatalogError:
             return None  # the handler answers the 400
-        return await self._page(kwargs, warehouse, window)
+        return await self._page(kwargs, warehouse, parent, window)
 
     @abstractmethod
-    async def _page(self, kwargs: dict[str, Any], warehouse: WarehouseRow, window: PageWindow) -> dict[str, Any] | None:
+    def _window(self, kwargs: dict[str, Any], warehouse: WarehouseRow) -> tuple[Any, PageWindow]:
+        """The listing's parent and window, as the service's handler path makes them."""
+
+    @abstractmethod
+    async def _page(
+        self, kwargs: dict[str, Any], warehouse: WarehouseRow, parent: Any, window: PageWindow
+    ) -> dict[str, Any] | None:
         """The page's body for ``window``; None: the handler answers (no such parent or namespace)."""
 
 
@@ -176,21 +183,29 @@ class ListNamespacesOnLoop(_PageOnLoop):
     """listNamespaces' page, read on the event loop (a missing parent: the handler's 404)."""
 
     operation_id = "listNamespaces"
-    keyed_by = list
     service: NamespaceService
 
-    async def _page(self, kwargs: dict[str, Any], warehouse: WarehouseRow, window: PageWindow) -> dict[str, Any] | None:
+    def _window(self, kwargs: dict[str, Any], warehouse: WarehouseRow) -> tuple[Any, PageWindow]:
         parent = kwargs.get("parent")
         levels = parse_namespace(parent, self.separator) if parent is not None else None
-        rows = await self.reader.list_namespaces(warehouse.id, levels, window.after, window.fetch)
-        return None if rows is None else namespaces_answer(self.service.visible_page(kwargs["prefix"], rows, window))
+        return levels, self.service.namespaces_window(
+            warehouse.name, levels, kwargs.get("pageToken"), kwargs.get("pageSize")
+        )
+
+    async def _page(
+        self, kwargs: dict[str, Any], warehouse: WarehouseRow, parent: Any, window: PageWindow
+    ) -> dict[str, Any] | None:
+        rows = await self.reader.list_namespaces(warehouse.id, parent, window.after, window.fetch)
+        if rows is None:
+            return None
+        page = first_batch_page(window, rows, lambda found: self.service.visible(kwargs["prefix"], found))
+        return None if page is None else namespaces_answer(page)
 
 
 class ListEntriesOnLoop(_PageOnLoop):
     """listTables' or listViews' page (``service.kind``), read on the event loop (a missing
     namespace: the handler's 404)."""
 
-    keyed_by = str
     service: EntryService
 
     def __init__(
@@ -199,12 +214,20 @@ class ListEntriesOnLoop(_PageOnLoop):
         super().__init__(service, reader, namespace_separator, serialize)
         self.operation_id = "listTables" if service.kind == TABLE else "listViews"
 
-    async def _page(self, kwargs: dict[str, Any], warehouse: WarehouseRow, window: PageWindow) -> dict[str, Any] | None:
+    def _window(self, kwargs: dict[str, Any], warehouse: WarehouseRow) -> tuple[Any, PageWindow]:
         namespace = parse_namespace(kwargs["namespace"], self.separator)
-        names = await self.reader.list_entries(warehouse.id, namespace, self.service.kind, window.after, window.fetch)
+        return namespace, self.service.names_window(
+            warehouse.name, namespace, kwargs.get("pageToken"), kwargs.get("pageSize")
+        )
+
+    async def _page(
+        self, kwargs: dict[str, Any], warehouse: WarehouseRow, parent: Any, window: PageWindow
+    ) -> dict[str, Any] | None:
+        names = await self.reader.list_entries(warehouse.id, parent, self.service.kind, window.after, window.fetch)
         if names is None:
             return None
-        return identifiers_answer(namespace, self.service.visible_names(kwargs["prefix"], namespace, names, window))
+        page = first_batch_page(window, names, lambda found: self.service.visible(kwargs["prefix"], parent, found))
+        return None if page is None else identifiers_answer(parent, page)
 
 
 async def _authorize(authorizer: Authorizer, operation_id: str, kwargs: dict[str, Any], in_thread: InThread) -> None:

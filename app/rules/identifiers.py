@@ -1,10 +1,9 @@
-"""Namespace and name parsing, and opaque page tokens. Pure functions, no I/O."""
+"""Namespace and name parsing, and the window of a paged list. Pure functions, no I/O.
+
+Page tokens themselves are sealed by app/ground/page_tokens.py."""
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from functools import lru_cache
 from urllib.parse import unquote
 
@@ -58,23 +57,6 @@ def parse_namespace(raw: str, advertised_separator: str) -> tuple[str, ...]:
 
 def format_namespace(levels: tuple[str, ...] | list[str]) -> str:
     return ".".join(levels)
-
-
-def encode_page_token(last_key: list[str] | str) -> str:
-    raw = json.dumps(last_key, separators=(",", ":"), ensure_ascii=False).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_page_token(token: str) -> list[str] | str:
-    """Decode a token made by ``encode_page_token``; anything else is a 400."""
-    try:
-        padded = token + "=" * (-len(token) % 4)
-        value = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
-    except (ValueError, binascii.Error, UnicodeError) as exc:
-        raise BadRequest("Invalid pageToken") from exc
-    if isinstance(value, str) or (isinstance(value, list) and value and all(isinstance(v, str) for v in value)):
-        return value
-    raise BadRequest("Invalid pageToken")
 
 
 def page_window(page_token: str | None, page_size: int | None, max_page_size: int) -> tuple[bool, int | None]:

@@ -54,7 +54,7 @@ def _revoked_token(auth_app, token_forge, action: str) -> str:
     credential = principals.create("m-" + uuid.uuid4().hex[:10])
     token = fetch_token(auth_app.test_client(), credential.client_id, credential.secret)
     client = auth_app.test_client(headers={"Authorization": f"Bearer {token}"})
-    assert client.get("/v1/config").status_code == 200
+    assert client.get("/v1/config").status_code == 403  # accepted (not 401), and it holds no grant
     assert (principals.delete if action == "deleted" else principals.rotate)(credential.client_id)
     deadline = time.monotonic() + 5  # every worker notices within about a second
     while client.get("/v1/config").status_code != 401:

@@ -54,7 +54,9 @@ def _as(app, credential: dict):
     at once (the verifier reloads the auth state for a principal it has not seen yet)."""
     token = fetch_token(app.anonymous_client(), credential["client-id"], credential["client-secret"])
     user = app.anonymous_client(headers={"Authorization": f"Bearer {token}"})
-    assert user.get("/v1/config").status_code == 200
+    # accepted: not 401 (the token is good); a principal without grants is refused /v1/config
+    # itself (403, the same whether the warehouse exists or not), an admin gets it
+    assert user.get("/v1/config").status_code in (200, 403)
     return user
 
 
@@ -232,6 +234,7 @@ def test_grant_bad_input(client, role):
 def test_non_admin_is_forbidden_and_nothing_is_written(app, client, principal, role, db, caplog):
     caplog.set_level(logging.INFO, logger="growler.audit")
     user = _as(app, principal)
+    caplog.clear()  # _as's probe of /v1/config was refused too (the principal holds no grant)
     before = db.execute("SELECT version FROM auth_state").fetchone()[0]
     attempts = [
         ("get", f"{M}/principals", None),
