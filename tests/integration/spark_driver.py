@@ -94,7 +94,37 @@ def read_count(spark, table: str, options: dict[str, str]) -> int:
     return spark.read.options(**options).table(table).count()
 
 
-CALLS = {"delete_orphan_files": delete_orphan_files, "read_count": read_count}
+def concurrent_inserts(spark, table: str, writers: int, inserts: int) -> list[list]:
+    """``writers`` threads of this session, released together by a barrier, each running
+    ``inserts`` INSERTs of ``(writer, n)`` into ``table``: ``[writer, n, None | error]`` per
+    INSERT (the error: the exception's class and message, as the job would surface it)."""
+    import threading
+
+    barrier = threading.Barrier(writers)
+    outcomes: list[list] = []
+
+    def write(writer: int) -> None:
+        barrier.wait()
+        for n in range(inserts):
+            try:
+                spark.sql(f"INSERT INTO {table} VALUES ({writer}, {n})")
+                outcomes.append([writer, n, None])
+            except Exception as exc:  # noqa: BLE001 - what a job would see, reported as it is
+                outcomes.append([writer, n, f"{type(exc).__name__}: {exc}"])
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sorted(outcomes, key=lambda o: (o[0], o[1]))
+
+
+CALLS = {
+    "delete_orphan_files": delete_orphan_files,
+    "read_count": read_count,
+    "concurrent_inserts": concurrent_inserts,
+}
 
 
 def handle(spark, request: tuple):

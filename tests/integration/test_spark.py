@@ -801,3 +801,35 @@ def test_two_spark_drivers_commit_from_the_same_base(spark, second_spark, server
         )
     )
     assert [writer_of[s] for s, _ in snapshots] == [who for r in barrier.rounds for who in r.arrived]
+
+
+# ------------------------------------------------------------------------------------------
+# eight writers in one Spark job, each way of reaching storage
+# ------------------------------------------------------------------------------------------
+
+WRITERS, INSERTS = 8, 3
+# What a storage permission error looks like to a Spark job (S3FileIO, the AWS SDK, the signer).
+STORAGE_REFUSALS = ("AccessDenied", "Access Denied", "403", "Forbidden", "S3Exception", "SignatureDoesNotMatch")
+
+
+def test_concurrent_writers_meet_retries_or_clean_conflicts_never_storage_errors(spark, server, ns, objects, access):
+    """8 threads of one Spark job, released by a barrier, append to one table: every lost race
+    ends in Iceberg's retry or a clean CommitFailedException, never a storage permission error
+    (the orphans of a lost race are cleaned up one object at a time, which signing allows), and
+    every acknowledged INSERT, and nothing else, is in the table; nothing is written outside it."""
+    name = f"{ns}.contended"
+    table = f"{access.catalog}.{name}"
+    spark.sql(f"CREATE TABLE {table} (writer int, n int) USING iceberg")
+    outcomes = spark.call("concurrent_inserts", table, WRITERS, INSERTS)
+    assert len(outcomes) == WRITERS * INSERTS
+    errors = [error for _, _, error in outcomes if error is not None]
+    assert all("CommitFailedException" in error for error in errors), errors
+    assert not [e for e in errors if any(refusal in e for refusal in STORAGE_REFUSALS)], errors
+    acknowledged = sorted((writer, n) for writer, n, error in outcomes if error is None)
+    assert len(acknowledged) > WRITERS  # the retries carried most of them through
+    spark.sql(f"REFRESH TABLE {table}")
+    assert rows(spark, f"SELECT writer, n FROM {table} ORDER BY writer, n") == acknowledged
+    assert snapshot_operations(spark, table) == ["append"] * len(acknowledged)
+    location = load_table(server, ns, "contended", access.warehouse)["metadata"]["location"]
+    namespace_root = location.rsplit("/", 1)[0]
+    assert all(o.startswith(location + "/") for o in objects_under(objects, namespace_root))

@@ -85,3 +85,27 @@ def test_a_function_holds_what_its_namespace_holds():
     function = Securable.of_entry(Kind.FUNCTION, "wh", ("a",), "f")
     assert held((R, ns("a"))).holds(R, function)
     assert not held((R, table("a", "f"))).holds(R, function)
+
+
+def test_delegation_gives_only_what_one_holds_and_roles_only_whole():
+    """manage-grants delegates the privileges held on the securable and below; a role is managed
+    only by who could give every grant it holds (app/management_rights.py reads these)."""
+    owner = held((Privilege.MANAGE_GRANTS, ns("a")), (R, ns("a")))
+    assert owner.manages_grants() and not EffectiveGrants().manages_grants()
+    assert owner.may_grant(R, ns("a")) and owner.may_grant(R, table("a", "t"))
+    assert owner.may_grant(Privilege.MANAGE_GRANTS, ns("a", "b"))
+    assert not owner.may_grant(W, ns("a"))  # not held
+    assert not owner.may_grant(R, ns("z")) and not owner.may_grant(R, Securable.of_warehouse("wh"))
+    assert owner.manages_role([Grant(R, table("a", "t"))]) and owner.manages_role([])
+    assert not owner.manages_role([Grant(R, table("a", "t")), Grant(R, ns("z"))])
+    assert not held((R, ns("a"))).manages_role([])  # no manage-grants anywhere: no role at all
+
+
+def test_the_management_yaml_lists_exactly_the_privileges():
+    """One privilege list: the management API's enum is ``Privilege``, nothing more (no "admin")."""
+    from pathlib import Path
+
+    import yaml
+
+    spec = yaml.safe_load((Path(__file__).parents[2] / "openapi" / "management.yaml").read_text())
+    assert spec["components"]["schemas"]["Privilege"]["enum"] == [p.value for p in Privilege]
