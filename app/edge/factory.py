@@ -18,6 +18,7 @@ from connexion.exceptions import ProblemException
 from connexion.jsonifier import Jsonifier
 from connexion.middleware import ConnexionMiddleware, MiddlewarePosition
 from connexion.middleware.security import SecurityMiddleware
+from connexion.options import SwaggerUIOptions
 from starlette.exceptions import HTTPException
 
 from app.authorization import Authorizer
@@ -161,7 +162,15 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     # Compact JSON: connexion's default indents every response body, which costs time and bytes.
     # Large bodies are encoded by the json module's Python encoder (app.ground.limits.dumps).
     compact = Jsonifier(SimpleNamespace(dumps=limits.dumps, loads=json.loads), separators=(",", ":"))
-    app = FlaskApp(__name__, lifespan=lifespan, middlewares=_middlewares(), jsonifier=compact)
+    # No Swagger UI: it needs connexion[swagger-ui], which Growler does not install, and connexion
+    # would warn for each yaml in every worker that it is missing.
+    app = FlaskApp(
+        __name__,
+        lifespan=lifespan,
+        middlewares=_middlewares(),
+        jsonifier=compact,
+        swagger_ui_options=SwaggerUIOptions(swagger_ui=False),
+    )
     spec = load_spec()
     resolver = CatalogResolver(spec)
     validators = validator_map(settings.limits)
