@@ -177,9 +177,14 @@ def main() -> int:
     stopping = False
 
     def on_signal(signum: int, _frame: object) -> None:
+        # One KeyboardInterrupt at most: a second signal (a second Ctrl-C, or SIGINT and SIGTERM
+        # together) may run this handler again before the first interrupt has reached the cleanup,
+        # or while it is being handled, and must not raise into that.
+        nonlocal stopping
         if stopping:
             log("already stopping, please wait")
             return
+        stopping = True
         raise KeyboardInterrupt  # unwinds whatever is in progress (also a startup) into the cleanup
 
     signal.signal(signal.SIGINT, on_signal)
