@@ -1,7 +1,7 @@
 """Gunicorn settings for Growler (``python -m gunicorn -c gunicorn.conf.py``; ``make run`` does this).
 
 Everything the app itself needs comes from GROWLER_* environment variables (see app/ground/settings.py);
-the process-level ones below are documented in README.md ("Deploying"). Signals to the master:
+the process-level ones below are documented in docs/operations.md ("Deploying"). Signals to the master:
 TERM = graceful stop (in-flight requests, e.g. commits, finish within ``graceful_timeout``),
 HUP = graceful reload (new workers with re-read code and config, old ones finish their requests),
 INT/QUIT = fast stop.
@@ -14,10 +14,17 @@ import glob
 import os
 import shutil
 import tempfile
+import warnings
 
 from app.edge.protocol import GrowlerHttpProtocol
 from app.edge.serving import AcceptShares, GrowlerWorker
 from app.ground.settings import HttpLimits
+
+# connexion 3.3 imports starlette's TestClient when it is imported, and starlette warns there that
+# its httpx support is deprecated: a matter between two dependencies, which every worker printed on
+# every start. Set in the master, before the fork, so every worker inherits it (pyproject.toml
+# ignores the same warning in the tests).
+warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
 
 
 def _int(name: str, default: int) -> int:

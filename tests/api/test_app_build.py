@@ -7,8 +7,14 @@ left on, it warned "The swagger_ui directory could not be found" for each yaml i
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 from tests.conftest import authenticated
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_app_builds_without_warnings_and_serves_no_swagger_ui(settings, caplog):
@@ -23,3 +29,14 @@ def test_the_app_builds_without_warnings_and_serves_no_swagger_ui(settings, capl
     warnings = [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.levelno >= logging.WARNING]
     assert not [w for w in warnings if "swagger" in w.lower()], warnings
     assert ui.status_code == 404 and management_ui.status_code == 404
+
+
+def test_a_worker_imports_connexion_without_a_deprecation_warning(tmp_path):
+    """connexion imports starlette's TestClient, which warns that its httpx support is deprecated:
+    gunicorn.conf.py, read by the master before it forks the workers, silences that one warning."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GROWLER_", "PYTHON"))}
+    env["PROMETHEUS_MULTIPROC_DIR"] = str(tmp_path)
+    code = "import runpy; runpy.run_path('gunicorn.conf.py'); import connexion, starlette.testclient"
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "Warning" not in done.stderr, done.stderr
