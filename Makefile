@@ -8,7 +8,7 @@
 #   make keycloak       fetch Keycloak (mvn) into .cache/keycloak-<version>: the IdP of the OIDC tests
 #   make example        the Spark pipeline example (examples/pipeline.py) against a running make run
 #                       (SPARK_LINE=4.1: on Spark 4.1 instead of 3.5)
-#   make bench          catalog benchmarks vs. a peer; README.md "Benchmarks" (BENCH_QUICK=1: smoke run)
+#   make bench          catalog benchmarks vs. a peer; docs/benchmarks.md (BENCH_QUICK=1: smoke run)
 #   make clean          remove local data (.growler) and caches; keeps .venv
 #   make distclean      clean + remove .venv and .venv-spark4
 

@@ -1,1 +1,1 @@
-"""Catalog benchmarks: ``make bench`` (see bench/run.py and README.md, "Benchmarks")."""
+"""Catalog benchmarks: ``make bench`` (see bench/run.py and docs/benchmarks.md)."""

@@ -4,7 +4,7 @@ A shorter probe than ``make bench``'s W10, for before/after comparisons of start
 Growler as the bench does (2 workers), then loadNamespaceMetadata at 16 connections for 10 s from
 the first request (cold), 10 s more (warm), and 10 s right after one worker was recycled. Each
 line also gives the CPU seconds each worker spent meanwhile: connections that all landed on one
-worker show as one busy worker and one idle one (README, "The first seconds of a worker").
+worker show as one busy worker and one idle one (docs/benchmarks.md, "The first seconds of a worker").
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Tables from a results document (bench/results/*.json), for the terminal and for README.md.
+"""Tables from a results document (bench/results/*.json), for the terminal and for docs/benchmarks.md.
 
 ``python -m bench.report [results.json]`` prints the table of a run (default: latest.json);
-``python -m bench.report --readme [results.json]`` rewrites README.md's block between
-``<!-- bench:begin -->`` and ``<!-- bench:end -->`` with it.
+``python -m bench.report --docs [results.json]`` (or ``--readme``, its old name) rewrites
+docs/benchmarks.md's block between ``<!-- bench:begin -->`` and ``<!-- bench:end -->`` with it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_DIR = BENCH_DIR / "results"
-README = BENCH_DIR.parent / "README.md"
+PAGE = BENCH_DIR.parent / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 
 WORKLOADS = [
@@ -331,24 +331,26 @@ def _floor_lines(floor: dict[str, Any], growler: dict[str, Any], peer: dict[str,
     return lines
 
 
-def update_readme(doc: dict[str, Any], readme: Path = README) -> None:
-    text = readme.read_text()
+def update_page(doc: dict[str, Any], page: Path = PAGE) -> None:
+    text = page.read_text()
     if BEGIN not in text or END not in text:
-        raise SystemExit(f"{readme}: no {BEGIN} ... {END} block to fill")
+        raise SystemExit(f"{page}: no {BEGIN} ... {END} block to fill")
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
-    readme.write_text(f"{head}{BEGIN}\n{render_markdown(doc)}\n{END}{tail}")
+    page.write_text(f"{head}{BEGIN}\n{render_markdown(doc)}\n{END}{tail}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.report")
     parser.add_argument("results", nargs="?", default=str(RESULTS_DIR / "latest.json"))
-    parser.add_argument("--readme", action="store_true", help="rewrite the Benchmarks block of README.md")
+    parser.add_argument(
+        "--docs", "--readme", dest="docs", action="store_true", help="rewrite the figures of docs/benchmarks.md"
+    )
     args = parser.parse_args(argv)
     doc = json.loads(Path(args.results).read_text())
-    if args.readme:
-        update_readme(doc)
-        print(f"README.md updated from {args.results}")
+    if args.docs:
+        update_page(doc)
+        print(f"{PAGE.relative_to(BENCH_DIR.parent)} updated from {args.results}")
     else:
         print(render_markdown(doc))
     return 0

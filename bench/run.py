@@ -16,8 +16,8 @@ and one metadata-file PUT alone.
 
 Then print the table and write ``bench/results/<UTC time>.json`` and ``bench/results/latest.json``
 (a ``BENCH_QUICK=1`` smoke run writes ``<time>-quick.json`` and ``latest-quick.json`` instead, so it
-never replaces the figures README.md quotes). ``python -m bench.report --readme`` puts latest.json
-into README.md.
+never replaces the figures docs/benchmarks.md quotes). ``python -m bench.report --docs`` puts latest.json
+into docs/benchmarks.md.
 
 Environment: BENCH_QUICK=1 (smoke run, under a minute), BENCH_PEER=0 (Growler only),
 BENCH_AS_GRANTEE=1 (measure as a non-admin principal with namespace-level grants), BENCH_AUTH=none
@@ -218,7 +218,7 @@ def main() -> int:
     print()
     print(f"results: {RESULTS_DIR / f'{stamp}.json'} and {latest} ({doc['wall_s']} s)")
     if not quick:
-        print("README.md: python -m bench.report --readme")
+        print("docs/benchmarks.md: python -m bench.report --docs")
     return 1 if failed else 0
 
 

@@ -10,7 +10,7 @@
 
 W10_start and W10_recycle also give each worker's CPU seconds during the window
 (``worker_cpu_s``): connections all accepted by one worker show as one busy worker and one idle,
-and explain a low figure better than any timing (README, "The first seconds of a worker").
+and explain a low figure better than any timing (docs/benchmarks.md, "The first seconds of a worker").
 """
 
 from __future__ import annotations

@@ -251,7 +251,7 @@ def main() -> int:
             if credential_file is not None:
                 print(
                     f"Authentication is on: the admin credential (client_id:secret) is in {credential_file}"
-                    " (Spark: credential=<that>; README.md, Authentication)",
+                    " (Spark: credential=<that>; docs/security.md, Authentication)",
                     flush=True,
                 )
             elif env["GROWLER_AUTH"] == "none":

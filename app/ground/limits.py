@@ -77,7 +77,7 @@ INT32_MEMBERS = frozenset(
 
 @dataclass(frozen=True)
 class Limits:
-    """The caps (``GROWLER_MAX_*`` settings; README "Behaviour worth knowing")."""
+    """The caps (``GROWLER_MAX_*`` settings; docs/security.md, "Limits")."""
 
     max_json_depth: int = 100  # a struct in a struct takes 3 levels: 30 levels of nested structs
     max_json_items: int = 20_000

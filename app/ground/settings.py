@@ -1,4 +1,4 @@
-"""All configuration, read once from environment variables (documented in README.md)."""
+"""All configuration, read once from environment variables (documented in docs/operations.md, "Configuration")."""
 
 from __future__ import annotations
 

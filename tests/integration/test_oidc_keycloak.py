@@ -221,7 +221,7 @@ def _metric(url: str, sample: str) -> float:
 @pytest.mark.parametrize("line", ["3.5", "4.1"])
 def test_spark_with_tokens_of_the_idp(mixed_server, keycloak, line):
     """Spark's REST client gets its token from Keycloak (``oauth2-server-uri``, the IdP client's
-    ``credential``) and Growler accepts it: create, write, read, drop. The options are the README's."""
+    ``credential``) and Growler accepts it: create, write, read, drop. The options are docs/security.md's."""
     from tests.integration.spark_support import DRIVERS
 
     options = {

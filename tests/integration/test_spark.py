@@ -112,7 +112,7 @@ def access(request, spark, server, ns) -> Access:
     if request.param == "sts":
         return Access(CATALOG, server.warehouse)
     if request.param == "signing":
-        # as the README advises with signing: Growler purges a dropped table's files (a table that
+        # as docs/security.md advises with signing: Growler purges a dropped table's files (a table that
         # is gone cannot be signed for, so Spark's own purge after the drop would be refused)
         options = {"header.X-Iceberg-Access-Delegation": "remote-signing", "rest-catalog-purge": "true"}
         catalog = add_catalog(spark, f"{CATALOG}_signing", uri, server.warehouse, **options)

@@ -261,3 +261,11 @@ def test_targets_against_the_peer_say_what_the_stack_alone_reaches():
         "| W1 vs peer | >= 1.0x peer, p99 < 20 ms, <= 0.5 ms CPU (app + PostgreSQL) | 0.68x, p99 11.20 ms, 0.76 ms CPU"
         " | **no** | the stack alone: 0.89x the peer, 0.57 ms CPU |" in text
     )
+
+
+def test_the_figures_block_to_rewrite_is_on_the_benchmarks_page():
+    """``python -m bench.report --docs`` rewrites one block of docs/benchmarks.md, which must hold it."""
+    text = report.PAGE.read_text()
+    assert report.PAGE.relative_to(report.BENCH_DIR.parent).as_posix() == "docs/benchmarks.md"
+    assert text.count(report.BEGIN) == 1 and text.count(report.END) == 1
+    assert text.index(report.BEGIN) < text.index(report.END)

@@ -1,7 +1,7 @@
 """The house rules, checked on the source: which layer may import which, no import circles, and
 pure rules that load no web framework and no database driver.
 
-The layers, lowest first (README.md, "Design"):
+The layers, lowest first (docs/design.md):
 
 - ground (``app.ground``): errors, settings, metrics and event-log definitions, limits, locations,
   small utilities. Everything else stands on it.

@@ -1,4 +1,4 @@
-"""Authentication settings, read once from the environment (documented in README.md, "Authentication").
+"""Authentication settings, read once from the environment (documented in docs/security.md, "Authentication").
 
 Kept apart from ``app/settings.py`` so that authentication is wired in one place. Modes
 (``GROWLER_AUTH``):
