@@ -15,6 +15,12 @@ can alter a decision - a grant, a role, a membership, a drop that cascades to gr
 of something granted - bumps that version by trigger (0011), so a revoke takes effect on every
 worker and replica within a second. Without authentication (``GROWLER_AUTH=none``) there is no
 caller and everything is allowed.
+
+Every service that decides takes its authorizer as a required constructor argument: there is
+no permissive default to fall back on, so a service wired without one fails to build instead of
+allowing everything. What legitimately runs with nothing to enforce (``GROWLER_AUTH=none``, the
+operator's scripts, the benchmarks) says so where it builds its services, with
+``Authorizer.allow_all()`` (tests/unit/test_layers.py holds both).
 """
 
 from __future__ import annotations
@@ -237,11 +243,18 @@ class Authorizer:
         namespace_separator: str = "%1F",
         default_warehouse: str = "",
     ) -> None:
-        self.repository = repository  # None: nothing is enforced (tools, GROWLER_AUTH=none)
+        self.repository = repository  # None: nothing is enforced (only through allow_all, below)
         self._version = version
         self.separator = namespace_separator
         self.default_warehouse = default_warehouse
         self._cache: LruCache[Principal, tuple[int, EffectiveGrants]] = LruCache(CACHE_ENTRIES)
+
+    @classmethod
+    def allow_all(cls) -> Authorizer:
+        """An authorizer that allows everything: for what runs with nothing to enforce
+        (``GROWLER_AUTH=none``, the operator's scripts, benchmarks), named so that the choice is
+        visible where the services are built. Never a default (tests/unit/test_layers.py)."""
+        return cls(None)
 
     # -- the caller's grants ------------------------------------------------------------------
 
@@ -326,6 +339,3 @@ class Authorizer:
             "forbidden" if status == 403 else "hidden",
             status,
         )
-
-
-OPEN = Authorizer(None)  # for services built without one (tools, unit tests): everything allowed

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from app.authorization import OPEN, Authorizer
+from app.authorization import Authorizer
 from app.commits import MetadataFiles
 from app.ground.errors import AlreadyExists, BadRequest, CatalogError, NoSuchNamespace
 from app.ground.limits import check_metadata_schemas, load_json
@@ -51,8 +51,7 @@ def now_ms() -> int:
 class EntryService:
     kind: str = ""  # "table" or "view": the catalog_entry kind this service owns
     not_found: type[CatalogError] = CatalogError
-    authorizer: Authorizer = OPEN  # the app factory sets the catalog's (app/authorization.py)
-    page_tokens: PageTokens = EPHEMERAL  # ... and the installation's page token key (one for all workers)
+    page_tokens: PageTokens = EPHEMERAL  # the app factory sets the installation's page token key (one for all workers)
 
     def __init__(
         self,
@@ -60,11 +59,16 @@ class EntryService:
         repository: CatalogRepository,
         objects: ObjectStore,
         warehouses: WarehouseDirectory,
+        *,
+        authorizer: Authorizer,
     ) -> None:
         self.settings = settings
         self.repository = repository
         self.objects = objects
         self.warehouses = warehouses
+        # Who may see and change what (app/authorization.py). Required, with no permissive default:
+        # a service wired without it must fail to build, not allow everything.
+        self.authorizer = authorizer
         self.files = MetadataFiles(repository, objects)
 
     # -- shared operations --------------------------------------------------------------

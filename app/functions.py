@@ -16,7 +16,7 @@ from typing import Any
 
 import jsonschema
 
-from app.authorization import OPEN, Authorizer
+from app.authorization import Authorizer
 from app.entries import EntryService
 from app.ground.errors import BadRequest, NoSuchFunction, NoSuchNamespace
 from app.ground.limits import load_json
@@ -50,8 +50,7 @@ def function_metadata_schema(spec: dict[str, Any]) -> SchemaCheck:
 
 
 class FunctionService:
-    authorizer: Authorizer = OPEN  # the app factory sets the catalog's (app/authorization.py)
-    page_tokens: PageTokens = EPHEMERAL  # ... and the installation's page token key (one for all workers)
+    page_tokens: PageTokens = EPHEMERAL  # the app factory sets the installation's page token key (one for all workers)
 
     def __init__(
         self,
@@ -61,7 +60,10 @@ class FunctionService:
         objects: ObjectStore,
         warehouses: WarehouseDirectory,
         check_schema: SchemaCheck,
+        *,
+        authorizer: Authorizer,
     ) -> None:
+        self.authorizer = authorizer  # required: no permissive default (app/authorization.py)
         self.settings = settings
         self.repository = repository
         self.catalog = catalog

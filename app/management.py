@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlparse
 
+from app.authorization import Authorizer
 from app.ground.errors import AlreadyExists, BadRequest, CatalogError, NoSuchWarehouse, NotFound
 from app.ground.events import audit
 from app.ground.locations import InvalidLocation, Location
@@ -54,7 +55,10 @@ class ManagementService(ManagementRights):
         rows: ManagementRows,
         principals: PrincipalService,
         warehouses: WarehouseDirectory,
+        *,
+        authorizer: Authorizer,
     ) -> None:
+        self.authorizer = authorizer  # required: no permissive default (app/management_rights.py)
         self.settings = settings
         self.rows = rows
         self.principals = principals

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from app.authorization import OPEN, Authorizer, as_grant
+from app.authorization import Authorizer, as_grant
 from app.ground.callers import IDP, current_principal
 from app.ground.errors import Forbidden
 from app.ground.events import audit
@@ -45,9 +45,10 @@ def rules_securable(stored: StoredSecurable) -> Securable:
 
 
 class ManagementRights:
-    """The gate of the management API, mixed into ``ManagementService`` (which sets both fields)."""
+    """The gate of the management API, mixed into ``ManagementService`` (whose constructor sets
+    both fields: the authorizer is a required argument there, with no permissive default)."""
 
-    authorizer: Authorizer = OPEN  # create_app puts the app's own here
+    authorizer: Authorizer
     rows: ManagementRows
 
     def _require(

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from app.authorization import OPEN, Authorizer
+from app.authorization import Authorizer
 from app.ground.errors import (
     BadRequest,
     CatalogError,
@@ -287,13 +287,15 @@ def namespace_answer(warehouse: WarehouseRow, namespace: tuple[str, ...], proper
 
 
 class NamespaceService:
-    authorizer: Authorizer = OPEN  # the app factory sets the catalog's (app/authorization.py)
-    page_tokens: PageTokens = EPHEMERAL  # ... and the installation's page token key (one for all workers)
+    page_tokens: PageTokens = EPHEMERAL  # the app factory sets the installation's page token key (one for all workers)
 
-    def __init__(self, settings: Settings, repository: CatalogRepository, objects: ObjectStore) -> None:
+    def __init__(
+        self, settings: Settings, repository: CatalogRepository, objects: ObjectStore, *, authorizer: Authorizer
+    ) -> None:
         self.settings = settings
         self.repository = repository
         self.objects = objects
+        self.authorizer = authorizer  # required: no permissive default (app/authorization.py)
         self.warehouses = WarehouseDirectory(repository, settings)
 
     # -- start-up and health ------------------------------------------------------------

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from app.authorization import Authorizer
 from app.commits import CommitLanes, CommitLoop, NewVersion
 from app.entries import EntryService, now_ms
 from app.ground.errors import (
@@ -148,8 +149,10 @@ class TableService(TableStorageAccess, EntryService):
         repository: CatalogRepository,
         objects: ObjectStore,
         warehouses: WarehouseDirectory,
+        *,
+        authorizer: Authorizer,
     ) -> None:
-        super().__init__(settings, repository, objects, warehouses)
+        super().__init__(settings, repository, objects, warehouses, authorizer=authorizer)
         self.purge_requested = threading.Event()
         self.snapshot_json = rules.SnapshotJson()
         self.parsed = ParsedMetadataCache(snapshot_json=self.snapshot_json)

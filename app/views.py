@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.authorization import Authorizer
 from app.commits import CommitLoop, NewVersion
 from app.entries import EntryService, now_ms
 from app.ground.errors import (
@@ -53,8 +54,10 @@ class ViewService(EntryService):
         repository: CatalogRepository,
         objects: ObjectStore,
         warehouses: WarehouseDirectory,
+        *,
+        authorizer: Authorizer,
     ) -> None:
-        super().__init__(settings, repository, objects, warehouses)
+        super().__init__(settings, repository, objects, warehouses, authorizer=authorizer)
         self.commits = CommitLoop(repository, self.files, kind=VIEW)
 
     # -- reading ------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from app.authorization import OPEN
+from app.authorization import Authorizer
 from app.ground.settings import S3Settings, Settings
 from app.signing import RemoteSigner
 from app.table_access import StorageScopeOf
@@ -54,7 +54,7 @@ def in_process(seconds: float) -> dict[str, Any]:
     )
     warehouse = WarehouseRow(1, "warehouse", "s3://bench-bucket/warehouse/", {"endpoint": ENDPOINT})
     tables = SimpleNamespace(
-        authorizer=OPEN,  # no caller: everything allowed
+        authorizer=Authorizer.allow_all(),  # a benchmark: no caller, nothing to enforce
         warehouses=SimpleNamespace(get=lambda _name: warehouse, s3_settings=lambda _row: settings.s3),
         storage_scope=lambda *_args: StorageScopeOf((LOCATION,), staged=False),
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from app.authorization import Authorizer
 from app.edge.factory import build_functions, load_spec
 from app.ground.errors import CatalogError
 from app.ground.settings import Settings
@@ -37,7 +38,10 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
     try:
         warehouses = WarehouseDirectory(repository, settings)
         objects.router = warehouses.store_for  # each warehouse's own storage
-        functions = build_functions(settings, database, repository, objects, warehouses, load_spec())
+        # The operator's tool: no caller to authorize (it holds the database's credentials anyway).
+        functions = build_functions(
+            settings, database, repository, objects, warehouses, load_spec(), authorizer=Authorizer.allow_all()
+        )
         namespace = tuple(args.namespace.split("."))
         if args.command == "register":
             row = functions.register(args.warehouse, namespace, args.name, args.metadata_location)

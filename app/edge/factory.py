@@ -102,26 +102,30 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     configure_event_logs()  # request and commit lines: JSON
 
     database, repository, objects = build_storage(settings)
-    service = NamespaceService(settings, repository, objects)  # namespaces and warehouses
-    tables = TableService(settings, repository, objects, service.warehouses)
-    views = ViewService(settings, repository, objects, service.warehouses)
-    idempotency_keys = IdempotencyRepository(database)
-    housekeeper = Housekeeper(repository, objects, idempotency_keys, tables.purge_requested)
     auth = Authentication(auth_settings, database)
     # Who may do what (app/authorization.py): its cache follows the version the auth state polls.
-    authorizer = Authorizer(
-        GrantRepository(database) if auth_settings.enabled else None,
-        lambda: auth.state.version,
-        namespace_separator=settings.namespace_separator,
-        default_warehouse=settings.warehouse,
-    )
-    service.authorizer = tables.authorizer = views.authorizer = authorizer
+    # Every service below takes it in its constructor (none has a default to fall back on).
+    if auth_settings.enabled:
+        authorizer = Authorizer(
+            GrantRepository(database),
+            lambda: auth.state.version,
+            namespace_separator=settings.namespace_separator,
+            default_warehouse=settings.warehouse,
+        )
+    else:  # GROWLER_AUTH=none (loopback only, AuthSettings.from_env): no caller, nothing to enforce
+        authorizer = Authorizer.allow_all()
+    service = NamespaceService(settings, repository, objects, authorizer=authorizer)  # namespaces and warehouses
+    tables = TableService(settings, repository, objects, service.warehouses, authorizer=authorizer)
+    views = ViewService(settings, repository, objects, service.warehouses, authorizer=authorizer)
+    idempotency_keys = IdempotencyRepository(database)
+    housekeeper = Housekeeper(repository, objects, idempotency_keys, tables.purge_requested)
     # Object I/O goes to the store of the warehouse holding the location; every management change
     # (a bump of auth_state.version, seen by the poll) drops the cached warehouses and routes.
     objects.router = service.warehouses.store_for
     auth.state.listeners.append(service.warehouses.invalidate)
-    management = ManagementService(settings, ManagementRows(database), auth.principals, service.warehouses)
-    management.authorizer = authorizer
+    management = ManagementService(
+        settings, ManagementRows(database), auth.principals, service.warehouses, authorizer=authorizer
+    )
     # Page tokens are sealed with the installation's key (kept in PostgreSQL: storage/page_keys.py),
     # so a token one worker or replica hands out is read by any other, and after a restart.
     page_tokens = PageTokens()
@@ -259,8 +263,9 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     flask_app.extensions[TABLES] = tables
     flask_app.extensions[VIEWS] = views
     flask_app.extensions[IDEMPOTENCY] = IdempotencyService(idempotency_keys, settings.idempotency_lifetime_s)
-    flask_app.extensions[FUNCTIONS] = build_functions(settings, database, repository, objects, service.warehouses, spec)
-    flask_app.extensions[FUNCTIONS].authorizer = authorizer
+    flask_app.extensions[FUNCTIONS] = build_functions(
+        settings, database, repository, objects, service.warehouses, spec, authorizer=authorizer
+    )
     flask_app.extensions[FUNCTIONS].page_tokens = page_tokens
     flask_app.extensions[AUTHORIZER] = authorizer
     flask_app.extensions[PLANS] = planning
@@ -305,10 +310,19 @@ def build_functions(
     objects: RoutingObjectStore,
     warehouses: WarehouseDirectory,
     spec: dict,
+    *,
+    authorizer: Authorizer,
 ) -> FunctionService:
-    """The function service (the app and ``scripts.functions`` build it the same way)."""
+    """The function service (the app and ``scripts.functions`` build it the same way; each says
+    which authorizer: the app's, or the script's explicit allow-all)."""
     return FunctionService(
-        settings, FunctionRepository(database), repository, objects, warehouses, function_metadata_schema(spec)
+        settings,
+        FunctionRepository(database),
+        repository,
+        objects,
+        warehouses,
+        function_metadata_schema(spec),
+        authorizer=authorizer,
     )
 
 

@@ -174,3 +174,196 @@ def test_importing_the_rules_loads_no_web_framework_and_no_database_driver() -> 
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == ""
+
+
+# -- closed by default (issue 34) ------------------------------------------------------------
+#
+# Every service that decides who may do what takes its authorizer as a required constructor
+# argument. A permissive default (a class attribute, a parameter default, a module-level
+# allow-everything instance to fall back on) would let a service wired without one allow
+# everything; ``Authorizer.allow_all()`` is the one, named, way to choose that, and in the
+# server only where authentication is off.
+
+ALLOW_ALL_CALLERS = {"app.edge.factory"}  # GROWLER_AUTH=none; scripts and benchmarks are outside app/
+
+
+def _is_authorizer_type(annotation: ast.expr | None) -> bool:
+    return annotation is not None and "Authorizer" in ast.unparse(annotation)
+
+
+def _is_allow_everything(node: ast.expr | None) -> bool:
+    """``Authorizer(None)`` (or with no grants repository at all), ``X.allow_all()``, or a name
+    such as ``OPEN`` / ``ALLOW_ALL`` that conventionally holds one."""
+    if isinstance(node, ast.Name):
+        return node.id in ("OPEN", "ALLOW_ALL")
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr == "allow_all":
+        return True
+    if isinstance(func, ast.Name) and func.id == "Authorizer":
+        first = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "repository"), None)
+        return first is None or (isinstance(first, ast.Constant) and first.value is None)
+    return False
+
+
+def permissive_authorizers(source: str, where: str = "<source>") -> list[str]:
+    """Every place in ``source`` where an allow-everything authorizer would be a default."""
+    found = []
+    tree = ast.parse(source)
+    for node in tree.body:  # a module-level allow-everything instance: a default waiting to be used
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_allow_everything(node.value):
+            found.append(f"{where}:{node.lineno}: module-level allow-everything authorizer")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.AnnAssign) and item.value is not None and _is_authorizer_type(item.annotation):
+                    found.append(f"{where}:{item.lineno}: class {node.name} gives its authorizer a default")
+                elif isinstance(item, (ast.Assign, ast.AnnAssign)) and _is_allow_everything(item.value):
+                    found.append(f"{where}:{item.lineno}: class {node.name} defaults to an allow-everything authorizer")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            arguments = node.args
+            positional = [*arguments.posonlyargs, *arguments.args]
+            defaulted = list(
+                zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults, strict=True)
+            )
+            defaulted += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True) if d]
+            for argument, default in defaulted:
+                if argument.arg == "authorizer" or _is_authorizer_type(argument.annotation):
+                    found.append(f"{where}:{default.lineno}: parameter {argument.arg} has a default")
+                elif _is_allow_everything(default):
+                    found.append(f"{where}:{default.lineno}: parameter {argument.arg} defaults to allow everything")
+    return found
+
+
+def authorizers_set_outside_constructors(source: str, where: str = "<source>") -> list[str]:
+    """Assignments to ``something.authorizer`` other than, in an ``__init__``, a required
+    parameter or the ``.authorizer`` of a required parameter (a service handed in)."""
+    found = []
+
+    def visit(node: ast.AST, function: ast.FunctionDef | ast.AsyncFunctionDef | None) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            function = node
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            targets = [node.target]
+        for target in targets:
+            for element in target.elts if isinstance(target, ast.Tuple) else [target]:
+                if isinstance(element, ast.Attribute) and element.attr == "authorizer":
+                    if not _from_required_parameter(node.value, function):  # type: ignore[attr-defined]
+                        found.append(f"{where}:{node.lineno}: {ast.unparse(element)} set outside a constructor")
+        for child in ast.iter_child_nodes(node):
+            visit(child, function)
+
+    visit(ast.parse(source), None)
+    return found
+
+
+def _from_required_parameter(value: ast.expr | None, function: ast.FunctionDef | ast.AsyncFunctionDef | None) -> bool:
+    if function is None or function.name != "__init__" or value is None:
+        return False
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    required = {a.arg for a in positional[: len(positional) - len(arguments.defaults)]}
+    required |= {a.arg for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True) if d is None}
+    if isinstance(value, ast.Name):
+        return value.id in required and value.id == "authorizer"
+    if not (isinstance(value, ast.Attribute) and value.attr == "authorizer"):
+        return False
+    root = value.value  # ``tables.authorizer``, ``signer.tables.authorizer``: a required service's
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return isinstance(root, ast.Name) and root.id in required
+
+
+def test_the_authorizer_checks_catch_what_they_are_for() -> None:
+    """The two scans below, on sources that do (and do not) fall back to allowing everything."""
+    assert permissive_authorizers("class S:\n    authorizer: Authorizer = OPEN\n") != []
+    assert permissive_authorizers("class S:\n    authorizer: Authorizer = real\n") != []  # any default
+    assert permissive_authorizers("class S:\n    gate = Authorizer(None)\n") != []
+    assert permissive_authorizers("OPEN = Authorizer(None)\n") != []
+    assert permissive_authorizers("ANYONE = Authorizer.allow_all()\n") != []
+    assert permissive_authorizers("def f(a, authorizer=None):\n    pass\n") != []
+    assert permissive_authorizers("def f(*, gate: Authorizer = x):\n    pass\n") != []
+    assert permissive_authorizers("def f(gate=Authorizer(repository=None)):\n    pass\n") != []
+    assert permissive_authorizers("class S:\n    authorizer: Authorizer\n") == []  # declared, no default
+    assert permissive_authorizers("def f(a, *, authorizer: Authorizer, b=1):\n    pass\n") == []
+    assert permissive_authorizers("x = Authorizer(GrantRepository(db))\n") == []
+    set_late = "s = Service()\ns.authorizer = authorizer\n"
+    assert authorizers_set_outside_constructors(set_late) != []
+    optional = "class S:\n    def __init__(self, authorizer=None):\n        self.authorizer = authorizer\n"
+    assert authorizers_set_outside_constructors(optional) != []
+    later = "class S:\n    def use(self, authorizer):\n        self.authorizer = authorizer\n"
+    assert authorizers_set_outside_constructors(later) != []
+    required = "class S:\n    def __init__(self, *, authorizer):\n        self.authorizer = authorizer\n"
+    derived = "class S:\n    def __init__(self, tables):\n        self.authorizer: A = tables.authorizer\n"
+    assert authorizers_set_outside_constructors(required) == []
+    assert authorizers_set_outside_constructors(derived) == []
+    deeper = "class S:\n    def __init__(self, signer):\n        self.authorizer = signer.tables.authorizer\n"
+    assert authorizers_set_outside_constructors(deeper) == []
+    elsewhere = "class S:\n    def __init__(self, signer):\n        self.authorizer = GLOBAL.authorizer\n"
+    assert authorizers_set_outside_constructors(elsewhere) != []
+
+
+def test_no_module_declares_a_permissive_default_authorizer() -> None:
+    found = [
+        problem
+        for path in MODULES.values()
+        for problem in permissive_authorizers(path.read_text(), str(path.relative_to(ROOT)))
+    ]
+    assert found == []
+
+
+def test_authorizers_are_handed_to_constructors_never_assigned_later() -> None:
+    """No ``service.authorizer = ...`` after construction: a service is built with its authorizer."""
+    found = [
+        problem
+        for path in MODULES.values()
+        for problem in authorizers_set_outside_constructors(path.read_text(), str(path.relative_to(ROOT)))
+    ]
+    assert found == []
+    assert "self.authorizer = authorizer" in MODULES["app.namespaces"].read_text()  # the scan saw one
+
+
+def test_allowing_everything_is_chosen_only_where_authentication_is_off() -> None:
+    """In the server, ``Authorizer.allow_all()`` is called only by the factory (GROWLER_AUTH=none)."""
+    callers = {
+        module
+        for module, path in MODULES.items()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "allow_all"
+    }
+    assert callers == ALLOW_ALL_CALLERS
+
+
+def privilege_lists(source: str, names: set[str], where: str = "<source>") -> list[str]:
+    """Literal collections (tuple, list, set, dict keys) naming more than one privilege."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict)):
+            elements = node.keys if isinstance(node, ast.Dict) else node.elts
+            listed = {e.value for e in elements if isinstance(e, ast.Constant) and e.value in names}
+            if len(listed) > 1:
+                found.append(f"{where}:{node.lineno}: {sorted(listed)}")
+    return found
+
+
+def test_the_privilege_list_exists_once() -> None:
+    """``Privilege`` (app/rules/privileges.py) is the list; the management API derives its own
+    from it (the yaml's enum: tests/unit/test_privileges.py). No module spells the names out again."""
+    from app.management import PRIVILEGES
+    from app.rules.privileges import Privilege
+
+    names = {privilege.value for privilege in Privilege}
+    assert PRIVILEGES == tuple(privilege.value for privilege in Privilege)
+    assert privilege_lists('PRIVILEGES = ("read", "write")\n', names) != []
+    assert privilege_lists('KNOWN = {"read": 1, "manage-grants": 2}\n', names) != []
+    assert privilege_lists('NEEDS = ("read", "table")\n', names) == []  # one name is a use, not a list
+    spelled_out = [
+        problem
+        for path in MODULES.values()
+        for problem in privilege_lists(path.read_text(), names, str(path.relative_to(ROOT)))
+    ]
+    assert spelled_out == []
