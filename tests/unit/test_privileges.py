@@ -109,3 +109,15 @@ def test_the_management_yaml_lists_exactly_the_privileges():
 
     spec = yaml.safe_load((Path(__file__).parents[2] / "openapi" / "management.yaml").read_text())
     assert spec["components"]["schemas"]["Privilege"]["enum"] == [p.value for p in Privilege]
+
+
+def test_the_database_accepts_exactly_the_privileges():
+    """Migration 0015's CHECK (the one copy the database needs) names exactly ``Privilege``'s values."""
+    import re
+    from pathlib import Path
+
+    sql = (Path(__file__).parents[2] / "storage" / "migrations" / "0015_management_rights.sql").read_text()
+    lists = re.findall(r"privilege (?:NOT )?IN\s*\(([^)]*)\)", sql)
+    assert len(lists) == 2
+    for listed in lists:
+        assert re.findall(r"'([a-z-]+)'", listed) == [p.value for p in Privilege]
