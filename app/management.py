@@ -26,8 +26,8 @@ from app.namespaces import Page, PageWindow, WarehouseDirectory
 from app.principals import CLIENT_ID, Credential, PrincipalService
 from app.rules.privileges import Privilege
 from app.storage_access import CREDENTIALS_MODES, REMOTE_SIGNING, STATIC
-from storage.management_rows import KEEP, GrantRow, ManagementRows, Securable
-from storage.repository import WarehouseRow
+from storage.management_rows import GrantRow, ManagementRows, Securable
+from storage.warehouses import KEEP, WarehouseRow
 
 PRIVILEGES = tuple(privilege.value for privilege in Privilege)
 SECURABLE_TYPES = ("catalog", "warehouse", "namespace", "table", "view")

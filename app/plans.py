@@ -30,7 +30,8 @@ from app.scan_planning import PlanningCancelled, ResolvedScan, plan_scan, resolv
 from app.tables import TableService
 from storage.manifests import BoundManifestReader, ManifestReader
 from storage.plans import PlanRepository, PlanRow
-from storage.repository import EntryRow, WarehouseRow
+from storage.rows import EntryRow
+from storage.warehouses import WarehouseRow
 
 log = logging.getLogger(__name__)
 
