@@ -67,7 +67,7 @@ apt-get install -y -q --no-install-recommends $(1) \
 endef
 
 # $(call ensure_postgres,<env var naming an external database>): install the PostgreSQL server
-# binaries unless that variable is set or they are already there (same search as scripts/services.py).
+# binaries unless that variable is set or they are already there (same search as scripts/postgres.py).
 define ensure_postgres
 if [ -n "$${$(1):-}" ]; then exit 0; fi; \
 if [ -n "$${GROWLER_PG_BIN:-}" ] && [ -x "$$GROWLER_PG_BIN/initdb" ]; then exit 0; fi; \

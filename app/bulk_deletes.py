@@ -31,7 +31,7 @@ from app import s3_requests
 from app.ground.errors import ServiceUnavailable
 from app.ground.locations import Location
 from storage.objects import S3ObjectStore
-from storage.repository import WarehouseRow
+from storage.warehouses import WarehouseRow
 
 log = logging.getLogger(__name__)
 

@@ -30,9 +30,11 @@ from typing import Any, TypeVar
 from app.ground.errors import AlreadyExists, CommitFailed, CommitStateUnknown, ServiceUnavailable
 from app.ground.locations import InvalidLocation, Location
 from app.rules.metadata_files import encode_metadata
+from storage.entries import CommitOutcomeUnknown, MetadataSwap
 from storage.objects import ObjectStore
 from storage.placement import Claim
-from storage.repository import CatalogRepository, CommitOutcomeUnknown, EntryRow, MetadataSwap
+from storage.repository import CatalogRepository
+from storage.rows import EntryRow
 
 log = logging.getLogger(__name__)
 

@@ -37,9 +37,12 @@ from app.rules.identifiers import (
 )
 from app.rules.metadata_files import decode_metadata, metadata_file_location
 from app.rules.privileges import Kind, Privilege, Securable
+from storage.entries import NewEntry
 from storage.objects import ObjectNotFound, ObjectStore
 from storage.placement import Claim
-from storage.repository import CatalogRepository, EntryRow, NewEntry, WarehouseRow
+from storage.repository import CatalogRepository
+from storage.rows import EntryRow
+from storage.warehouses import WarehouseRow
 
 log = logging.getLogger(__name__)
 

@@ -127,9 +127,6 @@ class IdempotencyService:
             self.repository.complete(key, kept.status, kept.headers, kept.body, principal)
         return response
 
-    def forget_expired(self) -> int:
-        return self.repository.delete_expired()
-
 
 def _error_bytes(exc: CatalogError) -> bytes:
     return json.dumps(exc.body()).encode()

@@ -3,8 +3,8 @@
 Handlers (handlers/management.py) call one method here. Every method first calls one ``require_*``
 of app/management_rights.py (who may do what: least privilege, decided before anything is read
 or written) and every change writes one audit line (``app.ground.events.audit``: who, what,
-which object; never a secret). SQL lives in
-``storage/management_rows.py`` and ``storage/principals.py``; each change there bumps
+which object; never a secret). SQL lives in ``storage/management_rows.py`` (with the warehouses'
+in ``storage/warehouses.py``) and ``storage/principals.py``; each change there bumps
 ``auth_state.version``, which makes every worker drop its cached warehouses and decisions.
 """
 
@@ -27,8 +27,8 @@ from app.namespaces import Page, PageWindow, WarehouseDirectory
 from app.principals import CLIENT_ID, Credential, PrincipalService
 from app.rules.privileges import Privilege
 from app.storage_access import CREDENTIALS_MODES, REMOTE_SIGNING, STATIC
-from storage.management_rows import KEEP, GrantRow, ManagementRows, Securable
-from storage.repository import WarehouseRow
+from storage.management_rows import GrantRow, ManagementRows, Securable
+from storage.warehouses import KEEP, WarehouseRow
 
 PRIVILEGES = tuple(privilege.value for privilege in Privilege)
 SECURABLE_TYPES = ("catalog", "warehouse", "namespace", "table", "view")

@@ -29,9 +29,9 @@ from app.ground.settings import S3Settings, Settings
 from app.idempotency import iso8601_duration
 from app.rules.identifiers import format_namespace, page_window
 from app.rules.privileges import Securable
-from storage.management_rows import ManagementRows
 from storage.objects import ObjectStore, S3ObjectStore
-from storage.repository import CatalogRepository, WarehouseRow
+from storage.repository import CatalogRepository
+from storage.warehouses import WarehouseRow
 
 WAREHOUSE_CACHE_TTL_S = 30.0
 MAX_BATCH = 1000  # rows a listing fetches at most at once while it fills a page (fill_page)
@@ -191,7 +191,7 @@ class WarehouseDirectory:
         the cache stays warm for loadTable on the event loop, which serves only cached warehouses),
         or, when that fails, forget them all so each is read again when next named."""
         try:
-            rows = ManagementRows(self._repository.db).list_warehouses(None, None)
+            rows = self._repository.list_warehouses(None, None)
         except CatalogError:
             rows = None
         now = time.monotonic()
@@ -237,7 +237,7 @@ class WarehouseDirectory:
 
     def _load_routes(self) -> list[tuple[Location, WarehouseRow]]:
         routes = []
-        for row in ManagementRows(self._repository.db).list_warehouses(None, None):
+        for row in self._repository.list_warehouses(None, None):
             for text in (row.location, *row.allowed_locations):
                 try:
                     routes.append((Location.parse(text), row))

@@ -26,11 +26,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.ground.errors import CatalogError, NotFound, ServiceUnavailable, error_body
-from app.scan_planning import PlanningCancelled, ResolvedScan, plan_scan, resolve_scan, task_pages
+from app.rules.scan.planning import PlanningCancelled, ResolvedScan, plan_scan, resolve_scan, task_pages
 from app.tables import TableService
 from storage.manifests import BoundManifestReader, ManifestReader
 from storage.plans import PlanRepository, PlanRow
-from storage.repository import EntryRow, WarehouseRow
+from storage.rows import EntryRow
+from storage.warehouses import WarehouseRow
 
 log = logging.getLogger(__name__)
 

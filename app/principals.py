@@ -13,7 +13,6 @@ import re
 import secrets
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol
 
 from argon2 import PasswordHasher
@@ -107,12 +106,3 @@ class PrincipalService:
                 flush=True,
             )
         return Credential(client_id, secret)
-
-
-def write_credential_file(path: Path, credential: Credential) -> None:
-    """``client_id:secret`` (Spark's ``credential`` format) in a file only its owner can read."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.touch(mode=0o600)
-    tmp.write_text(f"{credential.client_id}:{credential.secret}\n")
-    tmp.replace(path)

@@ -34,8 +34,8 @@ from app.rules.privileges import Kind, Privilege, Securable
 from app.s3_requests import READ, WRITE, RefusedRequest, S3Request, StorageScope
 from app.storage_access import NONE, credentials_mode
 from storage.objects import S3ObjectStore
-from storage.repository import WarehouseRow
 from storage.staged import StoragePlaces
+from storage.warehouses import WarehouseRow
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import quote
 
 from app.ground.settings import S3Settings, Settings
-from storage.repository import WarehouseRow
+from storage.warehouses import WarehouseRow
 
 VENDED_CREDENTIALS = "vended-credentials"
 REMOTE_SIGNING_DELEGATION = "remote-signing"

@@ -22,8 +22,8 @@ from app.storage_access import (
     signing_config,
     storage_credentials,
 )
-from storage.repository import WarehouseRow
 from storage.staged import StagedTable, StagedTables, StoragePlaces
+from storage.warehouses import WarehouseRow
 
 TABLE = "table"
 

@@ -42,14 +42,12 @@ from app.storage_access import (
 )
 from app.table_access import TABLE, TableStorageAccess
 from app.table_memory import EntryKey, HeldDocuments, IssuedETags, ParsedMetadataCache
+from storage.entries import NewEntry
 from storage.objects import ObjectStore
-from storage.repository import (
-    CatalogRepository,
-    EntryRow,
-    NewEntry,
-    WarehouseRow,
-)
+from storage.repository import CatalogRepository
+from storage.rows import EntryRow
 from storage.staged import StagedTables
+from storage.warehouses import WarehouseRow
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,10 @@ from app.rules.identifiers import (
     check_name,
     format_namespace,
 )
+from storage.entries import NewEntry
 from storage.objects import ObjectStore
-from storage.repository import CatalogRepository, NewEntry, WarehouseRow
+from storage.repository import CatalogRepository
+from storage.warehouses import WarehouseRow
 
 log = logging.getLogger(__name__)
 

@@ -24,13 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.targets import REPO, WAREHOUSE, Target, children, cpu_seconds, process_memory, spawn_logged
+from scripts.postgres import EmbeddedPostgres
+from scripts.processes import free_port, stop_process_group
 from scripts.run import DEV_S3_ACCESS_KEY, DEV_S3_SECRET_KEY, wait_for_http
-from scripts.services import (
-    EmbeddedPostgres,
-    EmbeddedS3,
-    free_port,
-    stop_process_group,
-)
+from scripts.seaweedfs import EmbeddedS3
 
 LOCALHOST = "127.0.0.1"
 PUT_COUNT = 40

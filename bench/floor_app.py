@@ -14,7 +14,7 @@ from typing import Any
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from storage.repository import NAMESPACE_PROPERTIES
+from storage.namespaces import NAMESPACE_PROPERTIES
 
 NAMESPACE = os.environ.get("FLOOR_NAMESPACE", "ns000")
 _pool: AsyncConnectionPool | None = None

@@ -29,7 +29,7 @@ from app.authorization import Authorizer
 from app.ground.settings import S3Settings, Settings
 from app.signing import RemoteSigner
 from app.table_access import StorageScopeOf
-from storage.repository import WarehouseRow
+from storage.warehouses import WarehouseRow
 
 ENDPOINT = "http://127.0.0.1:8333"
 LOCATION = "s3://bench-bucket/warehouse/ns/t"

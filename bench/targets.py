@@ -26,17 +26,10 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from scripts.postgres import EmbeddedPostgres, find_pg_bin
+from scripts.processes import die_with_parent, free_port, signals_deferred, stop_process_group
 from scripts.run import DEV_S3_ACCESS_KEY, DEV_S3_SECRET_KEY, wait_for_http, warehouse_bucket
-from scripts.services import (
-    EmbeddedPostgres,
-    EmbeddedS3,
-    die_with_parent,
-    find_pg_bin,
-    find_weed_bin,
-    free_port,
-    signals_deferred,
-    stop_process_group,
-)
+from scripts.seaweedfs import EmbeddedS3, find_weed_bin
 
 REPO = Path(__file__).resolve().parent.parent
 WAREHOUSE = "warehouse"
@@ -399,7 +392,7 @@ class _IcebergWeed(EmbeddedS3):
     def _launch(self, argv: list[str], env: dict[str, str]) -> None:
         argv = [f"-s3.port.iceberg={self.iceberg_port}" if a == "-s3.port.iceberg=0" else a for a in argv]
         if f"-s3.port.iceberg={self.iceberg_port}" not in argv:
-            raise RuntimeError("scripts/services.py no longer passes -s3.port.iceberg=0; update bench/targets.py")
+            raise RuntimeError("scripts/seaweedfs.py no longer passes -s3.port.iceberg=0; update bench/targets.py")
         super()._launch([*argv, f"-tableBucket={self.table_bucket}"], env)
 
 

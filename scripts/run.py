@@ -35,15 +35,9 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from scripts.services import (
-    STS_ROLE_ARN,
-    EmbeddedPostgres,
-    EmbeddedS3,
-    die_with_parent,
-    port_is_listening,
-    signals_deferred,
-    stop_process_group,
-)
+from scripts.postgres import EmbeddedPostgres
+from scripts.processes import die_with_parent, port_is_listening, signals_deferred, stop_process_group
+from scripts.seaweedfs import STS_ROLE_ARN, EmbeddedS3
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -1,10 +1,12 @@
-"""Roles, their members, their grants and managed warehouses in PostgreSQL (SQL only).
+"""Roles, their members and their grants in PostgreSQL (SQL only); with the managed warehouses,
+whose statements live in ``storage/warehouses.py`` (``ManagementRows`` derives from ``WarehouseRows``
+so that the management service reaches all it manages through one object).
 
 The rules (who may manage, what a valid name or privilege is, encryption of storage keys) live in
 ``app/management.py``. Every change bumps ``auth_state.version`` in the same transaction, so every
 worker drops what it cached (decisions, warehouse rows) within a poll (app/edge/auth/state.py):
 for roles, members and grants the triggers of migration 0011 do it (whoever writes), for
-warehouses ``_BUMP`` below.
+warehouses ``storage/warehouses.py``.
 Listings are keyset-paginated: ``after`` is the last key of the previous page, ``limit`` rows at most.
 """
 
@@ -13,14 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from psycopg.types.json import Jsonb
-
 from app.ground.errors import NotFound
 from storage.db import Connection, Database
-from storage.repository import _WAREHOUSE_COLUMNS, WarehouseRow
-
-_BUMP = "UPDATE auth_state SET version = version + 1"
-KEEP = object()  # update_warehouse: leave the stored secret as it is
+from storage.warehouses import WarehouseRows
 
 
 @dataclass(frozen=True)
@@ -47,7 +44,7 @@ class RoleRow:
     created_at: str
 
 
-class ManagementRows:
+class ManagementRows(WarehouseRows):
     def __init__(self, db: Database) -> None:
         self.db = db
 
@@ -202,62 +199,6 @@ class ManagementRows:
                 },
             ).fetchall()
         return [_grant(row) for row in rows]
-
-    # -- warehouses -------------------------------------------------------------------------
-
-    def list_warehouses(self, after: str | None, limit: int | None) -> list[WarehouseRow]:
-        with self.db.connection() as conn:
-            rows = conn.execute(
-                f"SELECT {_WAREHOUSE_COLUMNS} FROM warehouse WHERE %(after)s::text IS NULL OR name > %(after)s"
-                " ORDER BY name LIMIT %(limit)s",
-                {"after": after, "limit": limit},
-            ).fetchall()
-        return [WarehouseRow(**row) for row in rows]
-
-    def create_warehouse(
-        self, name: str, location: str, storage: dict[str, Any], allowed: list[str], secret: bytes | None
-    ) -> WarehouseRow | None:
-        """The new warehouse; None when the name is taken."""
-        with self.db.transaction() as conn:
-            row = conn.execute(
-                "INSERT INTO warehouse (name, location, storage, allowed_locations, storage_secret)"
-                " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (name) DO NOTHING"
-                f" RETURNING {_WAREHOUSE_COLUMNS}",
-                (name, location, Jsonb(storage), allowed, secret),
-            ).fetchone()
-            if row:
-                conn.execute(_BUMP)
-        return WarehouseRow(**row) if row else None
-
-    def update_warehouse(
-        self, name: str, location: str, storage: dict[str, Any], allowed: list[str], secret: object = KEEP
-    ) -> WarehouseRow | None:
-        """The updated warehouse; None when there is none of that name."""
-        keep = secret is KEEP
-        with self.db.transaction() as conn:
-            row = conn.execute(
-                "UPDATE warehouse SET location = %s, storage = %s, allowed_locations = %s,"
-                " storage_secret = CASE WHEN %s THEN storage_secret ELSE %s END, updated_at = now()"
-                f" WHERE name = %s RETURNING {_WAREHOUSE_COLUMNS}",
-                (location, Jsonb(storage), allowed, keep, None if keep else secret, name),
-            ).fetchone()
-            if row:
-                conn.execute(_BUMP)
-        return WarehouseRow(**row) if row else None
-
-    def delete_warehouse(self, name: str) -> str:
-        """``deleted``, ``missing``, or ``not-empty`` (it still has namespaces: nothing deleted)."""
-        with self.db.transaction() as conn:
-            row = conn.execute("SELECT id FROM warehouse WHERE name = %s FOR UPDATE", (name,)).fetchone()
-            if row is None:
-                return "missing"
-            # Namespaces are created under a share lock of nothing: the FOR UPDATE above makes a
-            # concurrent create wait on its foreign-key check, which then fails once we are gone.
-            if conn.execute("SELECT 1 FROM namespace WHERE warehouse_id = %s LIMIT 1", (row["id"],)).fetchone():
-                return "not-empty"
-            conn.execute("DELETE FROM warehouse WHERE id = %s", (row["id"],))
-            conn.execute(_BUMP)
-        return "deleted"
 
 
 GRANT_SELECT = (

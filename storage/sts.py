@@ -30,7 +30,7 @@ from minio.signer import sign_v4_sts
 from app.ground.errors import ServiceUnavailable
 from app.ground.locations import InvalidLocation, Location
 from app.ground.settings import S3Settings, Settings
-from storage.repository import WarehouseRow
+from storage.warehouses import WarehouseRow
 
 log = logging.getLogger(__name__)
 

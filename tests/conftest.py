@@ -107,7 +107,9 @@ class Services:
 
 @pytest.fixture(scope="session")
 def services() -> Iterator[Services]:
-    from scripts.services import EmbeddedPostgres, EmbeddedS3, free_port
+    from scripts.postgres import EmbeddedPostgres
+    from scripts.processes import free_port
+    from scripts.seaweedfs import EmbeddedS3
 
     external_db = os.environ.get("GROWLER_TEST_DATABASE_URL")
     external_s3 = os.environ.get("GROWLER_TEST_S3_ENDPOINT")
@@ -143,7 +145,7 @@ def services() -> Iterator[Services]:
 def _sts_env(services: Services) -> dict[str, str]:
     """The STS part of the environment `make run` gives Growler: the embedded SeaweedFS's role
     (external test storage: whatever GROWLER_TEST_STS_ROLE_ARN names, else none)."""
-    from scripts.services import STS_ROLE_ARN
+    from scripts.seaweedfs import STS_ROLE_ARN
 
     role = STS_ROLE_ARN if services.s3 is not None else os.environ.get("GROWLER_TEST_STS_ROLE_ARN", "")
     return {"GROWLER_STS_ROLE_ARN": role} if role else {}

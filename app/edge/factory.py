@@ -78,12 +78,13 @@ from storage.db import AsyncDatabase, Database
 from storage.functions import FunctionRepository
 from storage.grants import GrantRepository
 from storage.idempotency import IdempotencyRepository
+from storage.loop_reads import AsyncEntryReader
 from storage.management_rows import ManagementRows
 from storage.migrate import migrate
 from storage.objects import RoutingObjectStore
 from storage.page_keys import PageKeyRepository
 from storage.plans import PlanRepository
-from storage.repository import AsyncEntryReader, CatalogRepository
+from storage.repository import CatalogRepository
 from storage.staged import AsyncPlacesReader
 
 log = logging.getLogger(__name__)

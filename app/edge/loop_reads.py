@@ -45,8 +45,9 @@ from app.namespaces import (
 from app.rules.identifiers import parse_namespace
 from app.signing import RemoteSigner, SignedRequest
 from app.tables import TABLE, TableService
-from storage.repository import AsyncEntryReader, WarehouseRow
+from storage.loop_reads import AsyncEntryReader
 from storage.staged import AsyncPlacesReader
+from storage.warehouses import WarehouseRow
 
 _DELEGATION = b"x-iceberg-access-delegation"
 _IF_NONE_MATCH = b"if-none-match"

@@ -16,7 +16,9 @@ from connexion.resolver import Resolution, Resolver
 
 from app.ground.errors import UnsupportedOperation
 
-HANDLER_MODULES = ("config", "oauth", "namespaces", "tables", "views", "transactions", "scans", "functions")
+# getToken (POST /v1/oauth/tokens) has no handler module: when Growler issues tokens the
+# authentication middleware answers it in front of connexion (app/edge/auth/endpoint.py).
+HANDLER_MODULES = ("config", "namespaces", "tables", "views", "transactions", "scans", "functions")
 
 
 def handler_name(operation_id: str) -> str:
@@ -27,12 +29,7 @@ def find_handler(operation_id: str) -> Callable[..., Any] | None:
     name = handler_name(operation_id)
     found = []
     for module_name in HANDLER_MODULES:
-        try:
-            module = importlib.import_module(f"handlers.{module_name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"handlers.{module_name}":
-                raise
-            continue
+        module = importlib.import_module(f"handlers.{module_name}")
         if callable(getattr(module, name, None)):
             found.append(getattr(module, name))
     if len(found) > 1:

@@ -55,10 +55,6 @@ def invalid_metadata(message: str, exc: BaseException) -> BadRequest:
     return (ValidationFailed if isinstance(exc, ValidationError) else InvalidArgument)(message)
 
 
-class NotAuthorized(CatalogError):
-    code, error_type = 401, "NotAuthorizedException"
-
-
 class Forbidden(CatalogError):
     code, error_type = 403, "ForbiddenException"
 
@@ -87,10 +83,6 @@ class NoSuchView(NotFound):
 
 class NoSuchFunction(NotFound):
     error_type = "NoSuchFunctionException"
-
-
-class MethodNotAllowed(CatalogError):
-    code, error_type = 405, "MethodNotAllowedException"
 
 
 class UnsupportedOperation(CatalogError):
@@ -124,16 +116,8 @@ class PayloadTooLarge(CatalogError):
     code, error_type = 413, "BadRequestException"
 
 
-class UnsupportedMediaType(CatalogError):
-    code, error_type = 415, "BadRequestException"
-
-
 class UnprocessableEntity(CatalogError):
     code, error_type = 422, "UnprocessableEntityException"
-
-
-class InternalError(CatalogError):
-    code, error_type = 500, "InternalServerError"
 
 
 class CommitStateUnknown(CatalogError):

@@ -50,8 +50,6 @@ class Kind(StrEnum):
     FUNCTION = "function"  # not grantable on its own: inherits from its namespace
 
 
-GRANTABLE = frozenset({Kind.CATALOG, Kind.WAREHOUSE, Kind.NAMESPACE, Kind.TABLE, Kind.VIEW})
-
 # A node of the tree: (warehouse, namespace levels, entry name). The catalog is (None, (), None).
 Key = tuple[str | None, tuple[str, ...], str | None]
 CATALOG_KEY: Key = (None, (), None)

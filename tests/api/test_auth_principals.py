@@ -8,7 +8,7 @@ import psycopg
 import pytest
 
 from app.edge.auth.config import AuthSettings
-from app.principals import PrincipalService, write_credential_file
+from app.principals import PrincipalService
 from storage.db import Database
 from storage.migrate import migrate
 from storage.principals import PrincipalRepository
@@ -100,7 +100,7 @@ def test_bootstrap_admin_from_the_environment_once(empty_catalog_database):
     assert row is not None and row.is_admin
 
 
-def test_generated_bootstrap_admin_is_printed_once(empty_catalog_database, capsys, tmp_path):
+def test_generated_bootstrap_admin_is_printed_once(empty_catalog_database, capsys):
     service = PrincipalService(PrincipalRepository(empty_catalog_database))
     credential = service.bootstrap(AuthSettings(key_password="k"))
     printed = capsys.readouterr().err
@@ -108,10 +108,6 @@ def test_generated_bootstrap_admin_is_printed_once(empty_catalog_database, capsy
     assert service.bootstrap(AuthSettings(key_password="k")) is None
     assert credential.secret not in capsys.readouterr().err
     assert service.authenticate("admin", credential.secret).is_admin
-    path = tmp_path / "credential"
-    write_credential_file(path, credential)
-    assert path.read_text().strip() == f"admin:{credential.secret}"
-    assert path.stat().st_mode & 0o077 == 0
 
 
 def test_the_principals_command(settings, app, monkeypatch, capsys):

@@ -66,7 +66,7 @@ def test_failed_swap_deletes_its_file(client, app, monkeypatch):
 def _break_after_swap(monkeypatch, repository, *, committed: bool, database_answers: bool):
     """The connection dies after the swap statement was sent (it may or may not have applied)."""
     from app.ground.errors import ServiceUnavailable
-    from storage.repository import CommitOutcomeUnknown
+    from storage.entries import CommitOutcomeUnknown
 
     real_swap = repository.swap_metadata
 

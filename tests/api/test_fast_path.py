@@ -14,7 +14,7 @@ import dataclasses
 import pytest
 
 from app.edge.loop_reads import LoadTableOnLoop
-from storage.repository import AsyncEntryReader
+from storage.loop_reads import AsyncEntryReader
 from tests.api.tables_support import PREFIX, append, assert_same_answer, create_request, table_url
 from tests.conftest import authenticated
 

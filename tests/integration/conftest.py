@@ -67,7 +67,7 @@ def server_env(settings, bind: str) -> dict[str, str]:
 def start_server(settings, tmp_dir: Path, extra_env: dict[str, str] | None = None, bearer: bool = True) -> Server:
     """gunicorn serving Growler; ``bearer``: the tests' httpx calls to it carry the admin's token
     (``BearerForTestServers``); False for tests of what an anonymous caller gets."""
-    from scripts.services import free_port
+    from scripts.processes import free_port
 
     port = free_port()
     log_path = tmp_dir / f"gunicorn-{port}.log"

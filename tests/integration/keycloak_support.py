@@ -175,7 +175,7 @@ class Keycloak:
 
 def launch_keycloak(tmp_dir: Path) -> Keycloak:
     """Start Keycloak's process and return at once (``wait_until_ready`` waits for it)."""
-    from scripts.services import free_port
+    from scripts.processes import free_port
 
     home = keycloak_home()
     port, management = free_port(), free_port()

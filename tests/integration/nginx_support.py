@@ -65,7 +65,7 @@ class Nginx:
 
 
 def start_nginx(upstream: str, tmp_dir: Path) -> Nginx:
-    from scripts.services import free_port, port_is_listening
+    from scripts.processes import free_port, port_is_listening
 
     binary = nginx_binary()
     port = free_port()

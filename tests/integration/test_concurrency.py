@@ -202,7 +202,7 @@ class Load:
         with ThreadPoolExecutor(max_workers=len(writers), thread_name_prefix="stress") as pool:
             futures = [pool.submit(writer) for writer in writers]
             # The fault runs in this (long-lived) thread: a PostgreSQL started from a pool thread
-            # would get its parent-death signal when that thread ends (see scripts/services.py).
+            # would get its parent-death signal when that thread ends (see scripts/processes.py).
             try:
                 if fault is not None:
                     fault(self)

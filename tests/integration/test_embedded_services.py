@@ -24,7 +24,9 @@ import psycopg
 import pytest
 from minio.error import S3Error
 
-from scripts.services import EmbeddedPostgres, EmbeddedS3, free_port, port_is_listening
+from scripts.postgres import EmbeddedPostgres
+from scripts.processes import free_port, port_is_listening
+from scripts.seaweedfs import EmbeddedS3
 
 REPO = Path(__file__).resolve().parents[2]
 ACCESS_KEY = "embedded-test"
@@ -60,7 +62,7 @@ def service_root() -> Iterator[Path]:
     """A fresh directory for one test's servers, outside pytest's basetemp.
 
     PostgreSQL runs as ``postgres`` when the suite runs as root, so the data directory's ancestors
-    are opened for traversal (scripts/services.py ``_grant_traverse``). pytest's basetemp
+    are opened for traversal (scripts/postgres.py ``_grant_traverse``). pytest's basetemp
     (/tmp/pytest-of-root) is put back to 0700 by every pytest session that starts meanwhile on
     the same machine, which made initdb fail with "Permission denied" half-way through; a mkdtemp
     directory under /tmp is ours alone.
@@ -207,7 +209,9 @@ def test_children_die_with_their_parent(service_root: Path):
         f"""
         import json, sys, time
         from pathlib import Path
-        from scripts.services import EmbeddedPostgres, EmbeddedS3, free_port
+        from scripts.postgres import EmbeddedPostgres
+        from scripts.processes import free_port
+        from scripts.seaweedfs import EmbeddedS3
         root = Path({str(service_root)!r})
         pg = EmbeddedPostgres(root / "pg", free_port(), fast=True).start()
         s3 = EmbeddedS3(root / "s3", free_port(), "k", "secret-key").start()
@@ -266,11 +270,13 @@ def test_orphans_of_a_dead_run_are_stopped_on_start(service_root: Path):
         f"""
         import json, time
         from pathlib import Path
-        from scripts import services
-        services._libc = None  # simulate a missed parent-death signal
+        from scripts import processes
+        from scripts.postgres import EmbeddedPostgres
+        from scripts.seaweedfs import EmbeddedS3
+        processes._libc = None  # simulate a missed parent-death signal
         root = Path({str(service_root)!r})
-        pg = services.EmbeddedPostgres(root / "pg", services.free_port(), fast=True).start()
-        s3 = services.EmbeddedS3(root / "s3", services.free_port(), "k", "secret-key").start()
+        pg = EmbeddedPostgres(root / "pg", processes.free_port(), fast=True).start()
+        s3 = EmbeddedS3(root / "s3", processes.free_port(), "k", "secret-key").start()
         print(json.dumps({{"pg": pg.pid, "s3": s3.pid, "s3_port": s3.port}}), flush=True)
         time.sleep(600)
         """

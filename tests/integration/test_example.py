@@ -25,8 +25,8 @@ import minio
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 
+from scripts.processes import free_port
 from scripts.run import DEV_S3_ACCESS_KEY, DEV_S3_SECRET_KEY
-from scripts.services import free_port
 from tests.integration.proc_support import wait_for
 from tests.integration.spark_support import java17_home
 

@@ -248,7 +248,7 @@ def test_workers_restarted_while_postgres_is_down_keep_gunicorn_up(settings, app
 
 def test_make_run_survives_postgres_dying_while_a_worker_restarts(tmp_path):
     """``make run`` (scripts/run.py) restarts its embedded PostgreSQL; gunicorn rides it out."""
-    from scripts.services import free_port
+    from scripts.processes import free_port
 
     # Not under pytest's basetemp: PostgreSQL runs as ``postgres`` and needs to traverse its
     # ancestors, which any pytest session starting meanwhile resets to 0700 (see

@@ -40,7 +40,8 @@ DURATION_S = 900
 
 @pytest.fixture(scope="module")
 def sts_s3() -> Iterator:
-    from scripts.services import EmbeddedS3, free_port
+    from scripts.processes import free_port
+    from scripts.seaweedfs import EmbeddedS3
 
     root = Path(tempfile.mkdtemp(prefix="growler-sts-"))
     s3 = EmbeddedS3(root / "s3", free_port(), TEST_ACCESS_KEY, TEST_SECRET_KEY, sts=True)
@@ -54,7 +55,7 @@ def sts_s3() -> Iterator:
 
 @pytest.fixture(scope="module")
 def sts_settings(settings, sts_s3):
-    from scripts.services import STS_ROLE_ARN
+    from scripts.seaweedfs import STS_ROLE_ARN
 
     return dataclasses.replace(
         settings,

@@ -11,7 +11,6 @@ from app.ground import errors
     "cls, code, error_type",
     [
         (errors.BadRequest, 400, "BadRequestException"),
-        (errors.NotAuthorized, 401, "NotAuthorizedException"),
         (errors.Forbidden, 403, "ForbiddenException"),
         (errors.NoSuchWarehouse, 404, "NoSuchWarehouseException"),
         (errors.NoSuchNamespace, 404, "NoSuchNamespaceException"),

@@ -5,7 +5,7 @@ The layers, lowest first (docs/design.md):
 
 - ground (``app.ground``): errors, settings, metrics and event-log definitions, limits, locations,
   small utilities. Everything else stands on it.
-- rules (``app.rules`` and the scan-planning rules): pure metadata rules, no I/O.
+- rules (``app.rules``): pure metadata and scan-planning rules, no I/O.
 - storage (``storage``): SQL and object I/O.
 - services (the rest of ``app``): orchestrate the rules, the repository and the object store.
 - edge (``app.edge`` and ``handlers``): everything HTTP.
@@ -30,9 +30,6 @@ LAYERS = {
     "app": "services",
     "app.ground": "ground",
     "app.rules": "rules",
-    "app.scan_filter": "rules",
-    "app.scan_files": "rules",
-    "app.scan_planning": "rules",
     "storage": "storage",
     "app.edge": "edge",
     "handlers": "edge",
@@ -162,6 +159,7 @@ def test_the_circle_finder_finds_circles() -> None:
 def test_importing_the_rules_loads_no_web_framework_and_no_database_driver() -> None:
     pure = sorted(module for module in MODULES if layer_of(module) in ("ground", "rules"))
     assert any(module.startswith("app.ground") for module in pure) and "app.rules.table" in pure
+    assert "app.rules.scan.planning" in pure  # the scan-planning rules are held to the same
     script = "\n".join(
         [
             "import importlib, sys",

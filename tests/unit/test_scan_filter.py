@@ -41,7 +41,7 @@ from pyiceberg.types import (
     UUIDType,
 )
 
-from app.scan_filter import FilterError, filter_json, parse_filter, value_json
+from app.rules.scan.filter import FilterError, filter_json, parse_filter, value_json
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=False),

@@ -43,8 +43,8 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Operation, Snapshot, ancestors_between_ids, is_parent_ancestor_of
 
 from app.ground.errors import BadRequest, InvalidArgument
-from app.scan_files import content_file_json
-from app.scan_filter import filter_json, parse_filter
+from app.rules.scan.files import content_file_json
+from app.rules.scan.filter import filter_json, parse_filter
 
 INITIAL_SEQUENCE_NUMBER = 0
 # Iceberg's reserved metadata columns: engines select them (Spark's merge-on-read DELETE reads

@@ -17,7 +17,7 @@ from pyiceberg.manifest import DataFile, DataFileContent
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
-from app.scan_filter import value_json
+from app.rules.scan.filter import value_json
 
 CONTENT = {
     DataFileContent.DATA: "data",
