@@ -7,12 +7,13 @@ credentials' expiry to keep writing.
 
 The job creates its table, reads the expiry of the credentials its table's FileIO was given
 (``s3.session-token-expires-at-ms`` from the create's answer), then inserts one row every
-``interval_s`` until an insert that started ``margin_s`` past that expiry has succeeded. The catalog keeps its
-tables cached for the whole run (``cache.expiration-interval-ms=-1``): every insert goes through
-that one table and its one FileIO, as a long streaming or batch job does; with Spark's default
-30 s cache each insert would load the table anew and get fresh credentials, so no refresh would
-ever be needed. At the end it reads the expiry again: the same value says the FileIO was never
-replaced, so the writes past the expiry went out with credentials it refreshed itself.
+``interval_s`` (one of them half an interval before that expiry, and once more right at
+``margin_s`` past it) until an insert that started ``margin_s`` past it has succeeded. The
+catalog keeps its tables cached for the whole run (``cache.expiration-interval-ms=-1``): every
+insert goes through that one table and its one FileIO, as a long streaming or batch job does; with
+Spark's default 30 s cache each insert would load the table anew and get fresh credentials, so no
+refresh would ever be needed. At the end it reads the expiry again: the same value says the FileIO
+was never replaced, so the writes past the expiry went out with credentials it refreshed itself.
 
 The report (JSON, rewritten after every insert so a crash leaves what was done) holds the
 table's location, the expiry at the start and at the end, each insert's id and times (epoch ms),
@@ -68,8 +69,11 @@ def run(spark, config: dict[str, Any], report: dict[str, Any]) -> None:
     save(report, path)
     stop_after = expires + int(config["margin_s"] * 1000)
     give_up_after = expires + GIVE_UP_AFTER_EXPIRY_S * 1000
-    interval_s = float(config["interval_s"])
-    next_start = time.monotonic()
+    # Inserts go out at the expiry - interval / 2 + k * interval: one half an interval before the
+    # expiry, after the provider's refresh is due (the AWS SDK jitters it between five minutes and
+    # one minute before), so that refresh comes from an insert ahead of the expiry, as it must.
+    interval_ms = int(float(config["interval_s"]) * 1000)
+    anchor = expires - interval_ms // 2
     for insert_id in range(1_000_000):
         started = now_ms()
         spark.sql(f"INSERT INTO {table} VALUES ({insert_id}, {started})")
@@ -79,9 +83,10 @@ def run(spark, config: dict[str, Any], report: dict[str, Any]) -> None:
             break
         if now_ms() > give_up_after:
             raise TimeoutError(f"still short of {stop_after} at {now_ms()} ms")
-        # The job's pace (one small insert a minute, light beside the suite), not a wait for anything.
-        next_start += interval_s
-        time.sleep(max(0.0, next_start - time.monotonic()))
+        # The job's pace (one small insert a minute, light beside the suite), not a wait for anything;
+        # the last insert goes out as soon as it may (the job is about as long as the whole suite).
+        now = now_ms()
+        time.sleep(max(0, min((anchor - now) % interval_ms, stop_after - now)) / 1000)
     report["expires_at_ms_at_end"] = expiry_ms(spark, table)
 
 

@@ -56,7 +56,8 @@ def test_a_spark_job_outliving_its_credentials_refreshes_them_and_loses_no_write
     assert inserts[0]["finished_ms"] < expires - 300_000  # and before the provider's refresh began
 
     # Refreshed through loadCredentials, every call answered, the first ahead of the expiry (the
-    # provider asks five minutes before it); nobody but the job talks to this server.
+    # provider's refresh falls due between five minutes and one minute before it, and the job
+    # inserts half a minute before it); nobody but the job talks to this server.
     refreshes = request_lines(long_sts_job, "loadCredentials")
     assert refreshes, "the job never called loadCredentials"
     assert {(doc["status"], doc["table"]) for doc in refreshes} == {(200, TABLE.rsplit(".", 1)[1])}
