@@ -164,6 +164,18 @@ def second_spark(spark):
     return DRIVERS.get(spark.line, "second")
 
 
+@pytest.fixture
+def long_sts_job():
+    """The long STS job (sts_long_job_support), running since collection ended (started now if not)."""
+    from tests.integration.sts_long_job_support import LONG_STS_JOB
+
+    return LONG_STS_JOB.stack()
+
+
+def _runs_long_sts_job(item: pytest.Item) -> bool:
+    return "long_sts_job" in getattr(item, "fixturenames", ())
+
+
 def _spark_drivers(item: pytest.Item) -> set[tuple[str, str]]:
     """The shared drivers an item uses: its ``spark`` or ``line`` parameter's, and a second one."""
     params = getattr(getattr(item, "callspec", None), "params", {})
@@ -189,15 +201,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+    # The long STS job's test last: the job started when collection ended and ran beside the rest.
+    items.sort(key=_runs_long_sts_job)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start what the collected tests will need and is slow to start, in the background, now:
-    the Spark drivers (about ten seconds each) and Keycloak (tens of seconds on first start) boot
-    while the tests before theirs run."""
+    the long STS job (some 16 minutes: sts_long_job_support), the Spark drivers (about ten
+    seconds each) and Keycloak (tens of seconds on first start) run or boot while the tests
+    before theirs run."""
     from tests.integration.keycloak_support import KEYCLOAK
     from tests.integration.spark_support import DRIVERS
+    from tests.integration.sts_long_job_support import LONG_STS_JOB
 
+    if not session.config.option.collectonly and any(_runs_long_sts_job(item) for item in session.items):
+        LONG_STS_JOB.prestart()
     for line, role in sorted(set().union(*(_spark_drivers(item) for item in session.items))):
         DRIVERS.prestart(line, role)
     if any("keycloak" in item.fixturenames for item in session.items):
@@ -207,6 +225,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     from tests.integration.keycloak_support import KEYCLOAK
     from tests.integration.spark_support import DRIVERS
+    from tests.integration.sts_long_job_support import LONG_STS_JOB
 
     DRIVERS.stop_all()
     KEYCLOAK.stop()
+    LONG_STS_JOB.stop()

@@ -32,19 +32,21 @@ ROW = "\x00row"
 
 
 def build_session(config: dict):
-    """A small local SparkSession (2 threads, no UI, few shuffle partitions) with the catalogs of ``config``."""
+    """A small local SparkSession (2 threads, no UI, few shuffle partitions) with the catalogs of ``config``;
+    ``threads`` and ``driver_memory`` in ``config`` make it smaller still (a job that runs beside the suite)."""
     from pyspark.sql import SparkSession
 
     scratch = config["scratch"]
+    threads = int(config.get("threads", 2))
     builder = (
-        SparkSession.builder.master("local[2]")
+        SparkSession.builder.master(f"local[{threads}]")
         .appName(config.get("app_name", "growler-test"))
         .config("spark.jars", ",".join(config["jars"]))
-        .config("spark.driver.memory", "1g")
+        .config("spark.driver.memory", config.get("driver_memory", "1g"))
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
+        .config("spark.sql.shuffle.partitions", str(threads))
+        .config("spark.default.parallelism", str(threads))
         .config("spark.sql.adaptive.enabled", "true")
         .config("spark.sql.catalogImplementation", "in-memory")
         .config("spark.sql.warehouse.dir", os.path.join(scratch, "spark-warehouse"))
