@@ -14,7 +14,13 @@ principal's grants, resolved to paths when loaded (one query: storage/grants.py)
 can alter a decision - a grant, a role, a membership, a drop that cascades to grants, a rename
 of something granted - bumps that version by trigger (0011), so a revoke takes effect on every
 worker and replica within a second. Without authentication (``GROWLER_AUTH=none``) there is no
-caller and everything is allowed.
+caller and everything is allowed - but only through ``Authorizer.allow_all()``: an enforcing
+authorizer asked to decide with no caller (``current_principal`` unset: a code path that forgot
+to carry it) refuses with 401 ``NotAuthorizedException``, as an anonymous request is refused.
+401 rather than 403 because what is missing is a caller, not a privilege: nobody was
+authenticated, and no grant could make the call allowed. Nothing in the server decides without
+a request: housekeeping, purges and scan-plan workers read and write storage directly, and the
+commit writers run in a copy of the request's context.
 
 Every service that decides takes its authorizer as a required constructor argument: there is
 no permissive default to fall back on, so a service wired without one fails to build instead of
@@ -37,6 +43,7 @@ from app.ground.errors import (
     NoSuchTable,
     NoSuchView,
     NoSuchWarehouse,
+    NotAuthorized,
 )
 from app.ground.events import audit
 from app.ground.lru import LruCache
@@ -260,9 +267,11 @@ class Authorizer:
 
     def cached(self) -> EffectiveGrants | None:
         """The caller's grants if deciding needs no database round trip now (the event loop may)."""
-        principal = current_principal.get()
-        if principal is None or self.repository is None:
+        if self.repository is None:
             return ALL
+        principal = current_principal.get()
+        if principal is None:
+            return None  # nothing to decide on the loop: grants() refuses, wherever it runs
         version = self._version()
         found = self._cache.get(principal)
         if found is not None and version is not None and found[0] == version:
@@ -275,7 +284,9 @@ class Authorizer:
         if found is not None:
             return found
         principal = current_principal.get()
-        assert principal is not None and self.repository is not None
+        if principal is None:  # authentication is on (cached() answered otherwise): fail closed
+            raise NotAuthorized("No authenticated caller")
+        assert self.repository is not None
         version = self._version()  # before the query: a change after it is seen at the next one
         holdings = self.repository.holdings(
             principal.name, principal.roles if principal.source == IDP else (), own=principal.source != IDP
@@ -305,8 +316,9 @@ class Authorizer:
         return [item for item in items if grants.holds(privilege, securable_of(item))]
 
     def authorize(self, operation_id: str, params: dict[str, Any], body: Any = None) -> None:
-        """Raise 403 (or the 404 that hides what the caller cannot see) unless the caller may run it."""
-        if current_principal.get() is None or self.repository is None:
+        """Raise 403 (or the 404 that hides what the caller cannot see) unless the caller may run it;
+        401 when there is no caller to decide for (enforcing: see the module's docstring)."""
+        if self.repository is None:  # allow_all(): nothing to enforce
             return
         rule = OPERATIONS.get(operation_id)
         if rule is None:

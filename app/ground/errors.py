@@ -55,6 +55,18 @@ def invalid_metadata(message: str, exc: BaseException) -> BadRequest:
     return (ValidationFailed if isinstance(exc, ValidationError) else InvalidArgument)(message)
 
 
+class NotAuthorized(CatalogError):
+    """No authenticated caller where authentication is on: what the authentication middleware
+    answers for a request without a token (app/edge/auth/middleware.py), and what an enforcing
+    authorizer raises when asked to decide for nobody (app/authorization.py) - a path that forgot
+    to carry the caller is refused like an anonymous request, never allowed everything."""
+
+    code, error_type = 401, "NotAuthorizedException"
+
+    def headers(self) -> dict[str, str]:
+        return {"WWW-Authenticate": "Bearer"}  # RFC 9110: a 401 names its scheme
+
+
 class Forbidden(CatalogError):
     code, error_type = 403, "ForbiddenException"
 
