@@ -20,7 +20,7 @@ from app.commits import MetadataFiles
 from app.ground.errors import AlreadyExists, BadRequest, CatalogError, NoSuchNamespace
 from app.ground.limits import check_metadata_schemas, load_json
 from app.ground.locations import Location, is_allowed, safe_segment
-from app.ground.page_tokens import EPHEMERAL, PageTokens
+from app.ground.page_tokens import PageTokens
 from app.ground.settings import Settings
 from app.namespaces import (
     Page,
@@ -54,7 +54,6 @@ def now_ms() -> int:
 class EntryService:
     kind: str = ""  # "table" or "view": the catalog_entry kind this service owns
     not_found: type[CatalogError] = CatalogError
-    page_tokens: PageTokens = EPHEMERAL  # the app factory sets the installation's page token key (one for all workers)
 
     def __init__(
         self,
@@ -64,6 +63,7 @@ class EntryService:
         warehouses: WarehouseDirectory,
         *,
         authorizer: Authorizer,
+        page_tokens: PageTokens,
     ) -> None:
         self.settings = settings
         self.repository = repository
@@ -72,6 +72,8 @@ class EntryService:
         # Who may see and change what (app/authorization.py). Required, with no permissive default:
         # a service wired without it must fail to build, not allow everything.
         self.authorizer = authorizer
+        # The installation's page token key (one for all workers and replicas): app/edge/factory.py.
+        self.page_tokens = page_tokens
         self.files = MetadataFiles(repository, objects)
 
     # -- shared operations --------------------------------------------------------------

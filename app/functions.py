@@ -20,7 +20,7 @@ from app.authorization import Authorizer
 from app.entries import EntryService
 from app.ground.errors import BadRequest, NoSuchFunction, NoSuchNamespace
 from app.ground.limits import load_json
-from app.ground.page_tokens import EPHEMERAL, PageTokens
+from app.ground.page_tokens import PageTokens
 from app.ground.settings import Settings
 from app.namespaces import Page, WarehouseDirectory, names_window, page_of_names
 from app.rules.function_metadata import check_function_metadata
@@ -50,8 +50,6 @@ def function_metadata_schema(spec: dict[str, Any]) -> SchemaCheck:
 
 
 class FunctionService:
-    page_tokens: PageTokens = EPHEMERAL  # the app factory sets the installation's page token key (one for all workers)
-
     def __init__(
         self,
         settings: Settings,
@@ -62,8 +60,10 @@ class FunctionService:
         check_schema: SchemaCheck,
         *,
         authorizer: Authorizer,
+        page_tokens: PageTokens,
     ) -> None:
         self.authorizer = authorizer  # required: no permissive default (app/authorization.py)
+        self.page_tokens = page_tokens  # the installation's key (one for all workers): app/edge/factory.py
         self.settings = settings
         self.repository = repository
         self.catalog = catalog

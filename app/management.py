@@ -19,7 +19,7 @@ from app.authorization import Authorizer
 from app.ground.errors import AlreadyExists, BadRequest, CatalogError, NoSuchWarehouse, NotFound
 from app.ground.events import audit
 from app.ground.locations import InvalidLocation, Location
-from app.ground.page_tokens import EPHEMERAL, PageTokens, scope
+from app.ground.page_tokens import PageTokens, scope
 from app.ground.secrets import SecretBox
 from app.ground.settings import RESERVED_PREFIXES, WAREHOUSE_NAME, Settings
 from app.management_rights import ManagementRights
@@ -57,15 +57,15 @@ class ManagementService(ManagementRights):
         warehouses: WarehouseDirectory,
         *,
         authorizer: Authorizer,
+        page_tokens: PageTokens,
     ) -> None:
         self.authorizer = authorizer  # required: no permissive default (app/management_rights.py)
+        self.page_tokens = page_tokens  # the installation's key (one for all workers): app/edge/factory.py
         self.settings = settings
         self.rows = rows
         self.principals = principals
         self.warehouses = warehouses
         self._box = SecretBox(settings.secrets_key) if settings.secrets_key else None
-
-    page_tokens: PageTokens = EPHEMERAL  # create_app puts the installation's page token key here
 
     def _changed(self, action: str, who: str | None, target: dict[str, Any]) -> None:
         audit(action, who, target)

@@ -23,7 +23,7 @@ from app.ground.errors import (
     UnprocessableEntity,
 )
 from app.ground.locations import Location, safe_segment
-from app.ground.page_tokens import EPHEMERAL, PageTokens, scope
+from app.ground.page_tokens import PageTokens, scope
 from app.ground.secrets import SecretBox
 from app.ground.settings import S3Settings, Settings
 from app.idempotency import iso8601_duration
@@ -287,15 +287,20 @@ def namespace_answer(warehouse: WarehouseRow, namespace: tuple[str, ...], proper
 
 
 class NamespaceService:
-    page_tokens: PageTokens = EPHEMERAL  # the app factory sets the installation's page token key (one for all workers)
-
     def __init__(
-        self, settings: Settings, repository: CatalogRepository, objects: ObjectStore, *, authorizer: Authorizer
+        self,
+        settings: Settings,
+        repository: CatalogRepository,
+        objects: ObjectStore,
+        *,
+        authorizer: Authorizer,
+        page_tokens: PageTokens,
     ) -> None:
         self.settings = settings
         self.repository = repository
         self.objects = objects
         self.authorizer = authorizer  # required: no permissive default (app/authorization.py)
+        self.page_tokens = page_tokens  # the installation's key (one for all workers): app/edge/factory.py
         self.warehouses = WarehouseDirectory(repository, settings)
 
     # -- start-up and health ------------------------------------------------------------

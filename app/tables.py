@@ -27,6 +27,7 @@ from app.ground.errors import (
 )
 from app.ground.events import CommitRecorder
 from app.ground.locations import InvalidLocation, Location
+from app.ground.page_tokens import PageTokens
 from app.ground.settings import Settings
 from app.metrics_reports import MetricsReports
 from app.namespaces import WarehouseDirectory
@@ -149,8 +150,9 @@ class TableService(TableStorageAccess, EntryService):
         warehouses: WarehouseDirectory,
         *,
         authorizer: Authorizer,
+        page_tokens: PageTokens,
     ) -> None:
-        super().__init__(settings, repository, objects, warehouses, authorizer=authorizer)
+        super().__init__(settings, repository, objects, warehouses, authorizer=authorizer, page_tokens=page_tokens)
         self.purge_requested = threading.Event()
         self.snapshot_json = rules.SnapshotJson()
         self.parsed = ParsedMetadataCache(snapshot_json=self.snapshot_json)

@@ -20,6 +20,7 @@ from app.entries import EntryService, now_ms
 from app.ground.errors import (
     NoSuchView,
 )
+from app.ground.page_tokens import PageTokens
 from app.ground.settings import Settings
 from app.namespaces import WarehouseDirectory
 from app.rules import view as rules
@@ -58,8 +59,9 @@ class ViewService(EntryService):
         warehouses: WarehouseDirectory,
         *,
         authorizer: Authorizer,
+        page_tokens: PageTokens,
     ) -> None:
-        super().__init__(settings, repository, objects, warehouses, authorizer=authorizer)
+        super().__init__(settings, repository, objects, warehouses, authorizer=authorizer, page_tokens=page_tokens)
         self.commits = CommitLoop(repository, self.files, kind=VIEW)
 
     # -- reading ------------------------------------------------------------------------

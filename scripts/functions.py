@@ -16,6 +16,7 @@ import sys
 from app.authorization import Authorizer
 from app.edge.factory import build_functions, load_spec
 from app.ground.errors import CatalogError
+from app.ground.page_tokens import PageTokens, new_key
 from app.ground.settings import Settings
 from app.namespaces import WarehouseDirectory
 from storage.build import build_storage
@@ -39,8 +40,16 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
         warehouses = WarehouseDirectory(repository, settings)
         objects.router = warehouses.store_for  # each warehouse's own storage
         # The operator's tool: no caller to authorize (it holds the database's credentials anyway).
+        # It lists nothing: a page token key of this process alone serves.
         functions = build_functions(
-            settings, database, repository, objects, warehouses, load_spec(), authorizer=Authorizer.allow_all()
+            settings,
+            database,
+            repository,
+            objects,
+            warehouses,
+            load_spec(),
+            authorizer=Authorizer.allow_all(),
+            page_tokens=PageTokens(new_key()),
         )
         namespace = tuple(args.namespace.split("."))
         if args.command == "register":

@@ -115,9 +115,20 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         )
     else:  # GROWLER_AUTH=none (loopback only, AuthSettings.from_env): no caller, nothing to enforce
         authorizer = Authorizer.allow_all()
-    service = NamespaceService(settings, repository, objects, authorizer=authorizer)  # namespaces and warehouses
-    tables = TableService(settings, repository, objects, service.warehouses, authorizer=authorizer)
-    views = ViewService(settings, repository, objects, service.warehouses, authorizer=authorizer)
+    # Page tokens are sealed with the installation's key (kept in PostgreSQL: storage/page_keys.py),
+    # so a token one worker or replica hands out is read by any other, and after a restart; start-up
+    # installs the key (until then, a listing is refused). Like the authorizer, every service that
+    # pages takes it in its constructor.
+    page_tokens = PageTokens()
+    service = NamespaceService(  # namespaces and warehouses
+        settings, repository, objects, authorizer=authorizer, page_tokens=page_tokens
+    )
+    tables = TableService(
+        settings, repository, objects, service.warehouses, authorizer=authorizer, page_tokens=page_tokens
+    )
+    views = ViewService(
+        settings, repository, objects, service.warehouses, authorizer=authorizer, page_tokens=page_tokens
+    )
     idempotency_keys = IdempotencyRepository(database)
     housekeeper = Housekeeper(repository, objects, idempotency_keys, tables.purge_requested)
     # Object I/O goes to the store of the warehouse holding the location; every management change
@@ -125,12 +136,13 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     objects.router = service.warehouses.store_for
     auth.state.listeners.append(service.warehouses.invalidate)
     management = ManagementService(
-        settings, ManagementRows(database), auth.principals, service.warehouses, authorizer=authorizer
+        settings,
+        ManagementRows(database),
+        auth.principals,
+        service.warehouses,
+        authorizer=authorizer,
+        page_tokens=page_tokens,
     )
-    # Page tokens are sealed with the installation's key (kept in PostgreSQL: storage/page_keys.py),
-    # so a token one worker or replica hands out is read by any other, and after a restart.
-    page_tokens = PageTokens()
-    service.page_tokens = tables.page_tokens = views.page_tokens = management.page_tokens = page_tokens
     # PostgreSQL down at boot must not fail the worker (gunicorn would stop): see app/edge/startup.py.
     startup = Startup(
         [
@@ -265,9 +277,15 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     flask_app.extensions[VIEWS] = views
     flask_app.extensions[IDEMPOTENCY] = IdempotencyService(idempotency_keys, settings.idempotency_lifetime_s)
     flask_app.extensions[FUNCTIONS] = build_functions(
-        settings, database, repository, objects, service.warehouses, spec, authorizer=authorizer
+        settings,
+        database,
+        repository,
+        objects,
+        service.warehouses,
+        spec,
+        authorizer=authorizer,
+        page_tokens=page_tokens,
     )
-    flask_app.extensions[FUNCTIONS].page_tokens = page_tokens
     flask_app.extensions[AUTHORIZER] = authorizer
     flask_app.extensions[PLANS] = planning
     flask_app.extensions[SIGNER] = signer
@@ -313,9 +331,11 @@ def build_functions(
     spec: dict,
     *,
     authorizer: Authorizer,
+    page_tokens: PageTokens,
 ) -> FunctionService:
     """The function service (the app and ``scripts.functions`` build it the same way; each says
-    which authorizer: the app's, or the script's explicit allow-all)."""
+    which authorizer and page token key: the app's, or the script's explicit allow-all and a key
+    of its own process)."""
     return FunctionService(
         settings,
         FunctionRepository(database),
@@ -324,6 +344,7 @@ def build_functions(
         warehouses,
         function_metadata_schema(spec),
         authorizer=authorizer,
+        page_tokens=page_tokens,
     )
 
 

@@ -88,7 +88,3 @@ class PageTokens:
         if isinstance(value, str) or (isinstance(value, list) and value and all(isinstance(v, str) for v in value)):
             return value
         raise BadRequest("Invalid pageToken")  # sealed by us, so never: a format change
-
-
-# For services built without the app's (tools, unit tests): a key of this process only.
-EPHEMERAL = PageTokens(new_key())
