@@ -22,14 +22,8 @@ from app.ground.limits import check_metadata_schemas, load_json
 from app.ground.locations import Location, is_allowed, safe_segment
 from app.ground.page_tokens import PageTokens
 from app.ground.settings import Settings
-from app.namespaces import (
-    Page,
-    PageWindow,
-    WarehouseDirectory,
-    default_namespace_location,
-    fill_page,
-    names_window,
-)
+from app.namespaces import default_namespace_location
+from app.paging import Page, PageWindow, fill_page, names_window
 from app.rules.identifiers import (
     check_name,
     check_namespace,
@@ -37,6 +31,7 @@ from app.rules.identifiers import (
 )
 from app.rules.metadata_files import decode_metadata, metadata_file_location
 from app.rules.privileges import Kind, Privilege, Securable
+from app.warehouses import WarehouseDirectory
 from storage.entries import NewEntry
 from storage.objects import ObjectNotFound, ObjectStore
 from storage.placement import Claim

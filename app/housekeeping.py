@@ -224,7 +224,7 @@ def main() -> None:
     import json
 
     from app.ground.settings import Settings
-    from app.namespaces import WarehouseDirectory
+    from app.warehouses import WarehouseDirectory
     from storage.build import build_storage
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

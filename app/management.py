@@ -23,10 +23,11 @@ from app.ground.page_tokens import PageTokens, scope
 from app.ground.secrets import SecretBox
 from app.ground.settings import RESERVED_PREFIXES, WAREHOUSE_NAME, Settings
 from app.management_rights import ManagementRights
-from app.namespaces import Page, PageWindow, WarehouseDirectory
+from app.paging import Page, PageWindow
 from app.principals import CLIENT_ID, Credential, PrincipalService
 from app.rules.privileges import Privilege
 from app.storage_access import CREDENTIALS_MODES, REMOTE_SIGNING, STATIC
+from app.warehouses import WarehouseDirectory
 from storage.management_rows import GrantRow, ManagementRows, Securable
 from storage.warehouses import KEEP, WarehouseRow
 

@@ -30,7 +30,6 @@ from app.ground.locations import InvalidLocation, Location
 from app.ground.page_tokens import PageTokens
 from app.ground.settings import Settings
 from app.metrics_reports import MetricsReports
-from app.namespaces import WarehouseDirectory
 from app.rules import table as rules
 from app.rules.identifiers import (
     check_name,
@@ -43,6 +42,7 @@ from app.storage_access import (
 )
 from app.table_access import TABLE, TableStorageAccess
 from app.table_memory import EntryKey, HeldDocuments, IssuedETags, ParsedMetadataCache
+from app.warehouses import WarehouseDirectory
 from storage.entries import NewEntry
 from storage.objects import ObjectStore
 from storage.repository import CatalogRepository

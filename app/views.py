@@ -22,12 +22,12 @@ from app.ground.errors import (
 )
 from app.ground.page_tokens import PageTokens
 from app.ground.settings import Settings
-from app.namespaces import WarehouseDirectory
 from app.rules import view as rules
 from app.rules.identifiers import (
     check_name,
     format_namespace,
 )
+from app.warehouses import WarehouseDirectory
 from storage.entries import NewEntry
 from storage.objects import ObjectStore
 from storage.repository import CatalogRepository

@@ -12,7 +12,7 @@ from flask import current_app
 
 from app.edge.context import MANAGEMENT, namespace_arg, no_content
 from app.management import ManagementService, grant_view, warehouse_view
-from app.namespaces import Page
+from app.paging import Page
 from app.principals import Credential
 
 

@@ -1,7 +1,7 @@
 """Namespace operations."""
 
 from app.edge.context import namespace_arg, namespaces, no_content
-from app.namespaces import namespaces_answer
+from app.paging import namespaces_answer
 from app.rules.identifiers import check_namespace, decoded_separator
 
 

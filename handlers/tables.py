@@ -6,7 +6,7 @@ from flask import Response, request
 
 from app.edge.context import namespace_arg, namespaces, no_content, plans, respond, signer, tables
 from app.edge.responses import parse_load_table, render_table, render_unregistered, table_name
-from app.namespaces import identifiers_answer
+from app.paging import identifiers_answer
 from app.storage_access import Delegation
 from app.tables import LoadedTable
 

@@ -6,7 +6,7 @@ from flask import Response
 
 from app.edge.context import namespace_arg, no_content, respond, views
 from app.edge.responses import render_view, view_name
-from app.namespaces import identifiers_answer
+from app.paging import identifiers_answer
 from app.views import LoadedView
 
 _name = view_name

@@ -284,7 +284,7 @@ class LocalObjectStore:
 class RoutingObjectStore:
     """Chooses the store by the location: the local one for ``file:``, for ``s3://`` the store of
     the warehouse holding it when that warehouse has storage of its own (``router``, set by the
-    app: ``app.namespaces.WarehouseDirectory.store_for``), else the environment's S3 store."""
+    app: ``app.warehouses.WarehouseDirectory.store_for``), else the environment's S3 store."""
 
     def __init__(self, s3: S3ObjectStore | None, local: LocalObjectStore | None = None) -> None:
         self.s3 = s3

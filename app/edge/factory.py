@@ -68,11 +68,12 @@ from app.ground.settings import Settings
 from app.housekeeping import Housekeeper
 from app.idempotency import IdempotencyService
 from app.management import ManagementService
-from app.namespaces import NamespaceService, WarehouseDirectory
+from app.namespaces import NamespaceService
 from app.plans import PlanningConfig, PlanningService
 from app.signing import RemoteSigner
 from app.tables import TableService
 from app.views import ViewService
+from app.warehouses import WarehouseDirectory
 from storage.build import build_storage
 from storage.db import AsyncDatabase, Database
 from storage.functions import FunctionRepository

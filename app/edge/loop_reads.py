@@ -34,14 +34,8 @@ from app.edge.door import InThread
 from app.edge.responses import JSON, Rendered, parse_load_table, render_table, table_name
 from app.entries import EntryService
 from app.ground.errors import CatalogError
-from app.namespaces import (
-    NamespaceService,
-    PageWindow,
-    first_batch_page,
-    identifiers_answer,
-    namespace_answer,
-    namespaces_answer,
-)
+from app.namespaces import NamespaceService, namespace_answer
+from app.paging import PageWindow, first_batch_page, identifiers_answer, namespaces_answer
 from app.rules.identifiers import parse_namespace
 from app.signing import RemoteSigner, SignedRequest
 from app.tables import TABLE, TableService
