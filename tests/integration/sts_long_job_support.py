@@ -117,7 +117,9 @@ class LongStsJob:
 
     def _start(self) -> LongJobStack:
         from app.ground.settings import S3Settings, Settings, StsSettings
-        from scripts.services import STS_ROLE_ARN, EmbeddedPostgres, EmbeddedS3, free_port
+        from scripts.postgres import EmbeddedPostgres
+        from scripts.processes import free_port
+        from scripts.seaweedfs import STS_ROLE_ARN, EmbeddedS3
         from tests.integration.conftest import start_server
         from tests.integration.spark_support import catalog_conf, line_python, spark_env, spark_jars
 

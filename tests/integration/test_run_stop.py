@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.services import free_port, port_is_listening
+from scripts.processes import free_port, port_is_listening
 from tests.integration.proc_support import wait_for
 
 pytestmark = pytest.mark.slow
