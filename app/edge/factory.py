@@ -181,13 +181,15 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     # Large bodies are encoded by the json module's Python encoder (app.ground.limits.dumps).
     compact = Jsonifier(SimpleNamespace(dumps=limits.dumps, loads=json.loads), separators=(",", ":"))
     # No Swagger UI: it needs connexion[swagger-ui], which Growler does not install, and connexion
-    # would warn for each yaml in every worker that it is missing.
+    # would warn for each yaml in every worker that it is missing. Nor connexion's /openapi.json:
+    # it serves the spec with its references resolved, and the catalog's recursive schemas
+    # (expressions) made that a 500; the contracts are the files in openapi/.
     app = FlaskApp(
         __name__,
         lifespan=lifespan,
         middlewares=_middlewares(),
         jsonifier=compact,
-        swagger_ui_options=SwaggerUIOptions(swagger_ui=False),
+        swagger_ui_options=SwaggerUIOptions(swagger_ui=False, serve_spec=False),
     )
     spec = load_spec()
     resolver = CatalogResolver(spec)

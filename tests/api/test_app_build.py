@@ -2,6 +2,7 @@
 
 connexion serves a Swagger UI only with its ``swagger-ui`` extra, which Growler does not install;
 left on, it warned "The swagger_ui directory could not be found" for each yaml in every worker.
+Its spec routes are off too: they answered the catalog's spec with a 500 (recursive schemas).
 """
 
 from __future__ import annotations
@@ -26,9 +27,16 @@ def test_the_app_builds_without_warnings_and_serves_no_swagger_ui(settings, capl
             assert client.get("/healthz").status_code == 200
             ui = client.get("/ui/")
             management_ui = client.get("/management/v1/ui/")
+            # connexion's spec routes served the catalog's resolved (recursive) spec as a 500
+            specs = [
+                client.get(path)
+                for path in ("/openapi.json", "/openapi.yaml", "/management/v1/openapi.json", "/v1/openapi.json")
+            ]
     warnings = [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.levelno >= logging.WARNING]
     assert not [w for w in warnings if "swagger" in w.lower()], warnings
     assert ui.status_code == 404 and management_ui.status_code == 404
+    for spec in specs:
+        assert spec.status_code == 404 and spec.json()["error"]["type"] == "NotFoundException", spec.text
 
 
 def test_a_worker_imports_connexion_without_a_deprecation_warning(tmp_path):
