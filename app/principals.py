@@ -76,6 +76,11 @@ class PrincipalService:
     def delete(self, client_id: str) -> bool:
         return self.repository.delete(client_id)
 
+    def live_generation(self, client_id: str) -> int | None:
+        """The principal's credential generation now, or None (unknown, deleted or without a secret)."""
+        row = self.repository.get(client_id) if CLIENT_ID.match(client_id) else None
+        return row.generation if row is not None and not row.deleted and row.secret_hash else None
+
     def authenticate(self, client_id: str, secret: str) -> PrincipalRow | None:
         """The live principal whose secret this is, or None (unknown, deleted or wrong secret)."""
         row = self.repository.get(client_id) if CLIENT_ID.match(client_id) else None

@@ -77,3 +77,24 @@ def principals_for_guessing(app):
     assert isinstance(database, Database)
     credential = PrincipalService(PrincipalRepository(database)).create("guessed-" + uuid.uuid4().hex[:8])
     return credential.client_id, credential.secret
+
+
+def test_a_proven_secret_buys_no_token_once_rotated_elsewhere(settings, app, principals_for_guessing):
+    """A secret this worker verified is accepted again without argon2 only at the principal's
+    current generation, read from PostgreSQL: here the worker's polled state is an hour stale
+    (poll_s), and the rotation is made by another process's service; the old secret is refused
+    at once, the new one accepted."""
+    from app.edge.factory import create_app
+    from app.principals import PrincipalService
+    from storage.principals import PrincipalRepository
+
+    stale = create_app(settings, auth_settings_for_tests(poll_s=3600)).test_client()
+    client_id, secret = principals_for_guessing
+    assert attempt(stale, client_id, secret).status_code == 200  # verified: now proven here
+    assert attempt(stale, client_id, secret).status_code == 200  # the fast path
+    database = app.app.extensions["growler.tables"].repository.db
+    rotated = PrincipalService(PrincipalRepository(database)).rotate(client_id)
+    assert rotated is not None
+    refused = attempt(stale, client_id, secret)
+    assert refused.status_code == 401 and refused.json()["error"] == "invalid_client"
+    assert attempt(stale, client_id, rotated.secret).status_code == 200

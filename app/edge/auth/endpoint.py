@@ -23,9 +23,9 @@ verdict to be counted.) A secret is verified (argon2: memory and CPU by design) 
 
 A client that already proved its secret on this worker does not queue behind guessers
 (``ProvenSecrets``): the worker keeps, per client id, a keyed hash of the last secret that
-verified and the principal's generation then; the same secret at the same generation is accepted
-without argon2, buckets or queue. A rotation or deletion changes the generation (polled from
-PostgreSQL twice a second, like every token check), and the entry no longer matches.
+verified and the principal's generation then; the same secret is accepted without argon2, buckets
+or queue while the principal's generation in PostgreSQL (one indexed read) is still that one. A
+rotation or deletion changes it, and the old secret is verified (and refused) the slow way.
 """
 
 from __future__ import annotations
@@ -127,11 +127,12 @@ class ProvenSecrets:
     def _digest(self, client_id: str, secret: str) -> bytes:
         return hmac.digest(self._key, f"{client_id}\0{secret}".encode(), hashlib.sha256)
 
-    def matches(self, client_id: str, secret: str, generation: int | None) -> bool:
+    def generation(self, client_id: str, secret: str) -> int | None:
+        """The generation at which this very secret verified here, or None (never, or another)."""
         found = self._proven.get(client_id)
-        if found is None or generation is None or found[1] != generation:
-            return False
-        return hmac.compare_digest(found[0], self._digest(client_id, secret))
+        if found is None or not hmac.compare_digest(found[0], self._digest(client_id, secret)):
+            return None
+        return found[1]
 
     def remember(self, client_id: str, secret: str, generation: int) -> None:
         self._proven.put(client_id, (self._digest(client_id, secret), generation))
@@ -198,10 +199,12 @@ class TokenEndpoint:
             client_id, secret = posted[0], posted[1]
         else:
             raise OAuthError("invalid_client", "Client authentication required (client_id and client_secret)", 401)
-        generation = self.verifier.generation_of(client_id)
-        if self.proven.matches(client_id, secret, generation):
-            assert generation is not None
-            return self._answer(client_id, generation, form.get("scope"))
+        proven = self.proven.generation(client_id, secret)
+        # Still the principal's generation? Read from PostgreSQL (one indexed row, no argon2): the
+        # generation this worker polls may be half a second behind a rotation or deletion made
+        # anywhere, and the old secret must not buy a token even then. Wrong secrets never get here.
+        if proven is not None and await asyncio.to_thread(self.principals.live_generation, client_id) == proven:
+            return self._answer(client_id, proven, form.get("scope"))
         address = (scope.get("client") or ("",))[0]
         self.guessing.admit(client_id, address)
         async with self.guessing.verifying():
