@@ -169,7 +169,9 @@ def test_expired_keys_are_forgotten(client, app, db):
     client.post(f"{PREFIX}/namespaces", json={"namespace": ["old"]}, headers=headers)
     db.execute("UPDATE idempotency_key SET expires_at = now() - interval '1 second'")
     service = app.app.extensions["growler.idempotency"]
-    assert service.repository.delete_expired() >= 1  # what housekeeping runs (app/housekeeping.py)
+    # what housekeeping runs (app/housekeeping.py); the app's own housekeeper may get there first,
+    # so the count is not asserted: only that the expired key is gone afterwards
+    service.repository.delete_expired()
     assert (
         db.execute("SELECT count(*) FROM idempotency_key WHERE key = %s", (headers["Idempotency-Key"],)).fetchone()[0]
         == 0
