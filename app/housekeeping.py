@@ -15,7 +15,7 @@
 Every step, and every row within a step, fails on its own: a row that keeps failing is counted
 (``growler_housekeeping_failures``), logged, and retried with a growing delay; the others go on.
 
-``python -m app.housekeeping`` runs one round by hand (``make sweep``).
+``python -m app.housekeeping`` runs one round by hand, against the catalog of the GROWLER_* settings.
 """
 
 from __future__ import annotations
@@ -219,7 +219,7 @@ def _parsed(texts: list[str]) -> list[Location]:
 
 
 def main() -> None:
-    """One housekeeping round against the configured catalog (``make sweep``)."""
+    """One housekeeping round against the configured catalog."""
     import argparse
     import json
 

@@ -143,7 +143,7 @@ def verify(load: Load, store: S3ObjectStore, services, *, strict: bool) -> None:
 
 
 def sweep(settings, server: Server) -> dict[str, int]:
-    """One housekeeping round with no grace, as an operator would run it (``make sweep``)."""
+    """One housekeeping round with no grace, as an operator would run it (``python -m app.housekeeping``)."""
     env = server_env(settings, server.url.removeprefix("http://"))
     result = subprocess.run(
         [sys.executable, "-m", "app.housekeeping", "--grace-seconds", "0"],
