@@ -99,6 +99,26 @@ def test_pyiceberg_reads_its_own_writes_through_any_instance(fleet):
             assert loaded.scan().to_arrow().num_rows == 2 * round_
 
 
+@pytest.mark.parametrize("line", ["3.5"], ids=lambda line: f"spark{line}")
+def test_spark_and_pyiceberg_read_each_others_writes_through_any_instance(fleet, line):
+    """Spark (the shared driver of its line, a catalog of its own through nginx, its table cache off
+    so that every read asks the catalog) and PyIceberg on each instance see each other's writes."""
+    from tests.integration.spark_support import DRIVERS
+
+    spark, name = DRIVERS.catalog(line, fleet.url, fleet.warehouse, **{"cache-enabled": "false"})
+    namespace = _namespace(fleet)
+    table = f"{name}.{namespace}.events"
+    spark.sql(f"CREATE TABLE {table} (id bigint, what string) USING iceberg")
+    spark.sql(f"INSERT INTO {table} VALUES (1, 'spark'), (2, 'spark')")
+    readers = [_catalog(server.url, fleet.warehouse) for server in fleet.servers]
+    for reader in readers:
+        assert reader.load_table(f"{namespace}.events").scan().to_arrow().num_rows == 2
+    rows = pa.table({"id": pa.array([3], pa.int64()), "what": pa.array(["pyiceberg"])})
+    readers[-1].load_table(f"{namespace}.events").append(rows)  # through the last instance
+    # Spark's read goes through nginx to any instance: it sees the append at once
+    assert sorted(r[0] for r in spark.sql(f"SELECT id FROM {table}").collect()) == [1, 2, 3]
+
+
 def test_a_commit_on_one_instance_invalidates_every_others_caches(fleet):
     namespace = _namespace(fleet)
     one = fleet.servers[0]
