@@ -64,12 +64,15 @@ def server_env(settings, bind: str) -> dict[str, str]:
     return env
 
 
-def start_server(settings, tmp_dir: Path, extra_env: dict[str, str] | None = None, bearer: bool = True) -> Server:
+def start_server(
+    settings, tmp_dir: Path, extra_env: dict[str, str] | None = None, bearer: bool = True, port: int | None = None
+) -> Server:
     """gunicorn serving Growler; ``bearer``: the tests' httpx calls to it carry the admin's token
-    (``BearerForTestServers``); False for tests of what an anonymous caller gets."""
+    (``BearerForTestServers``); False for tests of what an anonymous caller gets; ``port``: a
+    given one (an instance restarted where the proxy expects it), else a free one."""
     from scripts.processes import free_port
 
-    port = free_port()
+    port = port or free_port()
     log_path = tmp_dir / f"gunicorn-{port}.log"
     env = server_env(settings, f"127.0.0.1:{port}")
     env["PROMETHEUS_MULTIPROC_DIR"] = str(tmp_dir / f"metrics-{port}")
