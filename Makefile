@@ -58,6 +58,8 @@ IMAGE_BASE ?= local
 # helm, for the chart's tests (tests/integration/test_helm_chart.py): built from the Go module proxy.
 HELM_VERSION := v3.22.0
 HELM := .cache/helm-$(HELM_VERSION)/helm
+# Go: from PATH, or where Go's own installer puts it (a CI shell may not have it on PATH).
+GO ?= $(or $(shell command -v go 2>/dev/null),/usr/local/go/bin/go)
 
 # A stamp named after the hash of the requirement files: unchanged files -> no pip at all.
 DEV_REQS := requirements.txt requirements-dev.txt
@@ -243,8 +245,8 @@ helm: $(HELM)
 
 # go install from the Go module proxy into .cache/helm-<version>/ (idempotent: built once).
 $(HELM):
-	@command -v go >/dev/null 2>&1 || { echo "error: go not found (needed to build helm $(HELM_VERSION))" >&2; exit 1; }
-	GOBIN=$(abspath $(dir $(HELM))) GOFLAGS=-mod=mod go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	@[ -x "$(GO)" ] || { echo "error: go not found (needed to build helm $(HELM_VERSION))" >&2; exit 1; }
+	GOBIN=$(abspath $(dir $(HELM))) GOFLAGS=-mod=mod $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
 # IMAGE_BASE=local: a Debian 12 base from Debian's packages (debootstrap; cached in .cache/image).
 image: venv
