@@ -62,7 +62,9 @@ def test_spark_drop_undrop_reuse_and_purge(spark, server, settings, request):
     spark.sql(f"CREATE TABLE {table} (id bigint, item string) USING iceberg")
     spark.sql(f"INSERT INTO {table} VALUES (1, 'tea'), (2, 'mug')")
     spark.sql(f"INSERT INTO {table} VALUES (3, 'pot')")
-    history = [tuple(r) for r in spark.sql(f"SELECT snapshot_id FROM {table}.snapshots ORDER BY committed_at").collect()]
+    history = [
+        tuple(r) for r in spark.sql(f"SELECT snapshot_id FROM {table}.snapshots ORDER BY committed_at").collect()
+    ]
 
     spark.sql(f"DROP TABLE {table}")
     assert [r[1] for r in spark.sql(f"SHOW TABLES IN {CATALOG}.{ns}").collect()] == []
@@ -90,9 +92,9 @@ def test_spark_drop_undrop_reuse_and_purge(spark, server, settings, request):
     # DROP ... PURGE left to the catalog: the files wait in the bin, then an administrator's purge
     uri = spark.conf.get(f"spark.sql.catalog.{CATALOG}.uri")
     purging = add_catalog(spark, f"{CATALOG}_bin_purge", uri, server.warehouse, **{"rest-catalog-purge": "true"})
-    location = httpx.get(
-        f"{server.url}/v1/{server.warehouse}/namespaces/{ns}/tables/orders_before", timeout=30
-    ).json()["metadata"]["location"]
+    location = httpx.get(f"{server.url}/v1/{server.warehouse}/namespaces/{ns}/tables/orders_before", timeout=30).json()[
+        "metadata"
+    ]["location"]
     spark.sql(f"DROP TABLE {purging}.{ns}.orders_before PURGE")
     (unit,) = bin_units(server, ns)
     assert unit["purge-requested"] is True
