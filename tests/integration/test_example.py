@@ -155,11 +155,11 @@ def strays(make_run: MakeRun, catalog: RestCatalog) -> list[str]:
     return [uri for uri in found if not any(uri.startswith(location) for location in locations)]
 
 
-def readme_snippet(name: str, make_run: MakeRun) -> str:
+def readme_snippet(name: str, make_run: MakeRun, language: str = "python") -> str:
     """The README's ``<!-- readme-snippet: name -->`` block, pointed at this server (its URL and
     the credential file of its data directory instead of ``.growler``): otherwise as written."""
     readme = (REPO / "README.md").read_text()
-    marker = f"<!-- readme-snippet: {name} -->\n```python\n"
+    marker = f"<!-- readme-snippet: {name} -->\n```{language}\n"
     start = readme.index(marker) + len(marker)
     code = readme[start : readme.index("```", start)]
     assert "http://127.0.0.1:8181" in code and ".growler/credential" in code
@@ -185,4 +185,32 @@ def test_readme_client_snippets_run_as_written(make_run):
     catalog = RestCatalog("growler", uri=make_run.url, warehouse="warehouse", credential=make_run.credential)
     totals = catalog.load_table("sales.totals").scan().to_arrow().to_pylist()
     assert sorted((row["item"], row["n"]) for row in totals) == [("mug", 1), ("tea", 1)]
+    assert strays(make_run, catalog) == []
+
+
+def test_readme_recycle_bin_example_runs_as_written(make_run):
+    """The README's recycle bin example, after its client snippets made ``sales.totals``: curl drops
+    the table, lists the bin, undrops it under a new name and protects it; Spark writes to it and
+    is refused its drop. The restored table is the dropped one: same uuid, snapshots and rows."""
+    catalog = RestCatalog("growler", uri=make_run.url, warehouse="warehouse", credential=make_run.credential)
+    before = catalog.load_table("sales.totals")
+    env = user_env(JAVA_HOME=java17_home() or "")
+    done = subprocess.run(
+        ["bash", "-e", "-c", readme_snippet("recycle-bin", make_run, "sh")],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=EXAMPLE_TIMEOUT_S,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert '"name":"totals_restored"' in done.stdout.replace(" ", ""), done.stdout
+    assert not catalog.table_exists("sales.totals")
+    restored = catalog.load_table("sales.totals_restored")
+    assert restored.metadata.table_uuid == before.metadata.table_uuid
+    assert [s.snapshot_id for s in restored.snapshots()] == [s.snapshot_id for s in before.snapshots()]
+
+    output = run_snippet(readme_snippet("recycle-bin-spark", make_run), sys.executable, env).split()
+    assert output[-3:] == ["refused:", "True", "3"]  # the two rows it had, one written, the drop refused
+    assert catalog.table_exists("sales.totals_restored")
     assert strays(make_run, catalog) == []

@@ -13,8 +13,8 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
-import pyarrow as pa
 import httpx
+import pyarrow as pa
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.expressions import EqualTo
