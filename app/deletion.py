@@ -15,8 +15,8 @@ from typing import Any
 
 from app.ground import metrics
 from app.ground.callers import current_principal
+from app.ground.errors import Protected
 from storage.bin_rows import BinDrop
-from storage.protection_rows import Protected
 from storage.warehouses import WarehouseRow
 
 log = logging.getLogger("growler.recycle_bin")

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from app.authorization import Authorizer
-from app.ground.errors import AlreadyExists, BadRequest, CatalogError, NoSuchWarehouse, NotFound
+from app.ground.errors import AlreadyExists, BadRequest, CatalogError, NoSuchWarehouse, NotFound, Protected
 from app.ground.events import audit
 from app.ground.locations import InvalidLocation, Location
 from app.ground.page_tokens import PageTokens, scope
@@ -29,7 +29,6 @@ from app.rules.privileges import Privilege
 from app.storage_access import CREDENTIALS_MODES, REMOTE_SIGNING, STATIC
 from app.warehouses import WarehouseDirectory
 from storage.management_rows import GrantRow, ManagementRows, Securable
-from storage.protection_rows import Protected
 from storage.warehouses import KEEP, DeletionPolicy, WarehouseRow
 
 PRIVILEGES = tuple(privilege.value for privilege in Privilege)

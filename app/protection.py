@@ -16,6 +16,7 @@ from app.authorization import Authorizer
 from app.deletion import protection_changed
 from app.ground.errors import BadRequest, NoSuchWarehouse, NotFound
 from app.management_rights import ManagementRights, rules_securable
+from app.rules.identifiers import check_name, check_namespace
 from app.rules.privileges import Privilege, Securable
 from app.warehouses import WarehouseDirectory
 from storage.management_rows import Securable as StoredSecurable
@@ -69,7 +70,8 @@ def _parse(warehouse: str, body: dict[str, Any]) -> StoredSecurable:
         raise BadRequest(f"A {kind} mark {'needs' if needs_namespace else 'has no'} namespace")
     if bool(name) != needs_name:
         raise BadRequest(f"A {kind} mark {'needs' if needs_name else 'has no'} name")
-    return StoredSecurable(kind, warehouse, tuple(namespace or ()), name or None)
+    levels = check_namespace(namespace) if namespace else ()
+    return StoredSecurable(kind, warehouse, levels, check_name(name, f"{kind} name") if name else None)
 
 
 def mark_view(mark: ProtectionMark) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from typing import Any
 
 from app.authorization import Authorizer
 from app.deletion import HARD, SOFT, bin_drop, is_soft, recorded, refusals_counted
-from app.ground.errors import BadRequest, NoSuchWarehouse, NotFound
+from app.ground.errors import BadRequest, NoSuchWarehouse, NotFound, PurgeStarted
 from app.ground.page_tokens import PageTokens, scope
 from app.ground.settings import Settings
 from app.management_rights import ManagementRights
@@ -31,7 +31,7 @@ from app.paging import Page, PageWindow
 from app.rules.identifiers import check_name, check_namespace
 from app.rules.privileges import Privilege, Securable
 from app.warehouses import WarehouseDirectory
-from storage.bin_rows import BinnedTable, BinUnitRow, PurgePlan, PurgeStarted
+from storage.bin_rows import BinnedTable, BinUnitRow, PurgePlan
 from storage.repository import CatalogRepository
 from storage.rows import EntryRow
 from storage.warehouses import WarehouseRow

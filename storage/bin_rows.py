@@ -12,21 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
 
-from app.ground.errors import AlreadyExists, BadRequest, CatalogError, NoSuchNamespace, NotFound
+from app.ground.errors import AlreadyExists, NoSuchNamespace, NotFound, PurgeStarted
 from storage.db import Database
 from storage.protection_rows import refuse_if_protected
 from storage.rows import EntryRow
-
-
-class PurgeStarted(CatalogError):
-    """409: the unit's purge began (expiry with purge requested, or an administrator's purge)."""
-
-    code, error_type = 409, "PurgeStartedException"
 
 
 @dataclass(frozen=True)
@@ -352,13 +345,3 @@ class BinRows:
             else:
                 conn.execute("DELETE FROM bin_unit WHERE id = %s", (unit_id,))
         return True
-
-
-def check_unit_id(text: Any) -> int:
-    try:
-        value = int(text)
-    except (TypeError, ValueError):
-        raise BadRequest(f"Invalid bin id {text!r}") from None
-    if not 0 < value < 2**63:
-        raise BadRequest(f"Invalid bin id {text!r}")
-    return value

@@ -13,14 +13,8 @@ from typing import Any
 
 import psycopg
 
-from app.ground.errors import CatalogError, NoSuchNamespace, NotFound
+from app.ground.errors import NoSuchNamespace, NotFound, Protected
 from storage.db import Database
-
-
-class Protected(CatalogError):
-    """409: the entry, one of its namespaces or its warehouse is protected (everyone, admins too)."""
-
-    code, error_type = 409, "ProtectedException"
 
 
 @dataclass(frozen=True)
