@@ -232,11 +232,7 @@ def main() -> None:
     import argparse
     import json
 
-    from app.authorization import Authorizer
-    from app.ground.page_tokens import PageTokens
     from app.ground.settings import Settings
-    from app.recycle_bin import RecycleBinService
-    from app.tables import TableService
     from app.warehouses import WarehouseDirectory
     from storage.build import build_storage
 
@@ -251,23 +247,10 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO)
     settings = Settings.from_env()
     database, repository, objects = build_storage(settings)
-    warehouses = WarehouseDirectory(repository, settings)
-    objects.router = warehouses.store_for  # each warehouse's own storage
-    # the recycle bin's expiry plans purges with the tables' rules (no caller: nothing to authorize)
-    authorizer, page_tokens, wake = Authorizer.allow_all(), PageTokens(), threading.Event()
-    tables = TableService(settings, repository, objects, warehouses, authorizer=authorizer, page_tokens=page_tokens)
-    recycle_bin = RecycleBinService(
-        settings,
-        repository,
-        warehouses,
-        tables.owned_metadata_files,
-        wake,
-        authorizer=authorizer,
-        page_tokens=page_tokens,
-    )
-    housekeeper = Housekeeper(
-        repository, objects, IdempotencyRepository(database), wake, expire_bin=recycle_bin.expire_due
-    )
+    objects.router = WarehouseDirectory(repository, settings).store_for  # each warehouse's own storage
+    # the recycle bin's expiry runs in the workers' housekeeping (it plans purges with the tables'
+    # service, which a server builds): a round by hand runs the bin's queued purges, not its expiry
+    housekeeper = Housekeeper(repository, objects, IdempotencyRepository(database), threading.Event())
     try:
         print(json.dumps(housekeeper.run_round(args.grace_seconds)))
     finally:
