@@ -13,6 +13,7 @@ from urllib.parse import urlparse
 import minio
 import pytest
 from minio.error import S3Error
+from prometheus_client import REGISTRY
 
 from app.ground.locations import Location
 from storage.sts import session_policy
@@ -71,6 +72,7 @@ def test_every_destructive_operation_is_refused_for_everyone(client, catalog, ow
     (kind, namespace, name), covered = MARKS[mark]
     assert protect(client, kind, namespace, name).status_code == 204
     before = bin_state(db)
+    refused = REGISTRY.get_sample_value("growler_protection_events_total", {"action": "refused", "kind": "table"}) or 0
     for who, caller in (("admin", client), ("owner", owner.client)):
         for label, call in OPERATIONS:
             if label not in covered:
@@ -80,6 +82,9 @@ def test_every_destructive_operation_is_refused_for_everyone(client, catalog, ow
             error = response.json()["error"]
             assert error["type"] == "ProtectedException" and "is protected" in error["message"], error
             assert bin_state(db) == before, (mark, who, label)
+    if "dropTable" in covered:  # each refusal counted (growler_protection_events_total)
+        after = REGISTRY.get_sample_value("growler_protection_events_total", {"action": "refused", "kind": "table"})
+        assert after >= refused + 8
     listed = client.get(PROTECTIONS).json()["marks"]
     assert listed == [{k: v for k, v in {"type": kind, "namespace": namespace, "name": name}.items() if v}]
 

@@ -10,6 +10,7 @@ import threading
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from storage.objects import S3ObjectStore
 from tests.api.bin_support import BIN, M, bin_state, held_rows, undrop, unit_of, units, until
@@ -41,6 +42,11 @@ def s3(app) -> TextStore:
     return TextStore(app.app.extensions["growler.catalog"].objects)
 
 
+def counted(action: str, kind: str) -> float:
+    labels = {"action": action, "kind": kind, "policy": "soft"}
+    return REGISTRY.get_sample_value("growler_recycle_bin_events_total", labels) or 0.0
+
+
 def set_property(client, name: str, **properties: str) -> dict[str, Any]:
     body = {"requirements": [], "updates": [{"action": "set-properties", "updates": properties}]}
     response = client.post(table_url(name), json=body)
@@ -57,7 +63,9 @@ def test_a_dropped_table_leaves_the_name_space_and_comes_back_whole(client, ns, 
     reader = principals.new("reader")
     principals.grant(reader, "read", "table", "test", ("db",), "orders")
     committed = set_property(client, "orders", owner="sales")
+    drops, undrops = counted("drop", "table"), counted("undrop", "table")
     assert client.delete(table_url("orders")).status_code == 204
+    assert counted("drop", "table") == drops + 1  # counted (growler_recycle_bin_events_total)
 
     assert client.get(table_url("orders")).status_code == 404
     assert client.head(table_url("orders")).status_code == 404
@@ -72,6 +80,7 @@ def test_a_dropped_table_leaves_the_name_space_and_comes_back_whole(client, ns, 
 
     back = undrop(client, unit["id"])
     assert back.status_code == 200, back.text
+    assert counted("undrop", "table") == undrops + 1
     loaded = client.get(table_url("orders")).json()
     assert loaded["metadata-location"] == committed["metadata-location"]
     assert loaded["metadata"]["table-uuid"] == created["metadata"]["table-uuid"]
