@@ -324,3 +324,25 @@ def test_a_soft_warehouse_with_something_in_its_bin_is_not_deleted(client, setti
     finally:
         assert client.delete(f"{M}/warehouses/binned").status_code == 204
     assert bin_state(db)["bin"] == []
+
+
+def test_a_hard_warehouse_drops_at_once_recursively_too(client, s3, hard_policy, app, db):
+    """The hard policy: nothing goes to the bin; a recursive drop removes the unit now and, asked
+    to, purges its tables' files (only theirs)."""
+    for path in (["hard"], ["hard", "inner"]):
+        assert client.post(f"{PREFIX}/namespaces", json={"namespace": path}).status_code == 200
+    inner = client.post(tables_url("hard%1Finner"), json=create_request("t")).json()
+    outer = client.post(tables_url("hard"), json=create_request("kept")).json()
+    assert client.delete(table_url("kept", "hard")).status_code == 204  # at once: the name and location free
+    assert units(client) == []
+    dropped = client.delete(
+        f"{M}/warehouses/test/namespaces/hard", params={"recursive": "true", "purgeRequested": "true"}
+    )
+    assert dropped.status_code == 204, dropped.text
+    assert client.get(f"{PREFIX}/namespaces/hard").status_code == 404
+    # the purged table owns its location until its purge finished: listed as purging, never undropped
+    assert all(unit["purging-since"] for unit in units(client))
+    until(lambda: not db.execute("SELECT count(*) FROM purge_job").fetchone()[0] and not units(client), app)
+    assert list(s3.list(inner["metadata"]["location"] + "/")) == []
+    assert s3.exists(outer["metadata-location"])  # dropped without purge: its files stay
+    assert db.execute("SELECT count(*) FROM bin_unit").fetchone()[0] == 0
