@@ -17,6 +17,7 @@ from typing import Any
 
 from app.authorization import Authorizer
 from app.commits import MetadataFiles
+from app.deletion import HARD, SOFT, bin_drop, recorded, refusals_counted
 from app.ground.errors import AlreadyExists, BadRequest, CatalogError, NoSuchNamespace
 from app.ground.limits import check_metadata_schemas, load_json
 from app.ground.locations import Location, is_allowed, safe_segment
@@ -111,6 +112,41 @@ class EntryService:
         if not self.repository.entry_exists(warehouse.id, namespace, name, self.kind):
             raise self._missing(namespace, name)
 
+    def drop_into_bin(
+        self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str, *, purge: bool, action: str
+    ) -> EntryRow | None:
+        """A soft drop (issue 35): the entry leaves the name space for the recycle bin with its
+        grants, in one transaction; its files stay, and with ``purge`` they go when the retention
+        ends. None when there is no such entry; 409 (nothing written) when it is protected."""
+        with refusals_counted(self.kind):
+            row = self.repository.bin_entry(
+                warehouse.id, namespace, name, self.kind, bin_drop(warehouse, purge), action
+            )
+        if row is not None:
+            target = {"warehouse": warehouse.name, "namespace": list(namespace), "name": name, "purge": purge}
+            recorded(action, self.kind, SOFT, target)
+        return row
+
+    def drop_at_once(
+        self,
+        warehouse: WarehouseRow,
+        namespace: tuple[str, ...],
+        name: str,
+        *,
+        action: str,
+        purge_objects: list[str] | None = None,
+        metadata_path: str | None = None,
+    ) -> EntryRow | None:
+        """A hard drop: the entry is removed now (its purge, if any, queued in the same transaction)."""
+        with refusals_counted(self.kind):
+            row = self.repository.delete_entry(
+                warehouse.id, namespace, name, self.kind, purge_objects, metadata_path, action=action
+            )
+        if row is not None:
+            target = {"warehouse": warehouse.name, "namespace": list(namespace), "name": name}
+            recorded(action, self.kind, HARD, {**target, "purge": purge_objects is not None})
+        return row
+
     def rename(self, prefix: str, source: dict[str, Any], destination: dict[str, Any]) -> None:
         """Java's wording (``InMemoryCatalog.renameTable``/``renameView``): every refusal names
         both identifiers, ``Cannot rename ns.a to ns.b. <reason>``."""
@@ -119,7 +155,8 @@ class EntryService:
         dst = (check_namespace(destination["namespace"]), check_name(destination["name"], f"{self.kind} name"))
         cannot = f"Cannot rename {format_namespace((*src[0], src[1]))} to {format_namespace((*dst[0], dst[1]))}."
         try:
-            renamed = self.repository.rename_entry(warehouse.id, src, dst, self.kind)
+            with refusals_counted(self.kind):
+                renamed = self.repository.rename_entry(warehouse.id, src, dst, self.kind)
         except NoSuchNamespace as exc:
             raise NoSuchNamespace(f"{cannot} {exc.message}") from exc
         except AlreadyExists as exc:

@@ -11,6 +11,9 @@
   create never committed (storage/staged.py): signing and STS stop serving their locations at
   expiry whether or not the row is gone yet. Metrics reports older than their retention go too
   (app/metrics_reports.py).
+- **The recycle bin**: units whose retention ended are forgotten (app/recycle_bin.py), and the
+  purge of their tables queued where it was asked at drop; a binned table's purge deletes only
+  what it owns (every other entry, live or binned, is left alone) and forgets it once done.
 
 Every step, and every row within a step, fails on its own: a row that keeps failing is counted
 (``growler_housekeeping_failures``), logged, and retried with a growing delay; the others go on.
@@ -53,6 +56,7 @@ class Housekeeper:
         idempotency: IdempotencyRepository,
         wake: threading.Event,
         idle_seconds: float = 10.0,
+        expire_bin: Callable[[], int] | None = None,
     ) -> None:
         self.repository = repository
         self.staged = StagedTables(repository.db)
@@ -60,6 +64,9 @@ class Housekeeper:
         self.objects = objects
         self.wake = wake
         self.idle_seconds = idle_seconds
+        # the recycle bin's expiry (RecycleBinService.expire_due): forgets what outlived its
+        # retention, queueing purges where they were asked; before the purges of the same round
+        self.expire_bin = expire_bin or (lambda: 0)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -84,6 +91,7 @@ class Housekeeper:
         counted and logged, and the others still run. A step's count is -1 when it failed.
         """
         return {
+            "expired-bin": self._step("expire-bin", self.expire_bin),
             "purges": self._step("purge", self._purge_due),
             "swept": self._step("sweep", lambda: self.sweep_pending(pending_grace_s)),
             "expired-keys": self._step("expire-keys", self.idempotency.delete_expired),
@@ -182,14 +190,15 @@ class Housekeeper:
             return 0
         extra = [obj for obj in _parsed(job["extra_objects"]) if not obj.is_within(location)]
         extra = [obj for obj in extra if any(obj.is_within(root) and obj != root for root in own)]
-        live_roots = self.repository.entries_overlapping(own)
+        me = job.get("bin_entry_id")  # a binned table's purge: every other entry, live or binned, stays
+        live_roots = self.repository.entries_overlapping(own, exclude_id=me)
         protected_roots = []
         for entry in live_roots:
             protected_roots += _parsed([entry.location])
             protected_roots += [meta.parent for meta in _parsed([entry.metadata_location])]
         referenced: set[Location] = set()
         for root in own:
-            referenced |= self.repository.references_under(root)
+            referenced |= self.repository.references_under(root, exclude_id=me)
 
         def deletable(obj: Location) -> bool:
             return obj not in referenced and not any(obj.overlaps(root) for root in protected_roots)
@@ -239,6 +248,8 @@ def main() -> None:
     settings = Settings.from_env()
     database, repository, objects = build_storage(settings)
     objects.router = WarehouseDirectory(repository, settings).store_for  # each warehouse's own storage
+    # the recycle bin's expiry runs in the workers' housekeeping (it plans purges with the tables'
+    # service, which a server builds): a round by hand runs the bin's queued purges, not its expiry
     housekeeper = Housekeeper(repository, objects, IdempotencyRepository(database), threading.Event())
     try:
         print(json.dumps(housekeeper.run_round(args.grace_seconds)))

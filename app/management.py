@@ -16,12 +16,12 @@ from typing import Any
 from urllib.parse import urlparse
 
 from app.authorization import Authorizer
-from app.ground.errors import AlreadyExists, BadRequest, CatalogError, NoSuchWarehouse, NotFound
+from app.ground.errors import AlreadyExists, BadRequest, CatalogError, NoSuchWarehouse, NotFound, Protected
 from app.ground.events import audit
 from app.ground.locations import InvalidLocation, Location
 from app.ground.page_tokens import PageTokens, scope
 from app.ground.secrets import SecretBox
-from app.ground.settings import RESERVED_PREFIXES, WAREHOUSE_NAME, Settings
+from app.ground.settings import RESERVED_PREFIXES, WAREHOUSE_NAME, Settings, format_retention, parse_retention
 from app.management_rights import ManagementRights
 from app.paging import Page, PageWindow
 from app.principals import CLIENT_ID, Credential, PrincipalService
@@ -29,7 +29,7 @@ from app.rules.privileges import Privilege
 from app.storage_access import CREDENTIALS_MODES, REMOTE_SIGNING, STATIC
 from app.warehouses import WarehouseDirectory
 from storage.management_rows import GrantRow, ManagementRows, Securable
-from storage.warehouses import KEEP, WarehouseRow
+from storage.warehouses import KEEP, DeletionPolicy, WarehouseRow
 
 PRIVILEGES = tuple(privilege.value for privilege in Privilege)
 SECURABLE_TYPES = ("catalog", "warehouse", "namespace", "table", "view")
@@ -217,7 +217,8 @@ class ManagementService(ManagementRights):
             raise BadRequest(f"Invalid warehouse name {name!r}: letters, digits, '_', '.', '-', at most 63")
         location, allowed = self._locations(name, body["location"], body.get("allowed-locations") or [])
         storage, secret = self._storage(body.get("storage") or {}, {}, KEEP, has_keys=False)
-        row = self.rows.create_warehouse(name, location, storage, allowed, None if secret is KEEP else secret)
+        policy = _policy(body, DeletionPolicy())
+        row = self.rows.create_warehouse(name, location, storage, allowed, None if secret is KEEP else secret, policy)
         if row is None:
             raise AlreadyExists(f"Warehouse already exists: {name}")
         self.warehouses.invalidate()
@@ -245,7 +246,8 @@ class ManagementService(ManagementRights):
         storage, secret = self._storage(
             body.get("storage") or {}, current.storage or {}, KEEP, has_keys=current.storage_secret is not None
         )
-        row = self.rows.update_warehouse(name, location, storage, allowed, secret)
+        current_policy = DeletionPolicy(current.deletion_policy, current.retention_s, current.refuse_deletes)
+        row = self.rows.update_warehouse(name, location, storage, allowed, secret, _policy(body, current_policy))
         if row is None:
             raise NotFound(f"Warehouse does not exist: {name}")
         self.warehouses.invalidate()
@@ -259,7 +261,9 @@ class ManagementService(ManagementRights):
         if outcome == "missing":
             raise NotFound(f"Warehouse does not exist: {name}")
         if outcome == "not-empty":
-            raise WarehouseNotEmpty(f"Warehouse is not empty: {name}")
+            raise WarehouseNotEmpty(f"Warehouse is not empty (namespaces, or its recycle bin): {name}")
+        if outcome == "protected":
+            raise Protected(f"Cannot delete warehouse {name}: it is protected; remove the protection first")
         self.warehouses.invalidate()
         self._changed("delete-warehouse", who, {"warehouse": name})
 
@@ -357,7 +361,25 @@ def warehouse_view(row: WarehouseRow) -> dict[str, Any]:
         "location": row.location,
         "storage": storage,
         "allowed-locations": list(row.allowed_locations),
+        "deletion-policy": {"mode": row.deletion_policy, "retention": format_retention(row.retention_s)},
+        "refuse-deletes": row.refuse_deletes,
+        "protected": row.protected,
     }
+
+
+def _policy(body: dict[str, Any], current: DeletionPolicy) -> DeletionPolicy:
+    """The deletion policy a create or update asks for, over ``current`` (issue 35)."""
+    given = body.get("deletion-policy") or {}
+    mode = given.get("mode", current.mode)
+    if mode not in ("soft", "hard"):
+        raise BadRequest("deletion-policy mode must be soft or hard")
+    retention_s = current.retention_s
+    if "retention" in given:
+        try:
+            retention_s = parse_retention(given["retention"])
+        except ValueError as exc:
+            raise BadRequest(f"deletion-policy retention: {exc}") from None
+    return DeletionPolicy(mode, retention_s, bool(body.get("refuse-deletes", current.refuse_deletes)))
 
 
 def grant_view(row: GrantRow) -> dict[str, Any]:

@@ -16,8 +16,12 @@ more. The rules (``ManagementService`` calls exactly one ``require_*`` first in 
   of our own may rotate its own secret (so a new secret reaches only an administrator or its owner).
   The directory of principals is for administrators and holders of ``create-principal`` or
   ``manage-grants`` on the catalog.
-- **Warehouses** (storage, endpoints, keys): administrators change them; administrators and holders
-  of ``manage-grants`` on the catalog read them (never their keys).
+- **Warehouses** (storage, endpoints, keys, deletion policy): administrators change them; administrators
+  and holders of ``manage-grants`` on the catalog read them (never their keys).
+- **Recycle bin** (app/recycle_bin.py): listing and undrop need ``undrop`` where the unit was (and
+  where it comes back); a recursive drop needs ``drop`` on the namespace; a purge at once is for
+  administrators. **Protection** (app/protection.py): setting, removing and listing marks need
+  ``manage-grants`` on the securable (the warehouse for listing).
 
 "admin" is not a privilege: it is a principal's flag (migration 0015 removed such grants). Every
 refusal is a 403 with one audit line; without authentication there is no caller and the
@@ -102,6 +106,15 @@ class ManagementRights:
             target,
             lambda grants: grants.holds(Privilege.MANAGE_GRANTS, CATALOG),
             "Principal lacks manage-grants on the catalog",
+        )
+
+    def require_privilege(self, action: str, target: dict[str, Any], privilege: Privilege, on: Securable) -> str | None:
+        """``privilege`` held on ``on`` (or above it): the recycle bin's and protection's rule."""
+        return self._require(
+            action,
+            target,
+            lambda grants: grants.holds(privilege, on),
+            f"Principal lacks {privilege.value} on {on.describe()}",
         )
 
     def require_grantor(

@@ -13,7 +13,7 @@ from app.authorization import Authorizer
 from app.ground.errors import NoSuchNamespace, UnprocessableEntity
 from app.ground.locations import safe_segment
 from app.ground.page_tokens import PageTokens, scope
-from app.ground.settings import Settings
+from app.ground.settings import Settings, parse_retention
 from app.idempotency import iso8601_duration
 from app.paging import Page, PageWindow, fill_page
 from app.rules.identifiers import format_namespace
@@ -21,7 +21,7 @@ from app.rules.privileges import Securable
 from app.warehouses import WarehouseDirectory
 from storage.objects import ObjectStore
 from storage.repository import CatalogRepository
-from storage.warehouses import WarehouseRow
+from storage.warehouses import DeletionPolicy, WarehouseRow
 
 
 def namespace_answer(warehouse: WarehouseRow, namespace: tuple[str, ...], properties: dict[str, str]) -> dict[str, Any]:
@@ -58,8 +58,17 @@ class NamespaceService:
             "path-style": s3.path_style,
             "credentials-mode": self.settings.storage_credentials_mode,
         }
+        policy = DeletionPolicy(
+            self.settings.deletion_policy,
+            parse_retention(self.settings.deletion_retention),
+            self.settings.refuse_deletes,
+        )
         row = self.repository.upsert_warehouse(
-            self.settings.warehouse, self.settings.warehouse_location, storage, list(self.settings.allowed_locations)
+            self.settings.warehouse,
+            self.settings.warehouse_location,
+            storage,
+            list(self.settings.allowed_locations),
+            policy,
         )
         self.warehouses.remember(row)
         return row

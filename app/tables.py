@@ -18,6 +18,7 @@ from typing import Any
 
 from app.authorization import Authorizer
 from app.commits import CommitLanes, CommitLoop, NewVersion
+from app.deletion import is_soft
 from app.entries import EntryService, now_ms
 from app.ground.errors import (
     AlreadyExists,
@@ -385,12 +386,21 @@ class TableService(TableStorageAccess, EntryService):
     # -- dropping and renaming ----------------------------------------------------------
 
     def drop_table(self, prefix: str, namespace: tuple[str, ...], name: str, purge: bool) -> None:
+        """Soft policy: into the recycle bin (a purge waits for the retention's end); hard: removed
+        now, its purge queued (app/deletion.py)."""
         warehouse = self.warehouses.get(prefix)
+        if is_soft(warehouse):
+            if self.drop_into_bin(warehouse, namespace, name, purge=purge, action="drop") is None:
+                raise self._missing(namespace, name)
+            return
         purge_objects = metadata_path = None
         if purge:
             row = self._require_entry(warehouse, namespace, name)
-            metadata_path, purge_objects = self._owned_metadata_files(row)
-        if self.repository.delete_entry(warehouse.id, namespace, name, TABLE, purge_objects, metadata_path) is None:
+            metadata_path, purge_objects = self.owned_metadata_files(row)
+        row = self.drop_at_once(
+            warehouse, namespace, name, action="drop", purge_objects=purge_objects, metadata_path=metadata_path
+        )
+        if row is None:
             raise self._missing(namespace, name)
         if purge:
             self.purge_requested.set()
@@ -402,7 +412,11 @@ class TableService(TableStorageAccess, EntryService):
         committed version, and a commit racing it loses its compare-and-set and finds no table.
         """
         warehouse = self.warehouses.get(prefix)
-        row = self.repository.delete_entry(warehouse.id, namespace, check_name(name, "table name"), TABLE, None)
+        name = check_name(name, "table name")
+        if is_soft(warehouse):
+            row = self.drop_into_bin(warehouse, namespace, name, purge=False, action="unregister")
+        else:
+            row = self.drop_at_once(warehouse, namespace, name, action="unregister")
         if row is None:
             raise self._missing(namespace, name)
         return LoadedTable(row.metadata_location, row.metadata, {}, [])
@@ -427,7 +441,7 @@ class TableService(TableStorageAccess, EntryService):
         """Where the next version of a prepared commit's table goes."""
         return self._metadata_location(prepared.new, rules.next_metadata_version(prepared.row.metadata_location))
 
-    def _owned_metadata_files(self, row: EntryRow) -> tuple[str | None, list[str]]:
+    def owned_metadata_files(self, row: EntryRow) -> tuple[str | None, list[str]]:
         """What a purge of this table may delete besides what lies under its location: its
         metadata directory, and the metadata files (current and logged) inside it or the location.
         A logged file anywhere else (registered metadata may name any) is not the table's."""

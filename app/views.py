@@ -16,6 +16,7 @@ from typing import Any
 
 from app.authorization import Authorizer
 from app.commits import CommitLoop, NewVersion
+from app.deletion import is_soft
 from app.entries import EntryService, now_ms
 from app.ground.errors import (
     NoSuchView,
@@ -148,7 +149,11 @@ class ViewService(EntryService):
     def drop_view(self, prefix: str, namespace: tuple[str, ...], name: str) -> None:
         """Remove the view from the catalog; its metadata files stay (as Java's catalogs do)."""
         warehouse = self.warehouses.get(prefix)
-        if self.repository.delete_entry(warehouse.id, namespace, name, VIEW, None) is None:
+        if is_soft(warehouse):
+            row = self.drop_into_bin(warehouse, namespace, name, purge=False, action="drop")
+        else:
+            row = self.drop_at_once(warehouse, namespace, name, action="drop")
+        if row is None:
             self._require_namespace(warehouse, namespace)
             raise self._missing(namespace, name)
 

@@ -1,7 +1,8 @@
 """The management API (openapi/management.yaml, under /management/v1): thin handlers.
 
 Each parses its arguments, calls one ``ManagementService`` method (app/management.py, which
-checks the caller and audits the change) and renders the answer.
+checks the caller and audits the change) - or one of ``RecycleBinService`` (app/recycle_bin.py) or
+``ProtectionService`` (app/protection.py) - and renders the answer.
 """
 
 from __future__ import annotations
@@ -10,14 +11,24 @@ from typing import Any
 
 from flask import current_app
 
-from app.edge.context import MANAGEMENT, namespace_arg, no_content
+from app.edge.context import MANAGEMENT, PROTECTION, RECYCLE_BIN, namespace_arg, no_content
 from app.management import ManagementService, grant_view, warehouse_view
 from app.paging import Page
 from app.principals import Credential
+from app.protection import ProtectionService, mark_view
+from app.recycle_bin import RecycleBinService, unit_view
 
 
 def service() -> ManagementService:
     return current_app.extensions[MANAGEMENT]
+
+
+def recycle_bin() -> RecycleBinService:
+    return current_app.extensions[RECYCLE_BIN]
+
+
+def protection() -> ProtectionService:
+    return current_app.extensions[PROTECTION]
 
 
 def _listing(key: str, page: Page, render: Any = None) -> dict[str, Any]:
@@ -139,4 +150,40 @@ def update_warehouse(warehouse: str, body: dict):
 
 def delete_warehouse(warehouse: str):
     service().delete_warehouse(warehouse)
+    return no_content()
+
+
+# -- recycle bin and protection (issue 35) -------------------------------------------------
+
+
+def list_bin(warehouse: str, namespace: str | None = None, pageToken: str | None = None, pageSize: int | None = None):  # noqa: N803
+    levels = namespace_arg(namespace) if namespace is not None else None
+    return _listing("units", recycle_bin().list_units(warehouse, levels, pageToken, pageSize), unit_view), 200
+
+
+def undrop_bin_unit(warehouse: str, unit: int, body: dict | None = None):
+    return unit_view(recycle_bin().undrop(warehouse, unit, body or {})), 200
+
+
+def purge_bin_unit(warehouse: str, unit: int):
+    recycle_bin().purge_now(warehouse, unit)
+    return no_content()
+
+
+def drop_namespace_recursive(warehouse: str, namespace: str, recursive: bool, purgeRequested: bool = False):  # noqa: N803
+    dropped = recycle_bin().drop_namespace(warehouse, namespace_arg(namespace), recursive, bool(purgeRequested))
+    return (unit_view(dropped), 200) if dropped is not None else no_content()
+
+
+def list_protections(warehouse: str):
+    return {"marks": [mark_view(mark) for mark in protection().marks(warehouse)]}, 200
+
+
+def protect_securable(warehouse: str, body: dict):
+    protection().protect(warehouse, body)
+    return no_content()
+
+
+def unprotect_securable(warehouse: str, body: dict):
+    protection().unprotect(warehouse, body)
     return no_content()

@@ -22,6 +22,7 @@ from storage.db import Database
 from storage.housekeeping_rows import SETTLE_PENDING
 from storage.namespaces import PAGE_UNDER, dotted, page_under
 from storage.placement import Claim, claim, overlapping_entries
+from storage.protection_rows import refuse_if_protected
 from storage.rows import EntryRow
 
 _LOAD_ENTRY = (
@@ -266,9 +267,12 @@ class EntryRows:
         kind: str,
         purge_objects: list[str] | None,
         metadata_path: str | None = None,
+        action: str = "drop",
     ) -> EntryRow | None:
-        """Remove an entry; with ``purge_objects`` also queue its files for deletion, atomically."""
+        """Remove an entry (a hard drop); with ``purge_objects`` also queue its files for deletion,
+        atomically. ``Protected`` (nothing written) when the entry or what holds it is protected."""
         with self.db.transaction() as conn:
+            refuse_if_protected(conn, action, warehouse_id, namespace, name)
             row = conn.execute(
                 "DELETE FROM catalog_entry e USING namespace n"
                 " WHERE e.namespace_id = n.id AND n.warehouse_id = %s AND n.path = %s AND e.name = %s AND e.kind = %s"
@@ -298,6 +302,7 @@ class EntryRows:
             ).fetchone()
             if dst is None:
                 raise NoSuchNamespace(f"Namespace does not exist: {dotted(dst_ns)}")
+            refuse_if_protected(conn, "rename", warehouse_id, src_ns, src_name)
             try:
                 cursor = conn.execute(
                     "UPDATE catalog_entry e SET namespace_id = %s, name = %s, updated_at = now()"
@@ -310,7 +315,7 @@ class EntryRows:
             return cursor.rowcount == 1
 
     def entries_overlapping(self, roots: list[Location], exclude_id: int | None = None) -> list[EntryRow]:
-        """Live tables and views (any warehouse) whose location or metadata directory (that of
+        """Live and binned tables and views (any warehouse) whose location or metadata directory (that of
         its current metadata file) is at, under or above one of ``roots``, compared by segments."""
         if not roots:
             return []

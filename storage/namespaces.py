@@ -17,6 +17,7 @@ from psycopg.types.json import Jsonb
 
 from app.ground.errors import AlreadyExists, BadRequest, NamespaceNotEmpty, NoSuchNamespace
 from storage.db import Database
+from storage.protection_rows import refuse_if_protected
 
 NAMESPACE_PROPERTIES = "SELECT properties FROM namespace WHERE warehouse_id = %s AND path = %s"
 # listNamespaces: the direct children of a parent (the top level for NULL) after a path, in path order
@@ -130,8 +131,10 @@ class NamespaceRows:
         return row is not None
 
     def drop_namespace(self, warehouse_id: int, path: tuple[str, ...]) -> None:
-        """Delete an empty namespace; the RESTRICT foreign keys make "empty" race-free."""
-        with self.db.connection() as conn:
+        """Delete an empty namespace; the RESTRICT foreign keys make "empty" race-free.
+        ``Protected`` when it, an ancestor or its warehouse is protected."""
+        with self.db.transaction() as conn:
+            refuse_if_protected(conn, "drop", warehouse_id, path)
             try:
                 row = conn.execute(
                     "DELETE FROM namespace WHERE warehouse_id = %s AND path = %s RETURNING id",

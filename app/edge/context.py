@@ -32,6 +32,8 @@ PLANS = "growler.plans"
 SIGNER = "growler.signer"
 AUTHORIZER = "growler.authorizer"
 MANAGEMENT = "growler.management"
+RECYCLE_BIN = "growler.recycle-bin"
+PROTECTION = "growler.protection"
 
 
 def namespaces() -> NamespaceService:

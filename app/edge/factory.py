@@ -31,6 +31,8 @@ from app.edge.context import (
     MANAGEMENT,
     NAMESPACES,
     PLANS,
+    PROTECTION,
+    RECYCLE_BIN,
     SIGNER,
     TABLES,
     VIEWS,
@@ -70,6 +72,8 @@ from app.idempotency import IdempotencyService
 from app.management import ManagementService
 from app.namespaces import NamespaceService
 from app.plans import PlanningConfig, PlanningService
+from app.protection import ProtectionService
+from app.recycle_bin import RecycleBinService
 from app.signing import RemoteSigner
 from app.tables import TableService
 from app.views import ViewService
@@ -85,6 +89,7 @@ from storage.migrate import migrate
 from storage.objects import RoutingObjectStore
 from storage.page_keys import PageKeyRepository
 from storage.plans import PlanRepository
+from storage.protection_rows import ProtectionRows
 from storage.repository import CatalogRepository
 from storage.staged import AsyncPlacesReader
 
@@ -131,7 +136,19 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         settings, repository, objects, service.warehouses, authorizer=authorizer, page_tokens=page_tokens
     )
     idempotency_keys = IdempotencyRepository(database)
-    housekeeper = Housekeeper(repository, objects, idempotency_keys, tables.purge_requested)
+    recycle_bin = RecycleBinService(
+        settings,
+        repository,
+        service.warehouses,
+        tables.owned_metadata_files,
+        tables.purge_requested,
+        authorizer=authorizer,
+        page_tokens=page_tokens,
+    )
+    protection = ProtectionService(ProtectionRows(database), service.warehouses, authorizer=authorizer)
+    housekeeper = Housekeeper(
+        repository, objects, idempotency_keys, tables.purge_requested, expire_bin=recycle_bin.expire_due
+    )
     # Object I/O goes to the store of the warehouse holding the location; every management change
     # (a bump of auth_state.version, seen by the poll) drops the cached warehouses and routes.
     objects.router = service.warehouses.store_for
@@ -293,6 +310,8 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     flask_app.extensions[PLANS] = planning
     flask_app.extensions[SIGNER] = signer
     flask_app.extensions[MANAGEMENT] = management
+    flask_app.extensions[RECYCLE_BIN] = recycle_bin
+    flask_app.extensions[PROTECTION] = protection
     # getToken is served in front of connexion (app/edge/auth/endpoint.py), when Growler issues tokens
     token_endpoint = ["POST /v1/oauth/tokens"] if auth.endpoint is not None else []
     flask_app.extensions[ENDPOINTS] = sorted([*implemented_endpoints(spec), *token_endpoint])

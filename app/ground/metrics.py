@@ -78,6 +78,18 @@ HOUSEKEEPING_FAILURES = Counter(
     ["task"],
 )
 
+# The recycle bin and protection (issue 35): every drop, undrop, expiry, purge and mark change.
+BIN_EVENTS = Counter(
+    "growler_recycle_bin_events",
+    "Recycle bin changes: action drop (soft: into the bin; hard: removed at once), undrop, expire, purge; "
+    "kind table, view or namespace",
+    ["action", "kind", "policy"],
+)
+PROTECTION_EVENTS = Counter(
+    "growler_protection_events",
+    "Protection marks set (protect) or removed (unprotect), and destructive operations refused (refused)",
+    ["action", "kind"],
+)
 IDEMPOTENCY_REPLAYS = Counter(
     "growler_idempotency_replays", "Responses replayed for a repeated Idempotency-Key", ["operation"]
 )

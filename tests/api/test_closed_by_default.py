@@ -48,9 +48,10 @@ PATH_VALUES = {
     "principal": TEST_CLIENT_ID,  # an administrator: rotating or deleting it would be a takeover
     "role": OTHER_ROLE,
     "warehouse": WAREHOUSE,
+    "unit": "1",  # a recycle bin unit
 }
 # ... and for every required query parameter.
-QUERY_VALUES = {"type": "catalog"}
+QUERY_VALUES = {"type": "catalog", "recursive": "true"}
 
 VIEW_SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "x", "type": "long", "required": False}]}
 VIEW_VERSION = {
@@ -94,6 +95,9 @@ BODIES: dict[str, Any] = {
     "revokePrivilege": GRANT,
     "createWarehouse": {"name": "elsewhere", "location": "s3://elsewhere/"},
     "updateWarehouse": {"location": "s3://elsewhere/"},
+    "undropBinUnit": {},
+    "protectSecurable": {"type": "warehouse"},
+    "unprotectSecurable": {"type": "warehouse"},
 }
 # Rows background work (housekeeping, scan planning) may delete while the test runs: for these,
 # nothing may be added or changed; every other table must be exactly as it was.

@@ -233,3 +233,17 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     DRIVERS.stop_all()
     KEYCLOAK.stop()
     LONG_STS_JOB.stop()
+
+
+@pytest.fixture(scope="session")
+def hard_policy_warehouse(server, settings) -> str:
+    """A warehouse with the hard deletion policy (a drop removes the entry at once: Growler before
+    issue 35), for the tests of what a hard drop frees; made through the management API."""
+    from storage.objects import S3ObjectStore
+
+    bucket = "growler-hard-policy"
+    S3ObjectStore(settings.s3).ensure_bucket(bucket)
+    body = {"name": "hard_policy", "location": f"s3://{bucket}/wh/", "deletion-policy": {"mode": "hard"}}
+    response = httpx.post(f"{server.url}/management/v1/warehouses", json=body, timeout=30)
+    assert response.status_code in (201, 409), response.text  # 409: made already in this session
+    return "hard_policy"

@@ -79,6 +79,8 @@ class Access:
     catalog: str
     warehouse: str
     bulk_deletes: bool = True
+    # DROP TABLE ... PURGE left to the catalog (rest-catalog-purge): its purge waits in the bin
+    catalog_purges: bool = False
 
 
 STATIC_WAREHOUSE = "static_keys"
@@ -116,7 +118,7 @@ def access(request, spark, server, ns) -> Access:
         # is gone cannot be signed for, so Spark's own purge after the drop would be refused)
         options = {"header.X-Iceberg-Access-Delegation": "remote-signing", "rest-catalog-purge": "true"}
         catalog = add_catalog(spark, f"{CATALOG}_signing", uri, server.warehouse, **options)
-        return Access(catalog, server.warehouse, bulk_deletes=False)
+        return Access(catalog, server.warehouse, bulk_deletes=False, catalog_purges=True)
     warehouse = request.getfixturevalue("static_warehouse")
     catalog = add_catalog(spark, f"{CATALOG}_static", uri, warehouse)
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {catalog}.{ns}")
@@ -611,9 +613,19 @@ def make_table_with_files(
     return location, listing
 
 
+def purge_from_the_bin(server, warehouse: str, ns: str, name: str) -> None:
+    """The default soft policy (issue 35) keeps a table dropped with purgeRequested in the recycle
+    bin, its files in place, until its retention ends: an administrator's purge runs it now."""
+    url = f"{server.url}/management/v1/warehouses/{warehouse}/bin"
+    (unit,) = [u for u in httpx.get(url, params={"namespace": ns}, timeout=30).json()["units"] if u["name"] == name]
+    assert unit["purge-requested"] is True
+    assert httpx.delete(f"{url}/{unit['id']}", timeout=30).status_code == 204
+
+
 def test_drop_table_keeps_files_and_purge_deletes_them(spark, server, ns, objects, access):
     """DROP TABLE ... PURGE: the catalog drops the entry, and the reachable files go (Spark deletes
-    them itself with the credentials it was vended; through signing, Growler's purger does)."""
+    them itself with the credentials it was vended; through signing, Growler's purger does, once
+    the recycle bin lets it: an administrator's purge here, the retention's end otherwise)."""
     kept, kept_objects = make_table_with_files(spark, server, objects, access.catalog, ns, "kept", access.warehouse)
     purged, _ = make_table_with_files(spark, server, objects, access.catalog, ns, "purged", access.warehouse)
 
@@ -623,6 +635,9 @@ def test_drop_table_keeps_files_and_purge_deletes_them(spark, server, ns, object
     assert load_table(server, ns, "purged", access.warehouse) is None
     assert rows(spark, f"SHOW TABLES IN {access.catalog}.{ns}") == []
 
+    if access.catalog_purges:  # through signing the purge is the catalog's: it waits in the bin
+        assert objects_under(objects, purged)
+        purge_from_the_bin(server, access.warehouse, ns, "purged")
     # every data, manifest and metadata file is gone
     assert wait_until_empty(objects, purged) == []
     assert objects_under(objects, kept) == kept_objects
@@ -636,6 +651,8 @@ def test_drop_table_purge_delegated_to_the_catalog(spark, server, ns, objects):
 
     spark.sql(f"DROP TABLE {purging}.{ns}.purged PURGE")
     assert load_table(server, ns, "purged") is None
+    assert objects_under(objects, location)  # in the recycle bin until its retention ends (issue 35)
+    purge_from_the_bin(server, server.warehouse, ns, "purged")
     assert wait_until_empty(objects, location) == []
 
 

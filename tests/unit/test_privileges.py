@@ -112,12 +112,15 @@ def test_the_management_yaml_lists_exactly_the_privileges():
 
 
 def test_the_database_accepts_exactly_the_privileges():
-    """Migration 0015's CHECK (the one copy the database needs) names exactly ``Privilege``'s values."""
+    """The CHECK of the last migration that sets it (0015, then 0017 adding undrop: the one copy the
+    database needs) names exactly ``Privilege``'s values."""
     import re
     from pathlib import Path
 
-    sql = (Path(__file__).parents[2] / "storage" / "migrations" / "0015_management_rights.sql").read_text()
-    lists = re.findall(r"privilege (?:NOT )?IN\s*\(([^)]*)\)", sql)
-    assert len(lists) == 2
+    migrations = sorted((Path(__file__).parents[2] / "storage" / "migrations").glob("*.sql"))
+    latest = [path for path in migrations if "ADD CONSTRAINT role_grant_privilege" in path.read_text()][-1]
+    assert latest.name == "0017_recycle_bin.sql"
+    lists = re.findall(r"privilege (?:NOT )?IN\s*\(([^)]*)\)", latest.read_text())
+    assert len(lists) == 1
     for listed in lists:
         assert re.findall(r"'([a-z-]+)'", listed) == [p.value for p in Privilege]
