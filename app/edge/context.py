@@ -32,6 +32,7 @@ PLANS = "growler.plans"
 SIGNER = "growler.signer"
 AUTHORIZER = "growler.authorizer"
 MANAGEMENT = "growler.management"
+PREVIEWS = "growler.previews"  # the console's data preview (app/previews.py)
 
 
 def namespaces() -> NamespaceService:

@@ -31,6 +31,7 @@ from app.edge.context import (
     MANAGEMENT,
     NAMESPACES,
     PLANS,
+    PREVIEWS,
     SIGNER,
     TABLES,
     VIEWS,
@@ -70,6 +71,7 @@ from app.idempotency import IdempotencyService
 from app.management import ManagementService
 from app.namespaces import NamespaceService
 from app.plans import PlanningConfig, PlanningService
+from app.previews import PreviewService
 from app.signing import RemoteSigner
 from app.tables import TableService
 from app.views import ViewService
@@ -297,6 +299,13 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     token_endpoint = ["POST /v1/oauth/tokens"] if auth.endpoint is not None else []
     flask_app.extensions[ENDPOINTS] = sorted([*implemented_endpoints(spec), *token_endpoint])
     flask_app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+
+    # The console (issue 38) at /ui/: Flask views over the same services, its session checked by
+    # AuthMiddleware (app/edge/auth/console.py).
+    from app import console
+
+    flask_app.extensions[PREVIEWS] = PreviewService(tables)
+    console.install(flask_app)
 
     from handlers import health
     from handlers import metrics as metrics_handler
