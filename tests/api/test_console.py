@@ -212,8 +212,17 @@ def test_script_in_properties_docs_and_sql_renders_as_text(browser, app) -> None
         "fields": [{"id": 1, "name": "id", "type": "long", "required": True, "doc": SCRIPT}],
     }
     unpartitioned = {"spec-id": 0, "fields": []}
-    make_table(admin, ["xss"], "t", schema=schema, properties={"note": SCRIPT, SCRIPT: "key"}, **{"partition-spec": unpartitioned})
-    assert admin.post(f"{PREFIX}/namespaces/xss/views", json=_view("v", f"select '{SCRIPT}'", SCRIPT)).status_code == 200
+    make_table(
+        admin,
+        ["xss"],
+        "t",
+        schema=schema,
+        properties={"note": SCRIPT, SCRIPT: "key"},
+        **{"partition-spec": unpartitioned},
+    )
+    assert (
+        admin.post(f"{PREFIX}/namespaces/xss/views", json=_view("v", f"select '{SCRIPT}'", SCRIPT)).status_code == 200
+    )
     for page in (
         browser.get("/ui/w/test/table", params={"ns": "xss", "name": "t"}),
         browser.get("/ui/w/test/view", params={"ns": "xss", "name": "v"}),
