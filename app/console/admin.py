@@ -131,12 +131,28 @@ def revoke(role: str) -> Response:
     return redirect(url_for("console.role", role=role), code=303)
 
 
+def ancestors(securable: dict[str, Any]) -> list[dict[str, Any]]:
+    """What a securable inherits grants from, outermost first: the catalog, its warehouse, every
+    namespace above it (a grant on a namespace covers what is under it)."""
+    found: list[dict[str, Any]] = [{"type": "catalog"}]
+    if securable["type"] == "catalog":
+        return []
+    warehouse = securable.get("warehouse")
+    if securable["type"] != "warehouse":
+        found.append({"type": "warehouse", "warehouse": warehouse})
+    levels = list(securable.get("namespace") or [])
+    depth = len(levels) - 1 if securable["type"] == "namespace" else len(levels)
+    found += [{"type": "namespace", "warehouse": warehouse, "namespace": levels[:i]} for i in range(1, depth + 1)]
+    return found
+
+
 def grants_on() -> str:
+    """Who may do what on a securable: its own grants, and those it inherits (marked)."""
     securable = _securable(request.args) if request.args.get("type") else None
-    rows = management().grants_on(securable, "", PAGE_SIZE).items if securable else []
-    return render_template(
-        "console/grants.html",
-        securable=securable,
-        grants=[grant_view(row) for row in rows],
-        securable_types=SECURABLE_TYPES,
-    )
+    rows: list[tuple[dict[str, Any], bool]] = []
+    if securable is not None:
+        service = management()
+        rows = [(grant_view(row), False) for row in service.grants_on(securable, "", PAGE_SIZE).items]
+        for above in ancestors(securable):
+            rows += [(grant_view(row), True) for row in service.grants_on(above, "", PAGE_SIZE).items]
+    return render_template("console/grants.html", securable=securable, grants=rows, securable_types=SECURABLE_TYPES)

@@ -281,3 +281,15 @@ def test_browsing_pages_a_namespace_with_many_tables(browser, app) -> None:
     assert query["list"] == ["table"]
     second = browser.get(more)
     assert re.findall(r">(t\d{3})</a>", second.text) == [f"t{i:03d}" for i in range(100, 105)]
+
+
+def test_grants_on_a_table_show_the_inherited_ones_marked(browser, app, principals) -> None:
+    make_table(app.test_client(), ["granted"], "t")
+    role = principals.create_role(f"readers-{uuid.uuid4().hex[:6]}")
+    principals.grant_role(role, "read", "namespace", "test", ["granted"])
+    page = browser.get(
+        "/ui/admin/grants", params={"type": "table", "warehouse": "test", "namespace": "granted", "name": "t"}
+    )
+    assert page.status_code == 200
+    row = next(line for line in page.text.split("<tr>") if role in line)
+    assert "inherited" in row and "namespace" in row
