@@ -69,6 +69,14 @@ def name_arg(name: str = "name") -> str:
     return check_name(request.args.get(name) or "", name)
 
 
+def size_arg() -> int:
+    """Items per page of a listing: ``size`` (1 to ``PAGE_SIZE``), by default ``PAGE_SIZE``."""
+    raw = request.args.get("size") or str(PAGE_SIZE)
+    if not raw.isdigit() or not 1 <= int(raw) <= PAGE_SIZE:
+        raise BadRequest(f"size must be between 1 and {PAGE_SIZE}")
+    return int(raw)
+
+
 def page_arg() -> str:
     """The page token of a listing (the empty string starts paging)."""
     return request.args.get("page") or ""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, current_app, redirect, render_template, request, url_for
 
-from app.console.common import PAGE_SIZE, namespaces, ns_arg, ns_param, page_arg, tables, views
+from app.console.common import namespaces, ns_arg, ns_param, page_arg, size_arg, tables, views
 from app.edge.auth.console import PREFIX, SESSION_COOKIE, SIGN_IN, safe_next
 from app.edge.context import ENDPOINTS
 from app.rules.privileges import Kind
@@ -50,7 +50,7 @@ def home() -> str:
 def warehouse(warehouse: str) -> str:
     token = page_arg()
     namespaces().authorizer.authorize("listNamespaces", {"prefix": warehouse})
-    page = namespaces().list_namespaces(warehouse, None, token, PAGE_SIZE)
+    page = namespaces().list_namespaces(warehouse, None, token, size_arg())
     return render_template("console/warehouse.html", warehouse=warehouse, namespaces=page.items, page=page)
 
 
@@ -63,14 +63,14 @@ def namespace(warehouse: str) -> str:
     metadata = service.load_namespace(warehouse, levels)
     query = (request.args.get("q") or "").strip()
     which = request.args.get("list", "")
-    children = service.list_namespaces(warehouse, levels, page_arg() if which == "namespaces" else "", PAGE_SIZE)
+    children = service.list_namespaces(warehouse, levels, page_arg() if which == "namespace" else "", size_arg())
     listed = {}
     for kind, entries in ((Kind.TABLE, tables()), (Kind.VIEW, views())):
         token = page_arg() if which == kind.value else ""
         if query:
-            listed[kind.value] = entries.search_names(warehouse, levels, query, token, PAGE_SIZE)
+            listed[kind.value] = entries.search_names(warehouse, levels, query, token, size_arg())
         else:
-            listed[kind.value] = entries.list_names(warehouse, levels, token, PAGE_SIZE)
+            listed[kind.value] = entries.list_names(warehouse, levels, token, size_arg())
     return render_template(
         "console/namespace.html",
         warehouse=warehouse,

@@ -23,6 +23,37 @@ CHARTED = [
 
 
 @dataclass(frozen=True)
+class TablePage:
+    """Everything the table page shows that follows from one metadata file (which never changes:
+    the console keeps it per metadata location, app/console/tables.py)."""
+
+    metadata: dict[str, Any]
+    schema: list[FieldRow]
+    history: list[SchemaVersion]
+    specs: list[dict[str, Any]]
+    orders: list[dict[str, Any]]
+    snapshots: list[dict[str, Any]]
+    chart: dict[str, Any]
+    graph: dict[str, Any]
+    metadata_log: list[tuple[str, str]]
+
+    @classmethod
+    def of(cls, metadata: dict[str, Any]) -> TablePage:
+        names = field_names(metadata)
+        return cls(
+            metadata,
+            schema_rows(current_schema(metadata)),
+            schema_history(metadata),
+            partition_specs(metadata, names),
+            sort_orders(metadata, names),
+            snapshots(metadata),
+            chart_series(metadata),
+            ref_graph(metadata),
+            metadata_log(metadata),
+        )
+
+
+@dataclass(frozen=True)
 class FieldRow:
     """One field of a schema tree: ``depth`` indents it under its parent."""
 
@@ -55,7 +86,7 @@ class SchemaVersion:
 def when(ms: Any) -> str:
     if not isinstance(ms, int):
         return ""
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return datetime.fromtimestamp(ms // 1000, UTC).isoformat(" ")[:19] + " UTC"  # (strftime is slower)
 
 
 def type_text(kind: Any) -> str:
@@ -297,6 +328,46 @@ def sort_orders(metadata: dict[str, Any], names: dict[int, str]) -> list[dict[st
         }
         for order in metadata.get("sort-orders") or []
     ]
+
+
+GRAPH_SNAPSHOTS = 200  # the refs graph draws the newest ones only
+GRAPH_STEP, GRAPH_LANE, GRAPH_MARGIN = 28, 34, 24
+
+
+def ref_graph(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Branches and tags drawn over the snapshots: each snapshot a dot in time order, a line to its
+    parent, a lane per branch (main first, then each branch's own snapshots), refs as labels."""
+    ordered = _by_time(metadata)[-GRAPH_SNAPSHOTS:]
+    index = {snap.get("snapshot-id"): i for i, snap in enumerate(ordered)}
+    parents = {snap.get("snapshot-id"): snap.get("parent-snapshot-id") for snap in ordered}
+    refs = metadata.get("refs") or {}
+    branches = sorted((name for name, ref in refs.items() if ref.get("type") == "branch"), key=lambda n: n != "main")
+    lane: dict[Any, int] = {}
+    for number, name in enumerate(branches):
+        node = refs[name].get("snapshot-id")
+        while node in index and node not in lane:
+            lane[node] = number
+            node = parents.get(node)
+    lanes = max([0, *lane.values()]) + 1
+
+    def at(snapshot_id: Any) -> tuple[int, int]:
+        return GRAPH_MARGIN + index[snapshot_id] * GRAPH_STEP, GRAPH_MARGIN + 14 + lane.get(snapshot_id, 0) * GRAPH_LANE
+
+    nodes = [(*at(snap.get("snapshot-id")), snap.get("snapshot-id")) for snap in ordered]
+    edges = [(*at(child), *at(parent)) for child, parent in parents.items() if parent in index]
+    labels = []
+    for name, ref in sorted(refs.items()):
+        if ref.get("snapshot-id") in index:
+            x, y = at(ref.get("snapshot-id"))
+            labels.append((x, y - 10, name, ref.get("type")))
+    return {
+        "width": GRAPH_MARGIN * 2 + max(len(ordered) - 1, 0) * GRAPH_STEP + 80,
+        "height": GRAPH_MARGIN * 2 + lanes * GRAPH_LANE,
+        "nodes": nodes,
+        "edges": edges,
+        "labels": labels,
+        "shown": len(ordered),
+    }
 
 
 def metadata_log(metadata: dict[str, Any]) -> list[tuple[str, str]]:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
-from flask import Blueprint, current_app, render_template, request
+from flask import Blueprint, current_app, render_template, request, url_for
 
 from app.console import table_model as model
 from app.console.common import name_arg, ns_arg, ns_param, tables, views
 from app.edge.context import PREVIEWS
 from app.ground.errors import BadRequest
+from app.ground.lru import LruCache
 from app.previews import PreviewService
 from app.tables import LoadedTable, LoadTableRequest
 
@@ -21,12 +21,12 @@ def register(bp: Blueprint) -> None:
     bp.add_url_rule("/w/<warehouse>/view", "view", view, methods=["GET"])
 
 
-def _load_table(warehouse: str, levels: tuple[str, ...], name: str) -> tuple[LoadedTable, dict[str, Any]]:
+def _load_table(warehouse: str, levels: tuple[str, ...], name: str) -> LoadedTable:
     service = tables()
     service.authorizer.authorize("loadTable", {"prefix": warehouse, "namespace": ns_param(levels), "table": name})
     loaded = service.load(LoadTableRequest(warehouse, levels, name))
     assert isinstance(loaded, LoadedTable)  # no If-None-Match: never NotModified
-    return loaded, json.loads(loaded.metadata)
+    return loaded
 
 
 def _snapshot_arg(name: str) -> int | None:
@@ -39,32 +39,36 @@ def _snapshot_arg(name: str) -> int | None:
         raise BadRequest(f"Invalid snapshot id {raw[:30]!r}") from None
 
 
+# Parsed pages by metadata location: a metadata file never changes, so neither does its page
+# (a table with 1,000 snapshots costs its parse and model once per worker, not per view).
+PAGES: LruCache[str, model.TablePage] = LruCache(32)
+
+
 def table(warehouse: str) -> str:
     levels, name = ns_arg(), name_arg()
-    loaded, metadata = _load_table(warehouse, levels, name)
-    names = model.field_names(metadata)
+    loaded = _load_table(warehouse, levels, name)
+    page = PAGES.get(loaded.metadata_location or "") if loaded.metadata_location else None
+    if page is None:
+        page = model.TablePage.of(json.loads(loaded.metadata))
+        if loaded.metadata_location:
+            PAGES.put(loaded.metadata_location, page)
     first, second = _snapshot_arg("a"), _snapshot_arg("b")
-    compared = model.compare(metadata, first, second) if first is not None and second is not None else None
-    snapshots = model.snapshots(metadata)
+    compared = model.compare(page.metadata, first, second) if first is not None and second is not None else None
     return render_template(
         "console/table.html",
         warehouse=warehouse,
         levels=levels,
         name=name,
         location=loaded.metadata_location,
-        metadata=metadata,
-        schema=model.schema_rows(model.current_schema(metadata)),
-        history=model.schema_history(metadata),
-        specs=model.partition_specs(metadata, names),
-        orders=model.sort_orders(metadata, names),
-        snapshots=snapshots,
-        refs=sorted((metadata.get("refs") or {}).items()),
-        chart=model.chart_series(metadata),
+        metadata=page.metadata,
+        page=page,
+        snapshots=page.snapshots,
+        refs=sorted((page.metadata.get("refs") or {}).items()),
         charted=model.CHARTED,
         compared=compared,
         compare_missing=(first is not None and second is not None and compared is None),
-        metadata_log=model.metadata_log(metadata),
         when=model.when,
+        preview_url=url_for("console.preview", warehouse=warehouse, ns=ns_param(levels), name=name),
         snippets=_snippets(warehouse, levels, name),
     )
 
