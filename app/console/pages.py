@@ -5,8 +5,8 @@ from __future__ import annotations
 from flask import Blueprint, Response, current_app, redirect, render_template, request, url_for
 
 from app.console.common import namespaces, ns_arg, ns_param, page_arg, size_arg, tables, views
-from app.edge.auth.console import PREFIX, SESSION_COOKIE, SIGN_IN, safe_next
-from app.edge.context import ENDPOINTS
+from app.edge.auth.console import OIDC_START, PREFIX, SESSION_COOKIE, SIGN_IN, safe_next
+from app.edge.context import CONSOLE_OIDC, ENDPOINTS
 from app.rules.privileges import Kind
 
 SIGN_IN_ERRORS = {
@@ -14,6 +14,7 @@ SIGN_IN_ERRORS = {
     "expired": "The sign-in form expired: please try again.",
     "slow_down": "Too many failed sign-ins: wait a moment and try again.",
     "form": "The sign-in form could not be read.",
+    "idp": "The identity provider cannot be reached: try again later.",
 }
 
 
@@ -33,6 +34,8 @@ def sign_in() -> str:
         next=safe_next(request.args.get("next")),
         error=error,
         own_tokens=own_tokens,
+        idp=current_app.extensions.get(CONSOLE_OIDC, False),
+        idp_start=OIDC_START,
         action=SIGN_IN,
     )
 

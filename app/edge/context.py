@@ -32,6 +32,7 @@ PLANS = "growler.plans"
 SIGNER = "growler.signer"
 AUTHORIZER = "growler.authorizer"
 MANAGEMENT = "growler.management"
+CONSOLE_OIDC = "growler.console_oidc"  # True: the console signs in through the IdP too
 PREVIEWS = "growler.previews"  # the console's data preview (app/previews.py)
 
 

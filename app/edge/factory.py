@@ -25,6 +25,7 @@ from app.authorization import Authorizer
 from app.edge.auth import Authentication, AuthMiddleware, AuthSettings
 from app.edge.context import (
     AUTHORIZER,
+    CONSOLE_OIDC,
     ENDPOINTS,
     FUNCTIONS,
     IDEMPOTENCY,
@@ -305,6 +306,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     from app import console
 
     flask_app.extensions[PREVIEWS] = PreviewService(tables)
+    flask_app.extensions[CONSOLE_OIDC] = auth.console_oidc is not None
     console.install(flask_app)
 
     from handlers import health

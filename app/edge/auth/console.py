@@ -8,6 +8,12 @@ issued for it, verified on every request like a bearer token (expiry, signature,
 rotation or deletion). So the console and the API share one authentication and the console's
 pages run as the principal, under the same authorizer.
 
+With an identity provider configured for it (``GROWLER_CONSOLE_OIDC_CLIENT_ID``), the console also
+signs in through the IdP: the authorization code flow with PKCE (S256), its state, verifier and
+target kept in a short-lived HttpOnly cookie (``OIDC_COOKIE``) between the redirect to the IdP and
+the way back; the code is exchanged at the IdP's token endpoint and the IdP's access token, once
+verified like a bearer token (issuer, audience, signature, expiry), is the session cookie.
+
 The cookie is ``HttpOnly`` (no script reads it), ``SameSite=Lax`` (not sent with cross-site
 posts), scoped to ``/ui``, and ``Secure`` when the request came over TLS (the scheme, or a
 proxy's ``X-Forwarded-Proto: https``). Forms carry a CSRF token (app/console/csrf.py); the
@@ -19,14 +25,20 @@ answer is a redirect to the sign-in page (closed by construction: a new page nee
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import hashlib
 import hmac
 import json
-from urllib.parse import quote, urlencode
+import secrets
+from dataclasses import dataclass, field
+from urllib.parse import parse_qsl, quote, urlencode
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.edge.auth.endpoint import OAuthError, TokenEndpoint, read_form
 from app.edge.auth.metrics import AUTH_FAILURES
+from app.edge.auth.oidc import OidcProvider
 from app.edge.auth.tokens import AuthFailure, TokenVerifier
 from app.edge.http import raw_headers, send_response
 from app.ground.callers import current_principal
@@ -35,6 +47,10 @@ from app.ground.events import PRINCIPAL
 
 PREFIX = "/ui"
 SIGN_IN = "/ui/sign-in"
+OIDC_START = "/ui/oidc/start"
+OIDC_CALLBACK = "/ui/oidc/callback"
+OIDC_COOKIE = "growler_oidc"
+OIDC_COOKIE_AGE_S = 600  # the time a user has to sign in at the IdP
 STATIC = "/ui/static/"
 SESSION_COOKIE = "growler_session"
 CSRF_COOKIE = "growler_csrf"  # the sign-in form's double-submit token (no session yet)
@@ -85,17 +101,34 @@ async def redirect(send: Send, location: str, headers: list[tuple[bytes, bytes]]
     await send_response(send, 303, body, raw, content_type=b"text/plain; charset=utf-8")
 
 
-class ConsoleGate:
-    """Authenticates console requests by their session cookie; answers the sign-in form's POST."""
+@dataclass(frozen=True)
+class ConsoleOidc:
+    """The IdP client the console signs users in with (authorization code + PKCE)."""
 
-    def __init__(self, verifier: TokenVerifier | None, endpoint: TokenEndpoint | None) -> None:
+    provider: OidcProvider
+    client_id: str
+    client_secret: str | None = field(default=None, repr=False)
+    scope: str = "openid"
+
+
+class ConsoleGate:
+    """Authenticates console requests by their session cookie; answers the sign-in form's POST
+    and the IdP sign-in's two steps."""
+
+    def __init__(
+        self, verifier: TokenVerifier | None, endpoint: TokenEndpoint | None, oidc: ConsoleOidc | None = None
+    ) -> None:
         self.verifier = verifier  # None: GROWLER_AUTH=none (no principal, nothing to sign in to)
         self.endpoint = endpoint  # None: Growler issues no tokens (no client-secret sign-in)
+        self.oidc = oidc  # None: no sign-in through the IdP
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send, app: ASGIApp) -> None:
         path = scope["path"]
         if self.verifier is None or path.startswith(STATIC):
             await app(scope, receive, send)
+            return
+        if path in (OIDC_START, OIDC_CALLBACK) and self.oidc is not None:
+            await (self.oidc_start if path == OIDC_START else self.oidc_callback)(scope, send)
             return
         if path == SIGN_IN:
             if scope["method"] == "POST":
@@ -107,7 +140,7 @@ class ConsoleGate:
         try:
             if not token:
                 raise AuthFailure("missing")
-            principal = await self.verifier.verify(token, own_only=True)
+            principal = await self.verifier.verify(token, own_only=self.oidc is None)
         except AuthFailure as exc:
             if exc.reason != "missing":
                 AUTH_FAILURES.labels(exc.reason).inc()
@@ -155,3 +188,70 @@ class ConsoleGate:
         token, ttl = self.endpoint.issuer.issue(name, generation, "console")
         headers = [cookie_header(SESSION_COOKIE, token, scope, ttl), cookie_header(CSRF_COOKIE, "", scope, 0)]
         await redirect(send, quote(target, safe="/?=&%:;,+-._~"), headers)
+
+    async def oidc_start(self, scope: Scope, send: Send) -> None:
+        """Off to the IdP: a fresh state and PKCE verifier in the cookie, the challenge in the URL."""
+        assert self.oidc is not None
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        state, verifier = secrets.token_urlsafe(24), secrets.token_urlsafe(48)
+        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+        try:
+            endpoint = str((await asyncio.to_thread(self.oidc.provider.discovery))["authorization_endpoint"])
+        except Exception:  # noqa: BLE001 - the IdP is unreachable: say so on the sign-in page
+            await redirect(send, f"{SIGN_IN}?error=idp")
+            return
+        params = {
+            "response_type": "code",
+            "client_id": self.oidc.client_id,
+            "redirect_uri": _origin(scope) + OIDC_CALLBACK,
+            "scope": self.oidc.scope,
+            "state": state,
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+        }
+        kept = base64.urlsafe_b64encode(json.dumps([state, verifier, safe_next(query.get("next"))]).encode()).decode()
+        separator = "&" if "?" in endpoint else "?"
+        await redirect(
+            send,
+            f"{endpoint}{separator}{urlencode(params)}",
+            [cookie_header(OIDC_COOKIE, kept, scope, OIDC_COOKIE_AGE_S)],
+        )
+
+    async def oidc_callback(self, scope: Scope, send: Send) -> None:
+        """Back from the IdP: the state checked, the code exchanged (with the verifier), the
+        access token verified, the session cookie set."""
+        assert self.oidc is not None and self.verifier is not None
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        try:
+            state, verifier, target = json.loads(base64.urlsafe_b64decode(cookies(scope).get(OIDC_COOKIE, "")))
+        except (ValueError, TypeError):
+            state = verifier = target = ""
+        if not state or not hmac.compare_digest(str(state), query.get("state", "")) or not query.get("code"):
+            await redirect(send, f"{SIGN_IN}?error=expired")
+            return
+        form = {
+            "grant_type": "authorization_code",
+            "code": query["code"],
+            "redirect_uri": _origin(scope) + OIDC_CALLBACK,
+            "client_id": self.oidc.client_id,
+            "code_verifier": str(verifier),
+        }
+        if self.oidc.client_secret:
+            form["client_secret"] = self.oidc.client_secret
+        clear = cookie_header(OIDC_COOKIE, "", scope, 0)
+        try:
+            answer = await asyncio.to_thread(self.oidc.provider.exchange_code, form)
+            token = answer["access_token"]
+            await self.verifier.verify(token)
+        except (ValueError, OSError, AuthFailure):
+            AUTH_FAILURES.labels("console_oidc").inc()
+            await redirect(send, f"{SIGN_IN}?error=failed", [clear])
+            return
+        max_age = answer.get("expires_in") if isinstance(answer.get("expires_in"), int) else 300
+        await redirect(send, safe_next(str(target)), [cookie_header(SESSION_COOKIE, token, scope, max_age), clear])
+
+
+def _origin(scope: Scope) -> str:
+    """This console's origin as the browser sees it (the redirect URI registered at the IdP)."""
+    host = next((v for k, v in scope["headers"] if k == b"host"), b"").decode("latin-1")
+    return f"{'https' if over_tls(scope) else 'http'}://{host}"

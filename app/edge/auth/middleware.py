@@ -16,7 +16,7 @@ import json
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.edge.auth.console import ConsoleGate, is_console
+from app.edge.auth.console import ConsoleGate, ConsoleOidc, is_console
 from app.edge.auth.endpoint import PATH as TOKEN_PATH
 from app.edge.auth.endpoint import TokenEndpoint
 from app.edge.auth.metrics import AUTH_FAILURES
@@ -30,11 +30,18 @@ OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 
 
 class AuthMiddleware:
-    def __init__(self, app: ASGIApp, *, verifier: TokenVerifier | None, endpoint: TokenEndpoint | None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        verifier: TokenVerifier | None,
+        endpoint: TokenEndpoint | None,
+        console_oidc: ConsoleOidc | None = None,
+    ) -> None:
         self.app = app
         self.verifier = verifier  # None: GROWLER_AUTH=none
         self.endpoint = endpoint
-        self.console = ConsoleGate(verifier, endpoint)  # /ui/: a session cookie instead (console.py)
+        self.console = ConsoleGate(verifier, endpoint, console_oidc)  # /ui/: a session cookie instead (console.py)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
