@@ -4,9 +4,11 @@ It is part of the edge: its views call the same services as the API's handlers (
 under the same authorizer, as the principal of the session cookie that app/edge/auth/console.py
 verified. Pages work without JavaScript; the charts use uPlot, vendored under static/vendor.
 
-Extension points: the navigation shows an entry for each optional part whose service the app
-factory put into ``flask_app.extensions`` (``NAV_EXTENSIONS``); a feature adds its blueprint and
-its service, and its entry appears.
+Extension points (app/console/common.py): the navigation shows an entry for each optional part
+whose service the app factory put into ``flask_app.extensions`` (``NAV_EXTENSIONS``: the recycle
+bin, events, maintenance), and a table's page a section for each in ``TABLE_SECTIONS``; a feature
+registers its views on ``blueprint`` (endpoint names as listed), adds its template under
+templates/console/ and its service, and its entry appears. Nothing shows while a service is absent.
 """
 
 from __future__ import annotations

@@ -26,6 +26,13 @@ NAV_EXTENSIONS: list[tuple[str, str, str]] = [
     ("growler.events", "console.events", "Events"),
     ("growler.maintenance", "console.maintenance", "Maintenance"),
 ]
+# Sections other parts add to a table's page (the change events timeline, health and maintenance
+# runs, protection marks): (extension key, template, heading). A section shows when the app
+# factory put a service under its key; its template gets the page's context plus ``service``.
+TABLE_SECTIONS: list[tuple[str, str, str]] = [
+    ("growler.events", "console/table_events.html", "Change events"),
+    ("growler.maintenance", "console/table_maintenance.html", "Health and maintenance"),
+]
 PAGE_SIZE = 100
 
 
@@ -80,6 +87,15 @@ def size_arg() -> int:
 def page_arg() -> str:
     """The page token of a listing (the empty string starts paging)."""
     return request.args.get("page") or ""
+
+
+def table_sections() -> list[tuple[str, str, object]]:
+    """The table page's extra sections whose service is there: (heading, template, service)."""
+    return [
+        (heading, template, current_app.extensions[key])
+        for key, template, heading in TABLE_SECTIONS
+        if key in current_app.extensions
+    ]
 
 
 def install_context(blueprint: Blueprint) -> None:
