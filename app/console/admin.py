@@ -31,6 +31,8 @@ def register(bp: Blueprint) -> None:
     bp.add_url_rule("/admin/roles/<role>/grants", "grant", grant, methods=["POST"])
     bp.add_url_rule("/admin/roles/<role>/grants/revoke", "revoke", revoke, methods=["POST"])
     bp.add_url_rule("/admin/grants", "grants_on", grants_on, methods=["GET"])
+    bp.add_url_rule("/admin/warehouses", "create_warehouse", create_warehouse, methods=["POST"])
+    bp.add_url_rule("/admin/warehouses/<name>/delete", "delete_warehouse", delete_warehouse, methods=["POST"])
 
 
 def _confirmed() -> None:
@@ -105,6 +107,19 @@ def remove_member(role: str) -> Response:
     _confirmed()
     management().revoke_role(role, request.form.get("principal", ""))
     return redirect(url_for("console.role", role=role), code=303)
+
+
+def create_warehouse() -> Response:
+    """A warehouse with the installation's storage settings (its own keys: the management API)."""
+    body: dict[str, Any] = {"name": request.form.get("name", ""), "location": request.form.get("location", "")}
+    management().create_warehouse(body)
+    return redirect(url_for("console.admin"), code=303)
+
+
+def delete_warehouse(name: str) -> Response:
+    _confirmed()
+    management().delete_warehouse(name)
+    return redirect(url_for("console.admin"), code=303)
 
 
 def _securable(source: Any) -> dict[str, Any]:

@@ -330,3 +330,18 @@ def test_a_namespace_of_10000_tables_pages_and_searches_fast(browser, app, db) -
     assert re.findall(
         r">(tbl\d{5})</a>", browser.get("/ui/w/test/namespace", params={"ns": "tenk", "q": "09999"}).text
     ) == ["tbl09999"]
+
+
+def test_warehouses_are_made_and_deleted_from_the_admin_page_never_showing_keys(browser, app) -> None:
+    name = f"wh{uuid.uuid4().hex[:6]}"
+    token = csrf_of(browser.get("/ui/admin").text)
+    made = browser.post(
+        "/ui/admin/warehouses", data={"name": name, "location": f"s3://growler-console-{name}/", "csrf": token}
+    )
+    assert made.status_code == 200 and f"<td>{name}</td>" in made.text, re.findall(r"role=.alert.>([^<]*)", made.text)
+    assert "secret-access-key" not in made.text and "access-key-id" not in made.text
+    assert browser.post(f"/ui/admin/warehouses/{name}/delete", data={"csrf": token}).status_code == 400
+    assert app.test_client().get(f"{MANAGEMENT}/warehouses/{name}").status_code == 200
+    gone = browser.post(f"/ui/admin/warehouses/{name}/delete", data={"csrf": token, "confirm": "yes"})
+    assert gone.status_code == 200 and f"<td>{name}</td>" not in gone.text
+    assert app.test_client().get(f"{MANAGEMENT}/warehouses/{name}").status_code == 404
