@@ -240,8 +240,21 @@ def test_the_console_in_a_browser(server, clean_catalog, browser, artifacts) -> 
     principals = wait.until(ec.presence_of_element_located((By.ID, "principals")))
     assert TEST_CLIENT_ID in principals.text
     assert "secret-access-key" not in browser.page_source
+    # a role, made and granted read on the namespace through the forms (their CSRF tokens)
+    browser.find_element(By.ID, "r-name").send_keys("analysts")
+    browser.find_element(By.CSS_SELECTOR, "#new-role button").click()
+    wait.until(ec.presence_of_element_located((By.ID, "g-priv")))
+    Select(browser.find_element(By.ID, "g-priv")).select_by_visible_text("read")
+    Select(browser.find_element(By.ID, "g-type")).select_by_visible_text("namespace")
+    browser.find_element(By.ID, "g-wh").send_keys(server.warehouse)
+    browser.find_element(By.ID, "g-ns").send_keys("shop")
+    browser.find_element(By.CSS_SELECTOR, "form.stack button").click()
+    assert "read" in wait.until(ec.presence_of_element_located((By.ID, "grants"))).text
+    accessible("role")
+    browser.find_element(By.LINK_TEXT, "Admin").click()
+    assert "analysts" in wait.until(ec.presence_of_element_located((By.ID, "roles"))).text
     accessible("admin")
-    shot("admin", 700)
+    shot("admin", 900)
     browser.find_element(By.ID, "sign-out").click()
     wait.until(ec.presence_of_element_located((By.ID, "sign-in-form")))
     browser.get(f"{server.url}/ui/w/{server.warehouse}")
