@@ -112,8 +112,9 @@ def test_a_wrong_secret_or_a_missing_csrf_token_signs_nobody_in(app, clean_catal
     assert forged.status_code == 303 and "error=expired" in forged.headers["location"]
     assert "growler_session" not in forged.headers.get("set-cookie", "")
     # the next parameter cannot send the browser elsewhere
-    form = client.get("/ui/sign-in?next=https://evil.example/")
-    assert 'name="next" value="/ui/"' in form.text
+    for target in ("https://evil.example/", "//evil.example/ui/", "/ui/../..//evil.example", "/ui/\\evil"):
+        form = client.get("/ui/sign-in", params={"next": target})
+        assert 'name="next" value="/ui/"' in form.text, target
 
 
 def test_a_form_without_a_valid_csrf_token_is_refused_and_changes_nothing(browser, app) -> None:

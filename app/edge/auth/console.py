@@ -90,8 +90,8 @@ def safe_next(target: str | None) -> str:
     """Where to go after signing in: a console path of this site only (no open redirect)."""
     if not target or not target.startswith(PREFIX + "/") or target.startswith("//") or "\\" in target:
         return PREFIX + "/"
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in target):
-        return PREFIX + "/"
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in target) or "/." in target.split("?")[0]:
+        return PREFIX + "/"  # no control characters, no dot segments
     return target
 
 
