@@ -105,6 +105,14 @@ echo "buildah/debootstrap not found: installing buildah debootstrap"; \
 $(call apt_install,buildah debootstrap)
 endef
 
+# $(call ensure_chromium): Debian's chromium and chromium-driver, for the console's browser test
+# (tests/integration/test_console_browser.py, Selenium); installed only when missing.
+define ensure_chromium
+if { command -v chromium && command -v chromedriver; } >/dev/null 2>&1; then exit 0; fi; \
+echo "chromium/chromedriver not found: installing chromium chromium-driver"; \
+$(call apt_install,chromium chromium-driver)
+endef
+
 # $(call ensure_wrk): Debian's wrk (HTTP load generator with Lua scripts) for make bench.
 define ensure_wrk
 if command -v wrk >/dev/null 2>&1; then exit 0; fi; \
@@ -175,6 +183,7 @@ test: test-deps
 	@$(call ensure_postgres,GROWLER_TEST_DATABASE_URL)
 	@$(call ensure_nginx)
 	@$(call ensure_buildah)
+	@$(call ensure_chromium)
 	$(VPY) -m pytest $(PYTEST_ARGS)
 
 # What the suite needs besides .venv: the Spark jars (fetched once, then found through
@@ -193,6 +202,8 @@ test: export GROWLER_TEST_NGINX_REQUIRED = 1
 test: export GROWLER_HELM = $(abspath $(HELM))
 test: export GROWLER_TEST_HELM_REQUIRED = 1
 test: export GROWLER_TEST_IMAGE_REQUIRED = 1
+# ensure_chromium ran: the console's browser test must run, not skip.
+test: export GROWLER_TEST_BROWSER_REQUIRED = 1
 
 spark-jars: $(SPARK_JARS)
 

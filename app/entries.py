@@ -40,6 +40,8 @@ from storage.repository import CatalogRepository
 from storage.rows import EntryRow
 from storage.warehouses import WarehouseRow
 
+MAX_SEARCH_TEXT = 200  # characters of the console's search by name
+
 log = logging.getLogger(__name__)
 
 
@@ -82,6 +84,26 @@ class EntryService:
         return fill_page(
             window,
             lambda after, limit: self.repository.list_entries(warehouse.id, namespace, self.kind, after, limit),
+            lambda names: self.visible(prefix, namespace, names),
+        )
+
+    def search_names(
+        self, prefix: str, namespace: tuple[str, ...], text: str, page_token: str | None, page_size: int | None
+    ) -> Page:
+        """The console's search: names containing ``text`` (case-insensitive), paged like the
+        listing (its tokens are sealed for this search only) and filtered by what the caller sees."""
+        if len(text) > MAX_SEARCH_TEXT:
+            raise BadRequest(f"The search text is longer than {MAX_SEARCH_TEXT} characters")
+        warehouse = self.warehouses.get(prefix)
+        operation = ("searchTables" if self.kind == "table" else "searchViews") + "\x1f" + text
+        window = names_window(
+            operation, warehouse.name, namespace, page_token, page_size, self.settings.max_page_size, self.page_tokens
+        )
+        return fill_page(
+            window,
+            lambda after, limit: self.repository.list_entries(
+                warehouse.id, namespace, self.kind, after, limit, contains=text
+            ),
             lambda names: self.visible(prefix, namespace, names),
         )
 

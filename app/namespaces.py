@@ -23,6 +23,8 @@ from storage.objects import ObjectStore
 from storage.repository import CatalogRepository
 from storage.warehouses import DeletionPolicy, WarehouseRow
 
+MAX_WAREHOUSES_LISTED = 1000
+
 
 def namespace_answer(warehouse: WarehouseRow, namespace: tuple[str, ...], properties: dict[str, str]) -> dict[str, Any]:
     """loadNamespaceMetadata's answer from the stored properties (the door's event loop makes it too)."""
@@ -92,6 +94,12 @@ class NamespaceService:
             "endpoints": endpoints,
             "idempotency-key-lifetime": iso8601_duration(self.settings.idempotency_lifetime_s),
         }
+
+    def visible_warehouses(self) -> list[str]:
+        """The names of the warehouses the caller sees (any grant on, above or below them), for
+        the console's first page; at most ``MAX_WAREHOUSES_LISTED`` (an installation has few)."""
+        rows = self.repository.list_warehouses(None, MAX_WAREHOUSES_LISTED)
+        return self.authorizer.filter([row.name for row in rows], Securable.of_warehouse)
 
     # -- namespaces ---------------------------------------------------------------------
 

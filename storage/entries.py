@@ -41,6 +41,15 @@ LIST_ENTRIES = PAGE_UNDER.format(
     " ORDER BY name LIMIT %(limit)s"
 )
 
+# The console's search by name (app/entries.py, ``search_names``): the same keyset walk, rows whose
+# name contains the text (case-insensitively); a scan of one namespace's names, bounded by LIMIT.
+SEARCH_ENTRIES = PAGE_UNDER.format(
+    page="SELECT name AS item FROM catalog_entry"
+    " WHERE namespace_id = n.id AND kind = %(kind)s AND name > coalesce(%(after)s::text, '')"
+    " AND strpos(lower(name), lower(%(contains)s)) > 0"
+    " ORDER BY name LIMIT %(limit)s"
+)
+
 
 def load_entry_query(
     warehouse_id: int, namespace: tuple[str, ...], name: str, unless_at: str | None
@@ -123,10 +132,14 @@ class EntryRows:
         kind: str,
         after: str | None,
         limit: int | None,
+        contains: str | None = None,
     ) -> list[str]:
         params = {"wh": warehouse_id, "path": list(namespace), "kind": kind, "after": after, "limit": limit}
+        query = LIST_ENTRIES
+        if contains:
+            query, params["contains"] = SEARCH_ENTRIES, contains
         with self.db.connection() as conn:
-            rows = conn.cursor(row_factory=tuple_row).execute(LIST_ENTRIES, params).fetchall()  # as list_namespaces
+            rows = conn.cursor(row_factory=tuple_row).execute(query, params).fetchall()  # as list_namespaces
         names = page_under(rows)
         if names is None:
             raise NoSuchNamespace(f"Namespace does not exist: {dotted(namespace)}")

@@ -34,6 +34,8 @@ AUTHORIZER = "growler.authorizer"
 MANAGEMENT = "growler.management"
 RECYCLE_BIN = "growler.recycle-bin"
 PROTECTION = "growler.protection"
+CONSOLE_OIDC = "growler.console_oidc"  # True: the console signs in through the IdP too
+PREVIEWS = "growler.previews"  # the console's data preview (app/previews.py)
 
 
 def namespaces() -> NamespaceService:

@@ -25,12 +25,14 @@ from app.authorization import Authorizer
 from app.edge.auth import Authentication, AuthMiddleware, AuthSettings
 from app.edge.context import (
     AUTHORIZER,
+    CONSOLE_OIDC,
     ENDPOINTS,
     FUNCTIONS,
     IDEMPOTENCY,
     MANAGEMENT,
     NAMESPACES,
     PLANS,
+    PREVIEWS,
     PROTECTION,
     RECYCLE_BIN,
     SIGNER,
@@ -72,6 +74,7 @@ from app.idempotency import IdempotencyService
 from app.management import ManagementService
 from app.namespaces import NamespaceService
 from app.plans import PlanningConfig, PlanningService
+from app.previews import PreviewService
 from app.protection import ProtectionService
 from app.recycle_bin import RecycleBinService
 from app.signing import RemoteSigner
@@ -316,6 +319,14 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     token_endpoint = ["POST /v1/oauth/tokens"] if auth.endpoint is not None else []
     flask_app.extensions[ENDPOINTS] = sorted([*implemented_endpoints(spec), *token_endpoint])
     flask_app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+
+    # The console (issue 38) at /ui/: Flask views over the same services, its session checked by
+    # AuthMiddleware (app/edge/auth/console.py).
+    from app import console
+
+    flask_app.extensions[PREVIEWS] = PreviewService(tables)
+    flask_app.extensions[CONSOLE_OIDC] = auth.console_oidc is not None
+    console.install(flask_app)
 
     from handlers import health
     from handlers import metrics as metrics_handler
