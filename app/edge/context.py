@@ -14,6 +14,7 @@ from flask import Response, current_app
 
 from app.authorization import Authorizer
 from app.edge.responses import Rendered
+from app.events_feed import EventFeed
 from app.functions import FunctionService
 from app.namespaces import NamespaceService
 from app.plans import PlanningService
@@ -32,6 +33,7 @@ PLANS = "growler.plans"
 SIGNER = "growler.signer"
 AUTHORIZER = "growler.authorizer"
 MANAGEMENT = "growler.management"
+EVENTS = "growler.events"
 
 
 def namespaces() -> NamespaceService:
@@ -52,6 +54,10 @@ def views() -> ViewService:
 
 def functions() -> FunctionService:
     return current_app.extensions[FUNCTIONS]
+
+
+def events() -> EventFeed:
+    return current_app.extensions[EVENTS]
 
 
 def plans() -> PlanningService:

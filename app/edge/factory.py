@@ -26,6 +26,7 @@ from app.edge.auth import Authentication, AuthMiddleware, AuthSettings
 from app.edge.context import (
     AUTHORIZER,
     ENDPOINTS,
+    EVENTS,
     FUNCTIONS,
     IDEMPOTENCY,
     MANAGEMENT,
@@ -58,6 +59,7 @@ from app.edge.operations import RouteTable
 from app.edge.resolver import CatalogResolver, ManagementResolver, find_handler, implemented_endpoints
 from app.edge.startup import Startup, StartupGate
 from app.edge.validation import BoundedJSONProvider, validator_map
+from app.events_feed import EventFeed
 from app.functions import FunctionService, function_metadata_schema
 from app.ground import limits, metrics
 from app.ground.errors import CatalogError
@@ -76,6 +78,7 @@ from app.views import ViewService
 from app.warehouses import WarehouseDirectory
 from storage.build import build_storage
 from storage.db import AsyncDatabase, Database
+from storage.events import EventRows
 from storage.functions import FunctionRepository
 from storage.grants import GrantRepository
 from storage.idempotency import IdempotencyRepository
@@ -92,6 +95,7 @@ log = logging.getLogger(__name__)
 
 SPEC_FILE = Path(__file__).resolve().parents[2] / "openapi" / "catalog.yaml"
 MANAGEMENT_SPEC_FILE = SPEC_FILE.with_name("management.yaml")
+EVENTS_SPEC_FILE = SPEC_FILE.with_name("events.yaml")
 MANAGEMENT_BASE_PATH = "/management/v1"
 # How long a worker waits for PostgreSQL before serving (503 until ready, retrying meanwhile).
 STARTUP_WAIT_S = 5.0
@@ -131,7 +135,9 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         settings, repository, objects, service.warehouses, authorizer=authorizer, page_tokens=page_tokens
     )
     idempotency_keys = IdempotencyRepository(database)
-    housekeeper = Housekeeper(repository, objects, idempotency_keys, tables.purge_requested)
+    housekeeper = Housekeeper(
+        repository, objects, idempotency_keys, tables.purge_requested, events_retention_s=settings.events_retention_s
+    )
     # Object I/O goes to the store of the warehouse holding the location; every management change
     # (a bump of auth_state.version, seen by the poll) drops the cached warehouses and routes.
     objects.router = service.warehouses.store_for
@@ -293,6 +299,9 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     flask_app.extensions[PLANS] = planning
     flask_app.extensions[SIGNER] = signer
     flask_app.extensions[MANAGEMENT] = management
+    flask_app.extensions[EVENTS] = EventFeed(
+        settings, EventRows(database), service.warehouses, authorizer=authorizer, page_tokens=page_tokens
+    )
     # getToken is served in front of connexion (app/edge/auth/endpoint.py), when Growler issues tokens
     token_endpoint = ["POST /v1/oauth/tokens"] if auth.endpoint is not None else []
     flask_app.extensions[ENDPOINTS] = sorted([*implemented_endpoints(spec), *token_endpoint])
@@ -352,7 +361,7 @@ def build_functions(
 
 
 def load_spec() -> dict:
-    """The contract, with each path's HEAD operation ahead of its GET.
+    """The contract (the catalog's and the change feed's), with each path's HEAD operation ahead of its GET.
 
     Flask answers HEAD on every GET rule it registers; connexion registers operations in spec
     order, so an explicit HEAD (tableExists, namespaceExists, ...) must come first to be routed.
@@ -361,6 +370,11 @@ def load_spec() -> dict:
     # worker's start-up on this spec, and a worker serves nothing until it is built (W10).
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     spec = yaml.load(SPEC_FILE.read_text(), Loader=loader)  # noqa: S506 - a safe loader
+    # The change feed's endpoint, proposed upstream (apache/iceberg#12584), is an extension in a file
+    # of its own: its paths and schemas join the catalog's (whose shared parts it refers to).
+    events = yaml.load(EVENTS_SPEC_FILE.read_text(), Loader=loader)  # noqa: S506 - a safe loader
+    spec["paths"].update(events["paths"])
+    spec["components"]["schemas"].update(events["components"]["schemas"])
     for path, item in spec["paths"].items():
         if "head" in item:
             spec["paths"][path] = {"head": item["head"], **{k: v for k, v in item.items() if k != "head"}}

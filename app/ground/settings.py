@@ -140,6 +140,9 @@ class Settings:
     # how long a staged table (stage-create, a create transaction) may be written before its create
     # commits: signing and STS serve its location until then (storage/staged.py)
     stage_lifetime_s: int = 86_400
+    # how long the change feed keeps its events (app/events_feed.py); a continuation token older
+    # than that is answered 410 (GROWLER_EVENTS_RETENTION_S)
+    events_retention_s: int = 7 * 86_400
     validate_responses: bool = False
     fast_reads: bool = True
     log_level: str = "INFO"
@@ -197,6 +200,7 @@ class Settings:
             ),
             idempotency_lifetime_s=env_int(env, "GROWLER_IDEMPOTENCY_LIFETIME_S", 1800),
             stage_lifetime_s=env_int(env, "GROWLER_STAGE_LIFETIME_S", 86_400),
+            events_retention_s=env_int(env, "GROWLER_EVENTS_RETENTION_S", 7 * 86_400),
             validate_responses=_bool(env.get("GROWLER_VALIDATE_RESPONSES"), False),
             fast_reads=_bool(env.get("GROWLER_FAST_READS"), True),
             log_level=env.get("GROWLER_LOG_LEVEL", "INFO").upper(),
@@ -246,6 +250,8 @@ class Settings:
             raise ValueError(f"GROWLER_STS_DURATION_S must be between {MIN_STS_DURATION_S} and 43200 seconds")
         if not 60 <= self.stage_lifetime_s <= 7 * 86_400:
             raise ValueError("GROWLER_STAGE_LIFETIME_S must be between 60 seconds and 7 days")
+        if not 1 <= self.events_retention_s <= 366 * 86_400:
+            raise ValueError("GROWLER_EVENTS_RETENTION_S must be between 1 second and 366 days")
         if self.secrets_key is not None:
             from app.ground.secrets import SecretBox
 
