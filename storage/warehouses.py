@@ -11,12 +11,14 @@ Listings are keyset-paginated: ``after`` is the last name of the previous page, 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from psycopg.types.json import Jsonb
 
 from storage.db import Database
+from storage.events import ChangeEvent, record_events
 
 
 @dataclass(frozen=True)
@@ -80,9 +82,17 @@ class WarehouseRows:
         return [WarehouseRow(**row) for row in rows]
 
     def create_warehouse(
-        self, name: str, location: str, storage: dict[str, Any], allowed: list[str], secret: bytes | None
+        self,
+        name: str,
+        location: str,
+        storage: dict[str, Any],
+        allowed: list[str],
+        secret: bytes | None,
+        *,
+        events: Sequence[ChangeEvent],
     ) -> WarehouseRow | None:
-        """The new warehouse; None when the name is taken."""
+        """The new warehouse; None when the name is taken. Each change here writes its ``events``
+        in its transaction (storage/events.py)."""
         with self.db.transaction() as conn:
             row = conn.execute(
                 "INSERT INTO warehouse (name, location, storage, allowed_locations, storage_secret)"
@@ -92,10 +102,18 @@ class WarehouseRows:
             ).fetchone()
             if row:
                 conn.execute(_BUMP)
+                record_events(conn, events)
         return WarehouseRow(**row) if row else None
 
     def update_warehouse(
-        self, name: str, location: str, storage: dict[str, Any], allowed: list[str], secret: object = KEEP
+        self,
+        name: str,
+        location: str,
+        storage: dict[str, Any],
+        allowed: list[str],
+        secret: object = KEEP,
+        *,
+        events: Sequence[ChangeEvent],
     ) -> WarehouseRow | None:
         """The updated warehouse; None when there is none of that name."""
         keep = secret is KEEP
@@ -108,9 +126,10 @@ class WarehouseRows:
             ).fetchone()
             if row:
                 conn.execute(_BUMP)
+                record_events(conn, events)
         return WarehouseRow(**row) if row else None
 
-    def delete_warehouse(self, name: str) -> str:
+    def delete_warehouse(self, name: str, *, events: Sequence[ChangeEvent]) -> str:
         """``deleted``, ``missing``, or ``not-empty`` (it still has namespaces: nothing deleted)."""
         with self.db.transaction() as conn:
             row = conn.execute("SELECT id FROM warehouse WHERE name = %s FOR UPDATE", (name,)).fetchone()
@@ -122,4 +141,5 @@ class WarehouseRows:
                 return "not-empty"
             conn.execute("DELETE FROM warehouse WHERE id = %s", (row["id"],))
             conn.execute(_BUMP)
+            record_events(conn, events)
         return "deleted"

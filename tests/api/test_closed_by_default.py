@@ -66,6 +66,7 @@ GRANT = {"privilege": "read", "securable": {"type": "warehouse", "warehouse": WA
 # A valid body for every operation that takes one (checked below: none is missing). The
 # metadata locations are filled in from the catalog built for the test.
 BODIES: dict[str, Any] = {
+    "queryEvents": {},
     "createNamespace": {"namespace": ["a", "new"]},
     "updateProperties": {"updates": {"k": "v"}, "removals": []},
     "createTable": create_request("new"),

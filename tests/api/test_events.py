@@ -10,6 +10,7 @@ and each table's events in the order of its metadata log.
 from __future__ import annotations
 
 import threading
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -307,6 +308,18 @@ def test_bad_input_is_400(client, body):
 
 
 def test_the_endpoint_is_advertised(client):
-    assert (
-        "POST /v1/{prefix}/events" in client.get("/v1/config", params={"warehouse": "test"}).json()["endpoints"]
-    )
+    assert "POST /v1/{prefix}/events" in client.get("/v1/config", params={"warehouse": "test"}).json()["endpoints"]
+
+
+def test_management_changes_are_recorded_on_the_installation_stream(client, db):
+    stream = "SELECT operation->>'custom-type', operation->'properties' FROM change_event WHERE stream = 0"
+    db.execute("DELETE FROM change_event WHERE stream = 0")
+    role = f"feed-{uuid.uuid4().hex[:8]}"
+    assert client.post("/management/v1/roles", json={"name": role}).status_code == 201
+    assert client.post("/management/v1/roles", json={"name": role}).status_code == 409  # refused: none
+    assert client.delete(f"/management/v1/roles/{role}").status_code == 204
+    assert db.execute(stream + " ORDER BY position").fetchall() == [
+        ("x-create-role", {"role": role}),
+        ("x-delete-role", {"role": role}),
+    ]
+    assert feed(client)["events"] == []  # not served by a warehouse's feed
