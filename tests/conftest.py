@@ -35,7 +35,7 @@ TEST_SECRETS_KEY = "22LTy4sZez88TuZrpqh-WSGz8EFNeNEawifAMmIa3sU="
 # Empties the catalog (warehouses, principals and roles kept): every API test starts from it.
 TRUNCATE_CATALOG = (
     "TRUNCATE role_grant, scan_plan_page, scan_plan, catalog_function, staged_table, catalog_entry, namespace,"
-    " change_event, event_stream"
+    " change_event, event_stream, event_dead_letter, event_sink_cursor, event_sink"
 )
 # Spark's and PyIceberg's ``credential`` property for that admin (client id:secret).
 TEST_CREDENTIAL = f"{TEST_CLIENT_ID}:{TEST_CLIENT_SECRET}"

@@ -34,6 +34,7 @@ SIGNER = "growler.signer"
 AUTHORIZER = "growler.authorizer"
 MANAGEMENT = "growler.management"
 EVENTS = "growler.events"
+EVENT_SINKS = "growler.event-sinks"
 
 
 def namespaces() -> NamespaceService:

@@ -26,6 +26,7 @@ from app.edge.auth import Authentication, AuthMiddleware, AuthSettings
 from app.edge.context import (
     AUTHORIZER,
     ENDPOINTS,
+    EVENT_SINKS,
     EVENTS,
     FUNCTIONS,
     IDEMPOTENCY,
@@ -59,6 +60,7 @@ from app.edge.operations import RouteTable
 from app.edge.resolver import CatalogResolver, ManagementResolver, find_handler, implemented_endpoints
 from app.edge.startup import Startup, StartupGate
 from app.edge.validation import BoundedJSONProvider, validator_map
+from app.event_sinks import EventSinks
 from app.events_feed import EventFeed
 from app.functions import FunctionService, function_metadata_schema
 from app.ground import limits, metrics
@@ -66,18 +68,21 @@ from app.ground.errors import CatalogError
 from app.ground.events import configure_event_logs
 from app.ground.page_tokens import PageTokens
 from app.ground.page_tokens import new_key as new_page_key
+from app.ground.secrets import SecretBox
 from app.ground.settings import Settings
 from app.housekeeping import Housekeeper
 from app.idempotency import IdempotencyService
 from app.management import ManagementService
 from app.namespaces import NamespaceService
 from app.plans import PlanningConfig, PlanningService
+from app.publisher import Publisher
 from app.signing import RemoteSigner
 from app.tables import TableService
 from app.views import ViewService
 from app.warehouses import WarehouseDirectory
 from storage.build import build_storage
 from storage.db import AsyncDatabase, Database
+from storage.deliveries import DeliveryRows
 from storage.events import EventRows
 from storage.functions import FunctionRepository
 from storage.grants import GrantRepository
@@ -150,6 +155,12 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         authorizer=authorizer,
         page_tokens=page_tokens,
     )
+    # The change feed's push delivery: every worker runs a publisher; the lease holder delivers.
+    deliveries = DeliveryRows(database)
+    box = SecretBox(settings.secrets_key) if settings.secrets_key else None
+    publisher = Publisher(
+        deliveries, lambda: box, nats_url=settings.events_nats_url, backoff_s=settings.events_retry_base_s
+    )
     # PostgreSQL down at boot must not fail the worker (gunicorn would stop): see app/edge/startup.py.
     startup = Startup(
         [
@@ -158,6 +169,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
             lambda: page_tokens.install(PageKeyRepository(database).key(new_page_key())),
             auth.start,
             housekeeper.start,
+            publisher.start,
         ]
     )
     startup.run(first_wait_s=STARTUP_WAIT_S)
@@ -179,6 +191,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         startup.stop()
         auth.stop()
         housekeeper.stop()
+        publisher.stop()
         planning.close()
         await async_database.close()
         database.close()
@@ -299,6 +312,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     flask_app.extensions[PLANS] = planning
     flask_app.extensions[SIGNER] = signer
     flask_app.extensions[MANAGEMENT] = management
+    flask_app.extensions[EVENT_SINKS] = EventSinks(settings, deliveries, authorizer=authorizer)
     flask_app.extensions[EVENTS] = EventFeed(
         settings, EventRows(database), service.warehouses, authorizer=authorizer, page_tokens=page_tokens
     )

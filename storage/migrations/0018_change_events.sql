@@ -34,3 +34,42 @@ CREATE TABLE change_event (
     PRIMARY KEY (stream, position)
 );
 CREATE INDEX change_event_by_time ON change_event (created_at);
+
+-- Push delivery (storage/deliveries.py, app/publisher.py): where events go (NATS JetStream or a
+-- webhook), how far each sink has delivered each stream, what it gave up on (dead letters an
+-- administrator lists and replays), and the lease that lets one publisher at a time deliver.
+CREATE TABLE event_sink (
+    id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name         text COLLATE "C" NOT NULL UNIQUE,
+    kind         text NOT NULL CHECK (kind IN ('nats', 'webhook')),
+    url          text NOT NULL,
+    secret       bytea,                        -- a webhook's signing key, encrypted (app/ground/secrets.py)
+    filters      jsonb NOT NULL DEFAULT '{}',  -- warehouses, operation-types, catalog-objects-by-name
+    max_attempts integer NOT NULL DEFAULT 8 CHECK (max_attempts BETWEEN 1 AND 100),
+    created_at   timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE event_sink_cursor (
+    sink_id  bigint NOT NULL REFERENCES event_sink (id) ON DELETE CASCADE,
+    stream   bigint NOT NULL,
+    position bigint NOT NULL,
+    PRIMARY KEY (sink_id, stream)
+);
+
+CREATE TABLE event_dead_letter (
+    sink_id    bigint NOT NULL REFERENCES event_sink (id) ON DELETE CASCADE,
+    stream     bigint NOT NULL,
+    position   bigint NOT NULL,
+    event_id   uuid NOT NULL,
+    attempts   integer NOT NULL,
+    last_error text NOT NULL,
+    replay     boolean NOT NULL DEFAULT false,  -- an administrator asked for it to be delivered again
+    created_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (sink_id, stream, position)
+);
+
+CREATE TABLE event_publisher_lease (
+    singleton  boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    holder     text NOT NULL,
+    expires_at timestamptz NOT NULL
+);
