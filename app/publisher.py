@@ -292,13 +292,17 @@ class Publisher:
     def start(self) -> None:
         if self.nats_url:  # GROWLER_EVENTS_NATS_URL: the environment's sink
             self.rows.ensure_sink("env-nats", "nats", self.nats_url)
+        self._stop.clear()
         self._thread = threading.Thread(target=self._loop, name="growler-events-publisher", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
         self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=RENEW_S + 5)  # it takes no lease after this
         for worker in self._workers.values():
             worker.stop.set()
+        self._workers.clear()
         if self.leading.is_set():
             self.leading.clear()
             try:

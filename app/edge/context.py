@@ -35,6 +35,7 @@ AUTHORIZER = "growler.authorizer"
 MANAGEMENT = "growler.management"
 EVENTS = "growler.events"
 EVENT_SINKS = "growler.event-sinks"
+PUBLISHER = "growler.publisher"
 
 
 def namespaces() -> NamespaceService:

@@ -33,6 +33,7 @@ from app.edge.context import (
     MANAGEMENT,
     NAMESPACES,
     PLANS,
+    PUBLISHER,
     SIGNER,
     TABLES,
     VIEWS,
@@ -312,6 +313,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     flask_app.extensions[PLANS] = planning
     flask_app.extensions[SIGNER] = signer
     flask_app.extensions[MANAGEMENT] = management
+    flask_app.extensions[PUBLISHER] = publisher
     flask_app.extensions[EVENT_SINKS] = EventSinks(settings, deliveries, authorizer=authorizer)
     flask_app.extensions[EVENTS] = EventFeed(
         settings, EventRows(database), service.warehouses, authorizer=authorizer, page_tokens=page_tokens
