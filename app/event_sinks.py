@@ -58,7 +58,13 @@ class EventSinks(ManagementRights):
         who = self.require_admin("create-event-sink", {"sink": name, "kind": kind}, "manage event sinks")
         if not SINK_NAME.match(name) or name.startswith("env-"):
             raise BadRequest(f"Invalid event sink name {name!r}: letters, digits, '.', '_', '-', not env-*")
-        if urlparse(url).scheme not in SCHEMES[kind] or not urlparse(url).netloc:
+        try:
+            parsed = urlparse(url)
+            _ = parsed.port  # raises for a port that is no number
+            valid = parsed.scheme in SCHEMES[kind] and bool(parsed.hostname)
+        except ValueError:  # a bracket, a port that is no number
+            valid = False
+        if not valid:
             raise BadRequest(f"A {kind} sink's url must be {' or '.join(SCHEMES[kind])}://host[:port]...")
         secret = body.get("secret")
         if secret is not None and kind != "webhook":

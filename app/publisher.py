@@ -69,7 +69,7 @@ def signature(secret: str, body: bytes) -> str:
 
 def _token(text: str) -> str:
     """A NATS subject token: no separator, wildcard or blank inside (percent-encoded)."""
-    return quote(text, safe="-_~:+=@!$&'(),;") or "_"
+    return quote(text, safe="-_~:+=@!$&'(),;").replace(".", "%2E") or "_"
 
 
 def subject(warehouse: str, event: StoredEvent) -> str:

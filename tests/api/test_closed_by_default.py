@@ -48,6 +48,7 @@ PATH_VALUES = {
     "principal": TEST_CLIENT_ID,  # an administrator: rotating or deleting it would be a takeover
     "role": OTHER_ROLE,
     "warehouse": WAREHOUSE,
+    "sink": "hook",
 }
 # ... and for every required query parameter.
 QUERY_VALUES = {"type": "catalog"}
@@ -95,6 +96,7 @@ BODIES: dict[str, Any] = {
     "revokePrivilege": GRANT,
     "createWarehouse": {"name": "elsewhere", "location": "s3://elsewhere/"},
     "updateWarehouse": {"location": "s3://elsewhere/"},
+    "createEventSink": {"name": "hook", "kind": "webhook", "url": "http://127.0.0.1:9/"},
 }
 # Rows background work (housekeeping, scan planning) may delete while the test runs: for these,
 # nothing may be added or changed; every other table must be exactly as it was.
