@@ -25,7 +25,14 @@ from nats.errors import TimeoutError as NatsTimeout
 async def consume(url: str, subjects: str, drain: bool) -> None:
     connection = await nats.connect(url)
     jetstream = connection.jetstream()
-    subscription = await jetstream.pull_subscribe(subjects, durable="example-consumer", stream="GROWLER")
+    for attempt in range(10):  # JetStream may still be starting (a server just restarted)
+        try:
+            subscription = await jetstream.pull_subscribe(subjects, durable="example-consumer", stream="GROWLER")
+            break
+        except nats.errors.Error:
+            if attempt == 9:
+                raise
+            await asyncio.sleep(1)
     seen: set[str] = set()
     while True:
         try:
