@@ -32,7 +32,7 @@ from app.edge.resolver import HTTP_METHODS
 from app.ground.events import AUDIT_LOGGER
 from tests.api.authz_support import PREFIX, WAREHOUSE
 from tests.api.tables_support import create_request
-from tests.conftest import TEST_CLIENT_ID
+from tests.conftest import HEARTBEAT_TABLES, TEST_CLIENT_ID
 
 PUBLIC = {"getToken": "the token endpoint: how a caller gets credentials at all"}
 
@@ -204,14 +204,10 @@ def audit_lines() -> Iterator[list[dict[str, Any]]]:
         logger.removeHandler(handler)
 
 
-# Written by no request: the change feed publisher's heartbeat (renewed every 2 s: app/publisher.py)
-HEARTBEATS = {"event_publisher_lease"}
-
-
 def database_snapshot(db: psycopg.Connection) -> dict[str, list[str]]:
     """Every row of every table of the catalog's schema, as text (heartbeats aside)."""
     tables = [row[0] for row in db.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
-    tables = [table for table in tables if table not in HEARTBEATS]
+    tables = [table for table in tables if table not in HEARTBEAT_TABLES]
     assert {"namespace", "catalog_entry", "principal", "role_grant", "warehouse"} <= set(tables)
     query = "SELECT t::text FROM {} t"
     return {
