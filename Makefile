@@ -113,6 +113,14 @@ echo "chromium/chromedriver not found: installing chromium chromium-driver"; \
 $(call apt_install,chromium chromium-driver)
 endef
 
+# $(call ensure_nats): Debian's nats-server, for the change feed's JetStream delivery tests
+# (tests/integration/test_event_nats.py starts its own); installed only when missing.
+define ensure_nats
+if command -v nats-server >/dev/null 2>&1 || [ -x /usr/bin/nats-server ]; then exit 0; fi; \
+echo "nats-server not found: installing nats-server"; \
+$(call apt_install,nats-server)
+endef
+
 # $(call ensure_wrk): Debian's wrk (HTTP load generator with Lua scripts) for make bench.
 define ensure_wrk
 if command -v wrk >/dev/null 2>&1; then exit 0; fi; \
@@ -184,6 +192,7 @@ test: test-deps
 	@$(call ensure_nginx)
 	@$(call ensure_buildah)
 	@$(call ensure_chromium)
+	@$(call ensure_nats)
 	$(VPY) -m pytest $(PYTEST_ARGS)
 
 # What the suite needs besides .venv: the Spark jars (fetched once, then found through

@@ -202,6 +202,9 @@ OPERATIONS: dict[str, Callable[[Call], Rule]] = {
     "renameView": _rename(Kind.VIEW),
     "listFunctions": _namespace(SEE),
     "loadFunction": lambda call: [(READ, call.entry(Kind.FUNCTION, "function"))],
+    # The change feed (openapi/events.yaml): for a caller that sees the warehouse; each event is
+    # then shown only to a caller that may read its object (app/events_feed.py).
+    "queryEvents": lambda call: [(SEE, Securable.of_warehouse(call.warehouse))],
 }
 
 # The spec gives signRequest no 404: a table the caller may not see is refused like any other.

@@ -10,7 +10,8 @@
 - **Idempotency keys** past their lifetime are forgotten, and so are **staged tables** whose
   create never committed (storage/staged.py): signing and STS stop serving their locations at
   expiry whether or not the row is gone yet. Metrics reports older than their retention go too
-  (app/metrics_reports.py).
+  (app/metrics_reports.py), and change feed events older than ``GROWLER_EVENTS_RETENTION_S``
+  (app/events_feed.py).
 - **The recycle bin**: units whose retention ended are forgotten (app/recycle_bin.py), and the
   purge of their tables queued where it was asked at drop; a binned table's purge deletes only
   what it owns (every other entry, live or binned, is left alone) and forgets it once done.
@@ -32,6 +33,7 @@ from typing import Any
 from app.ground import metrics
 from app.ground.locations import InvalidLocation, Location
 from app.metrics_reports import RETENTION_S as REPORT_RETENTION_S
+from storage.events import EventRows
 from storage.idempotency import IdempotencyRepository
 from storage.objects import ObjectStore
 from storage.repository import CatalogRepository
@@ -57,8 +59,11 @@ class Housekeeper:
         wake: threading.Event,
         idle_seconds: float = 10.0,
         expire_bin: Callable[[], int] | None = None,
+        events_retention_s: float = 7 * 86_400,
     ) -> None:
         self.repository = repository
+        self.events = EventRows(repository.db)
+        self.events_retention_s = events_retention_s
         self.staged = StagedTables(repository.db)
         self.idempotency = idempotency
         self.objects = objects
@@ -99,6 +104,7 @@ class Housekeeper:
             "expired-reports": self._step(
                 "expire-reports", lambda: self.repository.delete_old_metrics_reports(REPORT_RETENTION_S)
             ),
+            "expired-events": self._step("expire-events", lambda: self.events.prune(self.events_retention_s)),
         }
 
     def _step(self, name: str, step: Callable[[], int]) -> int:

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from app.authorization import Authorizer
+from app.change_events import management_events
 from app.ground.errors import AlreadyExists, BadRequest, CatalogError, NoSuchWarehouse, NotFound, Protected
 from app.ground.events import audit
 from app.ground.locations import InvalidLocation, Location
@@ -118,7 +119,7 @@ class ManagementService(ManagementRights):
         who = self.require_grant_manager("create-role", {"role": name})
         if not ROLE_NAME.match(name):
             raise BadRequest(f"Invalid role name {name!r}: letters, digits, '.', '_', '@', '-', at most 128")
-        row = self.rows.create_role(name)
+        row = self.rows.create_role(name, events=management_events("x-create-role", {"role": name}))
         if row is None:
             raise AlreadyExists(f"Role already exists: {name}")
         self._changed("create-role", who, {"role": name})
@@ -137,14 +138,15 @@ class ManagementService(ManagementRights):
 
     def delete_role(self, name: str) -> None:
         who = self.require_role_manager("delete-role", {"role": name}, name)
-        if not self.rows.delete_role(name):
+        if not self.rows.delete_role(name, events=management_events("x-delete-role", {"role": name})):
             raise NoSuchRole(f"Role does not exist: {name}")
         self._changed("delete-role", who, {"role": name})
 
     def assign_role(self, role: str, principal: str) -> None:
         who = self.require_role_manager("assign-role", {"role": role, "principal": principal}, role)
         self._require_principal(principal)
-        added = self.rows.add_member(role, principal)
+        target = {"role": role, "principal": principal}
+        added = self.rows.add_member(role, principal, events=management_events("x-assign-role", target))
         if added is None:
             raise NoSuchRole(f"Role does not exist: {role}")
         if added:
@@ -152,7 +154,8 @@ class ManagementService(ManagementRights):
 
     def revoke_role(self, role: str, principal: str) -> None:
         who = self.require_role_manager("revoke-role", {"role": role, "principal": principal}, role)
-        removed = self.rows.remove_member(role, principal)
+        target = {"role": role, "principal": principal}
+        removed = self.rows.remove_member(role, principal, events=management_events("x-revoke-role", target))
         if removed is None:
             raise NoSuchRole(f"Role does not exist: {role}")
         if not removed:
@@ -183,7 +186,7 @@ class ManagementService(ManagementRights):
         parsed, on = _privilege(privilege), parse_securable(securable)
         _grantable(parsed, on)
         who = self.require_grantor("grant", target, parsed, on)
-        row = self.rows.add_grant(role, parsed.value, on)
+        row = self.rows.add_grant(role, parsed.value, on, events=management_events("x-grant", target))
         self._changed("grant", who, target)
         return row
 
@@ -192,7 +195,7 @@ class ManagementService(ManagementRights):
         self.require_grant_manager("revoke", target)
         parsed, on = _privilege(privilege), parse_securable(securable)
         who = self.require_grantor("revoke", target, parsed, on)
-        if not self.rows.remove_grant(role, parsed.value, on):
+        if not self.rows.remove_grant(role, parsed.value, on, events=management_events("x-revoke", target)):
             raise NotFound(f"Role {role} holds no grant of {privilege} on that {securable.get('type')}")
         self._changed("revoke", who, target)
 
@@ -218,7 +221,9 @@ class ManagementService(ManagementRights):
         location, allowed = self._locations(name, body["location"], body.get("allowed-locations") or [])
         storage, secret = self._storage(body.get("storage") or {}, {}, KEEP, has_keys=False)
         policy = _policy(body, DeletionPolicy())
-        row = self.rows.create_warehouse(name, location, storage, allowed, None if secret is KEEP else secret, policy)
+        events = management_events("x-create-warehouse", {"warehouse": name, "location": location})
+        secret_bytes = None if secret is KEEP else secret
+        row = self.rows.create_warehouse(name, location, storage, allowed, secret_bytes, policy, events=events)
         if row is None:
             raise AlreadyExists(f"Warehouse already exists: {name}")
         self.warehouses.invalidate()
@@ -247,7 +252,10 @@ class ManagementService(ManagementRights):
             body.get("storage") or {}, current.storage or {}, KEEP, has_keys=current.storage_secret is not None
         )
         current_policy = DeletionPolicy(current.deletion_policy, current.retention_s, current.refuse_deletes)
-        row = self.rows.update_warehouse(name, location, storage, allowed, secret, _policy(body, current_policy))
+        events = management_events("x-update-warehouse", {"warehouse": name, "fields": sorted(body)})
+        row = self.rows.update_warehouse(
+            name, location, storage, allowed, secret, _policy(body, current_policy), events=events
+        )
         if row is None:
             raise NotFound(f"Warehouse does not exist: {name}")
         self.warehouses.invalidate()
@@ -257,7 +265,7 @@ class ManagementService(ManagementRights):
     def delete_warehouse(self, name: str) -> None:
         who = self.require_admin("delete-warehouse", {"warehouse": name}, "manage warehouses")
         self._refuse_default(name)
-        outcome = self.rows.delete_warehouse(name)
+        outcome = self.rows.delete_warehouse(name, events=management_events("x-delete-warehouse", {"warehouse": name}))
         if outcome == "missing":
             raise NotFound(f"Warehouse does not exist: {name}")
         if outcome == "not-empty":

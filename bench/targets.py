@@ -265,12 +265,14 @@ class GrowlerTarget(Target):
             credential = PrincipalService(PrincipalRepository(database)).create("bench-grantee")
             assert credential is not None
             rows = ManagementRows(database)
-            rows.create_role("bench-grantee")
-            rows.add_member("bench-grantee", credential.client_id)
+            # seeding, not a change anyone follows: no change feed events (storage/events.py)
+            rows.create_role("bench-grantee", events=())
+            rows.add_member("bench-grantee", credential.client_id, events=())
             for namespace in namespaces:
                 for privilege in ("read", "write", "create", "drop"):
                     with contextlib.suppress(NotFound):  # a namespace this run did not seed
-                        rows.add_grant("bench-grantee", privilege, Securable("namespace", self.prefix, (namespace,)))
+                        on = Securable("namespace", self.prefix, (namespace,))
+                        rows.add_grant("bench-grantee", privilege, on, events=())
         finally:
             database.close()
         status, _, token = http_json(

@@ -11,7 +11,8 @@ from typing import Any
 
 from flask import current_app
 
-from app.edge.context import MANAGEMENT, PROTECTION, RECYCLE_BIN, namespace_arg, no_content
+from app.edge.context import EVENT_SINKS, MANAGEMENT, PROTECTION, RECYCLE_BIN, namespace_arg, no_content
+from app.event_sinks import EventSinks, dead_letter_view, sink_view
 from app.management import ManagementService, grant_view, warehouse_view
 from app.paging import Page
 from app.principals import Credential
@@ -186,4 +187,33 @@ def protect_securable(warehouse: str, body: dict):
 
 def unprotect_securable(warehouse: str, body: dict):
     protection().unprotect(warehouse, body)
+    return no_content()
+
+
+# -- the change feed's push sinks ----------------------------------------------------------
+
+
+def sinks() -> EventSinks:
+    return current_app.extensions[EVENT_SINKS]
+
+
+def list_event_sinks():
+    return {"event-sinks": [sink_view(row) for row in sinks().list()]}, 200
+
+
+def create_event_sink(body: dict[str, Any]):
+    return sink_view(sinks().create(body)), 201
+
+
+def delete_event_sink(sink: str):
+    sinks().delete(sink)
+    return no_content()
+
+
+def list_dead_letters(sink: str):
+    return {"dead-letters": [dead_letter_view(row) for row in sinks().dead_letters(sink)]}, 200
+
+
+def replay_dead_letters(sink: str):
+    sinks().replay(sink)
     return no_content()

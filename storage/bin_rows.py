@@ -10,6 +10,7 @@ unit is forgotten or its purge finished. Callers never see psycopg.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -18,6 +19,7 @@ from psycopg import errors as pg_errors
 
 from app.ground.errors import AlreadyExists, NoSuchNamespace, NotFound, PurgeStarted
 from storage.db import Database
+from storage.events import ChangeEvent, record_events
 from storage.protection_rows import refuse_if_protected
 from storage.rows import EntryRow
 
@@ -99,10 +101,19 @@ class BinRows:
     # -- into the bin ----------------------------------------------------------------------
 
     def bin_entry(
-        self, warehouse_id: int, namespace: tuple[str, ...], name: str, kind: str, drop: BinDrop, action: str
+        self,
+        warehouse_id: int,
+        namespace: tuple[str, ...],
+        name: str,
+        kind: str,
+        drop: BinDrop,
+        action: str,
+        *,
+        events: Callable[[EntryRow], Sequence[ChangeEvent]],
     ) -> EntryRow | None:
-        """A soft drop: the entry leaves the name space with its grants, in one transaction;
-        None when there is no such entry. ``Protected`` (nothing written) when it is protected."""
+        """A soft drop: the entry leaves the name space with its grants, in one transaction with
+        the drop's ``events`` (of the removed row); None when there is no such entry.
+        ``Protected`` (nothing written) when it is protected."""
         with self.db.transaction() as conn:
             found = conn.execute(
                 "SELECT e.id FROM namespace n JOIN catalog_entry e ON e.namespace_id = n.id"
@@ -128,6 +139,7 @@ class BinRows:
                 " RETURNING id, kind, uuid::text AS uuid, location, metadata_location, metadata",
                 (found["id"],),
             ).fetchone()
+            record_events(conn, events(EntryRow(**row)))
         return EntryRow(**row)
 
     def bin_namespace(self, warehouse_id: int, path: tuple[str, ...], drop: BinDrop) -> BinUnitRow:

@@ -8,7 +8,7 @@ statements. Methods raise ``app.ground.errors`` exceptions; callers never see ps
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -19,6 +19,7 @@ from psycopg.rows import tuple_row
 from app.ground.errors import AlreadyExists, NoSuchNamespace
 from app.ground.locations import Location
 from storage.db import Database
+from storage.events import ChangeEvent, record_events
 from storage.housekeeping_rows import SETTLE_PENDING
 from storage.namespaces import PAGE_UNDER, dotted, page_under
 from storage.placement import Claim, claim, overlapping_entries
@@ -152,11 +153,14 @@ class EntryRows:
         entry: NewEntry,
         before_commit: Callable[[], None] = lambda: None,
         placed: Claim | None = None,
+        *,
+        events: Sequence[ChangeEvent],
     ) -> int:
         """Register a new table or view; AlreadyExists if the name is taken by either kind.
 
         ``before_commit`` runs after the statements, before the commit (see ``swap_metadata``).
         ``placed``: the locations it will own, claimed in the same transaction (storage/placement.py).
+        ``events``: the change's events, written last (storage/events.py).
         """
         with self.db.transaction() as conn:
             try:
@@ -172,6 +176,7 @@ class EntryRows:
                     claim(conn, [replace(placed, entry_id=row["id"])])
                 conn.execute(SETTLE_PENDING, ([entry.metadata_location],))
                 before_commit()
+                record_events(conn, events)
             except pg_errors.UniqueViolation as exc:
                 raise AlreadyExists(f"Table or view already exists: {dotted((*namespace, entry.name))}") from exc
             except pg_errors.ForeignKeyViolation as exc:  # namespace dropped concurrently
@@ -179,7 +184,13 @@ class EntryRows:
         return row["id"]
 
     def replace_entry(
-        self, warehouse_id: int, namespace: tuple[str, ...], entry: NewEntry, placed: Claim | None = None
+        self,
+        warehouse_id: int,
+        namespace: tuple[str, ...],
+        entry: NewEntry,
+        placed: Claim | None = None,
+        *,
+        events: Sequence[ChangeEvent],
     ) -> str | None:
         """registerTable/registerView with overwrite: insert, or repoint an entry of the same kind.
 
@@ -206,6 +217,7 @@ class EntryRows:
                     " VALUES (%s, %s, %s, %s, %s, %s, %s)",
                     (ns["id"], *entry.values()),
                 )
+                record_events(conn, events)
                 return None
             if old["kind"] != entry.kind:
                 raise AlreadyExists(f"A {old['kind']} already exists: {dotted((*namespace, entry.name))}")
@@ -214,9 +226,16 @@ class EntryRows:
                 " version = version + 1, updated_at = now() WHERE namespace_id = %s AND name = %s",
                 (entry.uuid, entry.location, entry.metadata_location, entry.metadata, ns["id"], entry.name),
             )
+            record_events(conn, events)
             return old["metadata_location"]
 
-    def swap_metadata(self, swaps: list[MetadataSwap], before_commit: Callable[[], None] = lambda: None) -> bool:
+    def swap_metadata(
+        self,
+        swaps: list[MetadataSwap],
+        before_commit: Callable[[], None] = lambda: None,
+        *,
+        events: Sequence[ChangeEvent],
+    ) -> bool:
         """The commit point: compare-and-set every pointer, all or none. False = another writer won.
 
         One swap is a single conditional UPDATE. Several (a multi-table transaction) lock their rows
@@ -225,7 +244,8 @@ class EntryRows:
         settled in the same transaction, so "committed" and "no longer pending" cannot disagree.
         ``before_commit`` runs once the swaps hold, before the commit: what it raises rolls the
         transaction back (the new files are still being written meanwhile; it waits for them).
-        A failure after the statements were sent raises ``CommitOutcomeUnknown``.
+        A failure after the statements were sent raises ``CommitOutcomeUnknown``. ``events`` are
+        written last, once the file is there (storage/events.py: nothing slow under their lock).
         """
         ordered = sorted(swaps, key=lambda swap: swap.entry_id)
         with self.db.connection() as conn:
@@ -252,6 +272,7 @@ class EntryRows:
                             raise _LostRace
                     conn.execute(SETTLE_PENDING, ([swap.new_location for swap in ordered],))
                     before_commit()
+                    record_events(conn, events)
             except _LostRace:
                 return False
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
@@ -281,9 +302,12 @@ class EntryRows:
         purge_objects: list[str] | None,
         metadata_path: str | None = None,
         action: str = "drop",
+        *,
+        events: Callable[[EntryRow], Sequence[ChangeEvent]],
     ) -> EntryRow | None:
         """Remove an entry (a hard drop); with ``purge_objects`` also queue its files for deletion,
-        atomically. ``Protected`` (nothing written) when the entry or what holds it is protected."""
+        atomically. ``Protected`` (nothing written) when the entry or what holds it is protected.
+        ``events`` makes the drop's events of the removed row (written in the same transaction)."""
         with self.db.transaction() as conn:
             refuse_if_protected(conn, action, warehouse_id, namespace, name)
             row = conn.execute(
@@ -297,6 +321,8 @@ class EntryRows:
                     "INSERT INTO purge_job (location, extra_objects, metadata_path) VALUES (%s, %s, %s)",
                     (row["location"], purge_objects, metadata_path),
                 )
+            if row is not None:
+                record_events(conn, events(EntryRow(**row)))
         return EntryRow(**row) if row else None
 
     def rename_entry(
@@ -305,8 +331,11 @@ class EntryRows:
         source: tuple[tuple[str, ...], str],
         destination: tuple[tuple[str, ...], str],
         kind: str,
+        *,
+        events: Callable[[str], Sequence[ChangeEvent]],
     ) -> bool:
-        """Move an entry; False when the source does not exist (as this kind)."""
+        """Move an entry; False when the source does not exist (as this kind). ``events`` makes
+        the rename's events of the entry's uuid (written in the same transaction)."""
         (src_ns, src_name), (dst_ns, dst_name) = source, destination
         with self.db.transaction() as conn:
             dst = conn.execute(
@@ -320,12 +349,15 @@ class EntryRows:
                 cursor = conn.execute(
                     "UPDATE catalog_entry e SET namespace_id = %s, name = %s, updated_at = now()"
                     " FROM namespace n WHERE e.namespace_id = n.id AND n.warehouse_id = %s AND n.path = %s"
-                    " AND e.name = %s AND e.kind = %s",
+                    " AND e.name = %s AND e.kind = %s RETURNING e.uuid::text AS uuid",
                     (dst["id"], dst_name, warehouse_id, list(src_ns), src_name, kind),
                 )
             except pg_errors.UniqueViolation as exc:
                 raise AlreadyExists(f"Table or view already exists: {dotted((*dst_ns, dst_name))}") from exc
-            return cursor.rowcount == 1
+            row = cursor.fetchone()
+            if row is not None:
+                record_events(conn, events(row["uuid"]))
+            return row is not None
 
     def entries_overlapping(self, roots: list[Location], exclude_id: int | None = None) -> list[EntryRow]:
         """Live and binned tables and views (any warehouse) whose location or metadata directory (that of

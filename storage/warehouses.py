@@ -11,12 +11,14 @@ Listings are keyset-paginated: ``after`` is the last name of the previous page, 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from psycopg.types.json import Jsonb
 
 from storage.db import Database
+from storage.events import ChangeEvent, record_events
 
 
 @dataclass(frozen=True)
@@ -117,8 +119,11 @@ class WarehouseRows:
         allowed: list[str],
         secret: bytes | None,
         policy: DeletionPolicy | None = None,
+        *,
+        events: Sequence[ChangeEvent],
     ) -> WarehouseRow | None:
-        """The new warehouse; None when the name is taken."""
+        """The new warehouse; None when the name is taken. Each change here writes its ``events``
+        in its transaction (storage/events.py)."""
         policy = policy or DeletionPolicy()
         with self.db.transaction() as conn:
             row = conn.execute(
@@ -138,6 +143,7 @@ class WarehouseRows:
             ).fetchone()
             if row:
                 conn.execute(_BUMP)
+                record_events(conn, events)
         return WarehouseRow(**row) if row else None
 
     def update_warehouse(
@@ -148,6 +154,8 @@ class WarehouseRows:
         allowed: list[str],
         secret: object = KEEP,
         policy: DeletionPolicy | None = None,
+        *,
+        events: Sequence[ChangeEvent],
     ) -> WarehouseRow | None:
         """The updated warehouse; None when there is none of that name."""
         keep = secret is KEEP
@@ -172,9 +180,10 @@ class WarehouseRows:
             ).fetchone()
             if row:
                 conn.execute(_BUMP)
+                record_events(conn, events)
         return WarehouseRow(**row) if row else None
 
-    def delete_warehouse(self, name: str) -> str:
+    def delete_warehouse(self, name: str, *, events: Sequence[ChangeEvent]) -> str:
         """``deleted``, ``missing``, ``protected``, or ``not-empty`` (it still has namespaces, or
         something in its recycle bin: nothing deleted)."""
         with self.db.transaction() as conn:
@@ -191,4 +200,5 @@ class WarehouseRows:
                 return "not-empty"
             conn.execute("DELETE FROM warehouse WHERE id = %s", (row["id"],))
             conn.execute(_BUMP)
+            record_events(conn, events)
         return "deleted"

@@ -27,6 +27,8 @@ from app.edge.context import (
     AUTHORIZER,
     CONSOLE_OIDC,
     ENDPOINTS,
+    EVENT_SINKS,
+    EVENTS,
     FUNCTIONS,
     IDEMPOTENCY,
     MANAGEMENT,
@@ -34,6 +36,7 @@ from app.edge.context import (
     PLANS,
     PREVIEWS,
     PROTECTION,
+    PUBLISHER,
     RECYCLE_BIN,
     SIGNER,
     TABLES,
@@ -62,12 +65,15 @@ from app.edge.operations import RouteTable
 from app.edge.resolver import CatalogResolver, ManagementResolver, find_handler, implemented_endpoints
 from app.edge.startup import Startup, StartupGate
 from app.edge.validation import BoundedJSONProvider, validator_map
+from app.event_sinks import EventSinks
+from app.events_feed import EventFeed
 from app.functions import FunctionService, function_metadata_schema
 from app.ground import limits, metrics
 from app.ground.errors import CatalogError
 from app.ground.events import configure_event_logs
 from app.ground.page_tokens import PageTokens
 from app.ground.page_tokens import new_key as new_page_key
+from app.ground.secrets import SecretBox
 from app.ground.settings import Settings
 from app.housekeeping import Housekeeper
 from app.idempotency import IdempotencyService
@@ -76,6 +82,7 @@ from app.namespaces import NamespaceService
 from app.plans import PlanningConfig, PlanningService
 from app.previews import PreviewService
 from app.protection import ProtectionService
+from app.publisher import Publisher
 from app.recycle_bin import RecycleBinService
 from app.signing import RemoteSigner
 from app.tables import TableService
@@ -83,6 +90,8 @@ from app.views import ViewService
 from app.warehouses import WarehouseDirectory
 from storage.build import build_storage
 from storage.db import AsyncDatabase, Database
+from storage.deliveries import DeliveryRows
+from storage.events import EventRows
 from storage.functions import FunctionRepository
 from storage.grants import GrantRepository
 from storage.idempotency import IdempotencyRepository
@@ -100,6 +109,7 @@ log = logging.getLogger(__name__)
 
 SPEC_FILE = Path(__file__).resolve().parents[2] / "openapi" / "catalog.yaml"
 MANAGEMENT_SPEC_FILE = SPEC_FILE.with_name("management.yaml")
+EVENTS_SPEC_FILE = SPEC_FILE.with_name("events.yaml")
 MANAGEMENT_BASE_PATH = "/management/v1"
 # How long a worker waits for PostgreSQL before serving (503 until ready, retrying meanwhile).
 STARTUP_WAIT_S = 5.0
@@ -150,7 +160,12 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     )
     protection = ProtectionService(ProtectionRows(database), service.warehouses, authorizer=authorizer)
     housekeeper = Housekeeper(
-        repository, objects, idempotency_keys, tables.purge_requested, expire_bin=recycle_bin.expire_due
+        repository,
+        objects,
+        idempotency_keys,
+        tables.purge_requested,
+        expire_bin=recycle_bin.expire_due,
+        events_retention_s=settings.events_retention_s,
     )
     # Object I/O goes to the store of the warehouse holding the location; every management change
     # (a bump of auth_state.version, seen by the poll) drops the cached warehouses and routes.
@@ -164,6 +179,12 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         authorizer=authorizer,
         page_tokens=page_tokens,
     )
+    # The change feed's push delivery: every worker runs a publisher; the lease holder delivers.
+    deliveries = DeliveryRows(database)
+    box = SecretBox(settings.secrets_key) if settings.secrets_key else None
+    publisher = Publisher(
+        deliveries, lambda: box, nats_url=settings.events_nats_url, backoff_s=settings.events_retry_base_s
+    )
     # PostgreSQL down at boot must not fail the worker (gunicorn would stop): see app/edge/startup.py.
     startup = Startup(
         [
@@ -172,6 +193,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
             lambda: page_tokens.install(PageKeyRepository(database).key(new_page_key())),
             auth.start,
             housekeeper.start,
+            publisher.start,
         ]
     )
     startup.run(first_wait_s=STARTUP_WAIT_S)
@@ -193,6 +215,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         startup.stop()
         auth.stop()
         housekeeper.stop()
+        publisher.stop()
         planning.close()
         await async_database.close()
         database.close()
@@ -315,6 +338,11 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     flask_app.extensions[MANAGEMENT] = management
     flask_app.extensions[RECYCLE_BIN] = recycle_bin
     flask_app.extensions[PROTECTION] = protection
+    flask_app.extensions[PUBLISHER] = publisher
+    flask_app.extensions[EVENT_SINKS] = EventSinks(settings, deliveries, authorizer=authorizer)
+    flask_app.extensions[EVENTS] = EventFeed(
+        settings, EventRows(database), service.warehouses, authorizer=authorizer, page_tokens=page_tokens
+    )
     # getToken is served in front of connexion (app/edge/auth/endpoint.py), when Growler issues tokens
     token_endpoint = ["POST /v1/oauth/tokens"] if auth.endpoint is not None else []
     flask_app.extensions[ENDPOINTS] = sorted([*implemented_endpoints(spec), *token_endpoint])
@@ -382,7 +410,7 @@ def build_functions(
 
 
 def load_spec() -> dict:
-    """The contract, with each path's HEAD operation ahead of its GET.
+    """The contract (the catalog's and the change feed's), with each path's HEAD operation ahead of its GET.
 
     Flask answers HEAD on every GET rule it registers; connexion registers operations in spec
     order, so an explicit HEAD (tableExists, namespaceExists, ...) must come first to be routed.
@@ -391,6 +419,11 @@ def load_spec() -> dict:
     # worker's start-up on this spec, and a worker serves nothing until it is built (W10).
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     spec = yaml.load(SPEC_FILE.read_text(), Loader=loader)  # noqa: S506 - a safe loader
+    # The change feed's endpoint, proposed upstream (apache/iceberg#12584), is an extension in a file
+    # of its own: its paths and schemas join the catalog's (whose shared parts it refers to).
+    events = yaml.load(EVENTS_SPEC_FILE.read_text(), Loader=loader)  # noqa: S506 - a safe loader
+    spec["paths"].update(events["paths"])
+    spec["components"]["schemas"].update(events["components"]["schemas"])
     for path, item in spec["paths"].items():
         if "head" in item:
             spec["paths"][path] = {"head": item["head"], **{k: v for k, v in item.items() if k != "head"}}

@@ -18,7 +18,7 @@ from app.ground.errors import UnsupportedOperation
 
 # getToken (POST /v1/oauth/tokens) has no handler module: when Growler issues tokens the
 # authentication middleware answers it in front of connexion (app/edge/auth/endpoint.py).
-HANDLER_MODULES = ("config", "namespaces", "tables", "views", "transactions", "scans", "functions")
+HANDLER_MODULES = ("config", "namespaces", "tables", "views", "transactions", "scans", "functions", "events")
 
 
 def handler_name(operation_id: str) -> str:

@@ -142,6 +142,12 @@ class PayloadTooLarge(CatalogError):
     code, error_type = 413, "BadRequestException"
 
 
+class Gone(CatalogError):
+    """What a request continues from no longer exists (a change feed token past the retention)."""
+
+    code, error_type = 410, "GoneException"
+
+
 class UnprocessableEntity(CatalogError):
     code, error_type = 422, "UnprocessableEntityException"
 

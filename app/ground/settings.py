@@ -165,6 +165,13 @@ class Settings:
     # how long a staged table (stage-create, a create transaction) may be written before its create
     # commits: signing and STS serve its location until then (storage/staged.py)
     stage_lifetime_s: int = 86_400
+    # how long the change feed keeps its events (app/events_feed.py); a continuation token older
+    # than that is answered 410 (GROWLER_EVENTS_RETENTION_S)
+    events_retention_s: int = 7 * 86_400
+    # push delivery (app/publisher.py): a NATS JetStream server every event goes to (off when
+    # unset; webhooks and more servers through the management API), and the first retry's delay
+    events_nats_url: str | None = None
+    events_retry_base_s: float = 0.5
     validate_responses: bool = False
     fast_reads: bool = True
     log_level: str = "INFO"
@@ -228,6 +235,9 @@ class Settings:
             ),
             idempotency_lifetime_s=env_int(env, "GROWLER_IDEMPOTENCY_LIFETIME_S", 1800),
             stage_lifetime_s=env_int(env, "GROWLER_STAGE_LIFETIME_S", 86_400),
+            events_retention_s=env_int(env, "GROWLER_EVENTS_RETENTION_S", 7 * 86_400),
+            events_nats_url=env.get("GROWLER_EVENTS_NATS_URL") or None,
+            events_retry_base_s=env_float(env, "GROWLER_EVENTS_RETRY_BASE_S", 0.5),
             validate_responses=_bool(env.get("GROWLER_VALIDATE_RESPONSES"), False),
             fast_reads=_bool(env.get("GROWLER_FAST_READS"), True),
             log_level=env.get("GROWLER_LOG_LEVEL", "INFO").upper(),
@@ -280,6 +290,10 @@ class Settings:
             raise ValueError(f"GROWLER_STS_DURATION_S must be between {MIN_STS_DURATION_S} and 43200 seconds")
         if not 60 <= self.stage_lifetime_s <= 7 * 86_400:
             raise ValueError("GROWLER_STAGE_LIFETIME_S must be between 60 seconds and 7 days")
+        if not 1 <= self.events_retention_s <= 366 * 86_400:
+            raise ValueError("GROWLER_EVENTS_RETENTION_S must be between 1 second and 366 days")
+        if not 0.01 <= self.events_retry_base_s <= 60:
+            raise ValueError("GROWLER_EVENTS_RETRY_BASE_S must be between 0.01 and 60 seconds")
         if self.secrets_key is not None:
             from app.ground.secrets import SecretBox
 

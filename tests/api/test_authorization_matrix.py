@@ -86,6 +86,7 @@ OPERATIONS = [
     op("listTables", "GET", f"{NS}/tables", SEE, 200),
     op("listViews", "GET", f"{NS}/views", SEE, 200),
     op("listFunctions", "GET", f"{NS}/functions", SEE, 200),
+    op("queryEvents", "POST", f"{PREFIX}/events", SEE, 200, body=lambda s: {}),  # then filtered per event
     op("loadFunction", "GET", f"{NS}/functions/f", R, 404),
     op("loadTable", "GET", TABLE, R, 200),
     op("tableExists", "HEAD", TABLE, R, 204),
@@ -265,7 +266,7 @@ def test_without_any_grant_nothing_is_visible_and_nothing_written(app, principal
     caller = principals.new("nothing")
     state = build_catalog(admin, db)
     principals.settle()
-    warehouse_level = {"listNamespaces"}
+    warehouse_level = {"listNamespaces", "queryEvents"}
     failures = []
     for o in OPERATIONS:
         before = catalog_state(db)

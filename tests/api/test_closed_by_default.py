@@ -32,7 +32,7 @@ from app.edge.resolver import HTTP_METHODS
 from app.ground.events import AUDIT_LOGGER
 from tests.api.authz_support import PREFIX, WAREHOUSE
 from tests.api.tables_support import create_request
-from tests.conftest import TEST_CLIENT_ID
+from tests.conftest import HEARTBEAT_TABLES, TEST_CLIENT_ID
 
 PUBLIC = {"getToken": "the token endpoint: how a caller gets credentials at all"}
 
@@ -49,6 +49,7 @@ PATH_VALUES = {
     "role": OTHER_ROLE,
     "warehouse": WAREHOUSE,
     "unit": "1",  # a recycle bin unit
+    "sink": "hook",
 }
 # ... and for every required query parameter.
 QUERY_VALUES = {"type": "catalog", "recursive": "true"}
@@ -67,6 +68,7 @@ GRANT = {"privilege": "read", "securable": {"type": "warehouse", "warehouse": WA
 # A valid body for every operation that takes one (checked below: none is missing). The
 # metadata locations are filled in from the catalog built for the test.
 BODIES: dict[str, Any] = {
+    "queryEvents": {},
     "createNamespace": {"namespace": ["a", "new"]},
     "updateProperties": {"updates": {"k": "v"}, "removals": []},
     "createTable": create_request("new"),
@@ -98,6 +100,7 @@ BODIES: dict[str, Any] = {
     "undropBinUnit": {},
     "protectSecurable": {"type": "warehouse"},
     "unprotectSecurable": {"type": "warehouse"},
+    "createEventSink": {"name": "hook", "kind": "webhook", "url": "http://127.0.0.1:9/"},
 }
 # Rows background work (housekeeping, scan planning) may delete while the test runs: for these,
 # nothing may be added or changed; every other table must be exactly as it was.
@@ -206,8 +209,9 @@ def audit_lines() -> Iterator[list[dict[str, Any]]]:
 
 
 def database_snapshot(db: psycopg.Connection) -> dict[str, list[str]]:
-    """Every row of every table of the catalog's schema, as text."""
+    """Every row of every table of the catalog's schema, as text (heartbeats aside)."""
     tables = [row[0] for row in db.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
+    tables = [table for table in tables if table not in HEARTBEAT_TABLES]
     assert {"namespace", "catalog_entry", "principal", "role_grant", "warehouse"} <= set(tables)
     query = "SELECT t::text FROM {} t"
     return {

@@ -7,11 +7,13 @@ import re
 import pytest
 import yaml
 
-from app.edge.factory import SPEC_FILE
+from app.edge.factory import EVENTS_SPEC_FILE, SPEC_FILE
 
+# The catalog's operations and the change feed's (openapi/events.yaml, an extension of the same contract)
 OPERATIONS = [
     (method.upper(), path, op["operationId"])
-    for path, item in yaml.safe_load(SPEC_FILE.read_text())["paths"].items()
+    for spec_file in (SPEC_FILE, EVENTS_SPEC_FILE)
+    for path, item in yaml.safe_load(spec_file.read_text())["paths"].items()
     for method, op in item.items()
     if method in {"get", "post", "put", "delete", "head", "patch"}
 ]

@@ -97,10 +97,10 @@ def test_a_commit_racing_unregister_fails_and_leaves_no_file(client, ns, app, s3
     real_swap = service.repository.swap_metadata
     answers = []
 
-    def unregister_first(swaps, before_commit):
+    def unregister_first(swaps, before_commit, events):
         if not answers:
             answers.append(service.unregister_table("test", ("db",), "t"))
-        return real_swap(swaps, before_commit=before_commit)
+        return real_swap(swaps, before_commit=before_commit, events=events)
 
     monkeypatch.setattr(service.repository, "swap_metadata", unregister_first)
     response = append(client, table_url("t"), 1, 1, None)

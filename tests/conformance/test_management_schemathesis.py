@@ -159,7 +159,7 @@ def run_operation(operation, mode: GenerationMode, server: Server, http: request
 
 def test_covers_every_operation(operations):
     assert set(OPERATIONS) == set(operations)
-    assert len(OPERATIONS) == 28  # 21, and the recycle bin's and protection's 7 (issue 35)
+    assert len(OPERATIONS) == 33  # 21, the recycle bin's and protection's 7 (issue 35), the change feed's 5
 
 
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE], ids=lambda m: m.value)

@@ -191,6 +191,19 @@ def test_second_client_reads_table_knowing_only_the_url(server, catalog):
     reader.append(rows(4))
     assert ids_of(writer.refresh().scan().to_arrow()) == [1, 2, 3, 4]
 
+    # the change feed (docs/events.md): the create, then each append's snapshot, as a consumer reads them
+    feed = httpx.post(f"{server.url}/v1/{server.warehouse}/events", json={"catalog-objects-by-name": [[NS, "sales"]]})
+    operations = [event["operation"] for event in feed.json()["events"]]
+    assert [op["operation-type"] for op in operations] == ["create-table", "update-table", "update-table"]
+    assert {op["table-uuid"] for op in operations} == {str(writer.metadata.table_uuid)}
+    added = [u["snapshot"] for op in operations[1:] for u in op["updates"] if u["action"] == "add-snapshot"]
+    assert [a["snapshot-id"] for a in added] == [snapshot.snapshot_id for snapshot in writer.metadata.snapshots]
+    assert [(a["summary"]["operation"], a["summary"]["added-records"]) for a in added] == [
+        ("append", "3"),
+        ("append", "1"),
+    ]
+    assert operations[-1]["metadata-location"] == writer.metadata_location
+
 
 def test_overwrite_all_and_by_filter(access_catalog):
     table = create_sales(access_catalog)

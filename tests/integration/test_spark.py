@@ -243,6 +243,22 @@ def test_partitioned_table_insert_and_filtered_select(spark, server, ns, objects
     assert sorted(f[0] for f in files) == sorted(data_files)
     assert all(f"ts_day={day}/id_bucket={bucket}/" in path for path, day, bucket in files)
     assert scalar(spark, f"SELECT count(*) FROM {table}.partitions") == len({(d, b) for _, d, b in files})
+    # the change feed (docs/events.md): the create, then one update-table per INSERT carrying its snapshot
+    feed = httpx.post(
+        f"{server.url}/v1/{server.warehouse}/events",
+        json={"catalog-objects-by-name": [[*ns.split("."), "events"]]},
+        timeout=30,
+    ).json()["events"]
+    operations = [event["operation"] for event in feed]
+    assert [op["operation-type"] for op in operations][-2:] == ["update-table", "update-table"]
+    assert {op["operation-type"] for op in operations[:-2]} <= {"create-table", "update-table"}
+    added = [u["snapshot"] for op in operations[-2:] for u in op["updates"] if u["action"] == "add-snapshot"]
+    assert [a["snapshot-id"] for a in added] == [snap["snapshot-id"] for snap in metadata["snapshots"]]
+    assert [(a["summary"]["operation"], a["summary"]["added-records"]) for a in added] == [
+        ("append", "5"),
+        ("append", "3"),
+    ]
+    assert operations[-1]["metadata-location"] == load_table(server, ns, "events")["metadata-location"]
 
 
 # ------------------------------------------------------------------------------------------
