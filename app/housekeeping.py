@@ -11,6 +11,8 @@
   create never committed (storage/staged.py): signing and STS stop serving their locations at
   expiry whether or not the row is gone yet. Metrics reports older than their retention go too
   (app/metrics_reports.py).
+- **Maintenance**: at most once a minute per worker, the tables whose maintenance schedule is due
+  get their enabled policies run (``app/maintenance.py``; a lease keeps it to one runner a table).
 
 Every step, and every row within a step, fails on its own: a row that keeps failing is counted
 (``growler_housekeeping_failures``), logged, and retried with a growing delay; the others go on.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from itertools import islice
 from typing import Any
@@ -43,6 +46,8 @@ PENDING_GRACE_SECONDS = 600
 # A pending object or purge job that failed is retried after 1 min, 2 min, 4 min, ... at most daily.
 RETRY_BASE_SECONDS = 60.0
 RETRY_MAX_SECONDS = 86_400.0
+# The maintenance step looks for due tables this often at most (its query reads every table row).
+MAINTENANCE_EVERY_SECONDS = 60.0
 
 
 class Housekeeper:
@@ -62,6 +67,9 @@ class Housekeeper:
         self.idle_seconds = idle_seconds
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # the maintenance schedule's step (set by the app: MaintenanceService.run_due)
+        self.maintenance: Callable[[], int] | None = None
+        self._maintenance_at = float("-inf")
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="growler-housekeeping", daemon=True)
@@ -91,7 +99,14 @@ class Housekeeper:
             "expired-reports": self._step(
                 "expire-reports", lambda: self.repository.delete_old_metrics_reports(REPORT_RETENTION_S)
             ),
+            "maintenance-runs": self._step("maintenance", self._maintenance_due),
         }
+
+    def _maintenance_due(self) -> int:
+        if self.maintenance is None or time.monotonic() - self._maintenance_at < MAINTENANCE_EVERY_SECONDS:
+            return 0
+        self._maintenance_at = time.monotonic()
+        return self.maintenance()
 
     def _step(self, name: str, step: Callable[[], int]) -> int:
         try:

@@ -32,6 +32,7 @@ PLANS = "growler.plans"
 SIGNER = "growler.signer"
 AUTHORIZER = "growler.authorizer"
 MANAGEMENT = "growler.management"
+MAINTENANCE = "growler.maintenance"
 
 
 def namespaces() -> NamespaceService:

@@ -140,6 +140,8 @@ class Settings:
     # how long a staged table (stage-create, a create transaction) may be written before its create
     # commits: signing and STS serve its location until then (storage/staged.py)
     stage_lifetime_s: int = 86_400
+    # how often the background executor looks at a table with a maintenance policy (docs/maintenance.md)
+    maintenance_interval_s: int = 3600
     validate_responses: bool = False
     fast_reads: bool = True
     log_level: str = "INFO"
@@ -197,6 +199,7 @@ class Settings:
             ),
             idempotency_lifetime_s=env_int(env, "GROWLER_IDEMPOTENCY_LIFETIME_S", 1800),
             stage_lifetime_s=env_int(env, "GROWLER_STAGE_LIFETIME_S", 86_400),
+            maintenance_interval_s=env_int(env, "GROWLER_MAINTENANCE_INTERVAL_S", 3600),
             validate_responses=_bool(env.get("GROWLER_VALIDATE_RESPONSES"), False),
             fast_reads=_bool(env.get("GROWLER_FAST_READS"), True),
             log_level=env.get("GROWLER_LOG_LEVEL", "INFO").upper(),
@@ -246,6 +249,8 @@ class Settings:
             raise ValueError(f"GROWLER_STS_DURATION_S must be between {MIN_STS_DURATION_S} and 43200 seconds")
         if not 60 <= self.stage_lifetime_s <= 7 * 86_400:
             raise ValueError("GROWLER_STAGE_LIFETIME_S must be between 60 seconds and 7 days")
+        if not 60 <= self.maintenance_interval_s <= 7 * 86_400:
+            raise ValueError("GROWLER_MAINTENANCE_INTERVAL_S must be between 60 seconds and 7 days")
         if self.secrets_key is not None:
             from app.ground.secrets import SecretBox
 

@@ -30,6 +30,7 @@ class Privilege(StrEnum):
     MANAGE_PROPERTIES = "manage-properties"  # namespace properties
     MANAGE_GRANTS = "manage-grants"  # give and take the privileges one holds on the securable, to roles
     CREATE_PRINCIPAL = "create-principal"  # on the catalog only: make principals (never admins)
+    MANAGE_MAINTENANCE = "manage-maintenance"  # attach maintenance policies, run maintenance (issue 37)
 
 
 IMPLIES: dict[Privilege, frozenset[Privilege]] = {
