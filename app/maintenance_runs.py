@@ -167,11 +167,13 @@ class MaintenanceExecutor:
     def _expired_files(
         self, table: TableRef, row: EntryRow, base: Any, live: Any, plan: policy_rules.ExpiryPlan
     ) -> set[Location]:
-        """What only the expired snapshots reached: their files, minus all that ``live`` (the
-        metadata as it is now, with whatever was committed since the plan) still reaches."""
+        """What only the expired snapshots reached: their files, minus all that the other snapshots
+        of ``live`` (the metadata as it is now, with whatever was committed since the plan) reach."""
         reachable = self.reachable(table)
         candidates = reachable.of(base, plan.snapshot_ids, live_only=False).all()
-        kept = reachable.of(live, None, live_only=True).all()
+        expired = set(plan.snapshot_ids)  # (a dry run's ``live`` still holds them)
+        survivors = [snapshot.snapshot_id for snapshot in live.snapshots if snapshot.snapshot_id not in expired]
+        kept = reachable.of(live, survivors, live_only=True).all()
         kept |= _metadata_files(live, row.metadata_location)
         allowed = self._deletable(table, row)
         return {location for location in candidates - kept if allowed(location)}
