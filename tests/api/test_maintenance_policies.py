@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from app.edge.context import MAINTENANCE
 from tests.api.authz_support import securable_body
 from tests.api.tables_support import create_request
 
@@ -154,3 +155,17 @@ def test_health_and_runs_of_an_empty_table(client, table):
     assert compaction["status"] == "skipped" and "not executed" in compaction["outcome"]["reason"]
     runs = client.get(f"{TABLE}/runs").json()["runs"]
     assert [r["id"] for r in runs] == [compaction["id"], run["id"]]
+
+
+def test_the_schedule_runs_enabled_policies_once_per_interval(client, table, app, db):
+    service = app.app.extensions[MAINTENANCE]
+    service.run_due()  # whatever an earlier test left due
+    _attach(client, ORPHANS, securable_body("table", "test", ("db", "sub"), "t"), {"enable": True})
+    service.run_due()  # (or the app's own housekeeping thread, if it came first: the same step)
+    runs = client.get(f"{TABLE}/runs").json()["runs"]
+    assert [(r["policy-type"], r["trigger"], r["status"]) for r in runs] == [(ORPHANS, "schedule", "succeeded")]
+    assert runs[0]["files-removed"] == 0  # a fresh table has nothing older than the floor
+    due_in = db.execute("SELECT extract(epoch FROM next_due_at - now()) FROM maintenance_lease").fetchone()[0]
+    assert 3500 < due_in <= 3600
+    service.run_due()  # not due again for an hour
+    assert len(client.get(f"{TABLE}/runs").json()["runs"]) == 1
