@@ -42,6 +42,7 @@ class MaintenanceService(ManagementRights):
         self.rows = grants  # ManagementRights reads roles through it
         self.maintenance = rows
         self.executor = executor
+        self._discovered_at = float("-inf")
 
     # -- policies ---------------------------------------------------------------------------
 
@@ -162,24 +163,33 @@ class MaintenanceService(ManagementRights):
 
     def run_due(self) -> int:
         """Run every enabled, executable policy of the tables whose schedule is due (a step of
-        housekeeping). A table another runner holds is skipped; each failure is recorded."""
+        housekeeping). A table another runner holds is skipped; each failure is recorded (or, before
+        a run could start, logged) and the table is looked at again an interval later. Tables that
+        set expiry only by their properties are discovered once an interval (it reads every document)."""
+        discover = time.monotonic() - self._discovered_at >= self.executor.interval_s
+        if discover:
+            self._discovered_at = time.monotonic()
         ran = 0
-        for table in self.maintenance.due_tables(DUE_BATCH):
+        for table in self.maintenance.due_tables(DUE_BATCH, discover_properties=discover):
             try:
-                policies = self._effective(table)
-            except NotFound:
+                ran += self._run_scheduled(table)
+            except Exception as exc:  # noqa: BLE001 - one table's trouble never stops the others
+                log.warning("scheduled maintenance of %s failed: %s", table.name, type(exc).__name__)
+            self.maintenance.schedule(table.entry_id, self.executor.interval_s)
+        return ran
+
+    def _run_scheduled(self, table: TableRef) -> int:
+        policies = self._effective(table)
+        ran = 0
+        for policy_type in policy_rules.EXECUTABLE:
+            policy = policies.get(policy_type)
+            if policy is None or not policy.enabled:
                 continue
-            for policy_type in policy_rules.EXECUTABLE:
-                policy = policies.get(policy_type)
-                if policy is None or not policy.enabled:
-                    continue
-                try:
-                    self.executor.run(table, policy_type, dry_run=False, trigger="schedule")
-                    ran += 1
-                except MaintenanceBusy:
-                    break
-            else:
-                self.maintenance.schedule(table.entry_id, self.executor.interval_s)
+            try:
+                self.executor.run(table, policy_type, dry_run=False, trigger="schedule")
+            except MaintenanceBusy:
+                return ran
+            ran += 1
         return ran
 
 

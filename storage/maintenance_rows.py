@@ -122,8 +122,10 @@ class MaintenanceRows:
             _, _, entry_id = securable_ids(conn, Securable("table", warehouse, namespace, name))
         return TableRef(int(entry_id or 0), warehouse, namespace, name)
 
-    def due_tables(self, limit: int) -> list[TableRef]:
-        """Tables an enabled policy may apply to (or that set expiry properties), whose schedule is due."""
+    def due_tables(self, limit: int, discover_properties: bool) -> list[TableRef]:
+        """Tables whose schedule is due and no runner holds: those maintenance knows already (a
+        lease row), those an enabled policy may apply to, and - only with ``discover_properties``,
+        which reads every table's document - those whose metadata sets ``history.expire.*``."""
         with self.db.connection() as conn:
             rows = conn.execute(
                 "SELECT e.id, w.name AS warehouse, n.path, e.name FROM catalog_entry e"
@@ -131,15 +133,16 @@ class MaintenanceRows:
                 " LEFT JOIN maintenance_lease l ON l.entry_id = e.id"
                 " WHERE e.kind = 'table' AND coalesce(l.next_due_at, '-infinity') <= now()"
                 " AND coalesce(l.lease_until, '-infinity') <= now()"
-                " AND (strpos(e.metadata, '\"history.expire.') > 0 OR EXISTS ("
+                " AND (l.entry_id IS NOT NULL OR EXISTS ("
                 "   SELECT 1 FROM maintenance_policy p LEFT JOIN namespace pn ON pn.id = p.namespace_id"
                 "   WHERE (p.content ->> 'enable')::boolean AND (p.warehouse_id IS NULL"
                 "   OR (p.securable = 'warehouse' AND p.warehouse_id = n.warehouse_id)"
                 "   OR (p.securable = 'namespace' AND pn.warehouse_id = n.warehouse_id"
                 "       AND pn.path = n.path[1:cardinality(pn.path)])"
-                "   OR p.entry_id = e.id)))"
-                " ORDER BY l.next_due_at NULLS FIRST, e.id LIMIT %s",
-                (limit,),
+                "   OR p.entry_id = e.id))"
+                "  OR (%(discover)s AND strpos(e.metadata, '\"history.expire.') > 0))"
+                " ORDER BY l.next_due_at NULLS FIRST, e.id LIMIT %(limit)s",
+                {"discover": discover_properties, "limit": limit},
             ).fetchall()
         return [TableRef(row["id"], row["warehouse"], tuple(row["path"]), row["name"]) for row in rows]
 
