@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
+from app import maintenance_compaction as compaction
 from app.ground.errors import BadRequest, CatalogError, CommitFailed, NoSuchTable
 from app.ground.locations import Location
 from app.maintenance_files import Deletable, Reachable, parsed
@@ -71,6 +72,8 @@ class MaintenanceExecutor:
         # Called with the plan between planning and committing an expiry: where a test puts a
         # concurrent writer, deterministically (the run must then re-plan, never lose its commit).
         self.planned: Callable[[policy_rules.ExpiryPlan], None] = lambda _plan: None
+        # The same between a manifest rewrite's plan and its commit.
+        self.compaction_planned: Callable[[compaction.ManifestPlan], None] = lambda _plan: None
 
     # -- one run ---------------------------------------------------------------------------
 
@@ -111,6 +114,8 @@ class MaintenanceExecutor:
             return Outcome({}, {"reason": f"{policy_type} is not executed by this version of Growler"}, 0, "skipped")
         if policy_type == policy_rules.SNAPSHOT_EXPIRY:
             return self._expire(table, policy_rules.ExpirySettings.of(policy), dry_run, now_ms)
+        if policy_type == policy_rules.METADATA_COMPACTION:
+            return self._compact_manifests(table, policy, dry_run)
         return self._remove_orphans(table, policy, dry_run, now_ms)
 
     def effective(self, table: TableRef, properties: dict[str, str]) -> dict[str, policy_rules.EffectivePolicy]:
@@ -177,6 +182,41 @@ class MaintenanceExecutor:
         kept |= _metadata_files(live, row.metadata_location)
         allowed = self._deletable(table, row)
         return {location for location in candidates - kept if allowed(location)}
+
+    # -- metadata compaction ---------------------------------------------------------------
+
+    def _compact_manifests(self, table: TableRef, policy: policy_rules.EffectivePolicy, dry_run: bool) -> Outcome:
+        row = self.row(table)
+        metadata = table_rules.parse_metadata(row.metadata)
+        target = compaction.target_size(policy)
+        snapshot = metadata.current_snapshot()
+        reachable = self.reachable(table)
+        manifests = reachable.manifests(snapshot.manifest_list) if snapshot is not None else []
+        plan = compaction.plan_manifests(metadata, manifests, target)
+        if plan is None:
+            return Outcome({"target-manifest-size-bytes": target}, {"committed": False, "reason": "nothing to compact"})
+        shown = {"target-manifest-size-bytes": target, **plan.view()}
+        if dry_run:
+            return Outcome(shown, {"committed": False, "dry-run": True})
+        rewrite = compaction.ManifestRewrite(self.objects, reachable.io.roots, metadata)
+        try:
+            snapshot_update = rewrite.write(plan, target)
+            self.compaction_planned(plan)
+            self.tables.commit_table(
+                table.warehouse,
+                table.namespace,
+                table.name,
+                compaction.requirements_for(metadata, plan),
+                compaction.updates_for(snapshot_update),
+            )
+        except CommitFailed:
+            rewrite.forget()
+            return Outcome(shown, {"committed": False, "reason": "a concurrent writer won; the next run retries"})
+        except BaseException:
+            rewrite.forget()
+            raise
+        written = len(rewrite.written) - 1
+        return Outcome(shown, {"committed": True, "snapshot-id": snapshot_update["snapshot-id"], "manifests": written})
 
     # -- orphan files -----------------------------------------------------------------------
 

@@ -6,7 +6,8 @@ removal adds ``older_than`` and ``location``, data compaction ``target_file_size
 Growler reads these ``config`` keys (Polaris's own examples name the first three):
 
 - snapshot expiry: ``min_snapshot_to_keep``, ``max_snapshot_age_days``, ``max_ref_age_days``;
-- orphan file removal: ``min_file_age_days`` (the safety floor, at least 1 day, default 3).
+- orphan file removal: ``min_file_age_days`` (the safety floor, at least 1 day, default 3);
+- metadata compaction: ``target_manifest_size_bytes`` (default 8 MiB).
 
 A policy is attached at the catalog, a warehouse, a namespace or a table; per type, the nearest
 attachment wins (``effective``). The standard Iceberg table properties
@@ -32,8 +33,8 @@ ORPHAN_FILE_REMOVAL = "system.orphan-file-removal"
 METADATA_COMPACTION = "system.metadata-compaction"
 DATA_COMPACTION = "system.data-compaction"
 POLICY_TYPES = (SNAPSHOT_EXPIRY, ORPHAN_FILE_REMOVAL, METADATA_COMPACTION, DATA_COMPACTION)
-# What the executor runs today; the compactions are stored, reported on and recommended.
-EXECUTABLE = (SNAPSHOT_EXPIRY, ORPHAN_FILE_REMOVAL)
+# What the executor runs today; data compaction is stored, reported on and recommended.
+EXECUTABLE = (SNAPSHOT_EXPIRY, ORPHAN_FILE_REMOVAL, METADATA_COMPACTION)
 SCHEMA_VERSION = "2025-02-03"
 
 DAY_MS = 86_400_000
@@ -121,6 +122,8 @@ def validate(policy_type: str, content: Any) -> dict[str, Any]:
             raise InvalidPolicy("older_than is a Unix timestamp in seconds")
         if "location" in content and not isinstance(content["location"], str):
             raise InvalidPolicy("location is a string")
+    if policy_type == METADATA_COMPACTION:
+        _whole(config, "target_manifest_size_bytes", 1024, 2**31)
     if policy_type == DATA_COMPACTION and "target_file_size_bytes" in content:
         size = content["target_file_size_bytes"]
         if isinstance(size, bool) or not isinstance(size, int | float) or not 1024 <= size <= 2**40:

@@ -232,3 +232,47 @@ def test_health_report_counts_files_per_partition(catalog, maintenance, app):
     later = maintenance.report(maintenance.maintenance.table("test", (NS,), "sales"), now_ms() + 2 * DAY_MS)
     assert later["snapshots"]["expirable"] == 3
     assert later["recommendations"][EXPIRY].startswith("run: 3 snapshots")
+
+
+def test_metadata_compaction_rewrites_small_manifests_as_a_replace_and_rows_stay(catalog, server, maintenance):
+    table = create_sales(catalog)
+    for i in range(1, 7):
+        table.append(rows(i))
+    before = catalog.load_table((NS, "sales"))
+    assert len(before.current_snapshot().manifests(before.io)) == 6
+    attach(maintenance, "system.metadata-compaction", "sales", {"enable": True})
+
+    dry = run(maintenance, "sales", "system.metadata-compaction", now_ms(), dry_run=True)
+    assert dry.plan["manifests-to-rewrite"] == 6 and dry.outcome["committed"] is False
+    assert catalog.load_table((NS, "sales")).current_snapshot().snapshot_id == before.current_snapshot().snapshot_id
+
+    # a writer that commits between the plan's base and the rewrite's commit wins; the run gives up cleanly
+    writer = new_catalog(server).load_table((NS, "sales"))
+    manifests_before = objects_under(maintenance.executor.objects, f"{before.location()}/metadata")
+
+    def interloper(_plan) -> None:
+        writer.append(rows(7))
+
+    maintenance.executor.compaction_planned = interloper
+    try:
+        gave_up = run(maintenance, "sales", "system.metadata-compaction", now_ms())
+    finally:
+        maintenance.executor.compaction_planned = lambda _plan: None
+    assert gave_up.status == "succeeded" and gave_up.outcome["committed"] is False, gave_up.outcome
+    appended = catalog.load_table((NS, "sales"))
+    ours = {
+        appended.current_snapshot().manifest_list,
+        *(m.manifest_path for m in appended.current_snapshot().manifests(appended.io)),
+    }
+    left = set(objects_under(maintenance.executor.objects, f"{before.location()}/metadata")) - set(manifests_before)
+    assert {uri for uri in left if uri.endswith(".avro")} <= ours  # the lost rewrite's files are gone
+    assert ids_of(catalog.load_table((NS, "sales")).scan().to_arrow()) == [1, 2, 3, 4, 5, 6, 7]
+
+    done = run(maintenance, "sales", "system.metadata-compaction", now_ms())
+    assert done.status == "succeeded" and done.outcome["committed"] is True, done.error
+    final = catalog.load_table((NS, "sales"))
+    assert final.current_snapshot().summary.operation.value == "replace"
+    assert len(final.current_snapshot().manifests(final.io)) == 1
+    assert ids_of(final.scan().to_arrow()) == [1, 2, 3, 4, 5, 6, 7]
+    final.append(rows(8))  # writers go on from the compacted snapshot
+    assert ids_of(catalog.load_table((NS, "sales")).scan().to_arrow()) == [1, 2, 3, 4, 5, 6, 7, 8]
