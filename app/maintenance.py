@@ -16,6 +16,7 @@ from dataclasses import asdict
 from typing import Any
 
 from app.authorization import Authorizer
+from app.ground.callers import current_principal
 from app.ground.errors import BadRequest, NotFound
 from app.ground.events import audit
 from app.maintenance_files import current_shape
@@ -32,6 +33,7 @@ log = logging.getLogger(__name__)
 MAX_RUNS_LISTED = 100
 MAX_PARTITIONS_SHOWN = 1000
 DUE_BATCH = 20
+RUN_RETENTION_S = 30 * 86_400  # recorded runs are kept 30 days
 
 
 class MaintenanceService(ManagementRights):
@@ -91,6 +93,8 @@ class MaintenanceService(ManagementRights):
             raise BadRequest(f"Unknown policy type {policy_type!r}")
         table = self._table("run-maintenance", warehouse, namespace, name, write=True)
         row = self.executor.run(table, policy_type, dry_run=dry_run, trigger="request")
+        target = {"table": ".".join((*table.namespace, table.name)), "warehouse": warehouse}
+        audit("run-maintenance", _caller(), {**target, "policy-type": policy_type, "dry-run": dry_run, "run": row.id})
         return run_view(row)
 
     def runs(self, warehouse: str, namespace: tuple[str, ...], name: str, limit: int | None) -> list[dict[str, Any]]:
@@ -169,6 +173,8 @@ class MaintenanceService(ManagementRights):
         discover = time.monotonic() - self._discovered_at >= self.executor.interval_s
         if discover:
             self._discovered_at = time.monotonic()
+        if discover:
+            self.maintenance.forget_runs(RUN_RETENTION_S)
         ran = 0
         for table in self.maintenance.due_tables(DUE_BATCH, discover_properties=discover):
             try:
@@ -191,6 +197,11 @@ class MaintenanceService(ManagementRights):
                 return ran
             ran += 1
         return ran
+
+
+def _caller() -> str | None:
+    principal = current_principal.get()
+    return principal.name if principal is not None else None
 
 
 def _policy_securable(body: dict[str, Any]) -> Securable:

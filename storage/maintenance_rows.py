@@ -211,6 +211,16 @@ class MaintenanceRows:
             ).fetchone()
         return RunRow(**row)
 
+    def forget_runs(self, older_than_s: float, limit: int = 10_000) -> int:
+        """Drop recorded runs started more than ``older_than_s`` ago (a batch per call)."""
+        with self.db.connection() as conn:
+            cursor = conn.execute(
+                "DELETE FROM maintenance_run WHERE id IN (SELECT id FROM maintenance_run"
+                " WHERE started_at < now() - make_interval(secs => %s) ORDER BY id LIMIT %s)",
+                (older_than_s, limit),
+            )
+        return cursor.rowcount
+
     def runs(self, entry_id: int, limit: int) -> list[RunRow]:
         """The table's most recent runs, newest first."""
         with self.db.connection() as conn:
