@@ -33,6 +33,7 @@ from itertools import islice
 from typing import Any
 
 from app import maintenance_compaction as compaction
+from app import maintenance_data as data_compaction
 from app.ground.errors import BadRequest, CatalogError, CommitFailed, NoSuchTable
 from app.ground.locations import Location
 from app.maintenance_files import Deletable, Reachable, parsed
@@ -73,7 +74,7 @@ class MaintenanceExecutor:
         # concurrent writer, deterministically (the run must then re-plan, never lose its commit).
         self.planned: Callable[[policy_rules.ExpiryPlan], None] = lambda _plan: None
         # The same between a manifest rewrite's plan and its commit.
-        self.compaction_planned: Callable[[compaction.ManifestPlan], None] = lambda _plan: None
+        self.compaction_planned: Callable[[Any], None] = lambda _plan: None
 
     # -- one run ---------------------------------------------------------------------------
 
@@ -116,6 +117,8 @@ class MaintenanceExecutor:
             return self._expire(table, policy_rules.ExpirySettings.of(policy), dry_run, now_ms)
         if policy_type == policy_rules.METADATA_COMPACTION:
             return self._compact_manifests(table, policy, dry_run)
+        if policy_type == policy_rules.DATA_COMPACTION:
+            return self._compact_data(table, policy, dry_run)
         return self._remove_orphans(table, policy, dry_run, now_ms)
 
     def effective(self, table: TableRef, properties: dict[str, str]) -> dict[str, policy_rules.EffectivePolicy]:
@@ -199,8 +202,35 @@ class MaintenanceExecutor:
         if dry_run:
             return Outcome(shown, {"committed": False, "dry-run": True})
         rewrite = compaction.ManifestRewrite(self.objects, reachable.io.roots, metadata)
+        return self._commit_rewrite(table, metadata, plan, shown, rewrite, lambda: rewrite.write(plan, target))
+
+    def _compact_data(self, table: TableRef, policy: policy_rules.EffectivePolicy, dry_run: bool) -> Outcome:
+        row = self.row(table)
+        metadata = table_rules.parse_metadata(row.metadata)
+        target = policy_rules.target_file_size(policy, metadata.properties)
+        reachable = self.reachable(table)
+        plan = data_compaction.plan_data(metadata, reachable, target)
+        if plan is None:
+            return Outcome({"target-file-size-bytes": target}, {"committed": False, "reason": "nothing to compact"})
+        shown = {"target-file-size-bytes": target, **plan.view()}
+        if dry_run or not plan.groups:
+            return Outcome(shown, {"committed": False, "dry-run": dry_run})
+        rewrite = data_compaction.DataRewrite(self.objects, reachable.io.roots, metadata, reachable)
+        return self._commit_rewrite(table, metadata, plan, shown, rewrite, lambda: rewrite.write_data(plan))
+
+    def _commit_rewrite(
+        self,
+        table: TableRef,
+        metadata: Any,
+        plan: Any,
+        shown: dict[str, Any],
+        rewrite: compaction.ManifestRewrite,
+        write: Callable[[], dict[str, Any]],
+    ) -> Outcome:
+        """Write the rewrite's files, commit its replace snapshot with main asserted at the plan's
+        base; a concurrent writer wins: the run gives up and deletes what it wrote."""
         try:
-            snapshot_update = rewrite.write(plan, target)
+            snapshot_update = write()
             self.compaction_planned(plan)
             self.tables.commit_table(
                 table.warehouse,
@@ -215,8 +245,8 @@ class MaintenanceExecutor:
         except BaseException:
             rewrite.forget()
             raise
-        written = len(rewrite.written) - 1
-        return Outcome(shown, {"committed": True, "snapshot-id": snapshot_update["snapshot-id"], "manifests": written})
+        done = {"committed": True, "snapshot-id": snapshot_update["snapshot-id"], "files-written": len(rewrite.written)}
+        return Outcome(shown, done)
 
     # -- orphan files -----------------------------------------------------------------------
 

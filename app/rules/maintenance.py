@@ -33,8 +33,8 @@ ORPHAN_FILE_REMOVAL = "system.orphan-file-removal"
 METADATA_COMPACTION = "system.metadata-compaction"
 DATA_COMPACTION = "system.data-compaction"
 POLICY_TYPES = (SNAPSHOT_EXPIRY, ORPHAN_FILE_REMOVAL, METADATA_COMPACTION, DATA_COMPACTION)
-# What the executor runs today; data compaction is stored, reported on and recommended.
-EXECUTABLE = (SNAPSHOT_EXPIRY, ORPHAN_FILE_REMOVAL, METADATA_COMPACTION)
+# What the executor runs (data compaction: in process only; what needs Spark is skipped and said so).
+EXECUTABLE = (SNAPSHOT_EXPIRY, ORPHAN_FILE_REMOVAL, METADATA_COMPACTION, DATA_COMPACTION)
 SCHEMA_VERSION = "2025-02-03"
 
 DAY_MS = 86_400_000

@@ -297,3 +297,26 @@ def test_spark_reads_the_same_rows_after_expiry(spark, catalog, maintenance):
     assert [tuple(row) for row in spark.sql(query).collect()] == expected
     assert spark.sql(f"SELECT count(*) FROM {table}.snapshots").collect()[0][0] == 1
     assert ids_of(catalog.load_table((NS, "sparked")).scan().to_arrow()) == [row[0] for row in expected]
+
+
+def test_data_compaction_in_process_bin_packs_small_files_and_rows_stay(catalog, maintenance):
+    """Small files of partitions without delete files become one per partition; rows checksummed."""
+    table = create_sales(catalog)
+    for i in range(1, 9):
+        table.append(rows(i))  # eight files: four per partition
+    before = catalog.load_table((NS, "sales")).scan().to_arrow().sort_by("id")
+    attach(maintenance, "system.data-compaction", "sales", {"enable": True})
+
+    dry = run(maintenance, "sales", "system.data-compaction", now_ms(), dry_run=True)
+    assert dry.plan["files-to-rewrite"] == 8 and dry.outcome["committed"] is False
+    done = run(maintenance, "sales", "system.data-compaction", now_ms())
+    assert done.status == "succeeded" and done.outcome["committed"] is True, (done.error, done.outcome)
+
+    final = catalog.load_table((NS, "sales"))
+    assert final.current_snapshot().summary.operation.value == "replace"
+    files = [task.file for task in final.scan().plan_files()]
+    assert len(files) == 2  # one per partition
+    after = final.scan().to_arrow().sort_by("id")
+    assert after.equals(before)  # the same rows, value for value
+    final.append(rows(9))
+    assert ids_of(catalog.load_table((NS, "sales")).scan().to_arrow()) == list(range(1, 10))
