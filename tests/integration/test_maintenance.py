@@ -42,6 +42,10 @@ def maintenance(app):
 
 
 def attach(maintenance, policy_type: str, name: str, content: dict) -> None:
+    """Attach a policy to the table, first putting the background schedule off it for a day: the
+    test runs it itself (the compactions do not wait on a clock, so the schedule could race it)."""
+    table = maintenance.maintenance.table("test", (NS,), name)
+    maintenance.maintenance.schedule(table.entry_id, 86_400)
     maintenance.maintenance.attach(policy_type, Securable("table", "test", (NS,), name), content)
 
 
