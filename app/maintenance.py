@@ -20,7 +20,7 @@ from app.ground.callers import current_principal
 from app.ground.errors import BadRequest, NotFound
 from app.ground.events import audit
 from app.maintenance_files import current_shape
-from app.maintenance_runs import MaintenanceBusy, MaintenanceExecutor
+from app.maintenance_runs import MaintenanceExecutor
 from app.management import parse_securable, securable_view
 from app.management_rights import ManagementRights
 from app.rules import maintenance as policy_rules
@@ -92,7 +92,7 @@ class MaintenanceService(ManagementRights):
         if policy_type not in policy_rules.POLICY_TYPES:
             raise BadRequest(f"Unknown policy type {policy_type!r}")
         table = self._table("run-maintenance", warehouse, namespace, name, write=True)
-        row = self.executor.run(table, policy_type, dry_run=dry_run, trigger="request")
+        row = self.executor.run(table, policy_type, dry_run=dry_run)
         target = {"table": ".".join((*table.namespace, table.name)), "warehouse": warehouse}
         audit("run-maintenance", _caller(), {**target, "policy-type": policy_type, "dry-run": dry_run, "run": row.id})
         return run_view(row)
@@ -178,24 +178,15 @@ class MaintenanceService(ManagementRights):
         ran = 0
         for table in self.maintenance.due_tables(DUE_BATCH, discover_properties=discover):
             try:
-                ran += self._run_scheduled(table)
+                policies = self._effective(table)
+                enabled = [t for t in policy_rules.EXECUTABLE if t in policies and policies[t].enabled]
+                if not enabled or self.executor.run_scheduled(table, enabled) is None:
+                    self.maintenance.schedule(table.entry_id, self.executor.interval_s)
+                    continue
+                ran += len(enabled)
             except Exception as exc:  # noqa: BLE001 - one table's trouble never stops the others
                 log.warning("scheduled maintenance of %s failed: %s", table.name, type(exc).__name__)
-            self.maintenance.schedule(table.entry_id, self.executor.interval_s)
-        return ran
-
-    def _run_scheduled(self, table: TableRef) -> int:
-        policies = self._effective(table)
-        ran = 0
-        for policy_type in policy_rules.EXECUTABLE:
-            policy = policies.get(policy_type)
-            if policy is None or not policy.enabled:
-                continue
-            try:
-                self.executor.run(table, policy_type, dry_run=False, trigger="schedule")
-            except MaintenanceBusy:
-                return ran
-            ran += 1
+                self.maintenance.schedule(table.entry_id, self.executor.interval_s)
         return ran
 
 

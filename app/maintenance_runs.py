@@ -78,18 +78,29 @@ class MaintenanceExecutor:
 
     # -- one run ---------------------------------------------------------------------------
 
-    def run(
-        self, table: TableRef, policy_type: str, *, dry_run: bool, trigger: str, now_ms: int | None = None
-    ) -> RunRow:
-        """Run the table's effective ``policy_type`` once, recorded; MaintenanceBusy when another
-        runner holds the table. ``now_ms`` (the clock of the plan) is for tests only: the API
-        never takes one."""
+    def run(self, table: TableRef, policy_type: str, *, dry_run: bool, now_ms: int | None = None) -> RunRow:
+        """Run the table's effective ``policy_type`` once, now (a request), recorded; MaintenanceBusy
+        when another runner holds the table. ``now_ms`` (the clock of the plan) is for tests only:
+        the API never takes one."""
         if not self.rows.take_lease(table.entry_id, self.holder, LEASE_SECONDS):
             raise MaintenanceBusy(f"Maintenance of {'.'.join((*table.namespace, table.name))} is running elsewhere")
         try:
-            return self._recorded(table, policy_type, dry_run, trigger, now_ms or int(time.time() * 1000))
+            return self._recorded(table, policy_type, dry_run, "request", now_ms or int(time.time() * 1000))
         finally:
-            self.rows.release_lease(table.entry_id, self.holder, self.interval_s if trigger == "schedule" else None)
+            self.rows.release_lease(table.entry_id, self.holder, None)
+
+    def run_scheduled(self, table: TableRef, policy_types: list[str]) -> int | None:
+        """The schedule's turn on a table: every type given, under one lease taken only while the
+        table is due (two workers that both saw it due run it once); the next turn an interval
+        later. None when another runner holds it or it is no longer due."""
+        if not self.rows.take_lease(table.entry_id, self.holder, LEASE_SECONDS, due_only=True):
+            return None
+        try:
+            for policy_type in policy_types:
+                self._recorded(table, policy_type, False, "schedule", int(time.time() * 1000))
+            return len(policy_types)
+        finally:
+            self.rows.release_lease(table.entry_id, self.holder, self.interval_s)
 
     def _recorded(self, table: TableRef, policy_type: str, dry_run: bool, trigger: str, now_ms: int) -> RunRow:
         run_id = self.rows.start_run(table.entry_id, policy_type, trigger, dry_run)

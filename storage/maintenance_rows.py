@@ -148,16 +148,19 @@ class MaintenanceRows:
 
     # -- the lease --------------------------------------------------------------------------
 
-    def take_lease(self, entry_id: int, holder: str, lease_s: float) -> bool:
-        """Hold the table for ``lease_s`` unless another runner holds it now (any worker, any replica)."""
+    def take_lease(self, entry_id: int, holder: str, lease_s: float, due_only: bool = False) -> bool:
+        """Hold the table for ``lease_s`` unless another runner holds it now (any worker, any
+        replica); with ``due_only`` (the schedule), also unless its schedule is not due: two workers
+        that both saw it due run it once."""
         with self.db.transaction() as conn:
             row = conn.execute(
                 "INSERT INTO maintenance_lease (entry_id, holder, lease_until)"
                 " SELECT %(entry)s, %(holder)s, now() + make_interval(secs => %(lease)s)"
                 " WHERE EXISTS (SELECT 1 FROM catalog_entry WHERE id = %(entry)s)"
                 " ON CONFLICT (entry_id) DO UPDATE SET holder = EXCLUDED.holder, lease_until = EXCLUDED.lease_until"
-                " WHERE maintenance_lease.lease_until <= now() RETURNING entry_id",
-                {"entry": entry_id, "holder": holder, "lease": lease_s},
+                " WHERE maintenance_lease.lease_until <= now()"
+                " AND (NOT %(due_only)s OR maintenance_lease.next_due_at <= now()) RETURNING entry_id",
+                {"entry": entry_id, "holder": holder, "lease": lease_s, "due_only": due_only},
             ).fetchone()
         return row is not None
 

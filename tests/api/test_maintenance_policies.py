@@ -153,8 +153,8 @@ def test_health_and_runs_of_an_empty_table(client, table):
     _attach(client, "system.data-compaction", {"type": "catalog"}, {"enable": True})
     compaction = client.post(f"{TABLE}/runs", json={"policy-type": "system.data-compaction"}).json()
     assert compaction["status"] == "succeeded" and compaction["outcome"]["reason"] == "nothing to compact"
-    runs = client.get(f"{TABLE}/runs").json()["runs"]
-    assert [r["id"] for r in runs] == [compaction["id"], run["id"]]
+    runs = [r for r in client.get(f"{TABLE}/runs").json()["runs"] if r["trigger"] == "request"]
+    assert [r["id"] for r in runs] == [compaction["id"], run["id"]]  # (the schedule may have run it too)
 
 
 def test_the_schedule_runs_enabled_policies_once_per_interval(client, table, app, db):

@@ -54,7 +54,7 @@ def run(maintenance, name: str, policy_type: str, now_ms: int, dry_run: bool = F
     deadline = time.monotonic() + 30
     while True:
         try:
-            return maintenance.executor.run(table, policy_type, dry_run=dry_run, trigger="request", now_ms=now_ms)
+            return maintenance.executor.run(table, policy_type, dry_run=dry_run, now_ms=now_ms)
         except MaintenanceBusy:  # a background run holds the table: wait for its lease to go
             assert time.monotonic() < deadline, "the table's maintenance lease was never released"
             threading.Event().wait(0.05)
