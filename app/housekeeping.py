@@ -15,6 +15,8 @@
 - **The recycle bin**: units whose retention ended are forgotten (app/recycle_bin.py), and the
   purge of their tables queued where it was asked at drop; a binned table's purge deletes only
   what it owns (every other entry, live or binned, is left alone) and forgets it once done.
+- **Maintenance**: at most once a minute per worker, the tables whose maintenance schedule is due
+  get their enabled policies run (``app/maintenance.py``; a lease keeps it to one runner a table).
 
 Every step, and every row within a step, fails on its own: a row that keeps failing is counted
 (``growler_housekeeping_failures``), logged, and retried with a growing delay; the others go on.
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from itertools import islice
 from typing import Any
@@ -48,6 +51,8 @@ PENDING_GRACE_SECONDS = 600
 # A pending object or purge job that failed is retried after 1 min, 2 min, 4 min, ... at most daily.
 RETRY_BASE_SECONDS = 60.0
 RETRY_MAX_SECONDS = 86_400.0
+# The maintenance step looks for due tables this often at most (its query reads every table row).
+MAINTENANCE_EVERY_SECONDS = 60.0
 
 
 class Housekeeper:
@@ -74,6 +79,9 @@ class Housekeeper:
         self.expire_bin = expire_bin or (lambda: 0)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # the maintenance schedule's step (set by the app: MaintenanceService.run_due)
+        self.maintenance: Callable[[], int] | None = None
+        self._maintenance_at = float("-inf")
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="growler-housekeeping", daemon=True)
@@ -105,7 +113,14 @@ class Housekeeper:
                 "expire-reports", lambda: self.repository.delete_old_metrics_reports(REPORT_RETENTION_S)
             ),
             "expired-events": self._step("expire-events", lambda: self.events.prune(self.events_retention_s)),
+            "maintenance-runs": self._step("maintenance", self._maintenance_due),
         }
+
+    def _maintenance_due(self) -> int:
+        if self.maintenance is None or time.monotonic() - self._maintenance_at < MAINTENANCE_EVERY_SECONDS:
+            return 0
+        self._maintenance_at = time.monotonic()
+        return self.maintenance()
 
     def _step(self, name: str, step: Callable[[], int]) -> int:
         try:

@@ -22,6 +22,11 @@ more. The rules (``ManagementService`` calls exactly one ``require_*`` first in 
   where it comes back); a recursive drop needs ``drop`` on the namespace; a purge at once is for
   administrators. **Protection** (app/protection.py): setting, removing and listing marks need
   ``manage-grants`` on the securable (the warehouse for listing).
+- **Maintenance** (issue 37): attaching or detaching a policy, and running maintenance, needs
+  ``manage-maintenance`` on the securable (inherited from above, like every privilege). A policy
+  deletes files, so ``write`` is not enough, and ``manage-grants`` would hand every grant manager
+  the power to expire history. Reading a table's effective policies, runs and health needs
+  ``manage-maintenance`` or ``read`` on it: the report tells what a reader can see anyway.
 
 "admin" is not a privilege: it is a principal's flag (migration 0015 removed such grants). Every
 refusal is a 403 with one audit line; without authentication there is no caller and the
@@ -148,4 +153,22 @@ class ManagementRights:
             target,
             lambda grants: grants.manages_role(held),
             f"Principal may not give every grant role {role} holds",
+        )
+
+    def require_maintainer(self, action: str, target: dict[str, Any], securable: StoredSecurable) -> str | None:
+        on = rules_securable(securable)
+        return self._require(
+            action,
+            target,
+            lambda grants: grants.holds(Privilege.MANAGE_MAINTENANCE, on),
+            f"Principal lacks manage-maintenance on {on.describe()}",
+        )
+
+    def require_maintenance_reader(self, action: str, target: dict[str, Any], securable: StoredSecurable) -> str | None:
+        on = rules_securable(securable)
+        return self._require(
+            action,
+            target,
+            lambda grants: grants.holds(Privilege.MANAGE_MAINTENANCE, on) or grants.holds(Privilege.READ, on),
+            f"Principal lacks manage-maintenance or read on {on.describe()}",
         )

@@ -11,8 +11,9 @@ from typing import Any
 
 from flask import current_app
 
-from app.edge.context import EVENT_SINKS, MANAGEMENT, PROTECTION, RECYCLE_BIN, namespace_arg, no_content
+from app.edge.context import EVENT_SINKS, MAINTENANCE, MANAGEMENT, PROTECTION, RECYCLE_BIN, namespace_arg, no_content
 from app.event_sinks import EventSinks, dead_letter_view, sink_view
+from app.maintenance import MaintenanceService
 from app.management import ManagementService, grant_view, warehouse_view
 from app.paging import Page
 from app.principals import Credential
@@ -217,3 +218,45 @@ def list_dead_letters(sink: str):
 def replay_dead_letters(sink: str):
     sinks().replay(sink)
     return no_content()
+# -- maintenance (issue 37; app/maintenance.py) ---------------------------------------------
+
+
+def maintenance() -> MaintenanceService:
+    return current_app.extensions[MAINTENANCE]
+
+
+def list_maintenance_policies(
+    type: str,  # noqa: A002 - the query parameter's name
+    warehouse: str | None = None,
+    namespace: str | None = None,
+    name: str | None = None,
+):
+    securable: dict[str, Any] = {"type": type, "warehouse": warehouse, "name": name}
+    securable["namespace"] = list(namespace_arg(namespace)) if namespace is not None else None
+    return {"policies": maintenance().attached(securable)}, 200
+
+
+def attach_maintenance_policy(body: dict):
+    return maintenance().attach(body["policy-type"], body["securable"], body["content"]), 200
+
+
+def detach_maintenance_policy(body: dict):
+    maintenance().detach(body["policy-type"], body["securable"])
+    return no_content()
+
+
+def get_effective_maintenance_policies(warehouse: str, namespace: str, table: str):
+    return {"policies": maintenance().effective(warehouse, namespace_arg(namespace), table)}, 200
+
+
+def list_maintenance_runs(warehouse: str, namespace: str, table: str, limit: int | None = None):
+    return {"runs": maintenance().runs(warehouse, namespace_arg(namespace), table, limit)}, 200
+
+
+def run_maintenance(warehouse: str, namespace: str, table: str, body: dict):
+    run = maintenance().run(warehouse, namespace_arg(namespace), table, body["policy-type"], bool(body.get("dry-run")))
+    return run, 200
+
+
+def get_table_health(warehouse: str, namespace: str, table: str):
+    return maintenance().health(warehouse, namespace_arg(namespace), table), 200

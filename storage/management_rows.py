@@ -154,7 +154,7 @@ class ManagementRows(WarehouseRows):
         or securable."""
         with self.db.transaction() as conn:
             role_id = _require_role(conn, role)
-            ids = _securable_ids(conn, securable)
+            ids = securable_ids(conn, securable)
             row = conn.execute(
                 "INSERT INTO role_grant (role_id, privilege, securable, warehouse_id, namespace_id, entry_id)"
                 " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING id",
@@ -175,7 +175,7 @@ class ManagementRows(WarehouseRows):
         """False when there was no such grant. NotFound for an unknown role or securable."""
         with self.db.transaction() as conn:
             role_id = _require_role(conn, role)
-            ids = _securable_ids(conn, securable)
+            ids = securable_ids(conn, securable)
             row = conn.execute(
                 "DELETE FROM role_grant WHERE role_id = %s AND privilege = %s AND securable = %s"
                 " AND warehouse_id IS NOT DISTINCT FROM %s AND namespace_id IS NOT DISTINCT FROM %s"
@@ -199,7 +199,7 @@ class ManagementRows(WarehouseRows):
     def grants_on(self, securable: Securable, after: int | None, limit: int | None) -> list[GrantRow]:
         """Grants on exactly this securable (not those inherited from above it)."""
         with self.db.connection() as conn:
-            warehouse_id, namespace_id, entry_id = _securable_ids(conn, securable)
+            warehouse_id, namespace_id, entry_id = securable_ids(conn, securable)
             rows = conn.execute(
                 GRANT_SELECT + " WHERE g.securable = %(type)s AND g.warehouse_id IS NOT DISTINCT FROM %(wh)s"
                 " AND g.namespace_id IS NOT DISTINCT FROM %(ns)s AND g.entry_id IS NOT DISTINCT FROM %(entry)s"
@@ -245,7 +245,7 @@ def _require_role(conn: Connection, name: str) -> int:
     return role_id
 
 
-def _securable_ids(conn: Connection, securable: Securable) -> tuple[int | None, int | None, int | None]:
+def securable_ids(conn: Connection, securable: Securable) -> tuple[int | None, int | None, int | None]:
     """(warehouse id, namespace id, entry id) of a securable named by its parts; NotFound if missing."""
     if securable.type == "catalog":
         return None, None, None

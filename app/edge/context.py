@@ -40,6 +40,7 @@ PREVIEWS = "growler.previews"  # the console's data preview (app/previews.py)
 EVENTS = "growler.events"
 EVENT_SINKS = "growler.event-sinks"
 PUBLISHER = "growler.publisher"
+MAINTENANCE = "growler.maintenance"
 
 
 def namespaces() -> NamespaceService:

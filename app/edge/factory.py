@@ -31,6 +31,7 @@ from app.edge.context import (
     EVENTS,
     FUNCTIONS,
     IDEMPOTENCY,
+    MAINTENANCE,
     MANAGEMENT,
     NAMESPACES,
     PLANS,
@@ -77,6 +78,8 @@ from app.ground.secrets import SecretBox
 from app.ground.settings import Settings
 from app.housekeeping import Housekeeper
 from app.idempotency import IdempotencyService
+from app.maintenance import MaintenanceService
+from app.maintenance_runs import MaintenanceExecutor
 from app.management import ManagementService
 from app.namespaces import NamespaceService
 from app.plans import PlanningConfig, PlanningService
@@ -96,6 +99,7 @@ from storage.functions import FunctionRepository
 from storage.grants import GrantRepository
 from storage.idempotency import IdempotencyRepository
 from storage.loop_reads import AsyncEntryReader
+from storage.maintenance_rows import MaintenanceRows
 from storage.management_rows import ManagementRows
 from storage.migrate import migrate
 from storage.objects import RoutingObjectStore
@@ -171,6 +175,14 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     # (a bump of auth_state.version, seen by the poll) drops the cached warehouses and routes.
     objects.router = service.warehouses.store_for
     auth.state.listeners.append(service.warehouses.invalidate)
+    maintenance_rows = MaintenanceRows(database)
+    maintenance = MaintenanceService(
+        MaintenanceExecutor(tables, maintenance_rows, settings.maintenance_interval_s),
+        maintenance_rows,
+        ManagementRows(database),
+        authorizer=authorizer,
+    )
+    housekeeper.maintenance = maintenance.run_due  # the executor's schedule (app/maintenance.py)
     management = ManagementService(
         settings,
         ManagementRows(database),
@@ -343,6 +355,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     flask_app.extensions[EVENTS] = EventFeed(
         settings, EventRows(database), service.warehouses, authorizer=authorizer, page_tokens=page_tokens
     )
+    flask_app.extensions[MAINTENANCE] = maintenance
     # getToken is served in front of connexion (app/edge/auth/endpoint.py), when Growler issues tokens
     token_endpoint = ["POST /v1/oauth/tokens"] if auth.endpoint is not None else []
     flask_app.extensions[ENDPOINTS] = sorted([*implemented_endpoints(spec), *token_endpoint])

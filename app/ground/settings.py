@@ -172,6 +172,8 @@ class Settings:
     # unset; webhooks and more servers through the management API), and the first retry's delay
     events_nats_url: str | None = None
     events_retry_base_s: float = 0.5
+    # how often the background executor looks at a table with a maintenance policy (docs/maintenance.md)
+    maintenance_interval_s: int = 3600
     validate_responses: bool = False
     fast_reads: bool = True
     log_level: str = "INFO"
@@ -238,6 +240,7 @@ class Settings:
             events_retention_s=env_int(env, "GROWLER_EVENTS_RETENTION_S", 7 * 86_400),
             events_nats_url=env.get("GROWLER_EVENTS_NATS_URL") or None,
             events_retry_base_s=env_float(env, "GROWLER_EVENTS_RETRY_BASE_S", 0.5),
+            maintenance_interval_s=env_int(env, "GROWLER_MAINTENANCE_INTERVAL_S", 3600),
             validate_responses=_bool(env.get("GROWLER_VALIDATE_RESPONSES"), False),
             fast_reads=_bool(env.get("GROWLER_FAST_READS"), True),
             log_level=env.get("GROWLER_LOG_LEVEL", "INFO").upper(),
@@ -294,6 +297,8 @@ class Settings:
             raise ValueError("GROWLER_EVENTS_RETENTION_S must be between 1 second and 366 days")
         if not 0.01 <= self.events_retry_base_s <= 60:
             raise ValueError("GROWLER_EVENTS_RETRY_BASE_S must be between 0.01 and 60 seconds")
+        if not 60 <= self.maintenance_interval_s <= 7 * 86_400:
+            raise ValueError("GROWLER_MAINTENANCE_INTERVAL_S must be between 60 seconds and 7 days")
         if self.secrets_key is not None:
             from app.ground.secrets import SecretBox
 

@@ -31,6 +31,7 @@ class Privilege(StrEnum):
     MANAGE_GRANTS = "manage-grants"  # give and take the privileges one holds on the securable, to roles
     CREATE_PRINCIPAL = "create-principal"  # on the catalog only: make principals (never admins)
     UNDROP = "undrop"  # list the recycle bin and bring back what was dropped under the securable
+    MANAGE_MAINTENANCE = "manage-maintenance"  # attach maintenance policies, run maintenance (issue 37)
 
 
 IMPLIES: dict[Privilege, frozenset[Privilege]] = {

@@ -101,6 +101,13 @@ BODIES: dict[str, Any] = {
     "protectSecurable": {"type": "warehouse"},
     "unprotectSecurable": {"type": "warehouse"},
     "createEventSink": {"name": "hook", "kind": "webhook", "url": "http://127.0.0.1:9/"},
+    "attachMaintenancePolicy": {
+        "policy-type": "system.snapshot-expiry",
+        "securable": {"type": "table", "warehouse": WAREHOUSE, "namespace": ["a"], "name": "t"},
+        "content": {"enable": True, "config": {"max_snapshot_age_days": 0}},
+    },
+    "detachMaintenancePolicy": {"policy-type": "system.snapshot-expiry", "securable": {"type": "catalog"}},
+    "runMaintenance": {"policy-type": "system.orphan-file-removal"},
 }
 # Rows background work (housekeeping, scan planning) may delete while the test runs: for these,
 # nothing may be added or changed; every other table must be exactly as it was.
@@ -294,12 +301,12 @@ def test_a_principal_without_any_grant_is_refused_every_operation_and_nothing_is
 
 def test_every_service_of_the_app_decides_with_the_apps_authorizer(app):
     """The services were handed the one authorizer the handlers use, and it enforces (it has grants to read)."""
-    from app.edge.context import AUTHORIZER, FUNCTIONS, MANAGEMENT, NAMESPACES, SIGNER, TABLES, VIEWS
+    from app.edge.context import AUTHORIZER, FUNCTIONS, MAINTENANCE, MANAGEMENT, NAMESPACES, SIGNER, TABLES, VIEWS
 
     extensions = app.app.extensions
     authorizer = extensions[AUTHORIZER]
     assert authorizer.repository is not None
-    for key in (NAMESPACES, TABLES, VIEWS, FUNCTIONS, MANAGEMENT):
+    for key in (NAMESPACES, TABLES, VIEWS, FUNCTIONS, MANAGEMENT, MAINTENANCE):
         assert extensions[key].authorizer is authorizer, key
     assert extensions[SIGNER].tables.authorizer is authorizer
 

@@ -112,15 +112,15 @@ def test_the_management_yaml_lists_exactly_the_privileges():
 
 
 def test_the_database_accepts_exactly_the_privileges():
-    """The CHECK of the last migration that sets it (0015, then 0017 adding undrop: the one copy the
-    database needs) names exactly ``Privilege``'s values."""
+    """The newest CHECK on role_grant's privilege (0015's, widened by 0017 with undrop and 0019 with
+    manage-maintenance) names exactly ``Privilege``'s values."""
     import re
     from pathlib import Path
 
     migrations = sorted((Path(__file__).parents[2] / "storage" / "migrations").glob("*.sql"))
-    latest = [path for path in migrations if "ADD CONSTRAINT role_grant_privilege" in path.read_text()][-1]
-    assert latest.name == "0017_recycle_bin.sql"
-    lists = re.findall(r"privilege (?:NOT )?IN\s*\(([^)]*)\)", latest.read_text())
-    assert len(lists) == 1
-    for listed in lists:
-        assert re.findall(r"'([a-z-]+)'", listed) == [p.value for p in Privilege]
+    checks = [path for path in migrations if "ADD CONSTRAINT role_grant_privilege CHECK" in path.read_text()]
+    assert [path.name for path in checks] == ["0015_management_rights.sql", "0017_recycle_bin.sql", "0019_maintenance.sql"]
+    newest = checks[-1].read_text()
+    listed = re.findall(r"CHECK \(\s*privilege IN\s*\(([^)]*)\)", newest)
+    assert len(listed) == 1
+    assert re.findall(r"'([a-z-]+)'", listed[0]) == [p.value for p in Privilege]
