@@ -218,6 +218,8 @@ def list_dead_letters(sink: str):
 def replay_dead_letters(sink: str):
     sinks().replay(sink)
     return no_content()
+
+
 # -- maintenance (issue 37; app/maintenance.py) ---------------------------------------------
 
 

@@ -244,8 +244,8 @@ class MaintenanceRows:
     # -- who else owns files here -----------------------------------------------------------
 
     def owners_besides(self, roots: list[Location], entry_id: int) -> list[str]:
-        """Locations owned by any entry other than ``entry_id`` - live, staged, or (the recycle bin,
-        issue 35, extends this) dropped but retained - that are at, under or above ``roots``, or
+        """Locations owned by any entry other than ``entry_id`` - live, staged, or dropped but
+        retained in the recycle bin (issue 35) - that are at, under or above ``roots``, or
         whose metadata names an object under them. A maintenance delete skips everything under
         these, and refuses to run at all when one contains the table's own location.
 
@@ -265,8 +265,19 @@ class MaintenanceRows:
                 " AND EXISTS (SELECT 1 FROM unnest(%s::text[]) AS needle WHERE strpos(metadata, needle) > 0)",
                 (entry_id, needles),
             ).fetchall()
+            # the recycle bin (issue 35): a dropped entry keeps owning its files until it expires
+            binned = conn.execute(
+                "SELECT location, metadata_location,"
+                " EXISTS (SELECT 1 FROM unnest(%s::text[]) AS needle WHERE strpos(metadata, needle) > 0) AS names_ours"
+                " FROM bin_entry WHERE id <> %s",
+                (needles, entry_id),
+            ).fetchall()
         for stage in stages:
             owned += [stage["location"], stage["metadata_path"]]
+        for entry in binned:
+            owned += [entry["location"], _parent(entry["metadata_location"])]
+            if entry["names_ours"]:
+                owned += [root.uri for root in roots]
         if naming:  # another entry's metadata names our objects (a registered copy): theirs too
             owned += [root.uri for root in roots]
         return [text for text in owned if text and _near(text, roots)]

@@ -119,7 +119,11 @@ def test_the_database_accepts_exactly_the_privileges():
 
     migrations = sorted((Path(__file__).parents[2] / "storage" / "migrations").glob("*.sql"))
     checks = [path for path in migrations if "ADD CONSTRAINT role_grant_privilege CHECK" in path.read_text()]
-    assert [path.name for path in checks] == ["0015_management_rights.sql", "0017_recycle_bin.sql", "0019_maintenance.sql"]
+    assert [path.name for path in checks] == [
+        "0015_management_rights.sql",
+        "0017_recycle_bin.sql",
+        "0019_maintenance.sql",
+    ]
     newest = checks[-1].read_text()
     listed = re.findall(r"CHECK \(\s*privilege IN\s*\(([^)]*)\)", newest)
     assert len(listed) == 1
