@@ -315,8 +315,8 @@ class GrowlerTarget(Target):
             time.sleep(0.1)
 
     def recycle_worker(self) -> None:
-        """Replace one worker as ``GROWLER_MAX_REQUESTS`` does: it finishes what it serves and exits
-        (SIGTERM, gunicorn's graceful stop), and the arbiter starts a fresh one in its place."""
+        """Replace one worker as a SIGTERM to it (or ``GROWLER_MAX_REQUESTS``) does: it finishes what it
+        serves and exits (gunicorn's graceful stop), and the arbiter starts a fresh one after it."""
         assert self.gunicorn is not None
         os.kill(min(children(self.gunicorn.pid)), signal.SIGTERM)
 

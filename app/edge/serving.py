@@ -261,7 +261,7 @@ class HandBack:
     connections after their response (``Connection: close``) until it no longer does.
 
     Accepting in turn spreads connections as they are opened; clients keep them, though, so a
-    worker that joins later - a fresh one after ``GROWLER_MAX_REQUESTS``, or after a reload - would
+    worker that joins later - a successor after a hand-over or a crash, or after a reload - would
     otherwise get nothing from clients already connected. The client opens a new connection for
     its next request, and the accept rule gives it to the least loaded worker. A response is
     never cut short: the connection closes after it, as HTTP/1.1 lets either side do. A connection
