@@ -430,6 +430,10 @@ class GrowlerTarget(Target):
     def settings(self) -> dict[str, Any]:
         keep = ("GROWLER_WORKERS", "GROWLER_LOG_LEVEL")
         out: dict[str, Any] = {k: self.env.get(k) for k in keep}
+        out["GROWLER_AUTH"] = self.env.get("GROWLER_AUTH")
+        # recycling as shipped (gunicorn.conf.py); W13's recycling-off line says what it changes
+        out["GROWLER_MAX_WORKER_RSS_MB"] = self.env.get("GROWLER_MAX_WORKER_RSS_MB", "1024 (default)")
+        out["GROWLER_MAX_REQUESTS"] = self.env.get("GROWLER_MAX_REQUESTS", "0 (default)")
         out["GROWLER_DB_POOL_MAX"] = self.env.get("GROWLER_DB_POOL_MAX", "10 (default)")
         out["GROWLER_VALIDATE_RESPONSES"] = self.env.get("GROWLER_VALIDATE_RESPONSES", "false (default)")
         out["postgres_fsync"] = "on (as make run)"
