@@ -31,15 +31,19 @@ CLIENTS = 4
 HAND_OVERS = 2
 
 _LINE = re.compile(r"^\[[^\]]*\] \[(\d+)\] \[\w+\] (.*)$")
+_WARMED = re.compile(r" app\.edge\.factory: (worker warmed up in \d+ ms \(pid (\d+);.*)$")
 
 
 def events(log: str) -> list[tuple[int, str]]:
-    """(pid, message) of gunicorn's and uvicorn's lines, in the order they were written."""
+    """(pid, message) of gunicorn's and uvicorn's lines and the app's warm-up line, in the order
+    they were written."""
     found = []
     for line in log.splitlines():
-        match = _LINE.match(line)
+        match, warmed = _LINE.match(line), _WARMED.search(line)
         if match:
             found.append((int(match.group(1)), match.group(2)))
+        elif warmed:
+            found.append((int(warmed.group(2)), warmed.group(1)))
     return found
 
 
@@ -89,6 +93,8 @@ def test_a_worker_over_its_memory_limit_hands_over_without_refusing_or_stalling(
         }
         warm = {pid for pid, message in lines[asked_at:index] if message == "Application startup complete."}
         assert successors & warm, f"worker {leaving} handed over before a successor was warm"
+        warmed_up = {pid for pid, message in lines[asked_at:index] if message.startswith("worker warmed up")}
+        assert successors & warm & warmed_up  # the app's own warm-up (its pools filled) ran in it first
         shut = next(i for i, (pid, m) in enumerate(lines) if pid == leaving and m == "Shutting down")
         assert shut > index  # it stopped only after its successor served
     # one worker started per hand-over asked for (plus the first two), none in their place
