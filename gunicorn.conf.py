@@ -137,6 +137,12 @@ def pre_fork(server, worker):
     worker.succeeds = server.num_workers > server.cfg.workers
 
 
+def nworkers_changed(server, new_value, old_value):
+    """The workers' view of how many the master runs (a hand-over waits for that many besides the
+    leaving workers: app/edge/recycling.py)."""
+    ACCEPT_SHARES.target.value = new_value
+
+
 def child_exit(server, worker):
     """A worker is gone: out of the accept rotation, and its live gauges (in-progress requests,
     pool) out of the metric sums; if it left by hand-over, the extra worker it asked for is its

@@ -13,10 +13,11 @@ So the shipped guard watches what recycling is for, the worker's resident memory
 1. the worker above the limit marks itself leaving (``AcceptShares``) and asks the master for one
    more worker (SIGTTIN, gunicorn's "one more worker"); it goes on accepting and serving;
 2. the successor imports, builds and warms the app, then enters the accept rotation;
-3. once as many workers that are not leaving are in rotation as gunicorn is configured to run,
-   the leaving worker stops accepting, drains (in-flight requests finish: ``GrowlerServer``'s
-   shutdown) and exits; the master's ``child_exit`` (gunicorn.conf.py) takes the extra worker
-   back off its count, so no other worker is started or stopped.
+3. once as many workers that are not leaving are in rotation as the master runs besides the
+   leaving ones (its count, shared with the workers, follows TTIN/TTOU; a worker asking for a
+   successor counts it at once), the leaving worker stops accepting, closes its connections after
+   their responses and exits (``GrowlerServer``); the master's ``child_exit`` (gunicorn.conf.py)
+   takes the extra worker back off its count, so no other worker is started or stopped.
 
 Capacity never drops below the configured number of workers; for the successor's start-up there
 is one worker more. Several workers crossing the limit together each wait for a successor of
@@ -49,16 +50,18 @@ def resident_mb() -> float:
 class MemoryGuard:
     """Decides, on each tick of the worker's server loop, whether the worker hands over now.
 
-    ``serving_others`` counts the workers in rotation other than this one that are not leaving;
-    ``mark_leaving`` tells the master (through shared memory) that this worker's exit is a hand-over;
-    ``ask_successor`` asks the master for one more worker. Without them (a worker with no accept
-    slot, or outside gunicorn), a worker above the limit simply exits, as gunicorn's recycling does.
+    ``wanted`` is how many workers must serve once the leaving ones are gone (the master's count
+    less the workers leaving: ``AcceptShares.wanted``); ``serving_others`` counts the workers in
+    rotation other than this one that are not leaving; ``mark_leaving`` tells the master (through
+    shared memory) that this worker's exit is a hand-over; ``ask_successor`` asks the master for
+    one more worker. Without them (a worker with no accept slot, or outside gunicorn), a worker
+    above the limit simply exits, as gunicorn's recycling does.
     """
 
     def __init__(
         self,
         limit_mb: int,
-        workers: int,
+        wanted: Callable[[], int],
         *,
         serving_others: Callable[[], int] | None,
         mark_leaving: Callable[[], None] | None,
@@ -70,7 +73,7 @@ class MemoryGuard:
     ) -> None:
         self.limit_mb = limit_mb
         self.successor = successor
-        self.workers = workers
+        self.wanted = wanted
         self.serving_others = serving_others
         self.mark_leaving = mark_leaving
         self.ask_successor = ask_successor
@@ -86,7 +89,7 @@ class MemoryGuard:
         if self.limit_mb <= 0:
             return False
         if self.leaving:
-            if self.serving_others is None or self.serving_others() >= self.workers:
+            if self.serving_others is None or self.serving_others() >= self.wanted():
                 log.info("Successor accepting: handing over (pid %d)", os.getpid())
                 return True
             return False

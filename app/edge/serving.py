@@ -79,6 +79,9 @@ class AcceptShares:
         self.counts = multiprocessing.RawArray(ctypes.c_int, [OUT_OF_ROTATION] * slots)
         # 1: the worker in that slot is handing over to a successor (app/edge/recycling.py)
         self.leaving = multiprocessing.RawArray(ctypes.c_byte, slots)
+        # how many workers the master runs (its num_workers: gunicorn.conf.py's nworkers_changed), and
+        # one more as soon as a worker asks for a successor (before the master has read its signal)
+        self.target = multiprocessing.Value(ctypes.c_int, 0)
 
     def claim(self, taken: set[int]) -> int | None:
         """A slot for a worker about to be forked (out of rotation until it accepts); None: all
@@ -104,6 +107,18 @@ class AcceptShares:
 
     def stay(self, slot: int) -> None:
         self.leaving[slot] = 0
+
+    def expect_one_more(self, configured: int) -> None:
+        """A worker asks the master for a successor: count it now, so that the leaving worker
+        never sees the old count less itself (and leaves without a successor) while the master
+        has not yet read the signal; the master's own count, when it comes, is the same."""
+        with self.target.get_lock():
+            self.target.value = (self.target.value or configured) + 1
+
+    def wanted(self, configured: int) -> int:
+        """How many workers must serve once the leaving ones are gone: the master's count less the
+        workers leaving (``configured`` until the master has said)."""
+        return (self.target.value or configured) - sum(self.leaving[:])
 
     def serving_others(self, slot: int) -> int:
         """How many workers other than ``slot`` are in rotation and not handing over."""
@@ -418,12 +433,16 @@ class GrowlerWorker(UvicornWorker):
         in_rotation = shares is not None and slot is not None
         return MemoryGuard(
             self.max_rss_mb,
-            self.cfg.workers,
+            functools.partial(shares.wanted, self.cfg.workers) if in_rotation else lambda: self.cfg.workers,
             serving_others=functools.partial(shares.serving_others, slot) if in_rotation else None,
             mark_leaving=functools.partial(shares.mark_leaving, slot) if in_rotation else None,
-            ask_successor=ask_master_for_one_more,
+            ask_successor=functools.partial(self.ask_successor, shares) if in_rotation else ask_master_for_one_more,
             successor=self.succeeds,
         )
+
+    def ask_successor(self, shares: AcceptShares) -> None:
+        shares.expect_one_more(self.cfg.workers)
+        ask_master_for_one_more()
 
     async def _serve(self) -> None:
         self.config.app = self.wsgi

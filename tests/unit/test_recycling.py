@@ -19,12 +19,20 @@ class Clock:
 
 
 def guard_on(shares: AcceptShares, slot: int, rss: list[float], asked: list[int], clock: Clock) -> MemoryGuard:
+    """A worker's guard as GrowlerWorker makes it, with the master's count at 2 workers; asking for
+    a successor counts it at once (``expect_one_more``), before the master reads the signal."""
+    shares.target.value = shares.target.value or 2
+
+    def ask() -> None:
+        shares.expect_one_more(2)
+        asked.append(slot)
+
     return MemoryGuard(
         500,
-        2,
+        lambda: shares.wanted(2),
         serving_others=lambda: shares.serving_others(slot),
         mark_leaving=lambda: shares.mark_leaving(slot),
-        ask_successor=lambda: asked.append(slot),
+        ask_successor=ask,
         measure=lambda: rss[0],
         clock=clock,
     )
@@ -44,6 +52,7 @@ def test_a_worker_above_its_limit_leaves_only_once_its_successor_accepts():
     assert guard.hand_over_now() is False  # above it: a successor is asked for, the worker serves on
     assert asked == [0] and shares.is_leaving(0)
     assert shares.serving_others(1) == 0  # the other worker does not count the leaving one
+    assert shares.wanted(2) == 2  # three workers for now, one of them leaving: two must serve
 
     successor = shares.claim({0, 1})  # the master forks it: out of rotation while it boots
     for _ in range(5):
@@ -72,7 +81,12 @@ def test_two_workers_over_the_limit_each_wait_for_a_successor_of_their_own():
 
 def test_no_limit_no_recycling():
     guard = MemoryGuard(
-        0, 2, serving_others=lambda: 0, mark_leaving=lambda: None, ask_successor=lambda: None, measure=lambda: 1e9
+        0,
+        lambda: 2,
+        serving_others=lambda: 0,
+        mark_leaving=lambda: None,
+        ask_successor=lambda: None,
+        measure=lambda: 1e9,
     )
     assert guard.hand_over_now() is False
 
@@ -102,7 +116,7 @@ def test_a_successor_already_above_the_limit_never_hands_over():
     clock = Clock()
     guard = MemoryGuard(
         1,
-        2,
+        lambda: 2,
         serving_others=lambda: 2,
         mark_leaving=lambda: shares.mark_leaving(2),
         ask_successor=lambda: asked.append(2),
