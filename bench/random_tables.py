@@ -98,19 +98,22 @@ def main() -> None:
     from bench.workloads import Plan, run_wrk
 
     quick = os.environ.get("BENCH_QUICK", "") == "1"
+    # BENCH_W13_ENV='{"GROWLER_MAX_WORKER_RSS_MB": "130"}': settings on every line (experiments only)
+    extra = json.loads(os.environ.get("BENCH_W13_ENV") or "{}")
     plan = Plan.make(quick, int(os.environ.get("BENCH_SEED", "7")), 1)
     root = make_root()
     target = GrowlerTarget(root / "growler", int(os.environ.get("GROWLER_WORKERS") or 2))
     target.root.mkdir(parents=True)
     try:
         target.start()
+        target.env.update(extra)
         with httpx.Client(base_url=target.api(), headers=target.headers, timeout=60.0) as client:
             catalog = seed(target, plan, client, bodies)
         work_dir = root / "work"
         work_dir.mkdir()
         for label, result in measure(target, plan, run_wrk, catalog["paths"], work_dir).items():
             keep = ("rps", "latency_ms", "errors", "workers_booted")
-            print(label, json.dumps({k: result[k] for k in keep}), flush=True)
+            print(label, json.dumps({k: result[k] for k in keep}), extra or "", flush=True)
         print("memory", json.dumps(target.memory()), flush=True)
     finally:
         target.stop()
