@@ -260,6 +260,7 @@ class AsyncDatabase:
     ) -> None:
         self.deadline_s = deadline_s
         self.timeout_s = timeout_s
+        self.min_size, self.max_size = min(min_size, max_size), max_size
         self._idle = _IdleCheck()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._opened = False
@@ -296,18 +297,28 @@ class AsyncDatabase:
         that cancellation and wait forever: the loop's shutdown hung.
 
         The pool opens here, before the worker accepts connections; with ``fill`` (PostgreSQL is
-        reachable) it also waits, up to the deadline, for its first connections, so the worker's
-        first reads do not queue behind their opening.
+        reachable) it also opens a connection for each of its slots and waits, up to the deadline,
+        until they are open, so the worker's first reads do not queue behind their opening. Under
+        load a fresh worker's first reads come all at once: with one connection open and the rest
+        opened on demand, one at a time (each a password exchange with PostgreSQL), its first
+        second had tens of milliseconds of tail (issue 40). The connections beyond ``min_size``
+        close again after psycopg_pool's idle time (10 minutes) if the worker has no use for them.
         """
         self._loop = asyncio.get_running_loop()
         self._opened = True
         await self.pool.open(wait=False)
+        if not fill:
+            return
+        if self.max_size > self.min_size:
+            await self.pool.resize(self.max_size, self.max_size)  # opened side by side by the pool's workers
         deadline = time.monotonic() + self.deadline_s
-        while fill and not _filled(self.pool):  # not pool.wait(): on a timeout it closes the pool
+        while not _filled(self.pool):  # not pool.wait(): on a timeout it closes the pool
             if time.monotonic() > deadline:
                 log.info("the asyncio pool is not full yet: it goes on growing on demand")
                 break
             await asyncio.sleep(FILL_POLL_S)
+        if self.max_size > self.min_size:
+            await self.pool.resize(self.min_size, self.max_size)  # idle connections may close again
 
     def serves_running_loop(self) -> bool:
         """True when the pool belongs to the running loop (see ``start``)."""

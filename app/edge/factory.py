@@ -7,6 +7,7 @@ import contextlib
 import gc
 import json
 import logging
+import os
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -393,7 +394,12 @@ async def warm_up(database: Database, async_database: AsyncDatabase, *, ready: b
     if gc.get_freeze_count():  # the process froze its start-up objects (gunicorn.conf.py): these too
         gc.collect()
         gc.freeze()
-    log.info("worker warmed up in %.0f ms", (time.perf_counter() - started) * 1000)
+    log.info(
+        "worker warmed up in %.0f ms (pid %d; %d connections open for reads on the event loop)",
+        (time.perf_counter() - started) * 1000,
+        os.getpid(),
+        async_database.pool.get_stats().get("pool_available", 0),
+    )
 
 
 def build_functions(
