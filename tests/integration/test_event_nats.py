@@ -142,7 +142,8 @@ def test_every_event_reaches_jetstream_through_worker_kills_and_a_nats_restart(
                 if response.status_code == 200:
                     acknowledged.append(response.json()["metadata-location"])
 
-    committers = [threading.Thread(target=commit, args=(table,)) for table in tables]
+    # two committers per table: across the workers they lose compare-and-sets, which the server retries
+    committers = [threading.Thread(target=commit, args=(table,)) for table in tables * 2]
     for thread in committers:
         thread.start()
     try:
