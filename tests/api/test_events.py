@@ -203,6 +203,30 @@ def test_a_commit_whose_connection_broke_has_its_event_exactly_if_it_took_effect
     assert types(everything(client)) == ["create-namespace", "create-table", "update-table"]
 
 
+def test_a_commit_retried_on_the_server_writes_one_event(client, app, monkeypatch):
+    """The first compare-and-set loses (forced: as when another writer got there first), the server
+    retries, and only the winning attempt's transaction writes an event."""
+    client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
+    client.post(tables_url(), json=create_request("t"))
+    service = app.app.extensions["growler.tables"]
+    real_swap = service.repository.swap_metadata
+    attempts = []
+
+    def lose_the_first(swaps, before_commit, events):
+        attempts.append([event.event_id for event in events])
+        if len(attempts) == 1:
+            return False
+        return real_swap(swaps, before_commit=before_commit, events=events)
+
+    monkeypatch.setattr(service.repository, "swap_metadata", lose_the_first)
+    body = {"requirements": [], "updates": [{"action": "set-properties", "updates": {"mine": "1"}}]}
+    assert client.post(table_url("t"), json=body).status_code == 200
+    monkeypatch.undo()
+    assert len(attempts) == 2 and attempts[0] != attempts[1]  # each attempt had its own event
+    updates = [e for e in everything(client) if e["operation"]["operation-type"] == "update-table"]
+    assert [e["event-id"] for e in updates] == attempts[1]  # only the winner's
+
+
 def test_a_failure_after_the_swap_before_the_commit_writes_no_event(client, app, monkeypatch):
     """The metadata file's write fails while the swap waits for it: the transaction rolls back."""
     from app.ground.errors import ServiceUnavailable
