@@ -142,6 +142,16 @@ def renamed(kind: str, source: tuple[tuple[str, ...], str], destination: tuple[t
     return change
 
 
+# -- the recycle bin (issue 35) -------------------------------------------------------------
+
+
+def bin_change(action: str, kind: str, namespace: tuple[str, ...], name: str | None, **fields: Any) -> Change:
+    """An undrop, expiry or purge of a recycle-bin unit (a table, a view or a namespace with
+    everything under it): a custom operation ``x-<action>-<kind>``, the proposal having no type."""
+    where = {"identifier": identifier(namespace, name)} if name is not None else {"namespace": list(namespace)}
+    return Change("custom", kind, {"custom-type": f"x-{action}-{kind}", **where, **fields}, namespace, name)
+
+
 # -- management ---------------------------------------------------------------------------
 
 

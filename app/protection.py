@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.authorization import Authorizer
+from app.change_events import management_events
 from app.deletion import protection_changed
 from app.ground.errors import BadRequest, NoSuchWarehouse, NotFound
 from app.management_rights import ManagementRights, rules_securable
@@ -49,7 +50,8 @@ class ProtectionService(ManagementRights):
         target = {"warehouse": warehouse_name, **mark_view(ProtectionMark(stored.type, stored.namespace, stored.name))}
         self.require_privilege(action, target, Privilege.MANAGE_GRANTS, rules_securable(stored))
         warehouse = self._warehouse(warehouse_name)
-        self.marks_rows.set_mark(warehouse.id, stored.type, stored.namespace, stored.name, protected)
+        events = management_events(f"x-{action}", target)
+        self.marks_rows.set_mark(warehouse.id, stored.type, stored.namespace, stored.name, protected, events=events)
         if stored.type == "warehouse":
             self.warehouses.invalidate()
         protection_changed(action, stored.type, target)

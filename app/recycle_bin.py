@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from app import change_events
 from app.authorization import Authorizer
 from app.deletion import HARD, SOFT, bin_drop, is_soft, recorded, refusals_counted
 from app.ground.errors import BadRequest, NoSuchWarehouse, NotFound, PurgeStarted
@@ -99,7 +100,10 @@ class RecycleBinService(ManagementRights):
         if moved:
             back = BinUnitRow(**{**unit.__dict__, "namespace": namespace, "name": name})
             self.require_privilege("undrop", target, Privilege.UNDROP, _home(warehouse_name, back))
-        restored = self.repository.undrop_unit(warehouse.id, unit_id, namespace, name)
+        events = change_events.events_of(
+            warehouse.id, [change_events.bin_change("undrop", unit.kind, namespace, name, origin=list(unit.namespace))]
+        )
+        restored = self.repository.undrop_unit(warehouse.id, unit_id, namespace, name, events=events)
         recorded(
             "undrop",
             unit.kind,
@@ -116,7 +120,10 @@ class RecycleBinService(ManagementRights):
         unit = self.repository.bin_unit(warehouse.id, unit_id)
         if unit is None:
             raise NotFound(f"Nothing in the bin of warehouse {warehouse_name} with id {unit_id}")
-        if not self.repository.start_purge(warehouse.id, unit_id, self._plans(unit.id), due_only=False):
+        events = change_events.events_of(
+            warehouse.id, [change_events.bin_change("purge", unit.kind, unit.namespace, unit.name, purge=True)]
+        )
+        if not self.repository.start_purge(warehouse.id, unit_id, self._plans(unit.id), due_only=False, events=events):
             current = self.repository.bin_unit(warehouse.id, unit_id)
             if current is None:
                 raise NotFound(f"Nothing in the bin of warehouse {warehouse_name} with id {unit_id}")
@@ -138,13 +145,19 @@ class RecycleBinService(ManagementRights):
         namespace = check_namespace(list(namespace))
         warehouse = self._warehouse(warehouse_name)
         with refusals_counted("namespace"):
-            unit = self.repository.bin_namespace(warehouse.id, namespace, bin_drop(warehouse, purge))
+            dropped = change_events.namespace_change("drop-namespace", namespace, recursive=True, purge=purge)
+            unit = self.repository.bin_namespace(
+                warehouse.id,
+                namespace,
+                bin_drop(warehouse, purge),
+                events=change_events.events_of(warehouse.id, [dropped]),
+            )
         assert unit is not None
         if is_soft(warehouse):
             recorded("drop", "namespace", SOFT, target)
             return unit
         plans = self._plans(unit.id) if purge else []
-        self.repository.start_purge(warehouse.id, unit.id, plans, due_only=False)
+        self.repository.start_purge(warehouse.id, unit.id, plans, due_only=False, events=())  # its event: the drop's
         if plans:
             self.purge_requested.set()
         recorded("drop", "namespace", HARD, target)
@@ -156,7 +169,9 @@ class RecycleBinService(ManagementRights):
         expired = 0
         for unit in self.repository.due_units(limit):
             plans = self._plans(unit.id) if unit.purge_requested else []
-            if self.repository.start_purge(unit.warehouse_id, unit.id, plans, due_only=True):
+            expiry = change_events.bin_change("expire", unit.kind, unit.namespace, unit.name, purge=bool(plans))
+            events = change_events.events_of(unit.warehouse_id, [expiry])
+            if self.repository.start_purge(unit.warehouse_id, unit.id, plans, due_only=True, events=events):
                 expired += 1
                 target = {"id": unit.id, "namespace": list(unit.namespace), "name": unit.name, "purge": bool(plans)}
                 recorded("expire", unit.kind, SOFT, target)

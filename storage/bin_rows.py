@@ -142,9 +142,12 @@ class BinRows:
             record_events(conn, events(EntryRow(**row)))
         return EntryRow(**row)
 
-    def bin_namespace(self, warehouse_id: int, path: tuple[str, ...], drop: BinDrop) -> BinUnitRow:
+    def bin_namespace(
+        self, warehouse_id: int, path: tuple[str, ...], drop: BinDrop, *, events: Sequence[ChangeEvent]
+    ) -> BinUnitRow:
         """A recursive drop: the namespace, its nested namespaces and every table, view and
-        function in them leave as one unit, with their grants. NoSuchNamespace; ``Protected``."""
+        function in them leave as one unit, with their grants and the drop's ``events``.
+        NoSuchNamespace; ``Protected``."""
         with self.db.transaction() as conn:
             spaces = conn.execute(
                 "SELECT id, path FROM namespace WHERE warehouse_id = %s AND path[1:%s] = %s ORDER BY path FOR UPDATE",
@@ -183,6 +186,7 @@ class BinRows:
             for depth in sorted({len(row["path"]) for row in spaces}, reverse=True):  # children first (RESTRICT)
                 level = [row["id"] for row in spaces if len(row["path"]) == depth]
                 conn.execute("DELETE FROM namespace WHERE id = ANY(%s)", (level,))
+            record_events(conn, events)
             return self._unit(conn, warehouse_id, unit)
 
     # -- reading the bin -------------------------------------------------------------------
@@ -229,9 +233,17 @@ class BinRows:
 
     # -- out of the bin --------------------------------------------------------------------
 
-    def undrop_unit(self, warehouse_id: int, unit_id: int, namespace: tuple[str, ...], name: str | None) -> BinUnitRow:
+    def undrop_unit(
+        self,
+        warehouse_id: int,
+        unit_id: int,
+        namespace: tuple[str, ...],
+        name: str | None,
+        *,
+        events: Sequence[ChangeEvent],
+    ) -> BinUnitRow:
         """Bring a unit back, at ``namespace`` (an entry's namespace, a namespace unit's new path)
-        and ``name`` (entries), in one transaction, with its ids and grants.
+        and ``name`` (entries), in one transaction, with its ids, grants and the undrop's ``events``.
 
         NotFound (not in the bin), PurgeStarted, NoSuchNamespace (the target's namespace or parent
         is missing), AlreadyExists (the name is taken): nothing written.
@@ -256,6 +268,7 @@ class BinRows:
                 what = ".".join((*namespace, name)) if name is not None else ".".join(namespace)
                 raise AlreadyExists(f"Cannot undrop {unit_id}: {what} already exists") from exc
             conn.execute("DELETE FROM bin_unit WHERE id = %s", (unit_id,))
+            record_events(conn, events)
         assert before is not None
         return before
 
@@ -329,9 +342,17 @@ class BinRows:
 
     # -- purge and expiry ------------------------------------------------------------------
 
-    def start_purge(self, warehouse_id: int, unit_id: int, plans: list[PurgePlan], *, due_only: bool) -> bool:
-        """Forget a unit, queueing a purge job for each of ``plans`` (its tables whose files go):
-        those stay in the bin, owning their locations, until their purge finished; the rest of
+    def start_purge(
+        self,
+        warehouse_id: int,
+        unit_id: int,
+        plans: list[PurgePlan],
+        *,
+        due_only: bool,
+        events: Sequence[ChangeEvent],
+    ) -> bool:
+        """Forget a unit, with ``events``, queueing a purge job for each of ``plans`` (its tables whose
+        files go): those stay in the bin, owning their locations, until their purge finished; the rest of
         the unit goes now. ``due_only``: only when its retention ended. False when the unit is
         gone, already purging, or (``due_only``) not due: nothing written."""
         with self.db.transaction() as conn:
@@ -356,4 +377,5 @@ class BinRows:
                 conn.execute("UPDATE bin_unit SET purging_since = now() WHERE id = %s", (unit_id,))
             else:
                 conn.execute("DELETE FROM bin_unit WHERE id = %s", (unit_id,))
+            record_events(conn, events)
         return True

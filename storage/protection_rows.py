@@ -8,6 +8,7 @@ property would not do, since any writer may change properties.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ import psycopg
 
 from app.ground.errors import NoSuchNamespace, NotFound, Protected
 from storage.db import Database
+from storage.events import ChangeEvent, record_events
 
 
 @dataclass(frozen=True)
@@ -103,9 +105,16 @@ class ProtectionRows:
         self.db = db
 
     def set_mark(
-        self, warehouse_id: int, kind: str, namespace: tuple[str, ...], name: str | None, protected: bool
+        self,
+        warehouse_id: int,
+        kind: str,
+        namespace: tuple[str, ...],
+        name: str | None,
+        protected: bool,
+        *,
+        events: Sequence[ChangeEvent],
     ) -> None:
-        """Set or clear one mark; NotFound when the thing does not exist."""
+        """Set or clear one mark, with its ``events``; NotFound when the thing does not exist."""
         with self.db.transaction() as conn:
             if kind == "warehouse":
                 cursor = conn.execute("UPDATE warehouse SET protected = %s WHERE id = %s", (protected, warehouse_id))
@@ -124,6 +133,7 @@ class ProtectionRows:
                 )
             if cursor.rowcount == 0:
                 raise NotFound(f"{kind.capitalize()} does not exist: {_dotted((*namespace, name or ''))}")
+            record_events(conn, events)
 
     def marks(self, warehouse_id: int) -> list[ProtectionMark]:
         """Every mark in the warehouse, the warehouse's own first."""

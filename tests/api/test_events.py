@@ -347,3 +347,37 @@ def test_management_changes_are_recorded_on_the_installation_stream(client, db):
         ("x-delete-role", {"role": role}),
     ]
     assert feed(client)["events"] == []  # not served by a warehouse's feed
+
+
+def test_the_recycle_bin_and_protection_record_their_changes(client, db):
+    """A soft drop, an undrop under a new name, a recursive namespace drop, an administrator's
+    purge and protection marks each write their event with the change (issue 35 on issue 36)."""
+    from tests.api.bin_support import protect, undrop, unit_of, unprotect
+
+    assert client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]}).status_code == 200
+    assert client.post(tables_url(), json=create_request("t")).status_code == 200
+    assert client.delete(table_url("t")).status_code == 204
+    assert undrop(client, unit_of(client, "t")["id"], name="t2").status_code == 200
+    assert client.post(f"{PREFIX}/namespaces", json={"namespace": ["db", "inner"]}).status_code == 200
+    dropped = client.delete(f"/management/v1/warehouses/{WAREHOUSE}/namespaces/db", params={"recursive": "true"})
+    assert dropped.status_code == 200, dropped.text
+    assert client.delete(f"/management/v1/warehouses/{WAREHOUSE}/bin/{dropped.json()['id']}").status_code == 204
+
+    operations = [event["operation"] for event in everything(client)]
+    kinds = [(o["operation-type"], o.get("custom-type")) for o in operations]
+    assert kinds[-5:] == [
+        ("drop-table", None),
+        ("custom", "x-undrop-table"),
+        ("create-namespace", None),
+        ("drop-namespace", None),
+        ("custom", "x-purge-namespace"),
+    ]
+    assert operations[-4]["identifier"] == {"namespace": ["db"], "name": "t2"}
+    assert operations[-4]["origin"] == ["db"]
+    assert operations[-2]["recursive"] is True
+
+    stream = "SELECT operation->>'custom-type' FROM change_event WHERE stream = 0 ORDER BY position"
+    db.execute("DELETE FROM change_event WHERE stream = 0")
+    assert protect(client, "warehouse").status_code == 204
+    assert unprotect(client, "warehouse").status_code == 204
+    assert [row[0] for row in db.execute(stream).fetchall()] == ["x-protect", "x-unprotect"]
