@@ -78,7 +78,8 @@ class ManagementService(ManagementRights):
         who = self.require_principal_maker("create-principal", {"principal": name, "admin": admin}, admin)
         if not CLIENT_ID.match(name):
             raise BadRequest(f"Invalid principal name {name!r}: letters, digits, '.', '_', '@', '-', at most 128")
-        credential = self.principals.create(name, is_admin=admin)
+        events = management_events("x-create-principal", {"principal": name, "admin": admin})
+        credential = self.principals.create(name, is_admin=admin, events=events)
         if credential is None:
             raise AlreadyExists(f"Principal already exists: {name}")
         self._changed("create-principal", who, {"principal": name, "admin": admin})
@@ -99,7 +100,8 @@ class ManagementService(ManagementRights):
 
     def rotate_principal(self, name: str) -> Credential:
         who = self.require_self_or_admin("rotate-principal", {"principal": name}, name)
-        credential = self.principals.rotate(name) if CLIENT_ID.match(name) else None
+        events = management_events("x-rotate-principal", {"principal": name})  # never the secret
+        credential = self.principals.rotate(name, events=events) if CLIENT_ID.match(name) else None
         if credential is None:
             raise NoSuchPrincipal(f"Principal does not exist: {name}")
         self._changed("rotate-principal", who, {"principal": name})
@@ -109,7 +111,8 @@ class ManagementService(ManagementRights):
         who = self.require_admin("delete-principal", {"principal": name}, "delete principals")
         if who is not None and name == who:
             raise BadRequest("A principal cannot delete itself")
-        if not (CLIENT_ID.match(name) and self.principals.delete(name)):
+        events = management_events("x-delete-principal", {"principal": name})
+        if not (CLIENT_ID.match(name) and self.principals.delete(name, events=events)):
             raise NoSuchPrincipal(f"Principal does not exist: {name}")
         self._changed("delete-principal", who, {"principal": name})
 

@@ -348,6 +348,19 @@ def test_management_changes_are_recorded_on_the_installation_stream(client, db):
     ]
     assert feed(client)["events"] == []  # not served by a warehouse's feed
 
+    db.execute("DELETE FROM change_event WHERE stream = 0")
+    name = f"feed-{uuid.uuid4().hex[:8]}"
+    created = client.post("/management/v1/principals", json={"name": name})
+    assert created.status_code == 201, created.text
+    assert client.post(f"/management/v1/principals/{name}/rotate").status_code == 200
+    assert client.delete(f"/management/v1/principals/{name}").status_code == 204
+    recorded = db.execute("SELECT operation::text FROM change_event WHERE stream = 0 ORDER BY position").fetchall()
+    assert db.execute(stream + " ORDER BY position").fetchall() == [
+        ("x-create-principal", {"principal": name, "admin": False}),
+        ("x-rotate-principal", {"principal": name}),
+        ("x-delete-principal", {"principal": name}),
+    ] and not any(created.json()["client-secret"] in row[0] for row in recorded)
+
 
 def test_the_recycle_bin_and_protection_record_their_changes(client, db):
     """A soft drop, an undrop under a new name, a recursive namespace drop, an administrator's
