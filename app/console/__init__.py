@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Flask
 
-from app.console import admin, csrf, pages, tables
+from app.console import admin, csrf, extras, pages, tables
 from app.console.common import NAV_EXTENSIONS, install_context
 
 __all__ = ["NAV_EXTENSIONS", "blueprint", "install"]
@@ -26,6 +26,7 @@ install_context(blueprint)
 pages.register(blueprint)
 tables.register(blueprint)
 admin.register(blueprint)
+extras.register(blueprint)
 
 
 def install(flask_app: Flask) -> None:
