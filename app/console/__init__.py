@@ -7,8 +7,10 @@ verified. Pages work without JavaScript; the charts use uPlot, vendored under st
 Extension points (app/console/common.py): the navigation shows an entry for each optional part
 whose service the app factory put into ``flask_app.extensions`` (``NAV_EXTENSIONS``: the recycle
 bin, events, maintenance), and a table's page a section for each in ``TABLE_SECTIONS``; a feature
-registers its views on ``blueprint`` (endpoint names as listed), adds its template under
-templates/console/ and its service, and its entry appears. Nothing shows while a service is absent.
+registers its views on ``blueprint`` (endpoint names as listed) and a section's loader in
+``SECTION_LOADERS``, adds its template under templates/console/ and its service, and its entry
+appears. Nothing shows while a service is absent, nor a section the caller may not read
+(app/console/extras.py: the recycle bin page, a table's events and health).
 """
 
 from __future__ import annotations
