@@ -371,6 +371,16 @@ def test_the_bin_lists_a_dropped_table_and_undrop_brings_it_back(browser, app) -
     loaded = admin.get(f"{PREFIX}/namespaces/binned/tables/gone")
     assert loaded.status_code == 200 and loaded.json()["metadata"]["table-uuid"] == created["metadata"]["table-uuid"]
     assert 'id="bin-empty"' in browser.get("/ui/bin", params={"warehouse": "test"}).text
+    # dropped again, its name taken meanwhile: the form brings it back under a new name
+    assert admin.delete(f"{PREFIX}/namespaces/binned/tables/gone").status_code == 204
+    make_table(admin, ["binned"], "gone")
+    page = browser.get("/ui/bin", params={"warehouse": "test"})
+    unit = re.search(r'id="unit-(\d+)"', page.text).group(1)
+    form = {"confirm": "yes", "csrf": csrf_of(page.text), "namespace": "binned", "name": "gone_before"}
+    moved = browser.post(f"/ui/bin/test/{unit}/undrop", data=form, follow_redirects=False)
+    assert moved.status_code == 303 and "name=gone_before" in moved.headers["location"]
+    loaded = admin.get(f"{PREFIX}/namespaces/binned/tables/gone_before").json()
+    assert loaded["metadata"]["table-uuid"] == created["metadata"]["table-uuid"]
 
 
 def test_a_principal_without_undrop_neither_sees_nor_uses_the_bin(app, principals, clean_catalog) -> None:
