@@ -19,6 +19,7 @@ from app.authorization import Authorizer
 from app.ground.callers import current_principal
 from app.ground.errors import BadRequest, NotFound
 from app.ground.events import audit
+from app.ground.lru import LruCache
 from app.maintenance_files import current_shape
 from app.maintenance_runs import MaintenanceExecutor
 from app.management import parse_securable, securable_view
@@ -34,6 +35,10 @@ MAX_RUNS_LISTED = 100
 MAX_PARTITIONS_SHOWN = 1000
 DUE_BATCH = 20
 RUN_RETENTION_S = 30 * 86_400  # recorded runs are kept 30 days
+# The current snapshot's shape by (metadata location, target file size): a metadata file never
+# changes, so neither do the manifests it points to; a health report (the console shows one on
+# every table page) reads them once per worker and metadata version, not per request.
+SHAPES: LruCache[tuple[str, int], dict[str, Any]] = LruCache(64)
 
 
 class MaintenanceService(ManagementRights):
@@ -116,7 +121,12 @@ class MaintenanceService(ManagementRights):
             plan = policy_rules.plan_expiry(metadata, policy_rules.ExpirySettings.of(expiry), now_ms)
             expirable = len(plan.snapshot_ids)
         target = policy_rules.target_file_size(policies.get(policy_rules.DATA_COMPACTION), metadata.properties)
-        shape = current_shape(self.executor.reachable(table), metadata, target, policy_rules.SMALL_FILE_SHARE)
+        key = (row.metadata_location or "", target)
+        shape = SHAPES.get(key) if row.metadata_location else None
+        if shape is None:  # every manifest of the current snapshot read: once per metadata file
+            shape = current_shape(self.executor.reachable(table), metadata, target, policy_rules.SMALL_FILE_SHARE)
+            if row.metadata_location:
+                SHAPES.put(key, shape)
         partitions = shape["partitions"]
         totals = {key: sum(getattr(p, key) for p in partitions.values()) for key in ("data_files", "delete_files")}
         small = sum(p.small_data_files for p in partitions.values())

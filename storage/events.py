@@ -126,10 +126,13 @@ class EventQuery:
     name_prefixes: tuple[tuple[str, ...], ...] = field(default_factory=tuple)
 
 
-_SELECT = (
+_COLUMNS = (
     "SELECT stream, position, event_id::text AS event_id, request_id, request_event_count, created_at,"
     " operation_type, object_type, namespace, name, object_uuid::text AS object_uuid, actor, operation"
-    " FROM change_event WHERE stream = %(stream)s AND position > %(after)s AND position <= %(end)s"
+    " FROM change_event"
+)
+_SELECT = (
+    _COLUMNS + " WHERE stream = %(stream)s AND position > %(after)s AND position <= %(end)s"
     " AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)"
     " AND (cardinality(%(operations)s::text[]) = 0 OR operation_type = ANY(%(operations)s))"
     " AND (cardinality(%(objects)s::text[]) = 0 OR object_type = ANY(%(objects)s))"
@@ -170,6 +173,21 @@ class EventRows:
             rows = conn.cursor(row_factory=dict_row).execute(_SELECT, params).fetchall()
         covered = rows[-1]["position"] if len(rows) == query.limit else max(query.after, params["end"])
         return [StoredEvent(**row) for row in rows], covered
+
+    def latest_of(self, stream: int, object_uuid: str, limit: int, window: int) -> list[StoredEvent]:
+        """One object's newest events, newest first, among the stream's last ``window`` positions
+        (the console's timeline: bounded work whatever the stream's length, walking the primary
+        key backwards; no index on the uuid, so the window is what bounds the scan)."""
+        sql = (
+            _COLUMNS + " WHERE stream = %(stream)s AND position > %(floor)s"
+            " AND object_uuid = %(uuid)s::uuid ORDER BY position DESC LIMIT %(limit)s"
+        )
+        with self.db.connection() as conn:
+            end = conn.execute("SELECT last_position FROM event_stream WHERE stream = %s", (stream,)).fetchone()
+            floor = max((end["last_position"] if end else 0) - window, 0)
+            params = {"stream": stream, "floor": floor, "uuid": object_uuid, "limit": limit}
+            rows = conn.cursor(row_factory=dict_row).execute(sql, params).fetchall()
+        return [StoredEvent(**row) for row in rows]
 
     def pruned_through(self, stream: int) -> int:
         """The last position retention deleted (0: none): a token before it may have missed events."""

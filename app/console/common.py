@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from flask import Blueprint, current_app, render_template, request, url_for
@@ -9,7 +10,7 @@ from werkzeug.exceptions import HTTPException
 
 from app.authorization import Authorizer
 from app.console import csrf
-from app.edge.context import AUTHORIZER, MANAGEMENT, NAMESPACES, TABLES, VIEWS
+from app.edge.context import AUTHORIZER, EVENTS, MAINTENANCE, MANAGEMENT, NAMESPACES, RECYCLE_BIN, TABLES, VIEWS
 from app.ground.callers import current_principal
 from app.ground.errors import BadRequest, CatalogError
 from app.ground.text import UNIT_SEPARATOR
@@ -22,17 +23,19 @@ from app.views import ViewService
 # Optional parts built elsewhere (issue 38, item 5): (extension key, endpoint, label). The entry
 # shows when the app factory put a service under that key and the endpoint exists.
 NAV_EXTENSIONS: list[tuple[str, str, str]] = [
-    ("growler.recycle_bin", "console.recycle_bin", "Recycle bin"),
-    ("growler.events", "console.events", "Events"),
-    ("growler.maintenance", "console.maintenance", "Maintenance"),
+    (RECYCLE_BIN, "console.recycle_bin", "Recycle bin"),
+    (EVENTS, "console.events", "Events"),
+    (MAINTENANCE, "console.maintenance", "Maintenance"),
 ]
 # Sections other parts add to a table's page (the change events timeline, health and maintenance
 # runs, protection marks): (extension key, template, heading). A section shows when the app
-# factory put a service under its key; its template gets the page's context plus ``service``.
+# factory put a service under its key and its loader (``SECTION_LOADERS``, filled by the part's
+# module: app/console/extras.py) gives data the caller may read; its template gets ``data``.
 TABLE_SECTIONS: list[tuple[str, str, str]] = [
-    ("growler.events", "console/table_events.html", "Change events"),
-    ("growler.maintenance", "console/table_maintenance.html", "Health and maintenance"),
+    (EVENTS, "console/table_events.html", "Change events"),
+    (MAINTENANCE, "console/table_maintenance.html", "Health and maintenance"),
 ]
+SECTION_LOADERS: dict[str, Callable[[Any, Any], Any]] = {}
 PAGE_SIZE = 100
 
 
@@ -87,15 +90,6 @@ def size_arg() -> int:
 def page_arg() -> str:
     """The page token of a listing (the empty string starts paging)."""
     return request.args.get("page") or ""
-
-
-def table_sections() -> list[tuple[str, str, object]]:
-    """The table page's extra sections whose service is there: (heading, template, service)."""
-    return [
-        (heading, template, current_app.extensions[key])
-        for key, template, heading in TABLE_SECTIONS
-        if key in current_app.extensions
-    ]
 
 
 def install_context(blueprint: Blueprint) -> None:

@@ -7,7 +7,8 @@ import json
 from flask import Blueprint, current_app, render_template, request, url_for
 
 from app.console import table_model as model
-from app.console.common import name_arg, ns_arg, ns_param, table_sections, tables, views
+from app.console.common import name_arg, ns_arg, ns_param, tables, views
+from app.console.extras import TableAt, table_sections
 from app.edge.context import PREVIEWS
 from app.ground.errors import BadRequest
 from app.ground.lru import LruCache
@@ -70,7 +71,7 @@ def table(warehouse: str) -> str:
         when=model.when,
         preview_url=url_for("console.preview", warehouse=warehouse, ns=ns_param(levels), name=name),
         snippets=_snippets(warehouse, levels, name),
-        sections=table_sections(),
+        sections=table_sections(TableAt(warehouse, levels, name, page.metadata.get("table-uuid"))),
     )
 
 

@@ -87,8 +87,9 @@ def test_sign_in_sets_a_strict_session_cookie_and_sign_out_ends_it(app, clean_ca
     home = client.get("/ui/")
     assert home.status_code == 200 and TEST_CLIENT_ID in home.text and ">test<" in home.text
     assert "Content-Security-Policy" in home.headers and home.headers["Cache-Control"] == "no-store"
-    # the parts built elsewhere (recycle bin, events, maintenance) show no entry while absent
-    assert "Recycle bin" not in home.text and "Maintenance" not in home.text
+    # the parts not built (events and maintenance pages) show no entry; the recycle bin has one
+    assert "Recycle bin" in home.text
+    assert "Maintenance" not in home.text
     # behind TLS (a proxy saying so), the cookie is Secure
     # (the test client keeps Secure cookies for https only: it talks https to the app, as a proxy would)
     tls = sign_in(app.anonymous_client(base_url="https://testserver"), **{"X-Forwarded-Proto": "https"})
@@ -346,3 +347,78 @@ def test_warehouses_are_made_and_deleted_from_the_admin_page_never_showing_keys(
     gone = browser.post(f"/ui/admin/warehouses/{name}/delete", data={"csrf": token, "confirm": "yes"})
     assert gone.status_code == 200 and f"<td>{name}</td>" not in gone.text
     assert app.test_client().get(f"{MANAGEMENT}/warehouses/{name}").status_code == 404
+
+
+def test_the_bin_lists_a_dropped_table_and_undrop_brings_it_back(browser, app) -> None:
+    admin = app.test_client()
+    created = make_table(admin, ["binned"], "gone")
+    assert admin.delete(f"{PREFIX}/namespaces/binned/tables/gone").status_code == 204
+    assert "Recycle bin" in browser.get("/ui/").text
+    assert 'href="/ui/bin?warehouse=test"' in browser.get("/ui/bin").text
+    page = browser.get("/ui/bin", params={"warehouse": "test", "namespace": "binned"})
+    assert page.status_code == 200 and ">binned.gone<" in page.text
+    assert "test-admin" in page.text and created["metadata-location"] in page.text
+    unit = re.search(r'id="unit-(\d+)"', page.text).group(1)
+    other = browser.get("/ui/bin", params={"warehouse": "test", "namespace": "elsewhere"})
+    assert other.status_code == 200 and 'id="bin-empty"' in other.text
+    # without a valid CSRF token, or unconfirmed: refused, still in the bin
+    url = f"/ui/bin/test/{unit}/undrop"
+    for data in ({"confirm": "yes"}, {"confirm": "yes", "csrf": "0" * 64}, {"csrf": csrf_of(page.text)}):
+        assert browser.post(url, data=data, follow_redirects=False).status_code == 400
+    assert admin.get(f"{PREFIX}/namespaces/binned/tables/gone").status_code == 404
+    back = browser.post(url, data={"confirm": "yes", "csrf": csrf_of(page.text)}, follow_redirects=False)
+    assert back.status_code == 303 and back.headers["location"].startswith("/ui/w/test/table?ns=binned&name=gone")
+    loaded = admin.get(f"{PREFIX}/namespaces/binned/tables/gone")
+    assert loaded.status_code == 200 and loaded.json()["metadata"]["table-uuid"] == created["metadata"]["table-uuid"]
+    assert 'id="bin-empty"' in browser.get("/ui/bin", params={"warehouse": "test"}).text
+    # dropped again, its name taken meanwhile: the form brings it back under a new name
+    assert admin.delete(f"{PREFIX}/namespaces/binned/tables/gone").status_code == 204
+    make_table(admin, ["binned"], "gone")
+    page = browser.get("/ui/bin", params={"warehouse": "test"})
+    unit = re.search(r'id="unit-(\d+)"', page.text).group(1)
+    form = {"confirm": "yes", "csrf": csrf_of(page.text), "namespace": "binned", "name": "gone_before"}
+    moved = browser.post(f"/ui/bin/test/{unit}/undrop", data=form, follow_redirects=False)
+    assert moved.status_code == 303 and "name=gone_before" in moved.headers["location"]
+    loaded = admin.get(f"{PREFIX}/namespaces/binned/tables/gone_before").json()
+    assert loaded["metadata"]["table-uuid"] == created["metadata"]["table-uuid"]
+
+
+def test_a_principal_without_undrop_neither_sees_nor_uses_the_bin(app, principals, clean_catalog) -> None:
+    admin = app.test_client()
+    make_table(admin, ["binned"], "kept_out")
+    assert admin.delete(f"{PREFIX}/namespaces/binned/tables/kept_out").status_code == 204
+    page = app.test_client().get(f"{MANAGEMENT}/warehouses/test/bin").json()
+    (unit,) = [u["id"] for u in page["units"] if u["name"] == "kept_out"]
+    caller = principals.new("binless")
+    principals.grant(caller, "read", "namespace", "test", ["binned"])
+    secret = principals.admin.post(f"{MANAGEMENT}/principals/{caller.name}/rotate").json()["client-secret"]
+    client = app.anonymous_client()
+    assert sign_in(client, caller.name, secret).status_code == 303
+    refused = client.get("/ui/bin", params={"warehouse": "test"})
+    assert refused.status_code == 403 and "kept_out" not in refused.text
+    token = csrf_of(client.get("/ui/").text)
+    used = client.post(f"/ui/bin/test/{unit}/undrop", data={"confirm": "yes", "csrf": token})
+    assert used.status_code == 403 and "kept_out" not in used.text
+    assert admin.get(f"{PREFIX}/namespaces/binned/tables/kept_out").status_code == 404
+    # the same grant as the API's: with undrop on the namespace, it lists and undrops
+    principals.grant(caller, "undrop", "namespace", "test", ["binned"])
+    principals.settle()
+    assert ">binned.kept_out<" in client.get("/ui/bin", params={"warehouse": "test", "namespace": "binned"}).text
+    assert client.post(f"/ui/bin/test/{unit}/undrop", data={"confirm": "yes", "csrf": token}).status_code == 200
+    assert admin.get(f"{PREFIX}/namespaces/binned/tables/kept_out").status_code == 200
+
+
+def test_a_table_page_shows_its_own_events_newest_first_and_its_health(browser, app) -> None:
+    admin = app.test_client()
+    make_table(admin, ["evented"], "mine")
+    make_table(admin, ["evented"], "theirs")
+    body = {"requirements": [], "updates": [{"action": "set-properties", "updates": {"owner": "ops"}}]}
+    assert admin.post(f"{PREFIX}/namespaces/evented/tables/mine", json=body).status_code == 200
+    page = browser.get("/ui/w/test/table", params={"ns": "evented", "name": "mine"})
+    assert page.status_code == 200
+    timeline = re.search(r'id="table-events".*?</table>', page.text, re.S).group(0)
+    assert re.findall(r'class="event-op">([^<]+)<', timeline) == ["update-table", "create-table"]
+    assert "set-properties" in timeline and "test-admin" in timeline
+    health = re.search(r'id="table-health".*?</dl>', page.text, re.S).group(0)
+    assert "Snapshots</dt><dd>0 (0 expirable now)" in health
+    assert "No maintenance run yet." in page.text and 'id="recommendations"' in page.text

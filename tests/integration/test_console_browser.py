@@ -3,9 +3,9 @@ with PostgreSQL and S3, data written by PyIceberg.
 
 One browser session walks the whole story (a browser start costs a second or two): sign in,
 warehouse -> namespace -> table, the schema, a chart with one point per snapshot, two snapshots
-compared, the preview equal to the rows written, a view, the admin page, sign out; axe-core
-(vendored: tests/integration/vendor) checks each main page for serious or critical
-accessibility violations. Screenshots go to ``.test-artifacts/console/`` (GROWLER_TEST_ARTIFACTS
+compared, the preview equal to the rows written, a view, a table undropped from the recycle bin,
+the admin page, sign out; axe-core (vendored: tests/integration/vendor) checks each main page
+for serious or critical accessibility violations. Screenshots go to ``.test-artifacts/console/`` (GROWLER_TEST_ARTIFACTS
 to move them); with GROWLER_CONSOLE_SCREENSHOTS_TO_DOCS=1 the README's two are refreshed in docs/.
 """
 
@@ -234,6 +234,21 @@ def test_the_console_in_a_browser(server, clean_catalog, browser, artifacts) -> 
     sql = wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "code.sql")))
     assert sql.text == "SELECT id FROM shop.sales.orders WHERE amount > 10"
     accessible("view")
+
+    # undrop a table: dropped through the API, back from the bin page's confirmed form, same uuid
+    catalog = RestCatalog("growler", uri=server.url, warehouse=server.warehouse, credential=TEST_CREDENTIAL)
+    dropped = catalog.create_table((*NS, "old_orders"), Schema(NestedField(1, "id", LongType(), required=False)))
+    catalog.drop_table((*NS, "old_orders"))
+    browser.find_element(By.LINK_TEXT, "Recycle bin").click()
+    wait.until(ec.presence_of_element_located((By.ID, "bin-warehouses"))).find_element(
+        By.LINK_TEXT, server.warehouse
+    ).click()
+    unit = wait.until(ec.presence_of_element_located((By.XPATH, "//tr[td='shop.sales.old_orders']")))
+    accessible("bin")
+    unit.find_element(By.CSS_SELECTOR, "input[name=confirm]").click()
+    unit.find_element(By.CSS_SELECTOR, "form.undrop button").click()
+    assert "old_orders" in wait.until(ec.presence_of_element_located((By.TAG_NAME, "h1"))).text
+    assert catalog.load_table((*NS, "old_orders")).metadata.table_uuid == dropped.metadata.table_uuid
 
     # the admin page (the test admin may manage), then sign out
     browser.find_element(By.LINK_TEXT, "Admin").click()
