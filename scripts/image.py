@@ -49,6 +49,8 @@ def ensure_wheels() -> Path:
     stamp = WHEELS / f".complete-{digest}"
     if stamp.exists():
         return WHEELS
+    if WHEELS.is_symlink():  # a link to another checkout's cache: leave that one alone
+        WHEELS.unlink()
     shutil.rmtree(WHEELS, ignore_errors=True)
     WHEELS.mkdir(parents=True)
     _run(

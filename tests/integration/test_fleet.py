@@ -301,6 +301,13 @@ def test_purges_run_once_across_instances(fleet, services):
     for index in range(6):
         dropped = httpx.delete(_table_url(fleet.url, fleet, namespace, f"p{index}"), params={"purgeRequested": "true"})
         assert dropped.status_code == 204
+    # the default soft policy keeps them in the recycle bin until their retention ends: an
+    # administrator's purge queues each now (through nginx too)
+    bin_url = f"{fleet.url}/management/v1/warehouses/{fleet.warehouse}/bin"
+    units = httpx.get(bin_url, params={"namespace": namespace}, timeout=30).json()["units"]
+    assert sorted(unit["name"] for unit in units) == [f"p{index}" for index in range(6)]
+    for unit in units:
+        assert httpx.delete(f"{bin_url}/{unit['id']}", timeout=30).status_code == 204
     store = S3ObjectStore(fleet.settings.s3)
 
     def purged() -> bool:
