@@ -36,7 +36,9 @@ def render_site(upstream: str | list[str], port: int, log_dir: Path) -> str:
     """deploy/nginx.conf with our port, upstream(s) (round robin: several replicas) and log
     directory; fails if the file drifted."""
     text = SITE_CONF.read_text()
-    servers = "".join(f"    server {address} max_fails=0;\n" for address in ([upstream] if isinstance(upstream, str) else upstream))
+    servers = "".join(
+        f"    server {address} max_fails=0;\n" for address in ([upstream] if isinstance(upstream, str) else upstream)
+    )
     replacements = [
         ("    server 127.0.0.1:8181 max_fails=0;\n", servers),
         ("    listen 80;\n    listen [::]:80;\n", f"    listen 127.0.0.1:{port};\n"),
