@@ -264,7 +264,8 @@ def test_the_console_in_a_browser(server, clean_catalog, browser, artifacts) -> 
     browser.find_element(By.ID, "g-wh").send_keys(server.warehouse)
     browser.find_element(By.ID, "g-ns").send_keys("shop")
     browser.find_element(By.CSS_SELECTOR, "form.stack button").click()
-    assert "read" in wait.until(ec.presence_of_element_located((By.ID, "grants"))).text
+    # the role page had a (still empty) grants table before the form posted: wait for the new row
+    assert wait.until(ec.text_to_be_present_in_element((By.ID, "grants"), "read"))
     accessible("role")
     browser.find_element(By.LINK_TEXT, "Admin").click()
     assert "analysts" in wait.until(ec.presence_of_element_located((By.ID, "roles"))).text
