@@ -247,7 +247,7 @@ def test_the_console_in_a_browser(server, clean_catalog, browser, artifacts) -> 
     accessible("bin")
     unit.find_element(By.CSS_SELECTOR, "input[name=confirm]").click()
     unit.find_element(By.CSS_SELECTOR, "form.undrop button").click()
-    assert "old_orders" in wait.until(ec.presence_of_element_located((By.TAG_NAME, "h1"))).text
+    assert wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), "old_orders"))
     assert catalog.load_table((*NS, "old_orders")).metadata.table_uuid == dropped.metadata.table_uuid
 
     # the admin page (the test admin may manage), then sign out
@@ -268,7 +268,7 @@ def test_the_console_in_a_browser(server, clean_catalog, browser, artifacts) -> 
     assert wait.until(ec.text_to_be_present_in_element((By.ID, "grants"), "read"))
     accessible("role")
     browser.find_element(By.LINK_TEXT, "Admin").click()
-    assert "analysts" in wait.until(ec.presence_of_element_located((By.ID, "roles"))).text
+    assert wait.until(ec.text_to_be_present_in_element((By.ID, "roles"), "analysts"))
     accessible("admin")
     shot("admin", 900)
     browser.find_element(By.ID, "sign-out").click()
