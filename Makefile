@@ -135,7 +135,7 @@ echo "mvn not found: installing maven"; \
 $(call apt_install,maven)
 endef
 
-.PHONY: help venv venv-test run test lint bench clean distclean image helm test-failover
+.PHONY: help venv venv-test run test lint bench clean distclean image helm
 .PHONY: spark-jars venv-spark4 example keycloak test-deps
 
 help:
@@ -193,22 +193,12 @@ test: test-deps
 	@$(call ensure_buildah)
 	@$(call ensure_chromium)
 	@$(call ensure_nats)
-	$(VPY) -m pytest $(PYTEST_ARGS) $(addprefix --deselect ,$(ALONE_TESTS) $(FLAKY_TESTS))
-	$(VPY) -m pytest $(PYTEST_ARGS) tests/integration/test_event_nats.py
-	$(VPY) -m pytest $(PYTEST_ARGS) tests/integration/test_console_browser.py
+	$(VPY) -m pytest $(PYTEST_ARGS) $(addprefix --deselect ,$(ALONE_TESTS))
+	$(VPY) -m pytest $(PYTEST_ARGS) $(ALONE_TESTS)
 
-# Tests run in pytest sessions of their own, after the suite: in the suite's session they met
-# what earlier modules left running. The NATS test needs its own gunicorn to win the change
-# feed publisher's lease, which the suite's shared server holds; the console's browser test needs
-# a shared server whose pools did not just live through test_concurrency's PostgreSQL restart.
-ALONE_TESTS := tests/integration/test_event_nats.py tests/integration/test_console_browser.py
-# Out of make test until fixed (issue 39 stays open): after the standby's promotion a read timed
-# out in some runs (suspect: the event loop's pool, opened whole before a worker accepts since
-# issue 40, holding connections to the dead primary). make test-failover runs it.
-FLAKY_TESTS := tests/integration/test_failover.py
-
-test-failover: venv-test
-	$(VPY) -m pytest $(PYTEST_ARGS) $(FLAKY_TESTS)
+# Run in a pytest session of its own, after the suite: the NATS test needs its own gunicorn to
+# win the change feed publisher's lease, which the suite's shared server holds.
+ALONE_TESTS := tests/integration/test_event_nats.py
 
 # What the suite needs besides .venv: the Spark jars (fetched once, then found through
 # GROWLER_SPARK_JARS), the Spark 4.1 interpreter (GROWLER_SPARK4_PYTHON) and Keycloak. Fetched side
