@@ -32,7 +32,6 @@ from app.warehouses import WarehouseDirectory
 from storage.events import EventQuery, EventRows, StoredEvent
 
 DEFAULT_PAGE_SIZE = 100
-TIMELINE_WINDOW = 100_000  # the latest positions of a warehouse an object's timeline looks through
 MAX_BATCHES = 10  # fetches one request makes at most to fill a page the caller's grants thin out
 
 
@@ -107,7 +106,7 @@ class EventFeed:
         """A table's or view's newest events, newest first (the console's timeline), filtered by
         what the caller may read like every page of the feed; the caller passed ``queryEvents``."""
         warehouse = self.warehouses.get(prefix)
-        found = self.rows.latest_of(warehouse.id, object_uuid, min(limit, self.settings.max_page_size), TIMELINE_WINDOW)
+        found = self.rows.latest_of(warehouse.id, object_uuid, min(limit, self.settings.max_page_size))
         return self.visible(prefix, found)
 
     def _position(self, listing: bytes, token: str | None) -> int:
