@@ -72,6 +72,12 @@ class EventFeed:
         self.page_tokens = page_tokens
 
     def query(self, prefix: str, request: dict[str, Any]) -> EventsPage:
+        found, token = self.read(prefix, request)
+        return EventsPage([rendered(event) for event in found], token)
+
+    def read(self, prefix: str, request: dict[str, Any]) -> tuple[list[StoredEvent], str]:
+        """A page of the events the caller may read, as stored, and its continuation token: the
+        endpoint renders them, the console's events page shows them (one reading for both)."""
         warehouse = self.warehouses.get(prefix)
         if request.get("custom-filters"):
             raise BadRequest("custom-filters are not supported by this catalog")
@@ -100,7 +106,7 @@ class EventFeed:
             after = covered
             if len(batch) < wanted or len(found) >= size:
                 break
-        return EventsPage([rendered(event) for event in found], self.page_tokens.seal(listing, [str(after)]))
+        return found, self.page_tokens.seal(listing, [str(after)])
 
     def timeline(self, prefix: str, object_uuid: str, limit: int) -> list[StoredEvent]:
         """A table's or view's newest events, newest first (the console's timeline), filtered by
