@@ -4,9 +4,10 @@ in the background when collection ends), the view by PyIceberg.
 
 One browser session walks the whole story (a browser start costs a second or two): sign in,
 warehouse -> namespace -> table, the schema, a chart with one point per snapshot, two snapshots
-compared, the preview equal to the rows Spark wrote, a view, a table undropped from the recycle
-bin, the admin page, sign out; axe-core (vendored: tests/integration/vendor) checks each main
-page for serious or critical accessibility violations. Screenshots go to
+compared, the table's change events and maintenance pages, the preview equal to the rows Spark
+wrote, a view, a table undropped from the recycle bin, the admin page, sign out; axe-core
+(vendored: tests/integration/vendor) checks each main page for serious or critical accessibility
+violations. Screenshots go to
 ``.test-artifacts/console/`` (GROWLER_TEST_ARTIFACTS to move them); with
 GROWLER_CONSOLE_SCREENSHOTS_TO_DOCS=1 the README's two are refreshed in docs/.
 """
@@ -19,6 +20,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.schema import Schema
@@ -30,6 +32,7 @@ from tests.conftest import TEST_CLIENT_ID, TEST_CLIENT_SECRET, TEST_CREDENTIAL
 REPO = Path(__file__).resolve().parents[2]
 AXE = Path(__file__).with_name("vendor") / "axe-core-4.14.1" / "axe.min.js"
 NS = ("shop", "sales")
+EXPIRY = "system.snapshot-expiry"
 CHROME_FLAGS = (
     "--headless",
     "--no-sandbox",
@@ -122,6 +125,21 @@ def write_data(server, line: str) -> list[tuple[str, ...]]:
     return [tuple("null" if value is None else str(value) for value in row) for row in rows]
 
 
+def maintain(server) -> int:
+    """An expiry policy on the namespace above the table and a dry run of it: what the maintenance
+    page shows (through the management API, as the test admin)."""
+    policy = {"enable": True, "config": {"min_snapshot_to_keep": 10}}
+    securable = {"type": "namespace", "warehouse": server.warehouse, "namespace": [NS[0]]}
+    body = {"policy-type": EXPIRY, "securable": securable, "content": policy}
+    assert httpx.put(f"{server.url}/management/v1/maintenance/policies", json=body, timeout=30).status_code == 200
+    table = (
+        f"{server.url}/management/v1/maintenance/warehouses/{server.warehouse}/namespaces/shop%1Fsales/tables/orders"
+    )
+    run = httpx.post(f"{table}/runs", json={"policy-type": EXPIRY, "dry-run": True}, timeout=60)
+    assert run.status_code == 200, run.text
+    return run.json()["id"]
+
+
 @pytest.mark.parametrize("line", ["3.5"], ids=lambda line: f"spark{line}")
 def test_the_console_in_a_browser(server, clean_catalog, browser, artifacts, line) -> None:
     from selenium.webdriver.common.by import By
@@ -129,6 +147,7 @@ def test_the_console_in_a_browser(server, clean_catalog, browser, artifacts, lin
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
     written = write_data(server, line)
+    run_id = maintain(server)
     wait = WebDriverWait(browser, WAIT_S)
     axe_source = AXE.read_text()
 
@@ -207,8 +226,28 @@ def test_the_console_in_a_browser(server, clean_catalog, browser, artifacts, lin
     accessible("table")
     shot("table", 1900)
 
+    # the table's change events: Spark's create and its five commits, in commit order
+    browser.find_element(By.ID, "table-events-link").click()
+    events = wait.until(ec.presence_of_element_located((By.ID, "events")))
+    operations = [cell.text for cell in events.find_elements(By.CSS_SELECTOR, "td.event-op")]
+    assert operations == ["create-table"] + ["update-table"] * 5, operations
+    assert {cell.text for cell in events.find_elements(By.CSS_SELECTOR, "td.event-object a")} == {"shop.sales.orders"}
+    accessible("events")
+    shot("events")
+    # its maintenance: the namespace's policy in effect, the health report, the dry run
+    browser.find_element(By.LINK_TEXT, "shop.sales.orders").click()
+    wait.until(ec.presence_of_element_located((By.ID, "table-maintenance-link"))).click()
+    effective = wait.until(ec.presence_of_element_located((By.ID, "effective-policies")))
+    assert EXPIRY in effective.text and "inherited from the namespace" in effective.text
+    assert "4 (0 expirable now)" in browser.find_element(By.ID, "table-health").text
+    run = browser.find_element(By.ID, f"run-{run_id}")
+    assert "yes" in run.text and run.find_element(By.CSS_SELECTOR, "td.run-status").text
+    accessible("maintenance")
+    shot("maintenance", 1300)
+    browser.find_element(By.LINK_TEXT, "The table's page").click()
+
     # the data preview: the rows Spark wrote, read by the server under the caller's read privilege
-    browser.find_element(By.ID, "preview-link").click()
+    wait.until(ec.presence_of_element_located((By.ID, "preview-link"))).click()
     preview = wait.until(ec.presence_of_element_located((By.ID, "preview")))
     headers = [th.text for th in preview.find_elements(By.CSS_SELECTOR, "thead th")]
     assert headers == ["id", "category", "amount", "note"]
