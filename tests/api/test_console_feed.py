@@ -18,7 +18,7 @@ import psycopg
 import pytest
 
 from tests.api.authz_support import MANAGEMENT, PREFIX, securable_body
-from tests.api.test_console import ESCAPED, SCRIPT, make_table, sign_in
+from tests.api.test_console import ESCAPED, SCRIPT, make_table, reader, sign_in
 
 TIMELINE = re.compile(r'id="table-events".*?</table>', re.S)
 EXPIRY = "system.snapshot-expiry"
@@ -152,11 +152,7 @@ def test_events_and_maintenance_pages_show_a_reader_only_what_it_may_read(app, p
     expiry = {"enable": True, "config": {"min_snapshot_to_keep": 3}}
     body = {"policy-type": EXPIRY, "securable": securable_body("namespace", "test", ("private",)), "content": expiry}
     assert admin.put(f"{MANAGEMENT}/maintenance/policies", json=body).status_code == 200
-    caller = principals.new("reader")
-    principals.grant(caller, "read", "namespace", "test", ["shown"])
-    secret = principals.admin.post(f"{MANAGEMENT}/principals/{caller.name}/rotate").json()["client-secret"]
-    client = app.anonymous_client()
-    assert sign_in(client, caller.name, secret).status_code == 303
+    _, client = reader(app, principals, "reader", "shown")
     page = client.get("/ui/events", params={"warehouse": "test"})
     assert page.status_code == 200
     assert _objects(page.text) == ["shown", "shown.open_table"]
