@@ -32,7 +32,6 @@ from app.warehouses import WarehouseDirectory
 from storage.events import EventQuery, EventRows, StoredEvent
 
 DEFAULT_PAGE_SIZE = 100
-TIMELINE_WINDOW = 100_000  # the latest positions of a warehouse an object's timeline looks through
 MAX_BATCHES = 10  # fetches one request makes at most to fill a page the caller's grants thin out
 
 
@@ -73,6 +72,12 @@ class EventFeed:
         self.page_tokens = page_tokens
 
     def query(self, prefix: str, request: dict[str, Any]) -> EventsPage:
+        found, token = self.read(prefix, request)
+        return EventsPage([rendered(event) for event in found], token)
+
+    def read(self, prefix: str, request: dict[str, Any]) -> tuple[list[StoredEvent], str]:
+        """A page of the events the caller may read, as stored, and its continuation token: the
+        endpoint renders them, the console's events page shows them (one reading for both)."""
         warehouse = self.warehouses.get(prefix)
         if request.get("custom-filters"):
             raise BadRequest("custom-filters are not supported by this catalog")
@@ -101,13 +106,13 @@ class EventFeed:
             after = covered
             if len(batch) < wanted or len(found) >= size:
                 break
-        return EventsPage([rendered(event) for event in found], self.page_tokens.seal(listing, [str(after)]))
+        return found, self.page_tokens.seal(listing, [str(after)])
 
     def timeline(self, prefix: str, object_uuid: str, limit: int) -> list[StoredEvent]:
         """A table's or view's newest events, newest first (the console's timeline), filtered by
         what the caller may read like every page of the feed; the caller passed ``queryEvents``."""
         warehouse = self.warehouses.get(prefix)
-        found = self.rows.latest_of(warehouse.id, object_uuid, min(limit, self.settings.max_page_size), TIMELINE_WINDOW)
+        found = self.rows.latest_of(warehouse.id, object_uuid, min(limit, self.settings.max_page_size))
         return self.visible(prefix, found)
 
     def _position(self, listing: bytes, token: str | None) -> int:

@@ -174,18 +174,15 @@ class EventRows:
         covered = rows[-1]["position"] if len(rows) == query.limit else max(query.after, params["end"])
         return [StoredEvent(**row) for row in rows], covered
 
-    def latest_of(self, stream: int, object_uuid: str, limit: int, window: int) -> list[StoredEvent]:
-        """One object's newest events, newest first, among the stream's last ``window`` positions
-        (the console's timeline: bounded work whatever the stream's length, walking the primary
-        key backwards; no index on the uuid, so the window is what bounds the scan)."""
+    def latest_of(self, stream: int, object_uuid: str, limit: int) -> list[StoredEvent]:
+        """One object's newest events, newest first, however old (the console's timeline): a
+        backward scan of ``change_event_by_object`` (migration 0021), bounded by ``limit``."""
         sql = (
-            _COLUMNS + " WHERE stream = %(stream)s AND position > %(floor)s"
-            " AND object_uuid = %(uuid)s::uuid ORDER BY position DESC LIMIT %(limit)s"
+            _COLUMNS + " WHERE stream = %(stream)s AND object_uuid = %(uuid)s::uuid"
+            " ORDER BY position DESC LIMIT %(limit)s"
         )
+        params = {"stream": stream, "uuid": object_uuid, "limit": limit}
         with self.db.connection() as conn:
-            end = conn.execute("SELECT last_position FROM event_stream WHERE stream = %s", (stream,)).fetchone()
-            floor = max((end["last_position"] if end else 0) - window, 0)
-            params = {"stream": stream, "floor": floor, "uuid": object_uuid, "limit": limit}
             rows = conn.cursor(row_factory=dict_row).execute(sql, params).fetchall()
         return [StoredEvent(**row) for row in rows]
 

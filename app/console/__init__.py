@@ -10,14 +10,15 @@ bin, events, maintenance), and a table's page a section for each in ``TABLE_SECT
 registers its views on ``blueprint`` (endpoint names as listed) and a section's loader in
 ``SECTION_LOADERS``, adds its template under templates/console/ and its service, and its entry
 appears. Nothing shows while a service is absent, nor a section the caller may not read
-(app/console/extras.py: the recycle bin page, a table's events and health).
+(app/console/extras.py: the recycle bin page, a table's events and health; app/console/activity.py:
+the change events page and the maintenance page).
 """
 
 from __future__ import annotations
 
 from flask import Blueprint, Flask
 
-from app.console import admin, csrf, extras, pages, tables
+from app.console import activity, admin, csrf, extras, pages, tables
 from app.console.common import NAV_EXTENSIONS, install_context
 
 __all__ = ["NAV_EXTENSIONS", "blueprint", "install"]
@@ -29,6 +30,7 @@ pages.register(blueprint)
 tables.register(blueprint)
 admin.register(blueprint)
 extras.register(blueprint)
+activity.register(blueprint)
 
 
 def install(flask_app: Flask) -> None:

@@ -121,14 +121,14 @@ def _events_section(feed: EventFeed, table: TableAt) -> list[TimelineEvent] | No
             stamp(event.created_at),
             event.operation_type,
             str((event.actor or {}).get("principal") or ""),
-            _details(event.operation),
+            event_details(event.operation),
             event.request_id,
         )
         for event in feed.timeline(table.warehouse, table.uuid, TIMELINE_LIMIT)
     ]
 
 
-def _details(operation: dict[str, Any]) -> str:
+def event_details(operation: dict[str, Any]) -> str:
     """One line about what an event changed: its updates' actions, or a rename's destination."""
     updates = operation.get("updates")
     if isinstance(updates, list):

@@ -1,12 +1,15 @@
 """The console in a real browser (issue 38): Debian's Chromium driven by Selenium against gunicorn
-with PostgreSQL and S3, data written by PyIceberg.
+with PostgreSQL and S3, the table's data written by Spark (the suite's shared 3.5 driver, started
+in the background when collection ends), the view by PyIceberg.
 
 One browser session walks the whole story (a browser start costs a second or two): sign in,
 warehouse -> namespace -> table, the schema, a chart with one point per snapshot, two snapshots
-compared, the preview equal to the rows written, a view, a table undropped from the recycle bin,
-the admin page, sign out; axe-core (vendored: tests/integration/vendor) checks each main page
-for serious or critical accessibility violations. Screenshots go to ``.test-artifacts/console/`` (GROWLER_TEST_ARTIFACTS
-to move them); with GROWLER_CONSOLE_SCREENSHOTS_TO_DOCS=1 the README's two are refreshed in docs/.
+compared, the table's change events and maintenance pages, the preview equal to the rows Spark
+wrote, a view, a table undropped from the recycle bin, the admin page, sign out; axe-core
+(vendored: tests/integration/vendor) checks each main page for serious or critical accessibility
+violations. Screenshots go to
+``.test-artifacts/console/`` (GROWLER_TEST_ARTIFACTS to move them); with
+GROWLER_CONSOLE_SCREENSHOTS_TO_DOCS=1 the README's two are refreshed in docs/.
 """
 
 from __future__ import annotations
@@ -17,11 +20,11 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-import pyarrow as pa
+import httpx
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.schema import Schema
-from pyiceberg.types import DoubleType, LongType, NestedField, StringType
+from pyiceberg.types import LongType, NestedField
 from pyiceberg.view.metadata import SQLViewRepresentation, ViewRepresentation, ViewVersion
 
 from tests.conftest import TEST_CLIENT_ID, TEST_CLIENT_SECRET, TEST_CREDENTIAL
@@ -29,6 +32,7 @@ from tests.conftest import TEST_CLIENT_ID, TEST_CLIENT_SECRET, TEST_CREDENTIAL
 REPO = Path(__file__).resolve().parents[2]
 AXE = Path(__file__).with_name("vendor") / "axe-core-4.14.1" / "axe.min.js"
 NS = ("shop", "sales")
+EXPIRY = "system.snapshot-expiry"
 CHROME_FLAGS = (
     "--headless",
     "--no-sandbox",
@@ -78,35 +82,28 @@ def artifacts() -> Path:
     return where
 
 
-def write_data(server) -> list[tuple[str, ...]]:
-    """Three appends and a schema change in between (four snapshots, two schema versions), a view."""
+def write_data(server, line: str) -> list[tuple[str, ...]]:
+    """Spark creates the table, appends twice, adds a column, appends twice more (four snapshots,
+    two schema versions); PyIceberg makes a view. Returns the rows Spark wrote as the preview shows
+    values (text, ``null``)."""
+    from tests.integration.spark_support import DRIVERS
+
+    spark, name = DRIVERS.catalog(line, server.url, server.warehouse, credential=TEST_CREDENTIAL)
+    table = f"{name}.{'.'.join(NS)}.orders"
+    spark.sql(f"CREATE NAMESPACE {name}.{NS[0]}")
+    spark.sql(f"CREATE NAMESPACE {name}.{'.'.join(NS)}")
+    spark.sql(
+        f'CREATE TABLE {table} (id bigint COMMENT "The order\'s id", category string, amount double)'
+        " USING iceberg TBLPROPERTIES ('team' = 'sales')"
+    )
+    rows = [(1, "books", 12.5, None), (2, "games", 40.0, None), (3, "books", 7.25, "gift"), (4, "toys", 3.0, None)]
+    for row in rows[:2]:
+        spark.sql(f"INSERT INTO {table} VALUES ({row[0]}, '{row[1]}', {row[2]})")
+    spark.sql(f"ALTER TABLE {table} ADD COLUMN note string COMMENT 'Free text'")
+    for row in rows[2:]:
+        note = f"'{row[3]}'" if row[3] is not None else "NULL"
+        spark.sql(f"INSERT INTO {table} VALUES ({row[0]}, '{row[1]}', {row[2]}, {note})")
     catalog = RestCatalog("growler", uri=server.url, warehouse=server.warehouse, credential=TEST_CREDENTIAL)
-    catalog.create_namespace(NS[:1])
-    catalog.create_namespace(NS)
-    schema = Schema(
-        NestedField(1, "id", LongType(), required=False, doc="The order's id"),
-        NestedField(2, "category", StringType(), required=False),
-        NestedField(3, "amount", DoubleType(), required=False),
-    )
-    table = catalog.create_table((*NS, "orders"), schema, properties={"owner": "sales-team"})
-    rows = [(1, "books", 12.5), (2, "games", 40.0), (3, "books", 7.25)]
-    for batch in ([rows[0]], [rows[1]]):
-        table.append(
-            pa.Table.from_pylist(
-                [{"id": i, "category": c, "amount": a} for i, c, a in batch], table.schema().as_arrow()
-            )
-        )
-    with table.update_schema() as update:
-        update.add_column("note", StringType(), doc="Free text")
-    table = catalog.load_table((*NS, "orders"))
-    table.append(
-        pa.Table.from_pylist(
-            [{"id": 3, "category": "books", "amount": 7.25, "note": "gift"}], table.schema().as_arrow()
-        )
-    )
-    table.append(
-        pa.Table.from_pylist([{"id": 4, "category": "toys", "amount": 3.0, "note": None}], table.schema().as_arrow())
-    )
     catalog.create_view(
         (*NS, "big_orders"),
         Schema(NestedField(1, "id", LongType(), required=False)),
@@ -125,20 +122,32 @@ def write_data(server) -> list[tuple[str, ...]]:
             default_namespace=list(NS),
         ),
     )
-    return [
-        ("1", "books", "12.5", "null"),
-        ("2", "games", "40.0", "null"),
-        ("3", "books", "7.25", "gift"),
-        ("4", "toys", "3.0", "null"),
-    ]
+    return [tuple("null" if value is None else str(value) for value in row) for row in rows]
 
 
-def test_the_console_in_a_browser(server, clean_catalog, browser, artifacts) -> None:
+def maintain(server) -> int:
+    """An expiry policy on the namespace above the table and a dry run of it: what the maintenance
+    page shows (through the management API, as the test admin)."""
+    policy = {"enable": True, "config": {"min_snapshot_to_keep": 10}}
+    securable = {"type": "namespace", "warehouse": server.warehouse, "namespace": [NS[0]]}
+    body = {"policy-type": EXPIRY, "securable": securable, "content": policy}
+    assert httpx.put(f"{server.url}/management/v1/maintenance/policies", json=body, timeout=30).status_code == 200
+    table = (
+        f"{server.url}/management/v1/maintenance/warehouses/{server.warehouse}/namespaces/shop%1Fsales/tables/orders"
+    )
+    run = httpx.post(f"{table}/runs", json={"policy-type": EXPIRY, "dry-run": True}, timeout=60)
+    assert run.status_code == 200, run.text
+    return run.json()["id"]
+
+
+@pytest.mark.parametrize("line", ["3.5"], ids=lambda line: f"spark{line}")
+def test_the_console_in_a_browser(server, clean_catalog, browser, artifacts, line) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
-    written = write_data(server)
+    written = write_data(server, line)
+    run_id = maintain(server)
     wait = WebDriverWait(browser, WAIT_S)
     axe_source = AXE.read_text()
 
@@ -217,8 +226,28 @@ def test_the_console_in_a_browser(server, clean_catalog, browser, artifacts) -> 
     accessible("table")
     shot("table", 1900)
 
-    # the data preview: the rows written, read by the server under the caller's read privilege
-    browser.find_element(By.ID, "preview-link").click()
+    # the table's change events: Spark's create and its five commits, in commit order
+    browser.find_element(By.ID, "table-events-link").click()
+    events = wait.until(ec.presence_of_element_located((By.ID, "events")))
+    operations = [cell.text for cell in events.find_elements(By.CSS_SELECTOR, "td.event-op")]
+    assert operations == ["create-table"] + ["update-table"] * 5, operations
+    assert {cell.text for cell in events.find_elements(By.CSS_SELECTOR, "td.event-object a")} == {"shop.sales.orders"}
+    accessible("events")
+    shot("events")
+    # its maintenance: the namespace's policy in effect, the health report, the dry run
+    browser.find_element(By.LINK_TEXT, "shop.sales.orders").click()
+    wait.until(ec.presence_of_element_located((By.ID, "table-maintenance-link"))).click()
+    effective = wait.until(ec.presence_of_element_located((By.ID, "effective-policies")))
+    assert EXPIRY in effective.text and "inherited from the namespace" in effective.text
+    assert "4 (0 expirable now)" in browser.find_element(By.ID, "table-health").text
+    run = browser.find_element(By.ID, f"run-{run_id}")
+    assert "yes" in run.text and run.find_element(By.CSS_SELECTOR, "td.run-status").text
+    accessible("maintenance")
+    shot("maintenance", 1300)
+    browser.find_element(By.LINK_TEXT, "The table's page").click()
+
+    # the data preview: the rows Spark wrote, read by the server under the caller's read privilege
+    wait.until(ec.presence_of_element_located((By.ID, "preview-link"))).click()
     preview = wait.until(ec.presence_of_element_located((By.ID, "preview")))
     headers = [th.text for th in preview.find_elements(By.CSS_SELECTOR, "thead th")]
     assert headers == ["id", "category", "amount", "note"]
