@@ -213,7 +213,7 @@ class SinkWorker(threading.Thread):
         self.target: Any
         if sink.kind == "kafka":
             password = publisher.open_secret(sink, "sasl-password")
-            self.target = KafkaTarget(KafkaSettings.of(sink.url, sink.options, password), self._active)
+            self.target = KafkaTarget(sink.name, KafkaSettings.of(sink.url, sink.options, password), self._active)
         elif sink.kind == "nats":
             self.target = NatsTarget(sink.url)
         else:

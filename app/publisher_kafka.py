@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +46,16 @@ SECURITY_PROTOCOLS = ("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 ID_HEADER = "ce_id"
 STOPPED = "stopped before the broker answered"
+WAITING_LOG_S = 30.0  # how often a batch still waiting for the brokers says so
+
+
+class _ClientLog:
+    """librdkafka's log (``logger``): its connection failures, one per retry while a broker is
+    away, go to DEBUG; the sink says itself, every ``WAITING_LOG_S``, that records are waiting.
+    Only what librdkafka calls critical (e.g. a fatal producer error) stays an error."""
+
+    def log(self, level: int, message: str, *args: Any) -> None:
+        log.log(logging.ERROR if level >= logging.CRITICAL else logging.DEBUG, message, *args)
 
 
 def bootstrap_servers(url: str) -> str | None:
@@ -122,7 +133,7 @@ class KafkaSettings:
             "linger.ms": 5,
             "reconnect.backoff.max.ms": 2000,  # a broker back is used within two seconds
             "security.protocol": self.security_protocol,
-            "logger": log,
+            "logger": _ClientLog(),
         }
         if self.sasl_mechanism:
             config["sasl.mechanism"] = self.sasl_mechanism
@@ -139,8 +150,8 @@ class KafkaTarget:
     """An idempotent producer, made on first use and made anew after any failure (a fatal error of
     the idempotent producer, e.g. after a record timed out, leaves it unusable)."""
 
-    def __init__(self, settings: KafkaSettings, active: Callable[[], bool]) -> None:
-        self.settings, self.active = settings, active  # active(): the sink is to go on delivering
+    def __init__(self, name: str, settings: KafkaSettings, active: Callable[[], bool]) -> None:
+        self.name, self.settings, self.active = name, settings, active  # active(): go on delivering
         self.producer: Any = None
 
     def send_batch(self, records: list[KafkaRecord]) -> list[str | None]:
@@ -177,8 +188,13 @@ class KafkaTarget:
                     producer.poll(0.1)
                 except KafkaException as exc:  # refused locally (e.g. a fatal producer state)
                     results[index] = exc.args[0].str() if exc.args else type(exc).__name__
+        said = time.monotonic()
         while pending in results and self.active():
             producer.flush(0.5)  # serves the delivery reports; returns after 0.5 s at most
+            if time.monotonic() - said > WAITING_LOG_S and pending in results:
+                said = time.monotonic()
+                waiting = results.count(pending)
+                log.warning("event sink %s: %d records waiting for the Kafka brokers", self.name, waiting)
         outcome = [STOPPED if result is pending else result for result in results]
         if any(outcome):
             self.close()

@@ -4,7 +4,8 @@ to three tables while the broker is stopped and started again mid-stream. Every 
 reaches the topic, each table's records in their feed order, under the table's uuid as key (so in
 one partition of three), with the event id in the ``ce_id`` header; a repeat (the publisher's
 window between the broker's acknowledgement and its cursor, opened by moving the cursor back)
-carries the same event id and the same value.
+carries the same event id and the same value; the example consumer (examples/kafka_consumer.py)
+reads every event once.
 
 Whichever process holds the publisher's lease delivers (the suite's in-process app or a gunicorn
 worker): the test needs a publisher, not a particular one, so it runs in the suite's session.
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -24,9 +27,11 @@ import psycopg
 import pytest
 
 from tests.api.tables_support import create_request
+from tests.integration.conftest import REPO
 from tests.integration.kafka_support import KAFKA, KafkaBroker
 
 SINKS = "/management/v1/event-sinks"
+PER_PHASE = 15  # commits before, while and after the broker is down
 
 
 @pytest.fixture
@@ -96,17 +101,31 @@ def test_every_event_reaches_kafka_in_table_order_through_a_broker_restart(serve
             assert http.post(f"{base}/namespaces/{namespace}/tables", json=create_request(table)).status_code == 200
 
     stop = threading.Event()
+    permits = threading.Semaphore(0)  # one commit each: the phases below release them
     acknowledged: list[str] = []
 
     def commit(table: str) -> None:
         with httpx.Client(timeout=60) as http:
             number = 0
             while not stop.is_set():
+                if not permits.acquire(timeout=0.1):
+                    continue
                 number += 1
                 body = {"requirements": [], "updates": [{"action": "set-properties", "updates": {"n": str(number)}}]}
                 response = http.post(f"{base}/namespaces/{namespace}/tables/{table}", json=body)
                 assert response.status_code == 200, response.text
                 acknowledged.append(response.json()["metadata-location"])
+
+    def commits(count: int, what: str) -> None:
+        goal = len(acknowledged) + count
+        permits.release(count)
+        wait_for(lambda: len(acknowledged) >= goal, 30, what)
+
+    def newest(conn: psycopg.Connection) -> int:
+        return conn.execute(
+            "SELECT s.last_position FROM event_stream s JOIN warehouse w ON w.id = s.stream WHERE w.name = %s",
+            (server.warehouse,),
+        ).fetchone()[0]
 
     def cursor(conn: psycopg.Connection) -> int:
         row = conn.execute(
@@ -118,22 +137,17 @@ def test_every_event_reaches_kafka_in_table_order_through_a_broker_restart(serve
 
     committers = [threading.Thread(target=commit, args=(table,)) for table in tables]
     with psycopg.connect(settings.database_url, autocommit=True) as conn:
-        start = cursor(conn)
         for thread in committers:
             thread.start()
         try:
-            wait_for(lambda: cursor(conn) > start + 4, 30, "the first deliveries")
+            commits(PER_PHASE, "commits")
+            end = newest(conn)
+            wait_for(lambda: cursor(conn) >= end, 30, "the first deliveries")
             kafka_broker.stop()  # the broker gone mid-stream: the sink waits, commits go on
-            count = len(acknowledged)
-            wait_for(lambda: len(acknowledged) >= count + 6, 30, "commits while Kafka is down")
-            newest = conn.execute(
-                "SELECT last_position FROM event_stream s JOIN warehouse w ON w.id = s.stream WHERE w.name = %s",
-                (server.warehouse,),
-            ).fetchone()[0]
-            assert cursor(conn) < newest  # what the broker could not acknowledge is still ahead of the cursor
+            commits(PER_PHASE, "commits while Kafka is down")
+            assert cursor(conn) <= end < newest(conn)  # what the broker could not acknowledge is ahead
             kafka_broker.start()
-            count = len(acknowledged)
-            wait_for(lambda: len(acknowledged) >= count + 6, 30, "commits after Kafka is back")
+            commits(PER_PHASE, "commits after Kafka is back")
         finally:
             stop.set()
             for thread in committers:
@@ -181,5 +195,17 @@ def test_every_event_reaches_kafka_in_table_order_through_a_broker_restart(serve
         copies.setdefault(event["id"], []).append((key, event))
     assert {event_id for event_id, found in copies.items() if len(found) > 1} == repeated
     assert all(found[0] == copy for found in copies.values() for copy in found)  # same key, same value
+
+    example = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "kafka_consumer.py"), kafka_broker.bootstrap, topic, "--drain"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert example.returncode == 0, example.stderr
+    lines = example.stdout.splitlines()  # every event once
+    assert sorted(int(line.split()[0]) for line in lines) == [row[2] for row in rows]
+    assert f"{rows[0][2]} create-namespace {namespace}" in lines  # in a partition of its own key: order per object
     with httpx.Client(timeout=60) as http:
         assert http.delete(f"{server.url}{SINKS}/{namespace}").status_code == 204
