@@ -62,7 +62,7 @@ class EventSinks(ManagementRights):
     def create(self, body: dict[str, Any]) -> SinkRow:
         name, kind, url = str(body["name"]), str(body["kind"]), str(body["url"])
         who = self.require_admin("create-event-sink", {"sink": name, "kind": kind}, "manage event sinks")
-        if not SINK_NAME.match(name) or name.startswith("env-"):
+        if not SINK_NAME.fullmatch(name) or name.startswith("env-"):
             raise BadRequest(f"Invalid event sink name {name!r}: letters, digits, '.', '_', '-', not env-*")
         if kind == "kafka":
             if bootstrap_servers(url) is None:
