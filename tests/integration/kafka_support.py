@@ -30,6 +30,10 @@ from tests.integration.keycloak_support import java_home as _keycloak_java_home
 REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 120
 PARTITIONS = 3  # auto-created topics get three partitions: per-key order is what is tested
+# A second listener takes SASL SCRAM-SHA-512 (no TLS: SCRAM never sends the password) for this
+# user, whose credentials are written into the metadata log when the storage is formatted.
+SCRAM_USER = "growler-events"
+SCRAM_PASSWORD = "scram-password-of-the-sink"
 
 
 def kafka_home() -> Path:
@@ -54,7 +58,7 @@ class KafkaBroker:
         from scripts.processes import free_port
 
         self.directory = directory
-        self.port, self.controller_port = free_port(), free_port()
+        self.port, self.controller_port, self.sasl_port = free_port(), free_port(), free_port()
         self.process: subprocess.Popen | None = None
         self.log_path = directory / "kafka.log"
         self._formatted = False
@@ -62,6 +66,11 @@ class KafkaBroker:
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def sasl_bootstrap(self) -> str:
+        """The SASL_PLAINTEXT listener (SCRAM-SHA-512, ``SCRAM_USER``)."""
+        return f"127.0.0.1:{self.sasl_port}"
 
     def _config(self) -> Path:
         path = self.directory / "server.properties"
@@ -71,11 +80,17 @@ class KafkaBroker:
                     "process.roles=broker,controller",
                     "node.id=1",
                     f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}",
-                    f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
-                    f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}",
+                    f"listeners=PLAINTEXT://127.0.0.1:{self.port},SASL_PLAINTEXT://127.0.0.1:{self.sasl_port},"
+                    f"CONTROLLER://127.0.0.1:{self.controller_port}",
+                    f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port},"
+                    f"SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}",
                     "controller.listener.names=CONTROLLER",
                     "inter.broker.listener.name=PLAINTEXT",
-                    "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                    "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+                    "CONTROLLER:PLAINTEXT",
+                    "sasl.enabled.mechanisms=SCRAM-SHA-512",
+                    "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config="
+                    "org.apache.kafka.common.security.scram.ScramLoginModule required;",
                     f"log.dirs={self.directory / 'data'}",
                     f"num.partitions={PARTITIONS}",
                     "auto.create.topics.enable=true",
@@ -112,7 +127,11 @@ class KafkaBroker:
         if not self._formatted:
             cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
             subprocess.run(
-                self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config)),
+                self._java(
+                    "kafka.tools.StorageTool",
+                    *("format", "-t", cluster_id, "-c", str(config)),
+                    *("--add-scram", f"SCRAM-SHA-512=[name={SCRAM_USER},password={SCRAM_PASSWORD}]"),
+                ),
                 check=True,
                 capture_output=True,
                 timeout=120,

@@ -4,8 +4,9 @@ to three tables while the broker is stopped and started again mid-stream. Every 
 reaches the topic, each table's records in their feed order, under the table's uuid as key (so in
 one partition of three), with the event id in the ``ce_id`` header; a repeat (the publisher's
 window between the broker's acknowledgement and its cursor, opened by moving the cursor back)
-carries the same event id and the same value; the example consumer (examples/kafka_consumer.py)
-reads every event once.
+carries the same event id and the same value. A second sink gets the same events over SASL
+SCRAM-SHA-512 with its sealed password; a third, with a wrong password, none. The example
+consumer (examples/kafka_consumer.py) reads every event once.
 
 Whichever process holds the publisher's lease delivers (the suite's in-process app or a gunicorn
 worker): the test needs a publisher, not a particular one, so it runs in the suite's session.
@@ -28,7 +29,7 @@ import pytest
 
 from tests.api.tables_support import create_request
 from tests.integration.conftest import REPO
-from tests.integration.kafka_support import KAFKA, KafkaBroker
+from tests.integration.kafka_support import KAFKA, SCRAM_PASSWORD, SCRAM_USER, KafkaBroker
 
 SINKS = "/management/v1/event-sinks"
 PER_PHASE = 15  # commits before, while and after the broker is down
@@ -96,6 +97,25 @@ def test_every_event_reaches_kafka_in_table_order_through_a_broker_restart(serve
             "security-protocol": "plaintext",
             "sasl-password-set": False,
         }
+        # the same events over SASL SCRAM (the password sealed at rest, opened by the publisher), and
+        # with a wrong password: that sink delivers nothing and keeps its cursor
+        for name, password in ((f"{namespace}-sasl", SCRAM_PASSWORD), (f"{namespace}-denied", "not-the-password")):
+            sasl = {
+                "security-protocol": "sasl_plaintext",
+                "sasl-mechanism": "SCRAM-SHA-512",
+                "sasl-username": SCRAM_USER,
+            }
+            made = http.post(
+                f"{server.url}{SINKS}",
+                json={
+                    "name": name,
+                    "kind": "kafka",
+                    "url": f"kafka://{kafka_broker.sasl_bootstrap}",
+                    "kafka": {"topic": name, **sasl, "sasl-password": password},
+                    "filters": {"catalog-objects-by-name": [[namespace]]},
+                },
+            )
+            assert made.status_code == 201, made.text
         assert http.post(f"{base}/namespaces", json={"namespace": [namespace]}).status_code == 200
         for table in tables:
             assert http.post(f"{base}/namespaces/{namespace}/tables", json=create_request(table)).status_code == 200
@@ -127,16 +147,17 @@ def test_every_event_reaches_kafka_in_table_order_through_a_broker_restart(serve
             (server.warehouse,),
         ).fetchone()[0]
 
-    def cursor(conn: psycopg.Connection) -> int:
+    def cursor(conn: psycopg.Connection, sink: str = namespace) -> int:
         row = conn.execute(
             "SELECT c.position FROM event_sink_cursor c JOIN event_sink s ON s.id = c.sink_id"
             " JOIN warehouse w ON w.id = c.stream WHERE s.name = %s AND w.name = %s",
-            (namespace, server.warehouse),
+            (sink, server.warehouse),
         ).fetchone()
         return row[0] if row else 0
 
     committers = [threading.Thread(target=commit, args=(table,)) for table in tables]
     with psycopg.connect(settings.database_url, autocommit=True) as conn:
+        denied_start = cursor(conn, f"{namespace}-denied")
         for thread in committers:
             thread.start()
         try:
@@ -160,6 +181,10 @@ def test_every_event_reaches_kafka_in_table_order_through_a_broker_restart(serve
         end = rows[-1][2]
         wait_for(lambda: cursor(conn) >= end, 30, "the sink's cursor at the end of the feed")
         received = read_topic(kafka_broker.bootstrap, topic)
+        wait_for(lambda: cursor(conn, f"{namespace}-sasl") >= end, 30, "the SASL sink's cursor at the end")
+        over_sasl = read_topic(kafka_broker.bootstrap, f"{namespace}-sasl")
+        assert {event["id"] for *_, event in over_sasl} == {row[0] for row in rows}
+        assert cursor(conn, f"{namespace}-denied") == denied_start
 
         # every event, once at least, each record's ce_id its event's id
         assert all(headers["ce_id"].decode() == event["id"] for _, _, headers, event in received)
@@ -208,4 +233,5 @@ def test_every_event_reaches_kafka_in_table_order_through_a_broker_restart(serve
     assert sorted(int(line.split()[0]) for line in lines) == [row[2] for row in rows]
     assert f"{rows[0][2]} create-namespace {namespace}" in lines  # in a partition of its own key: order per object
     with httpx.Client(timeout=60) as http:
-        assert http.delete(f"{server.url}{SINKS}/{namespace}").status_code == 204
+        for name in (namespace, f"{namespace}-sasl", f"{namespace}-denied"):
+            assert http.delete(f"{server.url}{SINKS}/{name}").status_code == 204
