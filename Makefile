@@ -142,7 +142,7 @@ $(call apt_install,maven)
 endef
 
 .PHONY: help venv venv-test run test lint bench clean distclean image helm test-failover
-.PHONY: spark-jars venv-spark4 example keycloak kafka test-deps
+.PHONY: spark-jars venv-spark4 example keycloak test-deps
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
@@ -280,6 +280,7 @@ $(KEYCLOAK_HOME)/bin/kc.sh:
 	rm -rf $(KEYCLOAK_HOME) && mv .cache/.tmp-keycloak/keycloak-$(KEYCLOAK_VERSION) $(KEYCLOAK_HOME)
 	rm -rf .cache/.tmp-keycloak
 
+.PHONY: kafka
 kafka: $(KAFKA_STAMP)
 
 # Fetched once (idempotent: the stamp is written last), like Keycloak: a two-line pom naming
