@@ -6,6 +6,7 @@
 #   make lint           ruff
 #   make spark-jars     fetch the Iceberg Spark runtimes (3.5, 4.1) + AWS bundle (mvn) into .cache/spark-jars
 #   make keycloak       fetch Keycloak (mvn) into .cache/keycloak-<version>: the IdP of the OIDC tests
+#   make kafka          fetch Apache Kafka's broker jars (mvn) into .cache/kafka-<version>: the Kafka sink's test
 #   make example        the Spark pipeline example (examples/pipeline.py) against a running make run
 #                       (SPARK_LINE=4.1: on Spark 4.1 instead of 3.5)
 #   make image          the OCI image (deploy/Containerfile) with buildah; IMAGE_BASE=<a Debian 12
@@ -42,6 +43,11 @@ MVN_DEPENDENCY_PLUGIN := org.apache.maven.plugins:maven-dependency-plugin:3.8.1
 # Keycloak, the real OIDC identity provider of tests/integration/test_oidc_keycloak.py (Java 17+).
 KEYCLOAK_VERSION := 26.4.0
 KEYCLOAK_HOME := .cache/keycloak-$(KEYCLOAK_VERSION)
+# Apache Kafka (KRaft: broker and controller in one JVM, no ZooKeeper), the broker of
+# tests/integration/test_event_kafka.py: kafka_2.13 and its runtime jars from Maven Central (Java 17+).
+KAFKA_VERSION := 4.1.1
+KAFKA_HOME := .cache/kafka-$(KAFKA_VERSION)
+KAFKA_STAMP := $(KAFKA_HOME)/.fetched
 # Spark 3.5 runs on Java 8/11/17, Spark 4.1 on 17/21: prefer an installed JDK 17 for both.
 SPARK_JAVA_HOME ?= $(firstword $(wildcard /usr/lib/jvm/java-17-openjdk*))
 # make example SPARK_LINE=4.1: the interpreter of the line's PySpark runs the example.
@@ -205,9 +211,11 @@ ALONE_TESTS := tests/integration/test_event_nats.py
 # by side on a fresh machine (two pip installs and the Maven downloads overlap; output grouped per
 # target); the order-only prerequisites below keep apt-get and mvn one at a time.
 test-deps:
-	@$(MAKE) --no-print-directory -j4 -O venv-test spark-jars venv-spark4 keycloak helm
+	@$(MAKE) --no-print-directory -j4 -O venv-test spark-jars venv-spark4 keycloak kafka helm
 test: export GROWLER_KEYCLOAK_HOME = $(abspath $(KEYCLOAK_HOME))
 test: export GROWLER_KEYCLOAK_JAVA_HOME = $(SPARK_JAVA_HOME)
+test: export GROWLER_KAFKA_HOME = $(abspath $(KAFKA_HOME))
+test: export GROWLER_KAFKA_JAVA_HOME = $(SPARK_JAVA_HOME)
 test example: export GROWLER_SPARK_JARS = $(abspath $(SPARK_JARS_DIR))
 test example: export GROWLER_SPARK_JAVA_HOME = $(SPARK_JAVA_HOME)
 test example: export GROWLER_SPARK4_PYTHON = $(abspath $(SPARK_PYTHON_4.1))
@@ -226,6 +234,7 @@ $(word 1,$(SPARK_JARS)): | $(VENV)/bin/pip
 $(word 2,$(SPARK_JARS)): | $(word 1,$(SPARK_JARS))
 $(word 3,$(SPARK_JARS)): | $(word 2,$(SPARK_JARS))
 $(KEYCLOAK_HOME)/bin/kc.sh: | $(word 3,$(SPARK_JARS))
+$(KAFKA_STAMP): | $(KEYCLOAK_HOME)/bin/kc.sh
 
 # One jar per rule, idempotent (an existing jar is not fetched again). mvn copies into a temporary
 # directory and the jar is moved in place only when complete; three attempts against flaky
@@ -260,6 +269,30 @@ $(KEYCLOAK_HOME)/bin/kc.sh:
 	tar -xzf .cache/.tmp-keycloak/keycloak-quarkus-dist-$(KEYCLOAK_VERSION).tar.gz -C .cache/.tmp-keycloak
 	rm -rf $(KEYCLOAK_HOME) && mv .cache/.tmp-keycloak/keycloak-$(KEYCLOAK_VERSION) $(KEYCLOAK_HOME)
 	rm -rf .cache/.tmp-keycloak
+
+.PHONY: kafka
+kafka: $(KAFKA_STAMP)
+
+# Fetched once (idempotent: the stamp is written last), like Keycloak: a two-line pom naming
+# kafka_2.13 is resolved by mvn's copy-dependencies (the broker jar and its runtime scope) into a
+# temporary directory, which is moved in place whole. tests/integration/kafka_support.py runs it
+# with java -cp '<dir>/libs/*' (kafka.tools.StorageTool to format, kafka.Kafka to serve).
+$(KAFKA_STAMP):
+	@$(call ensure_maven)
+	rm -rf .cache/.tmp-kafka && mkdir -p .cache/.tmp-kafka
+	printf '%s\n' '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>' \
+	  '<groupId>growler.test</groupId><artifactId>kafka-broker</artifactId><version>1</version><packaging>pom</packaging>' \
+	  '<dependencies><dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId>' \
+	  '<version>$(KAFKA_VERSION)</version></dependency></dependencies></project>' > .cache/.tmp-kafka/pom.xml
+	for attempt in 1 2 3; do \
+	  if mvn -q -B -Dstyle.color=never -f .cache/.tmp-kafka/pom.xml $(MVN_DEPENDENCY_PLUGIN):copy-dependencies \
+	      -DincludeScope=runtime -DoutputDirectory=libs -Dmaven.wagon.http.retryHandler.count=3; then break; fi; \
+	  if [ $$attempt = 3 ]; then echo "error: could not fetch org.apache.kafka:kafka_2.13:$(KAFKA_VERSION)" >&2; exit 1; fi; \
+	  echo "mvn failed (attempt $$attempt); retrying"; sleep $$((attempt * 10)); \
+	done
+	rm -rf $(KAFKA_HOME) && mkdir -p $(KAFKA_HOME) && mv .cache/.tmp-kafka/libs $(KAFKA_HOME)/libs
+	rm -rf .cache/.tmp-kafka
+	touch $@
 
 # Against a running `make run` (another server: EXAMPLE_ARGS="--uri http://host:8181 --warehouse w").
 example: $(SPARK_VENV_$(SPARK_LINE)) spark-jars

@@ -1,9 +1,11 @@
 """The change feed's push sinks through the management API (openapi/management.yaml,
-``/event-sinks``): NATS JetStream servers and webhooks, their filters, and their dead letters.
+``/event-sinks``): NATS JetStream servers, Kafka clusters and webhooks, their filters, and their
+dead letters.
 
 Administrators only: a sink receives every event of the warehouses its filters name (it is the
-operator's integration, not a caller's view). A webhook's signing secret is stored encrypted with
-``GROWLER_SECRETS_KEY`` (app/ground/secrets.py) and never returned. Changes are audited and
+operator's integration, not a caller's view). A webhook's signing secret and a Kafka sink's SASL
+password are stored encrypted with ``GROWLER_SECRETS_KEY`` (app/ground/secrets.py) and never
+returned; a Kafka sink refuses SASL PLAIN without TLS (it would send the password in the clear). Changes are audited and
 recorded on the installation's change feed like every management change.
 """
 
@@ -19,10 +21,13 @@ from app.ground.events import audit
 from app.ground.secrets import SecretBox
 from app.ground.settings import Settings
 from app.management_rights import ManagementRights
+from app.publisher_kafka import bootstrap_servers, valid_topic_template
 from storage.deliveries import DeadLetter, DeliveryRows, SinkRow
 
 SINK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 SCHEMES = {"nats": ("nats", "tls"), "webhook": ("http", "https")}
+SASL_PROTOCOLS = ("sasl_plaintext", "sasl_ssl")
+TLS_PROTOCOLS = ("ssl", "sasl_ssl")
 
 
 def sink_view(row: SinkRow) -> dict[str, Any]:
@@ -32,7 +37,8 @@ def sink_view(row: SinkRow) -> dict[str, Any]:
         "url": row.url,
         "filters": row.filters,
         "max-attempts": row.max_attempts,
-        "signed": row.secret is not None,
+        "signed": row.kind == "webhook" and row.secret is not None,
+        **({"kafka": {**row.options, "sasl-password-set": row.secret is not None}} if row.kind == "kafka" else {}),
     }
 
 
@@ -56,27 +62,64 @@ class EventSinks(ManagementRights):
     def create(self, body: dict[str, Any]) -> SinkRow:
         name, kind, url = str(body["name"]), str(body["kind"]), str(body["url"])
         who = self.require_admin("create-event-sink", {"sink": name, "kind": kind}, "manage event sinks")
-        if not SINK_NAME.match(name) or name.startswith("env-"):
+        if not SINK_NAME.fullmatch(name) or name.startswith("env-"):
             raise BadRequest(f"Invalid event sink name {name!r}: letters, digits, '.', '_', '-', not env-*")
-        try:
-            parsed = urlparse(url)
-            _ = parsed.port  # raises for a port that is no number
-            valid = parsed.scheme in SCHEMES[kind] and bool(parsed.hostname)
-        except ValueError:  # a bracket, a port that is no number
-            valid = False
-        if not valid:
-            raise BadRequest(f"A {kind} sink's url must be {' or '.join(SCHEMES[kind])}://host[:port]...")
+        if kind == "kafka":
+            if bootstrap_servers(url) is None:
+                raise BadRequest("A kafka sink's url must be kafka://host:port[,host:port...] (its bootstrap servers)")
+        else:
+            try:
+                parsed = urlparse(url)
+                _ = parsed.port  # raises for a port that is no number
+                valid = parsed.scheme in SCHEMES[kind] and bool(parsed.hostname)
+            except ValueError:  # a bracket, a port that is no number
+                valid = False
+            if not valid:
+                raise BadRequest(f"A {kind} sink's url must be {' or '.join(SCHEMES[kind])}://host[:port]...")
+        if (body.get("kafka") is not None) != (kind == "kafka"):
+            raise BadRequest("A kafka sink needs its kafka settings (at least a topic); other kinds take none")
         secret = body.get("secret")
         if secret is not None and kind != "webhook":
             raise BadRequest("Only a webhook takes a secret")
         if secret is not None and self._box is None:
             raise BadRequest("A webhook secret needs GROWLER_SECRETS_KEY, which encrypts it at rest")
+        options: dict[str, Any] = {}
         sealed = self._box.seal({"secret": secret}) if secret is not None and self._box else None
+        if kind == "kafka":
+            options, sealed = self._kafka(dict(body["kafka"]))
         row = self.rows.create_sink(
-            name, kind, url, sealed, dict(body.get("filters") or {}), int(body.get("max-attempts") or 8)
+            name, kind, url, sealed, dict(body.get("filters") or {}), int(body.get("max-attempts") or 8), options
         )
         audit("create-event-sink", who, {"sink": name, "kind": kind, "url": url})
         return row
+
+    def _kafka(self, settings: dict[str, Any]) -> tuple[dict[str, Any], bytes | None]:
+        """A Kafka sink's options (what is not secret) and its sealed SASL password."""
+        template = str(settings["topic"])
+        if not valid_topic_template(template):
+            raise BadRequest(
+                f"Invalid topic {template!r}: letters, digits, '.', '_', '-' and {{warehouse}}, at most 249"
+            )
+        protocol = str(settings.get("security-protocol") or "plaintext")
+        mechanism, username = settings.get("sasl-mechanism"), settings.get("sasl-username")
+        password = settings.pop("sasl-password", None)
+        sasl = (mechanism, username, password)
+        if protocol in SASL_PROTOCOLS and None in sasl:
+            raise BadRequest(f"security-protocol {protocol} needs sasl-mechanism, sasl-username and sasl-password")
+        if protocol not in SASL_PROTOCOLS and sasl != (None, None, None):
+            raise BadRequest("SASL settings need security-protocol sasl_plaintext or sasl_ssl")
+        if protocol == "sasl_plaintext" and mechanism == "PLAIN":
+            raise BadRequest("SASL PLAIN without TLS sends the password in the clear: use sasl_ssl")
+        if settings.get("ssl-ca-pem") is not None:
+            if protocol not in TLS_PROTOCOLS:
+                raise BadRequest("ssl-ca-pem needs security-protocol ssl or sasl_ssl")
+            if "-----BEGIN CERTIFICATE-----" not in str(settings["ssl-ca-pem"]):
+                raise BadRequest("ssl-ca-pem must be PEM certificates (-----BEGIN CERTIFICATE-----)")
+        if password is not None and self._box is None:
+            raise BadRequest("A SASL password needs GROWLER_SECRETS_KEY, which encrypts it at rest")
+        sealed = self._box.seal({"sasl-password": password}) if password is not None and self._box else None
+        settings["security-protocol"] = protocol
+        return {key: value for key, value in settings.items() if value is not None}, sealed
 
     def list(self) -> list[SinkRow]:
         self.require_admin("list-event-sinks", {}, "manage event sinks")

@@ -1,5 +1,5 @@
 """Push delivery of the change feed: at least once, in order per warehouse (hence per table), to
-NATS JetStream and webhooks, as CloudEvents in structured JSON mode (docs/events.md).
+NATS JetStream, Kafka and webhooks, as CloudEvents in structured JSON mode (docs/events.md).
 
 Every worker runs a ``Publisher`` thread; the one holding the lease row in PostgreSQL
 (storage/deliveries.py) delivers, so exactly one instance publishes at a time across workers and
@@ -16,6 +16,10 @@ of a table in their commit order. A webhook that keeps failing is retried with e
 backoff up to its ``max_attempts``; the event is then a dead letter (listed and replayed by an
 administrator through the management API) and the sink moves on - the one exception to order. A
 NATS sink never gives up: JetStream is the durable log consumers read, so it waits for it.
+
+A Kafka sink (app/publisher_kafka.py) delivers a batch at a time instead: the round's records are
+produced together by an idempotent producer (one object's records in one partition, in order) and
+the cursors move once the brokers acknowledged every one; like NATS, it waits for the brokers.
 
 Webhook requests carry ``X-Growler-Signature: sha256=<hex>``, the HMAC-SHA256 of the body with
 the sink's secret (kept encrypted: app/ground/secrets.py).
@@ -38,12 +42,14 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
+from cloudevents.core.bindings import kafka as kafka_binding
 from cloudevents.core.bindings.http import to_structured_event
 from cloudevents.core.v1.event import CloudEvent
 
 from app.events_feed import rendered
 from app.ground import metrics
 from app.ground.secrets import SecretBox
+from app.publisher_kafka import ID_HEADER, INSTALLATION, KafkaRecord, KafkaSettings, KafkaTarget, record_key, topic
 from storage.deliveries import DeliveryRows, SinkRow
 from storage.events import MANAGEMENT_STREAM, StoredEvent
 
@@ -81,8 +87,8 @@ def subject(warehouse: str, event: StoredEvent) -> str:
     return ".".join([SUBJECT_ROOT, *(_token(part) for part in parts)])
 
 
-def cloud_event(warehouse: str, event: StoredEvent) -> tuple[dict[str, str], bytes]:
-    """The event as a structured-mode CloudEvent: headers and body."""
+def _attributes(warehouse: str, event: StoredEvent) -> dict[str, Any]:
+    """The CloudEvent's attributes (every transport carries the same ones)."""
     path = [*(event.namespace or ()), *([event.name] if event.name else [])]
     attributes: dict[str, Any] = {
         "id": event.event_id,
@@ -94,8 +100,25 @@ def cloud_event(warehouse: str, event: StoredEvent) -> tuple[dict[str, str], byt
     }
     if path:
         attributes["subject"] = ".".join(path)
-    message = to_structured_event(CloudEvent(attributes, rendered(event)))
+    return attributes
+
+
+def cloud_event(warehouse: str, event: StoredEvent) -> tuple[dict[str, str], bytes]:
+    """The event as a structured-mode CloudEvent over HTTP or NATS: headers and body."""
+    message = to_structured_event(CloudEvent(_attributes(warehouse, event), rendered(event)))
     return dict(message.headers), message.body
+
+
+def kafka_record(topic_template: str, warehouse: str, event: StoredEvent) -> KafkaRecord:
+    """The event as a Kafka record: the structured-mode CloudEvent as its value, the object's
+    identity as its key, its id in the ``ce_id`` header (app/publisher_kafka.py)."""
+    message = kafka_binding.to_structured_event(CloudEvent(_attributes(warehouse, event), rendered(event)))
+    headers = {**message.headers, ID_HEADER: event.event_id.encode()}
+    if event.stream == MANAGEMENT_STREAM:
+        return KafkaRecord(topic(topic_template, INSTALLATION), INSTALLATION.encode(), headers, message.value)
+    path = [*(event.namespace or ()), *([event.name] if event.name else [])]
+    key = record_key(warehouse, event.object_uuid, path)
+    return KafkaRecord(topic(topic_template, warehouse), key, headers, message.value)
 
 
 def matches(filters: dict[str, Any], warehouse: str, event: StoredEvent) -> bool:
@@ -187,8 +210,17 @@ class SinkWorker(threading.Thread):
         self.publisher, self.sink = publisher, sink
         self.rows = publisher.rows
         self.stop = threading.Event()
-        secret = publisher.open_secret(sink)
-        self.target = NatsTarget(sink.url) if sink.kind == "nats" else WebhookTarget(sink.url, secret)
+        self.target: Any
+        if sink.kind == "kafka":
+            password = publisher.open_secret(sink, "sasl-password")
+            self.target = KafkaTarget(sink.name, KafkaSettings.of(sink.url, sink.options, password), self._active)
+        elif sink.kind == "nats":
+            self.target = NatsTarget(sink.url)
+        else:
+            self.target = WebhookTarget(sink.url, publisher.open_secret(sink, "secret"))
+
+    def _active(self) -> bool:
+        return not self.stop.is_set() and self.publisher.leading.is_set()
 
     def run(self) -> None:
         try:
@@ -210,6 +242,8 @@ class SinkWorker(threading.Thread):
         events = self.rows.pending(self.sink.id, BATCH)
         self._report_lag(events)
         names = self.publisher.warehouse_names()
+        if self.sink.kind == "kafka":
+            return self._round_kafka(events, names)
         for event in events:
             if self.stop.is_set() or not self.publisher.leading.is_set():
                 return True
@@ -218,6 +252,37 @@ class SinkWorker(threading.Thread):
             if matches(self.sink.filters, warehouse, event):
                 dead = self._deliver(warehouse, event)
             if not self.rows.advance(self.sink.id, self.publisher.holder, event.stream, event.position, dead):
+                self.publisher.leading.clear()  # the lease went elsewhere: stop at once
+                return False
+        return bool(events)
+
+    def _round_kafka(self, events: list[StoredEvent], names: dict[int, str]) -> bool:
+        """The round's records produced at once; the cursors moved when all were acknowledged.
+        What was not is produced again (only that, in order) after backoff, until it is."""
+        template = str(self.sink.options.get("topic") or "growler.{warehouse}")
+        records = []
+        for event in events:
+            warehouse = names.get(event.stream, str(event.stream))
+            if matches(self.sink.filters, warehouse, event):
+                records.append(kafka_record(template, warehouse, event))
+        attempt = 0
+        while records:
+            attempt += 1
+            outcome = self.target.send_batch(records)
+            metrics.EVENTS_DELIVERED.labels(self.sink.name).inc(outcome.count(None))
+            records = [record for record, error in zip(records, outcome, strict=True) if error]
+            if records and not self._active():
+                return True  # stopping, or no longer leading: the cursors stay, the next leader resends
+            if records:
+                metrics.EVENTS_DELIVERY_FAILURES.labels(self.sink.name, "retry").inc()
+                log.warning(
+                    "event sink %s: %d records refused: %s", self.sink.name, len(records), next(filter(None, outcome))
+                )
+                if self.stop.wait(min(MAX_BACKOFF_S, self.publisher.backoff_s * 2 ** (attempt - 1))):
+                    return True
+        last = {event.stream: event.position for event in events}  # events come in position order
+        for stream, position in last.items():
+            if not self.rows.advance(self.sink.id, self.publisher.holder, stream, position, None):
                 self.publisher.leading.clear()  # the lease went elsewhere: stop at once
                 return False
         return bool(events)
@@ -310,14 +375,15 @@ class Publisher:
             except Exception:  # noqa: BLE001 - it lapses by itself
                 pass
 
-    def open_secret(self, sink: SinkRow) -> str | None:
+    def open_secret(self, sink: SinkRow, field: str) -> str | None:
+        """The sink's decrypted secret ``field``: a webhook's ``secret``, a Kafka sink's ``sasl-password``."""
         if sink.secret is None:
             return None
         box = self.secrets()
         if box is None:
-            log.warning("event sink %s has a secret but GROWLER_SECRETS_KEY is not set: not signing", sink.name)
+            log.warning("event sink %s has a secret but GROWLER_SECRETS_KEY is not set: not using it", sink.name)
             return None
-        return box.open(bytes(sink.secret)).get("secret")
+        return box.open(bytes(sink.secret)).get(field)
 
     def warehouse_names(self) -> dict[int, str]:
         at, names = self._names

@@ -36,6 +36,7 @@ class SinkRow:
     filters: dict[str, Any]
     max_attempts: int
     created_at: datetime
+    options: dict[str, Any]  # a kind's settings beyond its url (Kafka: topic, security); nothing secret
 
 
 @dataclass(frozen=True)
@@ -56,14 +57,21 @@ class DeliveryRows:
     # -- sinks (the management API) ------------------------------------------------------
 
     def create_sink(
-        self, name: str, kind: str, url: str, secret: bytes | None, filters: dict[str, Any], max_attempts: int
+        self,
+        name: str,
+        kind: str,
+        url: str,
+        secret: bytes | None,
+        filters: dict[str, Any],
+        max_attempts: int,
+        options: dict[str, Any] | None = None,
     ) -> SinkRow:
         """A new sink; it starts at the end of every stream (what was committed before is not pushed)."""
         with self.db.transaction() as conn:
             row = conn.execute(
-                "INSERT INTO event_sink (name, kind, url, secret, filters, max_attempts)"
-                " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (name) DO NOTHING RETURNING *",
-                (name, kind, url, secret, Jsonb(filters), max_attempts),
+                "INSERT INTO event_sink (name, kind, url, secret, filters, max_attempts, options)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (name) DO NOTHING RETURNING *",
+                (name, kind, url, secret, Jsonb(filters), max_attempts, Jsonb(options or {})),
             ).fetchone()
             if row is None:
                 raise AlreadyExists(f"Event sink already exists: {name}")

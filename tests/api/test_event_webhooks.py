@@ -155,6 +155,51 @@ def test_sinks_are_for_administrators_and_bad_ones_are_400(client, principals):
     assert client.get(f"{SINKS}/none/dead-letters").status_code == 404
 
 
+def test_kafka_sinks_keep_their_password_secret_and_bad_ones_are_400(client, db):
+    """A Kafka sink (its delivery: tests/integration/test_event_kafka.py): SASL password sealed at
+    rest, never returned; malformed servers, topics and security settings refused, nothing written."""
+    kafka = {"url": "kafka://b1.example:9092,[::1]:9093", "kind": "kafka"}
+    sasl = {"security-protocol": "sasl_ssl", "sasl-mechanism": "SCRAM-SHA-512", "sasl-username": "growler"}
+    for bad in (
+        {**kafka, "url": "kafka://b1.example"},  # no port
+        {**kafka, "url": "kafka://b1.example:99999"},
+        {**kafka, "url": "kafka://b1.example:9092/path"},
+        {**kafka, "url": "nats://b1.example:9092", "kafka": {"topic": "t"}},
+        kafka,  # no settings
+        {**kafka, "kafka": {"topic": "events/{warehouse}"}},
+        {**kafka, "kafka": {"topic": "{warehouse}" * 30}},
+        {**kafka, "kafka": {"topic": "t", "security-protocol": "sasl_ssl"}},  # no mechanism, user, password
+        {**kafka, "kafka": {"topic": "t", "sasl-username": "u", "sasl-password": "p"}},  # SASL over plaintext
+        {
+            **kafka,
+            "kafka": {
+                "topic": "t",
+                **sasl,
+                "security-protocol": "sasl_plaintext",
+                "sasl-mechanism": "PLAIN",
+                "sasl-password": "p",
+            },
+        },  # the password in the clear
+        {**kafka, "kafka": {"topic": "t", "ssl-ca-pem": "-----BEGIN CERTIFICATE-----"}},  # TLS off
+        {**kafka, "kafka": {"topic": "t", "security-protocol": "ssl", "ssl-ca-pem": "not a certificate"}},
+        {**kafka, "kafka": {"topic": "t"}, "secret": SECRET},
+        {"kind": "webhook", "url": "http://h/", "kafka": {"topic": "t"}},
+    ):
+        assert client.post(SINKS, json={"name": "k", **bad}).status_code == 400, bad
+    assert client.get(SINKS).json() == {"event-sinks": []}
+    body = {"name": "k", **kafka, "kafka": {"topic": "growler.{warehouse}", **sasl, "sasl-password": "pa55-w0rd-kafka"}}
+    made = client.post(SINKS, json=body)
+    assert made.status_code == 201, made.text
+    view = {**body["kafka"], "sasl-password-set": True}
+    del view["sasl-password"]
+    assert made.json()["kafka"] == view and made.json()["signed"] is False
+    assert client.get(SINKS).json()["event-sinks"][0]["kafka"] == view
+    # sealed: the password is not in the row as written
+    secret, options = db.execute("SELECT secret, options FROM event_sink WHERE name = 'k'").fetchone()
+    assert b"pa55-w0rd-kafka" not in bytes(secret) and "pa55" not in json.dumps(options)
+    assert client.delete(f"{SINKS}/k").status_code == 204
+
+
 def test_the_example_receiver_verifies_signatures(client):
     port = free_port()
     env = {"GROWLER_WEBHOOK_SECRET": SECRET, "PATH": "/usr/bin:/bin"}

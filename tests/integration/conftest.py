@@ -211,8 +211,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start what the collected tests will need and is slow to start, in the background, now:
     the long STS job (some 16 minutes: sts_long_job_support), the Spark drivers (about ten
-    seconds each) and Keycloak (tens of seconds on first start) run or boot while the tests
-    before theirs run."""
+    seconds each), Keycloak (tens of seconds on first start) and the Kafka broker (some seconds)
+    run or boot while the tests before theirs run."""
+    from tests.integration.kafka_support import KAFKA
     from tests.integration.keycloak_support import KEYCLOAK
     from tests.integration.spark_support import DRIVERS
     from tests.integration.sts_long_job_support import LONG_STS_JOB
@@ -223,15 +224,19 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         DRIVERS.prestart(line, role)
     if any("keycloak" in item.fixturenames for item in session.items):
         KEYCLOAK.prestart()
+    if not session.config.option.collectonly and any("kafka_broker" in item.fixturenames for item in session.items):
+        KAFKA.prestart()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    from tests.integration.kafka_support import KAFKA
     from tests.integration.keycloak_support import KEYCLOAK
     from tests.integration.spark_support import DRIVERS
     from tests.integration.sts_long_job_support import LONG_STS_JOB
 
     DRIVERS.stop_all()
     KEYCLOAK.stop()
+    KAFKA.stop()
     LONG_STS_JOB.stop()
 
 

@@ -1,4 +1,5 @@
-"""The change feed's push format (app/publisher.py): CloudEvents, NATS subjects, signatures, filters."""
+"""The change feed's push format (app/publisher.py, app/publisher_kafka.py): CloudEvents, NATS
+subjects, Kafka records (topic, key, headers) and bootstrap servers, signatures, filters."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import hmac
 import json
 from datetime import UTC, datetime
 
-from app.publisher import cloud_event, matches, signature, subject
+from app.publisher import cloud_event, kafka_record, matches, signature, subject
+from app.publisher_kafka import bootstrap_servers, valid_topic_template
 from storage.events import StoredEvent
 
 
@@ -65,3 +67,34 @@ def test_filters():
     assert not matches({"operation-types": ["drop-table"]}, "wh", event())
     assert matches({"catalog-objects-by-name": [["sales"]]}, "wh", event())
     assert not matches({"catalog-objects-by-name": [["sales", "us"]]}, "wh", event())
+
+
+def test_a_kafka_record_is_the_structured_event_keyed_by_the_object():
+    record = kafka_record("growler.{warehouse}", "w h", event())
+    assert record.topic == "growler.w_h" and record.key == b"u"  # the table's uuid: it survives a rename
+    assert record.headers == {"content-type": b"application/cloudevents+json", "ce_id": event().event_id.encode()}
+    assert json.loads(record.value) == json.loads(cloud_event("w h", event())[1])
+    namespace = kafka_record("events", "wh", event(name=None, object_type="namespace", object_uuid=None))
+    assert (namespace.topic, namespace.key) == ("events", b"wh/sales/eu")
+    assert kafka_record("t", "wh", event(namespace=["a/b"], name=None, object_uuid=None)).key == b"wh/a%2Fb"
+    management = kafka_record("growler.{warehouse}", "0", event(stream=0, namespace=None, name=None, object_uuid=None))
+    assert (management.topic, management.key) == ("growler._installation", b"_installation")
+
+
+def test_kafka_bootstrap_servers_and_topic_templates():
+    assert bootstrap_servers("kafka://b1:9092,10.0.0.2:9093,[::1]:9094/") == "b1:9092,10.0.0.2:9093,[::1]:9094"
+    for bad in (
+        "http://b1:9092",
+        "kafka://b1",
+        "kafka://b1:0",
+        "kafka://b1:70000",
+        "kafka://b1:9092/x",
+        "kafka://",
+        "kafka://b1:9092,",
+        "kafka://" + ",".join(["b:1"] * 17),
+        "kafka://us er@b1:9092",
+    ):
+        assert bootstrap_servers(bad) is None, bad
+    assert valid_topic_template("growler.{warehouse}.events") and valid_topic_template("plain-topic_1")
+    for bad in ("", "a/b", "{warehouse", "{namespace}", "x" * 250, "t\n"):
+        assert not valid_topic_template(bad), bad
