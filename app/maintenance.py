@@ -21,6 +21,7 @@ from app.ground.errors import BadRequest, NotFound
 from app.ground.events import audit
 from app.ground.lru import LruCache
 from app.maintenance_files import current_shape
+from app.maintenance_lease import ABANDONED
 from app.maintenance_runs import MaintenanceExecutor
 from app.management import parse_securable, securable_view
 from app.management_rights import ManagementRights
@@ -185,6 +186,7 @@ class MaintenanceService(ManagementRights):
             self._discovered_at = time.monotonic()
         if discover:
             self.maintenance.forget_runs(RUN_RETENTION_S)
+            self.abandon_dead_runs()
         ran = 0
         for table in self.maintenance.due_tables(DUE_BATCH, discover_properties=discover):
             try:
@@ -198,6 +200,14 @@ class MaintenanceService(ManagementRights):
                 log.warning("scheduled maintenance of %s failed: %s", table.name, type(exc).__name__)
                 self.maintenance.schedule(table.entry_id, self.executor.interval_s)
         return ran
+
+    def abandon_dead_runs(self) -> int:
+        """Mark failed the runs their runner left 'running' when it died (its lease ran out): the
+        tables nobody takes again would otherwise show them running forever."""
+        abandoned = self.maintenance.abandon_runs(ABANDONED)
+        if abandoned:
+            log.warning("%d maintenance runs abandoned by runners that died", abandoned)
+        return abandoned
 
 
 def _caller() -> str | None:

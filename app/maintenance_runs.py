@@ -19,15 +19,18 @@ run plans and records exactly what it would do, and changes nothing.
   when a commit moved it.
 
 Neither holds the commit lane longer than its one commit; the reads and deletes run outside it.
+
+The lease is renewed while the run lives (``app/maintenance_lease.py``): a runner that died leaves
+its run 'running' only until its lease runs out, then the next runner (or housekeeping) marks it
+failed; a runner that lost its lease stops before its next commit or delete.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
@@ -37,6 +40,7 @@ from app import maintenance_data as data_compaction
 from app.ground.errors import BadRequest, CatalogError, CommitFailed, NoSuchTable
 from app.ground.locations import Location
 from app.maintenance_files import Deletable, Reachable, parsed
+from app.maintenance_lease import LEASE_SECONDS, TableLease
 from app.rules import maintenance as policy_rules
 from app.rules import table as table_rules
 from app.tables import TableService
@@ -45,10 +49,13 @@ from storage.rows import EntryRow
 
 log = logging.getLogger(__name__)
 
-LEASE_SECONDS = 900
 MAX_REPLANS = 5
 DELETE_BATCH = 500
 SHOWN_FILES = 100  # a run's record lists this many of the files it removes (and counts them all)
+
+
+# The lease of the run going on in this thread (checked before each commit and delete).
+_LEASE: ContextVar[TableLease | None] = ContextVar("maintenance_lease", default=None)
 
 
 class MaintenanceBusy(CatalogError):
@@ -69,7 +76,7 @@ class MaintenanceExecutor:
         self.rows = rows
         self.objects = tables.objects
         self.interval_s = interval_s
-        self.holder = f"{socket.gethostname()}:{os.getpid()}"
+        self.lease_s = LEASE_SECONDS  # a test shortens it
         # Called with the plan between planning and committing an expiry: where a test puts a
         # concurrent writer, deterministically (the run must then re-plan, never lose its commit).
         self.planned: Callable[[policy_rules.ExpiryPlan], None] = lambda _plan: None
@@ -82,29 +89,31 @@ class MaintenanceExecutor:
         """Run the table's effective ``policy_type`` once, now (a request), recorded; MaintenanceBusy
         when another runner holds the table. ``now_ms`` (the clock of the plan) is for tests only:
         the API never takes one."""
-        if not self.rows.take_lease(table.entry_id, self.holder, LEASE_SECONDS):
+        lease = TableLease(self.rows, table.entry_id, self.lease_s)
+        if not lease.take():
             raise MaintenanceBusy(f"Maintenance of {'.'.join((*table.namespace, table.name))} is running elsewhere")
-        try:
-            return self._recorded(table, policy_type, dry_run, "request", now_ms or int(time.time() * 1000))
-        finally:
-            self.rows.release_lease(table.entry_id, self.holder, None)
+        with lease:
+            return self._recorded(table, lease, policy_type, dry_run, "request", now_ms or int(time.time() * 1000))
 
     def run_scheduled(self, table: TableRef, policy_types: list[str]) -> int | None:
         """The schedule's turn on a table: every type given, under one lease taken only while the
         table is due (two workers that both saw it due run it once); the next turn an interval
         later. None when another runner holds it or it is no longer due."""
-        if not self.rows.take_lease(table.entry_id, self.holder, LEASE_SECONDS, due_only=True):
+        lease = TableLease(self.rows, table.entry_id, self.lease_s)
+        if not lease.take(due_only=True):
             return None
-        try:
+        lease.next_due_s = self.interval_s
+        with lease:
             for policy_type in policy_types:
-                self._recorded(table, policy_type, False, "schedule", int(time.time() * 1000))
-            return len(policy_types)
-        finally:
-            self.rows.release_lease(table.entry_id, self.holder, self.interval_s)
+                self._recorded(table, lease, policy_type, False, "schedule", int(time.time() * 1000))
+        return len(policy_types)
 
-    def _recorded(self, table: TableRef, policy_type: str, dry_run: bool, trigger: str, now_ms: int) -> RunRow:
-        run_id = self.rows.start_run(table.entry_id, policy_type, trigger, dry_run)
+    def _recorded(
+        self, table: TableRef, lease: TableLease, policy_type: str, dry_run: bool, trigger: str, now_ms: int
+    ) -> RunRow:
+        run_id = self.rows.start_run(table.entry_id, policy_type, trigger, dry_run, lease.holder)
         started = time.monotonic()
+        token = _LEASE.set(lease)
         try:
             result = self._execute(table, policy_type, dry_run, now_ms)
         except Exception as exc:  # noqa: BLE001 - every failure is recorded; the next run tries again
@@ -113,8 +122,16 @@ class MaintenanceExecutor:
             return self.rows.finish_run(
                 run_id, "failed", {}, {"seconds": time.monotonic() - started}, 0, f"{type(exc).__name__}: {message}"
             )
+        finally:
+            _LEASE.reset(token)
         result.outcome["seconds"] = round(time.monotonic() - started, 3)
         return self.rows.finish_run(run_id, result.status, result.plan, result.outcome, result.removed, None)
+
+    def _guard(self) -> None:
+        """Before each commit and each delete: this run still holds the table (app/maintenance_lease.py)."""
+        lease = _LEASE.get()
+        if lease is not None:
+            lease.check()
 
     def _execute(self, table: TableRef, policy_type: str, dry_run: bool, now_ms: int) -> Outcome:
         row = self.row(table)
@@ -169,6 +186,7 @@ class MaintenanceExecutor:
                 shown["files-to-remove"] = _listed(doomed)
                 return Outcome(shown, {"committed": False, "dry-run": True})
             self.planned(plan)
+            self._guard()
             try:
                 requirements = plan.requirements(str(base.table_uuid))
                 self.tables.commit_table(table.warehouse, table.namespace, table.name, requirements, plan.updates())
@@ -243,6 +261,7 @@ class MaintenanceExecutor:
         try:
             snapshot_update = write()
             self.compaction_planned(plan)
+            self._guard()
             self.tables.commit_table(
                 table.warehouse,
                 table.namespace,
@@ -304,6 +323,7 @@ class MaintenanceExecutor:
     # -- deleting ---------------------------------------------------------------------------
 
     def _delete(self, locations: list[Location]) -> int:
+        self._guard()
         removed = 0
         batches = iter(locations)
         while batch := list(islice(batches, DELETE_BATCH)):

@@ -148,10 +148,15 @@ class MaintenanceRows:
 
     # -- the lease --------------------------------------------------------------------------
 
-    def take_lease(self, entry_id: int, holder: str, lease_s: float, due_only: bool = False) -> bool:
+    def take_lease(self, entry_id: int, holder: str, lease_s: float, *, abandoned: str, due_only: bool = False) -> bool:
         """Hold the table for ``lease_s`` unless another runner holds it now (any worker, any
         replica); with ``due_only`` (the schedule), also unless its schedule is not due: two workers
-        that both saw it due run it once."""
+        that both saw it due run it once.
+
+        Taken, the table's runs still 'running' were left by a runner whose lease ran out (it died:
+        a live one renews its lease, app/maintenance_lease.py): they are marked failed with
+        ``abandoned`` as their error, in the same transaction.
+        """
         with self.db.transaction() as conn:
             row = conn.execute(
                 "INSERT INTO maintenance_lease (entry_id, holder, lease_until)"
@@ -162,7 +167,36 @@ class MaintenanceRows:
                 " AND (NOT %(due_only)s OR maintenance_lease.next_due_at <= now()) RETURNING entry_id",
                 {"entry": entry_id, "holder": holder, "lease": lease_s, "due_only": due_only},
             ).fetchone()
+            if row is not None:
+                conn.execute(
+                    "UPDATE maintenance_run SET status = 'failed', error = %s, finished_at = now()"
+                    " WHERE entry_id = %s AND status = 'running'",
+                    (abandoned, entry_id),
+                )
         return row is not None
+
+    def renew_lease(self, entry_id: int, holder: str, lease_s: float) -> bool:
+        """Extend a lease its holder still holds; False when it is no longer its own (it ran out and
+        another runner took the table, or the table's row is gone: dropped)."""
+        with self.db.connection() as conn:
+            row = conn.execute(
+                "UPDATE maintenance_lease SET lease_until = now() + make_interval(secs => %s)"
+                " WHERE entry_id = %s AND holder = %s AND lease_until > now() RETURNING entry_id",
+                (lease_s, entry_id, holder),
+            ).fetchone()
+        return row is not None
+
+    def abandon_runs(self, abandoned: str) -> int:
+        """Mark failed every run still 'running' whose holder holds no live lease on its table (the
+        runner died, or its table was dropped under it); housekeeping's sweep."""
+        with self.db.connection() as conn:
+            cursor = conn.execute(
+                "UPDATE maintenance_run r SET status = 'failed', error = %s, finished_at = now()"
+                " WHERE r.status = 'running' AND NOT EXISTS (SELECT 1 FROM maintenance_lease l"
+                " WHERE l.entry_id = r.entry_id AND l.holder = r.holder AND l.lease_until > now())",
+                (abandoned,),
+            )
+        return cursor.rowcount
 
     def release_lease(self, entry_id: int, holder: str, next_due_s: float | None) -> None:
         """Let the table go; ``next_due_s`` (when given) is when the schedule wants it again."""
@@ -188,12 +222,12 @@ class MaintenanceRows:
 
     # -- runs -------------------------------------------------------------------------------
 
-    def start_run(self, entry_id: int, policy_type: str, trigger: str, dry_run: bool) -> int:
+    def start_run(self, entry_id: int, policy_type: str, trigger: str, dry_run: bool, holder: str) -> int:
         with self.db.connection() as conn:
             row = conn.execute(
-                "INSERT INTO maintenance_run (entry_id, policy_type, trigger, dry_run, status)"
-                " VALUES (%s, %s, %s, %s, 'running') RETURNING id",
-                (entry_id, policy_type, trigger, dry_run),
+                "INSERT INTO maintenance_run (entry_id, policy_type, trigger, dry_run, status, holder)"
+                " VALUES (%s, %s, %s, %s, 'running', %s) RETURNING id",
+                (entry_id, policy_type, trigger, dry_run, holder),
             ).fetchone()
         return row["id"]
 
