@@ -58,6 +58,14 @@ SHOWN_FILES = 100  # a run's record lists this many of the files it removes (and
 _LEASE: ContextVar[TableLease | None] = ContextVar("maintenance_lease", default=None)
 
 
+class RunSkipped(Exception):
+    """The run stops without a change (or after its commit, before its deletes): recorded as skipped."""
+
+    def __init__(self, reason: str, plan: dict[str, Any], outcome: dict[str, Any]) -> None:
+        super().__init__(reason)
+        self.reason, self.plan, self.outcome = reason, plan, outcome
+
+
 class MaintenanceBusy(CatalogError):
     code, error_type = 409, "CommitFailedException"
 
@@ -116,6 +124,10 @@ class MaintenanceExecutor:
         token = _LEASE.set(lease)
         try:
             result = self._execute(table, policy_type, dry_run, now_ms)
+        except RunSkipped as skipped:
+            log.info("maintenance %s of %s skipped: %s", policy_type, table.name, skipped.reason)
+            outcome = {**skipped.outcome, "reason": skipped.reason, "seconds": round(time.monotonic() - started, 3)}
+            return self.rows.finish_run(run_id, "skipped", skipped.plan, outcome, 0, None)
         except Exception as exc:  # noqa: BLE001 - every failure is recorded; the next run tries again
             log.warning("maintenance %s of %s failed: %s", policy_type, table.name, type(exc).__name__)
             message = exc.message if isinstance(exc, CatalogError) else str(exc)
@@ -127,13 +139,34 @@ class MaintenanceExecutor:
         result.outcome["seconds"] = round(time.monotonic() - started, 3)
         return self.rows.finish_run(run_id, result.status, result.plan, result.outcome, result.removed, None)
 
-    def _guard(self) -> None:
-        """Before each commit and each delete: this run still holds the table (app/maintenance_lease.py)."""
+    def _guard(self, table: TableRef, plan: dict[str, Any] | None = None, done: dict[str, Any] | None = None) -> None:
+        """Before each commit and each delete: this run still holds the table
+        (app/maintenance_lease.py), and the table may still be acted on (``_standing``)."""
+        self._standing(table, plan, done)  # first: a drop also ends the lease, and says why
         lease = _LEASE.get()
         if lease is not None:
             lease.check()
 
+    def _standing(
+        self, table: TableRef, plan: dict[str, Any] | None = None, done: dict[str, Any] | None = None
+    ) -> None:
+        """RunSkipped when the table is protected (a mark on it, a namespace or its warehouse) or is
+        no longer live (dropped into the recycle bin, or gone): maintenance leaves its files and its
+        history alone. Checked at the start and again before every commit and delete, so a mark set
+        or a drop made during a run stops it before its next change."""
+        standing = self.rows.standing(table.entry_id)
+        if standing.protected_by is not None:
+            reason = f"protected ({standing.protected_by}): maintenance leaves protected entries alone"
+        elif standing.binned:
+            reason = "the table is in the recycle bin: maintenance never touches a dropped table's files"
+        elif not standing.live:
+            reason = "the table was dropped"
+        else:
+            return
+        raise RunSkipped(reason, plan or {}, done or {})
+
     def _execute(self, table: TableRef, policy_type: str, dry_run: bool, now_ms: int) -> Outcome:
+        self._standing(table)
         row = self.row(table)
         metadata = table_rules.parse_metadata(row.metadata)
         policy = self.effective(table, metadata.properties).get(policy_type)
@@ -186,7 +219,7 @@ class MaintenanceExecutor:
                 shown["files-to-remove"] = _listed(doomed)
                 return Outcome(shown, {"committed": False, "dry-run": True})
             self.planned(plan)
-            self._guard()
+            self._guard(table, shown, {"committed": False})
             try:
                 requirements = plan.requirements(str(base.table_uuid))
                 self.tables.commit_table(table.warehouse, table.namespace, table.name, requirements, plan.updates())
@@ -196,8 +229,8 @@ class MaintenanceExecutor:
             after_row = self.row(table)
             after = table_rules.parse_metadata(after_row.metadata)
             doomed = self._expired_files(table, after_row, base, after, plan)
-            removed = self._delete(sorted(doomed, key=str))
             shown["files-to-remove"] = _listed(doomed)
+            removed = self._delete(table, sorted(doomed, key=str), shown, {"committed": True, "files-removed": 0})
             return Outcome(shown, {"committed": True, "files-removed": removed}, removed)
         raise CommitFailed(f"Snapshot expiry lost {MAX_REPLANS} races with concurrent writers; the next run retries")
 
@@ -261,7 +294,7 @@ class MaintenanceExecutor:
         try:
             snapshot_update = write()
             self.compaction_planned(plan)
-            self._guard()
+            self._guard(table, shown, {"committed": False})
             self.tables.commit_table(
                 table.warehouse,
                 table.namespace,
@@ -306,7 +339,7 @@ class MaintenanceExecutor:
                 return Outcome(shown, {"dry-run": dry_run, "files-removed": 0})
             if self.tables.repository.current_metadata_location(row.id) != row.metadata_location:
                 continue  # a commit landed while we listed: what it names is not an orphan
-            removed = self._delete(orphans)
+            removed = self._delete(table, orphans, shown, {"files-removed": 0})
             return Outcome(shown, {"files-removed": removed}, removed)
         raise CommitFailed(f"The table changed during {MAX_REPLANS} listings; the next run retries")
 
@@ -322,11 +355,11 @@ class MaintenanceExecutor:
 
     # -- deleting ---------------------------------------------------------------------------
 
-    def _delete(self, locations: list[Location]) -> int:
-        self._guard()
+    def _delete(self, table: TableRef, locations: list[Location], plan: dict[str, Any], done: dict[str, Any]) -> int:
         removed = 0
         batches = iter(locations)
         while batch := list(islice(batches, DELETE_BATCH)):
+            self._guard(table, plan, {**done, "files-removed": removed})
             self.objects.delete(batch)
             removed += len(batch)
         return removed

@@ -18,6 +18,7 @@ from storage.db import Database
 from storage.housekeeping_rows import bare
 from storage.management_rows import Securable, securable_ids
 from storage.placement import overlapping_entries
+from storage.protection_rows import protection_of
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,16 @@ class TableRef:
     warehouse: str
     namespace: tuple[str, ...]
     name: str
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Whether maintenance may act on a table now: live (not dropped, not in the recycle bin) and
+    what protects it (the table, one of its namespaces, its warehouse), described, or None."""
+
+    live: bool
+    binned: bool
+    protected_by: str | None
 
 
 @dataclass(frozen=True)
@@ -145,6 +156,18 @@ class MaintenanceRows:
                 {"discover": discover_properties, "limit": limit},
             ).fetchall()
         return [TableRef(row["id"], row["warehouse"], tuple(row["path"]), row["name"]) for row in rows]
+
+    def standing(self, entry_id: int) -> Standing:
+        with self.db.connection() as conn:
+            row = conn.execute(
+                "SELECT e.name, n.warehouse_id, n.path FROM catalog_entry e JOIN namespace n ON n.id = e.namespace_id"
+                " WHERE e.id = %s AND e.kind = 'table'",
+                (entry_id,),
+            ).fetchone()
+            if row is None:
+                binned = conn.execute("SELECT 1 FROM bin_entry WHERE id = %s", (entry_id,)).fetchone()
+                return Standing(False, binned is not None, None)
+            return Standing(True, False, protection_of(conn, row["warehouse_id"], tuple(row["path"]), row["name"]))
 
     # -- the lease --------------------------------------------------------------------------
 

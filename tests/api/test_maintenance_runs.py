@@ -1,6 +1,7 @@
 """The maintenance executor's safety around its runs (issue 37): a run whose runner died is marked
 failed once its lease runs out, by the next runner or by housekeeping, and the table is maintained
-again.
+again; a protected table (a mark on it, its namespace or its warehouse) is skipped by every policy
+type, the run recorded as skipped with the reason.
 
 The executor's runs on real data are in tests/integration/test_maintenance.py; policies in
 test_maintenance_policies.py.
@@ -20,6 +21,7 @@ import pytest
 from app.edge.context import MAINTENANCE
 from app.maintenance_lease import ABANDONED
 from app.maintenance_runs import MaintenanceBusy
+from tests.api.bin_support import protect, unprotect
 from tests.api.tables_support import create_request
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,3 +111,33 @@ def test_a_killed_runners_runs_are_abandoned_and_its_tables_maintained_again(cli
     assert (left["status"], left["error"]) == ("failed", ABANDONED)
     assert run_when_free(service, b).status == "skipped"
     assert [r["status"] for r in client.get(runs_url("b")).json()["runs"]] == ["skipped", "failed"]
+
+
+POLICY_TYPES = (
+    "system.snapshot-expiry",
+    "system.orphan-file-removal",
+    "system.metadata-compaction",
+    "system.data-compaction",
+)
+
+
+@pytest.mark.parametrize(
+    ("mark", "reason"),
+    [
+        (("table", ["db"], "a"), "table db.a is protected"),
+        (("namespace", ["db"], None), "namespace db is protected"),
+        (("warehouse", None, None), "warehouse test is protected"),
+    ],
+)
+def test_every_policy_type_skips_a_protected_table_and_says_why(client, service, mark, reason):
+    for policy_type in POLICY_TYPES:
+        body = {"policy-type": policy_type, "securable": {"type": "catalog"}, "content": {"enable": True}}
+        assert client.put(f"{M}/maintenance/policies", json=body).status_code == 200
+    assert protect(client, *mark).status_code == 204
+    for policy_type in POLICY_TYPES:
+        run = client.post(runs_url("a"), json={"policy-type": policy_type}).json()
+        assert (run["status"], run["files-removed"]) == ("skipped", 0), run
+        assert run["outcome"]["reason"] == f"protected ({reason}): maintenance leaves protected entries alone"
+    assert unprotect(client, *mark).status_code == 204
+    run = client.post(runs_url("a"), json={"policy-type": "system.orphan-file-removal"}).json()
+    assert run["status"] == "succeeded", run

@@ -19,6 +19,7 @@ from app.ground.locations import Location
 from app.maintenance_runs import MaintenanceBusy
 from app.rules.maintenance import DAY_MS
 from storage.management_rows import Securable
+from tests.api.bin_support import protect, undrop, unit_of, unprotect
 from tests.api.tables_support import create_request
 from tests.conftest import TEST_BUCKET
 from tests.integration.test_pyiceberg_tables import NS, create_sales, ids_of, new_catalog, objects_under, rows
@@ -324,3 +325,38 @@ def test_data_compaction_in_process_bin_packs_small_files_and_rows_stay(catalog,
     assert after.equals(before)  # the same rows, value for value
     final.append(rows(9))
     assert ids_of(catalog.load_table((NS, "sales")).scan().to_arrow()) == list(range(1, 10))
+
+
+def test_a_table_protected_or_dropped_into_the_bin_during_expiry_keeps_its_history_and_files(
+    catalog, maintenance, client
+):
+    """The executor checks again before its commit and before each delete: a protection mark set,
+    or a drop into the recycle bin made, while it planned stops it there; the run says why."""
+    table = create_sales(catalog)
+    for i in (1, 2, 3):
+        table.append(rows(i))
+    snapshots = [s.snapshot_id for s in table.snapshots()]
+    before = objects_under(maintenance.executor.objects, table.location())
+    attach(maintenance, EXPIRY, "sales", {"enable": True, "config": {"max_snapshot_age_days": 1}})
+    later = now_ms() + 2 * DAY_MS
+
+    maintenance.executor.planned = lambda _plan: protect(client, "namespace", [NS])
+    protected = run(maintenance, "sales", EXPIRY, later)
+    assert protected.status == "skipped" and protected.outcome["committed"] is False
+    assert protected.outcome["reason"].startswith(f"protected (namespace {NS} is protected)")
+    assert protected.plan["expired-snapshot-ids"] == sorted(snapshots[:2])  # what it would have done
+    maintenance.executor.planned = lambda _plan: None
+    again = run(maintenance, "sales", EXPIRY, later)  # still protected: skipped before it plans
+    assert again.status == "skipped" and again.plan == {} and "protected" in again.outcome["reason"]
+    assert unprotect(client, "namespace", [NS]).status_code == 204
+
+    maintenance.executor.planned = lambda _plan: catalog.drop_table((NS, "sales"))  # into the bin
+    dropped = run(maintenance, "sales", EXPIRY, later)
+    assert dropped.status == "skipped" and "recycle bin" in dropped.outcome["reason"], dropped
+    assert objects_under(maintenance.executor.objects, table.location()) == before  # not one file deleted
+
+    assert undrop(client, unit_of(client, "sales")["id"]).status_code == 200
+    back = catalog.load_table((NS, "sales"))
+    assert [s.snapshot_id for s in back.snapshots()] == snapshots and ids_of(back.scan().to_arrow()) == [1, 2, 3]
+    entry = maintenance.maintenance.table("test", (NS,), "sales").entry_id
+    assert [r.id for r in maintenance.maintenance.runs(entry, 10)] == [dropped.id, again.id, protected.id]
