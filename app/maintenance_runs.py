@@ -41,6 +41,7 @@ from app.ground.errors import BadRequest, CatalogError, CommitFailed, NoSuchTabl
 from app.ground.locations import Location
 from app.maintenance_files import Deletable, Reachable, parsed
 from app.maintenance_lease import LEASE_SECONDS, TableLease
+from app.maintenance_trigger import CommitTrigger
 from app.rules import maintenance as policy_rules
 from app.rules import table as table_rules
 from app.tables import TableService
@@ -56,6 +57,11 @@ SHOWN_FILES = 100  # a run's record lists this many of the files it removes (and
 
 # The lease of the run going on in this thread (checked before each commit and delete).
 _LEASE: ContextVar[TableLease | None] = ContextVar("maintenance_lease", default=None)
+
+
+def current_lease() -> TableLease | None:
+    """The lease of the run going on in this thread (what a hook called mid-run can look at)."""
+    return _LEASE.get()
 
 
 class RunSkipped(Exception):
@@ -85,6 +91,9 @@ class MaintenanceExecutor:
         self.objects = tables.objects
         self.interval_s = interval_s
         self.lease_s = LEASE_SECONDS  # a test shortens it
+        # Commits tell it which tables to look at soon (app/maintenance_trigger.py); memory only.
+        self.trigger = CommitTrigger()
+        tables.after_commit = self.trigger.note
         # Called with the plan between planning and committing an expiry: where a test puts a
         # concurrent writer, deterministically (the run must then re-plan, never lose its commit).
         self.planned: Callable[[policy_rules.ExpiryPlan], None] = lambda _plan: None
@@ -103,7 +112,7 @@ class MaintenanceExecutor:
         with lease:
             return self._recorded(table, lease, policy_type, dry_run, "request", now_ms or int(time.time() * 1000))
 
-    def run_scheduled(self, table: TableRef, policy_types: list[str]) -> int | None:
+    def run_scheduled(self, table: TableRef, policy_types: list[str], trigger: str = "schedule") -> int | None:
         """The schedule's turn on a table: every type given, under one lease taken only while the
         table is due (two workers that both saw it due run it once); the next turn an interval
         later. None when another runner holds it or it is no longer due."""
@@ -113,7 +122,7 @@ class MaintenanceExecutor:
         lease.next_due_s = self.interval_s
         with lease:
             for policy_type in policy_types:
-                self._recorded(table, lease, policy_type, False, "schedule", int(time.time() * 1000))
+                self._recorded(table, lease, policy_type, False, trigger, int(time.time() * 1000))
         return len(policy_types)
 
     def _recorded(
@@ -240,7 +249,9 @@ class MaintenanceExecutor:
         """What only the expired snapshots reached: their files, minus all that the other snapshots
         of ``live`` (the metadata as it is now, with whatever was committed since the plan) reach."""
         reachable = self.reachable(table)
-        candidates = reachable.of(base, plan.snapshot_ids, live_only=False).all()
+        candidates = reachable.of(base, plan.snapshot_ids, live_only=False, missing_ok=True).all()
+        if not candidates:
+            return set()
         expired = set(plan.snapshot_ids)  # (a dry run's ``live`` still holds them)
         survivors = [snapshot.snapshot_id for snapshot in live.snapshots if snapshot.snapshot_id not in expired]
         kept = reachable.of(live, survivors, live_only=True).all()

@@ -133,10 +133,11 @@ class MaintenanceRows:
             _, _, entry_id = securable_ids(conn, Securable("table", warehouse, namespace, name))
         return TableRef(int(entry_id or 0), warehouse, namespace, name)
 
-    def due_tables(self, limit: int, discover_properties: bool) -> list[TableRef]:
+    def due_tables(self, limit: int, discover_properties: bool, only: list[int] | None = None) -> list[TableRef]:
         """Tables whose schedule is due and no runner holds: those maintenance knows already (a
         lease row), those an enabled policy may apply to, and - only with ``discover_properties``,
-        which reads every table's document - those whose metadata sets ``history.expire.*``."""
+        which reads every table's document - those whose metadata sets ``history.expire.*``.
+        Those made due by commits (``mark_due``) first; with ``only``, just those ids."""
         with self.db.connection() as conn:
             rows = conn.execute(
                 "SELECT e.id, w.name AS warehouse, n.path, e.name FROM catalog_entry e"
@@ -144,6 +145,7 @@ class MaintenanceRows:
                 " LEFT JOIN maintenance_lease l ON l.entry_id = e.id"
                 " WHERE e.kind = 'table' AND coalesce(l.next_due_at, '-infinity') <= now()"
                 " AND coalesce(l.lease_until, '-infinity') <= now()"
+                " AND (%(only)s::bigint[] IS NULL OR e.id = ANY(%(only)s::bigint[]))"
                 " AND (l.entry_id IS NOT NULL OR EXISTS ("
                 "   SELECT 1 FROM maintenance_policy p LEFT JOIN namespace pn ON pn.id = p.namespace_id"
                 "   WHERE (p.content ->> 'enable')::boolean AND (p.warehouse_id IS NULL"
@@ -152,10 +154,21 @@ class MaintenanceRows:
                 "       AND pn.path = n.path[1:cardinality(pn.path)])"
                 "   OR p.entry_id = e.id))"
                 "  OR (%(discover)s AND strpos(e.metadata, '\"history.expire.') > 0))"
-                " ORDER BY l.next_due_at NULLS FIRST, e.id LIMIT %(limit)s",
-                {"discover": discover_properties, "limit": limit},
+                " ORDER BY coalesce(l.next_due_at, 'epoch'), e.id LIMIT %(limit)s",
+                {"discover": discover_properties, "limit": limit, "only": only},
             ).fetchall()
         return [TableRef(row["id"], row["warehouse"], tuple(row["path"]), row["name"]) for row in rows]
+
+    def mark_due(self, entry_ids: list[int]) -> list[int]:
+        """Make these tables due now (commits made them: app/maintenance_trigger.py); only those
+        maintenance knows (a lease row: a table with a policy and no row is due anyway). Marked
+        '-infinity', they come first. Returns the ids now due."""
+        with self.db.connection() as conn:
+            rows = conn.execute(
+                "UPDATE maintenance_lease SET next_due_at = '-infinity' WHERE entry_id = ANY(%s) RETURNING entry_id",
+                (entry_ids,),
+            ).fetchall()
+        return [row["entry_id"] for row in rows]
 
     def standing(self, entry_id: int) -> Standing:
         with self.db.connection() as conn:

@@ -10,3 +10,8 @@ CREATE INDEX maintenance_run_running ON maintenance_run (entry_id) WHERE status 
 -- undrop: its runs are kept (and a run the drop interrupted can still record why it stopped)
 -- instead of vanishing with the catalog_entry row. Recorded runs are forgotten after 30 days.
 ALTER TABLE maintenance_run DROP CONSTRAINT maintenance_run_entry_id_fkey;
+
+-- Runs the commit path made due (app/maintenance_trigger.py) are recorded with the trigger 'commits'.
+ALTER TABLE maintenance_run DROP CONSTRAINT maintenance_run_trigger_check;
+ALTER TABLE maintenance_run ADD CONSTRAINT maintenance_run_trigger_check
+    CHECK (trigger IN ('schedule', 'request', 'commits'));
