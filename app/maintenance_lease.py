@@ -59,6 +59,11 @@ class TableLease:
     def lost(self) -> bool:
         return self._lost.is_set()
 
+    @property
+    def lost_signal(self) -> threading.Event:
+        """Set when the lease is lost: what a long step (a Spark job) waits on to stop at once."""
+        return self._lost
+
     def check(self) -> None:
         """Raise ``LeaseLost`` when this runner no longer holds the table (it must not act on it)."""
         if self._lost.is_set():

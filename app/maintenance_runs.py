@@ -28,6 +28,7 @@ failed; a runner that lost its lease stops before its next commit or delete.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -37,8 +38,10 @@ from typing import Any
 
 from app import maintenance_compaction as compaction
 from app import maintenance_data as data_compaction
+from app import maintenance_spark
 from app.ground.errors import BadRequest, CatalogError, CommitFailed, NoSuchTable
 from app.ground.locations import Location
+from app.ground.settings import SparkSettings
 from app.maintenance_files import Deletable, Reachable, parsed
 from app.maintenance_lease import LEASE_SECONDS, TableLease
 from app.maintenance_trigger import CommitTrigger
@@ -91,6 +94,7 @@ class MaintenanceExecutor:
         self.objects = tables.objects
         self.interval_s = interval_s
         self.lease_s = LEASE_SECONDS  # a test shortens it
+        self.spark = tables.settings.spark  # where data compaction beyond one process runs
         # Commits tell it which tables to look at soon (app/maintenance_trigger.py); memory only.
         self.trigger = CommitTrigger()
         tables.after_commit = self.trigger.note
@@ -286,10 +290,27 @@ class MaintenanceExecutor:
         if plan is None:
             return Outcome({"target-file-size-bytes": target}, {"committed": False, "reason": "nothing to compact"})
         shown = {"target-file-size-bytes": target, **plan.view()}
+        spark = self.spark
+        if plan.skipped and spark.enabled:  # Spark rewrites the table, what one process could too
+            shown["engine"] = "spark"
+            if dry_run:
+                return Outcome(shown, {"committed": False, "dry-run": True})
+            return self._compact_on_spark(table, spark, target, shown)
         if dry_run or not plan.groups:
             return Outcome(shown, {"committed": False, "dry-run": dry_run})
         rewrite = data_compaction.DataRewrite(self.objects, reachable.io.roots, metadata, reachable)
         return self._commit_rewrite(table, metadata, plan, shown, rewrite, lambda: rewrite.write_data(plan))
+
+    def _compact_on_spark(self, table: TableRef, spark: SparkSettings, target: int, shown: dict[str, Any]) -> Outcome:
+        """Iceberg's ``rewrite_data_files`` in a Spark job Growler starts (app/maintenance_spark.py);
+        the job commits through the catalog like any writer, so the guard comes before it starts."""
+        self._guard(table, shown, {"committed": False})
+        lease = _LEASE.get()
+        stop = lease.lost_signal if lease is not None else threading.Event()
+        request = maintenance_spark.RewriteRequest(table.warehouse, (*table.namespace, table.name), target)
+        result = maintenance_spark.run_rewrite(spark, request, stop)
+        done = {key.replace("_", "-"): value for key, value in result.items()}
+        return Outcome(shown, {"committed": bool(result.get("rewritten_data_files_count")), "engine": "spark", **done})
 
     def _commit_rewrite(
         self,
