@@ -16,7 +16,8 @@
   purge of their tables queued where it was asked at drop; a binned table's purge deletes only
   what it owns (every other entry, live or binned, is left alone) and forgets it once done.
 - **Maintenance**: at most once a minute per worker, the tables whose maintenance schedule is due
-  get their enabled policies run (``app/maintenance.py``; a lease keeps it to one runner a table).
+  get their enabled policies run (``app/maintenance.py``; a lease keeps it to one runner a table);
+  every round, the tables this worker's commits made due (``app/maintenance_trigger.py``).
 
 Every step, and every row within a step, fails on its own: a row that keeps failing is counted
 (``growler_housekeeping_failures``), logged, and retried with a growing delay; the others go on.
@@ -80,7 +81,7 @@ class Housekeeper:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         # the maintenance schedule's step (set by the app: MaintenanceService.run_due)
-        self.maintenance: Callable[[], int] | None = None
+        self.maintenance: Callable[[bool], int] | None = None
         self._maintenance_at = float("-inf")
 
     def start(self) -> None:
@@ -117,10 +118,13 @@ class Housekeeper:
         }
 
     def _maintenance_due(self) -> int:
-        if self.maintenance is None or time.monotonic() - self._maintenance_at < MAINTENANCE_EVERY_SECONDS:
+        """Every round: the tables commits made due; once a minute also the schedule's full look."""
+        if self.maintenance is None:
             return 0
-        self._maintenance_at = time.monotonic()
-        return self.maintenance()
+        full = time.monotonic() - self._maintenance_at >= MAINTENANCE_EVERY_SECONDS
+        if full:
+            self._maintenance_at = time.monotonic()
+        return self.maintenance(full)
 
     def _step(self, name: str, step: Callable[[], int]) -> int:
         try:

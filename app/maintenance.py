@@ -21,6 +21,7 @@ from app.ground.errors import BadRequest, NotFound
 from app.ground.events import audit
 from app.ground.lru import LruCache
 from app.maintenance_files import current_shape
+from app.maintenance_lease import ABANDONED
 from app.maintenance_runs import MaintenanceExecutor
 from app.management import parse_securable, securable_view
 from app.management_rights import ManagementRights
@@ -175,22 +176,38 @@ class MaintenanceService(ManagementRights):
 
     # -- the schedule -----------------------------------------------------------------------
 
-    def run_due(self) -> int:
+    def run_due(self, full: bool = True) -> int:
         """Run every enabled, executable policy of the tables whose schedule is due (a step of
         housekeeping). A table another runner holds is skipped; each failure is recorded (or, before
         a run could start, logged) and the table is looked at again an interval later. Tables that
-        set expiry only by their properties are discovered once an interval (it reads every document)."""
+        set expiry only by their properties are discovered once an interval (it reads every document).
+
+        The tables commits made due (app/maintenance_trigger.py) come first, with the trigger
+        ``commits``; housekeeping calls this every round with ``full`` only once a minute: the
+        other rounds run just those (their query reads only their rows).
+        """
+        committed = self.executor.trigger.take()
+        if committed:
+            self.maintenance.mark_due(committed)
+        if not full:
+            if not committed:
+                return 0
+            return self._run_tables(self.maintenance.due_tables(DUE_BATCH, False, only=committed), set(committed))
+        self.abandon_dead_runs()
         discover = time.monotonic() - self._discovered_at >= self.executor.interval_s
         if discover:
             self._discovered_at = time.monotonic()
-        if discover:
             self.maintenance.forget_runs(RUN_RETENTION_S)
+        return self._run_tables(self.maintenance.due_tables(DUE_BATCH, discover_properties=discover), set(committed))
+
+    def _run_tables(self, tables: list[TableRef], by_commits: set[int]) -> int:
         ran = 0
-        for table in self.maintenance.due_tables(DUE_BATCH, discover_properties=discover):
+        for table in tables:
             try:
                 policies = self._effective(table)
                 enabled = [t for t in policy_rules.EXECUTABLE if t in policies and policies[t].enabled]
-                if not enabled or self.executor.run_scheduled(table, enabled) is None:
+                trigger = "commits" if table.entry_id in by_commits else "schedule"
+                if not enabled or self.executor.run_scheduled(table, enabled, trigger) is None:
                     self.maintenance.schedule(table.entry_id, self.executor.interval_s)
                     continue
                 ran += len(enabled)
@@ -198,6 +215,14 @@ class MaintenanceService(ManagementRights):
                 log.warning("scheduled maintenance of %s failed: %s", table.name, type(exc).__name__)
                 self.maintenance.schedule(table.entry_id, self.executor.interval_s)
         return ran
+
+    def abandon_dead_runs(self) -> int:
+        """Mark failed the runs their runner left 'running' when it died (its lease ran out): the
+        tables nobody takes again would otherwise show them running forever."""
+        abandoned = self.maintenance.abandon_runs(ABANDONED)
+        if abandoned:
+            log.warning("%d maintenance runs abandoned by runners that died", abandoned)
+        return abandoned
 
 
 def _caller() -> str | None:

@@ -20,7 +20,7 @@ from pyiceberg.manifest import DataFileContent, ManifestFile, read_manifest_list
 from app.ground.errors import BadRequest
 from app.ground.locations import InvalidLocation, Location
 from storage.manifests import ObjectStoreFileIO
-from storage.objects import ObjectStore
+from storage.objects import ObjectNotFound, ObjectStore
 
 log = logging.getLogger(__name__)
 
@@ -76,12 +76,15 @@ class Reachable:
             self._entries[key] = manifest.fetch_manifest_entry(self.io, discard_deleted=live_only)
         return self._entries[key]
 
-    def of(self, metadata: Any, snapshot_ids: Iterable[int] | None, live_only: bool) -> FileSet:
+    def of(
+        self, metadata: Any, snapshot_ids: Iterable[int] | None, live_only: bool, missing_ok: bool = False
+    ) -> FileSet:
         """The files the snapshots reach (all of the metadata's when ``snapshot_ids`` is None).
 
         ``live_only``: only entries a reader of those snapshots reads (added and existing), as
         Java's expiry counts them; without it, deleted entries too (orphan removal keeps anything
-        a manifest names at all).
+        a manifest names at all). ``missing_ok`` (the candidates of an expiry, never what is kept):
+        a snapshot whose manifest list is already gone adds nothing - there is nothing to delete.
         """
         wanted = None if snapshot_ids is None else set(snapshot_ids)
         found = FileSet()
@@ -90,8 +93,14 @@ class Reachable:
                 continue
             if not snapshot.manifest_list:
                 raise BadRequest(f"Snapshot {snapshot.snapshot_id} has no manifest list (format v1 manifests)")
+            try:
+                manifests = self.manifests(snapshot.manifest_list)
+            except ObjectNotFound:
+                if not missing_ok:
+                    raise
+                continue
             _add(found.manifest_lists, snapshot.manifest_list)
-            for manifest in self.manifests(snapshot.manifest_list):
+            for manifest in manifests:
                 _add(found.manifests, manifest.manifest_path)
                 for entry in self.entries(manifest, live_only):
                     _add(found.content, entry.data_file.file_path)

@@ -19,24 +19,32 @@ run plans and records exactly what it would do, and changes nothing.
   when a commit moved it.
 
 Neither holds the commit lane longer than its one commit; the reads and deletes run outside it.
+
+The lease is renewed while the run lives (``app/maintenance_lease.py``): a runner that died leaves
+its run 'running' only until its lease runs out, then the next runner (or housekeeping) marks it
+failed; a runner that lost its lease stops before its next commit or delete.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import socket
+import threading
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
 from app import maintenance_compaction as compaction
 from app import maintenance_data as data_compaction
+from app import maintenance_spark
 from app.ground.errors import BadRequest, CatalogError, CommitFailed, NoSuchTable
 from app.ground.locations import Location
+from app.ground.settings import SparkSettings
 from app.maintenance_files import Deletable, Reachable, parsed
+from app.maintenance_lease import LEASE_SECONDS, TableLease
+from app.maintenance_trigger import CommitTrigger
 from app.rules import maintenance as policy_rules
 from app.rules import table as table_rules
 from app.tables import TableService
@@ -45,10 +53,26 @@ from storage.rows import EntryRow
 
 log = logging.getLogger(__name__)
 
-LEASE_SECONDS = 900
 MAX_REPLANS = 5
 DELETE_BATCH = 500
 SHOWN_FILES = 100  # a run's record lists this many of the files it removes (and counts them all)
+
+
+# The lease of the run going on in this thread (checked before each commit and delete).
+_LEASE: ContextVar[TableLease | None] = ContextVar("maintenance_lease", default=None)
+
+
+def current_lease() -> TableLease | None:
+    """The lease of the run going on in this thread (what a hook called mid-run can look at)."""
+    return _LEASE.get()
+
+
+class RunSkipped(Exception):
+    """The run stops without a change (or after its commit, before its deletes): recorded as skipped."""
+
+    def __init__(self, reason: str, plan: dict[str, Any], outcome: dict[str, Any]) -> None:
+        super().__init__(reason)
+        self.reason, self.plan, self.outcome = reason, plan, outcome
 
 
 class MaintenanceBusy(CatalogError):
@@ -69,7 +93,11 @@ class MaintenanceExecutor:
         self.rows = rows
         self.objects = tables.objects
         self.interval_s = interval_s
-        self.holder = f"{socket.gethostname()}:{os.getpid()}"
+        self.lease_s = LEASE_SECONDS  # a test shortens it
+        self.spark = tables.settings.spark  # where data compaction beyond one process runs
+        # Commits tell it which tables to look at soon (app/maintenance_trigger.py); memory only.
+        self.trigger = CommitTrigger()
+        tables.after_commit = self.trigger.note
         # Called with the plan between planning and committing an expiry: where a test puts a
         # concurrent writer, deterministically (the run must then re-plan, never lose its commit).
         self.planned: Callable[[policy_rules.ExpiryPlan], None] = lambda _plan: None
@@ -82,41 +110,76 @@ class MaintenanceExecutor:
         """Run the table's effective ``policy_type`` once, now (a request), recorded; MaintenanceBusy
         when another runner holds the table. ``now_ms`` (the clock of the plan) is for tests only:
         the API never takes one."""
-        if not self.rows.take_lease(table.entry_id, self.holder, LEASE_SECONDS):
+        lease = TableLease(self.rows, table.entry_id, self.lease_s)
+        if not lease.take():
             raise MaintenanceBusy(f"Maintenance of {'.'.join((*table.namespace, table.name))} is running elsewhere")
-        try:
-            return self._recorded(table, policy_type, dry_run, "request", now_ms or int(time.time() * 1000))
-        finally:
-            self.rows.release_lease(table.entry_id, self.holder, None)
+        with lease:
+            return self._recorded(table, lease, policy_type, dry_run, "request", now_ms or int(time.time() * 1000))
 
-    def run_scheduled(self, table: TableRef, policy_types: list[str]) -> int | None:
+    def run_scheduled(self, table: TableRef, policy_types: list[str], trigger: str = "schedule") -> int | None:
         """The schedule's turn on a table: every type given, under one lease taken only while the
         table is due (two workers that both saw it due run it once); the next turn an interval
         later. None when another runner holds it or it is no longer due."""
-        if not self.rows.take_lease(table.entry_id, self.holder, LEASE_SECONDS, due_only=True):
+        lease = TableLease(self.rows, table.entry_id, self.lease_s)
+        if not lease.take(due_only=True):
             return None
-        try:
+        lease.next_due_s = self.interval_s
+        with lease:
             for policy_type in policy_types:
-                self._recorded(table, policy_type, False, "schedule", int(time.time() * 1000))
-            return len(policy_types)
-        finally:
-            self.rows.release_lease(table.entry_id, self.holder, self.interval_s)
+                self._recorded(table, lease, policy_type, False, trigger, int(time.time() * 1000))
+        return len(policy_types)
 
-    def _recorded(self, table: TableRef, policy_type: str, dry_run: bool, trigger: str, now_ms: int) -> RunRow:
-        run_id = self.rows.start_run(table.entry_id, policy_type, trigger, dry_run)
+    def _recorded(
+        self, table: TableRef, lease: TableLease, policy_type: str, dry_run: bool, trigger: str, now_ms: int
+    ) -> RunRow:
+        run_id = self.rows.start_run(table.entry_id, policy_type, trigger, dry_run, lease.holder)
         started = time.monotonic()
+        token = _LEASE.set(lease)
         try:
             result = self._execute(table, policy_type, dry_run, now_ms)
+        except RunSkipped as skipped:
+            log.info("maintenance %s of %s skipped: %s", policy_type, table.name, skipped.reason)
+            outcome = {**skipped.outcome, "reason": skipped.reason, "seconds": round(time.monotonic() - started, 3)}
+            return self.rows.finish_run(run_id, "skipped", skipped.plan, outcome, 0, None)
         except Exception as exc:  # noqa: BLE001 - every failure is recorded; the next run tries again
             log.warning("maintenance %s of %s failed: %s", policy_type, table.name, type(exc).__name__)
             message = exc.message if isinstance(exc, CatalogError) else str(exc)
             return self.rows.finish_run(
                 run_id, "failed", {}, {"seconds": time.monotonic() - started}, 0, f"{type(exc).__name__}: {message}"
             )
+        finally:
+            _LEASE.reset(token)
         result.outcome["seconds"] = round(time.monotonic() - started, 3)
         return self.rows.finish_run(run_id, result.status, result.plan, result.outcome, result.removed, None)
 
+    def _guard(self, table: TableRef, plan: dict[str, Any] | None = None, done: dict[str, Any] | None = None) -> None:
+        """Before each commit and each delete: this run still holds the table
+        (app/maintenance_lease.py), and the table may still be acted on (``_standing``)."""
+        self._standing(table, plan, done)  # first: a drop also ends the lease, and says why
+        lease = _LEASE.get()
+        if lease is not None:
+            lease.check()
+
+    def _standing(
+        self, table: TableRef, plan: dict[str, Any] | None = None, done: dict[str, Any] | None = None
+    ) -> None:
+        """RunSkipped when the table is protected (a mark on it, a namespace or its warehouse) or is
+        no longer live (dropped into the recycle bin, or gone): maintenance leaves its files and its
+        history alone. Checked at the start and again before every commit and delete, so a mark set
+        or a drop made during a run stops it before its next change."""
+        standing = self.rows.standing(table.entry_id)
+        if standing.protected_by is not None:
+            reason = f"protected ({standing.protected_by}): maintenance leaves protected entries alone"
+        elif standing.binned:
+            reason = "the table is in the recycle bin: maintenance never touches a dropped table's files"
+        elif not standing.live:
+            reason = "the table was dropped"
+        else:
+            return
+        raise RunSkipped(reason, plan or {}, done or {})
+
     def _execute(self, table: TableRef, policy_type: str, dry_run: bool, now_ms: int) -> Outcome:
+        self._standing(table)
         row = self.row(table)
         metadata = table_rules.parse_metadata(row.metadata)
         policy = self.effective(table, metadata.properties).get(policy_type)
@@ -169,6 +232,7 @@ class MaintenanceExecutor:
                 shown["files-to-remove"] = _listed(doomed)
                 return Outcome(shown, {"committed": False, "dry-run": True})
             self.planned(plan)
+            self._guard(table, shown, {"committed": False})
             try:
                 requirements = plan.requirements(str(base.table_uuid))
                 self.tables.commit_table(table.warehouse, table.namespace, table.name, requirements, plan.updates())
@@ -178,8 +242,8 @@ class MaintenanceExecutor:
             after_row = self.row(table)
             after = table_rules.parse_metadata(after_row.metadata)
             doomed = self._expired_files(table, after_row, base, after, plan)
-            removed = self._delete(sorted(doomed, key=str))
             shown["files-to-remove"] = _listed(doomed)
+            removed = self._delete(table, sorted(doomed, key=str), shown, {"committed": True, "files-removed": 0})
             return Outcome(shown, {"committed": True, "files-removed": removed}, removed)
         raise CommitFailed(f"Snapshot expiry lost {MAX_REPLANS} races with concurrent writers; the next run retries")
 
@@ -189,7 +253,9 @@ class MaintenanceExecutor:
         """What only the expired snapshots reached: their files, minus all that the other snapshots
         of ``live`` (the metadata as it is now, with whatever was committed since the plan) reach."""
         reachable = self.reachable(table)
-        candidates = reachable.of(base, plan.snapshot_ids, live_only=False).all()
+        candidates = reachable.of(base, plan.snapshot_ids, live_only=False, missing_ok=True).all()
+        if not candidates:
+            return set()
         expired = set(plan.snapshot_ids)  # (a dry run's ``live`` still holds them)
         survivors = [snapshot.snapshot_id for snapshot in live.snapshots if snapshot.snapshot_id not in expired]
         kept = reachable.of(live, survivors, live_only=True).all()
@@ -224,10 +290,27 @@ class MaintenanceExecutor:
         if plan is None:
             return Outcome({"target-file-size-bytes": target}, {"committed": False, "reason": "nothing to compact"})
         shown = {"target-file-size-bytes": target, **plan.view()}
+        spark = self.spark
+        if plan.skipped and spark.enabled:  # Spark rewrites the table, what one process could too
+            shown["engine"] = "spark"
+            if dry_run:
+                return Outcome(shown, {"committed": False, "dry-run": True})
+            return self._compact_on_spark(table, spark, target, shown)
         if dry_run or not plan.groups:
             return Outcome(shown, {"committed": False, "dry-run": dry_run})
         rewrite = data_compaction.DataRewrite(self.objects, reachable.io.roots, metadata, reachable)
         return self._commit_rewrite(table, metadata, plan, shown, rewrite, lambda: rewrite.write_data(plan))
+
+    def _compact_on_spark(self, table: TableRef, spark: SparkSettings, target: int, shown: dict[str, Any]) -> Outcome:
+        """Iceberg's ``rewrite_data_files`` in a Spark job Growler starts (app/maintenance_spark.py);
+        the job commits through the catalog like any writer, so the guard comes before it starts."""
+        self._guard(table, shown, {"committed": False})
+        lease = _LEASE.get()
+        stop = lease.lost_signal if lease is not None else threading.Event()
+        request = maintenance_spark.RewriteRequest(table.warehouse, (*table.namespace, table.name), target)
+        result = maintenance_spark.run_rewrite(spark, request, stop)
+        done = {key.replace("_", "-"): value for key, value in result.items()}
+        return Outcome(shown, {"committed": bool(result.get("rewritten_data_files_count")), "engine": "spark", **done})
 
     def _commit_rewrite(
         self,
@@ -243,6 +326,7 @@ class MaintenanceExecutor:
         try:
             snapshot_update = write()
             self.compaction_planned(plan)
+            self._guard(table, shown, {"committed": False})
             self.tables.commit_table(
                 table.warehouse,
                 table.namespace,
@@ -287,7 +371,7 @@ class MaintenanceExecutor:
                 return Outcome(shown, {"dry-run": dry_run, "files-removed": 0})
             if self.tables.repository.current_metadata_location(row.id) != row.metadata_location:
                 continue  # a commit landed while we listed: what it names is not an orphan
-            removed = self._delete(orphans)
+            removed = self._delete(table, orphans, shown, {"files-removed": 0})
             return Outcome(shown, {"files-removed": removed}, removed)
         raise CommitFailed(f"The table changed during {MAX_REPLANS} listings; the next run retries")
 
@@ -303,10 +387,11 @@ class MaintenanceExecutor:
 
     # -- deleting ---------------------------------------------------------------------------
 
-    def _delete(self, locations: list[Location]) -> int:
+    def _delete(self, table: TableRef, locations: list[Location], plan: dict[str, Any], done: dict[str, Any]) -> int:
         removed = 0
         batches = iter(locations)
         while batch := list(islice(batches, DELETE_BATCH)):
+            self._guard(table, plan, {**done, "files-removed": removed})
             self.objects.delete(batch)
             removed += len(batch)
         return removed

@@ -165,6 +165,9 @@ class TableService(TableStorageAccess, EntryService):
         self.commits = CommitLoop(repository, self.files, kind=TABLE, logged_files=_logged_files)
         self.staged = StagedTables(repository.db)
         self.reports = MetricsReports(repository)
+        # Told (entry id, snapshot count) after each commit lands: maintenance's trigger
+        # (app/maintenance_trigger.py), in memory only - no database round trip on the commit path.
+        self.after_commit: Callable[[int, int], None] = lambda _entry_id, _snapshots: None
 
     # -- reading ------------------------------------------------------------------------
 
@@ -307,6 +310,7 @@ class TableService(TableStorageAccess, EntryService):
         for p, location in zip(changed, written, strict=True):
             self.parsed.remember(location, p.text, p.new, (p.key, p.row.id))
             self.files.forget(self._owned_previous_files(p, location))
+            self.after_commit(p.row.id, len(p.new.snapshots))
         locations = dict(zip(map(id, changed), written, strict=True))
         results = []
         for p in prepared:

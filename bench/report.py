@@ -341,6 +341,20 @@ def _history_lines(growler: dict[str, Any], peer: dict[str, Any]) -> list[str]:
             (other.get("load") or {}).get("rps"),
         ]
         lines.append(f"| {snapshots:,} | " + " | ".join(figure(c, 2) for c in cells) + " |")
+    kept = growler.get("W11_expiry") or {}
+    if kept.get("commit"):
+        latency = kept["commit"].get("latency_ms") or {}
+        cpu = (kept["commit"].get("cpu_ms_per_request") or {}).get("server_total")
+        lines += [
+            "",
+            f"With a snapshot-expiry policy keeping {kept['kept']} (W11_expiry): grown to {kept['grown_to']:,} "
+            f"snapshots, back to {kept['snapshots_before']} {kept['converged_s']} s after the growth (commits "
+            f"made it due, housekeeping expired it); then commit p50 {figure(latency.get('p50'), 2)} ms, "
+            f"p99 {figure(latency.get('p99'), 2)} ms, CPU {figure(cpu, 2)} ms; {kept['snapshots_after']} "
+            "snapshots after the commits.",
+        ]
+    elif kept.get("failed"):
+        lines += ["", f"W11_expiry failed: {kept['failed'][:300]}"]
     return lines
 
 

@@ -420,6 +420,11 @@ def run_all(target: Target, plan: Plan, seeded: dict[str, Any], work_dir: Path, 
     step("W10_recycle", tails.after_recycle, target, plan, run_wrk)  # after W9: it replaces the workers
     with _client(target, 1) as client:
         step("W11", history.run, target, plan, run_generator, run_wrk, client)
+        if not isinstance(target, GrowlerTarget):
+            if plan.runs("W11_expiry"):
+                results["W11_expiry"] = not_available("no maintenance executor")
+        else:
+            step("W11_expiry", history.run_with_expiry, target, plan, run_generator, client)
 
     def w12() -> dict[str, Any]:
         if not planning.supports_planning(target):

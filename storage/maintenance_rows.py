@@ -18,6 +18,7 @@ from storage.db import Database
 from storage.housekeeping_rows import bare
 from storage.management_rows import Securable, securable_ids
 from storage.placement import overlapping_entries
+from storage.protection_rows import protection_of
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,16 @@ class TableRef:
     warehouse: str
     namespace: tuple[str, ...]
     name: str
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Whether maintenance may act on a table now: live (not dropped, not in the recycle bin) and
+    what protects it (the table, one of its namespaces, its warehouse), described, or None."""
+
+    live: bool
+    binned: bool
+    protected_by: str | None
 
 
 @dataclass(frozen=True)
@@ -122,10 +133,11 @@ class MaintenanceRows:
             _, _, entry_id = securable_ids(conn, Securable("table", warehouse, namespace, name))
         return TableRef(int(entry_id or 0), warehouse, namespace, name)
 
-    def due_tables(self, limit: int, discover_properties: bool) -> list[TableRef]:
+    def due_tables(self, limit: int, discover_properties: bool, only: list[int] | None = None) -> list[TableRef]:
         """Tables whose schedule is due and no runner holds: those maintenance knows already (a
         lease row), those an enabled policy may apply to, and - only with ``discover_properties``,
-        which reads every table's document - those whose metadata sets ``history.expire.*``."""
+        which reads every table's document - those whose metadata sets ``history.expire.*``.
+        Those made due by commits (``mark_due``) first; with ``only``, just those ids."""
         with self.db.connection() as conn:
             rows = conn.execute(
                 "SELECT e.id, w.name AS warehouse, n.path, e.name FROM catalog_entry e"
@@ -133,6 +145,7 @@ class MaintenanceRows:
                 " LEFT JOIN maintenance_lease l ON l.entry_id = e.id"
                 " WHERE e.kind = 'table' AND coalesce(l.next_due_at, '-infinity') <= now()"
                 " AND coalesce(l.lease_until, '-infinity') <= now()"
+                " AND (%(only)s::bigint[] IS NULL OR e.id = ANY(%(only)s::bigint[]))"
                 " AND (l.entry_id IS NOT NULL OR EXISTS ("
                 "   SELECT 1 FROM maintenance_policy p LEFT JOIN namespace pn ON pn.id = p.namespace_id"
                 "   WHERE (p.content ->> 'enable')::boolean AND (p.warehouse_id IS NULL"
@@ -141,17 +154,45 @@ class MaintenanceRows:
                 "       AND pn.path = n.path[1:cardinality(pn.path)])"
                 "   OR p.entry_id = e.id))"
                 "  OR (%(discover)s AND strpos(e.metadata, '\"history.expire.') > 0))"
-                " ORDER BY l.next_due_at NULLS FIRST, e.id LIMIT %(limit)s",
-                {"discover": discover_properties, "limit": limit},
+                " ORDER BY coalesce(l.next_due_at, 'epoch'), e.id LIMIT %(limit)s",
+                {"discover": discover_properties, "limit": limit, "only": only},
             ).fetchall()
         return [TableRef(row["id"], row["warehouse"], tuple(row["path"]), row["name"]) for row in rows]
 
+    def mark_due(self, entry_ids: list[int]) -> list[int]:
+        """Make these tables due now (commits made them: app/maintenance_trigger.py); only those
+        maintenance knows (a lease row: a table with a policy and no row is due anyway). Marked
+        '-infinity', they come first. Returns the ids now due."""
+        with self.db.connection() as conn:
+            rows = conn.execute(
+                "UPDATE maintenance_lease SET next_due_at = '-infinity' WHERE entry_id = ANY(%s) RETURNING entry_id",
+                (entry_ids,),
+            ).fetchall()
+        return [row["entry_id"] for row in rows]
+
+    def standing(self, entry_id: int) -> Standing:
+        with self.db.connection() as conn:
+            row = conn.execute(
+                "SELECT e.name, n.warehouse_id, n.path FROM catalog_entry e JOIN namespace n ON n.id = e.namespace_id"
+                " WHERE e.id = %s AND e.kind = 'table'",
+                (entry_id,),
+            ).fetchone()
+            if row is None:
+                binned = conn.execute("SELECT 1 FROM bin_entry WHERE id = %s", (entry_id,)).fetchone()
+                return Standing(False, binned is not None, None)
+            return Standing(True, False, protection_of(conn, row["warehouse_id"], tuple(row["path"]), row["name"]))
+
     # -- the lease --------------------------------------------------------------------------
 
-    def take_lease(self, entry_id: int, holder: str, lease_s: float, due_only: bool = False) -> bool:
+    def take_lease(self, entry_id: int, holder: str, lease_s: float, *, abandoned: str, due_only: bool = False) -> bool:
         """Hold the table for ``lease_s`` unless another runner holds it now (any worker, any
         replica); with ``due_only`` (the schedule), also unless its schedule is not due: two workers
-        that both saw it due run it once."""
+        that both saw it due run it once.
+
+        Taken, the table's runs still 'running' were left by a runner whose lease ran out (it died:
+        a live one renews its lease, app/maintenance_lease.py): they are marked failed with
+        ``abandoned`` as their error, in the same transaction.
+        """
         with self.db.transaction() as conn:
             row = conn.execute(
                 "INSERT INTO maintenance_lease (entry_id, holder, lease_until)"
@@ -162,7 +203,36 @@ class MaintenanceRows:
                 " AND (NOT %(due_only)s OR maintenance_lease.next_due_at <= now()) RETURNING entry_id",
                 {"entry": entry_id, "holder": holder, "lease": lease_s, "due_only": due_only},
             ).fetchone()
+            if row is not None:
+                conn.execute(
+                    "UPDATE maintenance_run SET status = 'failed', error = %s, finished_at = now()"
+                    " WHERE entry_id = %s AND status = 'running'",
+                    (abandoned, entry_id),
+                )
         return row is not None
+
+    def renew_lease(self, entry_id: int, holder: str, lease_s: float) -> bool:
+        """Extend a lease its holder still holds; False when it is no longer its own (it ran out and
+        another runner took the table, or the table's row is gone: dropped)."""
+        with self.db.connection() as conn:
+            row = conn.execute(
+                "UPDATE maintenance_lease SET lease_until = now() + make_interval(secs => %s)"
+                " WHERE entry_id = %s AND holder = %s AND lease_until > now() RETURNING entry_id",
+                (lease_s, entry_id, holder),
+            ).fetchone()
+        return row is not None
+
+    def abandon_runs(self, abandoned: str) -> int:
+        """Mark failed every run still 'running' whose holder holds no live lease on its table (the
+        runner died, or its table was dropped under it); housekeeping's sweep."""
+        with self.db.connection() as conn:
+            cursor = conn.execute(
+                "UPDATE maintenance_run r SET status = 'failed', error = %s, finished_at = now()"
+                " WHERE r.status = 'running' AND NOT EXISTS (SELECT 1 FROM maintenance_lease l"
+                " WHERE l.entry_id = r.entry_id AND l.holder = r.holder AND l.lease_until > now())",
+                (abandoned,),
+            )
+        return cursor.rowcount
 
     def release_lease(self, entry_id: int, holder: str, next_due_s: float | None) -> None:
         """Let the table go; ``next_due_s`` (when given) is when the schedule wants it again."""
@@ -188,12 +258,12 @@ class MaintenanceRows:
 
     # -- runs -------------------------------------------------------------------------------
 
-    def start_run(self, entry_id: int, policy_type: str, trigger: str, dry_run: bool) -> int:
+    def start_run(self, entry_id: int, policy_type: str, trigger: str, dry_run: bool, holder: str) -> int:
         with self.db.connection() as conn:
             row = conn.execute(
-                "INSERT INTO maintenance_run (entry_id, policy_type, trigger, dry_run, status)"
-                " VALUES (%s, %s, %s, %s, 'running') RETURNING id",
-                (entry_id, policy_type, trigger, dry_run),
+                "INSERT INTO maintenance_run (entry_id, policy_type, trigger, dry_run, status, holder)"
+                " VALUES (%s, %s, %s, %s, 'running', %s) RETURNING id",
+                (entry_id, policy_type, trigger, dry_run, holder),
             ).fetchone()
         return row["id"]
 

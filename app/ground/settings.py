@@ -107,6 +107,41 @@ class StsSettings:
 
 
 @dataclass(frozen=True)
+class SparkSettings:
+    """Where data compaction beyond the in-process bound runs (app/maintenance_spark.py): a Spark
+    job Growler starts with ``submit`` (spark-submit of a Spark installation) on ``master``, with
+    the Iceberg runtime ``jars``, as a client of this catalog at ``catalog_uri`` signed in with the
+    principal ``credential`` (client id:secret, given to the job in its environment only). Off
+    while ``submit`` or ``catalog_uri`` is unset: such partitions are then skipped, and said so."""
+
+    submit: str = ""  # GROWLER_SPARK_SUBMIT
+    master: str = "local[2]"  # GROWLER_SPARK_MASTER
+    jars: str = ""  # GROWLER_SPARK_JOB_JARS: comma-separated jar paths (the Iceberg Spark runtime, AWS bundle)
+    conf: str = ""  # GROWLER_SPARK_CONF: more spark-submit --conf, comma-separated key=value
+    java_home: str = ""  # GROWLER_SPARK_JAVA_HOME
+    catalog_uri: str = ""  # GROWLER_SPARK_CATALOG_URI: this catalog as the job reaches it
+    credential: str = field(default="", repr=False)  # GROWLER_SPARK_CREDENTIAL
+    timeout_s: int = 3600  # GROWLER_SPARK_TIMEOUT_S: the job is killed past it
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.submit and self.catalog_uri)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> SparkSettings:
+        return cls(
+            submit=env.get("GROWLER_SPARK_SUBMIT", "").strip(),
+            master=env.get("GROWLER_SPARK_MASTER", "").strip() or "local[2]",
+            jars=env.get("GROWLER_SPARK_JOB_JARS", "").strip(),
+            conf=env.get("GROWLER_SPARK_CONF", "").strip(),
+            java_home=env.get("GROWLER_SPARK_JAVA_HOME", "").strip(),
+            catalog_uri=env.get("GROWLER_SPARK_CATALOG_URI", "").strip(),
+            credential=env.get("GROWLER_SPARK_CREDENTIAL", ""),
+            timeout_s=env_int(env, "GROWLER_SPARK_TIMEOUT_S", 3600),
+        )
+
+
+@dataclass(frozen=True)
 class HttpLimits:
     """What the HTTP protocol reads of a request, and waits for, before the app sees it
     (app/edge/protocol.py). Read in gunicorn's master (gunicorn.conf.py) for the workers'
@@ -174,6 +209,7 @@ class Settings:
     events_retry_base_s: float = 0.5
     # how often the background executor looks at a table with a maintenance policy (docs/maintenance.md)
     maintenance_interval_s: int = 3600
+    spark: SparkSettings = field(default_factory=SparkSettings)
     validate_responses: bool = False
     fast_reads: bool = True
     log_level: str = "INFO"
@@ -241,6 +277,7 @@ class Settings:
             events_nats_url=env.get("GROWLER_EVENTS_NATS_URL") or None,
             events_retry_base_s=env_float(env, "GROWLER_EVENTS_RETRY_BASE_S", 0.5),
             maintenance_interval_s=env_int(env, "GROWLER_MAINTENANCE_INTERVAL_S", 3600),
+            spark=SparkSettings.from_env(env),
             validate_responses=_bool(env.get("GROWLER_VALIDATE_RESPONSES"), False),
             fast_reads=_bool(env.get("GROWLER_FAST_READS"), True),
             log_level=env.get("GROWLER_LOG_LEVEL", "INFO").upper(),

@@ -369,3 +369,19 @@ def recommendations(shape: TableShape, policies: dict[str, EffectivePolicy]) -> 
         else "nothing to do"
     )
     return advice
+
+
+# After commits (issue 37): a table is due for maintenance once this many commits landed on it
+# through one worker, or once its history reached this many snapshots - and at most once every
+# COMMIT_TRIGGER_EVERY_S per table and worker, so a table whose policy keeps a long history is
+# not looked at after every commit.
+COMMITS_BEFORE_DUE = 100
+SNAPSHOTS_BEFORE_DUE = 500
+COMMIT_TRIGGER_EVERY_S = 30.0
+
+
+def due_after_commits(commits: int, snapshots: int, since_last_s: float) -> bool:
+    """Whether the commits counted since a table was last made due make it due now."""
+    return since_last_s >= COMMIT_TRIGGER_EVERY_S and (
+        commits >= COMMITS_BEFORE_DUE or snapshots >= SNAPSHOTS_BEFORE_DUE
+    )

@@ -9,18 +9,24 @@ run waits - on the lease row, not a clock - when a background run holds the tabl
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
+from pathlib import Path
 
+import pyspark
 import pytest
 
 from app.edge.context import MAINTENANCE
 from app.ground.locations import Location
+from app.ground.settings import SparkSettings
 from app.maintenance_runs import MaintenanceBusy
 from app.rules.maintenance import DAY_MS
 from storage.management_rows import Securable
+from tests.api.bin_support import protect, undrop, unit_of, unprotect
 from tests.api.tables_support import create_request
-from tests.conftest import TEST_BUCKET
+from tests.conftest import TEST_BUCKET, TEST_CREDENTIAL
+from tests.integration.spark_support import java17_home, spark_jars
 from tests.integration.test_pyiceberg_tables import NS, create_sales, ids_of, new_catalog, objects_under, rows
 
 EXPIRY = "system.snapshot-expiry"
@@ -324,3 +330,91 @@ def test_data_compaction_in_process_bin_packs_small_files_and_rows_stay(catalog,
     assert after.equals(before)  # the same rows, value for value
     final.append(rows(9))
     assert ids_of(catalog.load_table((NS, "sales")).scan().to_arrow()) == list(range(1, 10))
+
+
+def test_a_table_protected_or_dropped_into_the_bin_during_expiry_keeps_its_history_and_files(
+    catalog, maintenance, client
+):
+    """The executor checks again before its commit and before each delete: a protection mark set,
+    or a drop into the recycle bin made, while it planned stops it there; the run says why."""
+    table = create_sales(catalog)
+    for i in (1, 2, 3):
+        table.append(rows(i))
+    snapshots = [s.snapshot_id for s in table.snapshots()]
+    before = objects_under(maintenance.executor.objects, table.location())
+    attach(maintenance, EXPIRY, "sales", {"enable": True, "config": {"max_snapshot_age_days": 1}})
+    later = now_ms() + 2 * DAY_MS
+
+    maintenance.executor.planned = lambda _plan: protect(client, "namespace", [NS])
+    protected = run(maintenance, "sales", EXPIRY, later)
+    assert protected.status == "skipped" and protected.outcome["committed"] is False
+    assert protected.outcome["reason"].startswith(f"protected (namespace {NS} is protected)")
+    assert protected.plan["expired-snapshot-ids"] == sorted(snapshots[:2])  # what it would have done
+    maintenance.executor.planned = lambda _plan: None
+    again = run(maintenance, "sales", EXPIRY, later)  # still protected: skipped before it plans
+    assert again.status == "skipped" and again.plan == {} and "protected" in again.outcome["reason"]
+    assert unprotect(client, "namespace", [NS]).status_code == 204
+
+    maintenance.executor.planned = lambda _plan: catalog.drop_table((NS, "sales"))  # into the bin
+    dropped = run(maintenance, "sales", EXPIRY, later)
+    assert dropped.status == "skipped" and "recycle bin" in dropped.outcome["reason"], dropped
+    assert objects_under(maintenance.executor.objects, table.location()) == before  # not one file deleted
+
+    assert undrop(client, unit_of(client, "sales")["id"]).status_code == 200
+    back = catalog.load_table((NS, "sales"))
+    assert [s.snapshot_id for s in back.snapshots()] == snapshots and ids_of(back.scan().to_arrow()) == [1, 2, 3]
+    entry = maintenance.maintenance.table("test", (NS,), "sales").entry_id
+    assert [r.id for r in maintenance.maintenance.runs(entry, 10)] == [dropped.id, again.id, protected.id]
+
+
+@pytest.mark.parametrize("spark", ["3.5"], indirect=True)  # Growler's job runs on the 3.5 line (.venv)
+def test_data_compaction_with_delete_files_runs_on_a_spark_job_growler_starts(spark, server, catalog, maintenance):
+    """A partitioned table with delete files (merge-on-read, written by the shared driver) is beyond
+    the in-process bound: the executor starts spark-submit with Iceberg's rewrite_data_files, the
+    job commits through the server like any writer; fewer files, the deletes applied, same rows."""
+    table = f"growler.{NS}.deleted"
+    spark.sql(
+        f"CREATE TABLE {table} (id bigint, cat string) USING iceberg PARTITIONED BY (cat)"
+        " TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read')"
+    )
+    for low in (1, 4, 7, 10):
+        spark.sql(f"INSERT INTO {table} VALUES ({low}, 'a'), ({low + 1}, 'b'), ({low + 2}, 'a')")
+    spark.sql(f"DELETE FROM {table} WHERE id IN (3, 5)")  # position delete files in both partitions
+    query = f"SELECT id, cat FROM {table} ORDER BY id"
+    expected = [tuple(row) for row in spark.sql(query).collect()]
+    before = catalog.load_table((NS, "deleted"))
+    assert any(task.delete_files for task in before.scan().plan_files())
+    files_before = len(list(before.scan().plan_files()))
+    attach(maintenance, "system.data-compaction", "deleted", {"enable": True})
+
+    unset = run(maintenance, "deleted", "system.data-compaction", now_ms())  # no Spark configured
+    assert unset.outcome["committed"] is False and "engine" not in unset.plan
+    assert set(unset.plan["skipped"].values()) == {"has delete files (needs Spark)"}
+    maintenance.executor.spark = SparkSettings(
+        submit=str(Path(pyspark.__file__).parent / "bin" / "spark-submit"),
+        master="local[1]",
+        jars=",".join(spark_jars("3.5")),
+        # a small job: no UI, one shuffle partition, the JIT's quick tier only (a JVM starts faster)
+        conf=f"spark.pyspark.python={sys.executable},spark.ui.enabled=false,spark.sql.shuffle.partitions=1,"
+        "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1",
+        java_home=java17_home() or "",
+        catalog_uri=server.url,
+        credential=TEST_CREDENTIAL,
+        timeout_s=600,
+    )
+    try:
+        dry = run(maintenance, "deleted", "system.data-compaction", now_ms(), dry_run=True)
+        assert dry.plan["engine"] == "spark" and dry.outcome["committed"] is False
+        done = run(maintenance, "deleted", "system.data-compaction", now_ms())
+    finally:
+        maintenance.executor.spark = SparkSettings()
+    assert done.status == "succeeded", done.error
+    assert done.outcome["engine"] == "spark" and done.outcome["committed"] is True, done.outcome
+    assert done.outcome["rewritten-data-files-count"] >= 2 and done.outcome["failed-data-files-count"] == 0
+
+    after = catalog.load_table((NS, "deleted"))
+    tasks = list(after.scan().plan_files())
+    assert len(tasks) < files_before and not any(task.delete_files for task in tasks)
+    assert sorted((row["id"], row["cat"]) for row in after.scan().to_arrow().to_pylist()) == expected
+    spark.sql(f"REFRESH TABLE {table}")
+    assert [tuple(row) for row in spark.sql(query).collect()] == expected
