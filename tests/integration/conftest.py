@@ -124,6 +124,15 @@ def server(settings, app, tmp_path_factory) -> Iterator[Server]:
 
 
 @pytest.fixture
+def browser(tmp_path) -> Iterator[object]:
+    """A headless Chromium session of its own (tests/integration/browser_support.py)."""
+    from tests.integration.browser_support import chromium_session
+
+    with chromium_session(tmp_path / "chromium-profile") as session:
+        yield session
+
+
+@pytest.fixture
 def pyiceberg_io_on_one_thread(monkeypatch) -> Iterator[None]:
     """PyIceberg's I/O on one worker thread at a time, for a race in the client, not in Growler.
 

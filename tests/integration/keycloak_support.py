@@ -87,20 +87,6 @@ class Keycloak:
     def create_client(self, realm: str, client_id: str, secret: str, audience: str | None) -> None:
         """A confidential client with a service account (client credentials); with ``audience``,
         the tokens it gets carry that audience (Keycloak's audience mapper)."""
-        mappers = []
-        if audience:
-            mappers.append(
-                {
-                    "name": "audience",
-                    "protocol": "openid-connect",
-                    "protocolMapper": "oidc-audience-mapper",
-                    "config": {
-                        "included.custom.audience": audience,
-                        "access.token.claim": "true",
-                        "id.token.claim": "false",
-                    },
-                }
-            )
         self.admin(
             "POST",
             f"/realms/{realm}/clients",
@@ -112,13 +98,52 @@ class Keycloak:
                 "standardFlowEnabled": False,
                 "directAccessGrantsEnabled": False,
                 "secret": secret,
-                "protocolMappers": mappers,
+                "protocolMappers": _audience_mappers(audience),
             },
         )
 
-    def give_realm_role(self, realm: str, client_id: str, role: str) -> None:
-        """The client's service account holds realm role ``role`` (created if missing): its tokens
-        then name it in ``realm_access.roles``, the claim Growler maps to its own roles."""
+    def create_console_client(self, realm: str, client_id: str, redirect_uri: str, audience: str) -> None:
+        """A public client for a browser's sign-in (authorization code with PKCE S256 only), its
+        one redirect URI registered exactly (Keycloak refuses any other), its access tokens
+        carrying ``audience``."""
+        self.admin(
+            "POST",
+            f"/realms/{realm}/clients",
+            {
+                "clientId": client_id,
+                "enabled": True,
+                "publicClient": True,
+                "standardFlowEnabled": True,
+                "directAccessGrantsEnabled": False,
+                "redirectUris": [redirect_uri],
+                "attributes": {"pkce.code.challenge.method": "S256"},
+                "protocolMappers": _audience_mappers(audience),
+            },
+        )
+
+    def create_user(self, realm: str, username: str, password: str, realm_roles: tuple[str, ...] = ()) -> None:
+        """A user who signs in with ``password`` at Keycloak's login form (a complete profile and
+        a permanent password: no "update your account" page on the way), holding ``realm_roles``."""
+        self.admin(
+            "POST",
+            f"/realms/{realm}/users",
+            {
+                "username": username,
+                "enabled": True,
+                "email": f"{username}@example.com",
+                "emailVerified": True,
+                "firstName": username.capitalize(),
+                "lastName": "Tester",
+                "credentials": [{"type": "password", "value": password, "temporary": False}],
+            },
+        )
+        if realm_roles:
+            (user,) = self.admin("GET", f"/realms/{realm}/users?username={username}&exact=true").json()
+            roles = [self._realm_role(realm, role) for role in realm_roles]
+            self.admin("POST", f"/realms/{realm}/users/{user['id']}/role-mappings/realm", roles)
+
+    def _realm_role(self, realm: str, role: str) -> dict[str, Any]:
+        """The realm role's representation (the role made first if missing)."""
         if (
             httpx.get(
                 f"{self.url}/admin/realms/{realm}/roles/{role}",
@@ -128,7 +153,12 @@ class Keycloak:
             == 404
         ):
             self.admin("POST", f"/realms/{realm}/roles", {"name": role})
-        representation = self.admin("GET", f"/realms/{realm}/roles/{role}").json()
+        return self.admin("GET", f"/realms/{realm}/roles/{role}").json()
+
+    def give_realm_role(self, realm: str, client_id: str, role: str) -> None:
+        """The client's service account holds realm role ``role`` (created if missing): its tokens
+        then name it in ``realm_access.roles``, the claim Growler maps to its own roles."""
+        representation = self._realm_role(realm, role)
         (client,) = self.admin("GET", f"/realms/{realm}/clients?clientId={client_id}").json()
         user = self.admin("GET", f"/realms/{realm}/clients/{client['id']}/service-account-user").json()
         self.admin("POST", f"/realms/{realm}/users/{user['id']}/role-mappings/realm", [representation])
@@ -171,6 +201,16 @@ class Keycloak:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
+
+
+def _audience_mappers(audience: str | None) -> list[dict[str, Any]]:
+    """Keycloak's audience mapper: the client's access tokens carry ``audience`` (none: no mapper)."""
+    if not audience:
+        return []
+    config = {"included.custom.audience": audience, "access.token.claim": "true", "id.token.claim": "false"}
+    return [
+        {"name": "audience", "protocol": "openid-connect", "protocolMapper": "oidc-audience-mapper", "config": config}
+    ]
 
 
 def launch_keycloak(tmp_dir: Path) -> Keycloak:

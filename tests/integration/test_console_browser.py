@@ -2,22 +2,21 @@
 with PostgreSQL and S3, the table's data written by Spark (the suite's shared 3.5 driver, started
 in the background when collection ends), the view by PyIceberg.
 
-One browser session walks the whole story (a browser start costs a second or two): sign in,
+One browser session (the ``browser`` fixture, tests/integration/browser_support.py) walks the
+whole story (a browser start costs a second or two): sign in with a client id and secret,
 warehouse -> namespace -> table, the schema, a chart with one point per snapshot, two snapshots
 compared, the table's change events and maintenance pages, the preview equal to the rows Spark
 wrote, a view, a table undropped from the recycle bin, the admin page, sign out; axe-core
 (vendored: tests/integration/vendor) checks each main page for serious or critical accessibility
-violations. Screenshots go to
-``.test-artifacts/console/`` (GROWLER_TEST_ARTIFACTS to move them); with
-GROWLER_CONSOLE_SCREENSHOTS_TO_DOCS=1 the README's two are refreshed in docs/.
+violations. The sign-in through an identity provider (Keycloak) in the same browser:
+tests/integration/test_oidc_keycloak.py. Screenshots go to ``.test-artifacts/console/``
+(GROWLER_TEST_ARTIFACTS to move them); with GROWLER_CONSOLE_SCREENSHOTS_TO_DOCS=1 the README's two
+are refreshed in docs/.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -28,51 +27,11 @@ from pyiceberg.types import LongType, NestedField
 from pyiceberg.view.metadata import SQLViewRepresentation, ViewRepresentation, ViewVersion
 
 from tests.conftest import TEST_CLIENT_ID, TEST_CLIENT_SECRET, TEST_CREDENTIAL
+from tests.integration.browser_support import WAIT_S, assert_accessible
 
 REPO = Path(__file__).resolve().parents[2]
-AXE = Path(__file__).with_name("vendor") / "axe-core-4.14.1" / "axe.min.js"
 NS = ("shop", "sales")
 EXPIRY = "system.snapshot-expiry"
-CHROME_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--window-size=1400,1000",
-)
-WAIT_S = 20
-
-
-def _binaries() -> tuple[str, str]:
-    chromium = shutil.which("chromium") or "/usr/bin/chromium"
-    driver = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-    if not (os.access(chromium, os.X_OK) and os.access(driver, os.X_OK)):
-        if os.environ.get("GROWLER_TEST_BROWSER_REQUIRED"):  # make test installed them
-            pytest.fail("chromium or chromedriver not found although make test installed them")
-        pytest.skip("chromium and chromium-driver are not installed (make test installs them)")
-    return chromium, driver
-
-
-@pytest.fixture
-def browser(tmp_path) -> Iterator[object]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    chromium, driver = _binaries()
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in (*CHROME_FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}"):
-        options.add_argument(flag)
-    session = webdriver.Chrome(service=Service(driver), options=options)
-    session.set_page_load_timeout(WAIT_S)
-    try:
-        yield session
-    finally:
-        session.quit()
 
 
 @pytest.fixture
@@ -149,17 +108,9 @@ def test_the_console_in_a_browser(server, clean_catalog, browser, artifacts, lin
     written = write_data(server, line)
     run_id = maintain(server)
     wait = WebDriverWait(browser, WAIT_S)
-    axe_source = AXE.read_text()
 
     def accessible(page: str) -> None:
-        browser.execute_script(axe_source)
-        result = browser.execute_async_script(
-            "const done = arguments[arguments.length - 1];"
-            "axe.run(document, {resultTypes: ['violations']}).then(r => done(JSON.stringify(r.violations)))"
-            ".catch(e => done(JSON.stringify([{id: 'axe-error', impact: 'critical', help: String(e)}])));"
-        )
-        bad = [(v["id"], v["help"]) for v in json.loads(result) if v.get("impact") in ("serious", "critical")]
-        assert bad == [], f"{page}: {bad}"
+        assert_accessible(browser, page)
 
     def shot(name: str, height: int = 1000) -> None:
         """The page from its top, ``height`` pixels of it (the README's pictures are tall)."""

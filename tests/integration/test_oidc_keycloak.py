@@ -31,6 +31,7 @@ from tests.integration.log_support import json_lines
 
 REALM = "growler"
 AUDIENCE = "growler-catalog"
+BROWSER_CONSOLE_CLIENT = "growler-console-browser"
 
 
 @pytest.fixture(scope="module")
@@ -167,14 +168,15 @@ def test_idp_tokens_are_not_exchanged_for_own_ones(mixed_app, keycloak):
 
 @pytest.fixture(scope="module")
 def mixed_server(settings, app, keycloak, tmp_path_factory):
-    """gunicorn accepting its own tokens and Keycloak's (mixed mode); no test-admin bearer: the
-    clients below authenticate with the IdP only."""
+    """gunicorn accepting its own tokens and Keycloak's (mixed mode), its console signing users in
+    through Keycloak too; no test-admin bearer: the clients below authenticate with the IdP only."""
     env = {
         **auth_env_for_tests(),
         "GROWLER_OIDC_ISSUER": keycloak.issuer(REALM),
         "GROWLER_OIDC_AUDIENCE": AUDIENCE,
         "GROWLER_OIDC_PRINCIPAL_CLAIM": "preferred_username",
         "GROWLER_OIDC_ROLES_CLAIM": "realm_access.roles",
+        "GROWLER_CONSOLE_OIDC_CLIENT_ID": BROWSER_CONSOLE_CLIENT,  # the browser test's client
     }
     running = start_server(settings, tmp_path_factory.mktemp("gunicorn-mixed"), env, bearer=False)
     try:
@@ -187,9 +189,8 @@ IDP_ROLE = "lakehouse-etl"
 ISSUED = 'growler_token_requests_total{grant="client_credentials",outcome="issued"}'
 
 
-def _grant_warehouse_role(server, role: str, privileges: tuple[str, ...]) -> None:
-    """Through the management API, as the bootstrap admin: ``role`` holds ``privileges`` on the
-    server's warehouse (an existing role or grant is fine: both Spark lines run this)."""
+def _admin_headers(server) -> dict[str, str]:
+    """The bootstrap admin's bearer header at ``server`` (a token of Growler's own)."""
     import httpx
 
     token = httpx.post(
@@ -197,12 +198,19 @@ def _grant_warehouse_role(server, role: str, privileges: tuple[str, ...]) -> Non
         data={"grant_type": "client_credentials", "client_id": TEST_CLIENT_ID, "client_secret": TEST_CLIENT_SECRET},
         timeout=30,
     ).json()["access_token"]
-    headers = {"Authorization": f"Bearer {token}"}
+    return {"Authorization": f"Bearer {token}"}
+
+
+def _grant_role(server, role: str, privileges: tuple[str, ...], securable: dict[str, object]) -> None:
+    """Through the management API, as the bootstrap admin: ``role`` holds ``privileges`` on
+    ``securable`` (an existing role or grant is fine: both Spark lines run this)."""
+    import httpx
+
+    headers = _admin_headers(server)
     management = f"{server.url}/management/v1"
     response = httpx.post(f"{management}/roles", json={"name": role}, headers=headers, timeout=30)
     assert response.status_code in (201, 409), response.text
     for privilege in privileges:
-        securable = {"type": "warehouse", "warehouse": server.warehouse}
         body = {"privilege": privilege, "securable": securable}
         response = httpx.post(f"{management}/roles/{role}/grants", json=body, headers=headers, timeout=30)
         assert response.status_code in (200, 201, 409), response.text
@@ -232,7 +240,9 @@ def test_spark_with_tokens_of_the_idp(mixed_server, keycloak, line):
     # What the IdP's service account may do comes from its realm role, named in its tokens'
     # roles claim: a Growler role of that name holds create, write and drop on the warehouse.
     keycloak.give_realm_role(REALM, "etl", IDP_ROLE)
-    _grant_warehouse_role(mixed_server, IDP_ROLE, ("create", "write", "drop"))
+    _grant_role(
+        mixed_server, IDP_ROLE, ("create", "write", "drop"), {"type": "warehouse", "warehouse": mixed_server.warehouse}
+    )
     issued_before = _metric(mixed_server.url, ISSUED)
     spark, catalog = DRIVERS.catalog(line, mixed_server.url, mixed_server.warehouse, **options)
     namespace = f"idp{line.replace('.', '')}"
@@ -266,39 +276,8 @@ def test_the_console_signs_in_through_the_idp_with_pkce(settings, app, keycloak)
     from app.edge.factory import create_app
 
     callback = "http://testserver/ui/oidc/callback"
-    audience = {
-        "name": "audience",
-        "protocol": "openid-connect",
-        "protocolMapper": "oidc-audience-mapper",
-        "config": {"included.custom.audience": AUDIENCE, "access.token.claim": "true", "id.token.claim": "false"},
-    }
-    keycloak.admin(
-        "POST",
-        f"/realms/{REALM}/clients",
-        {
-            "clientId": "growler-console",
-            "enabled": True,
-            "publicClient": True,
-            "standardFlowEnabled": True,
-            "directAccessGrantsEnabled": False,
-            "redirectUris": [callback],
-            "attributes": {"pkce.code.challenge.method": "S256"},
-            "protocolMappers": [audience],
-        },
-    )
-    keycloak.admin(
-        "POST",
-        f"/realms/{REALM}/users",
-        {
-            "username": "alice",
-            "enabled": True,
-            "email": "alice@example.com",
-            "emailVerified": True,
-            "firstName": "Alice",
-            "lastName": "Analyst",
-            "credentials": [{"type": "password", "value": "alice-pw", "temporary": False}],
-        },
-    )
+    keycloak.create_console_client(REALM, "growler-console", callback, AUDIENCE)
+    keycloak.create_user(REALM, "alice", "alice-pw")
     auth = auth_settings_for_tests(
         oidc_issuer=keycloak.issuer(REALM),
         oidc_audience=AUDIENCE,
@@ -334,3 +313,70 @@ def test_the_console_signs_in_through_the_idp_with_pkce(settings, app, keycloak)
     assert 'id="principal">alice<' in client.get("/ui/").text
     replayed = console.test_client().get(back.removeprefix("http://testserver"), follow_redirects=False)
     assert replayed.status_code == 303 and "error=expired" in replayed.headers["location"]
+
+
+BROWSER_ROLE = "idp-browser-readers"
+SEEN, UNSEEN = "idp_browser_seen", "idp_browser_unseen"
+
+
+def test_a_user_signs_in_to_the_console_through_keycloak_in_a_browser(mixed_server, keycloak, browser):
+    """The IdP sign-in in a real browser (Chromium, tests/integration/browser_support.py) against
+    gunicorn: the sign-in page's IdP link, Keycloak's own login form, back on /ui/ as the user,
+    who sees what the realm role in the token's roles claim was granted (one namespace of two, no
+    admin page), then signs out. The console client's redirect URI is registered at Keycloak for
+    this server's real port; Keycloak runs without a configured hostname (development mode), so
+    its issuer is the URL the browser and Growler both use, http://127.0.0.1:<port>."""
+    import httpx
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from tests.integration.browser_support import WAIT_S, assert_accessible
+
+    keycloak.create_console_client(REALM, BROWSER_CONSOLE_CLIENT, f"{mixed_server.url}/ui/oidc/callback", AUDIENCE)
+    keycloak.create_user(REALM, "carol", "carol-pw", realm_roles=(BROWSER_ROLE,))
+    headers = _admin_headers(mixed_server)
+    for namespace in (SEEN, UNSEEN):
+        made = httpx.post(
+            f"{mixed_server.url}/v1/{mixed_server.warehouse}/namespaces",
+            json={"namespace": [namespace]},
+            headers=headers,
+            timeout=30,
+        )
+        assert made.status_code == 200, made.text
+    securable = {"type": "namespace", "warehouse": mixed_server.warehouse, "namespace": [SEEN]}
+    _grant_role(mixed_server, BROWSER_ROLE, ("read",), securable)
+    wait = WebDriverWait(browser, WAIT_S)
+
+    # /ui/ sends the browser to the sign-in page, which offers the IdP; Keycloak asks for the password
+    browser.get(f"{mixed_server.url}/ui/")
+    idp = wait.until(ec.element_to_be_clickable((By.ID, "sign-in-idp")))
+    assert_accessible(browser, "sign-in with an IdP")
+    idp.click()
+    wait.until(ec.presence_of_element_located((By.ID, "kc-form-login")))
+    assert browser.current_url.startswith(keycloak.issuer(REALM) + "/")
+    browser.find_element(By.ID, "username").send_keys("carol")
+    browser.find_element(By.ID, "password").send_keys("carol-pw")
+    browser.find_element(By.ID, "kc-login").click()
+
+    # back on the console's first page, signed in as the user, the session cookie HttpOnly
+    assert wait.until(ec.presence_of_element_located((By.ID, "principal"))).text == "carol"
+    assert browser.current_url == f"{mixed_server.url}/ui/"
+    session = browser.get_cookie("growler_session")
+    assert session is not None and session["httpOnly"] and session["path"] == "/ui"
+    assert browser.get_cookie("growler_oidc") is None  # the sign-in's state is gone
+    # what the role's grant allows: its warehouse, one namespace of the two, no admin page
+    warehouses = browser.find_elements(By.CSS_SELECTOR, "#warehouses a")
+    assert [link.text for link in warehouses] == [mixed_server.warehouse]
+    assert browser.find_elements(By.LINK_TEXT, "Admin") == []
+    warehouses[0].click()
+    listed = wait.until(ec.presence_of_element_located((By.ID, "namespaces")))
+    assert [link.text for link in listed.find_elements(By.TAG_NAME, "a")] == [SEEN]
+
+    # sign out: the session cookie gone, the console's pages send to the sign-in page again
+    browser.find_element(By.ID, "sign-out").click()
+    wait.until(ec.presence_of_element_located((By.ID, "sign-in-idp")))
+    assert browser.get_cookie("growler_session") is None
+    browser.get(f"{mixed_server.url}/ui/w/{mixed_server.warehouse}")
+    wait.until(ec.presence_of_element_located((By.ID, "sign-in-idp")))
+    assert browser.current_url.startswith(f"{mixed_server.url}/ui/sign-in")
