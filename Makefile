@@ -199,12 +199,7 @@ test: test-deps
 	@$(call ensure_buildah)
 	@$(call ensure_chromium)
 	@$(call ensure_nats)
-	$(VPY) -m pytest $(PYTEST_ARGS) $(addprefix --deselect ,$(ALONE_TESTS))
-	$(VPY) -m pytest $(PYTEST_ARGS) $(ALONE_TESTS)
-
-# Run in a pytest session of its own, after the suite: the NATS test needs its own gunicorn to
-# win the change feed publisher's lease, which the suite's shared server holds.
-ALONE_TESTS := tests/integration/test_event_nats.py
+	$(VPY) -m pytest $(PYTEST_ARGS)
 
 # What the suite needs besides .venv: the Spark jars (fetched once, then found through
 # GROWLER_SPARK_JARS), the Spark 4.1 interpreter (GROWLER_SPARK4_PYTHON) and Keycloak. Fetched side

@@ -37,9 +37,10 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+import weakref
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import quote
 
 from cloudevents.core.bindings import kafka as kafka_binding
@@ -335,6 +336,14 @@ class SinkWorker(threading.Thread):
 class Publisher:
     """The lease, and one ``SinkWorker`` per configured sink while this process holds it."""
 
+    # Every publisher started in this process and not stopped: a process that builds several apps
+    # over one database (the test suite's in-process apps) stops them all to hand the lease on.
+    _running: ClassVar[weakref.WeakSet[Publisher]] = weakref.WeakSet()
+
+    @classmethod
+    def running(cls) -> list[Publisher]:
+        return list(cls._running)
+
     def __init__(
         self,
         rows: DeliveryRows,
@@ -360,8 +369,10 @@ class Publisher:
         self._stop.clear()
         self._thread = threading.Thread(target=self._loop, name="growler-events-publisher", daemon=True)
         self._thread.start()
+        Publisher._running.add(self)
 
     def stop(self) -> None:
+        Publisher._running.discard(self)
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=RENEW_S + 5)  # it takes no lease after this

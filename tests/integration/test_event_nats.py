@@ -70,13 +70,18 @@ def nats_server(tmp_path) -> Iterator[NatsServer]:
 
 
 @pytest.fixture
-def gunicorn_publishes(app):
-    """The suite's in-process app publishes too (it shares the database): stopped here, so the
-    lease goes to a gunicorn worker, the process this test kills; started again afterwards."""
-    publisher = app.app.extensions["growler.publisher"]
-    publisher.stop()
+def gunicorn_publishes():
+    """The suite's in-process apps publish too (they share the database; the api tests build many):
+    stopped here, so the lease goes to a gunicorn worker, the process this test kills; started
+    again afterwards."""
+    from app.publisher import Publisher
+
+    stopped = Publisher.running()
+    for publisher in stopped:
+        publisher.stop()
     yield
-    publisher.start()
+    for publisher in stopped:
+        publisher.start()
 
 
 def lease_holder_pid(database_url: str) -> int | None:
