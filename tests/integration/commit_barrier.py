@@ -32,6 +32,7 @@ class Answer:
     driver: str
     status: int
     error_type: str | None
+    idempotency_key: str | None = None  # of a failed commit: its retries carry the same one
 
 
 @dataclass
@@ -88,8 +89,9 @@ class CommitBarrierProxy:
 
     def _fail(self, handler: BaseHTTPRequestHandler, driver: str, status: int) -> None:
         """Answer the commit ``status`` with an Iceberg error body; Growler never sees it."""
+        answer = Answer(driver, status, "ServiceUnavailableException", handler.headers.get("Idempotency-Key"))
         with self._condition:
-            self.failed_commits.append(Answer(driver, status, "ServiceUnavailableException"))
+            self.failed_commits.append(answer)
         message = "the test proxy answered this commit without forwarding it"
         error = {"message": message, "type": "ServiceUnavailableException", "code": status}
         content = json.dumps({"error": error}).encode()
