@@ -1,4 +1,4 @@
-"""An HTTP proxy in front of Growler that forces two clients' commits to race, deterministically.
+"""An HTTP proxy in front of Growler that forces two clients' commits to race, or fails commits, deterministically.
 
 Two Spark drivers talk to Growler through it. While a round is armed, the proxy holds the first
 commit (``POST .../tables/<name>``) of each of ``parties`` clients until all of them have sent
@@ -8,10 +8,16 @@ other one is a commit from a stale base, which Growler must refuse (409) rather 
 fork. Anything else, the clients' retries included, passes straight through.
 
 Clients are told apart by the ``X-Test-Driver`` header (a catalog ``header.*`` option).
+
+While ``failing`` is set, the proxy instead answers every commit itself with that status (a 503, as
+a gateway whose upstream went away) and never forwards it: the client cannot know whether its
+commit landed (the Java REST client raises ``CommitStateUnknownException``), so it must not clean
+up the files it wrote, and a job aborted that way leaves orphans for the maintenance executor.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -26,6 +32,7 @@ class Answer:
     driver: str
     status: int
     error_type: str | None
+    idempotency_key: str | None = None  # of a failed commit: its retries carry the same one
 
 
 @dataclass
@@ -43,6 +50,8 @@ class CommitBarrierProxy:
         self.timeout_s = timeout_s
         self.rounds: list[Round] = []
         self.passed_commits: list[Answer] = []  # commits outside the held ones (retries)
+        self.failing: int | None = None
+        self.failed_commits: list[Answer] = []  # commits answered ``failing``, never forwarded
         self._armed: Round | None = None
         self._condition = threading.Condition()
         self._client = httpx.Client(timeout=120)
@@ -78,9 +87,27 @@ class CommitBarrierProxy:
         headers = {k: v for k, v in handler.headers.items() if k.lower() not in HOP_BY_HOP}
         return self._client.request(handler.command, self.upstream + handler.path, headers=headers, content=body)
 
+    def _fail(self, handler: BaseHTTPRequestHandler, driver: str, status: int) -> None:
+        """Answer the commit ``status`` with an Iceberg error body; Growler never sees it."""
+        answer = Answer(driver, status, "ServiceUnavailableException", handler.headers.get("Idempotency-Key"))
+        with self._condition:
+            self.failed_commits.append(answer)
+        message = "the test proxy answered this commit without forwarding it"
+        error = {"message": message, "type": "ServiceUnavailableException", "code": status}
+        content = json.dumps({"error": error}).encode()
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(content)))
+        handler.end_headers()
+        handler.wfile.write(content)
+
     def handle(self, handler: BaseHTTPRequestHandler, body: bytes) -> None:
         is_commit = handler.command == "POST" and handler.path.split("?")[0].endswith(self.commit_suffix)
         driver = handler.headers.get("X-Test-Driver", "?")
+        failing = self.failing
+        if is_commit and failing is not None:
+            self._fail(handler, driver, failing)
+            return
         held = None
         if is_commit:
             with self._condition:

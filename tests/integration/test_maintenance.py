@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyspark
@@ -26,7 +27,8 @@ from storage.management_rows import Securable
 from tests.api.bin_support import protect, undrop, unit_of, unprotect
 from tests.api.tables_support import create_request
 from tests.conftest import TEST_BUCKET, TEST_CREDENTIAL
-from tests.integration.spark_support import java17_home, spark_jars
+from tests.integration.commit_barrier import CommitBarrierProxy
+from tests.integration.spark_support import CATALOG, DRIVERS, SparkError, java17_home, spark_jars
 from tests.integration.test_pyiceberg_tables import NS, create_sales, ids_of, new_catalog, objects_under, rows
 
 EXPIRY = "system.snapshot-expiry"
@@ -180,7 +182,30 @@ def test_a_writer_appending_while_expiry_runs_always_wins(catalog, server, maint
     assert final.scan().to_arrow().num_rows == 4
 
 
-def test_orphans_older_than_the_floor_go_and_nothing_else(catalog, maintenance, app, settings):
+@pytest.fixture
+def failing_commits(server) -> Iterator[CommitBarrierProxy]:
+    """A proxy in front of the shared server answering every commit to a table ``t`` with 503, unforwarded."""
+    proxy = CommitBarrierProxy(server.url, "t")
+    proxy.failing = 503
+    try:
+        yield proxy
+    finally:
+        proxy.close()
+
+
+@pytest.mark.parametrize("spark", ["3.5"], indirect=True)  # the Java client's abort: one line is enough
+def test_orphans_of_an_aborted_spark_job_go_after_the_floor_and_nothing_else(
+    spark, server, failing_commits, catalog, maintenance, app
+):
+    """A real aborted job leaves the orphans. Spark's INSERT goes through a proxy that answers its
+    commit 503 without forwarding it: Iceberg's Java REST client takes a 5xx answer to a commit as
+    CommitStateUnknownException (ErrorHandlers.tableCommitHandler; RESTTableOperations reloads the
+    table, finds no such snapshot and raises it again), and since the commit may have landed, neither
+    SnapshotProducer nor SparkWrite.abort deletes what the job wrote: its data files, manifest and
+    manifest list stay under the table's location, named by no metadata. Past the floor the run
+    removes exactly those; a neighbour's file under a prefix "t" shares as text, a staged table's
+    file, a younger file and every file the live metadata names stay; Spark and PyIceberg still read
+    the committed rows, and only them."""
     objects = maintenance.executor.objects
     base = f"s3://{TEST_BUCKET}/{NS}"
     table = create_sales(catalog, "t", location=f"{base}/t")
@@ -191,30 +216,58 @@ def test_orphans_older_than_the_floor_go_and_nothing_else(catalog, maintenance, 
         f"/v1/test/namespaces/{NS}/tables", json=create_request("t3", location=f"{base}/t3", **{"stage-create": True})
     )
     assert staged.status_code == 200, staged.text
-    aborted = Location.parse(f"{base}/t/data/category=a/00000-aborted-job.parquet")
-    objects.write_new(aborted, b"PAR1 written by a job that never committed", "application/octet-stream")
     of_others = [Location.parse(f"{base}/t2/data/stray.parquet"), Location.parse(f"{base}/t3/data/staged.parquet")]
     for location in of_others:
         objects.write_new(location, b"PAR1", "application/octet-stream")
-    aborted_s = dict(objects.list_modified(aborted.parent))[aborted]
-    while time.time() < aborted_s + 1.5:  # the young file must be modified a clear second later
+
+    # the aborted job: one retry of the refused commit (the client sends an Idempotency-Key, which
+    # makes a 503 retriable; the default five retries would back off for half a minute)
+    _, aborting = DRIVERS.catalog(spark.line, failing_commits.url, server.warehouse, **{"rest.client.max-retries": "1"})
+    listed_before = set(objects_under(objects, table.location()))
+    values = (
+        "(5, 'a', TIMESTAMP_NTZ '2024-01-02 12:00:00', 50, 5.5), (6, 'b', TIMESTAMP_NTZ '2024-01-01 12:00:00', 60, 6.5)"
+    )
+    with pytest.raises(SparkError, match="CommitStateUnknownException"):
+        spark.sql(f"INSERT INTO {aborting}.{NS}.t VALUES {values}")
+    first, retry = failing_commits.failed_commits  # the same request twice, Growler saw neither
+    assert (first.status, retry.status) == (503, 503)
+    assert first.idempotency_key and retry.idempotency_key == first.idempotency_key
+    written = set(objects_under(objects, table.location())) - listed_before
+    live = catalog.load_table((NS, "t"))
+    assert len(live.snapshots()) == 1  # PyIceberg's append only
+    assert not written & reachable_files(live)
+    assert len({uri for uri in written if uri.startswith(f"{base}/t/data/") and uri.endswith(".parquet")}) == 2
+    assert len({uri for uri in written if uri.startswith(f"{base}/t/metadata/") and uri.endswith(".avro")}) == 2
+    assert len(written) == 4  # a data file per partition, their manifest, the manifest list
+
+    modified = dict(objects.list_modified(Location.parse(table.location())))
+    last_s = max(modified[Location.parse(uri)] for uri in written)
+    while time.time() < last_s + 1.5:  # the young file must be modified a clear second later
         threading.Event().wait(0.1)
     young = Location.parse(f"{base}/t/data/00000-young.parquet")
     objects.write_new(young, b"PAR1 being written right now", "application/octet-stream")
-    clock = int(aborted_s * 1000) + 3 * DAY_MS + 500  # the aborted file is just past the 3-day floor
+    clock = int(last_s * 1000) + 3 * DAY_MS + 500  # the job's last file is just past the 3-day floor
     attach(maintenance, ORPHANS, "t", {"enable": True})
     everything = objects_under(objects, base)
 
     dry = run(maintenance, "t", ORPHANS, clock, dry_run=True)
     assert dry.status == "succeeded", dry.error
-    assert dry.plan["files-to-remove"] == {"count": 1, "first": [aborted.uri]}
+    assert dry.plan["files-to-remove"] == {"count": len(written), "first": sorted(written)}
     assert objects_under(objects, base) == everything
 
     done = run(maintenance, "t", ORPHANS, clock)
-    assert done.status == "succeeded" and done.files_removed == 1, done.error
-    assert objects_under(objects, base) == sorted(set(everything) - {aborted.uri})
+    assert done.status == "succeeded" and done.files_removed == len(written), done.error
+    left = objects_under(objects, base)
+    assert left == sorted(set(everything) - written)
+    assert {young.uri, *(location.uri for location in of_others)} <= set(left)
+    assert reachable_files(live) <= set(left) and live.metadata_location in left
     assert ids_of(catalog.load_table((NS, "t")).scan().to_arrow()) == [1, 2]
     assert ids_of(catalog.load_table((NS, "t2")).scan().to_arrow()) == [3]
+    spark.sql(f"REFRESH TABLE {CATALOG}.{NS}.t")  # the fixture's catalog: straight to the server
+    assert [tuple(r) for r in spark.sql(f"SELECT id, category FROM {CATALOG}.{NS}.t ORDER BY id").collect()] == [
+        (1, "a"),
+        (2, "b"),
+    ]
 
     # the run is the last one the table's health report lists
     health = app.test_client().get(f"/management/v1/maintenance/warehouses/test/namespaces/{NS}/tables/t/health")
