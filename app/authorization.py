@@ -2,10 +2,10 @@
 
 ``OPERATIONS`` is the one table of the catalog's rules: for every operationId, the privilege it
 needs on which securable (``None``: only to see it). ``Authorizer.authorize`` applies it before
-the operation runs - for connexion's handlers (the resolver wraps every one of them) and for the
-requests the operation door answers (app/edge/door.py, app/edge/loop_reads.py) alike - so a
-refused request writes nothing. What is missing is 403 ``ForbiddenException`` when the caller
-can see the securable's container and the container's own 404 otherwise
+the operation runs - the dispatcher (app/edge/dispatch.py) checks it once for every catalog
+operation, on the event loop or in the handler's thread - so a refused request writes nothing.
+What is missing is 403 ``ForbiddenException`` when the caller can see the securable's container
+and the container's own 404 otherwise
 (app/rules/privileges.py); either way one JSON audit line.
 
 Decisions cost no database round trip for a caller seen before: each worker caches a

@@ -391,7 +391,7 @@ class TableService(TableStorageAccess, EntryService):
             row = self._require_entry(warehouse, namespace, name)
             metadata_path, purge_objects = self._owned_metadata_files(row)
         if self.repository.delete_entry(warehouse.id, namespace, name, TABLE, purge_objects, metadata_path) is None:
-            raise self._missing(namespace, name)
+            raise self.missing(namespace, name)
         if purge:
             self.purge_requested.set()
 
@@ -404,7 +404,7 @@ class TableService(TableStorageAccess, EntryService):
         warehouse = self.warehouses.get(prefix)
         row = self.repository.delete_entry(warehouse.id, namespace, check_name(name, "table name"), TABLE, None)
         if row is None:
-            raise self._missing(namespace, name)
+            raise self.missing(namespace, name)
         return LoadedTable(row.metadata_location, row.metadata, {}, [])
 
     def report_metrics(self, prefix: str, namespace: tuple[str, ...], name: str, report: dict[str, Any]) -> None:

@@ -150,7 +150,7 @@ class ViewService(EntryService):
         warehouse = self.warehouses.get(prefix)
         if self.repository.delete_entry(warehouse.id, namespace, name, VIEW, None) is None:
             self._require_namespace(warehouse, namespace)
-            raise self._missing(namespace, name)
+            raise self.missing(namespace, name)
 
     # -- helpers ------------------------------------------------------------------------
 

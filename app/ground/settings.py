@@ -141,7 +141,6 @@ class Settings:
     # commits: signing and STS serve its location until then (storage/staged.py)
     stage_lifetime_s: int = 86_400
     validate_responses: bool = False
-    fast_reads: bool = True
     log_level: str = "INFO"
     # ``scan-planning-mode`` told to clients (/v1/config defaults, every LoadTableResult's config):
     # "server", "client", or None to say nothing and leave the choice to each client
@@ -198,7 +197,6 @@ class Settings:
             idempotency_lifetime_s=env_int(env, "GROWLER_IDEMPOTENCY_LIFETIME_S", 1800),
             stage_lifetime_s=env_int(env, "GROWLER_STAGE_LIFETIME_S", 86_400),
             validate_responses=_bool(env.get("GROWLER_VALIDATE_RESPONSES"), False),
-            fast_reads=_bool(env.get("GROWLER_FAST_READS"), True),
             log_level=env.get("GROWLER_LOG_LEVEL", "INFO").upper(),
             scan_planning_mode=env.get("GROWLER_SCAN_PLANNING_MODE", "").strip().lower() or None,
             storage_credentials_mode=default_credentials_mode(env),

@@ -1,8 +1,8 @@
-"""The operation door's compiled body check agrees with connexion's jsonschema validation.
+"""The dispatcher's compiled body check agrees with connexion's jsonschema validation.
 
-The door serves a body only when it is valid; whatever it refuses goes to connexion, which
-answers as always. So the compiled check must never accept what jsonschema refuses. Both are
-run over accepted and refused RemoteSignRequest bodies (the schema the door reads bodies of),
+The compiled reader takes a body only when it is valid; whatever it refuses is read by
+connexion's validation, which answers as always. So the compiled check must never accept what
+jsonschema refuses. Both are run over accepted and refused RemoteSignRequest bodies,
 and the check is only compiled for schemas whose keywords both read alike.
 """
 

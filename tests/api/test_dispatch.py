@@ -1,0 +1,91 @@
+"""One pipeline: every operation is read, authorized and called once, by the dispatcher.
+
+app/edge/dispatch.py runs every operation of both yamls through route -> read -> authorize ->
+call -> render; there is no second way to answer a request to compare it with. What is left to
+check is that each stage happens once: a missing table's 404 reads one row and asks the
+authorizer once, a request the compiled reader leaves to connexion's validation calls its
+handler once, and a management operation goes the same way.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from app.authorization import Authorizer
+from app.edge.dispatch import Dispatcher
+from storage.repository import CatalogRepository
+from tests.api.tables_support import PREFIX
+
+
+@pytest.fixture
+def counted(monkeypatch) -> dict[str, list]:
+    """Every authorization, row read and handler call, as they happen."""
+    seen: dict[str, list] = {"authorize": [], "rows": [], "answers": []}
+    authorize, load_entry, answer = Authorizer.authorize, CatalogRepository.load_entry, Dispatcher._answer
+
+    def counting_authorize(self, operation_id, params, body=None):
+        seen["authorize"].append(operation_id)
+        return authorize(self, operation_id, params, body)
+
+    def counting_load_entry(self, *args, **kwargs):
+        seen["rows"].append(args[1:])
+        return load_entry(self, *args, **kwargs)
+
+    def counting_answer(self, operation, *args):
+        seen["answers"].append(operation.operation_id)
+        return answer(self, operation, *args)
+
+    monkeypatch.setattr(Authorizer, "authorize", counting_authorize)
+    monkeypatch.setattr(CatalogRepository, "load_entry", counting_load_entry)
+    monkeypatch.setattr(Dispatcher, "_answer", counting_answer)
+    return seen
+
+
+@pytest.fixture
+def namespace(client) -> str:
+    assert client.post(f"{PREFIX}/namespaces", json={"namespace": ["d"]}).status_code == 200
+    return "d"
+
+
+def test_a_missing_table_reads_once_and_is_authorized_once(client, namespace, counted):
+    answer = client.get(f"{PREFIX}/namespaces/{namespace}/tables/missing")
+    assert answer.status_code == 404
+    assert answer.json()["error"]["type"] == "NoSuchTableException"
+    assert answer.json()["error"]["message"] == "Table does not exist: d.missing"
+    assert counted["authorize"] == ["loadTable"]
+    assert len(counted["rows"]) == 1
+    assert counted["answers"] == ["loadTable"]
+
+
+def test_what_the_compiled_reader_leaves_to_connexion_is_called_once(client, namespace, counted):
+    """``pageSize=+1``: connexion's coercion (``int``) reads it; the handler runs once, authorized once."""
+    answer = client.get(f"{PREFIX}/namespaces", params={"pageSize": "+1"})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["namespaces"] == [["d"]]
+    assert counted["authorize"] == ["listNamespaces"]
+    assert counted["answers"] == ["listNamespaces"]
+
+
+def test_connexion_s_validation_errors_are_the_dispatcher_s_answer(client, namespace, counted):
+    """An undeclared query parameter: connexion's strict validation refuses it, nothing runs."""
+    answer = client.get(f"{PREFIX}/namespaces", params={"pageSize": "1", "nope": "x"})
+    assert answer.status_code == 400
+    assert answer.json()["error"]["type"] == "BadRequestException"
+    assert "nope" in answer.json()["error"]["message"]
+    assert counted["authorize"] == []
+    assert counted["answers"] == []
+
+
+def test_a_management_operation_goes_through_the_dispatcher(client, counted):
+    answer = client.get("/management/v1/roles")
+    assert answer.status_code == 200, answer.text
+    assert counted["answers"] == ["listRoles"]
+    assert counted["authorize"] == []  # the management service's rights decide (app/management_rights.py)
+
+
+def test_a_head_without_an_operation_of_its_own_is_its_get_without_a_body(client, counted):
+    get, head = client.get("/v1/config"), client.head("/v1/config")
+    assert get.status_code == head.status_code == 200
+    assert head.content == b""
+    assert head.headers["Content-Length"] == get.headers["Content-Length"]
+    assert counted["answers"] == ["getConfig", "getConfig"]
