@@ -1,7 +1,9 @@
 """Authorization: what each catalog operation needs, and whether the caller holds it.
 
-``OPERATIONS`` is the one table of the catalog's rules: for every operationId, the privilege it
-needs on which securable (``None``: only to see it). ``Authorizer.authorize`` applies it before
+``RULES`` is the one table of the rules, looked up by ``Authorizer.authorize`` for every
+operation: for each operationId of the catalog (``OPERATIONS``), the privilege it needs on which
+securable (``None``: only to see it); for each of the management API (``MANAGEMENT_OPERATIONS``),
+the right its gate checks first (``Managed``, app/management_rights.py). ``Authorizer.authorize`` applies it before
 the operation runs - the dispatcher (app/edge/dispatch.py) checks it once for every catalog
 operation, on the event loop or in the handler's thread - so a refused request writes nothing.
 What is missing is 403 ``ForbiddenException`` when the caller can see the securable's container
@@ -32,7 +34,8 @@ operator's scripts, the benchmarks) says so where it builds its services, with
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from app.ground.callers import IDP, Principal, current_principal
 from app.ground.errors import (
@@ -161,6 +164,121 @@ def _table_or_stage(call: Call) -> Rule:
     return [AnyOf(((READ, table), (CREATE, table.container())))]
 
 
+class ManagementGate(Protocol):
+    """The management API's rights (app/management_rights.py): each check refuses with 403 (and
+    one audit line) or answers the caller's name."""
+
+    def require_admin(self, action: str, target: dict[str, Any], what: str) -> str | None: ...
+    def require_grant_manager(self, action: str, target: dict[str, Any]) -> str | None: ...
+    def require_principal_directory(self, action: str, target: dict[str, Any]) -> str | None: ...
+    def require_principal_maker(self, action: str, target: dict[str, Any], admin: bool) -> str | None: ...
+    def require_self_or_admin(self, action: str, target: dict[str, Any], name: str) -> str | None: ...
+    def require_warehouse_reader(self, action: str, target: dict[str, Any]) -> str | None: ...
+    def require_role_manager(self, action: str, target: dict[str, Any], role: str) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class Managed:
+    """A management operation's row: the right it needs, checked by the management API's gate
+    (its rules are not privileges on one securable: administrators, holders of manage-grants
+    anywhere, the roles a caller could give every grant of; app/management_rights.py). A check
+    that needs the body parsed first (which privilege on which securable a grant names) follows
+    in the service, after this one."""
+
+    check: Callable[[ManagementGate, Call], object]
+
+
+def _principal_target(call: Call) -> dict[str, Any]:
+    return {"principal": call.params.get("principal")}
+
+
+def _role_target(call: Call) -> dict[str, Any]:
+    target = {"role": call.params.get("role")}
+    return {**target, "principal": call.params["principal"]} if "principal" in call.params else target
+
+
+def _maker(gate: ManagementGate, call: Call) -> object:
+    admin = bool(call.body.get("admin", False))
+    return gate.require_principal_maker("create-principal", {"principal": call.body.get("name"), "admin": admin}, admin)
+
+
+def _grant_target(call: Call) -> dict[str, Any]:
+    return {
+        "role": call.params.get("role"),
+        "privilege": call.body.get("privilege"),
+        "securable": call.body.get("securable"),
+    }
+
+
+def _queried_securable(call: Call) -> dict[str, Any]:
+    """listGrantsOnSecurable's securable, from its query, as the handler hands it to the service."""
+    namespace = call.params.get("namespace")
+    return {
+        "type": call.params.get("type"),
+        "warehouse": call.params.get("warehouse"),
+        "name": call.params.get("name"),
+        "namespace": list(parse_namespace(str(namespace), call.separator)) if namespace is not None else None,
+    }
+
+
+def _warehouse_admin(action: str) -> Managed:
+    def check(gate: ManagementGate, call: Call) -> object:
+        name = call.params.get("warehouse") or str(call.body.get("name", ""))
+        return gate.require_admin(action, {"warehouse": name}, "manage warehouses")
+
+    return Managed(check)
+
+
+# The management API's operations (openapi/management.yaml): the first check of each.
+MANAGEMENT_OPERATIONS: dict[str, Managed] = {
+    "listPrincipals": Managed(lambda gate, call: gate.require_principal_directory("list-principals", {})),
+    "createPrincipal": Managed(_maker),
+    "getPrincipal": Managed(
+        lambda gate, call: gate.require_principal_directory("get-principal", _principal_target(call))
+    ),
+    "deletePrincipal": Managed(
+        lambda gate, call: gate.require_admin("delete-principal", _principal_target(call), "delete principals")
+    ),
+    "rotatePrincipalSecret": Managed(
+        lambda gate, call: gate.require_self_or_admin(
+            "rotate-principal", _principal_target(call), str(call.params.get("principal"))
+        )
+    ),
+    "listRoles": Managed(lambda gate, call: gate.require_grant_manager("list-roles", {})),
+    "createRole": Managed(
+        lambda gate, call: gate.require_grant_manager("create-role", {"role": call.body.get("name")})
+    ),
+    "getRole": Managed(lambda gate, call: gate.require_grant_manager("get-role", _role_target(call))),
+    "deleteRole": Managed(
+        lambda gate, call: gate.require_role_manager("delete-role", _role_target(call), str(call.params["role"]))
+    ),
+    "listRoleMembers": Managed(
+        lambda gate, call: gate.require_role_manager("list-role-members", _role_target(call), str(call.params["role"]))
+    ),
+    "assignRole": Managed(
+        lambda gate, call: gate.require_role_manager("assign-role", _role_target(call), str(call.params["role"]))
+    ),
+    "revokeRole": Managed(
+        lambda gate, call: gate.require_role_manager("revoke-role", _role_target(call), str(call.params["role"]))
+    ),
+    "listGrantsForRole": Managed(
+        lambda gate, call: gate.require_role_manager("list-grants", _role_target(call), str(call.params["role"]))
+    ),
+    "grantPrivilege": Managed(lambda gate, call: gate.require_grant_manager("grant", _grant_target(call))),
+    "revokePrivilege": Managed(lambda gate, call: gate.require_grant_manager("revoke", _grant_target(call))),
+    "listGrantsOnSecurable": Managed(
+        lambda gate, call: gate.require_grant_manager("list-grants", {"securable": _queried_securable(call)})
+    ),
+    "listWarehouses": Managed(lambda gate, call: gate.require_warehouse_reader("list-warehouses", {})),
+    "createWarehouse": _warehouse_admin("create-warehouse"),
+    "getWarehouse": Managed(
+        lambda gate, call: gate.require_warehouse_reader("get-warehouse", {"warehouse": call.params.get("warehouse")})
+    ),
+    "updateWarehouse": _warehouse_admin("update-warehouse"),
+    "deleteWarehouse": _warehouse_admin("delete-warehouse"),
+}
+
+
 # Every operation of openapi/catalog.yaml that has a handler (a test checks the list is complete).
 OPERATIONS: dict[str, Callable[[Call], Rule]] = {
     # How to talk to a warehouse: for a caller that sees it (any grant on it, above or below it).
@@ -203,6 +321,9 @@ OPERATIONS: dict[str, Callable[[Call], Rule]] = {
     "listFunctions": _namespace(SEE),
     "loadFunction": lambda call: [(READ, call.entry(Kind.FUNCTION, "function"))],
 }
+
+# Every operation of both yamls has its row, looked up by the one ``Authorizer.authorize``.
+RULES: dict[str, Callable[[Call], Rule] | Managed] = {**OPERATIONS, **MANAGEMENT_OPERATIONS}
 
 # The spec gives signRequest no 404: a table the caller may not see is refused like any other.
 _NO_NOT_FOUND = frozenset({"signRequest"})
@@ -315,14 +436,22 @@ class Authorizer:
             return [item for item in items if grants.sees(securable_of(item))]
         return [item for item in items if grants.holds(privilege, securable_of(item))]
 
-    def authorize(self, operation_id: str, params: dict[str, Any], body: Any = None) -> None:
+    def authorize(
+        self, operation_id: str, params: dict[str, Any], body: Any = None, gate: ManagementGate | None = None
+    ) -> None:
         """Raise 403 (or the 404 that hides what the caller cannot see) unless the caller may run it;
-        401 when there is no caller to decide for (enforcing: see the module's docstring)."""
+        401 when there is no caller to decide for (enforcing: see the module's docstring). A
+        management operation's row is checked by ``gate`` (without one, it is refused)."""
         if self.repository is None:  # allow_all(): nothing to enforce
             return
-        rule = OPERATIONS.get(operation_id)
+        rule = RULES.get(operation_id)
         if rule is None:
             raise Forbidden(f"Operation {operation_id} has no authorization rule")
+        if isinstance(rule, Managed):
+            if gate is None:
+                raise Forbidden(f"Operation {operation_id} is decided by the management API's rights")
+            rule.check(gate, Call(params, body, self.separator, self.default_warehouse))
+            return
         grants = self.grants()
         if grants.admin:
             return

@@ -1,7 +1,10 @@
 """Who may do what in the management API: least privilege, decided before anything is read or written.
 
 The management API changes who may do what anywhere, so holding one privilege must never lead to
-more. The rules (``ManagementService`` calls exactly one ``require_*`` first in every method):
+more. Each operation's row of ``MANAGEMENT_OPERATIONS`` (``Managed``, app/authorization.py) calls one
+``require_*`` here before its handler runs (the dispatcher checks it, as every row); a grant's
+and a listing's check on the securable its request names follows in ``ManagementService`` once
+that is parsed. The rules:
 
 - **Grants**: giving or taking a privilege on a securable needs ``manage-grants`` there *and* the
   privilege itself (``EffectiveGrants.may_grant``): a holder of ``manage-grants`` delegates what it
@@ -61,6 +64,11 @@ class ManagementRights:
             return principal.name if principal is not None else None
         audit(action, principal.name if principal else None, target, "forbidden", 403)
         raise Forbidden(refusal)
+
+    def caller(self) -> str | None:
+        """The caller's name (None without authentication), for the audit line of a change."""
+        principal = current_principal.get()
+        return principal.name if principal is not None else None
 
     def require_admin(self, action: str, target: dict[str, Any], what: str) -> str | None:
         return self._require(action, target, lambda grants: grants.admin, f"Only administrators may {what}")

@@ -9,8 +9,8 @@
   does it for what it reads with certainty (nearly every request, with connexion's coercion and
   validators compiled once); anything else is read by connexion's own validation and argument
   parsing (``app.edge.contract``), whose problems are the API's 400 and 415 bodies.
-- **authorize**: the operation's ``OPERATIONS`` row (``app.authorization``), once, before anything
-  runs; the management API's rights are decided by its service (``app.management_rights``).
+- **authorize**: the operation's row of ``RULES`` (``app.authorization``), once, before anything
+  runs: a catalog operation's privileges, or the management API's right (``app.management_rights``).
 - **call**: the handler connexion's naming finds for the operationId (``handlers/``, behind the
   idempotency replay where the operation takes an ``Idempotency-Key``), in a thread - reads and
   writes in separate pools, so that a slow commit never queues a read - or, for the operations
@@ -21,7 +21,7 @@
   exception handling around it (``app.edge.http``), like any other.
 
 Adding an operation: declare it in a yaml, write its handler (``handlers/``, named after the
-operationId) and its ``OPERATIONS`` row; the dispatcher serves it (docs/design.md).
+operationId) and its row (``OPERATIONS``, or ``MANAGEMENT_OPERATIONS``); the dispatcher serves it (docs/design.md).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from a2wsgi.wsgi import build_environ
 from flask import Flask, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.authorization import Authorizer
+from app.authorization import Authorizer, ManagementGate
 from app.edge.contract import ContractReader
 from app.edge.http import read_body, replay, send_rendered, send_response
 from app.edge.observability import ROUTING_CONTEXT
@@ -77,7 +77,7 @@ class Dispatcher:
         handlers: dict[str, Callable[..., Any] | None],
         contract: ContractReader,
         authorizer: Authorizer,
-        authorized_by_service: frozenset[str],
+        gate: ManagementGate,
         flask_app: Flask,
         serialize: Callable[[Any], str],
         threads: int,
@@ -88,7 +88,7 @@ class Dispatcher:
         self.handlers = handlers
         self.contract = contract  # connexion's reading, for what the compiled reader leaves
         self.authorizer = authorizer
-        self.authorized_by_service = authorized_by_service
+        self.gate = gate  # the management API's rights: its operations' rows call them
         self.needs_request = frozenset(op for op, handler in handlers.items() if _reads_request(handler))
         self.loop_reads = {read.operation_id: read for read in loop_reads}
         self.contract_found = False
@@ -110,7 +110,7 @@ class Dispatcher:
         kwargs, data, pending = await self._read(operation, path_values, scope, receive, headers)
         head_of_get = scope["method"] != operation.method
         loop_read = None if head_of_get else self.loop_reads.get(operation.operation_id)
-        authorize = operation.operation_id not in self.authorized_by_service
+        authorize = True
         if loop_read is not None:
             if pending:  # a loop read's body is small: read on the loop
                 try:
@@ -180,12 +180,12 @@ class Dispatcher:
 
     async def _authorize(self, operation: Operation, kwargs: dict[str, Any]) -> None:
         """On the loop when the caller's grants are cached, else (one query, then cached) in a thread."""
-        if operation.operation_id in self.authorized_by_service:
-            return
         if self.authorizer.cached() is not None:
-            self.authorizer.authorize(operation.operation_id, kwargs, kwargs.get("body"))
+            self.authorizer.authorize(operation.operation_id, kwargs, kwargs.get("body"), self.gate)
         else:
-            await self._in_thread(self.authorizer.authorize, operation.operation_id, kwargs, kwargs.get("body"))
+            await self._in_thread(
+                self.authorizer.authorize, operation.operation_id, kwargs, kwargs.get("body"), self.gate
+            )
 
     # -- call and render ------------------------------------------------------------------
 
@@ -214,7 +214,7 @@ class Dispatcher:
         if handler is None:
             raise UnsupportedOperation(f"Operation {operation.operation_id} is not supported by this catalog")
         if authorize:
-            self.authorizer.authorize(operation.operation_id, kwargs, kwargs.get("body"))
+            self.authorizer.authorize(operation.operation_id, kwargs, kwargs.get("body"), self.gate)
         if operation.operation_id in self.needs_request:
             context = self.flask_app.request_context(build_environ(scope, io.BytesIO(data or b"")))
         else:

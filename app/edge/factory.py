@@ -203,7 +203,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     # The APIs: each yaml with its base path and handler modules. connexion gets each for its app
     # object (404s, 405s); the dispatcher serves every operation of each (app/edge/dispatch.py).
     apis = [(spec, "", HANDLER_MODULES), (load_management_spec(), MANAGEMENT_BASE_PATH, MANAGEMENT_MODULES)]
-    operations, handlers, by_service = [], {}, set()
+    operations, handlers = [], {}
     for api_spec, base_path, modules in apis:
         app.add_api(
             api_spec,
@@ -222,8 +222,6 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
             body_validator=validators["body"]["*/*json"],
             check_responses=settings.validate_responses,
         )
-        if modules == MANAGEMENT_MODULES:  # decided by the management service (app/management_rights.py)
-            by_service.update(found)
     app.add_middleware(RequestIdMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION)
     # Added after RequestIdMiddleware at the same position = just inside it: sees the request id.
     app.add_middleware(
@@ -250,7 +248,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         "handlers": handlers,
         "contract": ContractReader(validators, settings.limits),
         "authorizer": authorizer,
-        "authorized_by_service": frozenset(by_service),
+        "gate": management,  # the management API's rights, which its MANAGEMENT_OPERATIONS rows call
         "flask_app": app.app,
         "serialize": compact.dumps,
         "threads": settings.pool_max_size,

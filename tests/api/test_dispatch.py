@@ -4,7 +4,7 @@ app/edge/dispatch.py runs every operation of both yamls through route -> read ->
 call -> render; there is no second way to answer a request to compare it with. What is left to
 check is that each stage happens once: a missing table's 404 reads one row and asks the
 authorizer once, a request the compiled reader leaves to connexion's validation calls its
-handler once, and a management operation goes the same way.
+handler once, and a management operation goes the same way, its OPERATIONS row included.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ def counted(monkeypatch) -> dict[str, list]:
     seen: dict[str, list] = {"authorize": [], "rows": [], "answers": []}
     authorize, load_entry, answer = Authorizer.authorize, CatalogRepository.load_entry, Dispatcher._answer
 
-    def counting_authorize(self, operation_id, params, body=None):
+    def counting_authorize(self, operation_id, params, body=None, gate=None):
         seen["authorize"].append(operation_id)
-        return authorize(self, operation_id, params, body)
+        return authorize(self, operation_id, params, body, gate)
 
     def counting_load_entry(self, *args, **kwargs):
         seen["rows"].append(args[1:])
@@ -80,7 +80,7 @@ def test_a_management_operation_goes_through_the_dispatcher(client, counted):
     answer = client.get("/management/v1/roles")
     assert answer.status_code == 200, answer.text
     assert counted["answers"] == ["listRoles"]
-    assert counted["authorize"] == []  # the management service's rights decide (app/management_rights.py)
+    assert counted["authorize"] == ["listRoles"]  # its OPERATIONS row: the management rights' check
 
 
 def test_a_head_without_an_operation_of_its_own_is_its_get_without_a_body(client, counted):
@@ -89,3 +89,20 @@ def test_a_head_without_an_operation_of_its_own_is_its_get_without_a_body(client
     assert head.content == b""
     assert head.headers["Content-Length"] == get.headers["Content-Length"]
     assert counted["answers"] == ["getConfig", "getConfig"]
+
+
+def test_every_operation_of_both_yamls_has_its_row():
+    """One table of rules: every operation with a handler has its row in ``RULES`` (the catalog's
+    privileges, the management API's rights); the dispatcher refuses one without."""
+    from app.authorization import MANAGEMENT_OPERATIONS, OPERATIONS, RULES, Managed
+    from app.edge.factory import load_management_spec, load_spec
+    from app.edge.resolver import HANDLER_MODULES, MANAGEMENT_MODULES, handlers_of
+
+    handled = {
+        operation_id
+        for spec, modules in ((load_spec(), HANDLER_MODULES), (load_management_spec(), MANAGEMENT_MODULES))
+        for operation_id, handler in handlers_of(spec, modules).items()
+        if handler is not None
+    }
+    assert handled == set(RULES) == set(OPERATIONS) | set(MANAGEMENT_OPERATIONS)
+    assert all(isinstance(rule, Managed) for rule in MANAGEMENT_OPERATIONS.values())
