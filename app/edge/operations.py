@@ -135,11 +135,15 @@ class RouteTable:
     """Every operation of a spec, looked up by method and path."""
 
     def __init__(self, operations: Iterable[Operation]) -> None:
-        self._routes: dict[tuple[str, int], list[Operation]] = {}
+        # by method, length and first segment (``v1``, ``management``; None for a parameter): a
+        # request is compared with the templates of its own API only
+        self._routes: dict[tuple[str, int, str | None], list[Operation]] = {}
         for operation in operations:
-            self._routes.setdefault((operation.method, len(operation.segments)), []).append(operation)
+            key = (operation.method, len(operation.segments), operation.segments[1])
+            self._routes.setdefault(key, []).append(operation)
         for candidates in self._routes.values():
             candidates.sort(key=lambda operation: operation.specificity)
+        self._parameter_first = any(key[2] is None for key in self._routes)
 
     def match(self, method: str, path: str) -> tuple[Operation, list[str]] | None:
         """The operation a request is for, with the path parameters' values (decoded).
@@ -154,7 +158,12 @@ class RouteTable:
 
     def _match(self, method: str, path: str) -> tuple[Operation, list[str]] | None:
         segments = path.split("/")
-        for operation in self._routes.get((method, len(segments)), ()):
+        if len(segments) < 2:
+            return None
+        candidates = self._routes.get((method, len(segments), segments[1]), ())
+        if self._parameter_first:  # a template starting with a parameter (none of the yamls' today)
+            candidates = [*candidates, *self._routes.get((method, len(segments), None), ())]
+        for operation in candidates:
             values = []
             for template, segment in zip(operation.segments, segments, strict=True):
                 if template is None:
