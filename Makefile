@@ -8,6 +8,9 @@
 #   make keycloak       fetch Keycloak (mvn) into .cache/keycloak-<version>: the IdP of the OIDC tests
 #   make example        the Spark pipeline example (examples/pipeline.py) against a running make run
 #                       (SPARK_LINE=4.1: on Spark 4.1 instead of 3.5)
+#   make image          the OCI image (deploy/Containerfile) with buildah; IMAGE_BASE=<a Debian 12
+#                       image> (default: a local base from Debian's packages, made with debootstrap)
+#   make helm           build helm (Go module proxy) into .cache/ for the chart's tests
 #   make bench          catalog benchmarks vs. a peer; docs/benchmarks.md (BENCH_QUICK=1: smoke run)
 #   make clean          remove local data (.growler) and caches; keeps .venv
 #   make distclean      clean + remove .venv and .venv-spark4
@@ -48,6 +51,16 @@ SPARK_PYTHON_4.1 := $(SPARK4_VENV)/bin/python
 SPARK_VENV_3.5 := venv-test
 SPARK_VENV_4.1 := venv-spark4
 
+# The OCI image (deploy/Containerfile, scripts/image.py): Debian's buildah; the base is any Debian 12
+# image, by default one scripts/image.py makes from Debian's packages with debootstrap (no registry).
+IMAGE ?= localhost/growler:latest
+IMAGE_BASE ?= local
+# helm, for the chart's tests (tests/integration/test_helm_chart.py): built from the Go module proxy.
+HELM_VERSION := v3.22.0
+HELM := .cache/helm-$(HELM_VERSION)/helm
+# Go: from PATH, or where Go's own installer puts it (a CI shell may not have it on PATH).
+GO ?= $(or $(shell command -v go 2>/dev/null),/usr/local/go/bin/go)
+
 # A stamp named after the hash of the requirement files: unchanged files -> no pip at all.
 DEV_REQS := requirements.txt requirements-dev.txt
 TEST_REQS := $(DEV_REQS) requirements-test.txt
@@ -84,6 +97,30 @@ echo "nginx not found: installing nginx"; \
 $(call apt_install,nginx)
 endef
 
+# $(call ensure_buildah): Debian's buildah (builds and runs the OCI image) and debootstrap (its
+# local base), for make image and tests/integration/test_image.py; installed only when missing.
+define ensure_buildah
+if command -v buildah >/dev/null 2>&1 && command -v debootstrap >/dev/null 2>&1; then exit 0; fi; \
+echo "buildah/debootstrap not found: installing buildah debootstrap"; \
+$(call apt_install,buildah debootstrap)
+endef
+
+# $(call ensure_chromium): Debian's chromium and chromium-driver, for the console's browser test
+# (tests/integration/test_console_browser.py, Selenium); installed only when missing.
+define ensure_chromium
+if { command -v chromium && command -v chromedriver; } >/dev/null 2>&1; then exit 0; fi; \
+echo "chromium/chromedriver not found: installing chromium chromium-driver"; \
+$(call apt_install,chromium chromium-driver)
+endef
+
+# $(call ensure_nats): Debian's nats-server, for the change feed's JetStream delivery tests
+# (tests/integration/test_event_nats.py starts its own); installed only when missing.
+define ensure_nats
+if command -v nats-server >/dev/null 2>&1 || [ -x /usr/bin/nats-server ]; then exit 0; fi; \
+echo "nats-server not found: installing nats-server"; \
+$(call apt_install,nats-server)
+endef
+
 # $(call ensure_wrk): Debian's wrk (HTTP load generator with Lua scripts) for make bench.
 define ensure_wrk
 if command -v wrk >/dev/null 2>&1; then exit 0; fi; \
@@ -98,7 +135,7 @@ echo "mvn not found: installing maven"; \
 $(call apt_install,maven)
 endef
 
-.PHONY: help venv venv-test run test lint bench clean distclean
+.PHONY: help venv venv-test run test lint bench clean distclean image helm
 .PHONY: spark-jars venv-spark4 example keycloak test-deps
 
 help:
@@ -153,21 +190,34 @@ run: venv
 test: test-deps
 	@$(call ensure_postgres,GROWLER_TEST_DATABASE_URL)
 	@$(call ensure_nginx)
-	$(VPY) -m pytest $(PYTEST_ARGS)
+	@$(call ensure_buildah)
+	@$(call ensure_chromium)
+	@$(call ensure_nats)
+	$(VPY) -m pytest $(PYTEST_ARGS) $(addprefix --deselect ,$(ALONE_TESTS))
+	$(VPY) -m pytest $(PYTEST_ARGS) $(ALONE_TESTS)
+
+# Run in a pytest session of its own, after the suite: the NATS test needs its own gunicorn to
+# win the change feed publisher's lease, which the suite's shared server holds.
+ALONE_TESTS := tests/integration/test_event_nats.py
 
 # What the suite needs besides .venv: the Spark jars (fetched once, then found through
 # GROWLER_SPARK_JARS), the Spark 4.1 interpreter (GROWLER_SPARK4_PYTHON) and Keycloak. Fetched side
 # by side on a fresh machine (two pip installs and the Maven downloads overlap; output grouped per
 # target); the order-only prerequisites below keep apt-get and mvn one at a time.
 test-deps:
-	@$(MAKE) --no-print-directory -j4 -O venv-test spark-jars venv-spark4 keycloak
+	@$(MAKE) --no-print-directory -j4 -O venv-test spark-jars venv-spark4 keycloak helm
 test: export GROWLER_KEYCLOAK_HOME = $(abspath $(KEYCLOAK_HOME))
 test: export GROWLER_KEYCLOAK_JAVA_HOME = $(SPARK_JAVA_HOME)
 test example: export GROWLER_SPARK_JARS = $(abspath $(SPARK_JARS_DIR))
 test example: export GROWLER_SPARK_JAVA_HOME = $(SPARK_JAVA_HOME)
 test example: export GROWLER_SPARK4_PYTHON = $(abspath $(SPARK_PYTHON_4.1))
-# ensure_nginx ran: the nginx tests must run, not skip.
+# ensure_nginx ran: the nginx tests must run, not skip; the same for helm and buildah.
 test: export GROWLER_TEST_NGINX_REQUIRED = 1
+test: export GROWLER_HELM = $(abspath $(HELM))
+test: export GROWLER_TEST_HELM_REQUIRED = 1
+test: export GROWLER_TEST_IMAGE_REQUIRED = 1
+# ensure_chromium ran: the console's browser test must run, not skip.
+test: export GROWLER_TEST_BROWSER_REQUIRED = 1
 
 spark-jars: $(SPARK_JARS)
 
@@ -215,6 +265,19 @@ $(KEYCLOAK_HOME)/bin/kc.sh:
 example: $(SPARK_VENV_$(SPARK_LINE)) spark-jars
 	@[ -n "$(SPARK_PYTHON_$(SPARK_LINE))" ] || { echo "error: SPARK_LINE must be 3.5 or 4.1" >&2; exit 1; }
 	$(SPARK_PYTHON_$(SPARK_LINE)) examples/pipeline.py --spark-line $(SPARK_LINE) $(EXAMPLE_ARGS)
+
+helm: $(HELM)
+
+# go install from the Go module proxy into .cache/helm-<version>/ (idempotent: built once).
+$(HELM):
+	@[ -x "$(GO)" ] || { echo "error: go not found (needed to build helm $(HELM_VERSION))" >&2; exit 1; }
+	GOBIN=$(abspath $(dir $(HELM))) GOFLAGS=-mod=mod $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+# IMAGE_BASE=local: a Debian 12 base from Debian's packages (debootstrap; cached in .cache/image).
+image: venv
+	@$(call ensure_buildah)
+	base=$(IMAGE_BASE); if [ "$$base" = local ]; then base=$$($(VPY) -m scripts.image base); fi; \
+	$(VPY) -m scripts.image build --base "$$base" --tag $(IMAGE)
 
 # BENCH_QUICK=1: a smoke run (under a minute); other knobs in bench/run.py's docstring. The
 # benchmark always starts its own PostgreSQL (no variable names an external one for it).

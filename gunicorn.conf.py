@@ -17,6 +17,7 @@ import tempfile
 import warnings
 
 from app.edge.protocol import GrowlerHttpProtocol
+from app.edge.recycling import hand_over_finished
 from app.edge.serving import AcceptShares, GrowlerWorker
 from app.ground.settings import HttpLimits
 
@@ -75,14 +76,19 @@ forwarded_allow_ips = os.environ.get("GROWLER_TRUSTED_PROXIES", "127.0.0.1,::1")
 # Uvicorn workers answer gunicorn's heartbeat from their event loop, so a long commit (which runs
 # in the worker's thread pool) does not trip this; a worker whose loop is stuck 60 s is replaced.
 timeout = _int("GROWLER_WORKER_TIMEOUT_S", 60)
-# On SIGTERM/SIGHUP/max_requests, a worker stops accepting and gets this long to finish its
+# On SIGTERM/SIGHUP/a recycle, a worker stops accepting and gets this long to finish its
 # in-flight requests before it is killed. Longer than any commit may take; keep the supervisor's
 # stop timeout (systemd TimeoutStopSec, Kubernetes terminationGracePeriodSeconds) above it.
 graceful_timeout = _int("GROWLER_GRACEFUL_TIMEOUT_S", 30)
 # Idle keep-alive connections are closed after 5 s; a proxy's upstream keep-alive must be shorter.
 keepalive = _int("GROWLER_KEEPALIVE_S", 5)
-# Recycle workers now and then (bounds slow leaks); jitter keeps them from restarting together.
-max_requests = _int("GROWLER_MAX_REQUESTS", 10000)
+# Worker recycling (app/edge/recycling.py, docs/operations.md "Worker recycling"): a worker whose
+# resident memory exceeds GROWLER_MAX_WORKER_RSS_MB hands over to a successor started first and warm
+# before it leaves. Not on a request count: a worker's memory stays flat once its caches are full,
+# and gunicorn's count recycling stopped every worker at about the same time under load (seconds
+# without a worker accepting). GROWLER_MAX_REQUESTS still turns it on for whoever needs it.
+GrowlerWorker.max_rss_mb = _int("GROWLER_MAX_WORKER_RSS_MB", 1024)
+max_requests = _int("GROWLER_MAX_REQUESTS", 0)
 max_requests_jitter = _int("GROWLER_MAX_REQUESTS_JITTER", max(max_requests // 10, 0))
 
 # The app writes one JSON line per request (app/edge/observability.py: request id, operationId,
@@ -123,17 +129,27 @@ def on_starting(server):
 
 
 def pre_fork(server, worker):
-    """Give the worker about to be forked a slot of its own in ``ACCEPT_SHARES``."""
+    """Give the worker about to be forked a slot of its own in ``ACCEPT_SHARES``, and tell it
+    whether it succeeds a worker handing over (the master then runs one more than configured)."""
     taken = {w.accept_slot for w in server.WORKERS.values() if w.accept_shares is ACCEPT_SHARES}
     worker.accept_shares = ACCEPT_SHARES
     worker.accept_slot = ACCEPT_SHARES.claim(taken)
+    worker.succeeds = server.num_workers > server.cfg.workers
+
+
+def nworkers_changed(server, new_value, old_value):
+    """The workers' view of how many the master runs (a hand-over waits for that many besides the
+    leaving workers: app/edge/recycling.py)."""
+    ACCEPT_SHARES.target.value = new_value
 
 
 def child_exit(server, worker):
     """A worker is gone: out of the accept rotation, and its live gauges (in-progress requests,
-    pool) out of the metric sums."""
+    pool) out of the metric sums; if it left by hand-over, the extra worker it asked for is its
+    replacement (app/edge/recycling.py), so the master's count goes back down."""
     from prometheus_client import multiprocess
 
+    hand_over_finished(server, worker)
     if worker.accept_shares is not None and worker.accept_slot is not None:
         worker.accept_shares.leave(worker.accept_slot)
     multiprocess.mark_process_dead(worker.pid)

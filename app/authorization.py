@@ -34,8 +34,7 @@ operator's scripts, the benchmarks) says so where it builds its services, with
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from app.ground.callers import IDP, Principal, current_principal
 from app.ground.errors import (
@@ -50,7 +49,9 @@ from app.ground.errors import (
 )
 from app.ground.events import audit
 from app.ground.lru import LruCache
-from app.rules.identifiers import format_namespace, parse_namespace
+from app.management_operations import MANAGEMENT_OPERATIONS, Managed, ManagementGate
+from app.rules.calls import Call
+from app.rules.identifiers import format_namespace
 from app.rules.privileges import (
     ALLOW,
     FORBIDDEN,
@@ -78,32 +79,6 @@ class AnyOf(tuple):
 
 
 Rule = list[Need | AnyOf]
-
-
-class Call:
-    """One operation's parameters as the rules below read them (path and query values, body)."""
-
-    def __init__(self, params: dict[str, Any], body: Any, separator: str, default_warehouse: str) -> None:
-        self.params = params
-        self.body = body if isinstance(body, dict) else {}
-        self.separator = separator
-        self.warehouse = str(params.get("prefix") or default_warehouse)
-
-    def levels(self, name: str = "namespace") -> tuple[str, ...]:
-        return parse_namespace(str(self.params[name]), self.separator)
-
-    def namespace(self, name: str = "namespace") -> Securable:
-        return Securable.of_namespace(self.warehouse, self.levels(name))
-
-    def entry(self, kind: Kind, name: str) -> Securable:
-        return Securable.of_entry(kind, self.warehouse, self.levels(), str(self.params[name]))
-
-    def identified(self, kind: Kind, identifier: Any) -> Securable:
-        """A TableIdentifier of the body (validated against the yaml before the handler runs)."""
-        identifier = identifier if isinstance(identifier, dict) else {}
-        return Securable.of_entry(
-            kind, self.warehouse, tuple(identifier.get("namespace") or ()), str(identifier.get("name", ""))
-        )
 
 
 def _created(call: Call) -> Securable:
@@ -164,121 +139,6 @@ def _table_or_stage(call: Call) -> Rule:
     return [AnyOf(((READ, table), (CREATE, table.container())))]
 
 
-class ManagementGate(Protocol):
-    """The management API's rights (app/management_rights.py): each check refuses with 403 (and
-    one audit line) or answers the caller's name."""
-
-    def require_admin(self, action: str, target: dict[str, Any], what: str) -> str | None: ...
-    def require_grant_manager(self, action: str, target: dict[str, Any]) -> str | None: ...
-    def require_principal_directory(self, action: str, target: dict[str, Any]) -> str | None: ...
-    def require_principal_maker(self, action: str, target: dict[str, Any], admin: bool) -> str | None: ...
-    def require_self_or_admin(self, action: str, target: dict[str, Any], name: str) -> str | None: ...
-    def require_warehouse_reader(self, action: str, target: dict[str, Any]) -> str | None: ...
-    def require_role_manager(self, action: str, target: dict[str, Any], role: str) -> str | None: ...
-
-
-@dataclass(frozen=True)
-class Managed:
-    """A management operation's row: the right it needs, checked by the management API's gate
-    (its rules are not privileges on one securable: administrators, holders of manage-grants
-    anywhere, the roles a caller could give every grant of; app/management_rights.py). A check
-    that needs the body parsed first (which privilege on which securable a grant names) follows
-    in the service, after this one."""
-
-    check: Callable[[ManagementGate, Call], object]
-
-
-def _principal_target(call: Call) -> dict[str, Any]:
-    return {"principal": call.params.get("principal")}
-
-
-def _role_target(call: Call) -> dict[str, Any]:
-    target = {"role": call.params.get("role")}
-    return {**target, "principal": call.params["principal"]} if "principal" in call.params else target
-
-
-def _maker(gate: ManagementGate, call: Call) -> object:
-    admin = bool(call.body.get("admin", False))
-    return gate.require_principal_maker("create-principal", {"principal": call.body.get("name"), "admin": admin}, admin)
-
-
-def _grant_target(call: Call) -> dict[str, Any]:
-    return {
-        "role": call.params.get("role"),
-        "privilege": call.body.get("privilege"),
-        "securable": call.body.get("securable"),
-    }
-
-
-def _queried_securable(call: Call) -> dict[str, Any]:
-    """listGrantsOnSecurable's securable, from its query, as the handler hands it to the service."""
-    namespace = call.params.get("namespace")
-    return {
-        "type": call.params.get("type"),
-        "warehouse": call.params.get("warehouse"),
-        "name": call.params.get("name"),
-        "namespace": list(parse_namespace(str(namespace), call.separator)) if namespace is not None else None,
-    }
-
-
-def _warehouse_admin(action: str) -> Managed:
-    def check(gate: ManagementGate, call: Call) -> object:
-        name = call.params.get("warehouse") or str(call.body.get("name", ""))
-        return gate.require_admin(action, {"warehouse": name}, "manage warehouses")
-
-    return Managed(check)
-
-
-# The management API's operations (openapi/management.yaml): the first check of each.
-MANAGEMENT_OPERATIONS: dict[str, Managed] = {
-    "listPrincipals": Managed(lambda gate, call: gate.require_principal_directory("list-principals", {})),
-    "createPrincipal": Managed(_maker),
-    "getPrincipal": Managed(
-        lambda gate, call: gate.require_principal_directory("get-principal", _principal_target(call))
-    ),
-    "deletePrincipal": Managed(
-        lambda gate, call: gate.require_admin("delete-principal", _principal_target(call), "delete principals")
-    ),
-    "rotatePrincipalSecret": Managed(
-        lambda gate, call: gate.require_self_or_admin(
-            "rotate-principal", _principal_target(call), str(call.params.get("principal"))
-        )
-    ),
-    "listRoles": Managed(lambda gate, call: gate.require_grant_manager("list-roles", {})),
-    "createRole": Managed(
-        lambda gate, call: gate.require_grant_manager("create-role", {"role": call.body.get("name")})
-    ),
-    "getRole": Managed(lambda gate, call: gate.require_grant_manager("get-role", _role_target(call))),
-    "deleteRole": Managed(
-        lambda gate, call: gate.require_role_manager("delete-role", _role_target(call), str(call.params["role"]))
-    ),
-    "listRoleMembers": Managed(
-        lambda gate, call: gate.require_role_manager("list-role-members", _role_target(call), str(call.params["role"]))
-    ),
-    "assignRole": Managed(
-        lambda gate, call: gate.require_role_manager("assign-role", _role_target(call), str(call.params["role"]))
-    ),
-    "revokeRole": Managed(
-        lambda gate, call: gate.require_role_manager("revoke-role", _role_target(call), str(call.params["role"]))
-    ),
-    "listGrantsForRole": Managed(
-        lambda gate, call: gate.require_role_manager("list-grants", _role_target(call), str(call.params["role"]))
-    ),
-    "grantPrivilege": Managed(lambda gate, call: gate.require_grant_manager("grant", _grant_target(call))),
-    "revokePrivilege": Managed(lambda gate, call: gate.require_grant_manager("revoke", _grant_target(call))),
-    "listGrantsOnSecurable": Managed(
-        lambda gate, call: gate.require_grant_manager("list-grants", {"securable": _queried_securable(call)})
-    ),
-    "listWarehouses": Managed(lambda gate, call: gate.require_warehouse_reader("list-warehouses", {})),
-    "createWarehouse": _warehouse_admin("create-warehouse"),
-    "getWarehouse": Managed(
-        lambda gate, call: gate.require_warehouse_reader("get-warehouse", {"warehouse": call.params.get("warehouse")})
-    ),
-    "updateWarehouse": _warehouse_admin("update-warehouse"),
-    "deleteWarehouse": _warehouse_admin("delete-warehouse"),
-}
-
-
 # Every operation of openapi/catalog.yaml that has a handler (a test checks the list is complete).
 OPERATIONS: dict[str, Callable[[Call], Rule]] = {
     # How to talk to a warehouse: for a caller that sees it (any grant on it, above or below it).
@@ -320,6 +180,9 @@ OPERATIONS: dict[str, Callable[[Call], Rule]] = {
     "renameView": _rename(Kind.VIEW),
     "listFunctions": _namespace(SEE),
     "loadFunction": lambda call: [(READ, call.entry(Kind.FUNCTION, "function"))],
+    # The change feed (openapi/events.yaml): for a caller that sees the warehouse; each event is
+    # then shown only to a caller that may read its object (app/events_feed.py).
+    "queryEvents": lambda call: [(SEE, Securable.of_warehouse(call.warehouse))],
 }
 
 # Every operation of both yamls has its row, looked up by the one ``Authorizer.authorize``.

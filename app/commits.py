@@ -22,7 +22,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -31,6 +31,7 @@ from app.ground.errors import AlreadyExists, CommitFailed, CommitStateUnknown, S
 from app.ground.locations import InvalidLocation, Location
 from app.rules.metadata_files import encode_metadata
 from storage.entries import CommitOutcomeUnknown, MetadataSwap
+from storage.events import ChangeEvent
 from storage.objects import ObjectStore
 from storage.placement import Claim
 from storage.repository import CatalogRepository
@@ -190,21 +191,22 @@ class CommitLoop:
             backoff(number)  # then re-read, re-check the requirements, re-apply
         raise CommitFailed(f"Commit to {what} lost {MAX_COMMIT_ATTEMPTS} races with concurrent writers; retry")
 
-    def publish(self, versions: list[NewVersion]) -> bool:
-        """Write the new files and swap every pointer in one transaction.
+    def publish(self, versions: list[NewVersion], events: Sequence[ChangeEvent]) -> bool:
+        """Write the new files and swap every pointer in one transaction, with the change's events.
 
-        False, with the new files deleted, when a concurrent commit won the compare-and-set.
+        False, with the new files deleted (and no event), when a concurrent commit won the
+        compare-and-set.
         """
         swaps = [
             MetadataSwap(v.row.id, v.row.metadata_location, v.location, v.text, v.entry_location, v.placed)
             for v in versions
         ]
         files = [(version.location, version.text) for version in versions]
-        return self.files.commit_with(files, lambda written: self._swap(swaps, written))
+        return self.files.commit_with(files, lambda written: self._swap(swaps, written, events))
 
-    def _swap(self, swaps: list[MetadataSwap], written: Callable[[], None]) -> bool:
+    def _swap(self, swaps: list[MetadataSwap], written: Callable[[], None], events: Sequence[ChangeEvent]) -> bool:
         try:
-            return self.repository.swap_metadata(swaps, before_commit=written)
+            return self.repository.swap_metadata(swaps, before_commit=written, events=events)
         except CommitOutcomeUnknown:
             return self._outcome_after_failure(swaps)
 

@@ -9,14 +9,17 @@ metadata file, and inserting a new entry with its first file. The commit loop is
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from app import change_events
 from app.authorization import Authorizer
 from app.commits import MetadataFiles
+from app.deletion import HARD, SOFT, bin_drop, recorded, refusals_counted
 from app.ground.errors import AlreadyExists, BadRequest, CatalogError, NoSuchNamespace
 from app.ground.limits import check_metadata_schemas, load_json
 from app.ground.locations import Location, is_allowed, safe_segment
@@ -33,11 +36,14 @@ from app.rules.metadata_files import decode_metadata, metadata_file_location
 from app.rules.privileges import Kind, Privilege, Securable
 from app.warehouses import WarehouseDirectory
 from storage.entries import NewEntry
+from storage.events import ChangeEvent
 from storage.objects import ObjectNotFound, ObjectStore
 from storage.placement import Claim
 from storage.repository import CatalogRepository
 from storage.rows import EntryRow
 from storage.warehouses import WarehouseRow
+
+MAX_SEARCH_TEXT = 200  # characters of the console's search by name
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +90,26 @@ class EntryService:
             lambda names: self.visible(prefix, namespace, names),
         )
 
+    def search_names(
+        self, prefix: str, namespace: tuple[str, ...], text: str, page_token: str | None, page_size: int | None
+    ) -> Page:
+        """The console's search: names containing ``text`` (case-insensitive), paged like the
+        listing (its tokens are sealed for this search only) and filtered by what the caller sees."""
+        if len(text) > MAX_SEARCH_TEXT:
+            raise BadRequest(f"The search text is longer than {MAX_SEARCH_TEXT} characters")
+        warehouse = self.warehouses.get(prefix)
+        operation = ("searchTables" if self.kind == "table" else "searchViews") + "\x1f" + text
+        window = names_window(
+            operation, warehouse.name, namespace, page_token, page_size, self.settings.max_page_size, self.page_tokens
+        )
+        return fill_page(
+            window,
+            lambda after, limit: self.repository.list_entries(
+                warehouse.id, namespace, self.kind, after, limit, contains=text
+            ),
+            lambda names: self.visible(prefix, namespace, names),
+        )
+
     def names_window(
         self, warehouse: str, namespace: tuple[str, ...], page_token: str | None, page_size: int | None
     ) -> PageWindow:
@@ -111,6 +137,49 @@ class EntryService:
         if not self.repository.entry_exists(warehouse.id, namespace, name, self.kind):
             raise self.missing(namespace, name)
 
+    def drop_into_bin(
+        self,
+        warehouse: WarehouseRow,
+        namespace: tuple[str, ...],
+        name: str,
+        *,
+        purge: bool,
+        action: str,
+        events: Callable[[EntryRow], Sequence[ChangeEvent]],
+    ) -> EntryRow | None:
+        """A soft drop (issue 35): the entry leaves the name space for the recycle bin with its
+        grants, in one transaction; its files stay, and with ``purge`` they go when the retention
+        ends. None when there is no such entry; 409 (nothing written) when it is protected."""
+        with refusals_counted(self.kind):
+            row = self.repository.bin_entry(
+                warehouse.id, namespace, name, self.kind, bin_drop(warehouse, purge), action, events=events
+            )
+        if row is not None:
+            target = {"warehouse": warehouse.name, "namespace": list(namespace), "name": name, "purge": purge}
+            recorded(action, self.kind, SOFT, target)
+        return row
+
+    def drop_at_once(
+        self,
+        warehouse: WarehouseRow,
+        namespace: tuple[str, ...],
+        name: str,
+        *,
+        action: str,
+        events: Callable[[EntryRow], Sequence[ChangeEvent]],
+        purge_objects: list[str] | None = None,
+        metadata_path: str | None = None,
+    ) -> EntryRow | None:
+        """A hard drop: the entry is removed now (its purge, if any, queued in the same transaction)."""
+        with refusals_counted(self.kind):
+            row = self.repository.delete_entry(
+                warehouse.id, namespace, name, self.kind, purge_objects, metadata_path, action=action, events=events
+            )
+        if row is not None:
+            target = {"warehouse": warehouse.name, "namespace": list(namespace), "name": name}
+            recorded(action, self.kind, HARD, {**target, "purge": purge_objects is not None})
+        return row
+
     def rename(self, prefix: str, source: dict[str, Any], destination: dict[str, Any]) -> None:
         """Java's wording (``InMemoryCatalog.renameTable``/``renameView``): every refusal names
         both identifiers, ``Cannot rename ns.a to ns.b. <reason>``."""
@@ -118,8 +187,14 @@ class EntryService:
         src = (check_namespace(source["namespace"]), check_name(source["name"], f"{self.kind} name"))
         dst = (check_namespace(destination["namespace"]), check_name(destination["name"], f"{self.kind} name"))
         cannot = f"Cannot rename {format_namespace((*src[0], src[1]))} to {format_namespace((*dst[0], dst[1]))}."
+        change = change_events.renamed(self.kind, src, dst)
+
+        def events(entry_uuid: str) -> list[ChangeEvent]:
+            return change_events.events_of(warehouse.id, [change(entry_uuid)])
+
         try:
-            renamed = self.repository.rename_entry(warehouse.id, src, dst, self.kind)
+            with refusals_counted(self.kind):
+                renamed = self.repository.rename_entry(warehouse.id, src, dst, self.kind, events=events)
         except NoSuchNamespace as exc:
             raise NoSuchNamespace(f"{cannot} {exc.message}") from exc
         except AlreadyExists as exc:
@@ -266,6 +341,28 @@ class EntryService:
             raise BadRequest(f"The {what} {location!r} is outside the warehouse's allowed locations ({allowed})")
         return parsed
 
+    def _created_events(
+        self, warehouse: WarehouseRow, namespace: tuple[str, ...], entry: NewEntry, operation_type: str | None = None
+    ) -> list[ChangeEvent]:
+        """The event of a new entry (create, or register with ``operation_type``)."""
+        change = change_events.created(self.kind, namespace, entry.name, entry.uuid, json.loads(entry.metadata))
+        if operation_type is not None:
+            change = change_events.Change(
+                operation_type, change.object_type, change.operation, change.namespace, change.name, change.uuid
+            )
+        return change_events.events_of(warehouse.id, [change])
+
+    def _dropped_events(
+        self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str, **fields: Any
+    ) -> Callable[[EntryRow], list[ChangeEvent]]:
+        """The events of a drop, made in its transaction from the row it removed."""
+
+        def events(row: EntryRow) -> list[ChangeEvent]:
+            change = change_events.entry_change(f"drop-{self.kind}", self.kind, namespace, name, row.uuid, **fields)
+            return change_events.events_of(warehouse.id, [change])
+
+        return events
+
     @staticmethod
     def _new_metadata_file(directory: str, version: int, properties: dict[str, str]) -> str:
         """Where the next metadata file goes: a fresh uuid in its name, never an existing object."""
@@ -284,13 +381,20 @@ class EntryService:
         except (UnicodeDecodeError, OSError, EOFError) as exc:
             raise BadRequest(f"Not a valid {self.kind} metadata file: {location}") from exc
 
-    def _register(self, warehouse: WarehouseRow, namespace: tuple[str, ...], entry: NewEntry, overwrite: bool) -> None:
+    def _register(
+        self,
+        warehouse: WarehouseRow,
+        namespace: tuple[str, ...],
+        entry: NewEntry,
+        overwrite: bool,
+        events: Sequence[ChangeEvent],
+    ) -> None:
         placed = self._claim(warehouse, namespace, entry.name, entry.location, entry.metadata_location)
         try:
             if overwrite:
-                self.repository.replace_entry(warehouse.id, namespace, entry, placed)
+                self.repository.replace_entry(warehouse.id, namespace, entry, placed, events=events)
             else:
-                self.repository.insert_entry(warehouse.id, namespace, entry, placed=placed)
+                self.repository.insert_entry(warehouse.id, namespace, entry, placed=placed, events=events)
         except AlreadyExists as exc:
             raise self._name_taken(namespace, entry.name, self._kind_at(warehouse, namespace, entry.name)) from exc
 
@@ -299,9 +403,11 @@ class EntryService:
         warehouse: WarehouseRow,
         namespace: tuple[str, ...],
         entry: NewEntry,
+        events: Sequence[ChangeEvent],
         name_taken: Callable[[AlreadyExists], Exception] | None = None,
     ) -> None:
-        """Write the first metadata file while the entry is inserted; the file goes if that fails.
+        """Write the first metadata file while the entry is inserted, with the change's events; the
+        file goes if that fails.
 
         A name already taken raises ``name_taken(exc)``: by default the kind-aware error of
         create/register.
@@ -311,7 +417,9 @@ class EntryService:
 
         def insert(written: Callable[[], None]) -> bool:
             try:
-                self.repository.insert_entry(warehouse.id, namespace, entry, before_commit=written, placed=placed)
+                self.repository.insert_entry(
+                    warehouse.id, namespace, entry, before_commit=written, placed=placed, events=events
+                )
             except AlreadyExists as exc:
                 if name_taken is not None:
                     raise name_taken(exc) from exc

@@ -10,18 +10,25 @@
 - **Idempotency keys** past their lifetime are forgotten, and so are **staged tables** whose
   create never committed (storage/staged.py): signing and STS stop serving their locations at
   expiry whether or not the row is gone yet. Metrics reports older than their retention go too
-  (app/metrics_reports.py).
+  (app/metrics_reports.py), and change feed events older than ``GROWLER_EVENTS_RETENTION_S``
+  (app/events_feed.py).
+- **The recycle bin**: units whose retention ended are forgotten (app/recycle_bin.py), and the
+  purge of their tables queued where it was asked at drop; a binned table's purge deletes only
+  what it owns (every other entry, live or binned, is left alone) and forgets it once done.
+- **Maintenance**: at most once a minute per worker, the tables whose maintenance schedule is due
+  get their enabled policies run (``app/maintenance.py``; a lease keeps it to one runner a table).
 
 Every step, and every row within a step, fails on its own: a row that keeps failing is counted
 (``growler_housekeeping_failures``), logged, and retried with a growing delay; the others go on.
 
-``python -m app.housekeeping`` runs one round by hand (``make sweep``).
+``python -m app.housekeeping`` runs one round by hand, against the catalog of the GROWLER_* settings.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from itertools import islice
 from typing import Any
@@ -29,6 +36,7 @@ from typing import Any
 from app.ground import metrics
 from app.ground.locations import InvalidLocation, Location
 from app.metrics_reports import RETENTION_S as REPORT_RETENTION_S
+from storage.events import EventRows
 from storage.idempotency import IdempotencyRepository
 from storage.objects import ObjectStore
 from storage.repository import CatalogRepository
@@ -43,6 +51,8 @@ PENDING_GRACE_SECONDS = 600
 # A pending object or purge job that failed is retried after 1 min, 2 min, 4 min, ... at most daily.
 RETRY_BASE_SECONDS = 60.0
 RETRY_MAX_SECONDS = 86_400.0
+# The maintenance step looks for due tables this often at most (its query reads every table row).
+MAINTENANCE_EVERY_SECONDS = 60.0
 
 
 class Housekeeper:
@@ -53,15 +63,25 @@ class Housekeeper:
         idempotency: IdempotencyRepository,
         wake: threading.Event,
         idle_seconds: float = 10.0,
+        expire_bin: Callable[[], int] | None = None,
+        events_retention_s: float = 7 * 86_400,
     ) -> None:
         self.repository = repository
+        self.events = EventRows(repository.db)
+        self.events_retention_s = events_retention_s
         self.staged = StagedTables(repository.db)
         self.idempotency = idempotency
         self.objects = objects
         self.wake = wake
         self.idle_seconds = idle_seconds
+        # the recycle bin's expiry (RecycleBinService.expire_due): forgets what outlived its
+        # retention, queueing purges where they were asked; before the purges of the same round
+        self.expire_bin = expire_bin or (lambda: 0)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # the maintenance schedule's step (set by the app: MaintenanceService.run_due)
+        self.maintenance: Callable[[], int] | None = None
+        self._maintenance_at = float("-inf")
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="growler-housekeeping", daemon=True)
@@ -84,6 +104,7 @@ class Housekeeper:
         counted and logged, and the others still run. A step's count is -1 when it failed.
         """
         return {
+            "expired-bin": self._step("expire-bin", self.expire_bin),
             "purges": self._step("purge", self._purge_due),
             "swept": self._step("sweep", lambda: self.sweep_pending(pending_grace_s)),
             "expired-keys": self._step("expire-keys", self.idempotency.delete_expired),
@@ -91,7 +112,15 @@ class Housekeeper:
             "expired-reports": self._step(
                 "expire-reports", lambda: self.repository.delete_old_metrics_reports(REPORT_RETENTION_S)
             ),
+            "expired-events": self._step("expire-events", lambda: self.events.prune(self.events_retention_s)),
+            "maintenance-runs": self._step("maintenance", self._maintenance_due),
         }
+
+    def _maintenance_due(self) -> int:
+        if self.maintenance is None or time.monotonic() - self._maintenance_at < MAINTENANCE_EVERY_SECONDS:
+            return 0
+        self._maintenance_at = time.monotonic()
+        return self.maintenance()
 
     def _step(self, name: str, step: Callable[[], int]) -> int:
         try:
@@ -182,14 +211,15 @@ class Housekeeper:
             return 0
         extra = [obj for obj in _parsed(job["extra_objects"]) if not obj.is_within(location)]
         extra = [obj for obj in extra if any(obj.is_within(root) and obj != root for root in own)]
-        live_roots = self.repository.entries_overlapping(own)
+        me = job.get("bin_entry_id")  # a binned table's purge: every other entry, live or binned, stays
+        live_roots = self.repository.entries_overlapping(own, exclude_id=me)
         protected_roots = []
         for entry in live_roots:
             protected_roots += _parsed([entry.location])
             protected_roots += [meta.parent for meta in _parsed([entry.metadata_location])]
         referenced: set[Location] = set()
         for root in own:
-            referenced |= self.repository.references_under(root)
+            referenced |= self.repository.references_under(root, exclude_id=me)
 
         def deletable(obj: Location) -> bool:
             return obj not in referenced and not any(obj.overlaps(root) for root in protected_roots)
@@ -219,7 +249,7 @@ def _parsed(texts: list[str]) -> list[Location]:
 
 
 def main() -> None:
-    """One housekeeping round against the configured catalog (``make sweep``)."""
+    """One housekeeping round against the configured catalog."""
     import argparse
     import json
 
@@ -239,6 +269,8 @@ def main() -> None:
     settings = Settings.from_env()
     database, repository, objects = build_storage(settings)
     objects.router = WarehouseDirectory(repository, settings).store_for  # each warehouse's own storage
+    # the recycle bin's expiry runs in the workers' housekeeping (it plans purges with the tables'
+    # service, which a server builds): a round by hand runs the bin's queued purges, not its expiry
     housekeeper = Housekeeper(repository, objects, IdempotencyRepository(database), threading.Event())
     try:
         print(json.dumps(housekeeper.run_round(args.grace_seconds)))

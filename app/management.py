@@ -18,12 +18,13 @@ from typing import Any
 from urllib.parse import urlparse
 
 from app.authorization import Authorizer
-from app.ground.errors import AlreadyExists, BadRequest, CatalogError, NoSuchWarehouse, NotFound
+from app.change_events import management_events
+from app.ground.errors import AlreadyExists, BadRequest, CatalogError, NoSuchWarehouse, NotFound, Protected
 from app.ground.events import audit
 from app.ground.locations import InvalidLocation, Location
 from app.ground.page_tokens import PageTokens, scope
 from app.ground.secrets import SecretBox
-from app.ground.settings import RESERVED_PREFIXES, WAREHOUSE_NAME, Settings
+from app.ground.settings import RESERVED_PREFIXES, WAREHOUSE_NAME, Settings, format_retention, parse_retention
 from app.management_rights import ManagementRights
 from app.paging import Page, PageWindow
 from app.principals import CLIENT_ID, Credential, PrincipalService
@@ -31,7 +32,7 @@ from app.rules.privileges import Privilege
 from app.storage_access import CREDENTIALS_MODES, REMOTE_SIGNING, STATIC
 from app.warehouses import WarehouseDirectory
 from storage.management_rows import GrantRow, ManagementRows, Securable
-from storage.warehouses import KEEP, WarehouseRow
+from storage.warehouses import KEEP, DeletionPolicy, WarehouseRow
 
 PRIVILEGES = tuple(privilege.value for privilege in Privilege)
 SECURABLE_TYPES = ("catalog", "warehouse", "namespace", "table", "view")
@@ -79,7 +80,8 @@ class ManagementService(ManagementRights):
         who = self.caller()
         if not CLIENT_ID.match(name):
             raise BadRequest(f"Invalid principal name {name!r}: letters, digits, '.', '_', '@', '-', at most 128")
-        credential = self.principals.create(name, is_admin=admin)
+        events = management_events("x-create-principal", {"principal": name, "admin": admin})
+        credential = self.principals.create(name, is_admin=admin, events=events)
         if credential is None:
             raise AlreadyExists(f"Principal already exists: {name}")
         self._changed("create-principal", who, {"principal": name, "admin": admin})
@@ -98,7 +100,8 @@ class ManagementService(ManagementRights):
 
     def rotate_principal(self, name: str) -> Credential:
         who = self.caller()
-        credential = self.principals.rotate(name) if CLIENT_ID.match(name) else None
+        events = management_events("x-rotate-principal", {"principal": name})  # never the secret
+        credential = self.principals.rotate(name, events=events) if CLIENT_ID.match(name) else None
         if credential is None:
             raise NoSuchPrincipal(f"Principal does not exist: {name}")
         self._changed("rotate-principal", who, {"principal": name})
@@ -108,7 +111,8 @@ class ManagementService(ManagementRights):
         who = self.caller()
         if who is not None and name == who:
             raise BadRequest("A principal cannot delete itself")
-        if not (CLIENT_ID.match(name) and self.principals.delete(name)):
+        events = management_events("x-delete-principal", {"principal": name})
+        if not (CLIENT_ID.match(name) and self.principals.delete(name, events=events)):
             raise NoSuchPrincipal(f"Principal does not exist: {name}")
         self._changed("delete-principal", who, {"principal": name})
 
@@ -118,7 +122,7 @@ class ManagementService(ManagementRights):
         who = self.caller()
         if not ROLE_NAME.match(name):
             raise BadRequest(f"Invalid role name {name!r}: letters, digits, '.', '_', '@', '-', at most 128")
-        row = self.rows.create_role(name)
+        row = self.rows.create_role(name, events=management_events("x-create-role", {"role": name}))
         if row is None:
             raise AlreadyExists(f"Role already exists: {name}")
         self._changed("create-role", who, {"role": name})
@@ -135,14 +139,15 @@ class ManagementService(ManagementRights):
 
     def delete_role(self, name: str) -> None:
         who = self.caller()
-        if not self.rows.delete_role(name):
+        if not self.rows.delete_role(name, events=management_events("x-delete-role", {"role": name})):
             raise NoSuchRole(f"Role does not exist: {name}")
         self._changed("delete-role", who, {"role": name})
 
     def assign_role(self, role: str, principal: str) -> None:
         who = self.caller()
         self._require_principal(principal)
-        added = self.rows.add_member(role, principal)
+        target = {"role": role, "principal": principal}
+        added = self.rows.add_member(role, principal, events=management_events("x-assign-role", target))
         if added is None:
             raise NoSuchRole(f"Role does not exist: {role}")
         if added:
@@ -150,7 +155,8 @@ class ManagementService(ManagementRights):
 
     def revoke_role(self, role: str, principal: str) -> None:
         who = self.caller()
-        removed = self.rows.remove_member(role, principal)
+        target = {"role": role, "principal": principal}
+        removed = self.rows.remove_member(role, principal, events=management_events("x-revoke-role", target))
         if removed is None:
             raise NoSuchRole(f"Role does not exist: {role}")
         if not removed:
@@ -178,7 +184,7 @@ class ManagementService(ManagementRights):
         parsed, on = _privilege(privilege), parse_securable(securable)
         _grantable(parsed, on)
         who = self.require_grantor("grant", target, parsed, on)
-        row = self.rows.add_grant(role, parsed.value, on)
+        row = self.rows.add_grant(role, parsed.value, on, events=management_events("x-grant", target))
         self._changed("grant", who, target)
         return row
 
@@ -186,7 +192,7 @@ class ManagementService(ManagementRights):
         target = {"role": role, "privilege": privilege, "securable": securable}
         parsed, on = _privilege(privilege), parse_securable(securable)
         who = self.require_grantor("revoke", target, parsed, on)
-        if not self.rows.remove_grant(role, parsed.value, on):
+        if not self.rows.remove_grant(role, parsed.value, on, events=management_events("x-revoke", target)):
             raise NotFound(f"Role {role} holds no grant of {privilege} on that {securable.get('type')}")
         self._changed("revoke", who, target)
 
@@ -209,7 +215,10 @@ class ManagementService(ManagementRights):
             raise BadRequest(f"Invalid warehouse name {name!r}: letters, digits, '_', '.', '-', at most 63")
         location, allowed = self._locations(name, body["location"], body.get("allowed-locations") or [])
         storage, secret = self._storage(body.get("storage") or {}, {}, KEEP, has_keys=False)
-        row = self.rows.create_warehouse(name, location, storage, allowed, None if secret is KEEP else secret)
+        policy = _policy(body, DeletionPolicy())
+        events = management_events("x-create-warehouse", {"warehouse": name, "location": location})
+        secret_bytes = None if secret is KEEP else secret
+        row = self.rows.create_warehouse(name, location, storage, allowed, secret_bytes, policy, events=events)
         if row is None:
             raise AlreadyExists(f"Warehouse already exists: {name}")
         self.warehouses.invalidate()
@@ -235,7 +244,11 @@ class ManagementService(ManagementRights):
         storage, secret = self._storage(
             body.get("storage") or {}, current.storage or {}, KEEP, has_keys=current.storage_secret is not None
         )
-        row = self.rows.update_warehouse(name, location, storage, allowed, secret)
+        current_policy = DeletionPolicy(current.deletion_policy, current.retention_s, current.refuse_deletes)
+        events = management_events("x-update-warehouse", {"warehouse": name, "fields": sorted(body)})
+        row = self.rows.update_warehouse(
+            name, location, storage, allowed, secret, _policy(body, current_policy), events=events
+        )
         if row is None:
             raise NotFound(f"Warehouse does not exist: {name}")
         self.warehouses.invalidate()
@@ -245,11 +258,13 @@ class ManagementService(ManagementRights):
     def delete_warehouse(self, name: str) -> None:
         who = self.caller()
         self._refuse_default(name)
-        outcome = self.rows.delete_warehouse(name)
+        outcome = self.rows.delete_warehouse(name, events=management_events("x-delete-warehouse", {"warehouse": name}))
         if outcome == "missing":
             raise NotFound(f"Warehouse does not exist: {name}")
         if outcome == "not-empty":
-            raise WarehouseNotEmpty(f"Warehouse is not empty: {name}")
+            raise WarehouseNotEmpty(f"Warehouse is not empty (namespaces, or its recycle bin): {name}")
+        if outcome == "protected":
+            raise Protected(f"Cannot delete warehouse {name}: it is protected; remove the protection first")
         self.warehouses.invalidate()
         self._changed("delete-warehouse", who, {"warehouse": name})
 
@@ -347,7 +362,25 @@ def warehouse_view(row: WarehouseRow) -> dict[str, Any]:
         "location": row.location,
         "storage": storage,
         "allowed-locations": list(row.allowed_locations),
+        "deletion-policy": {"mode": row.deletion_policy, "retention": format_retention(row.retention_s)},
+        "refuse-deletes": row.refuse_deletes,
+        "protected": row.protected,
     }
+
+
+def _policy(body: dict[str, Any], current: DeletionPolicy) -> DeletionPolicy:
+    """The deletion policy a create or update asks for, over ``current`` (issue 35)."""
+    given = body.get("deletion-policy") or {}
+    mode = given.get("mode", current.mode)
+    if mode not in ("soft", "hard"):
+        raise BadRequest("deletion-policy mode must be soft or hard")
+    retention_s = current.retention_s
+    if "retention" in given:
+        try:
+            retention_s = parse_retention(given["retention"])
+        except ValueError as exc:
+            raise BadRequest(f"deletion-policy retention: {exc}") from None
+    return DeletionPolicy(mode, retention_s, bool(body.get("refuse-deletes", current.refuse_deletes)))
 
 
 def grant_view(row: GrantRow) -> dict[str, Any]:

@@ -19,8 +19,17 @@ that is parsed. The rules:
   of our own may rotate its own secret (so a new secret reaches only an administrator or its owner).
   The directory of principals is for administrators and holders of ``create-principal`` or
   ``manage-grants`` on the catalog.
-- **Warehouses** (storage, endpoints, keys): administrators change them; administrators and holders
-  of ``manage-grants`` on the catalog read them (never their keys).
+- **Warehouses** (storage, endpoints, keys, deletion policy): administrators change them; administrators
+  and holders of ``manage-grants`` on the catalog read them (never their keys).
+- **Recycle bin** (app/recycle_bin.py): listing and undrop need ``undrop`` where the unit was (and
+  where it comes back); a recursive drop needs ``drop`` on the namespace; a purge at once is for
+  administrators. **Protection** (app/protection.py): setting, removing and listing marks need
+  ``manage-grants`` on the securable (the warehouse for listing).
+- **Maintenance** (issue 37): attaching or detaching a policy, and running maintenance, needs
+  ``manage-maintenance`` on the securable (inherited from above, like every privilege). A policy
+  deletes files, so ``write`` is not enough, and ``manage-grants`` would hand every grant manager
+  the power to expire history. Reading a table's effective policies, runs and health needs
+  ``manage-maintenance`` or ``read`` on it: the report tells what a reader can see anyway.
 
 "admin" is not a privilege: it is a principal's flag (migration 0015 removed such grants). Every
 refusal is a 403 with one audit line; without authentication there is no caller and the
@@ -112,6 +121,37 @@ class ManagementRights:
             "Principal lacks manage-grants on the catalog",
         )
 
+    def require_privilege(self, action: str, target: dict[str, Any], privilege: Privilege, on: Securable) -> str | None:
+        """``privilege`` held on ``on`` (or above it): the recycle bin's and protection's rule."""
+        return self._require(
+            action,
+            target,
+            lambda grants: grants.holds(privilege, on),
+            f"Principal lacks {privilege.value} on {on.describe()}",
+        )
+
+    def require_within(
+        self, action: str, target: dict[str, Any], privileges: tuple[Privilege, ...], on: Securable
+    ) -> str | None:
+        """One of ``privileges`` held on ``on``, above it or below it: the first check of an
+        operation whose exact securable is known only once its stored unit or its body is read
+        (the service then checks it there)."""
+        return self._require(
+            action,
+            target,
+            lambda grants: any(grants.holds_within(privilege, on) for privilege in privileges),
+            f"Principal lacks {' or '.join(p.value for p in privileges)} on or within {on.describe()}",
+        )
+
+    def require_reader_of(self, action: str, target: dict[str, Any], on: Securable) -> str | None:
+        """``manage-maintenance`` or ``read`` on ``on``: a table's policies, runs and health."""
+        return self._require(
+            action,
+            target,
+            lambda grants: grants.holds(Privilege.MANAGE_MAINTENANCE, on) or grants.holds(Privilege.READ, on),
+            f"Principal lacks manage-maintenance or read on {on.describe()}",
+        )
+
     def require_grantor(
         self, action: str, target: dict[str, Any], privilege: Privilege, securable: StoredSecurable
     ) -> str | None:
@@ -143,4 +183,22 @@ class ManagementRights:
             target,
             lambda grants: grants.manages_role(held),
             f"Principal may not give every grant role {role} holds",
+        )
+
+    def require_maintainer(self, action: str, target: dict[str, Any], securable: StoredSecurable) -> str | None:
+        on = rules_securable(securable)
+        return self._require(
+            action,
+            target,
+            lambda grants: grants.holds(Privilege.MANAGE_MAINTENANCE, on),
+            f"Principal lacks manage-maintenance on {on.describe()}",
+        )
+
+    def require_maintenance_reader(self, action: str, target: dict[str, Any], securable: StoredSecurable) -> str | None:
+        on = rules_securable(securable)
+        return self._require(
+            action,
+            target,
+            lambda grants: grants.holds(Privilege.MANAGE_MAINTENANCE, on) or grants.holds(Privilege.READ, on),
+            f"Principal lacks manage-maintenance or read on {on.describe()}",
         )

@@ -9,19 +9,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from app import change_events
 from app.authorization import Authorizer
 from app.ground.errors import NoSuchNamespace, UnprocessableEntity
 from app.ground.locations import safe_segment
 from app.ground.page_tokens import PageTokens, scope
-from app.ground.settings import Settings
+from app.ground.settings import Settings, parse_retention
 from app.idempotency import iso8601_duration
 from app.paging import Page, PageWindow, fill_page
 from app.rules.identifiers import format_namespace
 from app.rules.privileges import Securable
 from app.warehouses import WarehouseDirectory
+from storage.events import ChangeEvent
 from storage.objects import ObjectStore
 from storage.repository import CatalogRepository
-from storage.warehouses import WarehouseRow
+from storage.warehouses import DeletionPolicy, WarehouseRow
+
+MAX_WAREHOUSES_LISTED = 1000
 
 
 def namespace_answer(warehouse: WarehouseRow, namespace: tuple[str, ...], properties: dict[str, str]) -> dict[str, Any]:
@@ -58,8 +62,17 @@ class NamespaceService:
             "path-style": s3.path_style,
             "credentials-mode": self.settings.storage_credentials_mode,
         }
+        policy = DeletionPolicy(
+            self.settings.deletion_policy,
+            parse_retention(self.settings.deletion_retention),
+            self.settings.refuse_deletes,
+        )
         row = self.repository.upsert_warehouse(
-            self.settings.warehouse, self.settings.warehouse_location, storage, list(self.settings.allowed_locations)
+            self.settings.warehouse,
+            self.settings.warehouse_location,
+            storage,
+            list(self.settings.allowed_locations),
+            policy,
         )
         self.warehouses.remember(row)
         return row
@@ -83,6 +96,12 @@ class NamespaceService:
             "endpoints": endpoints,
             "idempotency-key-lifetime": iso8601_duration(self.settings.idempotency_lifetime_s),
         }
+
+    def visible_warehouses(self) -> list[str]:
+        """The names of the warehouses the caller sees (any grant on, above or below them), for
+        the console's first page; at most ``MAX_WAREHOUSES_LISTED`` (an installation has few)."""
+        rows = self.repository.list_warehouses(None, MAX_WAREHOUSES_LISTED)
+        return self.authorizer.filter([row.name for row in rows], Securable.of_warehouse)
 
     # -- namespaces ---------------------------------------------------------------------
 
@@ -114,7 +133,10 @@ class NamespaceService:
 
     def create_namespace(self, prefix: str, namespace: tuple[str, ...], properties: dict[str, str]) -> dict[str, Any]:
         warehouse = self.warehouses.get(prefix)
-        self.repository.create_namespace(warehouse.id, namespace, properties)
+        change = change_events.namespace_change("create-namespace", namespace, properties=properties)
+        self.repository.create_namespace(
+            warehouse.id, namespace, properties, events=change_events.events_of(warehouse.id, [change])
+        )
         return {"namespace": list(namespace), "properties": properties}
 
     def load_namespace(self, prefix: str, namespace: tuple[str, ...]) -> dict[str, Any]:
@@ -136,7 +158,8 @@ class NamespaceService:
 
     def drop_namespace(self, prefix: str, namespace: tuple[str, ...]) -> None:
         warehouse = self.warehouses.get(prefix)
-        self.repository.drop_namespace(warehouse.id, namespace)
+        change = change_events.namespace_change("drop-namespace", namespace)
+        self.repository.drop_namespace(warehouse.id, namespace, events=change_events.events_of(warehouse.id, [change]))
 
     def update_namespace_properties(
         self,
@@ -152,14 +175,22 @@ class NamespaceService:
                 + ", ".join(both)
             )
         warehouse = self.warehouses.get(prefix)
+
+        def summary(before: dict[str, str]) -> dict[str, list[str]]:
+            return {
+                "updated": sorted(updates),
+                "removed": [key for key in dict.fromkeys(removals) if key in before],
+                "missing": [key for key in dict.fromkeys(removals) if key not in before],
+            }
+
+        def events(before: dict[str, str]) -> list[ChangeEvent]:
+            change = change_events.namespace_change("update-namespace-properties", namespace, **summary(before))
+            return change_events.events_of(warehouse.id, [change])
+
         before = self.repository.update_namespace_properties(
-            warehouse.id, namespace, list(dict.fromkeys(removals)), updates
+            warehouse.id, namespace, list(dict.fromkeys(removals)), updates, events=events
         )
-        return {
-            "updated": sorted(updates),
-            "removed": [key for key in dict.fromkeys(removals) if key in before],
-            "missing": [key for key in dict.fromkeys(removals) if key not in before],
-        }
+        return summary(before)
 
 
 def default_namespace_location(warehouse: WarehouseRow, namespace: tuple[str, ...]) -> str:

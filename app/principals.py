@@ -12,12 +12,14 @@ import logging
 import re
 import secrets
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
+from storage.events import ChangeEvent
 from storage.principals import PrincipalRepository, PrincipalRow
 
 log = logging.getLogger(__name__)
@@ -61,20 +63,31 @@ class PrincipalService:
     def __init__(self, repository: PrincipalRepository) -> None:
         self.repository = repository
 
-    def create(self, client_id: str, *, is_admin: bool = False, secret: str | None = None) -> Credential | None:
-        """A new principal with a new secret (or the one given); None if the client id is taken."""
+    def create(
+        self,
+        client_id: str,
+        *,
+        is_admin: bool = False,
+        secret: str | None = None,
+        events: Sequence[ChangeEvent] = (),
+    ) -> Credential | None:
+        """A new principal with a new secret (or the one given); None if the client id is taken.
+        ``events``: the change feed's record of it (app/change_events.py), written with it."""
         secret = secret or new_secret()
-        created = self.repository.create(check_client_id(client_id), _HASHER.hash(secret), is_admin=is_admin)
+        hashed = _HASHER.hash(secret)
+        created = self.repository.create(check_client_id(client_id), hashed, is_admin=is_admin, events=events)
         return Credential(client_id, secret) if created else None
 
-    def rotate(self, client_id: str, secret: str | None = None) -> Credential | None:
+    def rotate(
+        self, client_id: str, secret: str | None = None, *, events: Sequence[ChangeEvent] = ()
+    ) -> Credential | None:
         """A new secret; every token issued before is refused from now on."""
         secret = secret or new_secret()
-        generation = self.repository.rotate(client_id, _HASHER.hash(secret))
+        generation = self.repository.rotate(client_id, _HASHER.hash(secret), events=events)
         return Credential(client_id, secret) if generation is not None else None
 
-    def delete(self, client_id: str) -> bool:
-        return self.repository.delete(client_id)
+    def delete(self, client_id: str, *, events: Sequence[ChangeEvent] = ()) -> bool:
+        return self.repository.delete(client_id, events=events)
 
     def live_generation(self, client_id: str) -> int | None:
         """The principal's credential generation now, or None (unknown, deleted or without a secret)."""

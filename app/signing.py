@@ -126,6 +126,12 @@ class RemoteSigner:
             s3_requests.check_headers(headers)
             if s3.access not in access:
                 raise RefusedRequest(f"The caller may not {s3.access} this table's objects")
+            deletes = (s3.method == "DELETE" and s3.parameter("uploadId") is None) or s3.is_delete_objects
+            if warehouse.refuse_deletes and deletes:  # aborting an upload deletes no object: signed
+                raise RefusedRequest(
+                    f"Warehouse {warehouse.name} refuses to sign deletes (refuse-deletes): table files are deleted"
+                    " by the catalog's purge only"
+                )
             payload = _check_scope(s3, request, headers, _scope(scope.locations))
             if s3.is_delete_objects and not self._bulk_deletes_trusted(warehouse, keys):
                 raise RefusedRequest(

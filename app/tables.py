@@ -16,8 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from app import change_events
 from app.authorization import Authorizer
 from app.commits import CommitLanes, CommitLoop, NewVersion
+from app.deletion import is_soft
 from app.entries import EntryService, now_ms
 from app.ground.errors import (
     AlreadyExists,
@@ -44,6 +46,7 @@ from app.table_access import TABLE, TableStorageAccess
 from app.table_memory import EntryKey, HeldDocuments, IssuedETags, ParsedMetadataCache
 from app.warehouses import WarehouseDirectory
 from storage.entries import NewEntry
+from storage.events import ChangeEvent
 from storage.objects import ObjectStore
 from storage.repository import CatalogRepository
 from storage.rows import EntryRow
@@ -222,7 +225,7 @@ class TableService(TableStorageAccess, EntryService):
         config, credentials = self._storage_access(warehouse, (namespace, name), location, delegation, True)
         metadata_location = self._metadata_location(metadata, rules.next_metadata_version(None))
         entry = NewEntry(name, TABLE, str(metadata.table_uuid), metadata.location, metadata_location, text)
-        self._insert_new(warehouse, namespace, entry)
+        self._insert_new(warehouse, namespace, entry, self._created_events(warehouse, namespace, entry))
         return LoadedTable(metadata_location, text, config, credentials, self.load_etag(metadata_location))
 
     def register_table(
@@ -237,7 +240,8 @@ class TableService(TableStorageAccess, EntryService):
         self._require_home(warehouse, namespace, properties, metadata.location, "location")
         text = rules.to_json(metadata)
         entry = NewEntry(name, TABLE, str(metadata.table_uuid), metadata.location, metadata_location, text)
-        self._register(warehouse, namespace, entry, bool(request.get("overwrite")))
+        events = self._created_events(warehouse, namespace, entry, "register-table")
+        self._register(warehouse, namespace, entry, bool(request.get("overwrite")), events)
         config, credentials = self._storage_access(warehouse, (namespace, name), metadata.location, delegation, True)
         return LoadedTable(metadata_location, text, config, credentials, self.load_etag(metadata_location))
 
@@ -297,7 +301,7 @@ class TableService(TableStorageAccess, EntryService):
             return [created]
         changed = [p for p in prepared if p.text != p.row.metadata]
         versions = [self._new_version(warehouse, p) for p in changed]
-        if versions and not self.commits.publish(versions):
+        if versions and not self.commits.publish(versions, self._commit_events(warehouse, changes, changed, versions)):
             return None
         written = [version.location for version in versions]
         for p, location in zip(changed, written, strict=True):
@@ -312,6 +316,29 @@ class TableService(TableStorageAccess, EntryService):
             old = [p.row.metadata_location for p in prepared]
             recorder.locations = list(zip(old, [r.metadata_location for r in results], strict=True))
         return results
+
+    @staticmethod
+    def _commit_events(
+        warehouse: WarehouseRow, changes: list[TableChange], changed: list[PreparedCommit], versions: list[NewVersion]
+    ) -> list[ChangeEvent]:
+        """One update-table event per table the commit changes (a transaction's share a request id)."""
+        by_key = {(warehouse.id, change.namespace, change.name): change for change in changes}
+        return change_events.events_of(
+            warehouse.id,
+            [
+                change_events.committed(
+                    TABLE,
+                    p.key[1],
+                    p.key[2],
+                    p.row.uuid,
+                    by_key[p.key].requirements,
+                    by_key[p.key].updates,
+                    p.row.metadata_location,
+                    version.location,
+                )
+                for p, version in zip(changed, versions, strict=True)
+            ],
+        )
 
     def _prepare(self, warehouse: WarehouseRow, change: TableChange, allow_create: bool) -> PreparedCommit:
         """Read the current row (one query) and apply the pure rules to it."""
@@ -379,18 +406,38 @@ class TableService(TableStorageAccess, EntryService):
             qualified = format_namespace((*change.namespace, change.name))
             return CommitFailed(f"Requirement failed: table already exists: {qualified}")
 
-        self._insert_new(warehouse, change.namespace, entry, name_taken)
+        created = change_events.entry_change(
+            "create-table", TABLE, change.namespace, change.name, entry.uuid, updates=change.updates
+        )
+        events = change_events.events_of(warehouse.id, [created])
+        self._insert_new(warehouse, change.namespace, entry, events, name_taken)
         return LoadedTable(metadata_location, text, {}, [], self.load_etag(metadata_location))
 
     # -- dropping and renaming ----------------------------------------------------------
 
     def drop_table(self, prefix: str, namespace: tuple[str, ...], name: str, purge: bool) -> None:
+        """Soft policy: into the recycle bin (a purge waits for the retention's end); hard: removed
+        now, its purge queued (app/deletion.py)."""
         warehouse = self.warehouses.get(prefix)
+        if is_soft(warehouse):
+            events = self._dropped_events(warehouse, namespace, name, purge=purge)
+            if self.drop_into_bin(warehouse, namespace, name, purge=purge, action="drop", events=events) is None:
+                raise self.missing(namespace, name)
+            return
         purge_objects = metadata_path = None
         if purge:
             row = self._require_entry(warehouse, namespace, name)
-            metadata_path, purge_objects = self._owned_metadata_files(row)
-        if self.repository.delete_entry(warehouse.id, namespace, name, TABLE, purge_objects, metadata_path) is None:
+            metadata_path, purge_objects = self.owned_metadata_files(row)
+        row = self.drop_at_once(
+            warehouse,
+            namespace,
+            name,
+            action="drop",
+            events=self._dropped_events(warehouse, namespace, name, purge=purge),
+            purge_objects=purge_objects,
+            metadata_path=metadata_path,
+        )
+        if row is None:
             raise self.missing(namespace, name)
         if purge:
             self.purge_requested.set()
@@ -402,7 +449,12 @@ class TableService(TableStorageAccess, EntryService):
         committed version, and a commit racing it loses its compare-and-set and finds no table.
         """
         warehouse = self.warehouses.get(prefix)
-        row = self.repository.delete_entry(warehouse.id, namespace, check_name(name, "table name"), TABLE, None)
+        name = check_name(name, "table name")
+        events = self._dropped_events(warehouse, namespace, name, purge=False)
+        if is_soft(warehouse):
+            row = self.drop_into_bin(warehouse, namespace, name, purge=False, action="unregister", events=events)
+        else:
+            row = self.drop_at_once(warehouse, namespace, name, action="unregister", events=events)
         if row is None:
             raise self.missing(namespace, name)
         return LoadedTable(row.metadata_location, row.metadata, {}, [])
@@ -427,7 +479,7 @@ class TableService(TableStorageAccess, EntryService):
         """Where the next version of a prepared commit's table goes."""
         return self._metadata_location(prepared.new, rules.next_metadata_version(prepared.row.metadata_location))
 
-    def _owned_metadata_files(self, row: EntryRow) -> tuple[str | None, list[str]]:
+    def owned_metadata_files(self, row: EntryRow) -> tuple[str | None, list[str]]:
         """What a purge of this table may delete besides what lies under its location: its
         metadata directory, and the metadata files (current and logged) inside it or the location.
         A logged file anywhere else (registered metadata may name any) is not the table's."""

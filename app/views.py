@@ -14,8 +14,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from app import change_events
 from app.authorization import Authorizer
 from app.commits import CommitLoop, NewVersion
+from app.deletion import is_soft
 from app.entries import EntryService, now_ms
 from app.ground.errors import (
     NoSuchView,
@@ -84,7 +86,8 @@ class ViewService(EntryService):
         self._require_name_free(warehouse, namespace, name)
         text = rules.to_json(metadata)
         metadata_location = self._metadata_location(metadata, rules.next_metadata_version(None))
-        self._insert_new(warehouse, namespace, NewEntry(name, VIEW, view_uuid, location, metadata_location, text))
+        entry = NewEntry(name, VIEW, view_uuid, location, metadata_location, text)
+        self._insert_new(warehouse, namespace, entry, self._created_events(warehouse, namespace, entry))
         return LoadedView(metadata_location, text)
 
     def register_view(self, prefix: str, namespace: tuple[str, ...], request: dict[str, Any]) -> LoadedView:
@@ -100,7 +103,9 @@ class ViewService(EntryService):
         self._require_inside_warehouse(warehouse, rules.metadata_directory(metadata), "write.metadata.path")
         text = rules.to_json(metadata)
         entry = NewEntry(name, VIEW, metadata["view-uuid"], metadata["location"], metadata_location, text)
-        self._register(warehouse, namespace, entry, request.get("overwrite") is True)
+        # the proposal has no register-view: a registered view is created, as far as a consumer knows
+        events = self._created_events(warehouse, namespace, entry)
+        self._register(warehouse, namespace, entry, request.get("overwrite") is True, events)
         return LoadedView(metadata_location, text)
 
     # -- committing ---------------------------------------------------------------------
@@ -139,7 +144,11 @@ class ViewService(EntryService):
         self._require_inside_warehouse(warehouse, rules.metadata_directory(new), "write.metadata.path")
         location = self._metadata_location(new, rules.next_metadata_version(row.metadata_location))
         placed = self._moved(warehouse, namespace, name, row, new["location"], location)
-        if not self.commits.publish([NewVersion(row, location, text, new["location"], placed)]):
+        change = change_events.committed(
+            VIEW, namespace, name, row.uuid, requirements, updates, row.metadata_location, location
+        )
+        events = change_events.events_of(warehouse.id, [change])
+        if not self.commits.publish([NewVersion(row, location, text, new["location"], placed)], events):
             return None
         return LoadedView(location, text)
 
@@ -148,7 +157,12 @@ class ViewService(EntryService):
     def drop_view(self, prefix: str, namespace: tuple[str, ...], name: str) -> None:
         """Remove the view from the catalog; its metadata files stay (as Java's catalogs do)."""
         warehouse = self.warehouses.get(prefix)
-        if self.repository.delete_entry(warehouse.id, namespace, name, VIEW, None) is None:
+        events = self._dropped_events(warehouse, namespace, name)
+        if is_soft(warehouse):
+            row = self.drop_into_bin(warehouse, namespace, name, purge=False, action="drop", events=events)
+        else:
+            row = self.drop_at_once(warehouse, namespace, name, action="drop", events=events)
+        if row is None:
             self._require_namespace(warehouse, namespace)
             raise self.missing(namespace, name)
 

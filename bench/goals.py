@@ -73,6 +73,7 @@ def evaluate_targets(
     for key in ("W10_start", "W10_recycle"):
         p99 = get(key, "latency_ms", "p99")
         check(key, "p99 <= 20 ms in the first seconds", f"p99 {figure(p99, 2)} ms", None if p99 is None else p99 <= 20)
+    out.update(_random_tables(growler))
     levels = {level["snapshots"]: level for level in get("W11", "levels") or []}
     if levels:
         first, last = levels[min(levels)], levels[max(levels)]
@@ -89,6 +90,36 @@ def evaluate_targets(
         )
     if peer:
         out.update(_against_peer(growler, peer, floor or {}))
+    return out
+
+
+def _random_tables(growler: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Issue 40's targets for W13 (bench/random_tables.py): the shipped defaults' tail, their cost
+    against the same load with recycling off, and a fresh worker's first seconds."""
+    out: dict[str, dict[str, Any]] = {}
+    shipped, steady, first = (growler.get(k) or {} for k in ("W13", "W13_no_recycle", "W13_first"))
+    p99, p999 = _get(shipped, "latency_ms", "p99"), _get(shipped, "latency_ms", "p999")
+    if p99 is not None:
+        out["W13"] = {
+            "goal": "shipped defaults: p99 <= 20 ms, p99.9 <= 50 ms",
+            "measured": f"p99 {figure(p99, 2)} ms, p99.9 {figure(p999, 2)} ms, {shipped.get('workers_booted')} "
+            "workers booted",
+            "met": p99 <= 20 and p999 <= 50,
+        }
+    rps, rps_off = shipped.get("rps"), steady.get("rps")
+    if rps and rps_off:
+        out["W13_recycling"] = {
+            "goal": "req/s within 5% of recycling off",
+            "measured": f"{figure(rps)} vs {figure(rps_off)} req/s ({rps / rps_off:.2f} x)",
+            "met": rps >= 0.95 * rps_off,
+        }
+    first_p99, steady_p99 = _get(first, "latency_ms", "p99"), _get(steady, "latency_ms", "p99")
+    if first_p99 is not None and steady_p99:
+        out["W13_first"] = {
+            "goal": "fresh workers' first 10 s: p99 <= 2 x steady state",
+            "measured": f"p99 {figure(first_p99, 2)} ms vs {figure(steady_p99, 2)} ms ({first_p99 / steady_p99:.2f} x)",
+            "met": first_p99 <= 2 * steady_p99,
+        }
     return out
 
 

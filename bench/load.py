@@ -59,7 +59,7 @@ def summarize(latencies_s: list[float], duration_s: float, statuses: Counter, er
             "max": _round(ms[-1]) if ms else None,
         },
         "errors": errors,
-        "statuses": {str(k): v for k, v in sorted(statuses.items())},
+        "statuses": dict(sorted((str(k), v) for k, v in statuses.items())),  # codes and exception names
     }
 
 

@@ -203,6 +203,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
     if weed:
         lines.append(f"- W9 peer: one `weed mini` process (catalog + S3 + filer + master + volume): {weed} MB")
     lines.extend(_tails_lines(growler, peer))
+    lines.extend(_random_tables_lines(growler, doc.get("seeding", {}).get("growler") or {}))
     lines.extend(_history_lines(growler, peer))
     lines.extend(_floor_lines(res.get("floor") or {}, growler, peer))
     targets = doc.get("targets") or {}
@@ -265,6 +266,48 @@ def _tails_lines(growler: dict[str, Any], peer: dict[str, Any]) -> list[str]:
             + "; ".join(f"{label}: {cpu}" for label, cpu in shares.items())
             + ".",
         ]
+    return lines
+
+
+RANDOM_TABLES = [
+    ("W13_first", "W13 first {tail_s} s of fresh workers"),
+    ("W13", "W13 shipped defaults, {w13_s} s"),
+    ("W13_no_recycle", "W13 recycling off, {w13_s} s"),
+]
+
+
+def _random_tables_lines(growler: dict[str, Any], seeded: dict[str, Any]) -> list[str]:
+    """W13 (bench/random_tables.py), Growler only; every setting changed from the shipped defaults
+    is printed with its reason."""
+    results = [(key, label, growler.get(key)) for key, label in RANDOM_TABLES if growler.get(key)]
+    if not results:
+        return []
+    durations = {
+        "tail_s": round((growler.get("W13_first") or {}).get("duration_s") or 0),
+        "w13_s": round((growler.get("W13") or {}).get("duration_s") or 0),
+    }
+    lines = [
+        "",
+        f"Random tables (W13): loadTable of a table chosen at random for each request out of "
+        f"{figure(seeded.get('w13_tables'))}, 16 connections, the bench's token on every request, Growler "
+        "restarted before each line; the shipped defaults (authentication, recycling, logging as `make run`) "
+        "unless the last column says otherwise:",
+        "",
+        "| workload | req/s | p50 ms | p99 ms | p99.9 ms | max ms | errors | workers booted | changed from shipped |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|---|",
+    ]
+    for _key, label, result in results:
+        changed = (result.get("settings_changed") or {}) if isinstance(result, dict) else {}
+        change = (
+            ", ".join(f"`{k}={v}`" for k, v in changed["values"].items()) + f": {changed['reason']}"
+            if changed
+            else "nothing"
+        )
+        lines.append(
+            f"| {label.format(**durations)} | "
+            + " | ".join(_latency_cells(result))
+            + f" | {figure(result.get('errors'))} | {figure(result.get('workers_booted'))} | {change} |"
+        )
     return lines
 
 

@@ -3,12 +3,13 @@
 For each target in turn (never both at once):
 
 1. start it in a private temporary directory on free ports: Growler as ``make run`` does
-   (embedded PostgreSQL + SeaweedFS S3 + gunicorn with gunicorn.conf.py, GROWLER_WORKERS=2 unless
-   set), then the peer, SeaweedFS's own Iceberg REST catalog (``weed mini -s3.port.iceberg``);
+   (embedded PostgreSQL + SeaweedFS S3 + gunicorn with gunicorn.conf.py and its shipped defaults,
+   GROWLER_WORKERS=2 unless set), then the peer, SeaweedFS's own Iceberg REST catalog (``weed mini -s3.port.iceberg``);
 2. seed it over HTTP (W8's 10,000-table namespace in Growler with one SQL INSERT, for speed);
 3. run W1-W8 from separate processes (wrk for reads, bench/load.py for writes), then W9, W10 (tails),
-   W11 (history) and W12
-   (scan planning, bench/planning.py);
+   W11 (history), W12 (scan planning, bench/planning.py) and W13 (loadTable of random tables out of
+   100,000 on the shipped defaults, bench/random_tables.py; Growler only, and last: it restarts
+   gunicorn);
 4. stop it.
 
 Then W0, the floors of the stack itself (bench/floor.py): W1 against an app that only runs the query,

@@ -4,8 +4,9 @@
   their app built, nothing else warmed them): loadNamespaceMetadata at the usual concurrency, no
   warm-up, before the benchmark's seeding touches the server;
 - ``W10_recycle`` (servers with worker processes): the same right after one worker is told to
-  exit, as ``GROWLER_MAX_REQUESTS`` does in production: the others serve while the arbiter starts
-  its replacement, whose first requests are then measured too;
+  exit (SIGTERM, as ``GROWLER_MAX_REQUESTS`` or a crash replaces a worker): the others serve while
+  the arbiter starts its replacement, whose first requests are then measured too (the memory
+  guard's hand-over starts the successor first instead: app/edge/recycling.py);
 - ``W10_64_W1`` / ``W10_64_W3``: p99.9 at 64 connections for W1 and W3, after a warm-up.
 
 W10_start and W10_recycle also give each worker's CPU seconds during the window

@@ -199,11 +199,7 @@ class GrowlerTarget(Target):
                 "GROWLER_WAREHOUSE": WAREHOUSE,
                 "GROWLER_WAREHOUSE_LOCATION": "s3://growler-warehouse/",
                 "GROWLER_WORKERS": str(self.workers),
-                # gunicorn.conf.py recycles a worker after 10,000 (+ up to 1,000) requests; at a few
-                # thousand requests/s that is a worker restart every few seconds, which would measure
-                # worker start-up rather than requests, and leave W9 nothing to measure. Off here.
-                "GROWLER_MAX_REQUESTS": "0",
-                "GROWLER_MAX_REQUESTS_JITTER": "0",
+                # worker recycling as shipped (gunicorn.conf.py): nothing set here (issue 40)
                 "GROWLER_LOG_LEVEL": os.environ.get("GROWLER_LOG_LEVEL", "INFO"),
                 "PROMETHEUS_MULTIPROC_DIR": str(self.root / "metrics"),
                 "GROWLER_S3_ACCESS_KEY": DEV_S3_ACCESS_KEY,
@@ -223,14 +219,19 @@ class GrowlerTarget(Target):
         self.s3.start()
         env["GROWLER_S3_ENDPOINT"] = self.s3.endpoint
         self.s3.ensure_bucket(warehouse_bucket(env["GROWLER_WAREHOUSE_LOCATION"]))
-        port = free_port()
-        env["GROWLER_BIND"] = f"{LOCALHOST}:{port}"
+        env["GROWLER_BIND"] = f"{LOCALHOST}:{free_port()}"
         self.env = env
+        self._serve(env)
+
+    def _serve(self, env: dict[str, str]) -> None:
+        """gunicorn with ``env``, every worker's app built; then the bench's token."""
         self.gunicorn = spawn_logged([sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py"], REPO, env, self.root)
+        port = int(env["GROWLER_BIND"].rsplit(":", 1)[1])
+        started = self._log_count("Application startup complete")
         if not wait_for_http(self.gunicorn, LOCALHOST, port, 90.0):
             raise RuntimeError(f"gunicorn exited during start-up; see {self.root / 'gunicorn.log'}")
         self.base_url = f"http://{LOCALHOST}:{port}"
-        self._wait_workers()
+        self._wait_workers(started)
         if UNAUTHENTICATED:
             self.headers = {}
             self.discover_prefix()
@@ -250,6 +251,22 @@ class GrowlerTarget(Target):
         self.headers = {"Authorization": f"Bearer {token['access_token']}"}
         self.discover_prefix()
 
+    def restart(self, overrides: dict[str, str]) -> None:
+        """A fresh gunicorn (new workers, nothing warm) on the same data, with ``overrides`` on top
+        of the environment ``start`` made (W13: the shipped defaults, or one guard off)."""
+        if self.gunicorn is not None:
+            stop_process_group(self.gunicorn, [(signal.SIGTERM, 40.0)])
+            self.gunicorn = None
+        self._serve({**self.env, **overrides})
+
+    def _log_count(self, text: str) -> int:
+        log = self.root / "gunicorn.log"
+        return log.read_text(errors="replace").count(text) if log.exists() else 0
+
+    def workers_booted(self) -> int:
+        """How many workers gunicorn has started so far (its "Booting worker" lines)."""
+        return self._log_count("Booting worker")
+
     def become_grantee(self, namespaces: list[str]) -> None:
         """From now on, speak for a principal that is not an admin: a role holding read, write,
         create and drop on each of ``namespaces`` (``BENCH_AS_GRANTEE=1``: authorization's cost)."""
@@ -265,12 +282,14 @@ class GrowlerTarget(Target):
             credential = PrincipalService(PrincipalRepository(database)).create("bench-grantee")
             assert credential is not None
             rows = ManagementRows(database)
-            rows.create_role("bench-grantee")
-            rows.add_member("bench-grantee", credential.client_id)
+            # seeding, not a change anyone follows: no change feed events (storage/events.py)
+            rows.create_role("bench-grantee", events=())
+            rows.add_member("bench-grantee", credential.client_id, events=())
             for namespace in namespaces:
                 for privilege in ("read", "write", "create", "drop"):
                     with contextlib.suppress(NotFound):  # a namespace this run did not seed
-                        rows.add_grant("bench-grantee", privilege, Securable("namespace", self.prefix, (namespace,)))
+                        on = Securable("namespace", self.prefix, (namespace,))
+                        rows.add_grant("bench-grantee", privilege, on, events=())
         finally:
             database.close()
         status, _, token = http_json(
@@ -287,18 +306,19 @@ class GrowlerTarget(Target):
             raise RuntimeError(f"Growler refused the grantee's token request ({status}): {token}")
         self.headers = {"Authorization": f"Bearer {token['access_token']}"}
 
-    def _wait_workers(self, timeout: float = 90.0) -> None:
-        """Every worker has built its app (not just the first one up): uvicorn logs it per worker."""
+    def _wait_workers(self, started: int = 0, timeout: float = 90.0) -> None:
+        """Every worker has built its app (not just the first one up): uvicorn logs it per worker
+        (``started``: the lines an earlier gunicorn left in the log)."""
         deadline = time.monotonic() + timeout
         log = self.root / "gunicorn.log"
-        while log.read_text(errors="replace").count("Application startup complete") < self.workers:
+        while log.read_text(errors="replace").count("Application startup complete") < started + self.workers:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"not all {self.workers} gunicorn workers started; see {log}")
             time.sleep(0.1)
 
     def recycle_worker(self) -> None:
-        """Replace one worker as ``GROWLER_MAX_REQUESTS`` does: it finishes what it serves and exits
-        (SIGTERM, gunicorn's graceful stop), and the arbiter starts a fresh one in its place."""
+        """Replace one worker as a SIGTERM to it (or ``GROWLER_MAX_REQUESTS``) does: it finishes what it
+        serves and exits (gunicorn's graceful stop), and the arbiter starts a fresh one after it."""
         assert self.gunicorn is not None
         os.kill(min(children(self.gunicorn.pid)), signal.SIGTERM)
 
@@ -342,6 +362,43 @@ class GrowlerTarget(Target):
             conn.execute("ANALYZE namespace")
         return "sql"
 
+    def random_tables(self, parent: str, children: list[str], per_namespace: int, template: str) -> None:
+        """W13's catalog: ``per_namespace`` tables in each namespace ``parent.child``, rows copied from
+        the real table ``template`` (in the first child) in one INSERT, each with a uuid, location,
+        metadata location and document of its own (the template's, with its uuid and location
+        replaced). No metadata files are written: loadTable answers from the row's document."""
+        import psycopg
+
+        with psycopg.connect(self.postgres.url, autocommit=True) as conn:
+            conn.execute(
+                "INSERT INTO catalog_entry (namespace_id, name, kind, uuid, location, metadata_location, metadata)"
+                " SELECT g.namespace_id, g.name, 'table', g.uuid, g.location,"
+                "        replace(t.metadata_location, t.location, g.location),"
+                "        replace(replace(t.metadata, t.uuid::text, g.uuid::text), t.location, g.location)"
+                " FROM (SELECT n.id AS namespace_id, 't' || lpad(i::text, 5, '0') AS name,"
+                "              gen_random_uuid() AS uuid,"
+                "              %(base)s || n.path[2] || '/t' || lpad(i::text, 5, '0')"
+                "                || '-' || md5(n.path[2] || i) AS location"
+                "       FROM warehouse w JOIN namespace n ON n.warehouse_id = w.id"
+                "       CROSS JOIN generate_series(0, %(count)s - 1) i"
+                "       WHERE w.name = %(warehouse)s AND n.path[1] = %(parent)s AND n.path[2] = ANY(%(children)s)"
+                "         AND cardinality(n.path) = 2) g"
+                " CROSS JOIN (SELECT e.* FROM catalog_entry e JOIN namespace n ON n.id = e.namespace_id"
+                "             JOIN warehouse w ON w.id = n.warehouse_id"
+                "             WHERE w.name = %(warehouse)s AND n.path = %(first)s AND e.name = %(template)s) t",
+                {
+                    "base": f"s3://growler-warehouse/{parent}/",
+                    "count": per_namespace,
+                    "warehouse": WAREHOUSE,
+                    "parent": parent,
+                    "children": children,
+                    "first": [parent, children[0]],
+                    "template": template,
+                },
+            )
+            conn.execute("ANALYZE catalog_entry")
+            conn.execute("ANALYZE namespace")
+
     @property
     def metrics_url(self) -> str | None:
         return f"{self.base_url}/metrics"
@@ -373,8 +430,12 @@ class GrowlerTarget(Target):
         return out
 
     def settings(self) -> dict[str, Any]:
-        keep = ("GROWLER_WORKERS", "GROWLER_MAX_REQUESTS", "GROWLER_LOG_LEVEL")
+        keep = ("GROWLER_WORKERS", "GROWLER_LOG_LEVEL")
         out: dict[str, Any] = {k: self.env.get(k) for k in keep}
+        out["GROWLER_AUTH"] = self.env.get("GROWLER_AUTH")
+        # recycling as shipped (gunicorn.conf.py); W13's recycling-off line says what it changes
+        out["GROWLER_MAX_WORKER_RSS_MB"] = self.env.get("GROWLER_MAX_WORKER_RSS_MB", "1024 (default)")
+        out["GROWLER_MAX_REQUESTS"] = self.env.get("GROWLER_MAX_REQUESTS", "0 (default)")
         out["GROWLER_DB_POOL_MAX"] = self.env.get("GROWLER_DB_POOL_MAX", "10 (default)")
         out["GROWLER_VALIDATE_RESPONSES"] = self.env.get("GROWLER_VALIDATE_RESPONSES", "false (default)")
         out["postgres_fsync"] = "on (as make run)"

@@ -33,7 +33,7 @@ from typing import Any
 
 import httpx
 
-from bench import bodies, history, planning, tails, wrk
+from bench import bodies, history, planning, random_tables, tails, wrk
 from bench.targets import REPO, GrowlerTarget, Target, http_json
 
 NAMESPACES = [f"ns{i:03d}" for i in range(100)]
@@ -72,6 +72,10 @@ class Plan:
     w12_concurrency: int = 4
     w12_count: int = 200
     w12_warmup: int = 20
+    # W13 (bench/random_tables.py): a catalog of w13_tables in w13_namespaces, measured w13_s seconds
+    w13_tables: int = 100_000
+    w13_namespaces: int = 100
+    w13_s: int = 60
     only: tuple[str, ...] = ()  # BENCH_ONLY: the workloads to run (W1 .. W12); empty: all
 
     @classmethod
@@ -102,6 +106,9 @@ class Plan:
                 history_load_s=1,
                 w12_count=40,
                 w12_warmup=8,
+                w13_tables=2_000,
+                w13_namespaces=10,
+                w13_s=3,
                 only=only,
             )
         return cls(
@@ -429,6 +436,21 @@ def run_all(target: Target, plan: Plan, seeded: dict[str, Any], work_dir: Path, 
         return result
 
     step("W12", w12)
+
+    if plan.runs("W13"):  # last: it restarts the server's workers
+        log(f"{target.name}: W13")
+        if not isinstance(target, GrowlerTarget):
+            results["W13"] = not_available("its 100,000 tables would be created over HTTP (no database to insert into)")
+        else:
+            try:
+                start = time.perf_counter()
+                with _client(target, 1) as client:
+                    catalog = random_tables.seed(target, plan, client, bodies)
+                seeded["w13_seeding_s"] = round(time.perf_counter() - start, 1)
+                seeded["w13_tables"] = catalog["tables"]
+                results.update(random_tables.measure(target, plan, run_wrk, catalog["paths"], work_dir))
+            except Exception as exc:  # noqa: BLE001 - one broken workload must not lose the others
+                results["W13"] = {"failed": f"{type(exc).__name__}: {exc}"[:2000]}
     if not plan.only:
         log(f"{target.name}: capability probe")
         results["capabilities"] = probe(target)

@@ -1,7 +1,8 @@
 """The management API (openapi/management.yaml, under /management/v1): thin handlers.
 
 Each parses its arguments, calls one ``ManagementService`` method (app/management.py, which
-checks the caller and audits the change) and renders the answer.
+checks the caller and audits the change) - or one of ``RecycleBinService`` (app/recycle_bin.py) or
+``ProtectionService`` (app/protection.py) - and renders the answer.
 """
 
 from __future__ import annotations
@@ -10,14 +11,26 @@ from typing import Any
 
 from flask import current_app
 
-from app.edge.context import MANAGEMENT, namespace_arg, no_content
+from app.edge.context import EVENT_SINKS, MAINTENANCE, MANAGEMENT, PROTECTION, RECYCLE_BIN, namespace_arg, no_content
+from app.event_sinks import EventSinks, dead_letter_view, sink_view
+from app.maintenance import MaintenanceService
 from app.management import ManagementService, grant_view, warehouse_view
 from app.paging import Page
 from app.principals import Credential
+from app.protection import ProtectionService, mark_view
+from app.recycle_bin import RecycleBinService, unit_view
 
 
 def service() -> ManagementService:
     return current_app.extensions[MANAGEMENT]
+
+
+def recycle_bin() -> RecycleBinService:
+    return current_app.extensions[RECYCLE_BIN]
+
+
+def protection() -> ProtectionService:
+    return current_app.extensions[PROTECTION]
 
 
 def _listing(key: str, page: Page, render: Any = None) -> dict[str, Any]:
@@ -140,3 +153,112 @@ def update_warehouse(warehouse: str, body: dict):
 def delete_warehouse(warehouse: str):
     service().delete_warehouse(warehouse)
     return no_content()
+
+
+# -- recycle bin and protection (issue 35) -------------------------------------------------
+
+
+def list_bin(warehouse: str, namespace: str | None = None, pageToken: str | None = None, pageSize: int | None = None):  # noqa: N803
+    levels = namespace_arg(namespace) if namespace is not None else None
+    return _listing("units", recycle_bin().list_units(warehouse, levels, pageToken, pageSize), unit_view), 200
+
+
+def undrop_bin_unit(warehouse: str, unit: int, body: dict | None = None):
+    return unit_view(recycle_bin().undrop(warehouse, unit, body or {})), 200
+
+
+def purge_bin_unit(warehouse: str, unit: int):
+    recycle_bin().purge_now(warehouse, unit)
+    return no_content()
+
+
+def drop_namespace_recursive(warehouse: str, namespace: str, recursive: bool, purgeRequested: bool = False):  # noqa: N803
+    dropped = recycle_bin().drop_namespace(warehouse, namespace_arg(namespace), recursive, bool(purgeRequested))
+    return (unit_view(dropped), 200) if dropped is not None else no_content()
+
+
+def list_protections(warehouse: str):
+    return {"marks": [mark_view(mark) for mark in protection().marks(warehouse)]}, 200
+
+
+def protect_securable(warehouse: str, body: dict):
+    protection().protect(warehouse, body)
+    return no_content()
+
+
+def unprotect_securable(warehouse: str, body: dict):
+    protection().unprotect(warehouse, body)
+    return no_content()
+
+
+# -- the change feed's push sinks ----------------------------------------------------------
+
+
+def sinks() -> EventSinks:
+    return current_app.extensions[EVENT_SINKS]
+
+
+def list_event_sinks():
+    return {"event-sinks": [sink_view(row) for row in sinks().list()]}, 200
+
+
+def create_event_sink(body: dict[str, Any]):
+    return sink_view(sinks().create(body)), 201
+
+
+def delete_event_sink(sink: str):
+    sinks().delete(sink)
+    return no_content()
+
+
+def list_dead_letters(sink: str):
+    return {"dead-letters": [dead_letter_view(row) for row in sinks().dead_letters(sink)]}, 200
+
+
+def replay_dead_letters(sink: str):
+    sinks().replay(sink)
+    return no_content()
+
+
+# -- maintenance (issue 37; app/maintenance.py) ---------------------------------------------
+
+
+def maintenance() -> MaintenanceService:
+    return current_app.extensions[MAINTENANCE]
+
+
+def list_maintenance_policies(
+    type: str,  # noqa: A002 - the query parameter's name
+    warehouse: str | None = None,
+    namespace: str | None = None,
+    name: str | None = None,
+):
+    securable: dict[str, Any] = {"type": type, "warehouse": warehouse, "name": name}
+    securable["namespace"] = list(namespace_arg(namespace)) if namespace is not None else None
+    return {"policies": maintenance().attached(securable)}, 200
+
+
+def attach_maintenance_policy(body: dict):
+    return maintenance().attach(body["policy-type"], body["securable"], body["content"]), 200
+
+
+def detach_maintenance_policy(body: dict):
+    maintenance().detach(body["policy-type"], body["securable"])
+    return no_content()
+
+
+def get_effective_maintenance_policies(warehouse: str, namespace: str, table: str):
+    return {"policies": maintenance().effective(warehouse, namespace_arg(namespace), table)}, 200
+
+
+def list_maintenance_runs(warehouse: str, namespace: str, table: str, limit: int | None = None):
+    return {"runs": maintenance().runs(warehouse, namespace_arg(namespace), table, limit)}, 200
+
+
+def run_maintenance(warehouse: str, namespace: str, table: str, body: dict):
+    run = maintenance().run(warehouse, namespace_arg(namespace), table, body["policy-type"], bool(body.get("dry-run")))
+    return run, 200
+
+
+def get_table_health(warehouse: str, namespace: str, table: str):
+    return maintenance().health(warehouse, namespace_arg(namespace), table), 200

@@ -40,6 +40,8 @@ from scripts.processes import (
     unregister_live,
 )
 
+MAX_CONNECTIONS = 500
+
 
 def _run_as_postgres() -> pwd.struct_passwd | None:
     """PostgreSQL refuses to run as root: use the ``postgres`` system user."""
@@ -221,6 +223,11 @@ class EmbeddedPostgres(Service):
             "unix_socket_directories=",  # TCP only: no socket dir/path-length/permission issues
             "-c",
             "logging_collector=off",
+            # Each Growler worker holds up to GROWLER_DB_POOL_MAX + 8 (its event loop's pool, opened
+            # before it accepts: issue 40) connections; PostgreSQL's default of 100 is 3 replicas of
+            # 2 workers, and the test suite runs a dozen servers at once.
+            "-c",
+            f"max_connections={MAX_CONNECTIONS}",
         ]
         if self.fast:
             # Only skip what protects against an OS crash.  synchronous_commit stays on:

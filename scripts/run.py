@@ -242,6 +242,8 @@ def main() -> int:
                 f"{env['GROWLER_WAREHOUSE_LOCATION']}); Ctrl-C to stop",
                 flush=True,
             )
+            if target:
+                print(f"Console: {where}ui/ (sign in with a principal's client id and secret)", flush=True)
             if credential_file is not None:
                 print(
                     f"Authentication is on: the admin credential (client_id:secret) is in {credential_file}"

@@ -20,8 +20,8 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import psycopg
@@ -164,20 +164,15 @@ class Database:
             connection_class=DeadlineConnection,
             kwargs=connection_kwargs(url, statement_timeout_ms, deadline_s),
             configure=self._configure,
-            check=self._check_if_idle,
-            # No ``reset`` callback: with one, psycopg_pool hands every returned connection to a
-            # worker thread (a queue hop and a wake-up per request); the return stamp is taken
-            # in ``connection()`` instead.
+            # No ``check`` callback: ``_pooled`` checks (see there). No ``reset`` callback: with
+            # one, psycopg_pool hands every returned connection to a worker thread (a queue hop
+            # and a wake-up per request); the return stamp is taken in ``_pooled`` instead.
             # Give up background reconnection at once; a request that needs a connection opens one,
             # so the pool grows back as soon as PostgreSQL returns (the fault tests prove it).
             reconnect_timeout=0,
             open=False,
             name="growler",
         )
-
-    def _check_if_idle(self, conn: psycopg.Connection) -> None:
-        if self._idle.due(conn):
-            ConnectionPool.check_connection(conn)
 
     def _configure(self, conn: DeadlineConnection) -> None:
         conn.deadline_s = self.deadline_s
@@ -207,22 +202,44 @@ class Database:
     def connection(self) -> Iterator[psycopg.Connection]:
         """A pooled autocommit connection; each statement is its own transaction."""
         with translate_errors():
-            with self.pool.connection() as conn:
-                try:
-                    yield conn
-                finally:
-                    self._idle.returned(conn)
+            with self._pooled() as conn:
+                yield conn
 
     @contextmanager
     def transaction(self) -> Iterator[psycopg.Connection]:
         """One connection and one transaction, so a check and its update see the same state."""
         with translate_errors():
-            with self.pool.connection() as conn:
-                try:
-                    with conn.transaction():
-                        yield conn
-                finally:
-                    self._idle.returned(conn)
+            with self._pooled() as conn:
+                with conn.transaction():
+                    yield conn
+
+    @contextmanager
+    def _pooled(self) -> Iterator[psycopg.Connection]:
+        """A connection of the pool, checked first when it sat idle (see ``_IdleCheck``).
+
+        Checked here, not by psycopg_pool's ``check`` callback: after a failed check the pool
+        sleeps a backoff (1 s, 2 s, ...) before it tries its next connection, so when a failover
+        or a restart had left every pooled connection dead, a request spent its whole timeout
+        discarding them and answered 503 (issue 39). One connection the server dropped says the
+        others of its age are gone too: the pool is drained (each replaced by a new connection)
+        and the request takes a fresh one. The same when a connection breaks in use.
+        """
+        conn = self.pool.getconn()
+        if self._idle.due(conn):
+            try:
+                ConnectionPool.check_connection(conn)
+            except psycopg.Error:
+                self.pool.putconn(conn)  # broken: the pool discards it
+                self.pool.drain()
+                conn = self.pool.getconn()
+        try:
+            with conn:  # psycopg_pool's ``connection()``: rollback on error, never close
+                yield conn
+        finally:
+            self._idle.returned(conn)
+            if conn.broken:
+                self.pool.drain()
+            self.pool.putconn(conn)
 
     def ping(self) -> None:
         """Readiness: a fresh connection and one round trip, within ``PROBE_TIMEOUT_S`` each.
@@ -260,6 +277,7 @@ class AsyncDatabase:
     ) -> None:
         self.deadline_s = deadline_s
         self.timeout_s = timeout_s
+        self.min_size, self.max_size = min(min_size, max_size), max_size
         self._idle = _IdleCheck()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._opened = False
@@ -273,7 +291,7 @@ class AsyncDatabase:
             connection_class=AsyncDeadlineConnection,
             kwargs=connection_kwargs(url, statement_timeout_ms, deadline_s),
             configure=self._configure,
-            check=self._check_if_idle,  # no ``reset``, as in ``Database``: a task per return
+            # no ``check`` nor ``reset``, as in ``Database`` (see ``_pooled`` there)
             reconnect_timeout=0,
             open=False,
             name="growler-async",
@@ -282,10 +300,6 @@ class AsyncDatabase:
     async def _configure(self, conn: AsyncDeadlineConnection) -> None:
         conn.deadline_s = self.deadline_s
         self._idle.returned(conn)
-
-    async def _check_if_idle(self, conn: psycopg.AsyncConnection) -> None:
-        if self._idle.due(conn):
-            await AsyncConnectionPool.check_connection(conn)
 
     async def start(self, fill: bool) -> None:
         """Called by the app's lifespan startup: the pool will serve this (the server's) loop.
@@ -296,18 +310,28 @@ class AsyncDatabase:
         that cancellation and wait forever: the loop's shutdown hung.
 
         The pool opens here, before the worker accepts connections; with ``fill`` (PostgreSQL is
-        reachable) it also waits, up to the deadline, for its first connections, so the worker's
-        first reads do not queue behind their opening.
+        reachable) it also opens a connection for each of its slots and waits, up to the deadline,
+        until they are open, so the worker's first reads do not queue behind their opening. Under
+        load a fresh worker's first reads come all at once: with one connection open and the rest
+        opened on demand, one at a time (each a password exchange with PostgreSQL), its first
+        second had tens of milliseconds of tail (issue 40). The connections beyond ``min_size``
+        close again after psycopg_pool's idle time (10 minutes) if the worker has no use for them.
         """
         self._loop = asyncio.get_running_loop()
         self._opened = True
         await self.pool.open(wait=False)
+        if not fill:
+            return
+        if self.max_size > self.min_size:
+            await self.pool.resize(self.max_size, self.max_size)  # opened side by side by the pool's workers
         deadline = time.monotonic() + self.deadline_s
-        while fill and not _filled(self.pool):  # not pool.wait(): on a timeout it closes the pool
+        while not _filled(self.pool):  # not pool.wait(): on a timeout it closes the pool
             if time.monotonic() > deadline:
                 log.info("the asyncio pool is not full yet: it goes on growing on demand")
                 break
             await asyncio.sleep(FILL_POLL_S)
+        if self.max_size > self.min_size:
+            await self.pool.resize(self.min_size, self.max_size)  # idle connections may close again
 
     def serves_running_loop(self) -> bool:
         """True when the pool belongs to the running loop (see ``start``)."""
@@ -353,18 +377,35 @@ class AsyncDatabase:
         else:
             await slots.acquire()  # a free slot: taken without waiting
         try:
-            async with self.pool.connection() as conn:
-                try:
-                    if every_row:
-                        cursor = conn.cursor(row_factory=tuple_row)
-                        await cursor.execute(query, params)
-                        return await cursor.fetchall()
-                    cursor = await conn.execute(query, params)
-                    return await cursor.fetchone()
-                finally:
-                    self._idle.returned(conn)
+            async with self._pooled() as conn:
+                if every_row:
+                    cursor = conn.cursor(row_factory=tuple_row)
+                    await cursor.execute(query, params)
+                    return await cursor.fetchall()
+                cursor = await conn.execute(query, params)
+                return await cursor.fetchone()
         finally:
             slots.release()
+
+    @asynccontextmanager
+    async def _pooled(self) -> AsyncIterator[psycopg.AsyncConnection]:
+        """``Database._pooled`` for the asyncio pool: checked when idle, drained when one is dead."""
+        conn = await self.pool.getconn()
+        if self._idle.due(conn):
+            try:
+                await AsyncConnectionPool.check_connection(conn)
+            except psycopg.Error:
+                await self.pool.putconn(conn)
+                await self.pool.drain()
+                conn = await self.pool.getconn()
+        try:
+            async with conn:
+                yield conn
+        finally:
+            self._idle.returned(conn)
+            if conn.broken:
+                await self.pool.drain()
+            await self.pool.putconn(conn)
 
     async def close(self) -> None:
         if self._opened and self._loop is asyncio.get_running_loop():

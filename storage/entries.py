@@ -8,7 +8,7 @@ statements. Methods raise ``app.ground.errors`` exceptions; callers never see ps
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -19,9 +19,11 @@ from psycopg.rows import tuple_row
 from app.ground.errors import AlreadyExists, NoSuchNamespace
 from app.ground.locations import Location
 from storage.db import Database
+from storage.events import ChangeEvent, record_events
 from storage.housekeeping_rows import SETTLE_PENDING
 from storage.namespaces import PAGE_UNDER, dotted, page_under
 from storage.placement import Claim, claim, overlapping_entries
+from storage.protection_rows import refuse_if_protected
 from storage.rows import EntryRow
 
 _LOAD_ENTRY = (
@@ -37,6 +39,15 @@ LOAD_ENTRY_UNLESS_AT = _LOAD_ENTRY.format(metadata="CASE WHEN e.metadata_locatio
 LIST_ENTRIES = PAGE_UNDER.format(
     page="SELECT name AS item FROM catalog_entry"
     " WHERE namespace_id = n.id AND kind = %(kind)s AND name > coalesce(%(after)s::text, '')"
+    " ORDER BY name LIMIT %(limit)s"
+)
+
+# The console's search by name (app/entries.py, ``search_names``): the same keyset walk, rows whose
+# name contains the text (case-insensitively); a scan of one namespace's names, bounded by LIMIT.
+SEARCH_ENTRIES = PAGE_UNDER.format(
+    page="SELECT name AS item FROM catalog_entry"
+    " WHERE namespace_id = n.id AND kind = %(kind)s AND name > coalesce(%(after)s::text, '')"
+    " AND strpos(lower(name), lower(%(contains)s)) > 0"
     " ORDER BY name LIMIT %(limit)s"
 )
 
@@ -122,10 +133,14 @@ class EntryRows:
         kind: str,
         after: str | None,
         limit: int | None,
+        contains: str | None = None,
     ) -> list[str]:
         params = {"wh": warehouse_id, "path": list(namespace), "kind": kind, "after": after, "limit": limit}
+        query = LIST_ENTRIES
+        if contains:
+            query, params["contains"] = SEARCH_ENTRIES, contains
         with self.db.connection() as conn:
-            rows = conn.cursor(row_factory=tuple_row).execute(LIST_ENTRIES, params).fetchall()  # as list_namespaces
+            rows = conn.cursor(row_factory=tuple_row).execute(query, params).fetchall()  # as list_namespaces
         names = page_under(rows)
         if names is None:
             raise NoSuchNamespace(f"Namespace does not exist: {dotted(namespace)}")
@@ -138,11 +153,14 @@ class EntryRows:
         entry: NewEntry,
         before_commit: Callable[[], None] = lambda: None,
         placed: Claim | None = None,
+        *,
+        events: Sequence[ChangeEvent],
     ) -> int:
         """Register a new table or view; AlreadyExists if the name is taken by either kind.
 
         ``before_commit`` runs after the statements, before the commit (see ``swap_metadata``).
         ``placed``: the locations it will own, claimed in the same transaction (storage/placement.py).
+        ``events``: the change's events, written last (storage/events.py).
         """
         with self.db.transaction() as conn:
             try:
@@ -158,6 +176,7 @@ class EntryRows:
                     claim(conn, [replace(placed, entry_id=row["id"])])
                 conn.execute(SETTLE_PENDING, ([entry.metadata_location],))
                 before_commit()
+                record_events(conn, events)
             except pg_errors.UniqueViolation as exc:
                 raise AlreadyExists(f"Table or view already exists: {dotted((*namespace, entry.name))}") from exc
             except pg_errors.ForeignKeyViolation as exc:  # namespace dropped concurrently
@@ -165,7 +184,13 @@ class EntryRows:
         return row["id"]
 
     def replace_entry(
-        self, warehouse_id: int, namespace: tuple[str, ...], entry: NewEntry, placed: Claim | None = None
+        self,
+        warehouse_id: int,
+        namespace: tuple[str, ...],
+        entry: NewEntry,
+        placed: Claim | None = None,
+        *,
+        events: Sequence[ChangeEvent],
     ) -> str | None:
         """registerTable/registerView with overwrite: insert, or repoint an entry of the same kind.
 
@@ -192,6 +217,7 @@ class EntryRows:
                     " VALUES (%s, %s, %s, %s, %s, %s, %s)",
                     (ns["id"], *entry.values()),
                 )
+                record_events(conn, events)
                 return None
             if old["kind"] != entry.kind:
                 raise AlreadyExists(f"A {old['kind']} already exists: {dotted((*namespace, entry.name))}")
@@ -200,9 +226,16 @@ class EntryRows:
                 " version = version + 1, updated_at = now() WHERE namespace_id = %s AND name = %s",
                 (entry.uuid, entry.location, entry.metadata_location, entry.metadata, ns["id"], entry.name),
             )
+            record_events(conn, events)
             return old["metadata_location"]
 
-    def swap_metadata(self, swaps: list[MetadataSwap], before_commit: Callable[[], None] = lambda: None) -> bool:
+    def swap_metadata(
+        self,
+        swaps: list[MetadataSwap],
+        before_commit: Callable[[], None] = lambda: None,
+        *,
+        events: Sequence[ChangeEvent],
+    ) -> bool:
         """The commit point: compare-and-set every pointer, all or none. False = another writer won.
 
         One swap is a single conditional UPDATE. Several (a multi-table transaction) lock their rows
@@ -211,7 +244,8 @@ class EntryRows:
         settled in the same transaction, so "committed" and "no longer pending" cannot disagree.
         ``before_commit`` runs once the swaps hold, before the commit: what it raises rolls the
         transaction back (the new files are still being written meanwhile; it waits for them).
-        A failure after the statements were sent raises ``CommitOutcomeUnknown``.
+        A failure after the statements were sent raises ``CommitOutcomeUnknown``. ``events`` are
+        written last, once the file is there (storage/events.py: nothing slow under their lock).
         """
         ordered = sorted(swaps, key=lambda swap: swap.entry_id)
         with self.db.connection() as conn:
@@ -238,6 +272,7 @@ class EntryRows:
                             raise _LostRace
                     conn.execute(SETTLE_PENDING, ([swap.new_location for swap in ordered],))
                     before_commit()
+                    record_events(conn, events)
             except _LostRace:
                 return False
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
@@ -266,9 +301,15 @@ class EntryRows:
         kind: str,
         purge_objects: list[str] | None,
         metadata_path: str | None = None,
+        action: str = "drop",
+        *,
+        events: Callable[[EntryRow], Sequence[ChangeEvent]],
     ) -> EntryRow | None:
-        """Remove an entry; with ``purge_objects`` also queue its files for deletion, atomically."""
+        """Remove an entry (a hard drop); with ``purge_objects`` also queue its files for deletion,
+        atomically. ``Protected`` (nothing written) when the entry or what holds it is protected.
+        ``events`` makes the drop's events of the removed row (written in the same transaction)."""
         with self.db.transaction() as conn:
+            refuse_if_protected(conn, action, warehouse_id, namespace, name)
             row = conn.execute(
                 "DELETE FROM catalog_entry e USING namespace n"
                 " WHERE e.namespace_id = n.id AND n.warehouse_id = %s AND n.path = %s AND e.name = %s AND e.kind = %s"
@@ -280,6 +321,8 @@ class EntryRows:
                     "INSERT INTO purge_job (location, extra_objects, metadata_path) VALUES (%s, %s, %s)",
                     (row["location"], purge_objects, metadata_path),
                 )
+            if row is not None:
+                record_events(conn, events(EntryRow(**row)))
         return EntryRow(**row) if row else None
 
     def rename_entry(
@@ -288,8 +331,11 @@ class EntryRows:
         source: tuple[tuple[str, ...], str],
         destination: tuple[tuple[str, ...], str],
         kind: str,
+        *,
+        events: Callable[[str], Sequence[ChangeEvent]],
     ) -> bool:
-        """Move an entry; False when the source does not exist (as this kind)."""
+        """Move an entry; False when the source does not exist (as this kind). ``events`` makes
+        the rename's events of the entry's uuid (written in the same transaction)."""
         (src_ns, src_name), (dst_ns, dst_name) = source, destination
         with self.db.transaction() as conn:
             dst = conn.execute(
@@ -298,19 +344,23 @@ class EntryRows:
             ).fetchone()
             if dst is None:
                 raise NoSuchNamespace(f"Namespace does not exist: {dotted(dst_ns)}")
+            refuse_if_protected(conn, "rename", warehouse_id, src_ns, src_name)
             try:
                 cursor = conn.execute(
                     "UPDATE catalog_entry e SET namespace_id = %s, name = %s, updated_at = now()"
                     " FROM namespace n WHERE e.namespace_id = n.id AND n.warehouse_id = %s AND n.path = %s"
-                    " AND e.name = %s AND e.kind = %s",
+                    " AND e.name = %s AND e.kind = %s RETURNING e.uuid::text AS uuid",
                     (dst["id"], dst_name, warehouse_id, list(src_ns), src_name, kind),
                 )
             except pg_errors.UniqueViolation as exc:
                 raise AlreadyExists(f"Table or view already exists: {dotted((*dst_ns, dst_name))}") from exc
-            return cursor.rowcount == 1
+            row = cursor.fetchone()
+            if row is not None:
+                record_events(conn, events(row["uuid"]))
+            return row is not None
 
     def entries_overlapping(self, roots: list[Location], exclude_id: int | None = None) -> list[EntryRow]:
-        """Live tables and views (any warehouse) whose location or metadata directory (that of
+        """Live and binned tables and views (any warehouse) whose location or metadata directory (that of
         its current metadata file) is at, under or above one of ``roots``, compared by segments."""
         if not roots:
             return []

@@ -73,15 +73,18 @@ class HousekeepingRows:
             ).fetchone()
         return row["attempts"] if row else 0
 
-    def references_under(self, root: Location) -> set[Location]:
-        """Objects under ``root`` that a live table's or view's metadata names: current metadata
-        file, metadata-log entries, snapshot manifest lists (a purge must leave them)."""
+    def references_under(self, root: Location, exclude_id: int | None = None) -> set[Location]:
+        """Objects under ``root`` that a live or binned table's or view's metadata names (but
+        ``exclude_id``'s, the binned table being purged): current metadata file, metadata-log
+        entries, snapshot manifest lists (a purge must leave them)."""
         needle = re.match(r"[\x20-\x7e]*", bare(root)).group()  # documents may escape the rest
         with self.db.connection() as conn:
             rows = conn.execute(
-                "SELECT metadata_location, metadata FROM catalog_entry WHERE strpos(metadata, %s) > 0"
-                " OR strpos(metadata_location, %s) > 0",
-                (needle, needle),
+                "SELECT metadata_location, metadata FROM catalog_entry WHERE strpos(metadata, %(n)s) > 0"
+                " OR strpos(metadata_location, %(n)s) > 0"
+                " UNION ALL SELECT metadata_location, metadata FROM bin_entry WHERE id IS DISTINCT FROM %(me)s"
+                " AND (strpos(metadata, %(n)s) > 0 OR strpos(metadata_location, %(n)s) > 0)",
+                {"n": needle, "me": exclude_id},
             ).fetchall()
         found: set[Location] = set()
         for row in rows:
@@ -116,7 +119,8 @@ class HousekeepingRows:
         """Take the next due purge job and push its lease forward (another worker skips it)."""
         with self.db.transaction() as conn:
             row = conn.execute(
-                "SELECT id, location, extra_objects, metadata_path FROM purge_job WHERE not_before <= now()"
+                "SELECT id, location, extra_objects, metadata_path, bin_entry_id FROM purge_job"
+                " WHERE not_before <= now()"
                 " ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED"
             ).fetchone()
             if row is None:
@@ -129,8 +133,20 @@ class HousekeepingRows:
         return row
 
     def finish_purge_job(self, job_id: int) -> None:
-        with self.db.connection() as conn:
-            conn.execute("DELETE FROM purge_job WHERE id = %s", (job_id,))
+        """The job is done; a binned table it purged is forgotten (and its unit with its last one)."""
+        with self.db.transaction() as conn:
+            job = conn.execute("DELETE FROM purge_job WHERE id = %s RETURNING bin_entry_id", (job_id,)).fetchone()
+            if job is None or job["bin_entry_id"] is None:
+                return
+            gone = conn.execute(
+                "DELETE FROM bin_entry WHERE id = %s RETURNING unit_id", (job["bin_entry_id"],)
+            ).fetchone()
+            if gone is not None:
+                conn.execute(
+                    "DELETE FROM bin_unit u WHERE u.id = %s"
+                    " AND NOT EXISTS (SELECT 1 FROM bin_entry b WHERE b.unit_id = u.id)",
+                    (gone["unit_id"],),
+                )
 
     def fail_purge_job(self, job_id: int, error: str, base_delay_s: float = 60, max_delay_s: float = 86_400) -> None:
         """Record the failure; the next attempt waits longer after each one (exponential backoff)."""

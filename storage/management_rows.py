@@ -12,11 +12,13 @@ Listings are keyset-paginated: ``after`` is the last key of the previous page, `
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from app.ground.errors import NotFound
 from storage.db import Connection, Database
+from storage.events import ChangeEvent, record_events
 from storage.warehouses import WarehouseRows
 
 
@@ -50,13 +52,16 @@ class ManagementRows(WarehouseRows):
 
     # -- roles ------------------------------------------------------------------------------
 
-    def create_role(self, name: str) -> RoleRow | None:
-        """The new role; None when the name is taken."""
+    def create_role(self, name: str, *, events: Sequence[ChangeEvent]) -> RoleRow | None:
+        """The new role; None when the name is taken. Each change of this module writes its
+        ``events`` in its transaction when it changes something (storage/events.py)."""
         with self.db.transaction() as conn:
             row = conn.execute(
                 "INSERT INTO role (name) VALUES (%s) ON CONFLICT (name) DO NOTHING RETURNING name, created_at",
                 (name,),
             ).fetchone()
+            if row:
+                record_events(conn, events)
         return _role(row) if row else None
 
     def get_role(self, name: str) -> RoleRow | None:
@@ -72,15 +77,17 @@ class ManagementRows(WarehouseRows):
             ).fetchall()
         return [row["name"] for row in rows]
 
-    def delete_role(self, name: str) -> bool:
+    def delete_role(self, name: str, *, events: Sequence[ChangeEvent]) -> bool:
         """Its memberships and grants go with it (ON DELETE CASCADE)."""
         with self.db.transaction() as conn:
             row = conn.execute("DELETE FROM role WHERE name = %s RETURNING id", (name,)).fetchone()
+            if row:
+                record_events(conn, events)
         return row is not None
 
     # -- members ----------------------------------------------------------------------------
 
-    def add_member(self, role: str, principal: str) -> bool | None:
+    def add_member(self, role: str, principal: str, *, events: Sequence[ChangeEvent]) -> bool | None:
         """True when added, False when already a member (or the principal is not a live one of our
         own), None when the role does not exist.
 
@@ -101,9 +108,11 @@ class ManagementRows(WarehouseRows):
                 "INSERT INTO role_member (role_id, principal) VALUES (%s, %s) ON CONFLICT DO NOTHING RETURNING role_id",
                 (role_id, principal),
             ).fetchone()
+            if row:
+                record_events(conn, events)
         return row is not None
 
-    def remove_member(self, role: str, principal: str) -> bool | None:
+    def remove_member(self, role: str, principal: str, *, events: Sequence[ChangeEvent]) -> bool | None:
         """True when removed, False when not a member, None when the role does not exist."""
         with self.db.transaction() as conn:
             role_id = _role_id(conn, role)
@@ -112,6 +121,8 @@ class ManagementRows(WarehouseRows):
             row = conn.execute(
                 "DELETE FROM role_member WHERE role_id = %s AND principal = %s RETURNING role_id", (role_id, principal)
             ).fetchone()
+            if row:
+                record_events(conn, events)
         return row is not None
 
     def list_members(self, role: str, after: str | None, limit: int | None) -> list[str] | None:
@@ -138,18 +149,20 @@ class ManagementRows(WarehouseRows):
 
     # -- grants -----------------------------------------------------------------------------
 
-    def add_grant(self, role: str, privilege: str, securable: Securable) -> GrantRow:
+    def add_grant(self, role: str, privilege: str, securable: Securable, *, events: Sequence[ChangeEvent]) -> GrantRow:
         """The grant (the existing one when it was granted before). NotFound for an unknown role
         or securable."""
         with self.db.transaction() as conn:
             role_id = _require_role(conn, role)
-            ids = _securable_ids(conn, securable)
+            ids = securable_ids(conn, securable)
             row = conn.execute(
                 "INSERT INTO role_grant (role_id, privilege, securable, warehouse_id, namespace_id, entry_id)"
                 " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING id",
                 (role_id, privilege, securable.type, *ids),
             ).fetchone()
-            if row is None:  # granted before: the existing grant
+            if row is not None:
+                record_events(conn, events)
+            else:  # granted before: the existing grant
                 row = conn.execute(
                     "SELECT id FROM role_grant WHERE role_id = %s AND privilege = %s AND securable = %s"
                     " AND warehouse_id IS NOT DISTINCT FROM %s AND namespace_id IS NOT DISTINCT FROM %s"
@@ -158,17 +171,19 @@ class ManagementRows(WarehouseRows):
                 ).fetchone()
         return GrantRow(row["id"], role, privilege, securable)
 
-    def remove_grant(self, role: str, privilege: str, securable: Securable) -> bool:
+    def remove_grant(self, role: str, privilege: str, securable: Securable, *, events: Sequence[ChangeEvent]) -> bool:
         """False when there was no such grant. NotFound for an unknown role or securable."""
         with self.db.transaction() as conn:
             role_id = _require_role(conn, role)
-            ids = _securable_ids(conn, securable)
+            ids = securable_ids(conn, securable)
             row = conn.execute(
                 "DELETE FROM role_grant WHERE role_id = %s AND privilege = %s AND securable = %s"
                 " AND warehouse_id IS NOT DISTINCT FROM %s AND namespace_id IS NOT DISTINCT FROM %s"
                 " AND entry_id IS NOT DISTINCT FROM %s RETURNING id",
                 (role_id, privilege, securable.type, *ids),
             ).fetchone()
+            if row is not None:
+                record_events(conn, events)
         return row is not None
 
     def grants_of_role(self, role: str, after: int | None, limit: int | None) -> list[GrantRow]:
@@ -184,7 +199,7 @@ class ManagementRows(WarehouseRows):
     def grants_on(self, securable: Securable, after: int | None, limit: int | None) -> list[GrantRow]:
         """Grants on exactly this securable (not those inherited from above it)."""
         with self.db.connection() as conn:
-            warehouse_id, namespace_id, entry_id = _securable_ids(conn, securable)
+            warehouse_id, namespace_id, entry_id = securable_ids(conn, securable)
             rows = conn.execute(
                 GRANT_SELECT + " WHERE g.securable = %(type)s AND g.warehouse_id IS NOT DISTINCT FROM %(wh)s"
                 " AND g.namespace_id IS NOT DISTINCT FROM %(ns)s AND g.entry_id IS NOT DISTINCT FROM %(entry)s"
@@ -230,7 +245,7 @@ def _require_role(conn: Connection, name: str) -> int:
     return role_id
 
 
-def _securable_ids(conn: Connection, securable: Securable) -> tuple[int | None, int | None, int | None]:
+def securable_ids(conn: Connection, securable: Securable) -> tuple[int | None, int | None, int | None]:
     """(warehouse id, namespace id, entry id) of a securable named by its parts; NotFound if missing."""
     if securable.type == "catalog":
         return None, None, None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 from collections.abc import Callable
 
-from pyiceberg.io import FileIO, InputFile, InputStream, OutputFile
+from pyiceberg.io import FileIO, InputFile, InputStream, OutputFile, OutputStream
 from pyiceberg.manifest import ManifestEntry, ManifestFile, read_manifest_list
 
 from app.ground.errors import BadRequest
@@ -68,6 +68,55 @@ class ObjectStoreFileIO(FileIO):
 
     def delete(self, location: str | InputFile | OutputFile) -> None:
         raise NotImplementedError("planning never deletes")
+
+
+class _BufferedOutput(OutputFile):
+    """Bytes gathered in memory, written once on close with ``write_new`` (never overwriting)."""
+
+    def __init__(self, location: str, parsed: Location, objects: ObjectStore) -> None:
+        super().__init__(location)
+        self.parsed = parsed
+        self.objects = objects
+        self.length: int | None = None
+
+    def __len__(self) -> int:
+        if self.length is None:
+            raise NotImplementedError("the length is known once written")
+        return self.length
+
+    def exists(self) -> bool:
+        return self.objects.exists(self.parsed)
+
+    def to_input_file(self) -> InputFile:
+        return _BytesInput(self.location, lambda: self.objects.read(self.parsed, MAX_MANIFEST_BYTES))
+
+    def create(self, overwrite: bool = False) -> OutputStream:
+        output = self
+
+        class Stream(io.BytesIO):
+            def close(self) -> None:
+                if not self.closed:
+                    data = self.getvalue()
+                    output.objects.write_new(output.parsed, data, "application/octet-stream")
+                    output.length = len(data)
+                super().close()
+
+        return Stream()
+
+
+class WritingObjectStoreFileIO(ObjectStoreFileIO):
+    """Reads as ``ObjectStoreFileIO``; writes new objects, and only under ``write_root`` (a table's
+    metadata directory: maintenance writing manifests)."""
+
+    def __init__(self, objects: ObjectStore, roots: list[Location], write_root: Location) -> None:
+        super().__init__(objects, roots)
+        self.write_root = write_root
+
+    def new_output(self, location: str) -> OutputFile:
+        parsed = Location.parse(location, "manifest location")
+        if not parsed.is_within(self.write_root) or parsed == self.write_root:
+            raise BadRequest(f"{location!r} is outside {self.write_root.uri}")
+        return _BufferedOutput(location, parsed, self.objects)
 
 
 class ManifestReader:

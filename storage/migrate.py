@@ -61,3 +61,31 @@ def migrate(database_url: str) -> list[str]:
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_ID,))
     return applied
+
+
+def main() -> int:
+    """``python -m storage.migrate``: apply pending migrations to ``GROWLER_DATABASE_URL`` and exit.
+
+    The deployment's migration step (the Helm chart's pre-install/pre-upgrade Job, or a one-off
+    container): replicas starting at the same time wait on the same advisory lock, so running it
+    alongside them, or twice at once, applies each file exactly once.
+    """
+    import os
+    import sys
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    database_url = os.environ.get("GROWLER_DATABASE_URL", "")
+    if not database_url:
+        print("GROWLER_DATABASE_URL is not set", file=sys.stderr)
+        return 2
+    try:
+        applied = migrate(database_url)
+    except psycopg.Error as exc:
+        print(f"migration failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    print(f"applied {len(applied)} migration(s)" + (f": {', '.join(applied)}" if applied else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

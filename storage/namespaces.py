@@ -9,6 +9,7 @@ exceptions; callers never see psycopg.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from psycopg import errors as pg_errors
@@ -17,6 +18,8 @@ from psycopg.types.json import Jsonb
 
 from app.ground.errors import AlreadyExists, BadRequest, NamespaceNotEmpty, NoSuchNamespace
 from storage.db import Database
+from storage.events import ChangeEvent, record_events
+from storage.protection_rows import refuse_if_protected
 
 NAMESPACE_PROPERTIES = "SELECT properties FROM namespace WHERE warehouse_id = %s AND path = %s"
 # listNamespaces: the direct children of a parent (the top level for NULL) after a path, in path order
@@ -88,9 +91,12 @@ class NamespaceRows:
             raise NoSuchNamespace(f"Namespace does not exist: {dotted(parent or ())}")
         return paths
 
-    def create_namespace(self, warehouse_id: int, path: tuple[str, ...], properties: dict[str, str]) -> None:
-        """Insert a namespace whose parent (for a nested one) must already exist."""
-        with self.db.connection() as conn:
+    def create_namespace(
+        self, warehouse_id: int, path: tuple[str, ...], properties: dict[str, str], *, events: Sequence[ChangeEvent]
+    ) -> None:
+        """Insert a namespace whose parent (for a nested one) must already exist; ``events`` are
+        written in the same transaction (storage/events.py)."""
+        with self.db.transaction() as conn:
             try:
                 row = conn.execute(
                     "INSERT INTO namespace (warehouse_id, path, parent_id, properties)"
@@ -111,6 +117,8 @@ class NamespaceRows:
                 raise AlreadyExists(f"Namespace already exists: {dotted(path)}") from exc
             except pg_errors.ForeignKeyViolation as exc:  # parent dropped concurrently
                 raise BadRequest(f"Parent namespace does not exist: {dotted(path[:-1])}") from exc
+            if row is not None:
+                record_events(conn, events)
         if row is None:
             raise BadRequest(f"Parent namespace does not exist: {dotted(path[:-1])}")
 
@@ -129,9 +137,11 @@ class NamespaceRows:
             ).fetchone()
         return row is not None
 
-    def drop_namespace(self, warehouse_id: int, path: tuple[str, ...]) -> None:
-        """Delete an empty namespace; the RESTRICT foreign keys make "empty" race-free."""
-        with self.db.connection() as conn:
+    def drop_namespace(self, warehouse_id: int, path: tuple[str, ...], *, events: Sequence[ChangeEvent]) -> None:
+        """Delete an empty namespace; the RESTRICT foreign keys make "empty" race-free.
+        ``Protected`` when it, an ancestor or its warehouse is protected."""
+        with self.db.transaction() as conn:
+            refuse_if_protected(conn, "drop", warehouse_id, path)
             try:
                 row = conn.execute(
                     "DELETE FROM namespace WHERE warehouse_id = %s AND path = %s RETURNING id",
@@ -141,6 +151,8 @@ class NamespaceRows:
                 raise NamespaceNotEmpty(
                     f"Namespace {dotted(path)} is not empty: it holds namespaces, tables or views"
                 ) from exc
+            if row is not None:
+                record_events(conn, events)
         if row is None:
             raise NoSuchNamespace(f"Namespace does not exist: {dotted(path)}")
 
@@ -150,9 +162,12 @@ class NamespaceRows:
         path: tuple[str, ...],
         removals: list[str],
         updates: dict[str, str],
+        *,
+        events: Callable[[dict[str, str]], Sequence[ChangeEvent]],
     ) -> dict[str, str]:
-        """Apply removals then updates in one statement; returns the properties before."""
-        with self.db.connection() as conn:
+        """Apply removals then updates in one statement; returns the properties before.
+        ``events`` makes the change's events of those (written in the same transaction)."""
+        with self.db.transaction() as conn:
             row = conn.execute(
                 "WITH old AS ("
                 "  SELECT id, properties FROM namespace"
@@ -162,6 +177,8 @@ class NamespaceRows:
                 " FROM old WHERE n.id = old.id RETURNING old.properties AS before",
                 (warehouse_id, list(path), removals, Jsonb(updates)),
             ).fetchone()
+            if row is not None:
+                record_events(conn, events(row["before"]))
         if row is None:
             raise NoSuchNamespace(f"Namespace does not exist: {dotted(path)}")
         return row["before"]

@@ -43,6 +43,7 @@ class ObjectStore(Protocol):
     def exists(self, location: Location) -> bool: ...
     def delete(self, locations: list[Location]) -> None: ...
     def list(self, prefix: Location) -> Iterator[Location]: ...
+    def list_modified(self, prefix: Location) -> Iterator[tuple[Location, float]]: ...
     def ping(self) -> None: ...
 
 
@@ -180,6 +181,10 @@ class S3ObjectStore:
         A key the model refuses (``a//b``, ``x?y``, written by another client) is skipped and
         logged: Growler never touches what it cannot name unambiguously.
         """
+        return (location for location, _ in self.list_modified(prefix))
+
+    def list_modified(self, prefix: Location) -> Iterator[tuple[Location, float]]:
+        """``list`` with each object's last-modified time (seconds since the epoch)."""
         if prefix.scheme != "s3":
             raise BadRequest(f"Not an S3 location: {prefix.uri}")
         listed = prefix.key + "/" if prefix.key else ""
@@ -191,7 +196,8 @@ class S3ObjectStore:
                     log.warning("skipping an object whose key is not a valid location under %s", prefix.uri)
                     continue
                 if found.key and found.key == obj.object_name and found.is_within(prefix):
-                    yield found
+                    # no time: treat it as brand new, so no age floor ever lets it go
+                    yield found, obj.last_modified.timestamp() if obj.last_modified else float("inf")
 
     def ensure_bucket(self, bucket: str) -> None:
         with self._calls(f"create bucket {bucket}"):
@@ -263,6 +269,9 @@ class LocalObjectStore:
                 path.unlink(missing_ok=True)
 
     def list(self, prefix: Location) -> Iterator[Location]:
+        return (location for location, _ in self.list_modified(prefix))
+
+    def list_modified(self, prefix: Location) -> Iterator[tuple[Location, float]]:
         if prefix.scheme != "file":
             raise BadRequest(f"Not a file: location: {prefix.uri}")
         root = Path(prefix.path)
@@ -275,7 +284,7 @@ class LocalObjectStore:
                         log.warning("skipping a file whose name is not a valid location under %s", prefix.uri)
                         continue
                     if found.is_within(prefix):
-                        yield found
+                        yield found, path.lstat().st_mtime
 
     def ping(self) -> None:
         return None
@@ -322,6 +331,9 @@ class RoutingObjectStore:
 
     def list(self, prefix: Location) -> Iterator[Location]:
         return self._store(prefix).list(prefix)
+
+    def list_modified(self, prefix: Location) -> Iterator[tuple[Location, float]]:
+        return self._store(prefix).list_modified(prefix)
 
     def ping(self) -> None:
         if self.s3 is not None:

@@ -171,15 +171,18 @@ def _overlapping_query(count: int) -> str:
     for key in (_LOCATION_KEY, _METADATA_KEY):
         conditions.append(f"{key} = ANY(%(at)s)")
         conditions += [f"({key} >= %(lo_{i})s AND {key} < %(hi_{i})s)" for i in range(count)]
+    # Binned tables and views (storage/bin_rows.py) keep owning their locations until forgotten.
     return " UNION ".join(
-        f"{_ENTRY} FROM catalog_entry e WHERE e.id IS DISTINCT FROM %(me)s AND {condition}" for condition in conditions
+        f"{_ENTRY} FROM {rows} e WHERE e.id IS DISTINCT FROM %(me)s AND {condition}"
+        for rows in ("catalog_entry", "bin_entry")
+        for condition in conditions
     )
 
 
 def overlapping_entries(
     conn: psycopg.Connection, roots: list[Location], exclude_id: int | None = None
 ) -> list[EntryRow]:
-    """Live tables and views (any warehouse) whose location or metadata directory (that of its
+    """Live and binned tables and views (any warehouse) whose location or metadata directory (that of its
     current metadata file) is at, under or above one of ``roots``, compared by segments, read on
     a connection the caller holds (inside its transaction: ``claim``).
 

@@ -8,9 +8,11 @@ of it and reloads (app/edge/auth/state.py).
 from __future__ import annotations
 
 import datetime
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from storage.db import Connection, Database
+from storage.events import ChangeEvent, record_events
 
 # pg_advisory_xact_lock key: "one bootstrap / first signing key at a time" across workers.
 _AUTH_LOCK_ID = 0x6772_6F77_6175_7468
@@ -77,9 +79,18 @@ class PrincipalRepository:
             ).fetchall()
         return [PrincipalRow(**row) for row in rows]
 
-    def create(self, client_id: str, secret_hash: str, *, is_admin: bool = False, only_if_none: bool = False) -> bool:
-        """A new principal; False when the client id is taken (or, with ``only_if_none``, when any
-        principal exists: the bootstrap admin is made once, by one worker)."""
+    def create(
+        self,
+        client_id: str,
+        secret_hash: str,
+        *,
+        is_admin: bool = False,
+        only_if_none: bool = False,
+        events: Sequence[ChangeEvent] = (),
+    ) -> bool:
+        """A new principal, with the change feed's ``events``; False when the client id is taken
+        (or, with ``only_if_none``, when any principal exists: the bootstrap admin is made once,
+        by one worker)."""
         with self.db.transaction() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_AUTH_LOCK_ID,))
             if only_if_none and conn.execute("SELECT 1 FROM principal LIMIT 1").fetchone():
@@ -91,10 +102,12 @@ class PrincipalRepository:
             ).fetchone()
             if created:
                 conn.execute(_BUMP)
+                record_events(conn, events)
         return created is not None
 
-    def rotate(self, client_id: str, secret_hash: str) -> int | None:
-        """A new secret and the next generation; None when there is no such (live) principal."""
+    def rotate(self, client_id: str, secret_hash: str, *, events: Sequence[ChangeEvent] = ()) -> int | None:
+        """A new secret and the next generation, with ``events``; None when there is no such (live)
+        principal."""
         with self.db.transaction() as conn:
             row = conn.execute(
                 "UPDATE principal SET secret_hash = %s, generation = generation + 1, rotated_at = now()"
@@ -103,9 +116,11 @@ class PrincipalRepository:
             ).fetchone()
             if row:
                 conn.execute(_BUMP)
+                record_events(conn, events)
         return row["generation"] if row else None
 
-    def delete(self, client_id: str) -> bool:
+    def delete(self, client_id: str, *, events: Sequence[ChangeEvent] = ()) -> bool:
+        """Delete a principal (its id is never handed out again), with ``events``."""
         with self.db.transaction() as conn:
             row = conn.execute(
                 "UPDATE principal SET deleted_at = now(), secret_hash = '' WHERE client_id = %s"
@@ -115,6 +130,7 @@ class PrincipalRepository:
             if row:  # its memberships go with it (add_member locks the row, so none slips in after)
                 conn.execute("DELETE FROM role_member WHERE principal = %s", (client_id,))
                 conn.execute(_BUMP)
+                record_events(conn, events)
         return row is not None
 
     # -- signing keys --------------------------------------------------------------------------

@@ -40,14 +40,15 @@ READ_ACTIONS = ["s3:GetObject", "s3:GetObjectVersion"]
 WRITE_ACTIONS = ["s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"]
 
 
-def session_policy(location: str, write: bool = True) -> dict[str, Any]:
-    """An IAM policy allowing only the objects under ``location`` (read-only unless ``write``)."""
+def session_policy(location: str, write: bool = True, delete: bool = True) -> dict[str, Any]:
+    """An IAM policy allowing only the objects under ``location`` (read-only unless ``write``;
+    without s3:DeleteObject unless ``delete``: a warehouse that refuses deletes)."""
     parsed = Location.parse(location)
     prefix = parsed.key.rstrip("/") + "/"
     statements: list[dict[str, Any]] = [
         {
             "Effect": "Allow",
-            "Action": READ_ACTIONS + (WRITE_ACTIONS if write else []),
+            "Action": READ_ACTIONS + ([a for a in WRITE_ACTIONS if delete or a != "s3:DeleteObject"] if write else []),
             "Resource": [f"arn:aws:s3:::{parsed.bucket}/{prefix}*"],
         },
         {
@@ -77,7 +78,7 @@ def table_credentials(
         access_key=(s3 or settings.s3).access_key or "",
         secret_key=(s3 or settings.s3).secret_key or "",
         role_arn=settings.sts.role_arn,
-        policy=session_policy(location, write=write),
+        policy=session_policy(location, write=write, delete=not warehouse.refuse_deletes),
         duration_s=settings.sts.duration_s,
         timeout_s=settings.s3.timeout_s,
     )

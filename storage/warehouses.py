@@ -11,12 +11,23 @@ Listings are keyset-paginated: ``after`` is the last name of the previous page, 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from psycopg.types.json import Jsonb
 
 from storage.db import Database
+from storage.events import ChangeEvent, record_events
+
+
+@dataclass(frozen=True)
+class DeletionPolicy:
+    """A warehouse's deletion settings as written (migration 0017)."""
+
+    mode: str = "soft"
+    retention_s: int = 604_800
+    refuse_deletes: bool = False
 
 
 @dataclass(frozen=True)
@@ -29,6 +40,12 @@ class WarehouseRow:
     allowed_locations: tuple[str, ...] = field(default=())
     # The warehouse's own storage keys, encrypted (app/ground/secrets.py); None: the environment's.
     storage_secret: bytes | None = field(default=None, repr=False, compare=False)
+    # What a drop does (migration 0017): "soft" keeps it in the bin for retention_s, "hard" removes it
+    deletion_policy: str = "soft"
+    retention_s: int = 604_800
+    # refuse to sign DELETE requests and vend credentials without s3:DeleteObject
+    refuse_deletes: bool = False
+    protected: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "allowed_locations", tuple(self.allowed_locations or ()))
@@ -36,7 +53,10 @@ class WarehouseRow:
             object.__setattr__(self, "storage_secret", bytes(self.storage_secret))
 
 
-_COLUMNS = "id, name, location, storage, allowed_locations, storage_secret"
+_COLUMNS = (
+    "id, name, location, storage, allowed_locations, storage_secret, deletion_policy, retention_s, refuse_deletes,"
+    " protected"
+)
 _BUMP = "UPDATE auth_state SET version = version + 1"
 KEEP = object()  # update_warehouse: leave the stored secret as it is
 
@@ -47,19 +67,31 @@ class WarehouseRows:
     db: Database
 
     def upsert_warehouse(
-        self, name: str, location: str, storage: dict[str, Any], allowed_locations: list[str] | None = None
+        self,
+        name: str,
+        location: str,
+        storage: dict[str, Any],
+        allowed_locations: list[str] | None = None,
+        policy: DeletionPolicy | None = None,
     ) -> WarehouseRow:
-        """Create the warehouse, or bring its settings in line with the configuration."""
+        """Create the warehouse, or bring its settings in line with the configuration (its
+        protection mark is the management API's: left alone)."""
         allowed = list(allowed_locations or [])
+        policy = policy or DeletionPolicy()
         with self.db.connection() as conn:
             row = conn.execute(
-                "INSERT INTO warehouse (name, location, storage, allowed_locations) VALUES (%s, %s, %s, %s)"
+                "INSERT INTO warehouse (name, location, storage, allowed_locations, deletion_policy, retention_s,"
+                " refuse_deletes) VALUES (%s, %s, %s, %s, %s, %s, %s)"
                 " ON CONFLICT (name) DO UPDATE SET location = EXCLUDED.location,"
-                " storage = EXCLUDED.storage, allowed_locations = EXCLUDED.allowed_locations, updated_at = now()"
-                " WHERE (warehouse.location, warehouse.storage, warehouse.allowed_locations)"
-                "  IS DISTINCT FROM (EXCLUDED.location, EXCLUDED.storage, EXCLUDED.allowed_locations)"
+                " storage = EXCLUDED.storage, allowed_locations = EXCLUDED.allowed_locations,"
+                " deletion_policy = EXCLUDED.deletion_policy, retention_s = EXCLUDED.retention_s,"
+                " refuse_deletes = EXCLUDED.refuse_deletes, updated_at = now()"
+                " WHERE (warehouse.location, warehouse.storage, warehouse.allowed_locations, warehouse.deletion_policy,"
+                "  warehouse.retention_s, warehouse.refuse_deletes)"
+                "  IS DISTINCT FROM (EXCLUDED.location, EXCLUDED.storage, EXCLUDED.allowed_locations,"
+                "  EXCLUDED.deletion_policy, EXCLUDED.retention_s, EXCLUDED.refuse_deletes)"
                 f" RETURNING {_COLUMNS}",
-                (name, location, Jsonb(storage), allowed),
+                (name, location, Jsonb(storage), allowed, policy.mode, policy.retention_s, policy.refuse_deletes),
             ).fetchone()
             if row is None:  # unchanged: the conditional upsert returned nothing
                 row = conn.execute(f"SELECT {_COLUMNS} FROM warehouse WHERE name = %s", (name,)).fetchone()
@@ -80,46 +112,93 @@ class WarehouseRows:
         return [WarehouseRow(**row) for row in rows]
 
     def create_warehouse(
-        self, name: str, location: str, storage: dict[str, Any], allowed: list[str], secret: bytes | None
+        self,
+        name: str,
+        location: str,
+        storage: dict[str, Any],
+        allowed: list[str],
+        secret: bytes | None,
+        policy: DeletionPolicy | None = None,
+        *,
+        events: Sequence[ChangeEvent],
     ) -> WarehouseRow | None:
-        """The new warehouse; None when the name is taken."""
+        """The new warehouse; None when the name is taken. Each change here writes its ``events``
+        in its transaction (storage/events.py)."""
+        policy = policy or DeletionPolicy()
         with self.db.transaction() as conn:
             row = conn.execute(
-                "INSERT INTO warehouse (name, location, storage, allowed_locations, storage_secret)"
-                " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (name) DO NOTHING"
+                "INSERT INTO warehouse (name, location, storage, allowed_locations, storage_secret, deletion_policy,"
+                " retention_s, refuse_deletes) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (name) DO NOTHING"
                 f" RETURNING {_COLUMNS}",
-                (name, location, Jsonb(storage), allowed, secret),
+                (
+                    name,
+                    location,
+                    Jsonb(storage),
+                    allowed,
+                    secret,
+                    policy.mode,
+                    policy.retention_s,
+                    policy.refuse_deletes,
+                ),
             ).fetchone()
             if row:
                 conn.execute(_BUMP)
+                record_events(conn, events)
         return WarehouseRow(**row) if row else None
 
     def update_warehouse(
-        self, name: str, location: str, storage: dict[str, Any], allowed: list[str], secret: object = KEEP
+        self,
+        name: str,
+        location: str,
+        storage: dict[str, Any],
+        allowed: list[str],
+        secret: object = KEEP,
+        policy: DeletionPolicy | None = None,
+        *,
+        events: Sequence[ChangeEvent],
     ) -> WarehouseRow | None:
         """The updated warehouse; None when there is none of that name."""
         keep = secret is KEEP
+        policy = policy or DeletionPolicy()
         with self.db.transaction() as conn:
             row = conn.execute(
                 "UPDATE warehouse SET location = %s, storage = %s, allowed_locations = %s,"
-                " storage_secret = CASE WHEN %s THEN storage_secret ELSE %s END, updated_at = now()"
+                " storage_secret = CASE WHEN %s THEN storage_secret ELSE %s END, deletion_policy = %s,"
+                " retention_s = %s, refuse_deletes = %s, updated_at = now()"
                 f" WHERE name = %s RETURNING {_COLUMNS}",
-                (location, Jsonb(storage), allowed, keep, None if keep else secret, name),
+                (
+                    location,
+                    Jsonb(storage),
+                    allowed,
+                    keep,
+                    None if keep else secret,
+                    policy.mode,
+                    policy.retention_s,
+                    policy.refuse_deletes,
+                    name,
+                ),
             ).fetchone()
             if row:
                 conn.execute(_BUMP)
+                record_events(conn, events)
         return WarehouseRow(**row) if row else None
 
-    def delete_warehouse(self, name: str) -> str:
-        """``deleted``, ``missing``, or ``not-empty`` (it still has namespaces: nothing deleted)."""
+    def delete_warehouse(self, name: str, *, events: Sequence[ChangeEvent]) -> str:
+        """``deleted``, ``missing``, ``protected``, or ``not-empty`` (it still has namespaces, or
+        something in its recycle bin: nothing deleted)."""
         with self.db.transaction() as conn:
-            row = conn.execute("SELECT id FROM warehouse WHERE name = %s FOR UPDATE", (name,)).fetchone()
+            row = conn.execute("SELECT id, protected FROM warehouse WHERE name = %s FOR UPDATE", (name,)).fetchone()
             if row is None:
                 return "missing"
+            if row["protected"]:
+                return "protected"
+            if conn.execute("SELECT 1 FROM bin_unit WHERE warehouse_id = %s LIMIT 1", (row["id"],)).fetchone():
+                return "not-empty"
             # Namespaces are created under a share lock of nothing: the FOR UPDATE above makes a
             # concurrent create wait on its foreign-key check, which then fails once we are gone.
             if conn.execute("SELECT 1 FROM namespace WHERE warehouse_id = %s LIMIT 1", (row["id"],)).fetchone():
                 return "not-empty"
             conn.execute("DELETE FROM warehouse WHERE id = %s", (row["id"],))
             conn.execute(_BUMP)
+            record_events(conn, events)
         return "deleted"

@@ -10,6 +10,7 @@ from flask import Response, current_app
 
 from app.authorization import Authorizer
 from app.edge.responses import Rendered
+from app.events_feed import EventFeed
 from app.functions import FunctionService
 from app.namespaces import NamespaceService
 from app.plans import PlanningService
@@ -28,6 +29,14 @@ PLANS = "growler.plans"
 SIGNER = "growler.signer"
 AUTHORIZER = "growler.authorizer"
 MANAGEMENT = "growler.management"
+RECYCLE_BIN = "growler.recycle-bin"
+PROTECTION = "growler.protection"
+CONSOLE_OIDC = "growler.console_oidc"  # True: the console signs in through the IdP too
+PREVIEWS = "growler.previews"  # the console's data preview (app/previews.py)
+EVENTS = "growler.events"
+EVENT_SINKS = "growler.event-sinks"
+PUBLISHER = "growler.publisher"
+MAINTENANCE = "growler.maintenance"
 
 
 def namespaces() -> NamespaceService:
@@ -48,6 +57,10 @@ def views() -> ViewService:
 
 def functions() -> FunctionService:
     return current_app.extensions[FUNCTIONS]
+
+
+def events() -> EventFeed:
+    return current_app.extensions[EVENTS]
 
 
 def plans() -> PlanningService:

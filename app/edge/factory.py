@@ -7,6 +7,7 @@ import contextlib
 import gc
 import json
 import logging
+import os
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -25,12 +26,20 @@ from app.authorization import Authorizer
 from app.edge.auth import Authentication, AuthMiddleware, AuthSettings
 from app.edge.context import (
     AUTHORIZER,
+    CONSOLE_OIDC,
     ENDPOINTS,
+    EVENT_SINKS,
+    EVENTS,
     FUNCTIONS,
     IDEMPOTENCY,
+    MAINTENANCE,
     MANAGEMENT,
     NAMESPACES,
     PLANS,
+    PREVIEWS,
+    PROTECTION,
+    PUBLISHER,
+    RECYCLE_BIN,
     SIGNER,
     TABLES,
     VIEWS,
@@ -65,33 +74,46 @@ from app.edge.resolver import (
 )
 from app.edge.startup import Startup, StartupGate
 from app.edge.validation import BoundedJSONProvider, validator_map
+from app.event_sinks import EventSinks
+from app.events_feed import EventFeed
 from app.functions import FunctionService, function_metadata_schema
 from app.ground import limits, metrics
 from app.ground.errors import CatalogError
 from app.ground.events import configure_event_logs
 from app.ground.page_tokens import PageTokens
 from app.ground.page_tokens import new_key as new_page_key
+from app.ground.secrets import SecretBox
 from app.ground.settings import Settings
 from app.housekeeping import Housekeeper
 from app.idempotency import IdempotencyService
+from app.maintenance import MaintenanceService
+from app.maintenance_runs import MaintenanceExecutor
 from app.management import ManagementService
 from app.namespaces import NamespaceService
 from app.plans import PlanningConfig, PlanningService
+from app.previews import PreviewService
+from app.protection import ProtectionService
+from app.publisher import Publisher
+from app.recycle_bin import RecycleBinService
 from app.signing import RemoteSigner
 from app.tables import TableService
 from app.views import ViewService
 from app.warehouses import WarehouseDirectory
 from storage.build import build_storage
 from storage.db import AsyncDatabase, Database
+from storage.deliveries import DeliveryRows
+from storage.events import EventRows
 from storage.functions import FunctionRepository
 from storage.grants import GrantRepository
 from storage.idempotency import IdempotencyRepository
 from storage.loop_reads import AsyncEntryReader
+from storage.maintenance_rows import MaintenanceRows
 from storage.management_rows import ManagementRows
 from storage.migrate import migrate
 from storage.objects import RoutingObjectStore
 from storage.page_keys import PageKeyRepository
 from storage.plans import PlanRepository
+from storage.protection_rows import ProtectionRows
 from storage.repository import CatalogRepository
 from storage.staged import AsyncPlacesReader
 
@@ -99,6 +121,7 @@ log = logging.getLogger(__name__)
 
 SPEC_FILE = Path(__file__).resolve().parents[2] / "openapi" / "catalog.yaml"
 MANAGEMENT_SPEC_FILE = SPEC_FILE.with_name("management.yaml")
+EVENTS_SPEC_FILE = SPEC_FILE.with_name("events.yaml")
 MANAGEMENT_BASE_PATH = "/management/v1"
 # How long a worker waits for PostgreSQL before serving (503 until ready, retrying meanwhile).
 STARTUP_WAIT_S = 5.0
@@ -138,11 +161,36 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         settings, repository, objects, service.warehouses, authorizer=authorizer, page_tokens=page_tokens
     )
     idempotency_keys = IdempotencyRepository(database)
-    housekeeper = Housekeeper(repository, objects, idempotency_keys, tables.purge_requested)
+    recycle_bin = RecycleBinService(
+        settings,
+        repository,
+        service.warehouses,
+        tables.owned_metadata_files,
+        tables.purge_requested,
+        authorizer=authorizer,
+        page_tokens=page_tokens,
+    )
+    protection = ProtectionService(ProtectionRows(database), service.warehouses, authorizer=authorizer)
+    housekeeper = Housekeeper(
+        repository,
+        objects,
+        idempotency_keys,
+        tables.purge_requested,
+        expire_bin=recycle_bin.expire_due,
+        events_retention_s=settings.events_retention_s,
+    )
     # Object I/O goes to the store of the warehouse holding the location; every management change
     # (a bump of auth_state.version, seen by the poll) drops the cached warehouses and routes.
     objects.router = service.warehouses.store_for
     auth.state.listeners.append(service.warehouses.invalidate)
+    maintenance_rows = MaintenanceRows(database)
+    maintenance = MaintenanceService(
+        MaintenanceExecutor(tables, maintenance_rows, settings.maintenance_interval_s),
+        maintenance_rows,
+        ManagementRows(database),
+        authorizer=authorizer,
+    )
+    housekeeper.maintenance = maintenance.run_due  # the executor's schedule (app/maintenance.py)
     management = ManagementService(
         settings,
         ManagementRows(database),
@@ -150,6 +198,12 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         service.warehouses,
         authorizer=authorizer,
         page_tokens=page_tokens,
+    )
+    # The change feed's push delivery: every worker runs a publisher; the lease holder delivers.
+    deliveries = DeliveryRows(database)
+    box = SecretBox(settings.secrets_key) if settings.secrets_key else None
+    publisher = Publisher(
+        deliveries, lambda: box, nats_url=settings.events_nats_url, backoff_s=settings.events_retry_base_s
     )
     # PostgreSQL down at boot must not fail the worker (gunicorn would stop): see app/edge/startup.py.
     startup = Startup(
@@ -159,6 +213,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
             lambda: page_tokens.install(PageKeyRepository(database).key(new_page_key())),
             auth.start,
             housekeeper.start,
+            publisher.start,
         ]
     )
     startup.run(first_wait_s=STARTUP_WAIT_S)
@@ -180,6 +235,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         startup.stop()
         auth.stop()
         housekeeper.stop()
+        publisher.stop()
         planning.close()
         await async_database.close()
         database.close()
@@ -202,7 +258,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     validators = validator_map(settings.limits)
     # The APIs: each yaml with its base path and handler modules. connexion gets each for its app
     # object (404s, 405s); the dispatcher serves every operation of each (app/edge/dispatch.py).
-    apis = [(spec, "", HANDLER_MODULES), (load_management_spec(), MANAGEMENT_BASE_PATH, MANAGEMENT_MODULES)]
+    apis = served_apis(spec)
     operations, handlers = [], {}
     for api_spec, base_path, modules in apis:
         app.add_api(
@@ -298,10 +354,26 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     flask_app.extensions[PLANS] = planning
     flask_app.extensions[SIGNER] = signer
     flask_app.extensions[MANAGEMENT] = management
+    flask_app.extensions[RECYCLE_BIN] = recycle_bin
+    flask_app.extensions[PROTECTION] = protection
+    flask_app.extensions[PUBLISHER] = publisher
+    flask_app.extensions[EVENT_SINKS] = EventSinks(settings, deliveries, authorizer=authorizer)
+    flask_app.extensions[EVENTS] = EventFeed(
+        settings, EventRows(database), service.warehouses, authorizer=authorizer, page_tokens=page_tokens
+    )
+    flask_app.extensions[MAINTENANCE] = maintenance
     # getToken is served in front of connexion (app/edge/auth/endpoint.py), when Growler issues tokens
     token_endpoint = ["POST /v1/oauth/tokens"] if auth.endpoint is not None else []
     flask_app.extensions[ENDPOINTS] = sorted([*implemented_endpoints(spec), *token_endpoint])
     flask_app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+
+    # The console (issue 38) at /ui/: Flask views over the same services, its session checked by
+    # AuthMiddleware (app/edge/auth/console.py).
+    from app import console
+
+    flask_app.extensions[PREVIEWS] = PreviewService(tables)
+    flask_app.extensions[CONSOLE_OIDC] = auth.console_oidc is not None
+    console.install(flask_app)
 
     from handlers import health
     from handlers import metrics as metrics_handler
@@ -327,7 +399,12 @@ async def warm_up(database: Database, async_database: AsyncDatabase, *, ready: b
     if gc.get_freeze_count():  # the process froze its start-up objects (gunicorn.conf.py): these too
         gc.collect()
         gc.freeze()
-    log.info("worker warmed up in %.0f ms", (time.perf_counter() - started) * 1000)
+    log.info(
+        "worker warmed up in %.0f ms (pid %d; %d connections open for reads on the event loop)",
+        (time.perf_counter() - started) * 1000,
+        os.getpid(),
+        async_database.pool.get_stats().get("pool_available", 0),
+    )
 
 
 def build_functions(
@@ -356,8 +433,18 @@ def build_functions(
     )
 
 
+def served_apis(spec: dict | None = None) -> list[tuple[dict, str, tuple[str, ...]]]:
+    """Every API the dispatcher serves: its spec (the catalog's with the change feed's, the
+    management API's), its base path and its handler modules (tests/api/test_dispatch.py checks
+    that every yaml under openapi/ is here, each operation routed and with its row)."""
+    return [
+        (spec or load_spec(), "", HANDLER_MODULES),
+        (load_management_spec(), MANAGEMENT_BASE_PATH, MANAGEMENT_MODULES),
+    ]
+
+
 def load_spec() -> dict:
-    """The contract, with each path's HEAD operation ahead of its GET.
+    """The contract (the catalog's and the change feed's), with each path's HEAD operation ahead of its GET.
 
     Flask answers HEAD on every GET rule it registers; connexion registers operations in spec
     order, so an explicit HEAD (tableExists, namespaceExists, ...) must come first to be routed.
@@ -366,6 +453,11 @@ def load_spec() -> dict:
     # worker's start-up on this spec, and a worker serves nothing until it is built (W10).
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     spec = yaml.load(SPEC_FILE.read_text(), Loader=loader)  # noqa: S506 - a safe loader
+    # The change feed's endpoint, proposed upstream (apache/iceberg#12584), is an extension in a file
+    # of its own: its paths and schemas join the catalog's (whose shared parts it refers to).
+    events = yaml.load(EVENTS_SPEC_FILE.read_text(), Loader=loader)  # noqa: S506 - a safe loader
+    spec["paths"].update(events["paths"])
+    spec["components"]["schemas"].update(events["components"]["schemas"])
     for path, item in spec["paths"].items():
         if "head" in item:
             spec["paths"][path] = {"head": item["head"], **{k: v for k, v in item.items() if k != "head"}}

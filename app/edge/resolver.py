@@ -19,7 +19,7 @@ from connexion.resolver import Resolution, Resolver
 
 # getToken (POST /v1/oauth/tokens) has no handler module: when Growler issues tokens the
 # authentication middleware answers it in front of the dispatcher (app/edge/auth/endpoint.py).
-HANDLER_MODULES = ("config", "namespaces", "tables", "views", "transactions", "scans", "functions")
+HANDLER_MODULES = ("config", "namespaces", "tables", "views", "transactions", "scans", "functions", "events")
 MANAGEMENT_MODULES = ("management",)
 
 

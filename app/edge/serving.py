@@ -52,6 +52,7 @@ from uvicorn.server import Server
 from uvicorn_worker import UvicornWorker
 
 from app.edge.protocol import GrowlerHttpProtocol
+from app.edge.recycling import MemoryGuard, ask_master_for_one_more
 
 log = logging.getLogger("uvicorn.error")
 
@@ -76,6 +77,11 @@ class AcceptShares:
 
     def __init__(self, slots: int = 64) -> None:
         self.counts = multiprocessing.RawArray(ctypes.c_int, [OUT_OF_ROTATION] * slots)
+        # 1: the worker in that slot is handing over to a successor (app/edge/recycling.py)
+        self.leaving = multiprocessing.RawArray(ctypes.c_byte, slots)
+        # how many workers the master runs (its num_workers: gunicorn.conf.py's nworkers_changed), and
+        # one more as soon as a worker asks for a successor (before the master has read its signal)
+        self.target = multiprocessing.Value(ctypes.c_int, 0)
 
     def claim(self, taken: set[int]) -> int | None:
         """A slot for a worker about to be forked (out of rotation until it accepts); None: all
@@ -83,6 +89,7 @@ class AcceptShares:
         for slot in range(len(self.counts)):
             if slot not in taken:
                 self.counts[slot] = OUT_OF_ROTATION
+                self.leaving[slot] = 0
                 return slot
         return None
 
@@ -91,6 +98,36 @@ class AcceptShares:
 
     def leave(self, slot: int) -> None:
         self.counts[slot] = OUT_OF_ROTATION
+
+    def mark_leaving(self, slot: int) -> None:
+        self.leaving[slot] = 1
+
+    def is_leaving(self, slot: int) -> bool:
+        return bool(self.leaving[slot])
+
+    def stay(self, slot: int) -> None:
+        self.leaving[slot] = 0
+
+    def expect_one_more(self, configured: int) -> None:
+        """A worker asks the master for a successor: count it now, so that the leaving worker
+        never sees the old count less itself (and leaves without a successor) while the master
+        has not yet read the signal; the master's own count, when it comes, is the same."""
+        with self.target.get_lock():
+            self.target.value = (self.target.value or configured) + 1
+
+    def wanted(self, configured: int) -> int:
+        """How many workers must serve once the leaving ones are gone: the master's count less the
+        workers leaving (``configured`` until the master has said)."""
+        return (self.target.value or configured) - sum(self.leaving[:])
+
+    def serving_others(self, slot: int) -> int:
+        """How many workers other than ``slot`` are in rotation and not handing over."""
+        leaving = self.leaving[:]
+        return sum(
+            1
+            for index, count in enumerate(self.counts[:])
+            if index != slot and count != OUT_OF_ROTATION and not leaving[index]
+        )
 
     def least_loaded(self, slot: int) -> bool:
         """Whether ``slot`` holds no more open connections than any other worker in rotation."""
@@ -163,6 +200,7 @@ class BalancedAcceptor:
         self.patience_s = patience_s
         self.ssl = ssl
         self.arrivals: set[asyncio.Task[Any]] = set()
+        self.closed = False
         self.fd = sock.fileno()
         self.waiting = select.poll()  # whether a connection still waits, without the event loop
         self.waiting.register(self.fd, select.POLLIN)
@@ -172,7 +210,11 @@ class BalancedAcceptor:
 
     def close(self) -> None:
         """Stop accepting, and close this worker's copy of the socket, as ``asyncio.Server.close`` does:
-        a stopping worker is seen no longer listening while it drains."""
+        a stopping worker is seen no longer listening while it drains. Once only: the descriptor's
+        number may belong to a client's connection afterwards."""
+        if self.closed:
+            return
+        self.closed = True
         self.task.cancel()
         self.loop.remove_reader(self.fd)
         self.sock.close()
@@ -234,20 +276,28 @@ class HandBack:
     connections after their response (``Connection: close``) until it no longer does.
 
     Accepting in turn spreads connections as they are opened; clients keep them, though, so a
-    worker that joins later - a fresh one after ``GROWLER_MAX_REQUESTS``, or after a reload - would
+    worker that joins later - a successor after a hand-over or a crash, or after a reload - would
     otherwise get nothing from clients already connected. The client opens a new connection for
     its next request, and the accept rule gives it to the least loaded worker. A response is
     never cut short: the connection closes after it, as HTTP/1.1 lets either side do. A connection
     told to close stops counting at once (``CountedConnections.closing``), so concurrent requests
-    do not all decide to close theirs.
+    do not all decide to close theirs. A worker handing over to its successor (``leaving``) closes
+    every connection after its response: its clients move to the workers that accept.
     """
 
     SURPLUS = 2  # one apart is as even as an odd number of connections allows
 
-    def __init__(self, app: Any, surplus: Callable[[], int], connections: CountedConnections) -> None:
+    def __init__(
+        self,
+        app: Any,
+        surplus: Callable[[], int],
+        connections: CountedConnections,
+        leaving: Callable[[], bool] = lambda: False,
+    ) -> None:
         self.app = app
         self.surplus = surplus
         self.connections = connections
+        self.leaving = leaving
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         client = scope.get("client")
@@ -255,7 +305,7 @@ class HandBack:
             scope["type"] != "http"
             or client is None
             or client in self.connections.closing
-            or self.surplus() < self.SURPLUS
+            or (self.surplus() < self.SURPLUS and not self.leaving())
         ):
             await self.app(scope, receive, send)
             return
@@ -270,13 +320,52 @@ class HandBack:
 
 
 class GrowlerServer(Server):
-    """uvicorn's server, with balanced accepts when it has a slot and the drain described above."""
+    """uvicorn's server, with balanced accepts when it has a slot, the drain described above, and
+    the memory guard's hand-over (app/edge/recycling.py): once its successor accepts, the worker
+    stops accepting, answers what its clients still send with ``Connection: close`` until they
+    have all gone (at most the keep-alive timeout, after which an idle connection would close
+    anyway), and then shuts down as on a graceful stop."""
 
     DRAIN_S = 2.0
 
-    def __init__(self, *args: Any, shares: AcceptShares | None, slot: int | None, patience_s: float, **kwargs: Any):
+    def __init__(
+        self,
+        *args: Any,
+        shares: AcceptShares | None,
+        slot: int | None,
+        patience_s: float,
+        guard: MemoryGuard | None = None,
+        **kwargs: Any,
+    ):
         super().__init__(*args, **kwargs)
-        self.shares, self.slot, self.patience_s = shares, slot, patience_s
+        self.shares, self.slot, self.patience_s, self.guard = shares, slot, patience_s, guard
+        self.handing_over_since: float | None = None
+
+    async def on_tick(self, counter: int) -> bool:
+        """uvicorn's tick (10 a second), and the memory guard's hand-over."""
+        if await super().on_tick(counter):
+            return True
+        if self.guard is None or not self.started:
+            return False
+        now = time.monotonic()
+        if self.handing_over_since is None:
+            if self.guard.hand_over_now():
+                self.handing_over_since = now
+                self.stop_accepting()
+            return False
+        waited = now - self.handing_over_since
+        return not self.server_state.connections or waited > self.config.timeout_keep_alive
+
+    def leaving(self) -> bool:
+        return self.handing_over_since is not None
+
+    def stop_accepting(self) -> None:
+        """Out of the accept rotation for good; the other workers take every new connection."""
+        for server in self.servers:
+            server.close()
+        if isinstance(self.server_state.connections, CountedConnections):
+            self.server_state.connections.stop_publishing()
+            self.shares.leave(self.slot)  # nobody waits for a worker that no longer accepts
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         if sockets is None or self.shares is None or self.slot is None:
@@ -288,7 +377,9 @@ class GrowlerServer(Server):
         await super().startup(sockets=[])  # the lifespan (the app's start-up), no listener
         if not self.started:
             return
-        self.config.loaded_app = HandBack(self.config.loaded_app, functools.partial(shares.surplus, slot), connections)
+        self.config.loaded_app = HandBack(
+            self.config.loaded_app, functools.partial(shares.surplus, slot), connections, self.leaving
+        )
         protocol_factory = functools.partial(
             self.config.http_protocol_class,
             config=self.config,
@@ -310,11 +401,7 @@ class GrowlerServer(Server):
         log.info("Accepting connections in turn with the other workers (slot %d)", slot)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        for server in self.servers:
-            server.close()
-        if isinstance(self.server_state.connections, CountedConnections):
-            self.server_state.connections.stop_publishing()
-            self.shares.leave(self.slot)  # nobody waits for a worker that no longer accepts
+        self.stop_accepting()
         deadline = time.monotonic() + self.DRAIN_S
         while time.monotonic() < deadline and any(
             getattr(connection, "cycle", None) is None for connection in self.server_state.connections
@@ -326,8 +413,9 @@ class GrowlerServer(Server):
 class GrowlerWorker(UvicornWorker):
     """uvicorn_worker.UvicornWorker (0.4, pinned) serving with ``GrowlerServer`` and ``GrowlerHttpProtocol``.
 
-    ``accept_shares`` and ``accept_slot`` are set by the master before the fork
-    (``gunicorn.conf.py``'s ``pre_fork``); ``accept_patience_s`` is the class's setting.
+    ``accept_shares``, ``accept_slot`` and ``succeeds`` are set by the master before the fork
+    (``gunicorn.conf.py``'s ``pre_fork``); ``accept_patience_s`` and ``max_rss_mb`` are the class's
+    settings.
     """
 
     CONFIG_KWARGS: dict[str, Any] = {"loop": "auto", "http": GrowlerHttpProtocol}
@@ -335,11 +423,35 @@ class GrowlerWorker(UvicornWorker):
     accept_shares: AcceptShares | None = None
     accept_slot: int | None = None
     accept_patience_s = 0.01
+    max_rss_mb = 0  # GROWLER_MAX_WORKER_RSS_MB (gunicorn.conf.py); 0: no memory guard
+    succeeds = False  # started for a worker handing over (set by the master before the fork)
+
+    def memory_guard(self) -> MemoryGuard | None:
+        if self.max_rss_mb <= 0:
+            return None
+        shares, slot = self.accept_shares, self.accept_slot
+        in_rotation = shares is not None and slot is not None
+        return MemoryGuard(
+            self.max_rss_mb,
+            functools.partial(shares.wanted, self.cfg.workers) if in_rotation else lambda: self.cfg.workers,
+            serving_others=functools.partial(shares.serving_others, slot) if in_rotation else None,
+            mark_leaving=functools.partial(shares.mark_leaving, slot) if in_rotation else None,
+            ask_successor=functools.partial(self.ask_successor, shares) if in_rotation else ask_master_for_one_more,
+            successor=self.succeeds,
+        )
+
+    def ask_successor(self, shares: AcceptShares) -> None:
+        shares.expect_one_more(self.cfg.workers)
+        ask_master_for_one_more()
 
     async def _serve(self) -> None:
         self.config.app = self.wsgi
         server = GrowlerServer(
-            config=self.config, shares=self.accept_shares, slot=self.accept_slot, patience_s=self.accept_patience_s
+            config=self.config,
+            shares=self.accept_shares,
+            slot=self.accept_slot,
+            patience_s=self.accept_patience_s,
+            guard=self.memory_guard(),
         )
         self._install_sigquit_handler()
         await server.serve(sockets=self.sockets)

@@ -111,6 +111,20 @@ class NamespaceNotEmpty(CatalogError):
     code, error_type = 409, "NamespaceNotEmptyException"
 
 
+class Protected(CatalogError):
+    """409: the entry, one of its namespaces or its warehouse carries a protection mark (issue 35):
+    drop, purge, unregister, rename and recursive drop are refused for everyone, admins too."""
+
+    code, error_type = 409, "ProtectedException"
+
+
+class PurgeStarted(CatalogError):
+    """409: a recycle bin unit's purge began (its retention ended with a purge asked, or an
+    administrator purged it): it can no longer be undropped."""
+
+    code, error_type = 409, "PurgeStartedException"
+
+
 class CommitFailed(CatalogError):
     """A requirement did not hold: the client refreshes and may retry."""
 
@@ -126,6 +140,12 @@ class RequestTimeout(CatalogError):
 
 class PayloadTooLarge(CatalogError):
     code, error_type = 413, "BadRequestException"
+
+
+class Gone(CatalogError):
+    """What a request continues from no longer exists (a change feed token past the retention)."""
+
+    code, error_type = 410, "GoneException"
 
 
 class UnprocessableEntity(CatalogError):

@@ -78,6 +78,33 @@ HOUSEKEEPING_FAILURES = Counter(
     ["task"],
 )
 
+# The recycle bin and protection (issue 35): every drop, undrop, expiry, purge and mark change.
+BIN_EVENTS = Counter(
+    "growler_recycle_bin_events",
+    "Recycle bin changes: action drop (soft: into the bin; hard: removed at once), undrop, expire, purge; "
+    "kind table, view or namespace",
+    ["action", "kind", "policy"],
+)
+PROTECTION_EVENTS = Counter(
+    "growler_protection_events",
+    "Protection marks set (protect) or removed (unprotect), and destructive operations refused (refused)",
+    ["action", "kind"],
+)
+EVENTS_DELIVERED = Counter(
+    "growler_events_delivered", "Change feed events pushed to a sink and acknowledged (app/publisher.py)", ["sink"]
+)
+EVENTS_DELIVERY_FAILURES = Counter(
+    "growler_events_delivery_failures",
+    "Failed attempts to push a change feed event to a sink, and events given up on (outcome dead-letter)",
+    ["sink", "outcome"],
+)
+EVENTS_LAG_SECONDS = Gauge(
+    "growler_events_delivery_lag_seconds",
+    "Age of the oldest change feed event a sink has not been delivered yet (0: none pending)",
+    ["sink"],
+    multiprocess_mode="livemax",
+)
+
 IDEMPOTENCY_REPLAYS = Counter(
     "growler_idempotency_replays", "Responses replayed for a repeated Idempotency-Key", ["operation"]
 )

@@ -16,6 +16,31 @@ WAREHOUSE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 RESERVED_PREFIXES = frozenset({"config", "oauth", "namespaces", "tables", "views", "transactions"})
 
 
+# A recycle bin's retention (issue 35): "7d", "12h", "30m", "45s" or a number of seconds.
+_DURATION = re.compile(r"^\s*(\d{1,9})\s*([smhd]?)\s*$")
+_UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86_400}
+MAX_RETENTION_S = 3650 * 86_400
+
+
+def parse_retention(text: object) -> int:
+    """Seconds of a retention (``7d``, ``12h``, ``30m``, ``45s``, ``600``); ValueError otherwise."""
+    match = _DURATION.match(str(text))
+    if not match:
+        raise ValueError(f"a retention is a number followed by s, m, h or d (like 7d), not {str(text)[:40]!r}")
+    seconds = int(match.group(1)) * _UNIT_S[match.group(2)]
+    if not 1 <= seconds <= MAX_RETENTION_S:
+        raise ValueError("a retention lies between 1 second and 3650 days")
+    return seconds
+
+
+def format_retention(seconds: int) -> str:
+    """The shortest spelling ``parse_retention`` reads back (``604800`` -> ``7d``)."""
+    for unit in ("d", "h", "m"):
+        if seconds % _UNIT_S[unit] == 0:
+            return f"{seconds // _UNIT_S[unit]}{unit}"
+    return f"{seconds}s"
+
+
 # AWS STS and SeaweedFS issue credentials for 900 s at least.
 MIN_STS_DURATION_S = 900
 
@@ -140,6 +165,15 @@ class Settings:
     # how long a staged table (stage-create, a create transaction) may be written before its create
     # commits: signing and STS serve its location until then (storage/staged.py)
     stage_lifetime_s: int = 86_400
+    # how long the change feed keeps its events (app/events_feed.py); a continuation token older
+    # than that is answered 410 (GROWLER_EVENTS_RETENTION_S)
+    events_retention_s: int = 7 * 86_400
+    # push delivery (app/publisher.py): a NATS JetStream server every event goes to (off when
+    # unset; webhooks and more servers through the management API), and the first retry's delay
+    events_nats_url: str | None = None
+    events_retry_base_s: float = 0.5
+    # how often the background executor looks at a table with a maintenance policy (docs/maintenance.md)
+    maintenance_interval_s: int = 3600
     validate_responses: bool = False
     log_level: str = "INFO"
     # ``scan-planning-mode`` told to clients (/v1/config defaults, every LoadTableResult's config):
@@ -151,6 +185,12 @@ class Settings:
     # Fernet key that encrypts the storage keys of warehouses made through the management API
     # (app/ground/secrets.py); without it such a warehouse cannot be given keys of its own.
     secrets_key: str | None = field(default=None, repr=False)
+    # The default warehouse's deletion policy (others: the management API): "soft" keeps a dropped
+    # table, view or namespace in the recycle bin for the retention, "hard" removes it at once.
+    deletion_policy: str = "soft"
+    deletion_retention: str = "7d"
+    # refuse to sign DELETE requests and vend credentials without s3:DeleteObject
+    refuse_deletes: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -196,6 +236,10 @@ class Settings:
             ),
             idempotency_lifetime_s=env_int(env, "GROWLER_IDEMPOTENCY_LIFETIME_S", 1800),
             stage_lifetime_s=env_int(env, "GROWLER_STAGE_LIFETIME_S", 86_400),
+            events_retention_s=env_int(env, "GROWLER_EVENTS_RETENTION_S", 7 * 86_400),
+            events_nats_url=env.get("GROWLER_EVENTS_NATS_URL") or None,
+            events_retry_base_s=env_float(env, "GROWLER_EVENTS_RETRY_BASE_S", 0.5),
+            maintenance_interval_s=env_int(env, "GROWLER_MAINTENANCE_INTERVAL_S", 3600),
             validate_responses=_bool(env.get("GROWLER_VALIDATE_RESPONSES"), False),
             log_level=env.get("GROWLER_LOG_LEVEL", "INFO").upper(),
             scan_planning_mode=env.get("GROWLER_SCAN_PLANNING_MODE", "").strip().lower() or None,
@@ -206,6 +250,9 @@ class Settings:
                 duration_s=env_int(env, "GROWLER_STS_DURATION_S", 3600),
             ),
             secrets_key=env.get("GROWLER_SECRETS_KEY") or None,
+            deletion_policy=env.get("GROWLER_DELETION_POLICY", "soft").strip().lower() or "soft",
+            deletion_retention=env.get("GROWLER_DELETION_RETENTION", "7d").strip() or "7d",
+            refuse_deletes=_bool(env.get("GROWLER_REFUSE_DELETES"), False),
         )
         settings.check()
         return settings
@@ -244,11 +291,23 @@ class Settings:
             raise ValueError(f"GROWLER_STS_DURATION_S must be between {MIN_STS_DURATION_S} and 43200 seconds")
         if not 60 <= self.stage_lifetime_s <= 7 * 86_400:
             raise ValueError("GROWLER_STAGE_LIFETIME_S must be between 60 seconds and 7 days")
+        if not 1 <= self.events_retention_s <= 366 * 86_400:
+            raise ValueError("GROWLER_EVENTS_RETENTION_S must be between 1 second and 366 days")
+        if not 0.01 <= self.events_retry_base_s <= 60:
+            raise ValueError("GROWLER_EVENTS_RETRY_BASE_S must be between 0.01 and 60 seconds")
+        if not 60 <= self.maintenance_interval_s <= 7 * 86_400:
+            raise ValueError("GROWLER_MAINTENANCE_INTERVAL_S must be between 60 seconds and 7 days")
         if self.secrets_key is not None:
             from app.ground.secrets import SecretBox
 
             SecretBox(self.secrets_key)  # a ValueError naming GROWLER_SECRETS_KEY when malformed
         if not self.namespace_separator:
             raise ValueError("GROWLER_NAMESPACE_SEPARATOR must not be empty")
+        if self.deletion_policy not in ("soft", "hard"):
+            raise ValueError(f"GROWLER_DELETION_POLICY must be soft or hard, got {self.deletion_policy!r}")
+        try:
+            parse_retention(self.deletion_retention)
+        except ValueError as exc:
+            raise ValueError(f"GROWLER_DELETION_RETENTION: {exc}") from exc
         if self.scan_planning_mode not in (None, "client", "server"):
             raise ValueError(f"GROWLER_SCAN_PLANNING_MODE must be client or server, got {self.scan_planning_mode!r}")

@@ -30,6 +30,8 @@ class Privilege(StrEnum):
     MANAGE_PROPERTIES = "manage-properties"  # namespace properties
     MANAGE_GRANTS = "manage-grants"  # give and take the privileges one holds on the securable, to roles
     CREATE_PRINCIPAL = "create-principal"  # on the catalog only: make principals (never admins)
+    UNDROP = "undrop"  # list the recycle bin and bring back what was dropped under the securable
+    MANAGE_MAINTENANCE = "manage-maintenance"  # attach maintenance policies, run maintenance (issue 37)
 
 
 IMPLIES: dict[Privilege, frozenset[Privilege]] = {
@@ -145,6 +147,15 @@ class EffectiveGrants:
             return True
         held = self.held
         return any(privilege in held.get(key, ()) for key in chain(securable.key))
+
+    def holds_within(self, privilege: Privilege, securable: Securable) -> bool:
+        """Holds ``privilege`` on the node, above it or on something below it: what a request
+        naming only a warehouse (an undrop, a mark, a policy) needs before the stored unit or the
+        parsed body says exactly where."""
+        if self.holds(privilege, securable):
+            return True
+        node = securable.key
+        return any(privilege in held and node in chain(key) for key, held in self.held.items())
 
     def manages_grants(self) -> bool:
         """Holds ``manage-grants`` somewhere: may make roles and read the role directory."""

@@ -114,7 +114,7 @@ def wait_for_version(seen: Any, database_url: str, timeout_s: float = 5.0) -> No
 
 def catalog_state(db: psycopg.Connection) -> dict[str, Any]:
     """Everything an operation could write: namespaces and their properties, entries and their
-    metadata, metrics reports, scan plans, idempotency keys, queued purges."""
+    metadata, metrics reports, scan plans, idempotency keys, queued purges, change feed events."""
     return {
         "namespaces": db.execute("SELECT path, properties FROM namespace ORDER BY path").fetchall(),
         "entries": db.execute(
@@ -125,6 +125,7 @@ def catalog_state(db: psycopg.Connection) -> dict[str, Any]:
         "plans": db.execute("SELECT count(*) FROM scan_plan").fetchone()[0],
         "keys": db.execute("SELECT count(*) FROM idempotency_key").fetchone()[0],
         "purges": db.execute("SELECT count(*) FROM purge_job").fetchone()[0],
+        "events": db.execute("SELECT count(*) FROM change_event").fetchone()[0],  # refusals write none
     }
 
 

@@ -165,7 +165,7 @@ def test_register_inside_and_outside(client, allowed, s3, db):
     assert client.head(table_url("out")).status_code == 404
 
 
-def test_a_local_file_table_end_to_end(client, allowed, app, db):
+def test_a_local_file_table_end_to_end(client, allowed, app, db, hard_policy):
     """Created, committed, loaded, dropped with purge: the files are on the local disk."""
     root: Path = allowed["local"]
     location = f"file:{root}/local-table"

@@ -86,6 +86,7 @@ OPERATIONS = [
     op("listTables", "GET", f"{NS}/tables", SEE, 200),
     op("listViews", "GET", f"{NS}/views", SEE, 200),
     op("listFunctions", "GET", f"{NS}/functions", SEE, 200),
+    op("queryEvents", "POST", f"{PREFIX}/events", SEE, 200, body=lambda s: {}),  # then filtered per event
     op("loadFunction", "GET", f"{NS}/functions/f", R, 404),
     op("loadTable", "GET", TABLE, R, 200),
     op("tableExists", "HEAD", TABLE, R, 204),
@@ -214,6 +215,9 @@ def build_catalog(admin: Any, db: Any) -> dict[str, str]:
         dropped[f"dropped-{kind}"] = made.json()["metadata-location"]
     assert admin.delete(f"{NS}/tables/gone_t").status_code == 204
     assert admin.delete(f"{NS}/views/gone_v").status_code == 204
+    # Under the default soft policy the dropped ones wait in the recycle bin, still owning their
+    # locations (issue 35): forgotten here as their retention's end would (files kept, no purge).
+    db.execute("DELETE FROM bin_unit")
     return {"t": table.json()["metadata-location"], "v": view.json()["metadata-location"], **dropped}
 
 
@@ -262,7 +266,7 @@ def test_without_any_grant_nothing_is_visible_and_nothing_written(app, principal
     caller = principals.new("nothing")
     state = build_catalog(admin, db)
     principals.settle()
-    warehouse_level = {"listNamespaces"}
+    warehouse_level = {"listNamespaces", "queryEvents"}
     failures = []
     for o in OPERATIONS:
         before = catalog_state(db)

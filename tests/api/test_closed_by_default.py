@@ -32,7 +32,7 @@ from app.edge.resolver import HTTP_METHODS
 from app.ground.events import AUDIT_LOGGER
 from tests.api.authz_support import PREFIX, WAREHOUSE
 from tests.api.tables_support import create_request
-from tests.conftest import TEST_CLIENT_ID
+from tests.conftest import HEARTBEAT_TABLES, TEST_CLIENT_ID
 
 PUBLIC = {"getToken": "the token endpoint: how a caller gets credentials at all"}
 
@@ -48,9 +48,11 @@ PATH_VALUES = {
     "principal": TEST_CLIENT_ID,  # an administrator: rotating or deleting it would be a takeover
     "role": OTHER_ROLE,
     "warehouse": WAREHOUSE,
+    "unit": "1",  # a recycle bin unit
+    "sink": "hook",
 }
 # ... and for every required query parameter.
-QUERY_VALUES = {"type": "catalog"}
+QUERY_VALUES = {"type": "catalog", "recursive": "true"}
 
 VIEW_SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "x", "type": "long", "required": False}]}
 VIEW_VERSION = {
@@ -66,6 +68,7 @@ GRANT = {"privilege": "read", "securable": {"type": "warehouse", "warehouse": WA
 # A valid body for every operation that takes one (checked below: none is missing). The
 # metadata locations are filled in from the catalog built for the test.
 BODIES: dict[str, Any] = {
+    "queryEvents": {},
     "createNamespace": {"namespace": ["a", "new"]},
     "updateProperties": {"updates": {"k": "v"}, "removals": []},
     "createTable": create_request("new"),
@@ -94,6 +97,17 @@ BODIES: dict[str, Any] = {
     "revokePrivilege": GRANT,
     "createWarehouse": {"name": "elsewhere", "location": "s3://elsewhere/"},
     "updateWarehouse": {"location": "s3://elsewhere/"},
+    "undropBinUnit": {},
+    "protectSecurable": {"type": "warehouse"},
+    "unprotectSecurable": {"type": "warehouse"},
+    "createEventSink": {"name": "hook", "kind": "webhook", "url": "http://127.0.0.1:9/"},
+    "attachMaintenancePolicy": {
+        "policy-type": "system.snapshot-expiry",
+        "securable": {"type": "table", "warehouse": WAREHOUSE, "namespace": ["a"], "name": "t"},
+        "content": {"enable": True, "config": {"max_snapshot_age_days": 0}},
+    },
+    "detachMaintenancePolicy": {"policy-type": "system.snapshot-expiry", "securable": {"type": "catalog"}},
+    "runMaintenance": {"policy-type": "system.orphan-file-removal"},
 }
 # Rows background work (housekeeping, scan planning) may delete while the test runs: for these,
 # nothing may be added or changed; every other table must be exactly as it was.
@@ -202,8 +216,9 @@ def audit_lines() -> Iterator[list[dict[str, Any]]]:
 
 
 def database_snapshot(db: psycopg.Connection) -> dict[str, list[str]]:
-    """Every row of every table of the catalog's schema, as text."""
+    """Every row of every table of the catalog's schema, as text (heartbeats aside)."""
     tables = [row[0] for row in db.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
+    tables = [table for table in tables if table not in HEARTBEAT_TABLES]
     assert {"namespace", "catalog_entry", "principal", "role_grant", "warehouse"} <= set(tables)
     query = "SELECT t::text FROM {} t"
     return {
@@ -286,12 +301,12 @@ def test_a_principal_without_any_grant_is_refused_every_operation_and_nothing_is
 
 def test_every_service_of_the_app_decides_with_the_apps_authorizer(app):
     """The services were handed the one authorizer the handlers use, and it enforces (it has grants to read)."""
-    from app.edge.context import AUTHORIZER, FUNCTIONS, MANAGEMENT, NAMESPACES, SIGNER, TABLES, VIEWS
+    from app.edge.context import AUTHORIZER, FUNCTIONS, MAINTENANCE, MANAGEMENT, NAMESPACES, SIGNER, TABLES, VIEWS
 
     extensions = app.app.extensions
     authorizer = extensions[AUTHORIZER]
     assert authorizer.repository is not None
-    for key in (NAMESPACES, TABLES, VIEWS, FUNCTIONS, MANAGEMENT):
+    for key in (NAMESPACES, TABLES, VIEWS, FUNCTIONS, MANAGEMENT, MAINTENANCE):
         assert extensions[key].authorizer is authorizer, key
     assert extensions[SIGNER].tables.authorizer is authorizer
 

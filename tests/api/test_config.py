@@ -7,11 +7,13 @@ import re
 import pytest
 import yaml
 
-from app.edge.factory import SPEC_FILE
+from app.edge.factory import EVENTS_SPEC_FILE, SPEC_FILE
 
+# The catalog's operations and the change feed's (openapi/events.yaml, an extension of the same contract)
 OPERATIONS = [
     (method.upper(), path, op["operationId"])
-    for path, item in yaml.safe_load(SPEC_FILE.read_text())["paths"].items()
+    for spec_file in (SPEC_FILE, EVENTS_SPEC_FILE)
+    for path, item in yaml.safe_load(spec_file.read_text())["paths"].items()
     for method, op in item.items()
     if method in {"get", "post", "put", "delete", "head", "patch"}
 ]
@@ -77,7 +79,7 @@ def test_scan_planning_mode_switch(settings, clean_catalog):
     from app.edge.factory import create_app
     from app.ground.settings import Settings
     from tests.api.tables_support import PREFIX, create_request, table_url
-    from tests.conftest import authenticated
+    from tests.conftest import authenticated, forget_bin
 
     plain = authenticated(create_app(settings)).test_client()
     assert "scan-planning-mode" not in plain.get("/v1/config").json()["defaults"]
@@ -91,6 +93,7 @@ def test_scan_planning_mode_switch(settings, clean_catalog):
     assert client.get(table_url("events")).json()["config"]["scan-planning-mode"] == "server"
     assert "scan-planning-mode" not in plain.get(table_url("events")).json()["config"]
     assert client.delete(table_url("events")).status_code == 204  # its files stay, to be registered again
+    forget_bin(settings.database_url)  # its location free for the registration (as the bin's expiry)
     registered = client.post(
         f"{PREFIX}/namespaces/db/register",
         json={"name": "again", "metadata-location": created.json()["metadata-location"]},

@@ -55,7 +55,7 @@ def test_failed_swap_deletes_its_file(client, app, monkeypatch):
     client.post(tables_url(), json=create_request("t"))
     tables = app.app.extensions["growler.tables"]
     before = set(tables.objects.list(Location.parse("s3://growler-test-warehouse/")))
-    monkeypatch.setattr(tables.repository, "swap_metadata", lambda swaps, before_commit: False)
+    monkeypatch.setattr(tables.repository, "swap_metadata", lambda swaps, before_commit, events: False)
     response = client.post(
         table_url("t"), json={"requirements": [], "updates": [{"action": "set-properties", "updates": {"a": "1"}}]}
     )
@@ -70,9 +70,9 @@ def _break_after_swap(monkeypatch, repository, *, committed: bool, database_answ
 
     real_swap = repository.swap_metadata
 
-    def swap(swaps, before_commit):
+    def swap(swaps, before_commit, events):
         if committed:
-            real_swap(swaps, before_commit=before_commit)
+            real_swap(swaps, before_commit=before_commit, events=events)
         raise CommitOutcomeUnknown("server closed the connection unexpectedly")
 
     monkeypatch.setattr(repository, "swap_metadata", swap)
@@ -128,13 +128,13 @@ class _WriteAfterTheSwap:
         self.db, self.fail = db, fail
         real_swap, real_write = swap or tables.repository.swap_metadata, tables.objects.write_new
 
-        def swap_then_signal(swaps, before_commit):
+        def swap_then_signal(swaps, before_commit, events):
             def signal_then_wait():
                 self.swapped.set()
                 before_commit()
 
             try:
-                return real_swap(swaps, before_commit=signal_then_wait)
+                return real_swap(swaps, before_commit=signal_then_wait, events=events)
             finally:
                 self.swapped.set()  # a lost race does not get to its commit
 
@@ -188,7 +188,7 @@ def test_a_lost_race_deletes_its_file_after_the_write_ends(client, app, db, monk
     client.post(tables_url(), json=create_request("t"))
     tables = app.app.extensions["growler.tables"]
     before = set(tables.objects.list(Location.parse("s3://growler-test-warehouse/")))
-    _WriteAfterTheSwap(monkeypatch, tables, db, swap=lambda swaps, before_commit: False)
+    _WriteAfterTheSwap(monkeypatch, tables, db, swap=lambda swaps, before_commit, events: False)
     response = _set_property(client)
     assert response.status_code == 409, response.text
     assert set(tables.objects.list(Location.parse("s3://growler-test-warehouse/"))) == before

@@ -82,7 +82,7 @@ def test_database_frozen_during_the_swap_answers_commit_state_unknown(client, ap
     freezing = frozen(services.postgres)
     database = tables.repository.db
 
-    def swap_into_a_frozen_database(swaps, before_commit):
+    def swap_into_a_frozen_database(swaps, before_commit, events):
         # Freeze once the swap holds its connection, not before: a connection idle for a while is
         # checked on checkout, and a check against a frozen database is "unavailable" (503) - the
         # swap would not have been sent at all. Only this thread's checkout freezes.
@@ -98,7 +98,7 @@ def test_database_frozen_during_the_swap_answers_commit_state_unknown(client, ap
 
         database.connection = connection_then_freeze
         try:
-            return original_swap(swaps, before_commit=before_commit)
+            return original_swap(swaps, before_commit=before_commit, events=events)
         finally:
             del database.connection
 

@@ -69,7 +69,11 @@ def test_warehouse_lifecycle_and_its_objects_land_in_its_location(
     client, auth_client, services, second_bucket, name, db, caplog
 ):
     caplog.set_level(logging.DEBUG)
-    created = client.post(f"{M}/warehouses", json=_warehouse_body(name, services))
+    # Hard deletion policy: the drops below remove the table and namespace at once, so the warehouse
+    # is empty and can go (under the default soft policy its recycle bin would keep it: issue 35,
+    # tests/api/test_recycle_bin.py).
+    body = _warehouse_body(name, services) | {"deletion-policy": {"mode": "hard"}}
+    created = client.post(f"{M}/warehouses", json=body)
     assert created.status_code == 201, created.text
     view = created.json()
     assert view == {
@@ -83,6 +87,9 @@ def test_warehouse_lifecycle_and_its_objects_land_in_its_location(
             "has-own-keys": True,
         },
         "allowed-locations": [f"s3://{SECOND_BUCKET}/{name}-extra"],
+        "deletion-policy": {"mode": "hard", "retention": "7d"},
+        "refuse-deletes": False,
+        "protected": False,
     }
     (sealed,) = db.execute("SELECT storage_secret FROM warehouse WHERE name = %s", (name,)).fetchone()
     assert sealed and services.secret_key.encode() not in bytes(sealed)

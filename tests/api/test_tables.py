@@ -417,7 +417,7 @@ def test_drop_table_keeps_files_without_purge(client, ns, s3):
     assert error_type(client.delete(table_url("keep"))) == "NoSuchTableException"
 
 
-def test_drop_table_with_purge_deletes_every_object(client, ns, s3, app):
+def test_drop_table_with_purge_deletes_every_object(client, ns, s3, app, hard_policy):
     body = client.post(tables_url(), json=create_request("purged")).json()
     location = body["metadata"]["location"]
     s3.write_new(f"{location}/data/part-0.parquet", b"data")
@@ -465,7 +465,7 @@ def test_rename_errors(client, ns):
     assert client.head(table_url("a")).status_code == 204
 
 
-def test_register_table(client, ns):
+def test_register_table(client, ns, hard_policy):
     created = client.post(tables_url(), json=create_request("orig")).json()
     assert client.delete(table_url("orig")).status_code == 204
     register = {"name": "back", "metadata-location": created["metadata-location"]}

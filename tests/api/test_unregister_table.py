@@ -8,6 +8,7 @@ import pytest
 
 from app.ground.locations import Location
 from tests.api.tables_support import PREFIX, append, create_request, table_url, tables_url
+from tests.conftest import forget_bin
 
 
 @pytest.fixture
@@ -51,10 +52,11 @@ def test_unregister_returns_the_last_version_and_keeps_every_file(client, ns, s3
     assert objects_under(s3, loaded["metadata"]["location"]) == files  # the refused commit wrote nothing
 
 
-def test_registered_again_it_carries_on(client, ns):
+def test_registered_again_it_carries_on(client, ns, settings):
     client.post(tables_url(), json=create_request("t"))
     append(client, table_url("t"), 1, 1, None)
     gone = unregister(client, "t").json()
+    forget_bin(settings.database_url)  # its location free for the registration (as the bin's expiry)
     register = {"name": "t", "metadata-location": gone["metadata-location"]}
     assert client.post(f"{PREFIX}/namespaces/db/register", json=register).status_code == 200
     assert append(client, table_url("t"), 2, 2, 1).status_code == 200
@@ -95,10 +97,10 @@ def test_a_commit_racing_unregister_fails_and_leaves_no_file(client, ns, app, s3
     real_swap = service.repository.swap_metadata
     answers = []
 
-    def unregister_first(swaps, before_commit):
+    def unregister_first(swaps, before_commit, events):
         if not answers:
             answers.append(service.unregister_table("test", ("db",), "t"))
-        return real_swap(swaps, before_commit=before_commit)
+        return real_swap(swaps, before_commit=before_commit, events=events)
 
     monkeypatch.setattr(service.repository, "swap_metadata", unregister_first)
     response = append(client, table_url("t"), 1, 1, None)

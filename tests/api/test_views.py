@@ -732,7 +732,7 @@ def register(client, name: str, metadata_location: str, namespace: str = NS_PATH
     return client.post(f"{PREFIX}/namespaces/{namespace}/register-view", json=body)
 
 
-def test_register_view_from_a_metadata_file(client, ns, db):
+def test_register_view_from_a_metadata_file(client, ns, db, hard_policy):
     created = create(client, "original")
     client.post(view_url("original"), json={"updates": replace_updates("SELECT 2")})
     replaced = client.get(view_url("original")).json()
@@ -760,7 +760,7 @@ def test_register_view_from_a_metadata_file(client, ns, db):
     assert row == ("view",)
 
 
-def test_register_view_conflicts_and_overwrite(client, ns, db, s3):
+def test_register_view_conflicts_and_overwrite(client, ns, db, s3, hard_policy):
     first = create(client, "first")
     second = create(client, "second")
     assert client.post(tables_url(NS_PATH), json=create_request("tbl")).status_code == 200

@@ -64,12 +64,15 @@ def server_env(settings, bind: str) -> dict[str, str]:
     return env
 
 
-def start_server(settings, tmp_dir: Path, extra_env: dict[str, str] | None = None, bearer: bool = True) -> Server:
+def start_server(
+    settings, tmp_dir: Path, extra_env: dict[str, str] | None = None, bearer: bool = True, port: int | None = None
+) -> Server:
     """gunicorn serving Growler; ``bearer``: the tests' httpx calls to it carry the admin's token
-    (``BearerForTestServers``); False for tests of what an anonymous caller gets."""
+    (``BearerForTestServers``); False for tests of what an anonymous caller gets; ``port``: a
+    given one (an instance restarted where the proxy expects it), else a free one."""
     from scripts.processes import free_port
 
-    port = free_port()
+    port = port or free_port()
     log_path = tmp_dir / f"gunicorn-{port}.log"
     env = server_env(settings, f"127.0.0.1:{port}")
     env["PROMETHEUS_MULTIPROC_DIR"] = str(tmp_dir / f"metrics-{port}")
@@ -230,3 +233,17 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     DRIVERS.stop_all()
     KEYCLOAK.stop()
     LONG_STS_JOB.stop()
+
+
+@pytest.fixture(scope="session")
+def hard_policy_warehouse(server, settings) -> str:
+    """A warehouse with the hard deletion policy (a drop removes the entry at once: Growler before
+    issue 35), for the tests of what a hard drop frees; made through the management API."""
+    from storage.objects import S3ObjectStore
+
+    bucket = "growler-hard-policy"
+    S3ObjectStore(settings.s3).ensure_bucket(bucket)
+    body = {"name": "hard_policy", "location": f"s3://{bucket}/wh/", "deletion-policy": {"mode": "hard"}}
+    response = httpx.post(f"{server.url}/management/v1/warehouses", json=body, timeout=30)
+    assert response.status_code in (201, 409), response.text  # 409: made already in this session
+    return "hard_policy"

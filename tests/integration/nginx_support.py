@@ -32,11 +32,15 @@ def nginx_binary() -> str:
     return found
 
 
-def render_site(upstream: str, port: int, log_dir: Path) -> str:
-    """deploy/nginx.conf with our port, upstream and log directory; fails if the file drifted."""
+def render_site(upstream: str | list[str], port: int, log_dir: Path) -> str:
+    """deploy/nginx.conf with our port, upstream(s) (round robin: several replicas) and log
+    directory; fails if the file drifted."""
     text = SITE_CONF.read_text()
+    servers = "".join(
+        f"    server {address} max_fails=0;\n" for address in ([upstream] if isinstance(upstream, str) else upstream)
+    )
     replacements = [
-        ("    server 127.0.0.1:8181;\n", f"    server {upstream};\n"),
+        ("    server 127.0.0.1:8181 max_fails=0;\n", servers),
         ("    listen 80;\n    listen [::]:80;\n", f"    listen 127.0.0.1:{port};\n"),
         ("/var/log/nginx/", f"{log_dir}/"),
     ]
@@ -64,7 +68,7 @@ class Nginx:
         )
 
 
-def start_nginx(upstream: str, tmp_dir: Path) -> Nginx:
+def start_nginx(upstream: str | list[str], tmp_dir: Path) -> Nginx:
     from scripts.processes import free_port, port_is_listening
 
     binary = nginx_binary()

@@ -10,6 +10,7 @@ the bucket is listed: every object lies inside one of the example's tables.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -24,6 +25,9 @@ import httpx
 import minio
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.exceptions import ForbiddenError
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField, TimestampType
 
 from scripts.processes import free_port
 from scripts.run import DEV_S3_ACCESS_KEY, DEV_S3_SECRET_KEY
@@ -45,6 +49,8 @@ ORDERS = [
     (1007, "carol", "tea-black", 3, 11.7, "paid"),
     (1008, "erin", "tea-green", 4, 18.0, "paid"),
 ]
+
+CLICKS = Schema(NestedField(1, "id", LongType()), NestedField(2, "at", TimestampType()))
 
 
 @dataclass
@@ -155,17 +161,32 @@ def strays(make_run: MakeRun, catalog: RestCatalog) -> list[str]:
     return [uri for uri in found if not any(uri.startswith(location) for location in locations)]
 
 
-def readme_snippet(name: str, make_run: MakeRun) -> str:
-    """The README's ``<!-- readme-snippet: name -->`` block, pointed at this server (its URL and
-    the credential file of its data directory instead of ``.growler``): otherwise as written."""
-    readme = (REPO / "README.md").read_text()
-    marker = f"<!-- readme-snippet: {name} -->\n```python\n"
-    start = readme.index(marker) + len(marker)
-    code = readme[start : readme.index("```", start)]
+def readme_snippet(name: str, make_run: MakeRun, *, page: str = "README.md", language: str = "python") -> str:
+    """The ``<!-- readme-snippet: name -->`` block of ``page`` (README.md or a docs/ page), pointed
+    at this server (its URL and the credential file of its data directory instead of
+    ``.growler``): otherwise as written."""
+    text = (REPO / page).read_text()
+    marker = f"<!-- readme-snippet: {name} -->\n```{language}\n"
+    start = text.index(marker) + len(marker)
+    code = text[start : text.index("```", start)]
     assert "http://127.0.0.1:8181" in code and ".growler/credential" in code
     return code.replace("http://127.0.0.1:8181", make_run.url).replace(
         ".growler/credential", str(make_run.data_dir / "credential")
     )
+
+
+def run_shell_snippet(code: str) -> str:
+    """A ``sh`` snippet run by bash, stopping at the first failing command."""
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", code],
+        cwd=REPO,
+        env=user_env(),
+        capture_output=True,
+        text=True,
+        timeout=EXAMPLE_TIMEOUT_S,
+    )
+    assert done.returncode == 0, (done.stdout + done.stderr)[-6000:]
+    return done.stdout
 
 
 def run_snippet(code: str, python: str, env: dict[str, str]) -> str:
@@ -185,4 +206,75 @@ def test_readme_client_snippets_run_as_written(make_run):
     catalog = RestCatalog("growler", uri=make_run.url, warehouse="warehouse", credential=make_run.credential)
     totals = catalog.load_table("sales.totals").scan().to_arrow().to_pylist()
     assert sorted((row["item"], row["n"]) for row in totals) == [("mug", 1), ("tea", 1)]
+    assert strays(make_run, catalog) == []
+
+
+def json_values(output: str) -> list[dict]:
+    """The JSON documents curl printed one after the other (curl -s adds no newline)."""
+    decoder, values, at = json.JSONDecoder(), [], 0
+    while (at := len(output) - len(output[at:].lstrip())) < len(output):
+        value, at = decoder.raw_decode(output, at)
+        values.append(value)
+    return values
+
+
+def test_readme_curl_snippet_runs_as_written(make_run):
+    """The README's first steps with curl: a token from the credential make run wrote, the config,
+    a namespace created and listed."""
+    output = run_shell_snippet(readme_snippet("curl", make_run, language="sh"))
+    config, created, listed = json_values(output)
+    assert config["overrides"]["prefix"] == "warehouse"
+    # made here, or (409) by a README snippet this module ran before: either way it is listed
+    assert created.get("namespace") == ["sales"] or created["error"]["code"] == 409, created
+    assert ["sales"] in listed["namespaces"]
+
+
+def test_security_worked_example_runs_as_written(make_run):
+    """docs/security.md's worked example, run as written against make run (after creating the
+    bucket it says must exist): the principal it makes may create tables in its namespace and do
+    nothing outside its grants."""
+    store = minio.Minio(
+        make_run.s3_endpoint.removeprefix("http://"), DEV_S3_ACCESS_KEY, DEV_S3_SECRET_KEY, secure=False
+    )
+    if not store.bucket_exists("growler-marketing"):
+        store.make_bucket("growler-marketing")
+    output = run_shell_snippet(
+        readme_snippet("security-worked-example", make_run, page="docs/security.md", language="sh")
+    )
+    made = [value for value in json_values(output) if "client-id" in value]
+    assert [principal["client-id"] for principal in made] == ["etl"]
+    etl = RestCatalog("etl", uri=make_run.url, warehouse="marketing", credential=f"etl:{made[0]['client-secret']}")
+    created = etl.create_table(("campaigns", "clicks"), schema=CLICKS)
+    assert etl.load_table(("campaigns", "clicks")).metadata.table_uuid == created.metadata.table_uuid
+    with pytest.raises(ForbiddenError):
+        etl.create_namespace("elsewhere")
+    with pytest.raises(ForbiddenError):  # the default warehouse: not even its config
+        RestCatalog("etl", uri=make_run.url, warehouse="warehouse", credential=f"etl:{made[0]['client-secret']}")
+
+
+def test_readme_recycle_bin_example_runs_as_written(make_run):
+    """The README's recycle bin example, after its client snippets made ``sales.totals``: curl drops
+    the table, lists the bin, undrops it under a new name and protects it; Spark writes to it and
+    is refused its drop. The restored table is the dropped one: same uuid, snapshots and rows."""
+    catalog = RestCatalog("growler", uri=make_run.url, warehouse="warehouse", credential=make_run.credential)
+    before = catalog.load_table("sales.totals")
+    env = user_env(JAVA_HOME=java17_home() or "")
+    done = subprocess.run(
+        ["bash", "-e", "-c", readme_snippet("recycle-bin", make_run, language="sh")],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=EXAMPLE_TIMEOUT_S,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert '"name":"totals_restored"' in done.stdout.replace(" ", ""), done.stdout
+    assert not catalog.table_exists("sales.totals")
+    restored = catalog.load_table("sales.totals_restored")
+    assert restored.metadata.table_uuid == before.metadata.table_uuid
+    assert [s.snapshot_id for s in restored.snapshots()] == [s.snapshot_id for s in before.snapshots()]
+
+    output = run_snippet(readme_snippet("recycle-bin-spark", make_run), sys.executable, env).split()
+    assert output[-3:] == ["refused:", "True", "3"]  # the two rows it had, one written, the drop refused
+    assert catalog.table_exists("sales.totals_restored")
     assert strays(make_run, catalog) == []

@@ -253,3 +253,84 @@ def test_spark_with_tokens_of_the_idp(mixed_server, keycloak, line):
     assert created and {doc["principal"] for doc in created} == {"service-account-etl"}
     assert _metric(mixed_server.url, ISSUED) == issued_before
     assert _metric(mixed_server.url, 'growler_auth_failures_total{reason="unknown_key"}') == 0
+
+
+def test_the_console_signs_in_through_the_idp_with_pkce(settings, app, keycloak):
+    """The console's sign-in through Keycloak: authorization code with PKCE (a public client),
+    a user's password typed at Keycloak's own login form, the session cookie holding the IdP's
+    access token; a callback replayed without the state cookie signs nobody in."""
+    import re
+
+    import httpx
+
+    from app.edge.factory import create_app
+
+    callback = "http://testserver/ui/oidc/callback"
+    audience = {
+        "name": "audience",
+        "protocol": "openid-connect",
+        "protocolMapper": "oidc-audience-mapper",
+        "config": {"included.custom.audience": AUDIENCE, "access.token.claim": "true", "id.token.claim": "false"},
+    }
+    keycloak.admin(
+        "POST",
+        f"/realms/{REALM}/clients",
+        {
+            "clientId": "growler-console",
+            "enabled": True,
+            "publicClient": True,
+            "standardFlowEnabled": True,
+            "directAccessGrantsEnabled": False,
+            "redirectUris": [callback],
+            "attributes": {"pkce.code.challenge.method": "S256"},
+            "protocolMappers": [audience],
+        },
+    )
+    keycloak.admin(
+        "POST",
+        f"/realms/{REALM}/users",
+        {
+            "username": "alice",
+            "enabled": True,
+            "email": "alice@example.com",
+            "emailVerified": True,
+            "firstName": "Alice",
+            "lastName": "Analyst",
+            "credentials": [{"type": "password", "value": "alice-pw", "temporary": False}],
+        },
+    )
+    auth = auth_settings_for_tests(
+        oidc_issuer=keycloak.issuer(REALM),
+        oidc_audience=AUDIENCE,
+        oidc_principal_claim="preferred_username",
+        console_oidc_client_id="growler-console",
+    )
+    console = create_app(settings, auth)
+    client = console.test_client()
+    assert 'id="sign-in-idp"' in client.get("/ui/sign-in").text
+    start = client.get("/ui/oidc/start", params={"next": "/ui/"}, follow_redirects=False)
+    assert start.status_code == 303
+    location = start.headers["location"]
+    assert location.startswith(keycloak.issuer(REALM)) and "code_challenge_method=S256" in location
+    with httpx.Client(follow_redirects=True, timeout=30) as browser:
+        login = browser.get(location)
+        form = re.search(r"<form[^>]*kc-form-login[^>]*>", login.text).group(0)
+        action = re.search(r'action="([^"]+)"', form).group(1).replace("&amp;", "&")
+        # Keycloak marks its cookies Secure; browsers send them to http://127.0.0.1 (a secure
+        # context), httpx does not: sent by hand, as a browser would
+        jar = "; ".join(f"{name}={value}" for name, value in browser.cookies.items())
+        answer = browser.post(
+            action,
+            data={"username": "alice", "password": "alice-pw"},
+            headers={"Cookie": jar},
+            follow_redirects=False,
+        )
+    assert answer.status_code == 302, answer.text[-300:]
+    back = answer.headers["location"]
+    assert back.startswith(callback + "?")
+    done = client.get(back.removeprefix("http://testserver"), follow_redirects=False)
+    assert done.status_code == 303 and done.headers["location"] == "/ui/"
+    assert "HttpOnly" in done.headers["set-cookie"]
+    assert 'id="principal">alice<' in client.get("/ui/").text
+    replayed = console.test_client().get(back.removeprefix("http://testserver"), follow_redirects=False)
+    assert replayed.status_code == 303 and "error=expired" in replayed.headers["location"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
+import httpx
 import pyarrow as pa
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
@@ -189,6 +190,19 @@ def test_second_client_reads_table_knowing_only_the_url(server, catalog):
     # the second client writes, the first one sees it after a refresh
     reader.append(rows(4))
     assert ids_of(writer.refresh().scan().to_arrow()) == [1, 2, 3, 4]
+
+    # the change feed (docs/events.md): the create, then each append's snapshot, as a consumer reads them
+    feed = httpx.post(f"{server.url}/v1/{server.warehouse}/events", json={"catalog-objects-by-name": [[NS, "sales"]]})
+    operations = [event["operation"] for event in feed.json()["events"]]
+    assert [op["operation-type"] for op in operations] == ["create-table", "update-table", "update-table"]
+    assert {op["table-uuid"] for op in operations} == {str(writer.metadata.table_uuid)}
+    added = [u["snapshot"] for op in operations[1:] for u in op["updates"] if u["action"] == "add-snapshot"]
+    assert [a["snapshot-id"] for a in added] == [snapshot.snapshot_id for snapshot in writer.metadata.snapshots]
+    assert [(a["summary"]["operation"], a["summary"]["added-records"]) for a in added] == [
+        ("append", "3"),
+        ("append", "1"),
+    ]
+    assert operations[-1]["metadata-location"] == writer.metadata_location
 
 
 def test_overwrite_all_and_by_filter(access_catalog):
@@ -499,7 +513,7 @@ def test_rename_exists_and_list(catalog):
     assert ids_of(catalog.load_table(("archive", "sales_2024")).scan().to_arrow()) == [1, 2, 3]
 
 
-def test_drop_with_purge_removes_objects(catalog, objects):
+def test_drop_with_purge_removes_objects(catalog, objects, server):
     table = create_sales(catalog)
     table.append(rows(1, 2))
     table.append(rows(3))
@@ -514,6 +528,13 @@ def test_drop_with_purge_removes_objects(catalog, objects):
     with pytest.raises(NoSuchTableError):
         catalog.load_table((NS, "sales"))
 
+    # The default soft policy (issue 35) keeps the table in the recycle bin, its files in place,
+    # until its retention ends; an administrator's purge runs the purge now.
+    assert objects_under(objects, location) == before
+    bin_url = f"{server.url}/management/v1/warehouses/{server.warehouse}/bin"
+    (unit,) = httpx.get(bin_url, timeout=30).json()["units"]
+    assert unit["name"] == "sales" and unit["purge-requested"] is True
+    assert httpx.delete(f"{bin_url}/{unit['id']}", timeout=30).status_code == 204
     # the purge runs in the background; give it a few seconds
     deadline = time.monotonic() + 15
     remaining = objects_under(objects, location)
@@ -533,7 +554,11 @@ def test_drop_without_purge_keeps_objects(catalog, objects):
     assert objects_under(objects, table.location()) == before
 
 
-def test_register_table_from_metadata_file(catalog):
+def test_register_table_from_metadata_file(server, clean_catalog, hard_policy_warehouse):
+    # On a hard-policy warehouse: a dropped table's location is free at once for a registration
+    # (the default soft policy keeps it owned by the dropped table in its recycle bin, issue 35).
+    catalog = RestCatalog("growler", uri=server.url, warehouse=hard_policy_warehouse, credential=TEST_CREDENTIAL)
+    catalog.create_namespace(NS)
     table = create_sales(catalog)
     table.append(rows(1, 2))
     table.append(rows(3))

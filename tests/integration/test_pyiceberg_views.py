@@ -100,7 +100,12 @@ def test_list_views_pages(server, catalog):
     assert paging.list_views(NS) == [(*NS, f"v{n}") for n in range(5)]
 
 
-def test_register_view_from_a_dropped_views_file(catalog):
+def test_register_view_from_a_dropped_views_file(server, clean_catalog, hard_policy_warehouse):
+    # On a hard-policy warehouse: a dropped view's location is free at once for a registration
+    # (the default soft policy keeps it owned by the dropped view in its recycle bin, issue 35).
+    catalog = RestCatalog("growler", uri=server.url, warehouse=hard_policy_warehouse, credential=TEST_CREDENTIAL)
+    catalog.create_namespace(NS[:1])
+    catalog.create_namespace(NS)
     created = catalog.create_view((*NS, "before"), SCHEMA, view_version())
     location = catalog._session.get(view_url(catalog, "before")).json()["metadata-location"]
     catalog.drop_view((*NS, "before"))

@@ -79,6 +79,8 @@ class Access:
     catalog: str
     warehouse: str
     bulk_deletes: bool = True
+    # DROP TABLE ... PURGE left to the catalog (rest-catalog-purge): its purge waits in the bin
+    catalog_purges: bool = False
 
 
 STATIC_WAREHOUSE = "static_keys"
@@ -116,7 +118,7 @@ def access(request, spark, server, ns) -> Access:
         # is gone cannot be signed for, so Spark's own purge after the drop would be refused)
         options = {"header.X-Iceberg-Access-Delegation": "remote-signing", "rest-catalog-purge": "true"}
         catalog = add_catalog(spark, f"{CATALOG}_signing", uri, server.warehouse, **options)
-        return Access(catalog, server.warehouse, bulk_deletes=False)
+        return Access(catalog, server.warehouse, bulk_deletes=False, catalog_purges=True)
     warehouse = request.getfixturevalue("static_warehouse")
     catalog = add_catalog(spark, f"{CATALOG}_static", uri, warehouse)
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {catalog}.{ns}")
@@ -241,6 +243,22 @@ def test_partitioned_table_insert_and_filtered_select(spark, server, ns, objects
     assert sorted(f[0] for f in files) == sorted(data_files)
     assert all(f"ts_day={day}/id_bucket={bucket}/" in path for path, day, bucket in files)
     assert scalar(spark, f"SELECT count(*) FROM {table}.partitions") == len({(d, b) for _, d, b in files})
+    # the change feed (docs/events.md): the create, then one update-table per INSERT carrying its snapshot
+    feed = httpx.post(
+        f"{server.url}/v1/{server.warehouse}/events",
+        json={"catalog-objects-by-name": [[*ns.split("."), "events"]]},
+        timeout=30,
+    ).json()["events"]
+    operations = [event["operation"] for event in feed]
+    assert [op["operation-type"] for op in operations][-2:] == ["update-table", "update-table"]
+    assert {op["operation-type"] for op in operations[:-2]} <= {"create-table", "update-table"}
+    added = [u["snapshot"] for op in operations[-2:] for u in op["updates"] if u["action"] == "add-snapshot"]
+    assert [a["snapshot-id"] for a in added] == [snap["snapshot-id"] for snap in metadata["snapshots"]]
+    assert [(a["summary"]["operation"], a["summary"]["added-records"]) for a in added] == [
+        ("append", "5"),
+        ("append", "3"),
+    ]
+    assert operations[-1]["metadata-location"] == load_table(server, ns, "events")["metadata-location"]
 
 
 # ------------------------------------------------------------------------------------------
@@ -611,9 +629,19 @@ def make_table_with_files(
     return location, listing
 
 
+def purge_from_the_bin(server, warehouse: str, ns: str, name: str) -> None:
+    """The default soft policy (issue 35) keeps a table dropped with purgeRequested in the recycle
+    bin, its files in place, until its retention ends: an administrator's purge runs it now."""
+    url = f"{server.url}/management/v1/warehouses/{warehouse}/bin"
+    (unit,) = [u for u in httpx.get(url, params={"namespace": ns}, timeout=30).json()["units"] if u["name"] == name]
+    assert unit["purge-requested"] is True
+    assert httpx.delete(f"{url}/{unit['id']}", timeout=30).status_code == 204
+
+
 def test_drop_table_keeps_files_and_purge_deletes_them(spark, server, ns, objects, access):
     """DROP TABLE ... PURGE: the catalog drops the entry, and the reachable files go (Spark deletes
-    them itself with the credentials it was vended; through signing, Growler's purger does)."""
+    them itself with the credentials it was vended; through signing, Growler's purger does, once
+    the recycle bin lets it: an administrator's purge here, the retention's end otherwise)."""
     kept, kept_objects = make_table_with_files(spark, server, objects, access.catalog, ns, "kept", access.warehouse)
     purged, _ = make_table_with_files(spark, server, objects, access.catalog, ns, "purged", access.warehouse)
 
@@ -623,6 +651,9 @@ def test_drop_table_keeps_files_and_purge_deletes_them(spark, server, ns, object
     assert load_table(server, ns, "purged", access.warehouse) is None
     assert rows(spark, f"SHOW TABLES IN {access.catalog}.{ns}") == []
 
+    if access.catalog_purges:  # through signing the purge is the catalog's: it waits in the bin
+        assert objects_under(objects, purged)
+        purge_from_the_bin(server, access.warehouse, ns, "purged")
     # every data, manifest and metadata file is gone
     assert wait_until_empty(objects, purged) == []
     assert objects_under(objects, kept) == kept_objects
@@ -636,6 +667,8 @@ def test_drop_table_purge_delegated_to_the_catalog(spark, server, ns, objects):
 
     spark.sql(f"DROP TABLE {purging}.{ns}.purged PURGE")
     assert load_table(server, ns, "purged") is None
+    assert objects_under(objects, location)  # in the recycle bin until its retention ends (issue 35)
+    purge_from_the_bin(server, server.warehouse, ns, "purged")
     assert wait_until_empty(objects, location) == []
 
 

@@ -269,3 +269,40 @@ def test_the_figures_block_to_rewrite_is_on_the_benchmarks_page():
     assert report.PAGE.relative_to(report.BENCH_DIR.parent).as_posix() == "docs/benchmarks.md"
     assert text.count(report.BEGIN) == 1 and text.count(report.END) == 1
     assert text.index(report.BEGIN) < text.index(report.END)
+
+
+def test_report_random_tables_with_what_differs_from_the_shipped_defaults():
+    def run(rps, p99, p999, booted, seconds, changed=None):
+        return {
+            "rps": rps,
+            "duration_s": seconds,
+            "latency_ms": {"p50": 4.0, "p99": p99, "p999": p999, "max": 90.0},
+            "errors": 0,
+            "workers_booted": booted,
+            "settings_changed": changed or {},
+        }
+
+    off = {"values": {"GROWLER_MAX_WORKER_RSS_MB": "0"}, "reason": "the steady state"}
+    growler = {
+        "W13_first": run(2500.0, 20.0, 45.0, 0, 10.0),
+        "W13": run(2600.0, 12.0, 30.0, 0, 60.0),
+        "W13_no_recycle": run(2650.0, 11.0, 28.0, 0, 60.0, off),
+    }
+    targets = goals.evaluate_targets(growler)
+    assert targets["W13"]["met"] and targets["W13_recycling"]["met"] and targets["W13_first"]["met"]
+    growler["W13"] = run(1500.0, 3000.0, 3900.0, 8, 60.0)  # what count recycling did (issue 40)
+    targets = goals.evaluate_targets(growler)
+    assert not targets["W13"]["met"] and not targets["W13_recycling"]["met"]
+    text = report.render_markdown(
+        {
+            "results": {"growler": growler},
+            "targets": targets,
+            "machine": {"cores": 2},
+            "settings": {"plan": {}},
+            "seeding": {"growler": {"w13_tables": 100_000}},
+        }
+    )
+    assert "out of 100,000, 16 connections" in text
+    assert "| W13 first 10 s of fresh workers | 2,500 | 4.00 | 20.00 | 45.00 | 90.00 | 0 | 0 | nothing |" in text
+    assert "| W13 shipped defaults, 60 s | 1,500 | 4.00 | 3,000 | 3,900 | 90.00 | 0 | 8 | nothing |" in text
+    assert "| W13 recycling off, 60 s | 2,650 |" in text and "`GROWLER_MAX_WORKER_RSS_MB=0`: the steady state |" in text

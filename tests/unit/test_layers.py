@@ -32,6 +32,7 @@ LAYERS = {
     "app.rules": "rules",
     "storage": "storage",
     "app.edge": "edge",
+    "app.console": "edge",  # the web console (issue 38): Flask views over the services
     "handlers": "edge",
 }
 # The allowed directions, written once: a layer may import itself and what is listed here.

@@ -112,12 +112,19 @@ def test_the_management_yaml_lists_exactly_the_privileges():
 
 
 def test_the_database_accepts_exactly_the_privileges():
-    """Migration 0015's CHECK (the one copy the database needs) names exactly ``Privilege``'s values."""
+    """The newest CHECK on role_grant's privilege (0015's, widened by 0017 with undrop and 0019 with
+    manage-maintenance) names exactly ``Privilege``'s values."""
     import re
     from pathlib import Path
 
-    sql = (Path(__file__).parents[2] / "storage" / "migrations" / "0015_management_rights.sql").read_text()
-    lists = re.findall(r"privilege (?:NOT )?IN\s*\(([^)]*)\)", sql)
-    assert len(lists) == 2
-    for listed in lists:
-        assert re.findall(r"'([a-z-]+)'", listed) == [p.value for p in Privilege]
+    migrations = sorted((Path(__file__).parents[2] / "storage" / "migrations").glob("*.sql"))
+    checks = [path for path in migrations if "ADD CONSTRAINT role_grant_privilege CHECK" in path.read_text()]
+    assert [path.name for path in checks] == [
+        "0015_management_rights.sql",
+        "0017_recycle_bin.sql",
+        "0019_maintenance.sql",
+    ]
+    newest = checks[-1].read_text()
+    listed = re.findall(r"CHECK \(\s*privilege IN\s*\(([^)]*)\)", newest)
+    assert len(listed) == 1
+    assert re.findall(r"'([a-z-]+)'", listed[0]) == [p.value for p in Privilege]

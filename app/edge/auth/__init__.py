@@ -7,6 +7,7 @@ request is authenticated. See app/edge/auth/config.py for the modes.
 from __future__ import annotations
 
 from app.edge.auth.config import AuthSettings
+from app.edge.auth.console import ConsoleOidc
 from app.edge.auth.endpoint import TokenEndpoint
 from app.edge.auth.middleware import PRINCIPAL, AuthMiddleware
 from app.edge.auth.oidc import OidcProvider
@@ -26,6 +27,13 @@ class Authentication:
         self.principals = PrincipalService(repository)
         self.state = AuthState(repository, settings)
         oidc = OidcProvider(settings) if settings.enabled and settings.oidc_issuer else None
+        self.console_oidc = (
+            ConsoleOidc(
+                oidc, settings.console_oidc_client_id, settings.console_oidc_client_secret, settings.console_oidc_scope
+            )
+            if oidc is not None and settings.console_oidc_client_id
+            else None
+        )
         self.verifier = TokenVerifier(settings, self.state, oidc) if settings.enabled else None
         self.issuer = TokenIssuer(settings, self.state)
         self.endpoint = (
@@ -46,4 +54,4 @@ class Authentication:
         self.state.stop()
 
     def middleware_options(self) -> dict[str, object]:
-        return {"verifier": self.verifier, "endpoint": self.endpoint}
+        return {"verifier": self.verifier, "endpoint": self.endpoint, "console_oidc": self.console_oidc}

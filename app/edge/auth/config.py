@@ -57,6 +57,11 @@ class AuthSettings:
     # must not turn into a stream of requests to the IdP).
     oidc_jwks_min_refresh_s: float = 5.0
     clock_skew_s: int = 30
+    # The console's sign-in through the IdP (authorization code + PKCE): the IdP's client for it
+    # (public, or confidential with its secret); unset: the console signs in with client secrets.
+    console_oidc_client_id: str | None = None
+    console_oidc_client_secret: str | None = field(default=None, repr=False)
+    console_oidc_scope: str = "openid"
     # How often a worker checks the auth version row (principals rotated/deleted, keys rotated).
     poll_s: float = 0.5
 
@@ -80,6 +85,9 @@ class AuthSettings:
             oidc_roles_claim=env.get("GROWLER_OIDC_ROLES_CLAIM") or None,
             oidc_jwks_min_refresh_s=env_float(env, "GROWLER_OIDC_JWKS_MIN_REFRESH_S", 5.0),
             clock_skew_s=env_int(env, "GROWLER_AUTH_CLOCK_SKEW_S", 30),
+            console_oidc_client_id=env.get("GROWLER_CONSOLE_OIDC_CLIENT_ID") or None,
+            console_oidc_client_secret=env.get("GROWLER_CONSOLE_OIDC_CLIENT_SECRET") or None,
+            console_oidc_scope=env.get("GROWLER_CONSOLE_OIDC_SCOPE") or "openid",
         )
         settings.check()
         return settings
@@ -115,5 +123,7 @@ class AuthSettings:
             raise ValueError("GROWLER_OIDC_AUDIENCE is required with GROWLER_OIDC_ISSUER")
         if (self.bootstrap_client_id is None) != (self.bootstrap_client_secret is None):
             raise ValueError("GROWLER_BOOTSTRAP_CLIENT_ID and GROWLER_BOOTSTRAP_CLIENT_SECRET go together")
+        if self.console_oidc_client_id and not self.oidc_issuer:
+            raise ValueError("GROWLER_CONSOLE_OIDC_CLIENT_ID needs GROWLER_OIDC_ISSUER")
         if not 0 <= self.clock_skew_s <= 300:
             raise ValueError("GROWLER_AUTH_CLOCK_SKEW_S must be between 0 and 300")

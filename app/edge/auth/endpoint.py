@@ -157,7 +157,7 @@ class TokenEndpoint:
         try:
             if scope["method"] != "POST":
                 raise OAuthError("invalid_request", "The token endpoint only accepts POST", 405)
-            form = await _read_form(scope, receive)
+            form = await read_form(scope, receive)
             grant = form.get("grant_type") or "missing"
             body = await self._grant(scope, form)
         except CatalogError as exc:  # the database is unreachable (503): nothing was decided
@@ -199,26 +199,42 @@ class TokenEndpoint:
             client_id, secret = posted[0], posted[1]
         else:
             raise OAuthError("invalid_client", "Client authentication required (client_id and client_secret)", 401)
+        # RFC 6749 form-encodes Basic credentials; PyIceberg sends them as they are: try both
+        decoded = _form_decoded(basic) if basic is not None and _form_decoded(basic) != basic else None
+        address = (scope.get("client") or ("",))[0]
+        name, generation = await self.authenticate(client_id, secret, address, decoded, basic=basic is not None)
+        return self._answer(name, generation, form.get("scope"))
+
+    async def authenticate(
+        self,
+        client_id: str,
+        secret: str,
+        address: str,
+        alternative: tuple[str, str] | None = None,
+        *,
+        basic: bool = False,
+    ) -> tuple[str, int]:
+        """(client id, generation) of the principal whose secret this is, or ``OAuthError``: the
+        guessing bounds, the proven-secret shortcut and argon2 off the loop. The token endpoint
+        and the console's sign-in (app/edge/auth/console.py) authenticate clients only here."""
         proven = self.proven.generation(client_id, secret)
         # Still the principal's generation? Read from PostgreSQL (one indexed row, no argon2): the
         # generation this worker polls may be half a second behind a rotation or deletion made
         # anywhere, and the old secret must not buy a token even then. Wrong secrets never get here.
         if proven is not None and await asyncio.to_thread(self.principals.live_generation, client_id) == proven:
-            return self._answer(client_id, proven, form.get("scope"))
-        address = (scope.get("client") or ("",))[0]
+            return client_id, proven
         self.guessing.admit(client_id, address)
         async with self.guessing.verifying():
             principal = await asyncio.to_thread(self.principals.authenticate, client_id, secret)
             as_sent = principal is not None
-            if principal is None and basic is not None and _form_decoded(basic) != basic:
-                # RFC 6749 form-encodes Basic credentials; PyIceberg sends them as they are: try both
-                principal = await asyncio.to_thread(self.principals.authenticate, *_form_decoded(basic))
+            if principal is None and alternative is not None:
+                principal = await asyncio.to_thread(self.principals.authenticate, *alternative)
         if principal is None:
-            raise OAuthError("invalid_client", "Client authentication failed", 401, basic=basic is not None)
+            raise OAuthError("invalid_client", "Client authentication failed", 401, basic=basic)
         self.guessing.succeeded(client_id, address)
         if as_sent:
             self.proven.remember(client_id, secret, principal.generation)
-        return self._answer(principal.client_id, principal.generation, form.get("scope"))
+        return principal.client_id, principal.generation
 
     async def _exchange(self, form: dict[str, str]) -> dict[str, Any]:
         subject, subject_type = form.get("subject_token"), form.get("subject_token_type")
@@ -256,7 +272,7 @@ def _grant_label(grant: str) -> str:
     )
 
 
-async def _read_form(scope: Scope, receive: Receive) -> dict[str, str]:
+async def read_form(scope: Scope, receive: Receive) -> dict[str, str]:
     content_type = next((v for k, v in scope["headers"] if k == b"content-type"), b"").decode("latin-1")
     if content_type.split(";")[0].strip().lower() != "application/x-www-form-urlencoded":
         raise OAuthError("invalid_request", "The body must be application/x-www-form-urlencoded")

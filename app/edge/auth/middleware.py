@@ -4,7 +4,8 @@ Placed inside the request-id and observability middleware (a 401 is logged and c
 answer) and in front of the dispatcher and connexion, so no route - the dispatcher's
 included - runs for an unauthenticated request. /healthz, /readyz and /metrics stay open (probes
 and the scraper carry no token; metrics stays off the public front, deploy/nginx.conf). The
-token endpoint is served here too (app/edge/auth/endpoint.py).
+token endpoint is served here too (app/edge/auth/endpoint.py), and the console's paths (/ui/) are
+authenticated by their session cookie instead of a bearer token (app/edge/auth/console.py).
 
 The principal's name (never the token) is put where the request log line picks it up.
 """
@@ -15,6 +16,7 @@ import json
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.edge.auth.console import ConsoleGate, ConsoleOidc, is_console
 from app.edge.auth.endpoint import PATH as TOKEN_PATH
 from app.edge.auth.endpoint import TokenEndpoint
 from app.edge.auth.metrics import AUTH_FAILURES
@@ -28,10 +30,18 @@ OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 
 
 class AuthMiddleware:
-    def __init__(self, app: ASGIApp, *, verifier: TokenVerifier | None, endpoint: TokenEndpoint | None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        verifier: TokenVerifier | None,
+        endpoint: TokenEndpoint | None,
+        console_oidc: ConsoleOidc | None = None,
+    ) -> None:
         self.app = app
         self.verifier = verifier  # None: GROWLER_AUTH=none
         self.endpoint = endpoint
+        self.console = ConsoleGate(verifier, endpoint, console_oidc)  # /ui/: a session cookie instead (console.py)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
@@ -39,6 +49,9 @@ class AuthMiddleware:
             return
         if scope["path"] == TOKEN_PATH and self.endpoint is not None:
             await self.endpoint(scope, receive, send)
+            return
+        if is_console(scope["path"]):
+            await self.console(scope, receive, send, self.app)
             return
         if self.verifier is None:
             await self.app(scope, receive, send)

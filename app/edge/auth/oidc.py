@@ -13,6 +13,8 @@ import json
 import logging
 import threading
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
 
@@ -58,6 +60,7 @@ class OidcProvider:
         self.min_refresh_s = settings.oidc_jwks_min_refresh_s
         self._keys: dict[str, Any] = {}
         self._jwks_uri: str | None = None
+        self._discovery: dict[str, Any] | None = None
         self._fetched_at = float("-inf")
         self._lock = threading.Lock()
 
@@ -80,12 +83,36 @@ class OidcProvider:
                 log.warning("cannot fetch the identity provider's keys from %s: %s", self.issuer, exc)
             return self._keys.get(kid)
 
-    def _fetch_keys(self) -> dict[str, Any]:
-        if self._jwks_uri is None:
+    def discovery(self) -> dict[str, Any]:
+        """The IdP's discovery document (fetched once; blocking: call it from a thread)."""
+        if self._discovery is None:
             discovery = _fetch_json(f"{self.issuer}/.well-known/openid-configuration")
             if discovery.get("issuer", "").rstrip("/") != self.issuer:
                 raise ValueError(f"the discovery document names issuer {discovery.get('issuer')!r}")
-            self._jwks_uri = str(discovery["jwks_uri"])
+            self._discovery = discovery
+        return self._discovery
+
+    def exchange_code(self, form: dict[str, str]) -> dict[str, Any]:
+        """The authorization code grant at the IdP's token endpoint (the console's sign-in;
+        blocking: call it from a thread). The IdP's answer, or ``ValueError``."""
+        body = urllib.parse.urlencode(form).encode()
+        request = urllib.request.Request(
+            str(self.discovery()["token_endpoint"]),
+            data=body,
+            headers={"Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=FETCH_TIMEOUT_S) as response:  # noqa: S310 - configured URL
+                answer = json.loads(response.read(MAX_DOCUMENT_BYTES))
+        except urllib.error.HTTPError as exc:
+            raise ValueError(f"the identity provider refused the code ({exc.code})") from None
+        if not isinstance(answer, dict) or not isinstance(answer.get("access_token"), str):
+            raise ValueError("the identity provider answered no access token")
+        return answer
+
+    def _fetch_keys(self) -> dict[str, Any]:
+        if self._jwks_uri is None:
+            self._jwks_uri = str(self.discovery()["jwks_uri"])
         keys = {}
         for entry in _fetch_json(self._jwks_uri).get("keys", []):
             if entry.get("use", "sig") != "sig" or not entry.get("kid"):

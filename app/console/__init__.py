@@ -1,0 +1,36 @@
+"""The console (issue 38): Growler's web UI at ``/ui/``, server-rendered by Flask and Jinja.
+
+It is part of the edge: its views call the same services as the API's handlers (never SQL),
+under the same authorizer, as the principal of the session cookie that app/edge/auth/console.py
+verified. Pages work without JavaScript; the charts use uPlot, vendored under static/vendor.
+
+Extension points (app/console/common.py): the navigation shows an entry for each optional part
+whose service the app factory put into ``flask_app.extensions`` (``NAV_EXTENSIONS``: the recycle
+bin, events, maintenance), and a table's page a section for each in ``TABLE_SECTIONS``; a feature
+registers its views on ``blueprint`` (endpoint names as listed) and a section's loader in
+``SECTION_LOADERS``, adds its template under templates/console/ and its service, and its entry
+appears. Nothing shows while a service is absent, nor a section the caller may not read
+(app/console/extras.py: the recycle bin page, a table's events and health).
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, Flask
+
+from app.console import admin, csrf, extras, pages, tables
+from app.console.common import NAV_EXTENSIONS, install_context
+
+__all__ = ["NAV_EXTENSIONS", "blueprint", "install"]
+
+blueprint = Blueprint("console", __name__, url_prefix="/ui", template_folder="templates", static_folder="static")
+csrf.install(blueprint)
+install_context(blueprint)
+pages.register(blueprint)
+tables.register(blueprint)
+admin.register(blueprint)
+extras.register(blueprint)
+
+
+def install(flask_app: Flask) -> None:
+    """Register the console on the app (its templates autoescape: every value renders as text)."""
+    flask_app.register_blueprint(blueprint)

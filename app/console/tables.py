@@ -1,0 +1,128 @@
+"""A table's page (schema, history, snapshots, charts, compare, preview, snippets) and a view's page."""
+
+from __future__ import annotations
+
+import json
+
+from flask import Blueprint, current_app, render_template, request, url_for
+
+from app.console import table_model as model
+from app.console.common import name_arg, ns_arg, ns_param, tables, views
+from app.console.extras import TableAt, table_sections
+from app.edge.context import PREVIEWS
+from app.ground.errors import BadRequest
+from app.ground.lru import LruCache
+from app.previews import PreviewService
+from app.tables import LoadedTable, LoadTableRequest
+
+
+def register(bp: Blueprint) -> None:
+    bp.add_url_rule("/w/<warehouse>/table", "table", table, methods=["GET"])
+    bp.add_url_rule("/w/<warehouse>/table/preview", "preview", preview, methods=["GET"])
+    bp.add_url_rule("/w/<warehouse>/view", "view", view, methods=["GET"])
+
+
+def _load_table(warehouse: str, levels: tuple[str, ...], name: str) -> LoadedTable:
+    service = tables()
+    service.authorizer.authorize("loadTable", {"prefix": warehouse, "namespace": ns_param(levels), "table": name})
+    loaded = service.load(LoadTableRequest(warehouse, levels, name))
+    assert isinstance(loaded, LoadedTable)  # no If-None-Match: never NotModified
+    return loaded
+
+
+def _snapshot_arg(name: str) -> int | None:
+    raw = request.args.get(name)
+    if not raw:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise BadRequest(f"Invalid snapshot id {raw[:30]!r}") from None
+
+
+# Parsed pages by metadata location: a metadata file never changes, so neither does its page
+# (a table with 1,000 snapshots costs its parse and model once per worker, not per view).
+PAGES: LruCache[str, model.TablePage] = LruCache(32)
+
+
+def table(warehouse: str) -> str:
+    levels, name = ns_arg(), name_arg()
+    loaded = _load_table(warehouse, levels, name)
+    page = PAGES.get(loaded.metadata_location or "") if loaded.metadata_location else None
+    if page is None:
+        page = model.TablePage.of(json.loads(loaded.metadata))
+        if loaded.metadata_location:
+            PAGES.put(loaded.metadata_location, page)
+    first, second = _snapshot_arg("a"), _snapshot_arg("b")
+    compared = model.compare(page.metadata, first, second) if first is not None and second is not None else None
+    return render_template(
+        "console/table.html",
+        warehouse=warehouse,
+        levels=levels,
+        name=name,
+        location=loaded.metadata_location,
+        metadata=page.metadata,
+        page=page,
+        snapshots=page.snapshots,
+        refs=sorted((page.metadata.get("refs") or {}).items()),
+        charted=model.CHARTED,
+        compared=compared,
+        compare_missing=(first is not None and second is not None and compared is None),
+        when=model.when,
+        preview_url=url_for("console.preview", warehouse=warehouse, ns=ns_param(levels), name=name),
+        snippets=_snippets(warehouse, levels, name),
+        sections=table_sections(TableAt(warehouse, levels, name, page.metadata.get("table-uuid"))),
+    )
+
+
+def preview(warehouse: str) -> str:
+    levels, name = ns_arg(), name_arg()
+    snapshot = _snapshot_arg("snapshot")
+    previews: PreviewService = current_app.extensions[PREVIEWS]
+    rows = previews.preview(warehouse, levels, name, snapshot)
+    return render_template(
+        "console/preview.html", warehouse=warehouse, levels=levels, name=name, snapshot=snapshot, rows=rows
+    )
+
+
+def view(warehouse: str) -> str:
+    levels, name = ns_arg(), name_arg()
+    service = views()
+    service.authorizer.authorize("loadView", {"prefix": warehouse, "namespace": ns_param(levels), "view": name})
+    loaded = service.load_view(warehouse, levels, name)
+    metadata = json.loads(loaded.metadata)
+    return render_template(
+        "console/view.html",
+        warehouse=warehouse,
+        levels=levels,
+        name=name,
+        location=loaded.metadata_location,
+        metadata=metadata,
+        versions=model.view_versions(metadata),
+        schema=model.view_schema(metadata),
+    )
+
+
+def _snippets(warehouse: str, levels: tuple[str, ...], name: str) -> list[tuple[str, str]]:
+    """How to read the table from Spark, PyIceberg and SQL (the catalog named ``growler``)."""
+    uri = request.host_url.rstrip("/")
+    dotted = ".".join(f"`{level}`" if not level.isidentifier() else level for level in (*levels, name))
+    spark = (
+        "spark = (SparkSession.builder\n"
+        '    .config("spark.sql.catalog.growler", "org.apache.iceberg.spark.SparkCatalog")\n'
+        '    .config("spark.sql.catalog.growler.type", "rest")\n'
+        f'    .config("spark.sql.catalog.growler.uri", "{uri}")\n'
+        f'    .config("spark.sql.catalog.growler.warehouse", "{warehouse}")\n'
+        '    .config("spark.sql.catalog.growler.credential", "<client-id>:<client-secret>")\n'
+        "    .getOrCreate())\n"
+        f'spark.table("growler.{dotted}").show()'
+    )
+    pyiceberg = (
+        "from pyiceberg.catalog import load_catalog\n\n"
+        f'catalog = load_catalog("growler", type="rest", uri="{uri}", warehouse="{warehouse}",\n'
+        '                       credential="<client-id>:<client-secret>")\n'
+        f"table = catalog.load_table({(*levels, name)!r})\n"
+        "print(table.scan(limit=10).to_arrow())"
+    )
+    sql = f"SELECT * FROM growler.{dotted} LIMIT 10;"
+    return [("Spark (PySpark)", spark), ("PyIceberg", pyiceberg), ("SQL", sql)]

@@ -1,0 +1,227 @@
+"""Table maintenance through the management API, and in the background (docs/maintenance.md).
+
+``MaintenanceService`` is what the handlers call: attach, detach and list policies; a table's
+effective policies, its runs, its health report; a run on demand (or a dry run). Each operation's
+row of ``MANAGEMENT_OPERATIONS`` (app/management_operations.py) checks the caller's right first
+(``manage-maintenance`` to change or run, it or ``read`` to look); a policy's securable, known once
+the body is parsed, is checked here; each change writes one audit line. The executor
+(``app/maintenance_runs.py``) does the runs; ``run_due`` is the housekeeping step that runs every
+enabled, executable policy of the tables whose schedule is due.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict
+from typing import Any
+
+from app.authorization import Authorizer
+from app.ground.callers import current_principal
+from app.ground.errors import BadRequest, NotFound
+from app.ground.events import audit
+from app.ground.lru import LruCache
+from app.maintenance_files import current_shape
+from app.maintenance_runs import MaintenanceExecutor
+from app.management import parse_securable, securable_view
+from app.management_rights import ManagementRights
+from app.rules import maintenance as policy_rules
+from app.rules import table as table_rules
+from storage.maintenance_rows import MaintenanceRows, RunRow, TableRef
+from storage.management_rows import ManagementRows, Securable
+
+log = logging.getLogger(__name__)
+
+MAX_RUNS_LISTED = 100
+MAX_PARTITIONS_SHOWN = 1000
+DUE_BATCH = 20
+RUN_RETENTION_S = 30 * 86_400  # recorded runs are kept 30 days
+# The current snapshot's shape by (metadata location, target file size): a metadata file never
+# changes, so neither do the manifests it points to; a health report (the console shows one on
+# every table page) reads them once per worker and metadata version, not per request.
+SHAPES: LruCache[tuple[str, int], dict[str, Any]] = LruCache(64)
+
+
+class MaintenanceService(ManagementRights):
+    def __init__(
+        self, executor: MaintenanceExecutor, rows: MaintenanceRows, grants: ManagementRows, *, authorizer: Authorizer
+    ) -> None:
+        self.authorizer = authorizer  # required: no permissive default (app/management_rights.py)
+        self.rows = grants  # ManagementRights reads roles through it
+        self.maintenance = rows
+        self.executor = executor
+        self._discovered_at = float("-inf")
+
+    # -- policies ---------------------------------------------------------------------------
+
+    def attach(self, policy_type: str, securable: dict[str, Any], content: Any) -> dict[str, Any]:
+        target = {"policy-type": policy_type, "securable": securable}
+        on = _policy_securable(securable)
+        who = self.require_maintainer("attach-maintenance-policy", target, on)
+        try:
+            checked = policy_rules.validate(policy_type, content)
+        except policy_rules.InvalidPolicy as exc:
+            raise BadRequest(str(exc)) from exc
+        self.maintenance.attach(policy_type, on, checked)
+        audit("attach-maintenance-policy", who, target)
+        return {"policy-type": policy_type, "securable": securable_view(on), "content": checked}
+
+    def detach(self, policy_type: str, securable: dict[str, Any]) -> None:
+        target = {"policy-type": policy_type, "securable": securable}
+        on = _policy_securable(securable)
+        who = self.require_maintainer("detach-maintenance-policy", target, on)
+        if not self.maintenance.detach(policy_type, on):
+            raise NotFound(f"No {policy_type} policy is attached there")
+        audit("detach-maintenance-policy", who, target)
+
+    def attached(self, securable: dict[str, Any]) -> list[dict[str, Any]]:
+        on = _policy_securable(securable)
+        self.require_maintenance_reader("list-maintenance-policies", {"securable": securable}, on)
+        return [
+            {"policy-type": p.policy_type, "securable": securable_view(on), "content": p.content}
+            for p in self.maintenance.attached_at(on)
+        ]
+
+    # -- one table --------------------------------------------------------------------------
+
+    def effective(self, warehouse: str, namespace: tuple[str, ...], name: str) -> list[dict[str, Any]]:
+        table = self._table(warehouse, namespace, name)
+        policies = self._effective(table)
+        return [
+            {"policy-type": p.policy_type, "content": p.content, "inherited-from": p.inherited_from}
+            for p in sorted(policies.values(), key=lambda p: p.policy_type)
+        ]
+
+    def run(
+        self, warehouse: str, namespace: tuple[str, ...], name: str, policy_type: str, dry_run: bool
+    ) -> dict[str, Any]:
+        if policy_type not in policy_rules.POLICY_TYPES:
+            raise BadRequest(f"Unknown policy type {policy_type!r}")
+        table = self._table(warehouse, namespace, name)
+        row = self.executor.run(table, policy_type, dry_run=dry_run)
+        target = {"table": ".".join((*table.namespace, table.name)), "warehouse": warehouse}
+        audit("run-maintenance", _caller(), {**target, "policy-type": policy_type, "dry-run": dry_run, "run": row.id})
+        return run_view(row)
+
+    def runs(self, warehouse: str, namespace: tuple[str, ...], name: str, limit: int | None) -> list[dict[str, Any]]:
+        table = self._table(warehouse, namespace, name)
+        return [run_view(row) for row in self.maintenance.runs(table.entry_id, min(limit or 20, MAX_RUNS_LISTED))]
+
+    def health(self, warehouse: str, namespace: tuple[str, ...], name: str) -> dict[str, Any]:
+        table = self._table(warehouse, namespace, name)
+        return self.report(table, int(time.time() * 1000))
+
+    def report(self, table: TableRef, now_ms: int) -> dict[str, Any]:
+        """The health report: what the table holds now, and what each policy type would do."""
+        row = self.executor.row(table)
+        metadata = table_rules.parse_metadata(row.metadata)
+        policies = self.executor.effective(table, metadata.properties)
+        expiry = policies.get(policy_rules.SNAPSHOT_EXPIRY)
+        expirable = 0
+        if expiry is not None and expiry.enabled:
+            plan = policy_rules.plan_expiry(metadata, policy_rules.ExpirySettings.of(expiry), now_ms)
+            expirable = len(plan.snapshot_ids)
+        target = policy_rules.target_file_size(policies.get(policy_rules.DATA_COMPACTION), metadata.properties)
+        key = (row.metadata_location or "", target)
+        shape = SHAPES.get(key) if row.metadata_location else None
+        if shape is None:  # every manifest of the current snapshot read: once per metadata file
+            shape = current_shape(self.executor.reachable(table), metadata, target, policy_rules.SMALL_FILE_SHARE)
+            if row.metadata_location:
+                SHAPES.put(key, shape)
+        partitions = shape["partitions"]
+        totals = {key: sum(getattr(p, key) for p in partitions.values()) for key in ("data_files", "delete_files")}
+        small = sum(p.small_data_files for p in partitions.values())
+        stamps = [snapshot.timestamp_ms for snapshot in metadata.snapshots]
+        summary = policy_rules.TableShape(
+            len(stamps),
+            expirable,
+            shape["manifests"],
+            shape["small-manifests"],
+            totals["data_files"],
+            small,
+            totals["delete_files"],
+        )
+        shown = sorted(partitions.items())[:MAX_PARTITIONS_SHOWN]
+        return {
+            "snapshots": {
+                "count": len(stamps),
+                "oldest-age-ms": now_ms - min(stamps) if stamps else None,
+                "newest-age-ms": now_ms - max(stamps) if stamps else None,
+                "expirable": expirable,
+            },
+            "manifests": {"count": shape["manifests"], "small": shape["small-manifests"]},
+            "data-files": totals["data_files"],
+            "delete-files": totals["delete_files"],
+            "small-file-ratio": round(small / totals["data_files"], 4) if totals["data_files"] else 0.0,
+            "target-file-size-bytes": target,
+            "partitions": [
+                {"partition": key, **{k.replace("_", "-"): v for k, v in asdict(stats).items()}} for key, stats in shown
+            ],
+            "last-runs": [run_view(run) for run in self.maintenance.runs(table.entry_id, 10)],
+            "recommendations": policy_rules.recommendations(summary, policies),
+        }
+
+    def _effective(self, table: TableRef) -> dict[str, policy_rules.EffectivePolicy]:
+        row = self.executor.row(table)
+        return self.executor.effective(table, table_rules.parse_metadata(row.metadata).properties)
+
+    def _table(self, warehouse: str, namespace: tuple[str, ...], name: str) -> TableRef:
+        """The table (its row of MANAGEMENT_OPERATIONS checked the caller's right on it first)."""
+        return self.maintenance.table(warehouse, tuple(namespace), name)
+
+    # -- the schedule -----------------------------------------------------------------------
+
+    def run_due(self) -> int:
+        """Run every enabled, executable policy of the tables whose schedule is due (a step of
+        housekeeping). A table another runner holds is skipped; each failure is recorded (or, before
+        a run could start, logged) and the table is looked at again an interval later. Tables that
+        set expiry only by their properties are discovered once an interval (it reads every document)."""
+        discover = time.monotonic() - self._discovered_at >= self.executor.interval_s
+        if discover:
+            self._discovered_at = time.monotonic()
+        if discover:
+            self.maintenance.forget_runs(RUN_RETENTION_S)
+        ran = 0
+        for table in self.maintenance.due_tables(DUE_BATCH, discover_properties=discover):
+            try:
+                policies = self._effective(table)
+                enabled = [t for t in policy_rules.EXECUTABLE if t in policies and policies[t].enabled]
+                if not enabled or self.executor.run_scheduled(table, enabled) is None:
+                    self.maintenance.schedule(table.entry_id, self.executor.interval_s)
+                    continue
+                ran += len(enabled)
+            except Exception as exc:  # noqa: BLE001 - one table's trouble never stops the others
+                log.warning("scheduled maintenance of %s failed: %s", table.name, type(exc).__name__)
+                self.maintenance.schedule(table.entry_id, self.executor.interval_s)
+        return ran
+
+
+def _caller() -> str | None:
+    principal = current_principal.get()
+    return principal.name if principal is not None else None
+
+
+def _policy_securable(body: dict[str, Any]) -> Securable:
+    on = parse_securable(body)
+    if on.type == "view":
+        raise BadRequest("Maintenance policies attach to the catalog, a warehouse, a namespace or a table")
+    return on
+
+
+def run_view(row: RunRow) -> dict[str, Any]:
+    view: dict[str, Any] = {
+        "id": row.id,
+        "policy-type": row.policy_type,
+        "trigger": row.trigger,
+        "dry-run": row.dry_run,
+        "status": row.status,
+        "plan": row.plan,
+        "outcome": row.outcome,
+        "files-removed": row.files_removed,
+        "started-at": row.started_at.isoformat(),
+    }
+    if row.finished_at is not None:
+        view["finished-at"] = row.finished_at.isoformat()
+    if row.error:
+        view["error"] = row.error
+    return view

@@ -1,0 +1,160 @@
+"""Data compaction in process: a partition's small data files bin-packed into fewer, with PyArrow,
+committed as a ``replace`` snapshot (Java's ``RewriteDataFiles``, bin-pack).
+
+Only what one process handles safely is taken: partitions of the table's current spec with at
+least two small data files (under 75% of the target size), no delete file in the partition, at
+most ``MAX_PARTITION_BYTES`` of them, and a table with one schema (the files are read back as
+written). Everything else is left for Spark's ``rewrite_data_files`` (not started by Growler yet).
+
+The files are read through Growler's object store, concatenated, and written again with
+PyIceberg's writer (its statistics, its file names, under the table's location); the current
+snapshot's manifests that name a replaced file are rewritten with that entry ``DELETED`` and the
+others ``EXISTING``, the new files go in a new manifest as ``ADDED``, and the manifest list becomes
+a ``replace`` snapshot on ``main``, committed through the commit loop with ``main`` asserted: a
+writer that committed meanwhile wins and the run gives up cleanly, deleting what it wrote.
+"""
+
+from __future__ import annotations
+
+import io
+import secrets
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyiceberg.io.pyarrow import _dataframe_to_data_files
+from pyiceberg.manifest import (
+    DataFileContent,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    write_manifest_list,
+)
+
+from app.ground.locations import Location
+from app.maintenance_compaction import ManifestRewrite
+from app.maintenance_files import Reachable
+
+MAX_PARTITION_BYTES = 256 * 1024 * 1024
+MIN_FILES = 2
+
+
+@dataclass
+class DataPlan:
+    snapshot_id: int
+    groups: dict[str, list[Any]] = field(default_factory=dict)  # partition -> data files to rewrite
+    skipped: dict[str, str] = field(default_factory=dict)  # partition -> why not
+
+    def view(self) -> dict[str, Any]:
+        return {
+            "based-on-snapshot-id": self.snapshot_id,
+            "partitions": {key: len(files) for key, files in sorted(self.groups.items())},
+            "files-to-rewrite": sum(len(files) for files in self.groups.values()),
+            "skipped": dict(sorted(self.skipped.items())),
+        }
+
+
+def plan_data(metadata: Any, reachable: Reachable, target: int) -> DataPlan | None:
+    snapshot = metadata.current_snapshot()
+    if snapshot is None or len(metadata.schemas) != 1:
+        return None
+    spec_id = metadata.default_spec_id
+    small: dict[str, list[Any]] = {}
+    with_deletes: set[str] = set()
+    for manifest in reachable.manifests(snapshot.manifest_list):
+        for entry in reachable.entries(manifest, live_only=True):
+            data_file = entry.data_file
+            key = f"{manifest.partition_spec_id}:{data_file.partition}"
+            if data_file.content != DataFileContent.DATA:
+                with_deletes.add(key)
+            elif manifest.partition_spec_id == spec_id and data_file.file_size_in_bytes < target * 0.75:
+                small.setdefault(key, []).append(data_file)
+    plan = DataPlan(snapshot.snapshot_id)
+    for key, files in small.items():
+        if len(files) < MIN_FILES:
+            continue
+        if key in with_deletes:
+            plan.skipped[key] = "has delete files (needs Spark)"
+        elif sum(f.file_size_in_bytes for f in files) > MAX_PARTITION_BYTES:
+            plan.skipped[key] = "larger than the in-process bound (needs Spark)"
+        else:
+            plan.groups[key] = files
+    return plan if plan.groups or plan.skipped else None
+
+
+class DataRewrite(ManifestRewrite):
+    """Writes the new data files, manifests and manifest list of one plan (``self.written``)."""
+
+    def __init__(self, objects: Any, roots: list[Any], metadata: Any, reachable: Reachable) -> None:
+        super().__init__(objects, roots, metadata)
+        self.reachable = reachable
+        # data files go under the table's location (PyIceberg's location provider names them)
+        self.data_io = type(self.io)(objects, roots, _location(metadata.location))
+
+    def write_data(self, plan: DataPlan) -> dict[str, Any]:
+        metadata = self.metadata
+        snapshot_id = secrets.randbits(62) + 1
+        sequence_number = metadata.last_sequence_number + 1
+        replaced: set[str] = set()
+        added: list[Any] = []
+        for files in plan.groups.values():
+            tables = [pq.read_table(io.BytesIO(self.objects.read(_location(f.file_path)))) for f in files]
+            combined = pa.concat_tables(tables, promote_options="default")
+            for data_file in _dataframe_to_data_files(metadata, combined, self.data_io):
+                self.written.append(_location(data_file.file_path))
+                added.append(data_file)
+            replaced |= {f.file_path for f in files}
+        spec = metadata.spec()
+        schema = metadata.schema()
+        specs = metadata.specs()
+        manifests = []
+        current = metadata.current_snapshot()
+        for manifest in self.reachable.manifests(current.manifest_list):
+            entries = self.reachable.entries(manifest, live_only=True)
+            if manifest.content != ManifestContent.DATA or not any(e.data_file.file_path in replaced for e in entries):
+                manifests.append(manifest)
+                continue
+            writer = self._manifest_writer(specs[manifest.partition_spec_id], schema, snapshot_id)
+            for entry in entries:
+                (writer.delete if entry.data_file.file_path in replaced else writer.existing)(entry)
+            manifests.append(self._close(writer))
+        writer = self._manifest_writer(spec, schema, snapshot_id)
+        for data_file in added:
+            writer.add(
+                ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=snapshot_id, data_file=data_file)
+            )
+        manifests.insert(0, self._close(writer))
+        list_location = self._location(f"snap-{snapshot_id}-1-{uuid.uuid4()}.avro")
+        with write_manifest_list(
+            metadata.format_version,
+            self.io.new_output(list_location.uri),
+            snapshot_id,
+            current.snapshot_id,
+            sequence_number,
+            "gzip",
+        ) as list_writer:
+            list_writer.add_manifests(manifests)
+        self.written.append(list_location)
+        summary = {
+            "operation": "replace",
+            "added-data-files": str(len(added)),
+            "deleted-data-files": str(len(replaced)),
+            "added-records": str(sum(f.record_count for f in added)),
+            "deleted-records": str(sum(f.record_count for files in plan.groups.values() for f in files)),
+        }
+        return {
+            "snapshot-id": snapshot_id,
+            "parent-snapshot-id": current.snapshot_id,
+            "sequence-number": sequence_number,
+            "timestamp-ms": int(time.time() * 1000),
+            "manifest-list": list_location.uri,
+            "summary": summary,
+            "schema-id": metadata.current_schema_id,
+        }
+
+
+def _location(text: str) -> Location:
+    return Location.parse(text, "data file location")

@@ -1,0 +1,333 @@
+"""The maintenance executor: runs a table's effective policy, once, recorded, under a lease.
+
+One runner per table at a time, across workers and replicas: a run first takes the table's lease
+row in PostgreSQL (``maintenance_lease``); whoever holds it, the others skip the table (the
+schedule) or answer 409 (a request). Every run is recorded - its plan, its outcome, the files it
+removed, how long, its error - whether it succeeded, failed, was skipped or was a dry run. A dry
+run plans and records exactly what it would do, and changes nothing.
+
+- **Snapshot expiry** plans with ``app.rules.maintenance.plan_expiry`` and commits
+  ``remove-snapshot-ref``/``remove-snapshots`` through ``TableService.commit_table``: the same
+  lane, commit loop and compare-and-set as any writer. Its requirements assert every ref it
+  planned from, so a writer that moved one wins and the run re-plans on the new version (a
+  bounded number of times). Only after the commit does it delete: the files the expired snapshots
+  reached, minus everything the table's metadata reaches *as it is then* (so a writer that
+  committed meanwhile keeps its files), filtered by ``Deletable``.
+- **Orphan file removal** lists the table's location and deletes the objects that nothing in the
+  table's metadata names (deleted manifest entries included), that are older than the policy's
+  floor, and that ``Deletable`` allows. It re-reads the metadata before deleting and starts over
+  when a commit moved it.
+
+Neither holds the commit lane longer than its one commit; the reads and deletes run outside it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any
+
+from app import maintenance_compaction as compaction
+from app import maintenance_data as data_compaction
+from app.ground.errors import BadRequest, CatalogError, CommitFailed, NoSuchTable
+from app.ground.locations import Location
+from app.maintenance_files import Deletable, Reachable, parsed
+from app.rules import maintenance as policy_rules
+from app.rules import table as table_rules
+from app.tables import TableService
+from storage.maintenance_rows import MaintenanceRows, RunRow, TableRef
+from storage.rows import EntryRow
+
+log = logging.getLogger(__name__)
+
+LEASE_SECONDS = 900
+MAX_REPLANS = 5
+DELETE_BATCH = 500
+SHOWN_FILES = 100  # a run's record lists this many of the files it removes (and counts them all)
+
+
+class MaintenanceBusy(CatalogError):
+    code, error_type = 409, "CommitFailedException"
+
+
+@dataclass
+class Outcome:
+    plan: dict[str, Any]
+    outcome: dict[str, Any]
+    removed: int = 0
+    status: str = "succeeded"
+
+
+class MaintenanceExecutor:
+    def __init__(self, tables: TableService, rows: MaintenanceRows, interval_s: float) -> None:
+        self.tables = tables
+        self.rows = rows
+        self.objects = tables.objects
+        self.interval_s = interval_s
+        self.holder = f"{socket.gethostname()}:{os.getpid()}"
+        # Called with the plan between planning and committing an expiry: where a test puts a
+        # concurrent writer, deterministically (the run must then re-plan, never lose its commit).
+        self.planned: Callable[[policy_rules.ExpiryPlan], None] = lambda _plan: None
+        # The same between a manifest rewrite's plan and its commit.
+        self.compaction_planned: Callable[[Any], None] = lambda _plan: None
+
+    # -- one run ---------------------------------------------------------------------------
+
+    def run(self, table: TableRef, policy_type: str, *, dry_run: bool, now_ms: int | None = None) -> RunRow:
+        """Run the table's effective ``policy_type`` once, now (a request), recorded; MaintenanceBusy
+        when another runner holds the table. ``now_ms`` (the clock of the plan) is for tests only:
+        the API never takes one."""
+        if not self.rows.take_lease(table.entry_id, self.holder, LEASE_SECONDS):
+            raise MaintenanceBusy(f"Maintenance of {'.'.join((*table.namespace, table.name))} is running elsewhere")
+        try:
+            return self._recorded(table, policy_type, dry_run, "request", now_ms or int(time.time() * 1000))
+        finally:
+            self.rows.release_lease(table.entry_id, self.holder, None)
+
+    def run_scheduled(self, table: TableRef, policy_types: list[str]) -> int | None:
+        """The schedule's turn on a table: every type given, under one lease taken only while the
+        table is due (two workers that both saw it due run it once); the next turn an interval
+        later. None when another runner holds it or it is no longer due."""
+        if not self.rows.take_lease(table.entry_id, self.holder, LEASE_SECONDS, due_only=True):
+            return None
+        try:
+            for policy_type in policy_types:
+                self._recorded(table, policy_type, False, "schedule", int(time.time() * 1000))
+            return len(policy_types)
+        finally:
+            self.rows.release_lease(table.entry_id, self.holder, self.interval_s)
+
+    def _recorded(self, table: TableRef, policy_type: str, dry_run: bool, trigger: str, now_ms: int) -> RunRow:
+        run_id = self.rows.start_run(table.entry_id, policy_type, trigger, dry_run)
+        started = time.monotonic()
+        try:
+            result = self._execute(table, policy_type, dry_run, now_ms)
+        except Exception as exc:  # noqa: BLE001 - every failure is recorded; the next run tries again
+            log.warning("maintenance %s of %s failed: %s", policy_type, table.name, type(exc).__name__)
+            message = exc.message if isinstance(exc, CatalogError) else str(exc)
+            return self.rows.finish_run(
+                run_id, "failed", {}, {"seconds": time.monotonic() - started}, 0, f"{type(exc).__name__}: {message}"
+            )
+        result.outcome["seconds"] = round(time.monotonic() - started, 3)
+        return self.rows.finish_run(run_id, result.status, result.plan, result.outcome, result.removed, None)
+
+    def _execute(self, table: TableRef, policy_type: str, dry_run: bool, now_ms: int) -> Outcome:
+        row = self.row(table)
+        metadata = table_rules.parse_metadata(row.metadata)
+        policy = self.effective(table, metadata.properties).get(policy_type)
+        if policy is None or not policy.enabled:
+            return Outcome({}, {"reason": f"no enabled {policy_type} policy applies to the table"}, 0, "skipped")
+        if policy_type not in policy_rules.EXECUTABLE:
+            return Outcome({}, {"reason": f"{policy_type} is not executed by this version of Growler"}, 0, "skipped")
+        if policy_type == policy_rules.SNAPSHOT_EXPIRY:
+            return self._expire(table, policy_rules.ExpirySettings.of(policy), dry_run, now_ms)
+        if policy_type == policy_rules.METADATA_COMPACTION:
+            return self._compact_manifests(table, policy, dry_run)
+        if policy_type == policy_rules.DATA_COMPACTION:
+            return self._compact_data(table, policy, dry_run)
+        return self._remove_orphans(table, policy, dry_run, now_ms)
+
+    def effective(self, table: TableRef, properties: dict[str, str]) -> dict[str, policy_rules.EffectivePolicy]:
+        attachments = [
+            policy_rules.Attachment(stored.policy_type, stored.securable.type, stored.depth, stored.content)
+            for stored in self.rows.attached_above(table)
+        ]
+        return policy_rules.effective(attachments, properties)
+
+    def row(self, table: TableRef) -> EntryRow:
+        warehouse = self.tables.warehouses.get(table.warehouse)
+        row = self.tables.repository.load_entry(warehouse.id, table.namespace, table.name)
+        if row is None or row.kind != "table" or row.id != table.entry_id:
+            raise NoSuchTable(f"Table does not exist: {'.'.join((*table.namespace, table.name))}")
+        return row
+
+    def reachable(self, table: TableRef) -> Reachable:
+        return Reachable(self.objects, self.tables.allowed_roots(self.tables.warehouses.get(table.warehouse)))
+
+    def _deletable(self, table: TableRef, row: EntryRow) -> Deletable:
+        root = Location.parse(row.location, "table location")
+        metadata_dir = Location.parse(row.metadata_location).parent
+        return Deletable(root, self.rows.owners_besides([root, metadata_dir], table.entry_id))
+
+    # -- snapshot expiry --------------------------------------------------------------------
+
+    def _expire(self, table: TableRef, settings: policy_rules.ExpirySettings, dry_run: bool, now_ms: int) -> Outcome:
+        for _ in range(MAX_REPLANS):
+            row = self.row(table)
+            base = table_rules.parse_metadata(row.metadata)
+            plan = policy_rules.plan_expiry(base, settings, now_ms)
+            shown = {"settings": settings.view(), **plan.view()}
+            if plan.empty:
+                return Outcome(shown, {"committed": False, "reason": "nothing to expire"})
+            if dry_run:
+                doomed = self._expired_files(table, row, base, base, plan)
+                shown["files-to-remove"] = _listed(doomed)
+                return Outcome(shown, {"committed": False, "dry-run": True})
+            self.planned(plan)
+            try:
+                requirements = plan.requirements(str(base.table_uuid))
+                self.tables.commit_table(table.warehouse, table.namespace, table.name, requirements, plan.updates())
+            except CommitFailed:
+                log.info("expiry of %s lost to a concurrent writer; planning again", table.name)
+                continue
+            after_row = self.row(table)
+            after = table_rules.parse_metadata(after_row.metadata)
+            doomed = self._expired_files(table, after_row, base, after, plan)
+            removed = self._delete(sorted(doomed, key=str))
+            shown["files-to-remove"] = _listed(doomed)
+            return Outcome(shown, {"committed": True, "files-removed": removed}, removed)
+        raise CommitFailed(f"Snapshot expiry lost {MAX_REPLANS} races with concurrent writers; the next run retries")
+
+    def _expired_files(
+        self, table: TableRef, row: EntryRow, base: Any, live: Any, plan: policy_rules.ExpiryPlan
+    ) -> set[Location]:
+        """What only the expired snapshots reached: their files, minus all that the other snapshots
+        of ``live`` (the metadata as it is now, with whatever was committed since the plan) reach."""
+        reachable = self.reachable(table)
+        candidates = reachable.of(base, plan.snapshot_ids, live_only=False).all()
+        expired = set(plan.snapshot_ids)  # (a dry run's ``live`` still holds them)
+        survivors = [snapshot.snapshot_id for snapshot in live.snapshots if snapshot.snapshot_id not in expired]
+        kept = reachable.of(live, survivors, live_only=True).all()
+        kept |= _metadata_files(live, row.metadata_location)
+        allowed = self._deletable(table, row)
+        return {location for location in candidates - kept if allowed(location)}
+
+    # -- metadata compaction ---------------------------------------------------------------
+
+    def _compact_manifests(self, table: TableRef, policy: policy_rules.EffectivePolicy, dry_run: bool) -> Outcome:
+        row = self.row(table)
+        metadata = table_rules.parse_metadata(row.metadata)
+        target = compaction.target_size(policy)
+        snapshot = metadata.current_snapshot()
+        reachable = self.reachable(table)
+        manifests = reachable.manifests(snapshot.manifest_list) if snapshot is not None else []
+        plan = compaction.plan_manifests(metadata, manifests, target)
+        if plan is None:
+            return Outcome({"target-manifest-size-bytes": target}, {"committed": False, "reason": "nothing to compact"})
+        shown = {"target-manifest-size-bytes": target, **plan.view()}
+        if dry_run:
+            return Outcome(shown, {"committed": False, "dry-run": True})
+        rewrite = compaction.ManifestRewrite(self.objects, reachable.io.roots, metadata)
+        return self._commit_rewrite(table, metadata, plan, shown, rewrite, lambda: rewrite.write(plan, target))
+
+    def _compact_data(self, table: TableRef, policy: policy_rules.EffectivePolicy, dry_run: bool) -> Outcome:
+        row = self.row(table)
+        metadata = table_rules.parse_metadata(row.metadata)
+        target = policy_rules.target_file_size(policy, metadata.properties)
+        reachable = self.reachable(table)
+        plan = data_compaction.plan_data(metadata, reachable, target)
+        if plan is None:
+            return Outcome({"target-file-size-bytes": target}, {"committed": False, "reason": "nothing to compact"})
+        shown = {"target-file-size-bytes": target, **plan.view()}
+        if dry_run or not plan.groups:
+            return Outcome(shown, {"committed": False, "dry-run": dry_run})
+        rewrite = data_compaction.DataRewrite(self.objects, reachable.io.roots, metadata, reachable)
+        return self._commit_rewrite(table, metadata, plan, shown, rewrite, lambda: rewrite.write_data(plan))
+
+    def _commit_rewrite(
+        self,
+        table: TableRef,
+        metadata: Any,
+        plan: Any,
+        shown: dict[str, Any],
+        rewrite: compaction.ManifestRewrite,
+        write: Callable[[], dict[str, Any]],
+    ) -> Outcome:
+        """Write the rewrite's files, commit its replace snapshot with main asserted at the plan's
+        base; a concurrent writer wins: the run gives up and deletes what it wrote."""
+        try:
+            snapshot_update = write()
+            self.compaction_planned(plan)
+            self.tables.commit_table(
+                table.warehouse,
+                table.namespace,
+                table.name,
+                compaction.requirements_for(metadata, plan),
+                compaction.updates_for(snapshot_update),
+            )
+        except CommitFailed:
+            rewrite.forget()
+            return Outcome(shown, {"committed": False, "reason": "a concurrent writer won; the next run retries"})
+        except BaseException:
+            rewrite.forget()
+            raise
+        done = {"committed": True, "snapshot-id": snapshot_update["snapshot-id"], "files-written": len(rewrite.written)}
+        return Outcome(shown, done)
+
+    # -- orphan files -----------------------------------------------------------------------
+
+    def _remove_orphans(
+        self, table: TableRef, policy: policy_rules.EffectivePolicy, dry_run: bool, now_ms: int
+    ) -> Outcome:
+        cutoff_ms = policy_rules.orphan_cutoff_ms(policy, now_ms)
+        for _ in range(MAX_REPLANS):
+            row = self.row(table)
+            metadata = table_rules.parse_metadata(row.metadata)
+            root = Location.parse(row.location, "table location")
+            listed = _within_policy_location(policy, root)
+            allowed = self._deletable(table, row)
+            referenced = self._referenced(table, row, metadata)
+            orphans = [
+                location
+                for location, modified_s in self.objects.list_modified(listed)
+                if modified_s * 1000 < cutoff_ms and location not in referenced and allowed(location)
+            ]
+            shown = {
+                "listed": listed.uri,
+                "older-than-ms": cutoff_ms,
+                "refused": allowed.refused,
+                "files-to-remove": _listed(orphans),
+            }
+            if dry_run or not orphans:
+                return Outcome(shown, {"dry-run": dry_run, "files-removed": 0})
+            if self.tables.repository.current_metadata_location(row.id) != row.metadata_location:
+                continue  # a commit landed while we listed: what it names is not an orphan
+            removed = self._delete(orphans)
+            return Outcome(shown, {"files-removed": removed}, removed)
+        raise CommitFailed(f"The table changed during {MAX_REPLANS} listings; the next run retries")
+
+    def _referenced(self, table: TableRef, row: EntryRow, metadata: Any) -> set[Location]:
+        """Everything this table's metadata names, deleted manifest entries and logged files too,
+        and every object recorded as pending a commit (its metadata file is being written)."""
+        files = self.reachable(table).of(metadata, None, live_only=False).all()
+        files |= _metadata_files(metadata, row.metadata_location)
+        root = Location.parse(row.location)
+        files |= set(self.tables.repository.references_under(root))
+        files |= {p for p in map(parsed, self.rows.pending_under(root)) if p is not None}
+        return files
+
+    # -- deleting ---------------------------------------------------------------------------
+
+    def _delete(self, locations: list[Location]) -> int:
+        removed = 0
+        batches = iter(locations)
+        while batch := list(islice(batches, DELETE_BATCH)):
+            self.objects.delete(batch)
+            removed += len(batch)
+        return removed
+
+
+def _metadata_files(metadata: Any, current: str) -> set[Location]:
+    texts = [current, *(entry.metadata_file for entry in metadata.metadata_log)]
+    return {location for location in map(parsed, texts) if location is not None}
+
+
+def _within_policy_location(policy: policy_rules.EffectivePolicy, root: Location) -> Location:
+    """Polaris's ``location`` narrows the listing; it never leaves the table's own location."""
+    text = policy.content.get("location")
+    if not text:
+        return root
+    location = parsed(text)
+    if location is None or not location.is_within(root):
+        raise BadRequest(f"The policy's location {str(text)[:200]!r} is not within the table's location")
+    return location
+
+
+def _listed(locations: set[Location] | list[Location]) -> dict[str, Any]:
+    ordered = sorted(location.uri for location in locations)
+    return {"count": len(ordered), "first": ordered[:SHOWN_FILES]}

@@ -1,0 +1,299 @@
+"""Maintenance in PostgreSQL (SQL only): attached policies, the per-table lease, recorded runs, and
+the question every delete asks first - who else owns something at these locations.
+
+The rules (what a policy means, which one wins, what to delete) live in ``app/rules/maintenance.py``
+and ``app/maintenance*.py``. Attachments are by id (migration 0019), named here by their parts like
+grants (``storage.management_rows.Securable``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from app.ground.locations import InvalidLocation, Location
+from storage.db import Database
+from storage.housekeeping_rows import bare
+from storage.management_rows import Securable, securable_ids
+from storage.placement import overlapping_entries
+
+
+@dataclass(frozen=True)
+class StoredPolicy:
+    policy_type: str
+    securable: Securable
+    content: dict[str, Any]
+    depth: int  # namespace levels of the attachment (0 above namespaces)
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """A table maintenance works on: its row id and where it is."""
+
+    entry_id: int
+    warehouse: str
+    namespace: tuple[str, ...]
+    name: str
+
+
+@dataclass(frozen=True)
+class RunRow:
+    id: int
+    policy_type: str
+    trigger: str
+    dry_run: bool
+    status: str
+    plan: dict[str, Any]
+    outcome: dict[str, Any]
+    files_removed: int
+    error: str | None
+    started_at: datetime
+    finished_at: datetime | None
+
+
+RUN_COLUMNS = "id, policy_type, trigger, dry_run, status, plan, outcome, files_removed, error, started_at, finished_at"
+
+
+class MaintenanceRows:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # -- policies ---------------------------------------------------------------------------
+
+    def attach(self, policy_type: str, securable: Securable, content: dict[str, Any]) -> None:
+        """Attach (or replace) the policy of this type at ``securable``; NotFound if it is missing."""
+        with self.db.transaction() as conn:
+            ids = securable_ids(conn, securable)
+            conn.execute(
+                "INSERT INTO maintenance_policy (policy_type, securable, warehouse_id, namespace_id, entry_id, content)"
+                " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (policy_type, warehouse_id, namespace_id, entry_id)"
+                " DO UPDATE SET content = EXCLUDED.content, updated_at = now()",
+                (policy_type, securable.type, *ids, json.dumps(content)),
+            )
+
+    def detach(self, policy_type: str, securable: Securable) -> bool:
+        with self.db.transaction() as conn:
+            ids = securable_ids(conn, securable)
+            row = conn.execute(
+                "DELETE FROM maintenance_policy WHERE policy_type = %s AND warehouse_id IS NOT DISTINCT FROM %s"
+                " AND namespace_id IS NOT DISTINCT FROM %s AND entry_id IS NOT DISTINCT FROM %s RETURNING id",
+                (policy_type, *ids),
+            ).fetchone()
+        return row is not None
+
+    def attached_at(self, securable: Securable) -> list[StoredPolicy]:
+        """The policies attached exactly at ``securable`` (not inherited ones)."""
+        with self.db.connection() as conn:
+            ids = securable_ids(conn, securable)
+            rows = conn.execute(
+                "SELECT policy_type, content FROM maintenance_policy WHERE warehouse_id IS NOT DISTINCT FROM %s"
+                " AND namespace_id IS NOT DISTINCT FROM %s AND entry_id IS NOT DISTINCT FROM %s ORDER BY policy_type",
+                ids,
+            ).fetchall()
+        depth = len(securable.namespace)
+        return [StoredPolicy(row["policy_type"], securable, row["content"], depth) for row in rows]
+
+    def attached_above(self, table: TableRef) -> list[StoredPolicy]:
+        """Every policy on the table's way up: the table, its namespace and their ancestors, the
+        warehouse, the catalog. The rules pick the nearest per type."""
+        with self.db.connection() as conn:
+            rows = conn.execute(
+                "SELECT p.policy_type, p.securable, p.content, coalesce(cardinality(n.path), 0) AS depth"
+                " FROM maintenance_policy p LEFT JOIN namespace n ON n.id = p.namespace_id"
+                " JOIN catalog_entry e ON e.id = %(entry)s JOIN namespace tn ON tn.id = e.namespace_id"
+                " WHERE p.warehouse_id IS NULL"
+                " OR (p.securable = 'warehouse' AND p.warehouse_id = tn.warehouse_id)"
+                " OR (p.securable = 'namespace' AND n.warehouse_id = tn.warehouse_id"
+                "     AND n.path = tn.path[1:cardinality(n.path)])"
+                " OR p.entry_id = e.id",
+                {"entry": table.entry_id},
+            ).fetchall()
+        return [
+            StoredPolicy(row["policy_type"], Securable(row["securable"]), row["content"], row["depth"]) for row in rows
+        ]
+
+    # -- tables -----------------------------------------------------------------------------
+
+    def table(self, warehouse: str, namespace: tuple[str, ...], name: str) -> TableRef:
+        """The live table of that name; NotFound otherwise."""
+        with self.db.connection() as conn:
+            _, _, entry_id = securable_ids(conn, Securable("table", warehouse, namespace, name))
+        return TableRef(int(entry_id or 0), warehouse, namespace, name)
+
+    def due_tables(self, limit: int, discover_properties: bool) -> list[TableRef]:
+        """Tables whose schedule is due and no runner holds: those maintenance knows already (a
+        lease row), those an enabled policy may apply to, and - only with ``discover_properties``,
+        which reads every table's document - those whose metadata sets ``history.expire.*``."""
+        with self.db.connection() as conn:
+            rows = conn.execute(
+                "SELECT e.id, w.name AS warehouse, n.path, e.name FROM catalog_entry e"
+                " JOIN namespace n ON n.id = e.namespace_id JOIN warehouse w ON w.id = n.warehouse_id"
+                " LEFT JOIN maintenance_lease l ON l.entry_id = e.id"
+                " WHERE e.kind = 'table' AND coalesce(l.next_due_at, '-infinity') <= now()"
+                " AND coalesce(l.lease_until, '-infinity') <= now()"
+                " AND (l.entry_id IS NOT NULL OR EXISTS ("
+                "   SELECT 1 FROM maintenance_policy p LEFT JOIN namespace pn ON pn.id = p.namespace_id"
+                "   WHERE (p.content ->> 'enable')::boolean AND (p.warehouse_id IS NULL"
+                "   OR (p.securable = 'warehouse' AND p.warehouse_id = n.warehouse_id)"
+                "   OR (p.securable = 'namespace' AND pn.warehouse_id = n.warehouse_id"
+                "       AND pn.path = n.path[1:cardinality(pn.path)])"
+                "   OR p.entry_id = e.id))"
+                "  OR (%(discover)s AND strpos(e.metadata, '\"history.expire.') > 0))"
+                " ORDER BY l.next_due_at NULLS FIRST, e.id LIMIT %(limit)s",
+                {"discover": discover_properties, "limit": limit},
+            ).fetchall()
+        return [TableRef(row["id"], row["warehouse"], tuple(row["path"]), row["name"]) for row in rows]
+
+    # -- the lease --------------------------------------------------------------------------
+
+    def take_lease(self, entry_id: int, holder: str, lease_s: float, due_only: bool = False) -> bool:
+        """Hold the table for ``lease_s`` unless another runner holds it now (any worker, any
+        replica); with ``due_only`` (the schedule), also unless its schedule is not due: two workers
+        that both saw it due run it once."""
+        with self.db.transaction() as conn:
+            row = conn.execute(
+                "INSERT INTO maintenance_lease (entry_id, holder, lease_until)"
+                " SELECT %(entry)s, %(holder)s, now() + make_interval(secs => %(lease)s)"
+                " WHERE EXISTS (SELECT 1 FROM catalog_entry WHERE id = %(entry)s)"
+                " ON CONFLICT (entry_id) DO UPDATE SET holder = EXCLUDED.holder, lease_until = EXCLUDED.lease_until"
+                " WHERE maintenance_lease.lease_until <= now()"
+                " AND (NOT %(due_only)s OR maintenance_lease.next_due_at <= now()) RETURNING entry_id",
+                {"entry": entry_id, "holder": holder, "lease": lease_s, "due_only": due_only},
+            ).fetchone()
+        return row is not None
+
+    def release_lease(self, entry_id: int, holder: str, next_due_s: float | None) -> None:
+        """Let the table go; ``next_due_s`` (when given) is when the schedule wants it again."""
+        with self.db.connection() as conn:
+            conn.execute(
+                "UPDATE maintenance_lease SET lease_until = '-infinity', holder = NULL,"
+                " next_due_at = CASE WHEN %(next)s::float8 IS NULL THEN next_due_at"
+                " ELSE now() + make_interval(secs => %(next)s) END"
+                " WHERE entry_id = %(entry)s AND holder = %(holder)s",
+                {"entry": entry_id, "holder": holder, "next": next_due_s},
+            )
+
+    def schedule(self, entry_id: int, next_due_s: float) -> None:
+        """When the schedule wants the table next (kept apart from the lease)."""
+        with self.db.connection() as conn:
+            conn.execute(
+                "INSERT INTO maintenance_lease (entry_id, next_due_at)"
+                " SELECT %(entry)s, now() + make_interval(secs => %(next)s)"
+                " WHERE EXISTS (SELECT 1 FROM catalog_entry WHERE id = %(entry)s)"
+                " ON CONFLICT (entry_id) DO UPDATE SET next_due_at = EXCLUDED.next_due_at",
+                {"entry": entry_id, "next": next_due_s},
+            )
+
+    # -- runs -------------------------------------------------------------------------------
+
+    def start_run(self, entry_id: int, policy_type: str, trigger: str, dry_run: bool) -> int:
+        with self.db.connection() as conn:
+            row = conn.execute(
+                "INSERT INTO maintenance_run (entry_id, policy_type, trigger, dry_run, status)"
+                " VALUES (%s, %s, %s, %s, 'running') RETURNING id",
+                (entry_id, policy_type, trigger, dry_run),
+            ).fetchone()
+        return row["id"]
+
+    def finish_run(
+        self,
+        run_id: int,
+        status: str,
+        plan: dict[str, Any],
+        outcome: dict[str, Any],
+        files_removed: int,
+        error: str | None,
+    ) -> RunRow:
+        with self.db.connection() as conn:
+            row = conn.execute(
+                "UPDATE maintenance_run SET status = %s, plan = %s, outcome = %s, files_removed = %s, error = %s,"
+                f" finished_at = now() WHERE id = %s RETURNING {RUN_COLUMNS}",
+                (status, json.dumps(plan), json.dumps(outcome), files_removed, error and error[:2000], run_id),
+            ).fetchone()
+        return RunRow(**row)
+
+    def forget_runs(self, older_than_s: float, limit: int = 10_000) -> int:
+        """Drop recorded runs started more than ``older_than_s`` ago (a batch per call)."""
+        with self.db.connection() as conn:
+            cursor = conn.execute(
+                "DELETE FROM maintenance_run WHERE id IN (SELECT id FROM maintenance_run"
+                " WHERE started_at < now() - make_interval(secs => %s) ORDER BY id LIMIT %s)",
+                (older_than_s, limit),
+            )
+        return cursor.rowcount
+
+    def runs(self, entry_id: int, limit: int) -> list[RunRow]:
+        """The table's most recent runs, newest first."""
+        with self.db.connection() as conn:
+            rows = conn.execute(
+                f"SELECT {RUN_COLUMNS} FROM maintenance_run WHERE entry_id = %s ORDER BY id DESC LIMIT %s",
+                (entry_id, limit),
+            ).fetchall()
+        return [RunRow(**row) for row in rows]
+
+    def pending_under(self, root: Location) -> list[str]:
+        """Objects recorded as pending a commit under ``root`` (being written: never orphans)."""
+        with self.db.connection() as conn:
+            rows = conn.execute(
+                "SELECT location FROM pending_object WHERE strpos(location, %s) > 0", (bare(root) + "/",)
+            ).fetchall()
+        return [row["location"] for row in rows]
+
+    # -- who else owns files here -----------------------------------------------------------
+
+    def owners_besides(self, roots: list[Location], entry_id: int) -> list[str]:
+        """Locations owned by any entry other than ``entry_id`` - live, staged, or dropped but
+        retained in the recycle bin (issue 35) - that are at, under or above ``roots``, or
+        whose metadata names an object under them. A maintenance delete skips everything under
+        these, and refuses to run at all when one contains the table's own location.
+
+        This is the one check point every maintenance delete goes through: an entry kind that
+        keeps files alive (a retained drop, a protected entry) adds its locations here.
+        """
+        owned: list[str] = []
+        with self.db.connection() as conn:
+            for entry in overlapping_entries(conn, roots, entry_id):
+                owned += [entry.location, _parent(entry.metadata_location)]
+            stages = conn.execute(
+                "SELECT location, metadata_path FROM staged_table WHERE expires_at > now()"
+            ).fetchall()
+            needles = [bare(root) + "/" for root in roots]  # "t/" never matches the sibling "t2/"
+            naming = conn.execute(
+                "SELECT location, metadata_location FROM catalog_entry WHERE id <> %s"
+                " AND EXISTS (SELECT 1 FROM unnest(%s::text[]) AS needle WHERE strpos(metadata, needle) > 0)",
+                (entry_id, needles),
+            ).fetchall()
+            # the recycle bin (issue 35): a dropped entry keeps owning its files until it expires
+            binned = conn.execute(
+                "SELECT location, metadata_location,"
+                " EXISTS (SELECT 1 FROM unnest(%s::text[]) AS needle WHERE strpos(metadata, needle) > 0) AS names_ours"
+                " FROM bin_entry WHERE id <> %s",
+                (needles, entry_id),
+            ).fetchall()
+        for stage in stages:
+            owned += [stage["location"], stage["metadata_path"]]
+        for entry in binned:
+            owned += [entry["location"], _parent(entry["metadata_location"])]
+            if entry["names_ours"]:
+                owned += [root.uri for root in roots]
+        if naming:  # another entry's metadata names our objects (a registered copy): theirs too
+            owned += [root.uri for root in roots]
+        return [text for text in owned if text and _near(text, roots)]
+
+
+def _parent(text: str) -> str:
+    try:
+        return Location.parse(text).parent.uri
+    except InvalidLocation:
+        return text
+
+
+def _near(text: str, roots: list[Location]) -> bool:
+    """At, under or above a root (an unparsable location counts: it is nobody's to guess)."""
+    try:
+        location = Location.parse(text)
+    except InvalidLocation:
+        return True
+    return any(location.overlaps(root) for root in roots)

@@ -1,0 +1,150 @@
+"""Protection marks in PostgreSQL (SQL only): set, clear, list, and the check every destructive
+statement runs inside its own transaction (``protection_of``), so a mark set concurrently is
+either seen or waits for the drop to finish - never missed.
+
+The marks are columns (warehouse, namespace, catalog_entry ``protected``), migration 0017: a
+property would not do, since any writer may change properties.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from app.ground.errors import NoSuchNamespace, NotFound, Protected
+from storage.db import Database
+from storage.events import ChangeEvent, record_events
+
+
+@dataclass(frozen=True)
+class ProtectionMark:
+    kind: str  # warehouse, namespace, table, view
+    namespace: tuple[str, ...]
+    name: str | None
+
+
+def _dotted(parts: tuple[str, ...]) -> str:
+    return ".".join(parts)
+
+
+def protection_of(
+    conn: psycopg.Connection,
+    warehouse_id: int,
+    namespace: tuple[str, ...],
+    name: str | None = None,
+    *,
+    below: bool = False,
+) -> str | None:
+    """What protects ``namespace`` (or the entry ``name`` in it), described; None when nothing.
+
+    Its warehouse, each of its namespaces (the chain from the top), the entry itself; with
+    ``below`` (a recursive drop) also every namespace and entry under ``namespace``.
+    """
+    row = conn.execute("SELECT name, protected FROM warehouse WHERE id = %s", (warehouse_id,)).fetchone()
+    if row is not None and row["protected"]:
+        return f"warehouse {row['name']} is protected"
+    found = _protected_ancestor(conn, warehouse_id, namespace) if namespace else None
+    if found is not None:
+        return f"namespace {_dotted(tuple(found['path']))} is protected"
+    if name is not None:
+        entry = conn.execute(
+            "SELECT e.kind FROM namespace n JOIN catalog_entry e ON e.namespace_id = n.id"
+            " WHERE n.warehouse_id = %s AND n.path = %s AND e.name = %s AND e.protected",
+            (warehouse_id, list(namespace), name),
+        ).fetchone()
+        if entry is not None:
+            return f"{entry['kind']} {_dotted((*namespace, name))} is protected"
+    if below:
+        under = conn.execute(
+            "SELECT n.path, e.name, e.kind FROM namespace n LEFT JOIN catalog_entry e"
+            " ON e.namespace_id = n.id AND e.protected"
+            " WHERE n.warehouse_id = %s AND n.path[1:%s] = %s AND (n.protected OR e.id IS NOT NULL)"
+            " ORDER BY n.path LIMIT 1",
+            (warehouse_id, len(namespace), list(namespace)),
+        ).fetchone()
+        if under is not None:
+            if under["name"] is not None:
+                return f"{under['kind']} {_dotted((*under['path'], under['name']))} is protected"
+            return f"namespace {_dotted(tuple(under['path']))} is protected"
+    return None
+
+
+def _protected_ancestor(
+    conn: psycopg.Connection, warehouse_id: int, namespace: tuple[str, ...]
+) -> dict[str, Any] | None:
+    """The shallowest protected namespace of the chain (one statement: the levels unnested)."""
+    return conn.execute(
+        "SELECT n.path FROM namespace n, generate_series(1, %(depth)s) d"
+        " WHERE n.warehouse_id = %(wh)s AND n.path = (%(path)s::text[])[1:d] AND n.protected"
+        " ORDER BY d LIMIT 1",
+        {"depth": len(namespace), "wh": warehouse_id, "path": list(namespace)},
+    ).fetchone()
+
+
+def refuse_if_protected(
+    conn: psycopg.Connection,
+    action: str,
+    warehouse_id: int,
+    namespace: tuple[str, ...],
+    name: str | None = None,
+    *,
+    below: bool = False,
+) -> None:
+    """Raise ``Protected`` (the transaction rolls back: nothing written) when something protects it."""
+    reason = protection_of(conn, warehouse_id, namespace, name, below=below)
+    if reason is not None:
+        what = _dotted((*namespace, name)) if name is not None else _dotted(namespace)
+        raise Protected(f"Cannot {action} {what}: {reason}; remove the protection first (manage-grants)")
+
+
+class ProtectionRows:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def set_mark(
+        self,
+        warehouse_id: int,
+        kind: str,
+        namespace: tuple[str, ...],
+        name: str | None,
+        protected: bool,
+        *,
+        events: Sequence[ChangeEvent],
+    ) -> None:
+        """Set or clear one mark, with its ``events``; NotFound when the thing does not exist."""
+        with self.db.transaction() as conn:
+            if kind == "warehouse":
+                cursor = conn.execute("UPDATE warehouse SET protected = %s WHERE id = %s", (protected, warehouse_id))
+            elif kind == "namespace":
+                cursor = conn.execute(
+                    "UPDATE namespace SET protected = %s WHERE warehouse_id = %s AND path = %s",
+                    (protected, warehouse_id, list(namespace)),
+                )
+                if cursor.rowcount == 0:
+                    raise NoSuchNamespace(f"Namespace does not exist: {_dotted(namespace)}")
+            else:
+                cursor = conn.execute(
+                    "UPDATE catalog_entry e SET protected = %s FROM namespace n WHERE e.namespace_id = n.id"
+                    " AND n.warehouse_id = %s AND n.path = %s AND e.name = %s AND e.kind = %s",
+                    (protected, warehouse_id, list(namespace), name, kind),
+                )
+            if cursor.rowcount == 0:
+                raise NotFound(f"{kind.capitalize()} does not exist: {_dotted((*namespace, name or ''))}")
+            record_events(conn, events)
+
+    def marks(self, warehouse_id: int) -> list[ProtectionMark]:
+        """Every mark in the warehouse, the warehouse's own first."""
+        with self.db.connection() as conn:
+            rows = conn.execute(
+                "SELECT 'warehouse' AS kind, '{}'::text[] AS path, NULL::text AS name, 0 AS o"
+                " FROM warehouse WHERE id = %(wh)s AND protected"
+                " UNION ALL SELECT 'namespace', path, NULL, 1 FROM namespace WHERE warehouse_id = %(wh)s AND protected"
+                " UNION ALL SELECT e.kind, n.path, e.name, 2 FROM namespace n JOIN catalog_entry e"
+                "  ON e.namespace_id = n.id WHERE n.warehouse_id = %(wh)s AND e.protected"
+                " ORDER BY o, path, name LIMIT 10000",
+                {"wh": warehouse_id},
+            ).fetchall()
+        return [ProtectionMark(row["kind"], tuple(row["path"]), row["name"]) for row in rows]

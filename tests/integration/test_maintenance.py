@@ -1,0 +1,326 @@
+"""The maintenance executor on real tables (issue 37): PyIceberg writes through a running gunicorn,
+the executor runs in this process against the same PostgreSQL and SeaweedFS (the session's app).
+
+Runs are given the clock of their plan (``now_ms``) so that "older than the floor" holds without
+waiting days: only the executor's Python entry point takes one, never the API. The server's own
+housekeeping may be looking at the same tables (with the real clock: it finds nothing to do), so a
+run waits - on the lease row, not a clock - when a background run holds the table.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from app.edge.context import MAINTENANCE
+from app.ground.locations import Location
+from app.maintenance_runs import MaintenanceBusy
+from app.rules.maintenance import DAY_MS
+from storage.management_rows import Securable
+from tests.api.tables_support import create_request
+from tests.conftest import TEST_BUCKET
+from tests.integration.test_pyiceberg_tables import NS, create_sales, ids_of, new_catalog, objects_under, rows
+
+EXPIRY = "system.snapshot-expiry"
+ORPHANS = "system.orphan-file-removal"
+
+
+@pytest.fixture
+def catalog(server, clean_catalog):
+    cat = new_catalog(server)
+    cat.create_namespace(NS)
+    return cat
+
+
+@pytest.fixture
+def maintenance(app):
+    service = app.app.extensions[MAINTENANCE]
+    yield service
+    service.executor.planned = lambda _plan: None
+
+
+def attach(maintenance, policy_type: str, name: str, content: dict) -> None:
+    """Attach a policy to the table, first putting the background schedule off it for a day: the
+    test runs it itself (the compactions do not wait on a clock, so the schedule could race it)."""
+    table = maintenance.maintenance.table("test", (NS,), name)
+    maintenance.maintenance.schedule(table.entry_id, 86_400)
+    maintenance.maintenance.attach(policy_type, Securable("table", "test", (NS,), name), content)
+
+
+def run(maintenance, name: str, policy_type: str, now_ms: int, dry_run: bool = False):
+    table = maintenance.maintenance.table("test", (NS,), name)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return maintenance.executor.run(table, policy_type, dry_run=dry_run, now_ms=now_ms)
+        except MaintenanceBusy:  # a background run holds the table: wait for its lease to go
+            assert time.monotonic() < deadline, "the table's maintenance lease was never released"
+            threading.Event().wait(0.05)
+
+
+def reachable_files(table) -> set[str]:
+    """Manifest lists, manifests and live data/delete files of every snapshot of ``table``."""
+    files = set()
+    for snapshot in table.snapshots():
+        files.add(snapshot.manifest_list)
+        for manifest in snapshot.manifests(table.io):
+            files.add(manifest.manifest_path)
+            files |= {entry.data_file.file_path for entry in manifest.fetch_manifest_entry(table.io)}
+    return files
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def test_expiry_by_count_keeps_refs_as_the_policy_says_and_a_policy_change_applies_next_run(catalog, maintenance):
+    table = create_sales(catalog)
+    for i in (1, 2, 3, 4):
+        table.append(rows(i))
+    s1, s2, s3, s4 = [s.snapshot_id for s in table.snapshots()]
+    table.manage_snapshots().create_tag(s2, "keep", max_ref_age_ms=1000 * DAY_MS).create_branch(s1, "old").commit()
+    before = objects_under(maintenance.executor.objects, table.location())
+    later = now_ms() + 10 * DAY_MS
+
+    attach(maintenance, EXPIRY, "sales", {"enable": True, "config": {"max_snapshot_age_days": 30}})
+    first = run(maintenance, "sales", EXPIRY, later)
+    assert first.status == "succeeded" and first.outcome["committed"] is False and first.files_removed == 0
+    assert [s.snapshot_id for s in catalog.load_table((NS, "sales")).snapshots()] == [s1, s2, s3, s4]
+
+    # the policy changes: the next run follows it
+    policy = {"enable": True, "config": {"min_snapshot_to_keep": 1, "max_snapshot_age_days": 1, "max_ref_age_days": 5}}
+    attach(maintenance, EXPIRY, "sales", policy)
+    second = run(maintenance, "sales", EXPIRY, later)
+    assert second.status == "succeeded", second.error
+    assert second.plan["expired-snapshot-ids"] == sorted([s1, s3])  # s2: the tag's, s4: main's head
+    assert second.plan["removed-refs"] == ["old"]  # older than max_ref_age_days; the tag's own age wins
+
+    reloaded = catalog.load_table((NS, "sales"))
+    assert sorted(s.snapshot_id for s in reloaded.snapshots()) == sorted([s2, s4])
+    assert set(reloaded.refs()) == {"main", "keep"}
+    assert ids_of(reloaded.scan().to_arrow()) == [1, 2, 3, 4]
+    assert ids_of(reloaded.scan(snapshot_id=s2).to_arrow()) == [1, 2]
+    after = objects_under(maintenance.executor.objects, table.location())
+    removed = set(before) - set(after)
+    assert removed == set(second.plan["files-to-remove"]["first"]) and second.files_removed == len(removed)
+    assert {s.manifest_list for s in table.snapshots() if s.snapshot_id in (s1, s3)} <= removed
+    assert not reachable_files(reloaded) & removed  # no live file gone
+    assert all(uri in after for uri in reachable_files(reloaded))
+
+
+def test_expiry_by_age_from_table_properties_removes_only_expired_files_and_dry_run_changes_nothing(
+    catalog, maintenance, db
+):
+    table = create_sales(catalog, properties={"history.expire.max-snapshot-age-ms": str(3_600_000)})
+    table.append(rows(1))
+    table.append(rows(2))
+    table.overwrite(rows(10))  # the files of rows 1 and 2 now live only in expired snapshots
+    table = catalog.load_table((NS, "sales"))
+    old_data = {
+        entry.data_file.file_path
+        for snapshot in table.snapshots()[:2]
+        for manifest in snapshot.manifests(table.io)
+        for entry in manifest.fetch_manifest_entry(table.io)
+    }
+    head = table.current_snapshot().snapshot_id
+    before = objects_under(maintenance.executor.objects, table.location())
+    pointer = db.execute("SELECT metadata_location FROM catalog_entry WHERE name = 'sales'").fetchone()[0]
+    later = now_ms() + 2 * 3_600_000
+
+    dry = run(maintenance, "sales", EXPIRY, later, dry_run=True)
+    assert dry.status == "succeeded" and dry.dry_run and dry.outcome == {**dry.outcome, "committed": False}
+    assert db.execute("SELECT metadata_location FROM catalog_entry WHERE name = 'sales'").fetchone()[0] == pointer
+    assert objects_under(maintenance.executor.objects, table.location()) == before
+    planned = set(dry.plan["files-to-remove"]["first"])
+    assert old_data <= planned
+
+    done = run(maintenance, "sales", EXPIRY, later)
+    assert done.status == "succeeded", done.error
+    final = catalog.load_table((NS, "sales"))
+    assert [s.snapshot_id for s in final.snapshots()] == [head]
+    assert ids_of(final.scan().to_arrow()) == [10]
+    after = objects_under(maintenance.executor.objects, table.location())
+    assert set(before) - set(after) == planned  # exactly what the dry run planned
+    assert not old_data & set(after)
+    assert reachable_files(final) <= set(after)
+
+
+def test_a_writer_appending_while_expiry_runs_always_wins(catalog, server, maintenance):
+    table = create_sales(catalog)
+    for i in (1, 2, 3):
+        table.append(rows(i))
+    attach(maintenance, EXPIRY, "sales", {"enable": True, "config": {"max_snapshot_age_days": 1}})
+    writer = new_catalog(server).load_table((NS, "sales"))
+    acknowledged = []
+    plans = []
+
+    def between_plan_and_commit(plan) -> None:
+        """Forced interleaving: a writer commits after the run planned and before it commits."""
+        plans.append(plan)
+        if len(plans) == 1:
+            writer.append(rows(100))
+            acknowledged.append(100)
+
+    maintenance.executor.planned = between_plan_and_commit
+    done = run(maintenance, "sales", EXPIRY, now_ms() + 2 * DAY_MS)
+    assert done.status == "succeeded", done.error
+    assert len(plans) == 2  # the first commit lost to the writer (its ref moved); the run planned again
+    assert plans[1].refs["main"] == writer.current_snapshot().snapshot_id
+    final = catalog.load_table((NS, "sales"))
+    assert ids_of(final.scan().to_arrow()) == [1, 2, 3, *acknowledged]
+    assert [s.snapshot_id for s in final.snapshots()] == [writer.current_snapshot().snapshot_id]
+    assert final.scan().to_arrow().num_rows == 4
+
+
+def test_orphans_older_than_the_floor_go_and_nothing_else(catalog, maintenance, app, settings):
+    objects = maintenance.executor.objects
+    base = f"s3://{TEST_BUCKET}/{NS}"
+    table = create_sales(catalog, "t", location=f"{base}/t")
+    neighbour = create_sales(catalog, "t2", location=f"{base}/t2")  # "t" is a prefix of "t2" as text
+    table.append(rows(1, 2))
+    neighbour.append(rows(3))
+    staged = app.test_client().post(
+        f"/v1/test/namespaces/{NS}/tables", json=create_request("t3", location=f"{base}/t3", **{"stage-create": True})
+    )
+    assert staged.status_code == 200, staged.text
+    aborted = Location.parse(f"{base}/t/data/category=a/00000-aborted-job.parquet")
+    objects.write_new(aborted, b"PAR1 written by a job that never committed", "application/octet-stream")
+    of_others = [Location.parse(f"{base}/t2/data/stray.parquet"), Location.parse(f"{base}/t3/data/staged.parquet")]
+    for location in of_others:
+        objects.write_new(location, b"PAR1", "application/octet-stream")
+    aborted_s = dict(objects.list_modified(aborted.parent))[aborted]
+    while time.time() < aborted_s + 1.5:  # the young file must be modified a clear second later
+        threading.Event().wait(0.1)
+    young = Location.parse(f"{base}/t/data/00000-young.parquet")
+    objects.write_new(young, b"PAR1 being written right now", "application/octet-stream")
+    clock = int(aborted_s * 1000) + 3 * DAY_MS + 500  # the aborted file is just past the 3-day floor
+    attach(maintenance, ORPHANS, "t", {"enable": True})
+    everything = objects_under(objects, base)
+
+    dry = run(maintenance, "t", ORPHANS, clock, dry_run=True)
+    assert dry.status == "succeeded", dry.error
+    assert dry.plan["files-to-remove"] == {"count": 1, "first": [aborted.uri]}
+    assert objects_under(objects, base) == everything
+
+    done = run(maintenance, "t", ORPHANS, clock)
+    assert done.status == "succeeded" and done.files_removed == 1, done.error
+    assert objects_under(objects, base) == sorted(set(everything) - {aborted.uri})
+    assert ids_of(catalog.load_table((NS, "t")).scan().to_arrow()) == [1, 2]
+    assert ids_of(catalog.load_table((NS, "t2")).scan().to_arrow()) == [3]
+
+    # the run is the last one the table's health report lists
+    health = app.test_client().get(f"/management/v1/maintenance/warehouses/test/namespaces/{NS}/tables/t/health")
+    assert health.status_code == 200, health.text
+    assert health.json()["last-runs"][0]["id"] == done.id
+    assert health.json()["data-files"] == 2
+
+
+def test_health_report_counts_files_per_partition(catalog, maintenance, app):
+    table = create_sales(catalog)
+    for i in range(1, 5):
+        table.append(rows(i))
+    attach(maintenance, EXPIRY, "sales", {"enable": True, "config": {"max_snapshot_age_days": 1}})
+    response = app.test_client().get(f"/management/v1/maintenance/warehouses/test/namespaces/{NS}/tables/sales/health")
+    assert response.status_code == 200, response.text
+    health = response.json()
+    assert health["snapshots"]["count"] == 4 and health["snapshots"]["expirable"] == 0
+    assert health["data-files"] == 4 and health["delete-files"] == 0 and health["small-file-ratio"] == 1.0
+    assert sorted(p["partition"] for p in health["partitions"]) == [
+        "category=a/ts_day=2024-01-02",
+        "category=b/ts_day=2024-01-01",
+    ]
+    assert sum(p["records"] for p in health["partitions"]) == 4
+    # two days on, three snapshots are past the policy's retention: the report says to run it
+    later = maintenance.report(maintenance.maintenance.table("test", (NS,), "sales"), now_ms() + 2 * DAY_MS)
+    assert later["snapshots"]["expirable"] == 3
+    assert later["recommendations"][EXPIRY].startswith("run: 3 snapshots")
+
+
+def test_metadata_compaction_rewrites_small_manifests_as_a_replace_and_rows_stay(catalog, server, maintenance):
+    table = create_sales(catalog)
+    for i in range(1, 7):
+        table.append(rows(i))
+    before = catalog.load_table((NS, "sales"))
+    assert len(before.current_snapshot().manifests(before.io)) == 6
+    attach(maintenance, "system.metadata-compaction", "sales", {"enable": True})
+
+    dry = run(maintenance, "sales", "system.metadata-compaction", now_ms(), dry_run=True)
+    assert dry.plan["manifests-to-rewrite"] == 6 and dry.outcome["committed"] is False
+    assert catalog.load_table((NS, "sales")).current_snapshot().snapshot_id == before.current_snapshot().snapshot_id
+
+    # a writer that commits between the plan's base and the rewrite's commit wins; the run gives up cleanly
+    writer = new_catalog(server).load_table((NS, "sales"))
+    manifests_before = objects_under(maintenance.executor.objects, f"{before.location()}/metadata")
+
+    def interloper(_plan) -> None:
+        writer.append(rows(7))
+
+    maintenance.executor.compaction_planned = interloper
+    try:
+        gave_up = run(maintenance, "sales", "system.metadata-compaction", now_ms())
+    finally:
+        maintenance.executor.compaction_planned = lambda _plan: None
+    assert gave_up.status == "succeeded" and gave_up.outcome["committed"] is False, gave_up.outcome
+    appended = catalog.load_table((NS, "sales"))
+    ours = {
+        appended.current_snapshot().manifest_list,
+        *(m.manifest_path for m in appended.current_snapshot().manifests(appended.io)),
+    }
+    left = set(objects_under(maintenance.executor.objects, f"{before.location()}/metadata")) - set(manifests_before)
+    assert {uri for uri in left if uri.endswith(".avro")} <= ours  # the lost rewrite's files are gone
+    assert ids_of(catalog.load_table((NS, "sales")).scan().to_arrow()) == [1, 2, 3, 4, 5, 6, 7]
+
+    done = run(maintenance, "sales", "system.metadata-compaction", now_ms())
+    assert done.status == "succeeded" and done.outcome["committed"] is True, done.error
+    final = catalog.load_table((NS, "sales"))
+    assert final.current_snapshot().summary.operation.value == "replace"
+    assert len(final.current_snapshot().manifests(final.io)) == 1
+    assert ids_of(final.scan().to_arrow()) == [1, 2, 3, 4, 5, 6, 7]
+    final.append(rows(8))  # writers go on from the compacted snapshot
+    assert ids_of(catalog.load_table((NS, "sales")).scan().to_arrow()) == [1, 2, 3, 4, 5, 6, 7, 8]
+
+
+def test_spark_reads_the_same_rows_after_expiry(spark, catalog, maintenance):
+    """The one Spark test: a Spark-written table, partly rewritten by a copy-on-write DELETE, expired;
+    Spark (after a refresh) and PyIceberg read exactly the rows they read before."""
+    table = f"growler.{NS}.sparked"
+    spark.sql(f"CREATE TABLE {table} (id bigint, cat string) USING iceberg PARTITIONED BY (cat)")
+    for low in (1, 4, 7):
+        spark.sql(f"INSERT INTO {table} VALUES ({low}, 'a'), ({low + 1}, 'b'), ({low + 2}, 'a')")
+    spark.sql(f"DELETE FROM {table} WHERE id = 3")
+    query = f"SELECT id, cat FROM {table} ORDER BY id"
+    expected = [tuple(row) for row in spark.sql(query).collect()]
+    assert len(expected) == 8
+    attach(maintenance, EXPIRY, "sparked", {"enable": True, "config": {"max_snapshot_age_days": 1}})
+
+    done = run(maintenance, "sparked", EXPIRY, now_ms() + 2 * DAY_MS)
+    assert done.status == "succeeded" and done.outcome["committed"] and done.files_removed > 0, done.error
+    spark.sql(f"REFRESH TABLE {table}")
+    assert [tuple(row) for row in spark.sql(query).collect()] == expected
+    assert spark.sql(f"SELECT count(*) FROM {table}.snapshots").collect()[0][0] == 1
+    assert ids_of(catalog.load_table((NS, "sparked")).scan().to_arrow()) == [row[0] for row in expected]
+
+
+def test_data_compaction_in_process_bin_packs_small_files_and_rows_stay(catalog, maintenance):
+    """Small files of partitions without delete files become one per partition; rows checksummed."""
+    table = create_sales(catalog)
+    for i in range(1, 9):
+        table.append(rows(i))  # eight files: four per partition
+    before = catalog.load_table((NS, "sales")).scan().to_arrow().sort_by("id")
+    attach(maintenance, "system.data-compaction", "sales", {"enable": True})
+
+    dry = run(maintenance, "sales", "system.data-compaction", now_ms(), dry_run=True)
+    assert dry.plan["files-to-rewrite"] == 8 and dry.outcome["committed"] is False
+    done = run(maintenance, "sales", "system.data-compaction", now_ms())
+    assert done.status == "succeeded" and done.outcome["committed"] is True, (done.error, done.outcome)
+
+    final = catalog.load_table((NS, "sales"))
+    assert final.current_snapshot().summary.operation.value == "replace"
+    files = [task.file for task in final.scan().plan_files()]
+    assert len(files) == 2  # one per partition
+    after = final.scan().to_arrow().sort_by("id")
+    assert after.equals(before)  # the same rows, value for value
+    final.append(rows(9))
+    assert ids_of(catalog.load_table((NS, "sales")).scan().to_arrow()) == list(range(1, 10))

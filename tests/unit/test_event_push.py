@@ -1,0 +1,67 @@
+"""The change feed's push format (app/publisher.py): CloudEvents, NATS subjects, signatures, filters."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from datetime import UTC, datetime
+
+from app.publisher import cloud_event, matches, signature, subject
+from storage.events import StoredEvent
+
+
+def event(**overrides) -> StoredEvent:
+    values = dict(
+        stream=3,
+        position=42,
+        event_id="6f1c0a52-3c58-4c3f-9d59-7d6a3f1f0e11",
+        request_id="r1",
+        request_event_count=1,
+        created_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+        operation_type="update-table",
+        object_type="table",
+        namespace=["sales", "eu"],
+        name="orders",
+        object_uuid="u",
+        actor={"principal": "etl", "source": "growler"},
+        operation={"operation-type": "update-table", "identifier": {"namespace": ["sales", "eu"], "name": "orders"}},
+    )
+    values.update(overrides)
+    return StoredEvent(**values)
+
+
+def test_a_structured_cloud_event_carries_the_feed_event():
+    headers, body = cloud_event("wh", event())
+    assert headers["content-type"] == "application/cloudevents+json"
+    doc = json.loads(body)
+    assert (doc["specversion"], doc["id"], doc["source"], doc["type"]) == (
+        "1.0",
+        "6f1c0a52-3c58-4c3f-9d59-7d6a3f1f0e11",
+        "/growler/wh",
+        "org.apache.iceberg.catalog.update-table",
+    )
+    assert (doc["subject"], doc["sequence"], doc["time"]) == ("sales.eu.orders", "42", "2026-01-02T03:04:05Z")
+    assert doc["data"]["event-id"] == doc["id"] and doc["data"]["timestamp-ms"] == 1767323045000
+    assert doc["data"]["operation"]["operation-type"] == "update-table"
+
+
+def test_subjects_per_warehouse_namespace_and_table():
+    assert subject("wh", event()) == "growler.wh.sales.eu.orders"
+    assert subject("wh", event(name=None, object_type="namespace")) == "growler.wh.sales.eu._"
+    assert subject("w h", event(namespace=["a.b", "*"], name=">")) == "growler.w%20h.a%2Eb.%2A.%3E"
+    assert subject("wh", event(stream=0, namespace=None, name=None)) == "growler._installation._"
+
+
+def test_the_signature_is_the_hmac_of_the_body():
+    body = b'{"id":"1"}'
+    assert signature("k", body) == "sha256=" + hmac.new(b"k", body, hashlib.sha256).hexdigest()
+
+
+def test_filters():
+    assert matches({}, "wh", event())
+    assert not matches({"warehouses": ["other"]}, "wh", event())
+    assert matches({"operation-types": ["update-table"]}, "wh", event())
+    assert not matches({"operation-types": ["drop-table"]}, "wh", event())
+    assert matches({"catalog-objects-by-name": [["sales"]]}, "wh", event())
+    assert not matches({"catalog-objects-by-name": [["sales", "us"]]}, "wh", event())
