@@ -1,7 +1,7 @@
 """The management API's rules: principals, roles, members, grants and warehouses.
 
 Handlers (handlers/management.py) call one method here. The dispatcher has already checked the
-operation's row of ``MANAGEMENT_OPERATIONS`` (app/authorization.py), which calls one ``require_*`` of
+operation's row of ``MANAGEMENT_OPERATIONS`` (app/management_operations.py), which calls one ``require_*`` of
 app/management_rights.py (who may do what: least privilege, decided before anything is read or
 written); a grant's and a listing's second check, on the securable the request names, follows
 here once it is parsed. Every change writes one audit line (``app.ground.events.audit``: who, what,

@@ -1,7 +1,7 @@
 """Who may do what in the management API: least privilege, decided before anything is read or written.
 
 The management API changes who may do what anywhere, so holding one privilege must never lead to
-more. Each operation's row of ``MANAGEMENT_OPERATIONS`` (``Managed``, app/authorization.py) calls one
+more. Each operation's row of ``MANAGEMENT_OPERATIONS`` (``Managed``, app/management_operations.py) calls one
 ``require_*`` here before its handler runs (the dispatcher checks it, as every row); a grant's
 and a listing's check on the securable its request names follows in ``ManagementService`` once
 that is parsed. The rules:
