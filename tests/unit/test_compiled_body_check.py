@@ -71,7 +71,7 @@ def test_other_schemas_are_left_to_jsonschema(schema):
 
 def test_connexions_own_validation_stays_jsonschemas():
     """connexion builds a validator per request and calls ``_parse_and_validate``: its refusal is
-    jsonschema's 400 (message and all), also for a schema the door would compile."""
+    jsonschema's 400 (message and all), also for a schema the dispatcher's reader would compile."""
     from connexion.exceptions import BadRequestProblem
 
     from app.edge.validation import validator_map
