@@ -168,7 +168,7 @@ _M_ARENA_MAX = -8  # glibc's mallopt parameter
 def post_fork(server, worker):
     """At most two malloc arenas per worker (glibc's default is eight per core).
 
-    Every thread of a worker (the door's, the handlers', the pools') that allocates gets an arena
+    Every thread of a worker (the dispatcher's, the pools') that allocates gets an arena
     of its own, and freed memory stays scattered over them: 138 and 151 MB per worker after
     `make bench`'s W1-W8 with two, 152 and 153 MB with the default. The threads take turns on the
     GIL anyway, so they hardly contend for an arena.

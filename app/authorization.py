@@ -1,11 +1,13 @@
 """Authorization: what each catalog operation needs, and whether the caller holds it.
 
-``OPERATIONS`` is the one table of the catalog's rules: for every operationId, the privilege it
-needs on which securable (``None``: only to see it). ``Authorizer.authorize`` applies it before
-the operation runs - for connexion's handlers (the resolver wraps every one of them) and for the
-requests the operation door answers (app/edge/door.py, app/edge/loop_reads.py) alike - so a
-refused request writes nothing. What is missing is 403 ``ForbiddenException`` when the caller
-can see the securable's container and the container's own 404 otherwise
+``RULES`` is the one table of the rules, looked up by ``Authorizer.authorize`` for every
+operation: for each operationId of the catalog (``OPERATIONS``), the privilege it needs on which
+securable (``None``: only to see it); for each of the management API (``MANAGEMENT_OPERATIONS``),
+the right its gate checks first (``Managed``, app/management_rights.py). ``Authorizer.authorize`` applies it before
+the operation runs - the dispatcher (app/edge/dispatch.py) checks it once for every catalog
+operation, on the event loop or in the handler's thread - so a refused request writes nothing.
+What is missing is 403 ``ForbiddenException`` when the caller can see the securable's container
+and the container's own 404 otherwise
 (app/rules/privileges.py); either way one JSON audit line.
 
 Decisions cost no database round trip for a caller seen before: each worker caches a
@@ -47,7 +49,9 @@ from app.ground.errors import (
 )
 from app.ground.events import audit
 from app.ground.lru import LruCache
-from app.rules.identifiers import format_namespace, parse_namespace
+from app.management_operations import MANAGEMENT_OPERATIONS, Managed, ManagementGate
+from app.rules.calls import Call
+from app.rules.identifiers import format_namespace
 from app.rules.privileges import (
     ALLOW,
     FORBIDDEN,
@@ -75,32 +79,6 @@ class AnyOf(tuple):
 
 
 Rule = list[Need | AnyOf]
-
-
-class Call:
-    """One operation's parameters as the rules below read them (path and query values, body)."""
-
-    def __init__(self, params: dict[str, Any], body: Any, separator: str, default_warehouse: str) -> None:
-        self.params = params
-        self.body = body if isinstance(body, dict) else {}
-        self.separator = separator
-        self.warehouse = str(params.get("prefix") or default_warehouse)
-
-    def levels(self, name: str = "namespace") -> tuple[str, ...]:
-        return parse_namespace(str(self.params[name]), self.separator)
-
-    def namespace(self, name: str = "namespace") -> Securable:
-        return Securable.of_namespace(self.warehouse, self.levels(name))
-
-    def entry(self, kind: Kind, name: str) -> Securable:
-        return Securable.of_entry(kind, self.warehouse, self.levels(), str(self.params[name]))
-
-    def identified(self, kind: Kind, identifier: Any) -> Securable:
-        """A TableIdentifier of the body (validated against the yaml before the handler runs)."""
-        identifier = identifier if isinstance(identifier, dict) else {}
-        return Securable.of_entry(
-            kind, self.warehouse, tuple(identifier.get("namespace") or ()), str(identifier.get("name", ""))
-        )
 
 
 def _created(call: Call) -> Securable:
@@ -206,6 +184,9 @@ OPERATIONS: dict[str, Callable[[Call], Rule]] = {
     # then shown only to a caller that may read its object (app/events_feed.py).
     "queryEvents": lambda call: [(SEE, Securable.of_warehouse(call.warehouse))],
 }
+
+# Every operation of both yamls has its row, looked up by the one ``Authorizer.authorize``.
+RULES: dict[str, Callable[[Call], Rule] | Managed] = {**OPERATIONS, **MANAGEMENT_OPERATIONS}
 
 # The spec gives signRequest no 404: a table the caller may not see is refused like any other.
 _NO_NOT_FOUND = frozenset({"signRequest"})
@@ -318,14 +299,22 @@ class Authorizer:
             return [item for item in items if grants.sees(securable_of(item))]
         return [item for item in items if grants.holds(privilege, securable_of(item))]
 
-    def authorize(self, operation_id: str, params: dict[str, Any], body: Any = None) -> None:
+    def authorize(
+        self, operation_id: str, params: dict[str, Any], body: Any = None, gate: ManagementGate | None = None
+    ) -> None:
         """Raise 403 (or the 404 that hides what the caller cannot see) unless the caller may run it;
-        401 when there is no caller to decide for (enforcing: see the module's docstring)."""
+        401 when there is no caller to decide for (enforcing: see the module's docstring). A
+        management operation's row is checked by ``gate`` (without one, it is refused)."""
         if self.repository is None:  # allow_all(): nothing to enforce
             return
-        rule = OPERATIONS.get(operation_id)
+        rule = RULES.get(operation_id)
         if rule is None:
             raise Forbidden(f"Operation {operation_id} has no authorization rule")
+        if isinstance(rule, Managed):
+            if gate is None:
+                raise Forbidden(f"Operation {operation_id} is decided by the management API's rights")
+            rule.check(gate, Call(params, body, self.separator, self.default_warehouse))
+            return
         grants = self.grants()
         if grants.admin:
             return

@@ -135,7 +135,7 @@ class EntryService:
         """HEAD: the entity's 404 unless it exists (as this kind)."""
         warehouse = self.warehouses.get(prefix)
         if not self.repository.entry_exists(warehouse.id, namespace, name, self.kind):
-            raise self._missing(namespace, name)
+            raise self.missing(namespace, name)
 
     def drop_into_bin(
         self,
@@ -205,7 +205,7 @@ class EntryService:
 
     # -- helpers for the subclasses -----------------------------------------------------
 
-    def _missing(self, namespace: tuple[str, ...], name: str) -> CatalogError:
+    def missing(self, namespace: tuple[str, ...], name: str) -> CatalogError:
         return self.not_found(f"{self.kind.capitalize()} does not exist: {format_namespace((*namespace, name))}")
 
     def _require_entry(self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str) -> EntryRow:
@@ -217,7 +217,7 @@ class EntryService:
         """
         row = self.repository.load_entry(warehouse.id, namespace, name)
         if row is None or row.kind != self.kind:
-            raise self._missing(namespace, name)
+            raise self.missing(namespace, name)
         return row
 
     def _require_namespace(self, warehouse: WarehouseRow, namespace: tuple[str, ...]) -> dict[str, str]:

@@ -1,9 +1,10 @@
 """Table maintenance through the management API, and in the background (docs/maintenance.md).
 
 ``MaintenanceService`` is what the handlers call: attach, detach and list policies; a table's
-effective policies, its runs, its health report; a run on demand (or a dry run). Each method first
-calls one ``require_*`` of ``app/management_rights.py`` (``manage-maintenance`` to change or run,
-it or ``read`` to look) and each change writes one audit line. The executor
+effective policies, its runs, its health report; a run on demand (or a dry run). Each operation's
+row of ``MANAGEMENT_OPERATIONS`` (app/management_operations.py) checks the caller's right first
+(``manage-maintenance`` to change or run, it or ``read`` to look); a policy's securable, known once
+the body is parsed, is checked here; each change writes one audit line. The executor
 (``app/maintenance_runs.py``) does the runs; ``run_due`` is the housekeeping step that runs every
 enabled, executable policy of the tables whose schedule is due.
 """
@@ -85,7 +86,7 @@ class MaintenanceService(ManagementRights):
     # -- one table --------------------------------------------------------------------------
 
     def effective(self, warehouse: str, namespace: tuple[str, ...], name: str) -> list[dict[str, Any]]:
-        table = self._table("get-effective-maintenance-policies", warehouse, namespace, name, write=False)
+        table = self._table(warehouse, namespace, name)
         policies = self._effective(table)
         return [
             {"policy-type": p.policy_type, "content": p.content, "inherited-from": p.inherited_from}
@@ -97,18 +98,18 @@ class MaintenanceService(ManagementRights):
     ) -> dict[str, Any]:
         if policy_type not in policy_rules.POLICY_TYPES:
             raise BadRequest(f"Unknown policy type {policy_type!r}")
-        table = self._table("run-maintenance", warehouse, namespace, name, write=True)
+        table = self._table(warehouse, namespace, name)
         row = self.executor.run(table, policy_type, dry_run=dry_run)
         target = {"table": ".".join((*table.namespace, table.name)), "warehouse": warehouse}
         audit("run-maintenance", _caller(), {**target, "policy-type": policy_type, "dry-run": dry_run, "run": row.id})
         return run_view(row)
 
     def runs(self, warehouse: str, namespace: tuple[str, ...], name: str, limit: int | None) -> list[dict[str, Any]]:
-        table = self._table("list-maintenance-runs", warehouse, namespace, name, write=False)
+        table = self._table(warehouse, namespace, name)
         return [run_view(row) for row in self.maintenance.runs(table.entry_id, min(limit or 20, MAX_RUNS_LISTED))]
 
     def health(self, warehouse: str, namespace: tuple[str, ...], name: str) -> dict[str, Any]:
-        table = self._table("get-table-health", warehouse, namespace, name, write=False)
+        table = self._table(warehouse, namespace, name)
         return self.report(table, int(time.time() * 1000))
 
     def report(self, table: TableRef, now_ms: int) -> dict[str, Any]:
@@ -165,13 +166,8 @@ class MaintenanceService(ManagementRights):
         row = self.executor.row(table)
         return self.executor.effective(table, table_rules.parse_metadata(row.metadata).properties)
 
-    def _table(self, action: str, warehouse: str, namespace: tuple[str, ...], name: str, write: bool) -> TableRef:
-        on = Securable("table", warehouse, tuple(namespace), name)
-        target = {"securable": securable_view(on)}
-        if write:
-            self.require_maintainer(action, target, on)
-        else:
-            self.require_maintenance_reader(action, target, on)
+    def _table(self, warehouse: str, namespace: tuple[str, ...], name: str) -> TableRef:
+        """The table (its row of MANAGEMENT_OPERATIONS checked the caller's right on it first)."""
         return self.maintenance.table(warehouse, tuple(namespace), name)
 
     # -- the schedule -----------------------------------------------------------------------

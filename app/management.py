@@ -1,8 +1,10 @@
 """The management API's rules: principals, roles, members, grants and warehouses.
 
-Handlers (handlers/management.py) call one method here. Every method first calls one ``require_*``
-of app/management_rights.py (who may do what: least privilege, decided before anything is read
-or written) and every change writes one audit line (``app.ground.events.audit``: who, what,
+Handlers (handlers/management.py) call one method here. The dispatcher has already checked the
+operation's row of ``MANAGEMENT_OPERATIONS`` (app/management_operations.py), which calls one ``require_*`` of
+app/management_rights.py (who may do what: least privilege, decided before anything is read or
+written); a grant's and a listing's second check, on the securable the request names, follows
+here once it is parsed. Every change writes one audit line (``app.ground.events.audit``: who, what,
 which object; never a secret). SQL lives in ``storage/management_rows.py`` (with the warehouses'
 in ``storage/warehouses.py``) and ``storage/principals.py``; each change there bumps
 ``auth_state.version``, which makes every worker drop its cached warehouses and decisions.
@@ -75,7 +77,7 @@ class ManagementService(ManagementRights):
     # -- principals -------------------------------------------------------------------------
 
     def create_principal(self, name: str, admin: bool) -> Credential:
-        who = self.require_principal_maker("create-principal", {"principal": name, "admin": admin}, admin)
+        who = self.caller()
         if not CLIENT_ID.match(name):
             raise BadRequest(f"Invalid principal name {name!r}: letters, digits, '.', '_', '@', '-', at most 128")
         events = management_events("x-create-principal", {"principal": name, "admin": admin})
@@ -86,20 +88,18 @@ class ManagementService(ManagementRights):
         return credential
 
     def list_principals(self, page_token: str | None, page_size: int | None) -> Page:
-        self.require_principal_directory("list-principals", {})
         names = [row.client_id for row in self.principals.repository.list() if not row.deleted]
         window = self._window(scope("listPrincipals"), page_token, page_size)
         return self._page_of_names(window, lambda after, limit: _slice(names, after, limit))
 
     def get_principal(self, name: str) -> dict[str, Any]:
-        self.require_principal_directory("get-principal", {"principal": name})
         row = self.principals.repository.get(name) if CLIENT_ID.match(name) else None
         if row is None or row.deleted:
             raise NoSuchPrincipal(f"Principal does not exist: {name}")
         return {"name": row.client_id, "admin": row.is_admin, "roles": self.rows.roles_of(name)}
 
     def rotate_principal(self, name: str) -> Credential:
-        who = self.require_self_or_admin("rotate-principal", {"principal": name}, name)
+        who = self.caller()
         events = management_events("x-rotate-principal", {"principal": name})  # never the secret
         credential = self.principals.rotate(name, events=events) if CLIENT_ID.match(name) else None
         if credential is None:
@@ -108,7 +108,7 @@ class ManagementService(ManagementRights):
         return credential
 
     def delete_principal(self, name: str) -> None:
-        who = self.require_admin("delete-principal", {"principal": name}, "delete principals")
+        who = self.caller()
         if who is not None and name == who:
             raise BadRequest("A principal cannot delete itself")
         events = management_events("x-delete-principal", {"principal": name})
@@ -119,7 +119,7 @@ class ManagementService(ManagementRights):
     # -- roles and members ------------------------------------------------------------------
 
     def create_role(self, name: str) -> dict[str, Any]:
-        who = self.require_grant_manager("create-role", {"role": name})
+        who = self.caller()
         if not ROLE_NAME.match(name):
             raise BadRequest(f"Invalid role name {name!r}: letters, digits, '.', '_', '@', '-', at most 128")
         row = self.rows.create_role(name, events=management_events("x-create-role", {"role": name}))
@@ -129,24 +129,22 @@ class ManagementService(ManagementRights):
         return {"name": row.name, "created-at": row.created_at}
 
     def list_roles(self, page_token: str | None, page_size: int | None) -> Page:
-        self.require_grant_manager("list-roles", {})
         return self._page_of_names(self._window(scope("listRoles"), page_token, page_size), self.rows.list_roles)
 
     def get_role(self, name: str) -> dict[str, Any]:
-        self.require_grant_manager("get-role", {"role": name})
         row = self.rows.get_role(name)
         if row is None:
             raise NoSuchRole(f"Role does not exist: {name}")
         return {"name": row.name, "created-at": row.created_at}
 
     def delete_role(self, name: str) -> None:
-        who = self.require_role_manager("delete-role", {"role": name}, name)
+        who = self.caller()
         if not self.rows.delete_role(name, events=management_events("x-delete-role", {"role": name})):
             raise NoSuchRole(f"Role does not exist: {name}")
         self._changed("delete-role", who, {"role": name})
 
     def assign_role(self, role: str, principal: str) -> None:
-        who = self.require_role_manager("assign-role", {"role": role, "principal": principal}, role)
+        who = self.caller()
         self._require_principal(principal)
         target = {"role": role, "principal": principal}
         added = self.rows.add_member(role, principal, events=management_events("x-assign-role", target))
@@ -156,7 +154,7 @@ class ManagementService(ManagementRights):
             self._changed("assign-role", who, {"role": role, "principal": principal})
 
     def revoke_role(self, role: str, principal: str) -> None:
-        who = self.require_role_manager("revoke-role", {"role": role, "principal": principal}, role)
+        who = self.caller()
         target = {"role": role, "principal": principal}
         removed = self.rows.remove_member(role, principal, events=management_events("x-revoke-role", target))
         if removed is None:
@@ -166,8 +164,6 @@ class ManagementService(ManagementRights):
         self._changed("revoke-role", who, {"role": role, "principal": principal})
 
     def list_members(self, role: str, page_token: str | None, page_size: int | None) -> Page:
-        self.require_role_manager("list-role-members", {"role": role}, role)
-
         def fetch(after: str | None, limit: int | None) -> list[str]:
             members = self.rows.list_members(role, after, limit)
             if members is None:
@@ -185,7 +181,6 @@ class ManagementService(ManagementRights):
 
     def grant(self, role: str, privilege: str, securable: dict[str, Any]) -> GrantRow:
         target = {"role": role, "privilege": privilege, "securable": securable}
-        self.require_grant_manager("grant", target)
         parsed, on = _privilege(privilege), parse_securable(securable)
         _grantable(parsed, on)
         who = self.require_grantor("grant", target, parsed, on)
@@ -195,7 +190,6 @@ class ManagementService(ManagementRights):
 
     def revoke(self, role: str, privilege: str, securable: dict[str, Any]) -> None:
         target = {"role": role, "privilege": privilege, "securable": securable}
-        self.require_grant_manager("revoke", target)
         parsed, on = _privilege(privilege), parse_securable(securable)
         who = self.require_grantor("revoke", target, parsed, on)
         if not self.rows.remove_grant(role, parsed.value, on, events=management_events("x-revoke", target)):
@@ -203,12 +197,10 @@ class ManagementService(ManagementRights):
         self._changed("revoke", who, target)
 
     def grants_of_role(self, role: str, page_token: str | None, page_size: int | None) -> Page:
-        self.require_role_manager("list-grants", {"role": role}, role)
         window = self._window(scope("listGrantsOfRole", role), page_token, page_size)
         return self._page_of_grants(window, lambda after, limit: self.rows.grants_of_role(role, after, limit))
 
     def grants_on(self, securable: dict[str, Any], page_token: str | None, page_size: int | None) -> Page:
-        self.require_grant_manager("list-grants", {"securable": securable})
         parsed = parse_securable(securable)
         self.require_grants_reader("list-grants", {"securable": securable}, parsed)
         window = self._window(scope("listGrantsOn", securable_view(parsed)), page_token, page_size)
@@ -218,7 +210,7 @@ class ManagementService(ManagementRights):
 
     def create_warehouse(self, body: dict[str, Any]) -> WarehouseRow:
         name = str(body.get("name", ""))
-        who = self.require_admin("create-warehouse", {"warehouse": name}, "manage warehouses")
+        who = self.caller()
         if not WAREHOUSE_NAME.match(name) or name in RESERVED_PREFIXES:
             raise BadRequest(f"Invalid warehouse name {name!r}: letters, digits, '_', '.', '-', at most 63")
         location, allowed = self._locations(name, body["location"], body.get("allowed-locations") or [])
@@ -234,16 +226,14 @@ class ManagementService(ManagementRights):
         return row
 
     def list_warehouses(self, page_token: str | None, page_size: int | None) -> Page:
-        self.require_warehouse_reader("list-warehouses", {})
         window = self._window(scope("listWarehouses"), page_token, page_size)
         return window.page(self.rows.list_warehouses(window.after, window.fetch), lambda row: row.name)
 
     def get_warehouse(self, name: str) -> WarehouseRow:
-        self.require_warehouse_reader("get-warehouse", {"warehouse": name})
         return self._warehouse(name)
 
     def update_warehouse(self, name: str, body: dict[str, Any]) -> WarehouseRow:
-        who = self.require_admin("update-warehouse", {"warehouse": name}, "manage warehouses")
+        who = self.caller()
         self._refuse_default(name)
         current = self._warehouse(name)
         location, allowed = self._locations(
@@ -266,7 +256,7 @@ class ManagementService(ManagementRights):
         return row
 
     def delete_warehouse(self, name: str) -> None:
-        who = self.require_admin("delete-warehouse", {"warehouse": name}, "manage warehouses")
+        who = self.caller()
         self._refuse_default(name)
         outcome = self.rows.delete_warehouse(name, events=management_events("x-delete-warehouse", {"warehouse": name}))
         if outcome == "missing":

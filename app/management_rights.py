@@ -1,7 +1,10 @@
 """Who may do what in the management API: least privilege, decided before anything is read or written.
 
 The management API changes who may do what anywhere, so holding one privilege must never lead to
-more. The rules (``ManagementService`` calls exactly one ``require_*`` first in every method):
+more. Each operation's row of ``MANAGEMENT_OPERATIONS`` (``Managed``, app/management_operations.py) calls one
+``require_*`` here before its handler runs (the dispatcher checks it, as every row); a grant's
+and a listing's check on the securable its request names follows in ``ManagementService`` once
+that is parsed. The rules:
 
 - **Grants**: giving or taking a privilege on a securable needs ``manage-grants`` there *and* the
   privilege itself (``EffectiveGrants.may_grant``): a holder of ``manage-grants`` delegates what it
@@ -71,6 +74,11 @@ class ManagementRights:
         audit(action, principal.name if principal else None, target, "forbidden", 403)
         raise Forbidden(refusal)
 
+    def caller(self) -> str | None:
+        """The caller's name (None without authentication), for the audit line of a change."""
+        principal = current_principal.get()
+        return principal.name if principal is not None else None
+
     def require_admin(self, action: str, target: dict[str, Any], what: str) -> str | None:
         return self._require(action, target, lambda grants: grants.admin, f"Only administrators may {what}")
 
@@ -120,6 +128,28 @@ class ManagementRights:
             target,
             lambda grants: grants.holds(privilege, on),
             f"Principal lacks {privilege.value} on {on.describe()}",
+        )
+
+    def require_within(
+        self, action: str, target: dict[str, Any], privileges: tuple[Privilege, ...], on: Securable
+    ) -> str | None:
+        """One of ``privileges`` held on ``on``, above it or below it: the first check of an
+        operation whose exact securable is known only once its stored unit or its body is read
+        (the service then checks it there)."""
+        return self._require(
+            action,
+            target,
+            lambda grants: any(grants.holds_within(privilege, on) for privilege in privileges),
+            f"Principal lacks {' or '.join(p.value for p in privileges)} on or within {on.describe()}",
+        )
+
+    def require_reader_of(self, action: str, target: dict[str, Any], on: Securable) -> str | None:
+        """``manage-maintenance`` or ``read`` on ``on``: a table's policies, runs and health."""
+        return self._require(
+            action,
+            target,
+            lambda grants: grants.holds(Privilege.MANAGE_MAINTENANCE, on) or grants.holds(Privilege.READ, on),
+            f"Principal lacks manage-maintenance or read on {on.describe()}",
         )
 
     def require_grantor(

@@ -29,7 +29,7 @@ MAX_WAREHOUSES_LISTED = 1000
 
 
 def namespace_answer(warehouse: WarehouseRow, namespace: tuple[str, ...], properties: dict[str, str]) -> dict[str, Any]:
-    """loadNamespaceMetadata's answer from the stored properties (the door's event loop makes it too)."""
+    """loadNamespaceMetadata's answer from the stored properties (the dispatcher's event loop makes it too)."""
     if not properties.get("location"):
         properties = {**properties, "location": default_namespace_location(warehouse, namespace)}
     return {"namespace": list(namespace), "properties": properties}

@@ -18,7 +18,7 @@ from app.deletion import protection_changed
 from app.ground.errors import BadRequest, NoSuchWarehouse, NotFound
 from app.management_rights import ManagementRights, rules_securable
 from app.rules.identifiers import check_name, check_namespace
-from app.rules.privileges import Privilege, Securable
+from app.rules.privileges import Privilege
 from app.warehouses import WarehouseDirectory
 from storage.management_rows import Securable as StoredSecurable
 from storage.protection_rows import ProtectionMark, ProtectionRows
@@ -40,8 +40,6 @@ class ProtectionService(ManagementRights):
         self._set(warehouse_name, body, False)
 
     def marks(self, warehouse_name: str) -> list[ProtectionMark]:
-        on = Securable.of_warehouse(warehouse_name)
-        self.require_privilege("list-protections", {"warehouse": warehouse_name}, Privilege.MANAGE_GRANTS, on)
         return self.marks_rows.marks(self._warehouse(warehouse_name).id)
 
     def _set(self, warehouse_name: str, body: dict[str, Any], protected: bool) -> None:

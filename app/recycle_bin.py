@@ -69,10 +69,6 @@ class RecycleBinService(ManagementRights):
     def list_units(
         self, warehouse_name: str, namespace: tuple[str, ...] | None, page_token: str | None, page_size: int | None
     ) -> Page:
-        where = (
-            Securable.of_namespace(warehouse_name, namespace) if namespace else Securable.of_warehouse(warehouse_name)
-        )
-        self.require_privilege("list-bin", _target(warehouse_name, namespace), Privilege.UNDROP, where)
         warehouse = self._warehouse(warehouse_name)
         listing = scope("listBin", warehouse_name, list(namespace or ()))
         window = PageWindow.of(page_token, page_size, self.settings.max_page_size, str, self.page_tokens, listing)
@@ -115,7 +111,6 @@ class RecycleBinService(ManagementRights):
     def purge_now(self, warehouse_name: str, unit_id: int) -> None:
         """An administrator's purge: the unit's tables' files go now, whatever was asked at drop."""
         target = {"warehouse": warehouse_name, "id": unit_id}
-        self.require_admin("purge-bin", target, "purge the recycle bin")
         warehouse = self._warehouse(warehouse_name)
         unit = self.repository.bin_unit(warehouse.id, unit_id)
         if unit is None:
@@ -137,9 +132,6 @@ class RecycleBinService(ManagementRights):
         """A recursive drop: the namespace and everything under it, as one unit. Into the bin on
         a soft warehouse (returned); gone at once on a hard one (its tables purged when asked)."""
         target = {**_target(warehouse_name, namespace), "recursive": recursive, "purge": purge}
-        self.require_privilege(
-            "drop-namespace", target, Privilege.DROP, Securable.of_namespace(warehouse_name, namespace)
-        )
         if not recursive:
             raise BadRequest("Only a recursive drop is served here (recursive=true); dropNamespace drops an empty one")
         namespace = check_namespace(list(namespace))

@@ -74,7 +74,7 @@ class TableStorageAccess:
             return StorageScopeOf((places.location,), staged=False)
         if places.kind is None and places.staged and self.may_stage(warehouse.name, namespace):
             return StorageScopeOf(places.staged, staged=True)
-        raise self._missing(namespace, name)
+        raise self.missing(namespace, name)
 
     def may_stage(self, warehouse: str, namespace: tuple[str, ...]) -> bool:
         return self.authorizer.may(Privilege.CREATE, Securable.of_namespace(warehouse, namespace))

@@ -426,7 +426,7 @@ class TableService(TableStorageAccess, EntryService):
         if is_soft(warehouse):
             events = self._dropped_events(warehouse, namespace, name, purge=purge)
             if self.drop_into_bin(warehouse, namespace, name, purge=purge, action="drop", events=events) is None:
-                raise self._missing(namespace, name)
+                raise self.missing(namespace, name)
             return
         purge_objects = metadata_path = None
         if purge:
@@ -442,7 +442,7 @@ class TableService(TableStorageAccess, EntryService):
             metadata_path=metadata_path,
         )
         if row is None:
-            raise self._missing(namespace, name)
+            raise self.missing(namespace, name)
         if purge:
             self.purge_requested.set()
 
@@ -460,7 +460,7 @@ class TableService(TableStorageAccess, EntryService):
         else:
             row = self.drop_at_once(warehouse, namespace, name, action="unregister", events=events)
         if row is None:
-            raise self._missing(namespace, name)
+            raise self.missing(namespace, name)
         return LoadedTable(row.metadata_location, row.metadata, {}, [])
 
     def report_metrics(self, prefix: str, namespace: tuple[str, ...], name: str, report: dict[str, Any]) -> None:

@@ -164,7 +164,7 @@ class ViewService(EntryService):
             row = self.drop_at_once(warehouse, namespace, name, action="drop", events=events)
         if row is None:
             self._require_namespace(warehouse, namespace)
-            raise self._missing(namespace, name)
+            raise self.missing(namespace, name)
 
     # -- helpers ------------------------------------------------------------------------
 

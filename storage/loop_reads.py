@@ -1,9 +1,9 @@
-"""The rows the operation door reads on the event loop, through the async pool.
+"""The rows the dispatcher reads on the event loop, through the async pool.
 
 The statements are those of ``CatalogRepository`` (storage/namespaces.py, storage/entries.py),
 so the loop and the worker threads answer alike; only the way they are sent differs. A missing
-namespace is a None here, not NoSuchNamespace: the door (app/edge/loop_reads.py) then leaves the
-request to the handler, which answers the error.
+namespace is a None here, not NoSuchNamespace: the dispatcher (app/edge/loop_reads.py) then has
+the handler answer the request, and the error.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from storage.rows import EntryRow
 
 
 class AsyncEntryReader:
-    """Rows the operation door reads on the event loop: ``CatalogRepository.load_entry`` (loadTable),
+    """Rows the dispatcher reads on the event loop: ``CatalogRepository.load_entry`` (loadTable),
     ``namespace_properties`` (loadNamespaceMetadata), ``list_namespaces`` and ``list_entries``
     (listNamespaces, listTables, listViews)."""
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from flask import Blueprint, Response, redirect, render_template, request, url_for
 
-from app.console.common import PAGE_SIZE, management, page_arg
+from app.console.common import PAGE_SIZE, authorize, management, page_arg
 from app.ground.errors import BadRequest
 from app.management import PRIVILEGES, SECURABLE_TYPES, grant_view, warehouse_view
 from app.rules.identifiers import check_namespace
@@ -41,6 +41,8 @@ def _confirmed() -> None:
 
 
 def overview() -> str:
+    for operation_id in ("listPrincipals", "listRoles", "listWarehouses"):
+        authorize(operation_id, {})
     service = management()
     principals = service.list_principals(page_arg(), PAGE_SIZE)
     roles = service.list_roles("", PAGE_SIZE)
@@ -55,29 +57,36 @@ def overview() -> str:
 
 
 def create_principal() -> str:
-    credential = management().create_principal(request.form.get("name", ""), request.form.get("admin") == "yes")
+    name, admin = request.form.get("name", ""), request.form.get("admin") == "yes"
+    authorize("createPrincipal", {}, {"name": name, "admin": admin})
+    credential = management().create_principal(name, admin)
     return render_template("console/secret.html", credential=credential, made="created")
 
 
 def rotate_principal(name: str) -> str:
     _confirmed()
+    authorize("rotatePrincipalSecret", {"principal": name})
     credential = management().rotate_principal(name)
     return render_template("console/secret.html", credential=credential, made="rotated")
 
 
 def delete_principal(name: str) -> Response:
     _confirmed()
+    authorize("deletePrincipal", {"principal": name})
     management().delete_principal(name)
     return redirect(url_for("console.admin"), code=303)
 
 
 def create_role() -> Response:
     name = request.form.get("name", "")
+    authorize("createRole", {}, {"name": name})
     management().create_role(name)
     return redirect(url_for("console.role", role=name), code=303)
 
 
 def role_page(role: str) -> str:
+    for operation_id in ("getRole", "listRoleMembers", "listGrantsForRole"):
+        authorize(operation_id, {"role": role})
     service = management()
     details = service.get_role(role)
     members = service.list_members(role, "", PAGE_SIZE)
@@ -94,30 +103,37 @@ def role_page(role: str) -> str:
 
 def delete_role(role: str) -> Response:
     _confirmed()
+    authorize("deleteRole", {"role": role})
     management().delete_role(role)
     return redirect(url_for("console.admin"), code=303)
 
 
 def add_member(role: str) -> Response:
-    management().assign_role(role, request.form.get("principal", ""))
+    principal = request.form.get("principal", "")
+    authorize("assignRole", {"role": role, "principal": principal})
+    management().assign_role(role, principal)
     return redirect(url_for("console.role", role=role), code=303)
 
 
 def remove_member(role: str) -> Response:
     _confirmed()
-    management().revoke_role(role, request.form.get("principal", ""))
+    principal = request.form.get("principal", "")
+    authorize("revokeRole", {"role": role, "principal": principal})
+    management().revoke_role(role, principal)
     return redirect(url_for("console.role", role=role), code=303)
 
 
 def create_warehouse() -> Response:
     """A warehouse with the installation's storage settings (its own keys: the management API)."""
     body: dict[str, Any] = {"name": request.form.get("name", ""), "location": request.form.get("location", "")}
+    authorize("createWarehouse", {}, body)
     management().create_warehouse(body)
     return redirect(url_for("console.admin"), code=303)
 
 
 def delete_warehouse(name: str) -> Response:
     _confirmed()
+    authorize("deleteWarehouse", {"warehouse": name})
     management().delete_warehouse(name)
     return redirect(url_for("console.admin"), code=303)
 
@@ -136,13 +152,17 @@ def _securable(source: Any) -> dict[str, Any]:
 
 
 def grant(role: str) -> Response:
-    management().grant(role, request.form.get("privilege", ""), _securable(request.form))
+    privilege, securable = request.form.get("privilege", ""), _securable(request.form)
+    authorize("grantPrivilege", {"role": role}, {"privilege": privilege, "securable": securable})
+    management().grant(role, privilege, securable)
     return redirect(url_for("console.role", role=role), code=303)
 
 
 def revoke(role: str) -> Response:
     _confirmed()
-    management().revoke(role, request.form.get("privilege", ""), _securable(request.form))
+    privilege, securable = request.form.get("privilege", ""), _securable(request.form)
+    authorize("revokePrivilege", {"role": role}, {"privilege": privilege, "securable": securable})
+    management().revoke(role, privilege, securable)
     return redirect(url_for("console.role", role=role), code=303)
 
 
@@ -166,6 +186,7 @@ def grants_on() -> str:
     securable = _securable(request.args) if request.args.get("type") else None
     rows: list[tuple[dict[str, Any], bool]] = []
     if securable is not None:
+        authorize("listGrantsOnSecurable", {k: securable.get(k) for k in ("type", "warehouse", "name")})
         service = management()
         rows = [(grant_view(row), False) for row in service.grants_on(securable, "", PAGE_SIZE).items]
         for above in ancestors(securable):

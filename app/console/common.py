@@ -59,6 +59,12 @@ def authorizer() -> Authorizer:
     return current_app.extensions[AUTHORIZER]
 
 
+def authorize(operation_id: str, params: dict[str, Any], body: Any = None) -> None:
+    """A management operation's row of the one table (app/management_operations.py), checked as
+    the dispatcher checks it for the API: the console calls the same services after it."""
+    authorizer().authorize(operation_id, params, body, management())
+
+
 def is_admin() -> bool:
     return authorizer().grants().admin
 

@@ -60,6 +60,7 @@ def recycle_bin() -> str:
     if not warehouse:
         return render_template("console/recycle_bin.html", warehouse=None, warehouses=_visible_warehouses())
     namespace = _dotted(request.args.get("namespace"))
+    common.authorize("listBin", {"warehouse": warehouse, **({"namespace": ns_param(namespace)} if namespace else {})})
     page = _bin().list_units(warehouse, namespace, page_arg(), PAGE_SIZE)
     return render_template(
         "console/recycle_bin.html",
@@ -84,6 +85,7 @@ def undrop(warehouse: str, unit_id: int) -> Response:
         body["namespace"] = list(namespace)
     if (request.form.get("name") or "").strip():
         body["name"] = request.form["name"].strip()
+    common.authorize("undropBinUnit", {"warehouse": warehouse, "unit": unit_id})
     unit = _bin().undrop(warehouse, unit_id, body)
     if unit.kind == "namespace":
         return redirect(url_for("console.namespace", warehouse=warehouse, ns=ns_param(unit.namespace)), code=303)
@@ -141,6 +143,8 @@ def event_details(operation: dict[str, Any]) -> str:
 
 
 def _maintenance_section(service: MaintenanceService, table: TableAt) -> dict[str, Any] | None:
+    params = {"warehouse": table.warehouse, "namespace": ns_param(table.levels), "table": table.name}
+    common.authorize("getTableHealth", params)
     return service.health(table.warehouse, table.levels, table.name)
 
 

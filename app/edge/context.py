@@ -6,10 +6,6 @@ here, so handlers (and the idempotency decorator) never import the factory.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from typing import Any
-
 from flask import Response, current_app
 
 from app.authorization import Authorizer
@@ -75,18 +71,6 @@ def authorizer() -> Authorizer:
     return current_app.extensions[AUTHORIZER]
 
 
-def authorized(operation_id: str, handler: Callable[..., Any]) -> Callable[..., Any]:
-    """Every handler, behind the one check of what its operation needs (app/authorization.py):
-    after connexion validated the request, before anything runs (an idempotent replay included)."""
-
-    @functools.wraps(handler)
-    def with_authorization(*args: Any, **kwargs: Any) -> Any:
-        authorizer().authorize(operation_id, kwargs, kwargs.get("body"))
-        return handler(*args, **kwargs)
-
-    return with_authorization
-
-
 def advertised_endpoints() -> list[str]:
     return current_app.extensions[ENDPOINTS]
 
@@ -96,7 +80,7 @@ def namespace_arg(raw: str) -> tuple[str, ...]:
 
 
 def respond(rendered: Rendered) -> Response:
-    """A rendered answer as Flask's response (the operation door sends the same bytes itself)."""
+    """A rendered answer as Flask's response (the dispatcher sends its bytes)."""
     content_type = rendered.headers.get("Content-Type")
     response = Response(rendered.body, status=rendered.status, mimetype=content_type)
     for name, value in rendered.headers.items():

@@ -44,7 +44,8 @@ from app.edge.context import (
     TABLES,
     VIEWS,
 )
-from app.edge.door import BODIES, OperationDoor
+from app.edge.contract import ContractReader
+from app.edge.dispatch import Dispatcher
 from app.edge.http import (
     LivenessMiddleware,
     RequestGuardMiddleware,
@@ -63,8 +64,14 @@ from app.edge.loop_reads import (
     SignRequestOnLoop,
 )
 from app.edge.observability import ObservabilityMiddleware
-from app.edge.operations import RouteTable
-from app.edge.resolver import CatalogResolver, ManagementResolver, find_handler, implemented_endpoints
+from app.edge.operations import RouteTable, compile_operations
+from app.edge.resolver import (
+    HANDLER_MODULES,
+    MANAGEMENT_MODULES,
+    DispatchedResolver,
+    handlers_of,
+    implemented_endpoints,
+)
 from app.edge.startup import Startup, StartupGate
 from app.edge.validation import BoundedJSONProvider, validator_map
 from app.event_sinks import EventSinks
@@ -248,23 +255,29 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         swagger_ui_options=SwaggerUIOptions(swagger_ui=False, serve_spec=False),
     )
     spec = load_spec()
-    resolver = CatalogResolver(spec)
     validators = validator_map(settings.limits)
-    app.add_api(
-        spec,
-        resolver=resolver,
-        strict_validation=True,
-        validate_responses=settings.validate_responses,
-        validator_map=validators,
-    )
-    app.add_api(
-        load_management_spec(),
-        base_path=MANAGEMENT_BASE_PATH,
-        resolver=ManagementResolver(),
-        strict_validation=True,
-        validate_responses=settings.validate_responses,
-        validator_map=validators,
-    )
+    # The APIs: each yaml with its base path and handler modules. connexion gets each for its app
+    # object (404s, 405s); the dispatcher serves every operation of each (app/edge/dispatch.py).
+    apis = served_apis(spec)
+    operations, handlers = [], {}
+    for api_spec, base_path, modules in apis:
+        app.add_api(
+            api_spec,
+            base_path=base_path or None,
+            resolver=DispatchedResolver(),
+            strict_validation=True,
+            validate_responses=settings.validate_responses,
+            validator_map=validators,
+        )
+        found = handlers_of(api_spec, modules)
+        handlers.update(found)
+        operations += compile_operations(
+            api_spec,
+            found.get,
+            base_path=base_path,
+            body_validator=validators["body"]["*/*json"],
+            check_responses=settings.validate_responses,
+        )
     app.add_middleware(RequestIdMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION)
     # Added after RequestIdMiddleware at the same position = just inside it: sees the request id.
     app.add_middleware(
@@ -274,9 +287,9 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     )
     app.add_middleware(LivenessMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION)  # logged, counted
     app.add_middleware(StartupGate, position=MiddlewarePosition.BEFORE_EXCEPTION, startup=startup)
-    # Every request but the probes is authenticated here, before the operation door and connexion.
+    # Every request but the probes is authenticated here, before the dispatcher.
     app.add_middleware(AuthMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION, **auth.middleware_options())
-    # The guard and the door sit in front of connexion's Swagger UI middleware (which copies the
+    # The guard and the dispatcher sit in front of connexion's Swagger UI middleware (which copies the
     # scope and runs a router of its own for every request) and still inside its exception
     # handling, so what they raise is rendered by the handlers below.
     app.add_middleware(
@@ -285,40 +298,32 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         max_body_bytes=settings.max_body_bytes,
         default_prefix=settings.warehouse,
     )
-    if settings.fast_reads:  # just inside the guard: its limits and unprefixed routes apply
-        app.add_middleware(
-            OperationDoor,
-            position=MiddlewarePosition.BEFORE_SWAGGER,
-            routes=RouteTable.compile(
-                spec,
-                find_handler,
-                bodies=BODIES,
-                body_validator=validators["body"]["*/*json"],
-                check_responses=settings.validate_responses,
+    # just inside the guard: its limits and unprefixed routes apply
+    dispatcher_options = {
+        "routes": RouteTable(operations),
+        "handlers": handlers,
+        "contract": ContractReader(validators, settings.limits),
+        "authorizer": authorizer,
+        "gate": management,  # the management API's rights, which its MANAGEMENT_OPERATIONS rows call
+        "flask_app": app.app,
+        "serialize": compact.dumps,
+        "threads": settings.pool_max_size,
+        "loop_reads": [
+            LoadTableOnLoop(tables, AsyncEntryReader(async_database), settings.namespace_separator),
+            LoadNamespaceOnLoop(service, AsyncEntryReader(async_database), settings.namespace_separator, compact.dumps),
+            ListNamespacesOnLoop(
+                service, AsyncEntryReader(async_database), settings.namespace_separator, compact.dumps
             ),
-            handler_for=resolver.handler,
-            flask_app=app.app,
-            serialize=compact.dumps,
-            threads=settings.pool_max_size,
-            loop_reads=[
-                LoadTableOnLoop(tables, AsyncEntryReader(async_database), settings.namespace_separator),
-                LoadNamespaceOnLoop(
-                    service, AsyncEntryReader(async_database), settings.namespace_separator, compact.dumps
-                ),
-                ListNamespacesOnLoop(
-                    service, AsyncEntryReader(async_database), settings.namespace_separator, compact.dumps
-                ),
-                *(
-                    ListEntriesOnLoop(
-                        entries, AsyncEntryReader(async_database), settings.namespace_separator, compact.dumps
-                    )
-                    for entries in (tables, views)
-                ),
-                SignRequestOnLoop(
-                    signer, AsyncPlacesReader(async_database), settings.namespace_separator, compact.dumps
-                ),
-            ],
-        )
+            *(
+                ListEntriesOnLoop(
+                    entries, AsyncEntryReader(async_database), settings.namespace_separator, compact.dumps
+                )
+                for entries in (tables, views)
+            ),
+            SignRequestOnLoop(signer, AsyncPlacesReader(async_database), settings.namespace_separator, compact.dumps),
+        ],
+    }
+    app.add_middleware(Dispatcher, position=MiddlewarePosition.BEFORE_SWAGGER, **dispatcher_options)
     app.add_error_handler(CatalogError, handle_catalog_error)
     app.add_error_handler(ProblemException, handle_problem)
     app.add_error_handler(HTTPException, handle_http_exception)
@@ -428,6 +433,16 @@ def build_functions(
     )
 
 
+def served_apis(spec: dict | None = None) -> list[tuple[dict, str, tuple[str, ...]]]:
+    """Every API the dispatcher serves: its spec (the catalog's with the change feed's, the
+    management API's), its base path and its handler modules (tests/api/test_dispatch.py checks
+    that every yaml under openapi/ is here, each operation routed and with its row)."""
+    return [
+        (spec or load_spec(), "", HANDLER_MODULES),
+        (load_management_spec(), MANAGEMENT_BASE_PATH, MANAGEMENT_MODULES),
+    ]
+
+
 def load_spec() -> dict:
     """The contract (the catalog's and the change feed's), with each path's HEAD operation ahead of its GET.
 
@@ -459,7 +474,7 @@ def _middlewares() -> list:
     """connexion's stack without its SecurityMiddleware.
 
     The spec declares OAuth2/bearer security; Growler enforces it in ``app.edge.auth.AuthMiddleware``,
-    in front of the operation door, which connexion's security would not cover.
+    in front of the dispatcher, which connexion's security would not cover.
     """
     return [m for m in ConnexionMiddleware.default_middlewares if m is not SecurityMiddleware]
 

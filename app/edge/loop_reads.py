@@ -1,4 +1,4 @@
-"""Operations the door answers on the event loop, without a thread: loadTable, loadNamespaceMetadata,
+"""Operations the dispatcher answers on the event loop, without a thread: loadTable, loadNamespaceMetadata,
 the listings of namespaces, tables and views, and signRequest.
 
 A plain loadTable is what every engine sends before every query, usually several times. Its row
@@ -9,17 +9,16 @@ to a thread cost about 0.1 ms of CPU, a fifth of its answer.
 signRequest comes once per S3 request a job makes; for a table whose grant and location are
 cached, signing is pure computation (``app.signing``) and needs no I/O at all.
 
-The door (``app.edge.door``) has already routed the request and read its parameters (and
-signRequest's body) from the yaml; what is here is only what makes the answer cheap. The rule,
-the service and the rendering are the handlers' (``handlers/tables.py``): the same
-``Authorizer.authorize``, ``parse_load_table``, ``TableService.answer`` and ``render_table``,
-``RemoteSigner.sign`` and the app's JSON serialiser. An error raised here is rendered by connexion's
-exception handling, like the handler's. Anything that would need a thread - a caller whose
-grants are not cached yet, a warehouse not cached yet, no asyncio pool on this loop (a test
-client), a table that is not there - answers None, and the door hands the
-request to connexion untouched, whose handler answers it. A caller whose grants are not cached
-yet is decided in a thread (one query, then cached), and the read goes on here; an answer that
-vends credentials (STS, the warehouse's keys) is made in a thread too.
+The dispatcher (``app.edge.dispatch``) has already routed the request, read its parameters (and
+signRequest's body) from the yaml and authorized it; what is here is only what makes the answer
+cheap. The service and the rendering are the handlers' (``handlers/tables.py``): the same
+``parse_load_table``, ``TableService.answer`` and ``render_table``, ``RemoteSigner.sign`` and the
+app's JSON serialiser. An error raised here is rendered by connexion's exception handling, like
+the handler's (a missing table: its 404, from the one row read). Anything that would need a
+thread - a warehouse not cached yet, no asyncio pool on this loop (a test client), a listing's
+grants not cached - answers None, and the dispatcher has the handler answer it in a thread
+(without authorizing it again). An answer that vends credentials (STS, the warehouse's keys)
+is made in a thread too.
 """
 
 from __future__ import annotations
@@ -30,14 +29,14 @@ from dataclasses import replace
 from typing import Any
 
 from app.authorization import Authorizer
-from app.edge.door import InThread
+from app.edge.dispatch import InThread
 from app.edge.responses import JSON, Rendered, parse_load_table, render_table, table_name
 from app.entries import EntryService
 from app.ground.errors import CatalogError
 from app.namespaces import NamespaceService, namespace_answer
 from app.paging import PageWindow, first_batch_page, identifiers_answer, namespaces_answer
 from app.rules.identifiers import parse_namespace
-from app.signing import RemoteSigner, SignedRequest
+from app.signing import RemoteSigner
 from app.tables import TABLE, TableService
 from storage.loop_reads import AsyncEntryReader
 from storage.staged import AsyncPlacesReader
@@ -48,24 +47,22 @@ _IF_NONE_MATCH = b"if-none-match"
 
 
 class LoadTableOnLoop:
-    """loadTable's answer, read on the event loop; None leaves the request to connexion."""
+    """loadTable's answer, read on the event loop; None: the handler answers in a thread."""
 
     operation_id = "loadTable"
 
     def __init__(self, tables: TableService, reader: AsyncEntryReader, namespace_separator: str) -> None:
         self.tables = tables
-        self.authorizer: Authorizer = tables.authorizer  # the same rule and cache as the handler
         self.reader = reader
         self.separator = namespace_separator
 
     async def __call__(
         self, kwargs: dict[str, Any], headers: dict[bytes, list[bytes]], in_thread: InThread
     ) -> Rendered | None:
-        # both are declared headers: the door has already refused a repeated one
+        # both are declared headers: a repeated one: the first, as Flask reads it
         delegation, if_none_match = headers.get(_DELEGATION), headers.get(_IF_NONE_MATCH)
         if not self.reader.available():
             return None
-        await _authorize(self.authorizer, self.operation_id, kwargs, in_thread)
         request = parse_load_table(
             kwargs["prefix"],
             kwargs["namespace"],
@@ -84,7 +81,7 @@ class LoadTableOnLoop:
         unless_at = known if held is None else held.location
         row = await self.reader.load_entry(warehouse.id, request.namespace, request.name, unless_at=unless_at)
         if row is None or row.kind != TABLE:
-            return None  # the handler answers the 404 (and says whether a view has the name)
+            raise self.tables.missing(request.namespace, request.name)  # the handler's 404, read once
         if held is not None and row.metadata_location == held.location:
             if row.id != held.entry_id:
                 return None  # another entry at that version (a name taken again): the handler reads it all
@@ -102,8 +99,7 @@ class LoadTableOnLoop:
 
 class _JsonReadOnLoop(ABC):
     """A read whose JSON answer the loop makes from rows of its service's repository, with the
-    handler's rule, service and serialiser; None leaves the request to the door's thread or to
-    connexion, whose handler answers it (and every refusal)."""
+    handler's service and serialiser; None: the handler answers in a thread (and every refusal)."""
 
     operation_id: str
 
@@ -125,7 +121,6 @@ class _JsonReadOnLoop(ABC):
     ) -> Rendered | None:
         if not self.reader.available():
             return None
-        await _authorize(self.authorizer, self.operation_id, kwargs, in_thread)
         warehouse = self.service.warehouses.cached(kwargs["prefix"])
         if warehouse is None:
             return None
@@ -225,15 +220,6 @@ class ListEntriesOnLoop(_PageOnLoop):
         return None if page is None else identifiers_answer(parent, page)
 
 
-async def _authorize(authorizer: Authorizer, operation_id: str, kwargs: dict[str, Any], in_thread: InThread) -> None:
-    """The handler's check: here when the caller's grants are cached, else (one query, then
-    cached) in a thread."""
-    if authorizer.cached() is not None:
-        authorizer.authorize(operation_id, kwargs)
-    else:
-        await in_thread(authorizer.authorize, operation_id, kwargs)
-
-
 class SignRequestOnLoop:
     """signRequest's answer: on the event loop when the caller's grants are cached and the pool
     serves the loop (what the name holds is read there, one query), else in a thread; the rule,
@@ -268,16 +254,10 @@ class SignRequestOnLoop:
             and self.reader.available()
             and self.signer.signs_without_io(warehouse, kwargs["body"])
         ):
-            self.authorizer.authorize(self.operation_id, kwargs, kwargs["body"])
             places = await self.reader.places(warehouse.id, levels, name)
             signed = self.signer.sign(prefix, levels, name, kwargs["body"], places)
         else:
-
-            def authorized_sign() -> SignedRequest:  # what the handler runs, behind the same check
-                self.authorizer.authorize(self.operation_id, kwargs, kwargs["body"])
-                return self.signer.sign(prefix, levels, name, kwargs["body"])
-
-            signed = await in_thread(authorized_sign)
+            signed = await in_thread(self.signer.sign, prefix, levels, name, kwargs["body"])
         cache_control = "private" if signed.cacheable else "no-cache"
         body = self.serialize(signed.body()).encode()
         return Rendered(200, body, {"Content-Type": JSON, "Cache-Control": cache_control})

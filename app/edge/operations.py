@@ -1,22 +1,21 @@
-"""The catalog's operations as a route table, compiled once from ``openapi/catalog.yaml``.
+"""The operations of the yamls as a route table, compiled once from ``openapi/*.yaml``.
 
-The operation door (``app.edge.door``) answers requests in front of connexion. It must route and
-read parameters exactly as connexion would, or leave the request to connexion: this table is
-what it knows, and all of it comes from the yaml - paths, methods, operationIds, parameters and
-their schemas. There is no per-endpoint code here.
+The dispatcher (``app.edge.dispatch``) routes every request of the APIs with it and reads most
+requests' parameters and bodies with it, exactly as connexion would: this table is what it
+knows, and all of it comes from the yamls - paths, methods, operationIds, parameters and their
+schemas. There is no per-endpoint code here.
 
 Matching follows connexion's router: a request's path segments against each template of the
 same length, a literal segment preferred to a parameter (``/tables/rename`` before
-``/tables/{table}``), a parameter matching one non-empty segment. Every operation of the spec is
-in the table, whether the door serves it or not, so a request is never taken for an operation
-that a more specific route of connexion would have given it to.
+``/tables/{table}``), a parameter matching one non-empty segment.
 
 A parameter is read as connexion reads it (the same type coercion and ``null`` rule, the same
 argument names, schema defaults applied) and validated with a validator compiled here, once,
 with the same draft and format checker as connexion's (``app.edge.validation``). Anything the
 table cannot read with certainty - a repeated key, an undeclared one (the API is strict), a
-value that does not coerce or validate - makes ``read`` return None, and the request goes to
-connexion, whose errors are the only validation errors the API answers.
+value that does not coerce or validate - raises ``Unreadable``, and the dispatcher has
+connexion's validation read the request (``app.edge.contract``): its errors are the only
+validation errors the API answers.
 """
 
 from __future__ import annotations
@@ -38,7 +37,7 @@ HTTP_METHODS = ("get", "put", "post", "delete", "head", "patch")
 
 
 class Unreadable(Exception):
-    """The request is not one the table reads with certainty: connexion decides."""
+    """The request is not one the table reads with certainty: connexion's validation reads it."""
 
 
 @dataclass(frozen=True)
@@ -69,7 +68,7 @@ class Parameter:
             elif kind in ("string", "boolean"):
                 value = make_type(raw, kind, self.schema.get("format"))
             else:
-                raise Unreadable  # number, object: none of the door's operations has one
+                raise Unreadable  # number, object: connexion's reading decides
         except (ValueError, TypeError, KeyError) as exc:
             raise Unreadable from exc
         if not self.is_valid(value):
@@ -82,13 +81,14 @@ class Operation:
     """One operation of the spec: its route, its parameters, and what its handler accepts."""
 
     operation_id: str
+    spec_path: str  # the path as its yaml names it (without the API's base path)
     method: str  # upper case
     segments: tuple[str | None, ...]  # a literal, or None for a parameter (named in ``names``)
     names: tuple[str, ...]
     parameters: tuple[Parameter, ...]
     has_body: bool
     arguments: frozenset[str] | None  # the handler's parameter names; None: it takes **kwargs
-    body_reader: Callable[[bytes], Any] | None = None  # for the operations the door reads bodies of
+    body_reader: Callable[[bytes], Any] | None = None  # for the operations with a JSON body
     response_check: Callable[[int, bytes], None] | None = None  # GROWLER_VALIDATE_RESPONSES (tests)
 
     @property
@@ -135,52 +135,35 @@ class RouteTable:
     """Every operation of a spec, looked up by method and path."""
 
     def __init__(self, operations: Iterable[Operation]) -> None:
-        self._routes: dict[tuple[str, int], list[Operation]] = {}
+        # by method, length and first segment (``v1``, ``management``; None for a parameter): a
+        # request is compared with the templates of its own API only
+        self._routes: dict[tuple[str, int, str | None], list[Operation]] = {}
         for operation in operations:
-            self._routes.setdefault((operation.method, len(operation.segments)), []).append(operation)
+            key = (operation.method, len(operation.segments), operation.segments[1])
+            self._routes.setdefault(key, []).append(operation)
         for candidates in self._routes.values():
             candidates.sort(key=lambda operation: operation.specificity)
-
-    @classmethod
-    def compile(
-        cls,
-        spec: dict[str, Any],
-        handler_for: Callable[[str], Callable[..., Any] | None],
-        *,
-        bodies: frozenset[str] = frozenset(),
-        body_validator: type | None = None,
-        check_responses: bool = False,
-    ) -> RouteTable:
-        """The table of ``spec`` (the dict connexion is given); ``handler_for`` names each handler.
-
-        The operations named in ``bodies`` also get their JSON request body read with
-        ``body_validator`` (the class connexion validates bodies with: ``validation_map``'s),
-        built once here from the body's schema. With ``check_responses`` every operation gets a
-        check of its JSON answers against the yaml, as connexion's ``validate_responses`` does.
-        """
-        # connexion's own resolution, once: table schemas nest (a struct's fields are types), so
-        # the resolved spec refers back to itself, as the one connexion validates against does
-        resolved = resolve_refs(spec)
-        operations = []
-        for template, item in resolved["paths"].items():
-            common = item.get("parameters", [])
-            for method, declared in item.items():
-                if method not in HTTP_METHODS:
-                    continue
-                own = declared.get("parameters", [])
-                parameters = {(p["in"], p["name"]): p for p in [*common, *own]}  # an operation's own win
-                operation = _operation(template, method, declared, list(parameters.values()), handler_for)
-                if operation.operation_id in bodies and operation.has_body and body_validator is not None:
-                    operation = replace(operation, body_reader=_body_reader(declared, body_validator))
-                if check_responses:
-                    operation = replace(operation, response_check=_response_check(declared))
-                operations.append(operation)
-        return cls(operations)
+        self._parameter_first = any(key[2] is None for key in self._routes)
 
     def match(self, method: str, path: str) -> tuple[Operation, list[str]] | None:
-        """The operation connexion would route to, with the path parameters' values (decoded)."""
+        """The operation a request is for, with the path parameters' values (decoded).
+
+        A HEAD without an operation of its own is its GET's (Flask answers HEAD on every GET
+        rule, without a body): the dispatcher sends the GET's headers only.
+        """
+        found = self._match(method, path)
+        if found is None and method == "HEAD":
+            return self._match("GET", path)
+        return found
+
+    def _match(self, method: str, path: str) -> tuple[Operation, list[str]] | None:
         segments = path.split("/")
-        for operation in self._routes.get((method, len(segments)), ()):
+        if len(segments) < 2:
+            return None
+        candidates = self._routes.get((method, len(segments), segments[1]), ())
+        if self._parameter_first:  # a template starting with a parameter (none of the yamls' today)
+            candidates = [*candidates, *self._routes.get((method, len(segments), None), ())]
+        for operation in candidates:
             values = []
             for template, segment in zip(operation.segments, segments, strict=True):
                 if template is None:
@@ -197,8 +180,51 @@ class RouteTable:
         return [operation for candidates in self._routes.values() for operation in candidates]
 
 
+def compile_operations(
+    spec: dict[str, Any],
+    handler_for: Callable[[str], Callable[..., Any] | None],
+    *,
+    base_path: str = "",
+    body_validator: type | None = None,
+    check_responses: bool = False,
+) -> list[Operation]:
+    """The operations of ``spec`` (the dict connexion is given) under ``base_path``;
+    ``handler_for`` names each handler.
+
+    An operation with a JSON request body gets it read with ``body_validator`` (the class
+    connexion validates bodies with: ``validation_map``'s), built once here from the body's
+    schema. With ``check_responses`` every operation gets a check of its JSON answers against
+    the yaml, as connexion's ``validate_responses`` does.
+    """
+    # connexion's own resolution, once: table schemas nest (a struct's fields are types), so
+    # the resolved spec refers back to itself, as the one connexion validates against does
+    resolved = resolve_refs(spec)
+    operations = []
+    for template, item in resolved["paths"].items():
+        common = item.get("parameters", [])
+        for method, declared in item.items():
+            if method not in HTTP_METHODS:
+                continue
+            own = declared.get("parameters", [])
+            parameters = {(p["in"], p["name"]): p for p in [*common, *own]}  # an operation's own win
+            operation = _operation(
+                base_path + template, template, method, declared, list(parameters.values()), handler_for
+            )
+            if _json_body(declared) and body_validator is not None:
+                operation = replace(operation, body_reader=_body_reader(declared, body_validator))
+            if check_responses:
+                operation = replace(operation, response_check=_response_check(declared))
+            operations.append(operation)
+    return operations
+
+
+def _json_body(declared: dict[str, Any]) -> bool:
+    return "application/json" in declared.get("requestBody", {}).get("content", {})
+
+
 def _operation(
     template: str,
+    spec_path: str,
     method: str,
     declared: dict[str, Any],
     parameters: list[dict[str, Any]],
@@ -214,6 +240,7 @@ def _operation(
         arguments = None if inspect.Parameter.VAR_KEYWORD in kinds else frozenset(signature.parameters)
     return Operation(
         operation_id=declared["operationId"],
+        spec_path=spec_path,
         method=method.upper(),
         segments=segments,
         names=names,

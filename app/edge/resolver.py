@@ -1,8 +1,11 @@
-"""Maps each operationId in the yaml to a handler function by naming convention.
+"""Maps each operationId of a yaml to its handler function by naming convention.
 
-``loadTable`` -> a function ``load_table`` in one of the ``handlers`` modules. Operations with
-no handler answer 406 ``UnsupportedOperationException`` and are left out of the
-``endpoints`` that ``/v1/config`` advertises.
+``loadTable`` -> a function ``load_table`` in one of the API's ``handlers`` modules. The
+dispatcher (``app.edge.dispatch``) is the only caller of handlers; connexion is given the same
+yaml for its app object (unknown routes, wrong methods) and routes each operation to
+``dispatched``, which the dispatcher in front of it never lets it reach. Operations with no
+handler answer 406 ``UnsupportedOperationException`` and are left out of the ``endpoints`` that
+``/v1/config`` advertises.
 """
 
 from __future__ import annotations
@@ -14,35 +17,26 @@ from typing import Any
 
 from connexion.resolver import Resolution, Resolver
 
-from app.ground.errors import UnsupportedOperation
-
 # getToken (POST /v1/oauth/tokens) has no handler module: when Growler issues tokens the
-# authentication middleware answers it in front of connexion (app/edge/auth/endpoint.py).
+# authentication middleware answers it in front of the dispatcher (app/edge/auth/endpoint.py).
 HANDLER_MODULES = ("config", "namespaces", "tables", "views", "transactions", "scans", "functions", "events")
+MANAGEMENT_MODULES = ("management",)
 
 
 def handler_name(operation_id: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", operation_id).lower()
 
 
-def find_handler(operation_id: str) -> Callable[..., Any] | None:
+def find_handler(operation_id: str, modules: tuple[str, ...] = HANDLER_MODULES) -> Callable[..., Any] | None:
     name = handler_name(operation_id)
     found = []
-    for module_name in HANDLER_MODULES:
+    for module_name in modules:
         module = importlib.import_module(f"handlers.{module_name}")
         if callable(getattr(module, name, None)):
             found.append(getattr(module, name))
     if len(found) > 1:
         raise RuntimeError(f"operation {operation_id} has handlers in several modules")
     return found[0] if found else None
-
-
-def not_implemented(operation_id: str) -> Callable[..., Any]:
-    def unsupported(*_args: Any, **_kwargs: Any) -> Any:
-        raise UnsupportedOperation(f"Operation {operation_id} is not supported by this catalog")
-
-    unsupported.__name__ = handler_name(operation_id)
-    return unsupported
 
 
 HTTP_METHODS = ("get", "put", "post", "delete", "head", "patch")
@@ -78,33 +72,32 @@ def idempotent_operations(spec: dict[str, Any]) -> set[str]:
     }
 
 
-class CatalogResolver(Resolver):
-    def __init__(self, spec: dict[str, Any]) -> None:
-        super().__init__()
-        self.idempotent = idempotent_operations(spec)
+def handlers_of(spec: dict[str, Any], modules: tuple[str, ...]) -> dict[str, Callable[..., Any] | None]:
+    """Every operation of ``spec`` with its handler as the dispatcher calls it: behind the
+    idempotency replay where the operation takes an ``Idempotency-Key``; None if it has none."""
+    idempotent_ids = idempotent_operations(spec)
+    found: dict[str, Callable[..., Any] | None] = {}
+    for item in spec["paths"].values():
+        for method, operation in item.items():
+            if method not in HTTP_METHODS:
+                continue
+            operation_id = operation["operationId"]
+            handler = find_handler(operation_id, modules)
+            if handler is not None and operation_id in idempotent_ids:
+                from app.edge.idempotency import idempotent  # the app's modules, once the app is built
+
+                handler = idempotent(operation_id, handler)
+            found[operation_id] = handler
+    return found
+
+
+class DispatchedResolver(Resolver):
+    """connexion's resolution of every operation: to ``dispatched`` (the dispatcher answers them)."""
 
     def resolve(self, operation: Any) -> Resolution:
-        operation_id = operation.operation_id
-        return Resolution(self.handler(operation_id) or not_implemented(operation_id), operation_id)
-
-    def handler(self, operation_id: str) -> Callable[..., Any] | None:
-        """The handler as every door calls it: behind the authorization check, then the
-        idempotency replay where the operation takes an ``Idempotency-Key``; None if none exists."""
-        handler = find_handler(operation_id)
-        if handler is None:
-            return None
-        if operation_id in self.idempotent:
-            from app.edge.idempotency import idempotent
-
-            handler = idempotent(operation_id, handler)
-        from app.edge.context import authorized  # the app's modules, once the resolver runs
-
-        return authorized(operation_id, handler)
+        return Resolution(dispatched, operation.operation_id)
 
 
-class ManagementResolver(Resolver):
-    """The management API's operations (openapi/management.yaml): all in ``handlers.management``."""
-
-    def resolve(self, operation: Any) -> Resolution:
-        module = importlib.import_module("handlers.management")
-        return Resolution(getattr(module, handler_name(operation.operation_id)), operation.operation_id)
+def dispatched(*_args: Any, **_kwargs: Any) -> Any:
+    """Never called: the dispatcher in front of connexion answers every operation of its yamls."""
+    raise RuntimeError("an operation reached connexion's app: the dispatcher answers every operation")

@@ -154,7 +154,7 @@ class NullMeansAbsentBodyValidator(JSONRequestBodyValidator):
         """The body as the handler receives it (nulls kept), once parsed within the limits and
         valid against the schema; an exception otherwise (which one is connexion's to say).
 
-        The operation door's check (app/edge/operations.py), on the event loop, with one instance
+        The dispatcher's check (app/edge/operations.py), on the event loop, with one instance
         per operation: a schema within ``compiled_check``'s keywords is checked by the compiled
         validator, seven times cheaper than jsonschema's; any other by jsonschema. connexion's own
         per-request instances never come here: what they answer stays jsonschema's.

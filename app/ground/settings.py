@@ -211,7 +211,6 @@ class Settings:
     maintenance_interval_s: int = 3600
     spark: SparkSettings = field(default_factory=SparkSettings)
     validate_responses: bool = False
-    fast_reads: bool = True
     log_level: str = "INFO"
     # ``scan-planning-mode`` told to clients (/v1/config defaults, every LoadTableResult's config):
     # "server", "client", or None to say nothing and leave the choice to each client
@@ -279,7 +278,6 @@ class Settings:
             maintenance_interval_s=env_int(env, "GROWLER_MAINTENANCE_INTERVAL_S", 3600),
             spark=SparkSettings.from_env(env),
             validate_responses=_bool(env.get("GROWLER_VALIDATE_RESPONSES"), False),
-            fast_reads=_bool(env.get("GROWLER_FAST_READS"), True),
             log_level=env.get("GROWLER_LOG_LEVEL", "INFO").upper(),
             scan_planning_mode=env.get("GROWLER_SCAN_PLANNING_MODE", "").strip().lower() or None,
             storage_credentials_mode=default_credentials_mode(env),

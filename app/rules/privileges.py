@@ -148,6 +148,15 @@ class EffectiveGrants:
         held = self.held
         return any(privilege in held.get(key, ()) for key in chain(securable.key))
 
+    def holds_within(self, privilege: Privilege, securable: Securable) -> bool:
+        """Holds ``privilege`` on the node, above it or on something below it: what a request
+        naming only a warehouse (an undrop, a mark, a policy) needs before the stored unit or the
+        parsed body says exactly where."""
+        if self.holds(privilege, securable):
+            return True
+        node = securable.key
+        return any(privilege in held and node in chain(key) for key, held in self.held.items())
+
     def manages_grants(self) -> bool:
         """Holds ``manage-grants`` somewhere: may make roles and read the role directory."""
         return self.admin or any(Privilege.MANAGE_GRANTS in held for held in self.held.values())

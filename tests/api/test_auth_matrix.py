@@ -3,7 +3,7 @@ valid token: 401, the Iceberg error body, ``WWW-Authenticate: Bearer``, and noth
 
 The bad tokens: none, garbage, expired, signed by another key, wrong issuer, wrong audience, of
 a deleted principal, issued before the principal's secret was rotated. The loadTable GET is answered
-on the event loop by the operation door (app/edge/loop_reads.py), so it is covered too.
+on the event loop by the dispatcher (app/edge/loop_reads.py), so it is covered too.
 """
 
 from __future__ import annotations

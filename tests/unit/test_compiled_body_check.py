@@ -1,8 +1,8 @@
-"""The operation door's compiled body check agrees with connexion's jsonschema validation.
+"""The dispatcher's compiled body check agrees with connexion's jsonschema validation.
 
-The door serves a body only when it is valid; whatever it refuses goes to connexion, which
-answers as always. So the compiled check must never accept what jsonschema refuses. Both are
-run over accepted and refused RemoteSignRequest bodies (the schema the door reads bodies of),
+The compiled reader takes a body only when it is valid; whatever it refuses is read by
+connexion's validation, which answers as always. So the compiled check must never accept what
+jsonschema refuses. Both are run over accepted and refused RemoteSignRequest bodies,
 and the check is only compiled for schemas whose keywords both read alike.
 """
 
@@ -71,7 +71,7 @@ def test_other_schemas_are_left_to_jsonschema(schema):
 
 def test_connexions_own_validation_stays_jsonschemas():
     """connexion builds a validator per request and calls ``_parse_and_validate``: its refusal is
-    jsonschema's 400 (message and all), also for a schema the door would compile."""
+    jsonschema's 400 (message and all), also for a schema the dispatcher's reader would compile."""
     from connexion.exceptions import BadRequestProblem
 
     from app.edge.validation import validator_map

@@ -366,3 +366,88 @@ def test_the_privilege_list_exists_once() -> None:
         for problem in privilege_lists(path.read_text(), names, str(path.relative_to(ROOT)))
     ]
     assert spelled_out == []
+
+
+# -- one dispatcher ----------------------------------------------------------------------------
+
+# The only modules that import handler modules: the resolver (by operationId, for the dispatcher)
+# and the factory (the Flask app's own routes, outside the APIs: the probes and /metrics).
+HANDLER_IMPORTERS = {"app.edge.resolver": None, "app.edge.factory": {"handlers.health", "handlers.metrics"}}
+
+
+def handler_imports(source: str) -> set[str]:
+    """The handler modules a source imports (``import handlers.x``, ``from handlers import x``,
+    ``from handlers.x import y``) or names as a string (``importlib.import_module(f"handlers.{m}")``)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.startswith("handlers")}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("handlers"):
+            if node.module == "handlers":
+                found |= {f"handlers.{alias.name}" for alias in node.names}
+            else:
+                found.add(node.module or "")
+        elif isinstance(node, ast.JoinedStr) and any(
+            isinstance(part, ast.Constant) and str(part.value).startswith("handlers.") for part in node.values
+        ):
+            found.add("handlers.*")
+    return found
+
+
+def test_only_the_dispatcher_reaches_the_handlers() -> None:
+    """Handlers are found by the resolver and called by the dispatcher (app/edge/dispatch.py)
+    only: no other module imports them (the factory imports the probes' and /metrics' Flask
+    views, which are no API operation), and connexion is given no handler at all."""
+    assert handler_imports("from handlers import tables\n") == {"handlers.tables"}
+    assert handler_imports("import importlib\nimportlib.import_module(f'handlers.{name}')\n") == {"handlers.*"}
+    importers = {
+        module: handler_imports(path.read_text())
+        for module, path in MODULES.items()
+        if not module.startswith("handlers") and handler_imports(path.read_text())
+    }
+    assert importers.keys() == HANDLER_IMPORTERS.keys()
+    assert importers["app.edge.factory"] == HANDLER_IMPORTERS["app.edge.factory"]
+    callers = {
+        module
+        for module, path in MODULES.items()
+        if "self.handlers.get(" in path.read_text() or "self.handlers[" in path.read_text()
+    }
+    assert callers == {"app.edge.dispatch"}
+
+
+def test_connexion_routes_no_operation_to_a_handler() -> None:
+    """Every ``add_api`` gives connexion the resolver whose every operation is ``dispatched``
+    (which raises): there is no connexion route to fall back to for an API operation."""
+    from app.edge.resolver import DispatchedResolver, dispatched
+
+    calls = [
+        (module, node)
+        for module, path in MODULES.items()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_api"
+    ]
+    assert calls, "the factory adds the APIs"
+    for module, call in calls:
+        resolver = next(k.value for k in call.keywords if k.arg == "resolver")
+        assert isinstance(resolver, ast.Call) and getattr(resolver.func, "id", None) == "DispatchedResolver", module
+
+    class Named:
+        operation_id = "loadTable"
+
+    assert DispatchedResolver().resolve(Named()).function is dispatched
+
+
+def test_the_dispatcher_routes_every_operation_of_every_yaml_to_itself() -> None:
+    """The route table holds every operation of openapi/*.yaml (catalog and management), each
+    reached by its own path and method."""
+    from app.edge.factory import MANAGEMENT_BASE_PATH, load_management_spec, load_spec
+    from app.edge.operations import RouteTable, compile_operations
+
+    for spec, base in ((load_spec(), ""), (load_management_spec(), MANAGEMENT_BASE_PATH)):
+        table = RouteTable(compile_operations(spec, lambda _: None, base_path=base))
+        for path, item in spec["paths"].items():
+            for method, declared in item.items():
+                if method in ("get", "put", "post", "delete", "head", "patch"):
+                    concrete = base + "/".join("x" if p.startswith("{") else p for p in path.split("/"))
+                    found = table.match(method.upper(), concrete)
+                    assert found is not None and found[0].operation_id == declared["operationId"], (method, path)

@@ -101,6 +101,20 @@ def test_delegation_gives_only_what_one_holds_and_roles_only_whole():
     assert not held((R, ns("a"))).manages_role([])  # no manage-grants anywhere: no role at all
 
 
+def test_held_within_a_node_is_on_it_above_it_or_below_it():
+    """What a management row checks before the stored unit or the body says where exactly (an
+    undrop, a mark, a policy: app/management_operations.py): the privilege anywhere in the node."""
+    undrop = Privilege.UNDROP
+    below = held((undrop, table("a", "t")))
+    assert below.holds_within(undrop, Securable.of_warehouse("wh"))
+    assert below.holds_within(undrop, ns("a")) and below.holds_within(undrop, Securable.catalog())
+    assert not below.holds_within(undrop, ns("b")) and not below.holds_within(undrop, Securable.of_warehouse("x"))
+    assert not below.holds_within(R, Securable.of_warehouse("wh"))  # another privilege
+    assert held((undrop, Securable.catalog())).holds_within(undrop, ns("z"))  # above
+    assert not EffectiveGrants().holds_within(undrop, Securable.catalog())
+    assert EffectiveGrants(admin=True).holds_within(undrop, ns("z"))
+
+
 def test_the_management_yaml_lists_exactly_the_privileges():
     """One privilege list: the management API's enum is ``Privilege``, nothing more (no "admin")."""
     from pathlib import Path

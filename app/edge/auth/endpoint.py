@@ -9,7 +9,7 @@ What Spark/the Java client and PyIceberg call by default (``uri`` + ``v1/oauth/t
   issued as ``subject_token``: a fresh token for the same principal, which is how clients
   refresh before expiry.
 
-Served in front of connexion (like the operation door): the answers and errors are
+Served in front of connexion (like the dispatcher): the answers and errors are
 RFC 6749's (``{"error": "invalid_client", "error_description": ...}``), not the Iceberg error
 body, and HTTP Basic requests carry no ``client_id`` in the form, which the yaml's schema wants.
 

@@ -1,7 +1,7 @@
 """The ASGI middleware that authenticates every request before anything else runs.
 
 Placed inside the request-id and observability middleware (a 401 is logged and counted like any
-answer) and in front of the operation door and connexion, so no route - the door's
+answer) and in front of the dispatcher and connexion, so no route - the dispatcher's
 included - runs for an unauthenticated request. /healthz, /readyz and /metrics stay open (probes
 and the scraper carry no token; metrics stays off the public front, deploy/nginx.conf). The
 token endpoint is served here too (app/edge/auth/endpoint.py), and the console's paths (/ui/) are

@@ -1,10 +1,11 @@
-"""loadTable on the event loop (the operation door's ``LoadTableOnLoop``) answers exactly as the
-full connexion + Flask stack does.
+"""loadTable on the event loop (``LoadTableOnLoop``, the dispatcher's loop lane) and what it
+remembers to skip work: the document read only when the table moved on.
 
-The same requests go to the session app (door on) and to an app built with ``fast_reads=False``,
-whose responses connexion validates against the yaml; status, headers and body must be identical
-byte for byte. A spy proves the door really took the requests it should, which of them were read
-on the event loop, and that it left the others to connexion.
+A client used as a context manager runs every request in one event loop, as a server worker
+does, so loadTable is answered on the loop with the asyncio pool; the session client runs each
+request in a new loop, where the dispatcher has the handler answer in a thread. Both are the
+same app's code (the service, ``parse_load_table`` and ``render_table``): the answers are
+compared byte for byte, and a spy shows which lane read what.
 """
 
 from __future__ import annotations
@@ -19,11 +20,10 @@ from tests.api.tables_support import PREFIX, append, assert_same_answer, create_
 from tests.conftest import authenticated, forget_bin
 
 
-@pytest.fixture(scope="module")
-def full_stack_client(settings):
-    from app.edge.factory import create_app
-
-    return authenticated(create_app(dataclasses.replace(settings, fast_reads=False))).test_client()
+@pytest.fixture
+def full_stack_client(app):
+    """The session app's client: its loadTable is answered by the handler, in a thread."""
+    return app.test_client()
 
 
 @pytest.fixture(scope="module")
@@ -44,13 +44,14 @@ def client(fast_client, clean_catalog):
 
 @pytest.fixture
 def served(monkeypatch) -> list[str]:
-    """The tables the door took, and ``"<table> on the loop"`` when read on the event loop."""
+    """The tables the loop lane took, and ``"<table> on the loop"`` when read on the event loop."""
     calls: list[str] = []
     original_call = LoadTableOnLoop.__call__
     original_read = AsyncEntryReader.load_entry
 
     async def spy_call(self, kwargs, headers, in_thread):
-        calls.append(kwargs["table"])
+        if self.reader.available():  # on the loop the asyncio pool serves (not the session client's)
+            calls.append(kwargs["table"])
         return await original_call(self, kwargs, headers, in_thread)
 
     async def spy_read(self, warehouse_id, namespace, name, unless_at=None):
@@ -95,16 +96,16 @@ def _etag(client, url: str) -> str:
         ("", {"If-None-Match": "*"}),
     ],
 )
-def test_fast_path_answers_like_the_full_stack(client, full_stack_client, table, served, path, headers):
+def test_the_loop_answers_like_the_handler(client, full_stack_client, table, served, path, headers):
     fast = client.get(table + path, headers=headers)
     full = full_stack_client.get(table + path, headers=headers)
     _same(fast, full)
     assert served == ["events", "events on the loop"]
 
 
-def test_remote_signing_config_is_served_on_both_paths(client, full_stack_client, table, served):
-    """The spec's ``remote-signing-config`` next to the deprecated ``s3.signer.*`` keys, from the
-    fast path and from the full stack (whose answers connexion validates against the yaml)."""
+def test_remote_signing_config_is_served_on_both_lanes(client, full_stack_client, table, served):
+    """The spec's ``remote-signing-config`` next to the deprecated ``s3.signer.*`` keys, on the
+    loop and from the handler."""
     headers = {"X-Iceberg-Access-Delegation": "remote-signing"}
     fast = client.get(table, headers=headers)
     full = full_stack_client.get(table, headers=headers)
@@ -117,7 +118,7 @@ def test_remote_signing_config_is_served_on_both_paths(client, full_stack_client
     assert "remote-signing-config" not in client.get(table).json()  # no delegation asked for
 
 
-def test_matching_etag_is_a_304_on_both_paths(client, full_stack_client, table, served):
+def test_matching_etag_is_a_304_on_both_lanes(client, full_stack_client, table, served):
     etag = _etag(full_stack_client, table)
     fast = client.get(table, headers={"If-None-Match": etag})
     full = full_stack_client.get(table, headers={"If-None-Match": etag})
@@ -127,7 +128,7 @@ def test_matching_etag_is_a_304_on_both_paths(client, full_stack_client, table, 
 
 
 def test_revalidation_reads_the_document_only_when_the_table_moved_on(client, full_stack_client, table, served):
-    etag = _etag(client, table)  # issued by the fast path: it knows the metadata location behind it
+    etag = _etag(client, table)  # issued on the loop: it knows the metadata location behind it
     served.clear()
     unchanged = client.get(table, headers={"If-None-Match": etag})
     assert unchanged.status_code == 304 and unchanged.headers["etag"] == etag
@@ -191,6 +192,8 @@ def test_refs_etag_differs_from_all(client, table):
     ],
 )
 def test_errors_and_nested_namespaces_match(client, full_stack_client, table, served, path):
+    """A missing table is its 404 from the one row read on the loop; a warehouse not cached has
+    the handler answer (its 404)."""
     _same(client.get(path), full_stack_client.get(path))
     assert served[0] == path.rsplit("/", 1)[1]
 
@@ -203,7 +206,7 @@ def test_errors_and_nested_namespaces_match(client, full_stack_client, table, se
         ("", {"X-Iceberg-Access-Delegation": "carrier-pigeon"}, 400),
     ],
 )
-def test_anything_else_goes_through_connexion(client, full_stack_client, table, served, path, headers, status):
+def test_what_the_yaml_refuses_never_reaches_the_loop(client, full_stack_client, table, served, path, headers, status):
     fast = client.get(table + path, headers=headers)
     assert fast.status_code == status
     assert fast.json()["error"]["type"] == "BadRequestException"
@@ -211,35 +214,36 @@ def test_anything_else_goes_through_connexion(client, full_stack_client, table, 
     assert served == []
 
 
-def test_escaped_names_go_through_connexion_and_unprefixed_routes_through_the_door(
+def test_escaped_names_are_read_by_connexion_and_unprefixed_routes_are_the_default_warehouse_s(
     client, full_stack_client, table, served
 ):
     escaped = f"{PREFIX}/namespaces/db/tables/ev%65nts"
     _same(client.get(escaped), full_stack_client.get(escaped))
     assert client.get(escaped).status_code == 200
-    assert served == []
+    assert served[::2] == ["events", "events"]  # read by connexion's parsing, then the same loop lane
+    served.clear()
     unprefixed = "/v1/namespaces/db/tables/events"  # the default warehouse's (RequestGuardMiddleware)
     fast = client.get(unprefixed)
     assert fast.status_code == 200
     _same(fast, full_stack_client.get(unprefixed))
-    assert served == ["events", "events on the loop"]
+    assert served == ["events", "events on the loop without its document"]  # held since the reads above
 
 
-def test_the_session_client_loads_through_connexion(app, clean_catalog, served):
+def test_the_session_client_loads_through_the_handler(app, clean_catalog, served):
     """A request in an event loop the asyncio pool does not belong to still gets its table (from
-    the handler: the door hands it over)."""
+    the handler, in a thread)."""
     session_client = app.test_client()
     assert session_client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]}).status_code == 200
     assert session_client.post(f"{PREFIX}/namespaces/db/tables", json=create_request("events")).status_code == 200
     for _ in range(2):  # the first request may bind the pool to its loop; the second runs in another
         assert session_client.get(table_url("events")).status_code == 200
-    assert served.count("events") == 2 and served.count("events on the loop") <= 1
+    assert served.count("events on the loop") <= 1
 
 
 def test_the_request_is_logged_and_counted_as_load_table(client, table, capfd):
     capfd.readouterr()
-    client.get(table, headers={"X-Request-Id": "fast-path-log-check"})
-    lines = [line for line in capfd.readouterr().err.splitlines() if "fast-path-log-check" in line]
+    client.get(table, headers={"X-Request-Id": "loop-lane-log-check"})
+    lines = [line for line in capfd.readouterr().err.splitlines() if "loop-lane-log-check" in line]
     assert len(lines) == 1
     assert '"operation":"loadTable"' in lines[0]
     assert '"table":"events"' in lines[0] and '"namespace":"db"' in lines[0] and '"status":200' in lines[0]
@@ -249,13 +253,13 @@ def test_the_request_is_logged_and_counted_as_load_table(client, table, capfd):
 
 @pytest.fixture(scope="module")
 def server_planning_apps(settings):
-    """Both paths of an app configured with ``GROWLER_SCAN_PLANNING_MODE=server``."""
+    """An app configured with ``GROWLER_SCAN_PLANNING_MODE=server``: its loop and its handler."""
     from app.edge.factory import create_app
     from tests.conftest import authenticated
 
-    configured = dataclasses.replace(settings, scan_planning_mode="server")
-    full = authenticated(create_app(dataclasses.replace(configured, fast_reads=False))).test_client()
-    with authenticated(create_app(configured)).test_client() as fast:
+    configured = authenticated(create_app(dataclasses.replace(settings, scan_planning_mode="server")))
+    full = configured.test_client()
+    with configured.test_client() as fast:
         yield fast, full
 
 
@@ -263,7 +267,7 @@ def server_planning_apps(settings):
     ("path", "headers"),
     [("", {}), ("?snapshots=refs", {}), ("", {"X-Iceberg-Access-Delegation": "vended-credentials"})],
 )
-def test_scan_planning_mode_is_in_the_table_config_on_both_paths(
+def test_scan_planning_mode_is_in_the_table_config_on_both_lanes(
     client, server_planning_apps, table, served, path, headers
 ):
     fast, full = server_planning_apps

@@ -1,0 +1,281 @@
+"""The dispatcher: every operation of both yamls, run through the same ordered stages.
+
+    route -> read -> authorize -> call -> render
+
+- **route**: the route table compiled from ``openapi/catalog.yaml`` and ``openapi/management.yaml``
+  (``app.edge.operations``); what no operation matches (unknown paths, wrong methods, the probes,
+  /metrics) goes on to connexion's app and Flask, which answer 404, 405 or their own routes.
+- **read**: the parameters and the JSON body, validated against the yaml. The compiled reader
+  does it for what it reads with certainty (nearly every request, with connexion's coercion and
+  validators compiled once); anything else is read by connexion's own validation and argument
+  parsing (``app.edge.contract``), whose problems are the API's 400 and 415 bodies.
+- **authorize**: the operation's row of ``RULES`` (``app.authorization``), once, before anything
+  runs: a catalog operation's privileges, or the management API's right (``app.management_rights``).
+- **call**: the handler connexion's naming finds for the operationId (``handlers/``, behind the
+  idempotency replay where the operation takes an ``Idempotency-Key``), in a thread - reads and
+  writes in separate pools, so that a slow commit never queues a read - or, for the operations
+  of ``app.edge.loop_reads``, on the event loop when that needs no I/O but one asyncio query
+  (otherwise the same handler in a thread, without a second authorization).
+- **render**: the handler's result serialised as connexion's response handling and Flask did
+  (the app's Jsonifier, Flask's headers), or its ``Rendered`` bytes; errors are raised to the
+  exception handling around it (``app.edge.http``), like any other.
+
+Adding an operation: declare it in a yaml, write its handler (``handlers/``, named after the
+operationId) and its row (``OPERATIONS``, or ``MANAGEMENT_OPERATIONS``); the dispatcher serves it (docs/design.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import io
+import re
+from collections.abc import Awaitable, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol
+
+import flask
+from a2wsgi.wsgi import build_environ
+from flask import Flask, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app.authorization import Authorizer, ManagementGate
+from app.edge.contract import ContractReader
+from app.edge.http import read_body, replay, send_rendered, send_response
+from app.edge.observability import ROUTING_CONTEXT
+from app.edge.operations import Operation, RouteTable, Unreadable
+from app.edge.responses import JSON, Rendered
+from app.ground.errors import UnsupportedOperation
+
+InThread = Callable[..., Awaitable[Any]]  # runs a call in the dispatcher's threads, in the request's context
+
+
+class LoopRead(Protocol):
+    """An operation answered on the event loop (``app.edge.loop_reads``); None: in a thread."""
+
+    operation_id: str
+
+    def __call__(
+        self, kwargs: dict[str, Any], headers: dict[bytes, list[bytes]], in_thread: InThread
+    ) -> Awaitable[Rendered | None]: ...
+
+
+_RAW_ESCAPE = re.compile(rb"%(?!1[fF])")  # any percent-escape except the namespace separator
+# A body the compiled reader reads: small JSON ones (validated in the handler's thread, or on the
+# loop for a loop read). Larger ones are read by connexion's validation, in its threads.
+MAX_BODY_BYTES = 64 * 1024
+_JSON_TYPES = (b"application/json", b"application/json;charset=utf-8")  # read as UTF-8, as connexion would
+_UNREAD = object()  # the thread found the body beyond the compiled reader: connexion's reading decides
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        routes: RouteTable,
+        handlers: dict[str, Callable[..., Any] | None],
+        contract: ContractReader,
+        authorizer: Authorizer,
+        gate: ManagementGate,
+        flask_app: Flask,
+        serialize: Callable[[Any], str],
+        threads: int,
+        loop_reads: Iterable[LoopRead] = (),
+    ) -> None:
+        self.app = app
+        self.routes = routes
+        self.handlers = handlers
+        self.contract = contract  # connexion's reading, for what the compiled reader leaves
+        self.authorizer = authorizer
+        self.gate = gate  # the management API's rights: its operations' rows call them
+        self.needs_request = frozenset(op for op, handler in handlers.items() if _reads_request(handler))
+        self.loop_reads = {read.operation_id: read for read in loop_reads}
+        self.contract_found = False
+        self.flask_app = flask_app
+        self.serialize = serialize  # the app's Jsonifier.dumps: the bytes connexion would write
+        self.readers = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="growler-read")
+        self.writers = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="growler-write")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        found = self.routes.match(scope["method"], scope["path"]) if scope["type"] == "http" else None
+        if found is None:  # no operation: 404, 405, or a route of the Flask app
+            await self.app(scope, receive, send)
+            return
+        operation, path_values = found
+        _record_route(scope, operation, path_values)
+        headers: dict[bytes, list[bytes]] = {}
+        for key, value in scope["headers"]:
+            headers.setdefault(key, []).append(value)
+        kwargs, data, pending = await self._read(operation, path_values, scope, receive, headers)
+        head_of_get = scope["method"] != operation.method
+        loop_read = None if head_of_get else self.loop_reads.get(operation.operation_id)
+        authorize = True
+        if loop_read is not None:
+            if pending:  # a loop read's body is small: read on the loop
+                try:
+                    kwargs["body"] = operation.read_body(data or b"")
+                except Unreadable:
+                    kwargs, data = await self._contract_read(
+                        operation, scope, replay(data or b"", receive), path_values
+                    )
+                pending = False
+            await self._authorize(operation, kwargs)
+            authorize = False
+            rendered = await loop_read(kwargs, headers, self._in_thread)
+            if rendered is not None:
+                if operation.response_check is not None and rendered.headers.get("Content-Type") == JSON:
+                    operation.response_check(rendered.status, rendered.body)
+                await send_rendered(send, rendered)
+                return
+        executor = self.readers if operation.method in ("GET", "HEAD") else self.writers
+        call = (self._answer, operation, kwargs, scope, data, pending, authorize)
+        answer = await self._in_thread(*call, executor=executor)
+        if answer is _UNREAD:  # a body the compiled reader does not take: connexion reads it, then the call
+            kwargs, data = await self._contract_read(operation, scope, replay(data or b"", receive), path_values)
+            answer = await self._in_thread(
+                self._answer, operation, kwargs, scope, data, False, authorize, executor=executor
+            )
+        status, response_headers, body = answer
+        await send_response(send, status, body, response_headers, content_type=None)
+
+    # -- read -----------------------------------------------------------------------------
+
+    async def _read(
+        self,
+        operation: Operation,
+        path_values: list[str],
+        scope: Scope,
+        receive: Receive,
+        headers: dict[bytes, list[bytes]],
+    ) -> tuple[dict[str, Any], bytes | None, bool]:
+        """The handler's arguments, the body's bytes and whether they are still to be read (a small
+        JSON body, read in the handler's thread): by the compiled reader when it reads them with
+        certainty, else by connexion's."""
+        if not _RAW_ESCAPE.search(scope.get("raw_path") or b"") and _body_as_expected(operation, headers):
+            try:
+                kwargs = operation.read(path_values, scope.get("query_string", b""), headers)
+            except Unreadable:
+                pass
+            else:
+                if operation.body_reader is None:
+                    return kwargs, None, False
+                data, whole = await read_body(receive, MAX_BODY_BYTES)
+                if whole:
+                    return kwargs, data, True
+                return (*await self._contract_read(operation, scope, replay(data, receive), path_values), False)
+        return (*await self._contract_read(operation, scope, receive, path_values), False)
+
+    async def _contract_read(
+        self, operation: Operation, scope: Scope, receive: Receive, path_values: list[str]
+    ) -> tuple[dict[str, Any], bytes]:
+        if not self.contract_found:
+            self.contract.find_operations(self.app)  # built by now: connexion builds its stack at once
+            self.contract_found = True
+        return await self.contract.read(
+            operation, scope, receive, path_values, self.handlers.get(operation.operation_id)
+        )
+
+    # -- authorize ------------------------------------------------------------------------
+
+    async def _authorize(self, operation: Operation, kwargs: dict[str, Any]) -> None:
+        """On the loop when the caller's grants are cached, else (one query, then cached) in a thread."""
+        if self.authorizer.cached() is not None:
+            self.authorizer.authorize(operation.operation_id, kwargs, kwargs.get("body"), self.gate)
+        else:
+            await self._in_thread(
+                self.authorizer.authorize, operation.operation_id, kwargs, kwargs.get("body"), self.gate
+            )
+
+    # -- call and render ------------------------------------------------------------------
+
+    async def _in_thread(self, call: Callable[..., Any], *args: Any, executor: ThreadPoolExecutor | None = None) -> Any:
+        """``call(*args)`` in one of the dispatcher's threads, with the caller and the request id."""
+        context = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(executor or self.readers, context.run, call, *args)
+
+    def _answer(  # noqa: PLR0913 - the request's parts, handed to a thread
+        self,
+        operation: Operation,
+        kwargs: dict[str, Any],
+        scope: Scope,
+        data: bytes | None,
+        pending: bool,
+        authorize: bool,
+    ) -> Any:
+        """Authorize, call the handler and render its answer as connexion's response handling and
+        Flask would send it; ``_UNREAD`` for a body the compiled reader does not take."""
+        if pending:
+            try:
+                kwargs["body"] = operation.read_body(data)
+            except Unreadable:
+                return _UNREAD
+        handler = self.handlers.get(operation.operation_id)
+        if handler is None:
+            raise UnsupportedOperation(f"Operation {operation.operation_id} is not supported by this catalog")
+        if authorize:
+            self.authorizer.authorize(operation.operation_id, kwargs, kwargs.get("body"), self.gate)
+        if operation.operation_id in self.needs_request:
+            context = self.flask_app.request_context(build_environ(scope, io.BytesIO(data or b"")))
+        else:
+            context = self.flask_app.app_context()
+        with context:
+            result = handler(**kwargs)
+            response = result if isinstance(result, Response) else self._json_response(result)
+            headers = [
+                (name.lower().encode("latin-1"), value.encode("latin-1"))
+                for name, value in response.get_wsgi_headers({}).items()
+            ]
+            body = response.get_data()
+            if operation.response_check is not None and response.mimetype == "application/json":
+                operation.response_check(response.status_code, body)
+            return response.status_code, headers, b"" if scope["method"] == "HEAD" else body
+
+    def _json_response(self, result: Any) -> Response:
+        """A ``(data, status[, headers])`` result, serialised as connexion's response decorator does."""
+        data, status, extra = (*result, {})[:3] if isinstance(result, tuple) else (result, 200, {})
+        body = self.serialize(data) if data is not None else None
+        response = Response(body, status=status, mimetype="application/json")
+        for name, value in extra.items():
+            response.headers[name] = value
+        return response
+
+
+def _reads_request(handler: Callable[..., Any] | None) -> bool:
+    """Whether a handler (or the idempotency replay around it) reads Flask's ``request``: it then
+    runs in a request context made from the request; any other in an app context (cheaper)."""
+    while handler is not None:
+        if getattr(handler, "__globals__", {}).get("request") is flask.request:
+            return True
+        handler = getattr(handler, "__wrapped__", None)
+    return False
+
+
+def _body_as_expected(operation: Operation, headers: dict[bytes, list[bytes]]) -> bool:
+    """No body, or - for an operation that takes one - one small JSON body of a declared length
+    (RequestGuardMiddleware gives a chunked body its length)."""
+    if b"transfer-encoding" in headers:
+        return False
+    length = headers.get(b"content-length")
+    if operation.body_reader is None:
+        return length is None or length == [b"0"]
+    content_type = headers.get(b"content-type")
+    return (
+        length is not None
+        and len(length) == 1
+        and length[0].isdigit()
+        and int(length[0]) <= MAX_BODY_BYTES
+        and content_type is not None
+        and len(content_type) == 1
+        and content_type[0].replace(b" ", b"").lower() in _JSON_TYPES
+    )
+
+
+def _record_route(scope: Scope, operation: Operation, path_values: list[str]) -> None:
+    """What connexion's router recorded, for the request log and metrics."""
+    routing = (scope.get("extensions") or {}).get(ROUTING_CONTEXT)
+    if routing is not None:
+        routing["operation_id"] = operation.operation_id
+    path_params: Any = scope.get("path_params")
+    if path_params is not None:
+        path_params.update(zip(operation.names, path_values, strict=True))
