@@ -28,7 +28,7 @@ from typing import Any
 
 from flask import Blueprint, current_app, render_template, request
 
-from app.console.common import name_arg, namespaces, ns_arg, page_arg, size_arg
+from app.console.common import authorize, name_arg, namespaces, ns_arg, ns_param, page_arg, size_arg
 from app.console.extras import TableAt, event_details, stamp
 from app.edge.context import EVENTS, MAINTENANCE
 from app.events_feed import EventFeed
@@ -217,6 +217,8 @@ def maintenance() -> str:
         securable: dict[str, Any] = {"type": "namespace" if levels else "warehouse", "warehouse": warehouse}
         if levels:
             securable["namespace"] = list(levels)
+        listed = {"type": securable["type"], "warehouse": warehouse}
+        authorize("listMaintenancePolicies", {**listed, "namespace": ns_param(levels)} if levels else listed)
         return render_template(
             "console/maintenance.html",
             warehouse=warehouse,
@@ -226,7 +228,9 @@ def maintenance() -> str:
         )
     if not levels:
         raise BadRequest("A table's maintenance needs its namespace")
-    effective = service.effective(warehouse, levels, name)  # the rights checked here first (403/404)
+    # the management API's row for this table's policies, runs and health (read or manage-maintenance)
+    authorize("getEffectiveMaintenancePolicies", {"warehouse": warehouse, "namespace": ns_param(levels), "table": name})
+    effective = service.effective(warehouse, levels, name)
     health, trouble = _health(service, TableAt(warehouse, levels, name, None))
     runs = health["last-runs"] if health is not None else service.runs(warehouse, levels, name, 20)
     return render_template(
