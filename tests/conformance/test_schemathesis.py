@@ -54,7 +54,7 @@ from app.edge.resolver import implemented_endpoints
 from tests.conftest import TEST_CLIENT_ID, TEST_CLIENT_SECRET, auth_env_for_tests
 from tests.integration.conftest import Server, start_server, stop_server
 
-EXAMPLES = int(os.environ.get("GROWLER_SCHEMATHESIS_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("GROWLER_SCHEMATHESIS_EXAMPLES", "20"))
 
 WAREHOUSE = "test"  # the `settings` fixture's warehouse
 SEED_NAMESPACE = "sch"

@@ -27,8 +27,8 @@ from tests.integration.conftest import start_server, stop_server
 
 CREDENTIAL = f"{TEST_CLIENT_ID}:{TEST_CLIENT_SECRET}"
 SHORT_TTL_S = 10
-# Spark commits for three token lifetimes: each token it holds expires (and is replaced) thrice.
-SPARK_RUN_S = 3 * SHORT_TTL_S
+# Spark commits for two token lifetimes: each token it holds expires (and is replaced) twice.
+SPARK_RUN_S = 2 * SHORT_TTL_S
 
 
 @pytest.fixture(scope="module")
