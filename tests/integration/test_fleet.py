@@ -314,10 +314,20 @@ def test_purges_run_once_across_instances(fleet, services):
         return all(next(iter(store.list(parse_location(location + "/"))), None) is None for location in locations)
 
     assert _until(purged, 60) is not None
+
+    done: dict[str, list[str]] = {}
+
+    def every_purge_logged() -> bool:
+        """Each location's "purged" log lines, once every purge has logged (a line is written
+        just after the last object went: the objects may be gone a moment before it is there)."""
+        logs = "\n".join(s.log() for s in fleet.servers)
+        done.update({loc: re.findall(rf"purged \d+ objects under {re.escape(loc)}/?\s", logs) for loc in locations})
+        return all(done.values())
+
+    assert _until(every_purge_logged, 30) is not None, done
+    for location, lines in done.items():
+        assert len(lines) == 1, (location, lines)  # exactly one instance purged it
     logs = "\n".join(s.log() for s in fleet.servers)
-    for location in locations:
-        done = re.findall(rf"purged \d+ objects under {re.escape(location)}/?\s", logs)
-        assert len(done) == 1, (location, done)  # exactly one instance purged it
     assert "purge of" not in logs  # no instance failed one (e.g. found it half-deleted by another)
 
 
