@@ -22,7 +22,7 @@ from connexion.operations import AbstractOperation
 from connexion.utils import is_json_mimetype
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.edge.http import replay
+from app.edge.http import replay, whole_body
 from app.edge.operations import Operation
 from app.ground.limits import Limits, load_json
 
@@ -72,7 +72,7 @@ class ContractReader:
             validator_map=self._validator_map,
         )(scope, receive, _no_send)
         scope, receive = validated[0]
-        data = await _whole_body(receive)
+        data = await whole_body(receive)
         request = ConnexionRequest(
             scope,
             replay(data, receive),
@@ -114,18 +114,6 @@ def _arguments(handler: Callable[..., Any] | None) -> tuple[list[str], bool]:
     from connexion.utils import inspect_function_arguments
 
     return inspect_function_arguments(unwrap_decorators(handler))
-
-
-async def _whole_body(receive: Receive) -> bytes:
-    chunks = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
 
 
 async def _no_send(_message: Message) -> None:  # pragma: no cover - validation sends nothing

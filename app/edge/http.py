@@ -197,15 +197,7 @@ class RequestGuardMiddleware:
         connexion treats a request without Content-Length as having no body at all, so a
         streamed request would fail validation; buffering is bounded by ``max_body_bytes``.
         """
-        chunks = []
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                break
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
+        body = await whole_body(receive)
         headers = [(k, v) for k, v in scope["headers"] if k != b"transfer-encoding"]
         headers.append((b"content-length", str(len(body)).encode()))
         return dict(scope, headers=headers), replay(body, receive)
@@ -364,3 +356,16 @@ def handle_unexpected(request: ConnexionRequest, exc: Exception) -> ConnexionRes
     request_id = request_id_of(request.headers)
     log.error("request %s: unexpected %s", request_id, type(exc).__name__, exc_info=exc)
     return _response(500, f"Internal server error (request id {request_id})", "InternalServerError")
+
+
+async def whole_body(receive: Receive) -> bytes:
+    """The request's body messages joined, up to the first that says no more follows."""
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)

@@ -30,6 +30,7 @@ import pytest
 from tests.api.tables_support import create_request
 from tests.integration.conftest import REPO
 from tests.integration.kafka_support import KAFKA, SCRAM_PASSWORD, SCRAM_USER, KafkaBroker
+from tests.integration.proc_support import wait_for
 
 SINKS = "/management/v1/event-sinks"
 PER_PHASE = 15  # commits before, while and after the broker is down
@@ -41,13 +42,6 @@ def kafka_broker() -> Iterator[KafkaBroker]:
     yield broker
     broker.stop()
     shutil.rmtree(broker.directory, ignore_errors=True)
-
-
-def wait_for(condition, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out: {what}"
-        time.sleep(0.1)
 
 
 def read_topic(bootstrap: str, topic: str) -> list[tuple[int, bytes, dict[str, bytes], dict]]:
@@ -139,7 +133,7 @@ def test_every_event_reaches_kafka_in_table_order_through_a_broker_restart(serve
     def commits(count: int, what: str) -> None:
         goal = len(acknowledged) + count
         permits.release(count)
-        wait_for(lambda: len(acknowledged) >= goal, 30, what)
+        wait_for(lambda: len(acknowledged) >= goal, what, 30)
 
     def newest(conn: psycopg.Connection) -> int:
         return conn.execute(
@@ -163,7 +157,7 @@ def test_every_event_reaches_kafka_in_table_order_through_a_broker_restart(serve
         try:
             commits(PER_PHASE, "commits")
             end = newest(conn)
-            wait_for(lambda: cursor(conn) >= end, 30, "the first deliveries")
+            wait_for(lambda: cursor(conn) >= end, "the first deliveries", 30)
             kafka_broker.stop()  # the broker gone mid-stream: the sink waits, commits go on
             commits(PER_PHASE, "commits while Kafka is down")
             assert cursor(conn) <= end < newest(conn)  # what the broker could not acknowledge is ahead
@@ -179,9 +173,9 @@ def test_every_event_reaches_kafka_in_table_order_through_a_broker_restart(serve
             (server.warehouse, [namespace]),
         ).fetchall()
         end = rows[-1][2]
-        wait_for(lambda: cursor(conn) >= end, 30, "the sink's cursor at the end of the feed")
+        wait_for(lambda: cursor(conn) >= end, "the sink's cursor at the end of the feed", 30)
         received = read_topic(kafka_broker.bootstrap, topic)
-        wait_for(lambda: cursor(conn, f"{namespace}-sasl") >= end, 30, "the SASL sink's cursor at the end")
+        wait_for(lambda: cursor(conn, f"{namespace}-sasl") >= end, "the SASL sink's cursor at the end", 30)
         over_sasl = read_topic(kafka_broker.bootstrap, f"{namespace}-sasl")
         assert {event["id"] for *_, event in over_sasl} == {row[0] for row in rows}
         assert cursor(conn, f"{namespace}-denied") == denied_start
@@ -210,7 +204,7 @@ def test_every_event_reaches_kafka_in_table_order_through_a_broker_restart(serve
             " WHERE s.id = c.sink_id AND s.name = %s AND c.stream = (SELECT id FROM warehouse WHERE name = %s)",
             (end - 3, namespace, server.warehouse),
         )
-        wait_for(lambda: cursor(conn) >= end, 30, "the repeat")
+        wait_for(lambda: cursor(conn) >= end, "the repeat", 30)
     again = read_topic(kafka_broker.bootstrap, topic)
     repeated = {row[0] for row in rows if row[2] > end - 3}
     assert repeated and len(again) == len(received) + len(repeated)

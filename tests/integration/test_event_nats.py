@@ -27,6 +27,7 @@ from scripts.processes import free_port
 from tests.api.tables_support import create_request
 from tests.fault_support import process_tree
 from tests.integration.conftest import REPO
+from tests.integration.proc_support import wait_for
 
 NATS_BIN = "/usr/sbin/nats-server" if Path("/usr/sbin/nats-server").exists() else "nats-server"
 
@@ -90,13 +91,6 @@ def lease_holder_pid(database_url: str) -> int | None:
     return int(row[0].split(":")[1]) if row else None
 
 
-def wait_for(condition, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out: {what}"
-        time.sleep(0.2)
-
-
 async def read_stream(url: str, subjects: str) -> list[tuple[str, dict]]:
     import nats
 
@@ -152,19 +146,19 @@ def test_every_event_reaches_jetstream_through_worker_kills_and_a_nats_restart(
     for thread in committers:
         thread.start()
     try:
-        wait_for(lambda: lease_holder_pid(settings.database_url) in process_tree(server.process.pid), 30, "lease")
-        wait_for(lambda: len(acknowledged) >= 5, 60, "commits")
+        wait_for(lambda: lease_holder_pid(settings.database_url) in process_tree(server.process.pid), "lease", 30)
+        wait_for(lambda: len(acknowledged) >= 5, "commits", 60)
         holder = lease_holder_pid(settings.database_url)
         workers = [pid for pid in process_tree(server.process.pid) if pid != server.process.pid]
         for pid in {holder, *workers[:1]}:
             os.kill(pid, signal.SIGKILL)  # the publisher mid-delivery and a committer's worker
-        wait_for(lambda: lease_holder_pid(settings.database_url) not in (None, holder), 40, "a new lease holder")
+        wait_for(lambda: lease_holder_pid(settings.database_url) not in (None, holder), "a new lease holder", 40)
         count = len(acknowledged)
         nats_server.stop()  # JetStream gone mid-stream: the sink waits, commits go on
-        wait_for(lambda: len(acknowledged) >= count + 5, 60, "commits while NATS is down")
+        wait_for(lambda: len(acknowledged) >= count + 5, "commits while NATS is down", 60)
         nats_server.start()
         count = len(acknowledged)
-        wait_for(lambda: len(acknowledged) >= count + 5, 60, "commits after NATS is back")
+        wait_for(lambda: len(acknowledged) >= count + 5, "commits after NATS is back", 60)
     finally:
         stop.set()
         for thread in committers:
@@ -186,7 +180,7 @@ def test_every_event_reaches_jetstream_through_worker_kills_and_a_nats_restart(
             ).fetchone()
             return position is not None and position[0] >= end
 
-        wait_for(delivered, 60, "the sink's cursor at the end of the feed")
+        wait_for(delivered, "the sink's cursor at the end of the feed", 60)
     # every acknowledged commit has its event, one per version, in the order of the table's metadata
     # log (a commit cut by a SIGKILL has one exactly if it took effect)
     assert set(acknowledged) <= {row[3] for row in rows if row[3]}
