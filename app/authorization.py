@@ -62,6 +62,7 @@ from app.rules.privileges import (
     Securable,
     decide,
 )
+from app.rules.requests.catalog import TableIdentifier
 from storage.grants import GrantRepository
 from storage.management_rows import GrantRow
 
@@ -82,14 +83,14 @@ Rule = list[Need | AnyOf]
 
 
 def _created(call: Call) -> Securable:
-    levels = tuple(call.body.get("namespace") or ())
+    levels = call.body.namespace
     return Securable.of_namespace(call.warehouse, levels).container()
 
 
 def _rename(kind: Kind) -> Callable[[Call], list[Need]]:
     def needs(call: Call) -> list[Need]:
-        source = call.identified(kind, call.body.get("source"))
-        destination = call.identified(kind, call.body.get("destination")).container()
+        source = call.identified(kind, call.body.source)
+        destination = call.identified(kind, call.body.destination).container()
         return [(DROP, source), (CREATE, destination)]
 
     return needs
@@ -106,7 +107,10 @@ def _commit(call: Call, table: Securable, requirements: Any) -> Need:
 
 def _transaction(call: Call) -> list[Need]:
     changes = call.body.get("table-changes") or []
-    return [_commit(call, call.identified(Kind.TABLE, c.get("identifier")), c.get("requirements")) for c in changes]
+    return [
+        _commit(call, call.identified(Kind.TABLE, TableIdentifier.model_validate(c["identifier"])), c["requirements"])
+        for c in changes
+    ]
 
 
 def _register(kind: Kind) -> Callable[[Call], list[Need]]:

@@ -34,6 +34,7 @@ from app.rules.identifiers import (
 )
 from app.rules.metadata_files import decode_metadata, metadata_file_location
 from app.rules.privileges import Kind, Privilege, Securable
+from app.rules.requests.catalog import TableIdentifier
 from app.warehouses import WarehouseDirectory
 from storage.entries import NewEntry
 from storage.events import ChangeEvent
@@ -180,12 +181,12 @@ class EntryService:
             recorded(action, self.kind, HARD, {**target, "purge": purge_objects is not None})
         return row
 
-    def rename(self, prefix: str, source: dict[str, Any], destination: dict[str, Any]) -> None:
+    def rename(self, prefix: str, source: TableIdentifier, destination: TableIdentifier) -> None:
         """Java's wording (``InMemoryCatalog.renameTable``/``renameView``): every refusal names
         both identifiers, ``Cannot rename ns.a to ns.b. <reason>``."""
         warehouse = self.warehouses.get(prefix)
-        src = (check_namespace(source["namespace"]), check_name(source["name"], f"{self.kind} name"))
-        dst = (check_namespace(destination["namespace"]), check_name(destination["name"], f"{self.kind} name"))
+        src = (check_namespace(list(source.namespace)), check_name(source.name, f"{self.kind} name"))
+        dst = (check_namespace(list(destination.namespace)), check_name(destination.name, f"{self.kind} name"))
         cannot = f"Cannot rename {format_namespace((*src[0], src[1]))} to {format_namespace((*dst[0], dst[1]))}."
         change = change_events.renamed(self.kind, src, dst)
 

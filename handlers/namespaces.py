@@ -1,8 +1,11 @@
 """Namespace operations."""
 
+from __future__ import annotations
+
 from app.edge.context import namespace_arg, namespaces, no_content
 from app.paging import namespaces_answer
 from app.rules.identifiers import check_namespace, decoded_separator
+from app.rules.requests.catalog import CreateNamespaceRequest
 
 
 def list_namespaces(prefix: str, parent: str | None = None, pageToken: str | None = None, pageSize: int | None = None):  # noqa: N803
@@ -10,10 +13,10 @@ def list_namespaces(prefix: str, parent: str | None = None, pageToken: str | Non
     return namespaces_answer(namespaces().list_namespaces(prefix, parent_levels, pageToken, pageSize)), 200
 
 
-def create_namespace(prefix: str, body: dict):
+def create_namespace(prefix: str, body: CreateNamespaceRequest):
     separator = decoded_separator(namespaces().settings.namespace_separator)
-    namespace = check_namespace(body["namespace"], separator)
-    return namespaces().create_namespace(prefix, namespace, body.get("properties") or {}), 200
+    namespace = check_namespace(list(body.namespace), separator)
+    return namespaces().create_namespace(prefix, namespace, body.properties), 200
 
 
 def load_namespace_metadata(prefix: str, namespace: str):

@@ -7,6 +7,7 @@ from flask import Response, request
 from app.edge.context import namespace_arg, namespaces, no_content, plans, respond, signer, tables
 from app.edge.responses import parse_load_table, render_table, render_unregistered, table_name
 from app.paging import identifiers_answer
+from app.rules.requests.catalog import RenameTableRequest
 from app.storage_access import Delegation
 from app.tables import LoadedTable
 
@@ -69,8 +70,8 @@ def unregister_table(prefix: str, namespace: str, table: str):
     return respond(render_unregistered(unregistered))
 
 
-def rename_table(prefix: str, body: dict):
-    tables().rename(prefix, body["source"], body["destination"])
+def rename_table(prefix: str, body: RenameTableRequest):
+    tables().rename(prefix, body.source, body.destination)
     return no_content()
 
 

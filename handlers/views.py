@@ -7,6 +7,7 @@ from flask import Response
 from app.edge.context import namespace_arg, no_content, respond, views
 from app.edge.responses import render_view, view_name
 from app.paging import identifiers_answer
+from app.rules.requests.catalog import RenameTableRequest
 from app.views import LoadedView
 
 _name = view_name
@@ -50,6 +51,6 @@ def drop_view(prefix: str, namespace: str, view: str):
     return no_content()
 
 
-def rename_view(prefix: str, body: dict):
-    views().rename(prefix, body["source"], body["destination"])
+def rename_view(prefix: str, body: RenameTableRequest):
+    views().rename(prefix, body.source, body.destination)
     return no_content()

@@ -172,9 +172,12 @@ class Dispatcher:
         if not self.contract_found:
             self.contract.find_operations(self.app)  # built by now: connexion builds its stack at once
             self.contract_found = True
-        return await self.contract.read(
+        kwargs, data = await self.contract.read(
             operation, scope, receive, path_values, self.handlers.get(operation.operation_id)
         )
+        if "body" in kwargs:
+            kwargs["body"] = operation.typed(kwargs["body"])
+        return kwargs, data
 
     # -- authorize ------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -32,6 +33,9 @@ from connexion.exceptions import NonConformingResponseBody
 from connexion.json_schema import Draft4ResponseValidator, format_error_with_path, resolve_refs
 from connexion.utils import is_null, is_nullable, make_type
 from jsonschema import Draft4Validator, ValidationError
+from pydantic import BaseModel
+
+from app.rules.requests import parse_request
 
 HTTP_METHODS = ("get", "put", "post", "delete", "head", "patch")
 
@@ -89,6 +93,7 @@ class Operation:
     has_body: bool
     arguments: frozenset[str] | None  # the handler's parameter names; None: it takes **kwargs
     body_reader: Callable[[bytes], Any] | None = None  # for the operations with a JSON body
+    body_model: Callable[[Any], Any] | None = None  # the handler's typed body: the JSON parsed into it
     response_check: Callable[[int, bytes], None] | None = None  # GROWLER_VALIDATE_RESPONSES (tests)
 
     @property
@@ -123,9 +128,17 @@ class Operation:
         if self.body_reader is None:
             raise Unreadable
         try:
-            return self.body_reader(data)
+            value = self.body_reader(data)
         except Exception as exc:  # noqa: BLE001 - whatever connexion would refuse, and how, is its to say
             raise Unreadable from exc
+        return self.typed(value)
+
+    def typed(self, value: Any) -> Any:
+        """A body valid against the yaml, as the model the handler takes (its ``body``
+        annotation): parsed once, here at the edge; BadRequest when the model refuses it."""
+        if self.body_model is None or value is None:
+            return value
+        return self.body_model(value)
 
     def _accepts(self, argument: str) -> bool:
         return self.arguments is None or argument in self.arguments
@@ -234,10 +247,12 @@ def _operation(
     names = tuple(part[1:-1] for part in template.split("/") if part.startswith("{"))
     handler = handler_for(declared["operationId"])
     arguments: frozenset[str] | None = frozenset()
+    body_model = None
     if handler is not None:
         signature = inspect.signature(unwrap_decorators(handler))
         kinds = {p.kind for p in signature.parameters.values()}
         arguments = None if inspect.Parameter.VAR_KEYWORD in kinds else frozenset(signature.parameters)
+        body_model = body_model_of(handler)
     return Operation(
         operation_id=declared["operationId"],
         spec_path=spec_path,
@@ -247,7 +262,19 @@ def _operation(
         parameters=tuple(_parameter(p) for p in parameters),
         has_body="requestBody" in declared,
         arguments=arguments,
+        body_model=body_model,
     )
+
+
+def body_model_of(handler: Callable[..., Any]) -> Callable[[Any], Any] | None:
+    """The parser of the model a handler's ``body`` is annotated with (``X`` or ``X | None``,
+    ``X`` a pydantic model); None for a handler without a body."""
+    hint = typing.get_type_hints(unwrap_decorators(handler)).get("body")
+    for candidate in typing.get_args(hint) or (hint,):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            model = candidate
+            return lambda value: parse_request(model, value)
+    return None
 
 
 def _body_reader(declared: dict[str, Any], validator: type) -> Callable[[bytes], Any]:

@@ -11,6 +11,7 @@ from typing import Any
 
 from app.rules.identifiers import parse_namespace
 from app.rules.privileges import Kind, Securable
+from app.rules.requests.catalog import TableIdentifier
 
 
 class Call:
@@ -18,7 +19,7 @@ class Call:
 
     def __init__(self, params: dict[str, Any], body: Any, separator: str, default_warehouse: str) -> None:
         self.params = params
-        self.body = body if isinstance(body, dict) else {}
+        self.body = body if body is not None else {}  # the handler's model, or the JSON object
         self.separator = separator
         self.warehouse = str(params.get("prefix") or default_warehouse)
 
@@ -31,9 +32,6 @@ class Call:
     def entry(self, kind: Kind, name: str) -> Securable:
         return Securable.of_entry(kind, self.warehouse, self.levels(), str(self.params[name]))
 
-    def identified(self, kind: Kind, identifier: Any) -> Securable:
-        """A TableIdentifier of the body (validated against the yaml before the handler runs)."""
-        identifier = identifier if isinstance(identifier, dict) else {}
-        return Securable.of_entry(
-            kind, self.warehouse, tuple(identifier.get("namespace") or ()), str(identifier.get("name", ""))
-        )
+    def identified(self, kind: Kind, identifier: TableIdentifier) -> Securable:
+        """A TableIdentifier of the (typed) body."""
+        return Securable.of_entry(kind, self.warehouse, identifier.namespace, identifier.name)
