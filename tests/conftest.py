@@ -145,6 +145,14 @@ def services() -> Iterator[Services]:
         if s3 is not None:
             s3.stop()
         if postgres is not None:
+            from app.publisher import Publisher
+            from storage.db import Database
+
+            # the in-process apps' publishers stopped and their pools closed before their server
+            for publisher in Publisher.running():
+                publisher.stop()
+            for database in Database.opened():
+                database.close()
             postgres.stop()
         shutil.rmtree(root, ignore_errors=True)
 
