@@ -18,6 +18,7 @@ from app.ground.settings import Settings, parse_retention
 from app.idempotency import iso8601_duration
 from app.paging import Page, PageWindow, fill_page
 from app.rules.identifiers import format_namespace
+from app.rules.requests.namespaces import UpdateNamespacePropertiesRequest
 from app.rules.privileges import Securable
 from app.warehouses import WarehouseDirectory
 from storage.events import ChangeEvent
@@ -165,9 +166,9 @@ class NamespaceService:
         self,
         prefix: str,
         namespace: tuple[str, ...],
-        removals: list[str],
-        updates: dict[str, str],
+        request: UpdateNamespacePropertiesRequest,
     ) -> dict[str, list[str]]:
+        removals, updates = request.removals, request.updates
         both = sorted(set(removals) & set(updates))
         if both:
             raise UnprocessableEntity(

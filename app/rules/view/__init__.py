@@ -51,12 +51,24 @@ from app.rules.view.documents import (
     parse_view_metadata,
     to_json,
 )
-from app.rules.view.updates import apply_updates, check_requirements, commit, new_view_metadata
+from app.rules.view.updates import (
+    ViewChange,
+    ViewDefinition,
+    apply_updates,
+    check_requirements,
+    commit,
+    new_view_metadata,
+    parse_definition,
+    parse_requirements,
+    parse_updates,
+)
 
 __all__ = [
     "METADATA_PATH",
     "REPLACE_DROP_DIALECT_ALLOWED",
     "VERSION_HISTORY_SIZE",
+    "ViewChange",
+    "ViewDefinition",
     "ViewMetadata",
     "apply_updates",
     "check_requirements",
@@ -67,6 +79,9 @@ __all__ = [
     "metadata_file_name",
     "new_view_metadata",
     "next_metadata_version",
+    "parse_definition",
+    "parse_requirements",
+    "parse_updates",
     "parse_view_metadata",
     "to_json",
 ]
