@@ -18,8 +18,8 @@ from app.ground.settings import Settings, parse_retention
 from app.idempotency import iso8601_duration
 from app.paging import Page, PageWindow, fill_page
 from app.rules.identifiers import format_namespace
-from app.rules.requests.namespaces import UpdateNamespacePropertiesRequest
 from app.rules.privileges import Securable
+from app.rules.requests.namespaces import UpdateNamespacePropertiesRequest
 from app.warehouses import WarehouseDirectory
 from storage.events import ChangeEvent
 from storage.objects import ObjectStore
