@@ -1,12 +1,12 @@
 """The view operations' request bodies (createView, registerView, replaceView).
 
-PyIceberg 0.12 has ``CreateViewRequest`` and ``RegisterViewRequest``, but not used here:
-its ``ViewVersion`` drops representation types it does not know and reads the wall clock for a
-missing timestamp, and its ``RegisterViewRequest`` has no ``overwrite`` (a Growler extension, as
-for registerTable). The view rules (``app.rules.view``) parse the parts with the messages Java's
-reference catalog gives, so each model's ``from_body`` calls them: a body is parsed once, here,
-and the services receive what the rules apply.
-"""
+PyIceberg 0.12's ``CreateViewRequest`` and ``RegisterViewRequest`` are not used: the first
+requires ``location`` (optional in the spec), takes a version without ``timestamp-ms`` by reading
+the wall clock and refuses a non-SQL representation with pydantic's wording rather than Java's;
+the second has no ``overwrite`` (a Growler extension, as for registerTable). The view rules
+(``app.rules.view``) parse the parts with the messages the reference catalog gives, so each
+model's ``from_body`` calls them: a body is parsed once, here, and the services receive what the
+rules apply."""
 
 from __future__ import annotations
 
