@@ -8,6 +8,7 @@ services instead; the database must be empty or Growler's own.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -148,7 +149,9 @@ def services() -> Iterator[Services]:
             from app.publisher import Publisher
             from storage.db import Database
 
-            # the in-process apps' publishers stopped and their pools closed before their server
+            # the in-process apps' publishers stopped and their pools closed before their server;
+            # their background threads' complaints about it, past the last test, are not logged
+            logging.disable(logging.WARNING)
             for publisher in Publisher.running():
                 publisher.stop()
             for database in Database.opened():
