@@ -35,6 +35,7 @@ from app.events_feed import EventFeed
 from app.ground.errors import BadRequest, CatalogError, Forbidden, NotFound
 from app.maintenance import MaintenanceService
 from app.rules.identifiers import check_name, check_namespace
+from app.rules.requests.management import SecurableRef, SecurableType
 
 # The feed's operation types and object types (openapi/events.yaml), the filters' choices.
 OPERATION_TYPES = (
@@ -214,10 +215,9 @@ def maintenance() -> str:
     levels = ns_arg() if request.args.get("ns") else check_namespace(typed.split(".")) if typed else ()
     name = check_name(request.args["name"], "name") if request.args.get("name") else None
     if name is None:  # a warehouse or a namespace: the policies attached there
-        securable: dict[str, Any] = {"type": "namespace" if levels else "warehouse", "warehouse": warehouse}
-        if levels:
-            securable["namespace"] = list(levels)
-        listed = {"type": securable["type"], "warehouse": warehouse}
+        kind = SecurableType.NAMESPACE if levels else SecurableType.WAREHOUSE
+        securable = SecurableRef(type=kind, warehouse=warehouse, namespace=levels or None)
+        listed = {"type": kind.value, "warehouse": warehouse}
         authorize("listMaintenancePolicies", {**listed, "namespace": ns_param(levels)} if levels else listed)
         return render_template(
             "console/maintenance.html",
