@@ -28,7 +28,6 @@ from app.ground.errors import BadRequest, Gone
 from app.ground.page_tokens import PageTokens, scope
 from app.ground.settings import Settings
 from app.rules.privileges import Kind, Privilege, Securable
-from app.rules.requests import parse_request
 from app.rules.requests.events import QueryEventsRequest
 from app.warehouses import WarehouseDirectory
 from storage.events import EventQuery, EventRows, StoredEvent
@@ -77,12 +76,9 @@ class EventFeed:
         found, token = self.read(prefix, request)
         return EventsPage([rendered(event) for event in found], token)
 
-    def read(self, prefix: str, request: QueryEventsRequest | dict[str, Any]) -> tuple[list[StoredEvent], str]:
+    def read(self, prefix: str, request: QueryEventsRequest) -> tuple[list[StoredEvent], str]:
         """A page of the events the caller may read, as stored, and its continuation token: the
-        endpoint renders them, the console's events page shows them (one reading for both). The
-        console still builds the body as JSON (``app/console/activity.py``): parsed here for it."""
-        if isinstance(request, dict):
-            request = parse_request(QueryEventsRequest, request)
+        endpoint renders them, the console's events page shows them (one reading for both)."""
         warehouse = self.warehouses.get(prefix)
         if request.custom_filters:
             raise BadRequest("custom-filters are not supported by this catalog")
