@@ -1,12 +1,13 @@
 """Request bodies of the table operations: createTable, registerTable, updateTable,
 commitTransaction, reportMetrics and signRequest (the scans' are in ``app.rules.requests.scans``).
 
-PyIceberg's models are used where they keep everything Growler accepts and refuse nothing in
-other words than today's: ``RegisterTableRequest`` (with the spec's default for ``overwrite``,
-which PyIceberg 0.12 requires) and ``CreateTableRequest`` (parsed part by part, so a refusal
-names the part, as Java's parser does). A commit's requirements and updates are parsed into the
-rules' widened unions (``app.rules.table.models``: nothing a client sends is silently dropped),
-with the rules' own messages (``Invalid table update #2 (add-spec): ...``).
+PyIceberg's models are used where they keep everything Growler accepts and word no refusal
+differently: ``RegisterTableRequest`` (with the spec's default for ``overwrite``, which
+PyIceberg 0.12 requires) and ``CreateTableRequest`` (parsed part by part, so that a refusal
+names the part). PyIceberg's ``CommitTableRequest`` is not: its update union drops what the
+rules' widened one keeps (a snapshot's ``key-id``, statistics of any blob type, the encryption
+keys: ``app.rules.table.models``) and it requires an identifier; the commit models here parse
+requirements and updates with the rules' own messages (``Invalid table update #2 (add-spec): ...``).
 """
 
 from __future__ import annotations
