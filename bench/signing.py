@@ -4,7 +4,8 @@ Two figures:
 
 - ``in-process``: ``RemoteSigner.sign`` called in a loop with what the table's name holds already
   read (the worker reads it per request, one query on the event loop, not counted here): parsing
-  (the body into its model, the S3 request), the scope check and SigV4. No database, no network; the ceiling of one worker's signing.
+  (the body into its model, the S3 request), the scope check and SigV4. No database, no
+  network; the ceiling of one worker's signing.
 - ``http``: wrk POSTs the same signRequest to a running Growler (give it one worker,
   ``GROWLER_WORKERS=1``) for ``--seconds``: the figure per worker, HTTP stack included.
 
