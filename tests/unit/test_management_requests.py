@@ -11,11 +11,9 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from app.edge.operations import body_model_of
 from app.rules.privileges import Privilege
 from app.rules.requests import management as requests
 from app.rules.requests.management import SecurableType
-from handlers import management as handlers
 
 SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi" / "management.yaml").read_text())
 SCHEMAS = SPEC["components"]["schemas"]
@@ -76,20 +74,6 @@ def test_the_enums_are_the_yamls() -> None:
     assert _literal_values(requests.CreateEventSinkRequest, "kind") == set(kinds)
     modes = SCHEMAS["DeletionPolicy"]["properties"]["mode"]["enum"]
     assert _literal_values(requests.DeletionPolicySettings, "mode") == set(modes)
-
-
-def test_every_management_operation_with_a_body_takes_a_model() -> None:
-    """The handler of each operation with a request body annotates it, so the dispatcher parses
-    it once into that model (app/edge/operations.py ``body_model_of``)."""
-    for path in SPEC["paths"].values():
-        for operation in path.values():
-            if isinstance(operation, dict) and "requestBody" in operation:
-                handler = getattr(handlers, _snake(operation["operationId"]))
-                assert body_model_of(handler) is not None, operation["operationId"]
-
-
-def _snake(operation_id: str) -> str:
-    return "".join(f"_{c.lower()}" if c.isupper() else c for c in operation_id)
 
 
 def test_secrets_never_show_in_a_model_or_its_dump() -> None:
