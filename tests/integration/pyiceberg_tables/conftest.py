@@ -1,12 +1,11 @@
 """The PyIceberg table tests' fixtures: a catalog with the namespace ``shop`` (``access_catalog``: each
-way PyIceberg reaches storage), and the bucket."""
+way PyIceberg reaches storage); ``objects`` (the bucket) is tests/integration/conftest.py's."""
 
 from __future__ import annotations
 
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 
-from storage.objects import S3ObjectStore
 from tests.conftest import TEST_CREDENTIAL
 from tests.integration.pyiceberg_support import NS, new_catalog
 
@@ -35,8 +34,3 @@ def access_catalog(request, server, clean_catalog) -> RestCatalog:
     )
     cat.create_namespace(NS)
     return cat
-
-
-@pytest.fixture
-def objects(settings) -> S3ObjectStore:
-    return S3ObjectStore(settings.s3)
