@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.targets import REPO, WAREHOUSE, Target, children, cpu_seconds, process_memory, spawn_logged
+from bench.processes import children, cpu_seconds, process_memory, spawn_logged
+from bench.targets import REPO, WAREHOUSE, Target
 from scripts.postgres import EmbeddedPostgres
 from scripts.processes import free_port, stop_process_group
 from scripts.run import DEV_S3_ACCESS_KEY, DEV_S3_SECRET_KEY, wait_for_http

@@ -94,7 +94,8 @@ def main() -> None:
     import httpx
 
     from bench import bodies
-    from bench.targets import GrowlerTarget, make_root, remove_root
+    from bench.growler_target import GrowlerTarget
+    from bench.targets import make_root, remove_root
     from bench.workloads import Plan, run_wrk
 
     quick = os.environ.get("BENCH_QUICK", "") == "1"

@@ -34,7 +34,8 @@ from typing import Any
 import httpx
 
 from bench import bodies, history, planning, random_tables, tails, wrk
-from bench.targets import REPO, GrowlerTarget, Target, http_json
+from bench.growler_target import GrowlerTarget
+from bench.targets import REPO, Target, http_json
 
 NAMESPACES = [f"ns{i:03d}" for i in range(100)]
 NS_W1, NS_W3, NS_W5, NS_W6, NS_W7, NS_W8_BIG, NS_W8_SMALL = NAMESPACES[:7]
