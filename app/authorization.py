@@ -63,6 +63,7 @@ from app.rules.privileges import (
     decide,
 )
 from app.rules.requests.catalog import TableIdentifier
+from app.rules.requests.views import RegisterViewRequest
 from storage.grants import GrantRepository
 from storage.management_rows import GrantRow
 
@@ -115,9 +116,12 @@ def _transaction(call: Call) -> list[Need]:
 
 def _register(kind: Kind) -> Callable[[Call], list[Need]]:
     def needs(call: Call) -> list[Need]:
+        body = call.body  # registerTable's RegisterTableRequest, registerView's RegisterViewRequest
+        if isinstance(body, dict):  # registerTable until its handler is typed: the same two fields
+            body = RegisterViewRequest.from_body(body)
         found: list[Need] = [(CREATE, call.namespace())]
-        if call.body.get("overwrite"):
-            found.append((WRITE, Securable.of_entry(kind, call.warehouse, call.levels(), str(call.body.get("name")))))
+        if body.overwrite:
+            found.append((WRITE, Securable.of_entry(kind, call.warehouse, call.levels(), body.name)))
         return found
 
     return needs

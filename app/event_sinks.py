@@ -22,6 +22,7 @@ from app.ground.secrets import SecretBox
 from app.ground.settings import Settings
 from app.management_rights import ManagementRights
 from app.publisher_kafka import bootstrap_servers, valid_topic_template
+from app.rules.requests.management import CreateEventSinkRequest, KafkaSinkSettings
 from storage.deliveries import DeadLetter, DeliveryRows, SinkRow
 
 SINK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
@@ -59,8 +60,8 @@ class EventSinks(ManagementRights):
         self.rows = rows
         self._box = SecretBox(settings.secrets_key) if settings.secrets_key else None
 
-    def create(self, body: dict[str, Any]) -> SinkRow:
-        name, kind, url = str(body["name"]), str(body["kind"]), str(body["url"])
+    def create(self, request: CreateEventSinkRequest) -> SinkRow:
+        name, kind, url = request.name, request.kind, request.url
         who = self.caller()
         if not SINK_NAME.fullmatch(name) or name.startswith("env-"):
             raise BadRequest(f"Invalid event sink name {name!r}: letters, digits, '.', '_', '-', not env-*")
@@ -76,33 +77,32 @@ class EventSinks(ManagementRights):
                 valid = False
             if not valid:
                 raise BadRequest(f"A {kind} sink's url must be {' or '.join(SCHEMES[kind])}://host[:port]...")
-        if (body.get("kafka") is not None) != (kind == "kafka"):
+        if (request.kafka is not None) != (kind == "kafka"):
             raise BadRequest("A kafka sink needs its kafka settings (at least a topic); other kinds take none")
-        secret = body.get("secret")
+        secret = request.secret.get_secret_value() if request.secret is not None else None
         if secret is not None and kind != "webhook":
             raise BadRequest("Only a webhook takes a secret")
         if secret is not None and self._box is None:
             raise BadRequest("A webhook secret needs GROWLER_SECRETS_KEY, which encrypts it at rest")
         options: dict[str, Any] = {}
         sealed = self._box.seal({"secret": secret}) if secret is not None and self._box else None
-        if kind == "kafka":
-            options, sealed = self._kafka(dict(body["kafka"]))
-        row = self.rows.create_sink(
-            name, kind, url, sealed, dict(body.get("filters") or {}), int(body.get("max-attempts") or 8), options
-        )
+        if request.kafka is not None:
+            options, sealed = self._kafka(request.kafka)
+        filters = request.filters.model_dump(mode="json") if request.filters is not None else {}
+        row = self.rows.create_sink(name, kind, url, sealed, filters, request.max_attempts or 8, options)
         audit("create-event-sink", who, {"sink": name, "kind": kind, "url": url})
         return row
 
-    def _kafka(self, settings: dict[str, Any]) -> tuple[dict[str, Any], bytes | None]:
+    def _kafka(self, settings: KafkaSinkSettings) -> tuple[dict[str, Any], bytes | None]:
         """A Kafka sink's options (what is not secret) and its sealed SASL password."""
-        template = str(settings["topic"])
+        template = settings.topic
         if not valid_topic_template(template):
             raise BadRequest(
                 f"Invalid topic {template!r}: letters, digits, '.', '_', '-' and {{warehouse}}, at most 249"
             )
-        protocol = str(settings.get("security-protocol") or "plaintext")
-        mechanism, username = settings.get("sasl-mechanism"), settings.get("sasl-username")
-        password = settings.pop("sasl-password", None)
+        protocol = settings.security_protocol
+        mechanism, username = settings.sasl_mechanism, settings.sasl_username
+        password = settings.sasl_password.get_secret_value() if settings.sasl_password is not None else None
         sasl = (mechanism, username, password)
         if protocol in SASL_PROTOCOLS and None in sasl:
             raise BadRequest(f"security-protocol {protocol} needs sasl-mechanism, sasl-username and sasl-password")
@@ -110,16 +110,15 @@ class EventSinks(ManagementRights):
             raise BadRequest("SASL settings need security-protocol sasl_plaintext or sasl_ssl")
         if protocol == "sasl_plaintext" and mechanism == "PLAIN":
             raise BadRequest("SASL PLAIN without TLS sends the password in the clear: use sasl_ssl")
-        if settings.get("ssl-ca-pem") is not None:
+        if settings.ssl_ca_pem is not None:
             if protocol not in TLS_PROTOCOLS:
                 raise BadRequest("ssl-ca-pem needs security-protocol ssl or sasl_ssl")
-            if "-----BEGIN CERTIFICATE-----" not in str(settings["ssl-ca-pem"]):
+            if "-----BEGIN CERTIFICATE-----" not in settings.ssl_ca_pem:
                 raise BadRequest("ssl-ca-pem must be PEM certificates (-----BEGIN CERTIFICATE-----)")
         if password is not None and self._box is None:
             raise BadRequest("A SASL password needs GROWLER_SECRETS_KEY, which encrypts it at rest")
         sealed = self._box.seal({"sasl-password": password}) if password is not None and self._box else None
-        settings["security-protocol"] = protocol
-        return {key: value for key, value in settings.items() if value is not None}, sealed
+        return settings.model_dump(mode="json", exclude={"sasl_password"}), sealed
 
     def list(self) -> list[SinkRow]:
         return self.rows.sinks()

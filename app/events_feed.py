@@ -28,6 +28,7 @@ from app.ground.errors import BadRequest, Gone
 from app.ground.page_tokens import PageTokens, scope
 from app.ground.settings import Settings
 from app.rules.privileges import Kind, Privilege, Securable
+from app.rules.requests.events import QueryEventsRequest
 from app.warehouses import WarehouseDirectory
 from storage.events import EventQuery, EventRows, StoredEvent
 
@@ -71,32 +72,32 @@ class EventFeed:
         self.authorizer = authorizer
         self.page_tokens = page_tokens
 
-    def query(self, prefix: str, request: dict[str, Any]) -> EventsPage:
+    def query(self, prefix: str, request: QueryEventsRequest) -> EventsPage:
         found, token = self.read(prefix, request)
         return EventsPage([rendered(event) for event in found], token)
 
-    def read(self, prefix: str, request: dict[str, Any]) -> tuple[list[StoredEvent], str]:
+    def read(self, prefix: str, request: QueryEventsRequest) -> tuple[list[StoredEvent], str]:
         """A page of the events the caller may read, as stored, and its continuation token: the
         endpoint renders them, the console's events page shows them (one reading for both)."""
         warehouse = self.warehouses.get(prefix)
-        if request.get("custom-filters"):
+        if request.custom_filters:
             raise BadRequest("custom-filters are not supported by this catalog")
         listing = scope("queryEvents", warehouse.name)
-        token = request.get("continuation-token")
+        token = request.continuation_token
         after = self._position(listing, token)
         if token and after < self.rows.pruned_through(warehouse.id):
             raise Gone("The continuation token is older than the event retention; start again without one")
-        size = min(int(request.get("page-size") or DEFAULT_PAGE_SIZE), self.settings.max_page_size)
-        since = request.get("since-timestamp-ms")
+        size = min(request.page_size or DEFAULT_PAGE_SIZE, self.settings.max_page_size)
+        since = request.since_timestamp_ms
         base = EventQuery(
             stream=warehouse.id,
             after=after,
             limit=size,
             since=datetime.fromtimestamp(since / 1000, UTC) if since is not None else None,
-            operation_types=tuple(request.get("operation-types") or ()),
-            object_types=tuple(request.get("object-types") or ()),
-            uuids=tuple(request.get("catalog-objects-by-uuid") or ()),
-            name_prefixes=tuple(tuple(name) for name in request.get("catalog-objects-by-name") or ()),
+            operation_types=request.operation_types,
+            object_types=request.object_types,
+            uuids=request.catalog_objects_by_uuid,
+            name_prefixes=request.catalog_objects_by_name,
         )
         found: list[StoredEvent] = []
         for _ in range(MAX_BATCHES):

@@ -28,6 +28,7 @@ from app.management import parse_securable, securable_view
 from app.management_rights import ManagementRights
 from app.rules import maintenance as policy_rules
 from app.rules import table as table_rules
+from app.rules.requests.management import AttachPolicyRequest, DetachPolicyRequest, RunRequest, SecurableRef
 from storage.maintenance_rows import MaintenanceRows, RunRow, TableRef
 from storage.management_rows import ManagementRows, Securable
 
@@ -55,29 +56,29 @@ class MaintenanceService(ManagementRights):
 
     # -- policies ---------------------------------------------------------------------------
 
-    def attach(self, policy_type: str, securable: dict[str, Any], content: Any) -> dict[str, Any]:
-        target = {"policy-type": policy_type, "securable": securable}
-        on = _policy_securable(securable)
+    def attach(self, request: AttachPolicyRequest) -> dict[str, Any]:
+        policy_type, target = request.policy_type, policy_target(request)
+        on = _policy_securable(request.securable)
         who = self.require_maintainer("attach-maintenance-policy", target, on)
         try:
-            checked = policy_rules.validate(policy_type, content)
+            checked = policy_rules.validate(policy_type, request.content)
         except policy_rules.InvalidPolicy as exc:
             raise BadRequest(str(exc)) from exc
         self.maintenance.attach(policy_type, on, checked)
         audit("attach-maintenance-policy", who, target)
         return {"policy-type": policy_type, "securable": securable_view(on), "content": checked}
 
-    def detach(self, policy_type: str, securable: dict[str, Any]) -> None:
-        target = {"policy-type": policy_type, "securable": securable}
-        on = _policy_securable(securable)
+    def detach(self, request: DetachPolicyRequest) -> None:
+        policy_type, target = request.policy_type, policy_target(request)
+        on = _policy_securable(request.securable)
         who = self.require_maintainer("detach-maintenance-policy", target, on)
         if not self.maintenance.detach(policy_type, on):
             raise NotFound(f"No {policy_type} policy is attached there")
         audit("detach-maintenance-policy", who, target)
 
-    def attached(self, securable: dict[str, Any]) -> list[dict[str, Any]]:
+    def attached(self, securable: SecurableRef) -> list[dict[str, Any]]:
         on = _policy_securable(securable)
-        self.require_maintenance_reader("list-maintenance-policies", {"securable": securable}, on)
+        self.require_maintenance_reader("list-maintenance-policies", {"securable": securable.view()}, on)
         return [
             {"policy-type": p.policy_type, "securable": securable_view(on), "content": p.content}
             for p in self.maintenance.attached_at(on)
@@ -93,9 +94,8 @@ class MaintenanceService(ManagementRights):
             for p in sorted(policies.values(), key=lambda p: p.policy_type)
         ]
 
-    def run(
-        self, warehouse: str, namespace: tuple[str, ...], name: str, policy_type: str, dry_run: bool
-    ) -> dict[str, Any]:
+    def run(self, warehouse: str, namespace: tuple[str, ...], name: str, request: RunRequest) -> dict[str, Any]:
+        policy_type, dry_run = request.policy_type, request.dry_run
         if policy_type not in policy_rules.POLICY_TYPES:
             raise BadRequest(f"Unknown policy type {policy_type!r}")
         table = self._table(warehouse, namespace, name)
@@ -226,8 +226,13 @@ def _caller() -> str | None:
     return principal.name if principal is not None else None
 
 
-def _policy_securable(body: dict[str, Any]) -> Securable:
-    on = parse_securable(body)
+def policy_target(request: DetachPolicyRequest) -> dict[str, Any]:
+    """An attach's or a detach's audit target: the policy type, the securable as named."""
+    return {"policy-type": request.policy_type, "securable": request.securable.view()}
+
+
+def _policy_securable(securable: SecurableRef) -> Securable:
+    on = parse_securable(securable)
     if on.type == "view":
         raise BadRequest("Maintenance policies attach to the catalog, a warehouse, a namespace or a table")
     return on

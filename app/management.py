@@ -29,13 +29,24 @@ from app.management_rights import ManagementRights
 from app.paging import Page, PageWindow
 from app.principals import CLIENT_ID, Credential, PrincipalService
 from app.rules.privileges import Privilege
+from app.rules.requests.management import (
+    CreatePrincipalRequest,
+    CreateRoleRequest,
+    CreateWarehouseRequest,
+    DeletionPolicySettings,
+    GrantRequest,
+    SecurableRef,
+    SecurableType,
+    StorageSettings,
+    UpdateWarehouseRequest,
+)
 from app.storage_access import CREDENTIALS_MODES, REMOTE_SIGNING, STATIC
 from app.warehouses import WarehouseDirectory
 from storage.management_rows import GrantRow, ManagementRows, Securable
 from storage.warehouses import KEEP, DeletionPolicy, WarehouseRow
 
 PRIVILEGES = tuple(privilege.value for privilege in Privilege)
-SECURABLE_TYPES = ("catalog", "warehouse", "namespace", "table", "view")
+SECURABLE_TYPES = tuple(kind.value for kind in SecurableType)
 ROLE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")
 KEY_FIELDS = ("access-key-id", "secret-access-key")
 
@@ -76,7 +87,8 @@ class ManagementService(ManagementRights):
 
     # -- principals -------------------------------------------------------------------------
 
-    def create_principal(self, name: str, admin: bool) -> Credential:
+    def create_principal(self, request: CreatePrincipalRequest) -> Credential:
+        name, admin = request.name, request.admin
         who = self.caller()
         if not CLIENT_ID.match(name):
             raise BadRequest(f"Invalid principal name {name!r}: letters, digits, '.', '_', '@', '-', at most 128")
@@ -118,7 +130,8 @@ class ManagementService(ManagementRights):
 
     # -- roles and members ------------------------------------------------------------------
 
-    def create_role(self, name: str) -> dict[str, Any]:
+    def create_role(self, request: CreateRoleRequest) -> dict[str, Any]:
+        name = request.name
         who = self.caller()
         if not ROLE_NAME.match(name):
             raise BadRequest(f"Invalid role name {name!r}: letters, digits, '.', '_', '@', '-', at most 128")
@@ -179,43 +192,43 @@ class ManagementService(ManagementRights):
 
     # -- grants -----------------------------------------------------------------------------
 
-    def grant(self, role: str, privilege: str, securable: dict[str, Any]) -> GrantRow:
-        target = {"role": role, "privilege": privilege, "securable": securable}
-        parsed, on = _privilege(privilege), parse_securable(securable)
-        _grantable(parsed, on)
-        who = self.require_grantor("grant", target, parsed, on)
-        row = self.rows.add_grant(role, parsed.value, on, events=management_events("x-grant", target))
+    def grant(self, role: str, request: GrantRequest) -> GrantRow:
+        privilege, on = request.privilege, parse_securable(request.securable)
+        target = grant_target(role, request)
+        _grantable(privilege, on)
+        who = self.require_grantor("grant", target, privilege, on)
+        row = self.rows.add_grant(role, privilege.value, on, events=management_events("x-grant", target))
         self._changed("grant", who, target)
         return row
 
-    def revoke(self, role: str, privilege: str, securable: dict[str, Any]) -> None:
-        target = {"role": role, "privilege": privilege, "securable": securable}
-        parsed, on = _privilege(privilege), parse_securable(securable)
-        who = self.require_grantor("revoke", target, parsed, on)
-        if not self.rows.remove_grant(role, parsed.value, on, events=management_events("x-revoke", target)):
-            raise NotFound(f"Role {role} holds no grant of {privilege} on that {securable.get('type')}")
+    def revoke(self, role: str, request: GrantRequest) -> None:
+        privilege, on = request.privilege, parse_securable(request.securable)
+        target = grant_target(role, request)
+        who = self.require_grantor("revoke", target, privilege, on)
+        if not self.rows.remove_grant(role, privilege.value, on, events=management_events("x-revoke", target)):
+            raise NotFound(f"Role {role} holds no grant of {privilege.value} on that {on.type}")
         self._changed("revoke", who, target)
 
     def grants_of_role(self, role: str, page_token: str | None, page_size: int | None) -> Page:
         window = self._window(scope("listGrantsOfRole", role), page_token, page_size)
         return self._page_of_grants(window, lambda after, limit: self.rows.grants_of_role(role, after, limit))
 
-    def grants_on(self, securable: dict[str, Any], page_token: str | None, page_size: int | None) -> Page:
+    def grants_on(self, securable: SecurableRef, page_token: str | None, page_size: int | None) -> Page:
         parsed = parse_securable(securable)
-        self.require_grants_reader("list-grants", {"securable": securable}, parsed)
+        self.require_grants_reader("list-grants", {"securable": securable.view()}, parsed)
         window = self._window(scope("listGrantsOn", securable_view(parsed)), page_token, page_size)
         return self._page_of_grants(window, lambda after, limit: self.rows.grants_on(parsed, after, limit))
 
     # -- warehouses -------------------------------------------------------------------------
 
-    def create_warehouse(self, body: dict[str, Any]) -> WarehouseRow:
-        name = str(body.get("name", ""))
+    def create_warehouse(self, request: CreateWarehouseRequest) -> WarehouseRow:
+        name = request.name
         who = self.caller()
         if not WAREHOUSE_NAME.match(name) or name in RESERVED_PREFIXES:
             raise BadRequest(f"Invalid warehouse name {name!r}: letters, digits, '_', '.', '-', at most 63")
-        location, allowed = self._locations(name, body["location"], body.get("allowed-locations") or [])
-        storage, secret = self._storage(body.get("storage") or {}, {}, KEEP, has_keys=False)
-        policy = _policy(body, DeletionPolicy())
+        location, allowed = self._locations(name, request.location, list(request.allowed_locations or ()))
+        storage, secret = self._storage(request.storage or StorageSettings(), {}, KEEP, has_keys=False)
+        policy = _policy(request, DeletionPolicy())
         events = management_events("x-create-warehouse", {"warehouse": name, "location": location})
         secret_bytes = None if secret is KEEP else secret
         row = self.rows.create_warehouse(name, location, storage, allowed, secret_bytes, policy, events=events)
@@ -232,27 +245,31 @@ class ManagementService(ManagementRights):
     def get_warehouse(self, name: str) -> WarehouseRow:
         return self._warehouse(name)
 
-    def update_warehouse(self, name: str, body: dict[str, Any]) -> WarehouseRow:
+    def update_warehouse(self, name: str, request: UpdateWarehouseRequest) -> WarehouseRow:
         who = self.caller()
         self._refuse_default(name)
         current = self._warehouse(name)
+        allowed_given = request.allowed_locations
         location, allowed = self._locations(
             name,
-            body.get("location", current.location),
-            body.get("allowed-locations", list(current.allowed_locations)),
+            request.location if request.location is not None else current.location,
+            list(allowed_given if allowed_given is not None else current.allowed_locations),
         )
         storage, secret = self._storage(
-            body.get("storage") or {}, current.storage or {}, KEEP, has_keys=current.storage_secret is not None
+            request.storage or StorageSettings(),
+            current.storage or {},
+            KEEP,
+            has_keys=current.storage_secret is not None,
         )
         current_policy = DeletionPolicy(current.deletion_policy, current.retention_s, current.refuse_deletes)
-        events = management_events("x-update-warehouse", {"warehouse": name, "fields": sorted(body)})
+        events = management_events("x-update-warehouse", {"warehouse": name, "fields": request.given()})
         row = self.rows.update_warehouse(
-            name, location, storage, allowed, secret, _policy(body, current_policy), events=events
+            name, location, storage, allowed, secret, _policy(request, current_policy), events=events
         )
         if row is None:
             raise NotFound(f"Warehouse does not exist: {name}")
         self.warehouses.invalidate()
-        self._changed("update-warehouse", who, {"warehouse": name, "fields": sorted(body)})
+        self._changed("update-warehouse", who, {"warehouse": name, "fields": request.given()})
         return row
 
     def delete_warehouse(self, name: str) -> None:
@@ -296,7 +313,7 @@ class ManagementService(ManagementRights):
         return root, [p.uri for p in parsed[1:]]
 
     def _storage(
-        self, given: dict[str, Any], current: dict[str, Any], secret: object, has_keys: bool
+        self, given: StorageSettings, current: dict[str, Any], secret: object, has_keys: bool
     ) -> tuple[dict[str, Any], object]:
         """The stored (non-secret) storage settings, and the sealed keys (``KEEP`` when unchanged).
 
@@ -304,16 +321,20 @@ class ManagementService(ManagementRights):
         warehouse's keys to every client, so it needs keys of its own: never the server's, which
         reach every bucket Growler serves. An endpoint carrying user info (shown back to every
         administrator and client), a query or a fragment is refused: keys go in their own fields.
+        A new warehouse without a ``credentials-mode`` takes ``_default_mode``'s.
         """
         storage = {
             "endpoint": current.get("endpoint") or self.settings.s3.endpoint,
             "region": current.get("region") or self.settings.s3.region,
             "path-style": current.get("path-style", self.settings.s3.path_style),
-            "credentials-mode": current.get("credentials-mode") or REMOTE_SIGNING,
+            "credentials-mode": current.get("credentials-mode"),
         }
-        for key in ("endpoint", "region", "path-style", "credentials-mode"):
-            if key in given:
-                storage[key] = given[key]
+        for key, value in given.model_dump(exclude={"access_key_id", "secret_access_key"}).items():
+            storage[key] = value
+        given_keys = (given.access_key_id, given.secret_access_key)
+        keys = [key.get_secret_value() if key is not None else None for key in given_keys]
+        if storage["credentials-mode"] is None:
+            storage["credentials-mode"] = self._default_mode(str(storage["endpoint"] or ""), all(keys) or has_keys)
         endpoint = urlparse(str(storage["endpoint"] or ""))
         if endpoint.scheme not in ("http", "https") or not endpoint.netloc or endpoint.path not in ("", "/"):
             raise BadRequest("storage endpoint must be an http(s) URL with no path")
@@ -323,7 +344,6 @@ class ManagementService(ManagementRights):
             )
         if storage["credentials-mode"] not in CREDENTIALS_MODES:
             raise BadRequest(f"credentials-mode must be one of {', '.join(CREDENTIALS_MODES)}")
-        keys = [given.get(key) for key in KEY_FIELDS]
         if any(keys) and not all(keys):
             raise BadRequest("access-key-id and secret-access-key are given together")
         if all(keys):
@@ -335,6 +355,17 @@ class ManagementService(ManagementRights):
                 "credentials-mode static needs keys of the warehouse's own (access-key-id, secret-access-key)"
             )
         return storage, secret
+
+    def _default_mode(self, endpoint: str, own_keys: bool) -> str:
+        """A new warehouse's credentials mode when the request names none: the server's
+        (``GROWLER_STORAGE_CREDENTIALS_MODE``, ``sts`` where an STS is configured) when the
+        warehouse is reached as the default one is, on the server's store with the server's keys
+        (that STS and its role are configured for them). ``remote-signing`` otherwise, which needs
+        nothing of the store: another store's STS is unknown to Growler, a warehouse's own keys
+        may not assume the server's role, and ``static`` never hands out the server's keys."""
+        mode = self.settings.storage_credentials_mode
+        same_store = endpoint.rstrip("/") == str(self.settings.s3.endpoint or "").rstrip("/")
+        return mode if same_store and not own_keys and mode != STATIC else REMOTE_SIGNING
 
     # -- pagination -------------------------------------------------------------------------
 
@@ -368,19 +399,24 @@ def warehouse_view(row: WarehouseRow) -> dict[str, Any]:
     }
 
 
-def _policy(body: dict[str, Any], current: DeletionPolicy) -> DeletionPolicy:
+def _policy(request: UpdateWarehouseRequest, current: DeletionPolicy) -> DeletionPolicy:
     """The deletion policy a create or update asks for, over ``current`` (issue 35)."""
-    given = body.get("deletion-policy") or {}
-    mode = given.get("mode", current.mode)
-    if mode not in ("soft", "hard"):
-        raise BadRequest("deletion-policy mode must be soft or hard")
+    given = request.deletion_policy or DeletionPolicySettings()
+    mode = given.mode or current.mode
     retention_s = current.retention_s
-    if "retention" in given:
+    if given.retention is not None:
         try:
-            retention_s = parse_retention(given["retention"])
+            retention_s = parse_retention(given.retention)
         except ValueError as exc:
             raise BadRequest(f"deletion-policy retention: {exc}") from None
-    return DeletionPolicy(mode, retention_s, bool(body.get("refuse-deletes", current.refuse_deletes)))
+    refuse = request.refuse_deletes
+    return DeletionPolicy(mode, retention_s, current.refuse_deletes if refuse is None else refuse)
+
+
+def grant_target(role: str, request: GrantRequest) -> dict[str, Any]:
+    """A grant's or a revoke's audit target and change event: the role, the privilege, the
+    securable as the request named it."""
+    return {"role": role, "privilege": request.privilege.value, "securable": request.securable.view()}
 
 
 def grant_view(row: GrantRow) -> dict[str, Any]:
@@ -398,32 +434,20 @@ def securable_view(securable: Securable) -> dict[str, Any]:
     return view
 
 
-def parse_securable(body: dict[str, Any]) -> Securable:
+def parse_securable(securable: SecurableRef) -> Securable:
     """A securable named by its parts; each type needs exactly the parts that locate it."""
-    kind = body.get("type")
-    if kind not in SECURABLE_TYPES:
-        raise BadRequest(f"securable type must be one of {', '.join(SECURABLE_TYPES)}")
+    kind = securable.type.value
     depth = SECURABLE_TYPES.index(kind)
-    warehouse, namespace, name = body.get("warehouse"), body.get("namespace"), body.get("name")
+    warehouse, namespace, name = securable.warehouse, securable.namespace, securable.name
     needs = {"warehouse": depth >= 1, "namespace": depth >= 2, "name": depth >= 3}
     for part, value in (("warehouse", warehouse), ("namespace", namespace), ("name", name)):
         if needs[part] and not value:
             raise BadRequest(f"A {kind} securable needs a {part}")
         if not needs[part] and value:
             raise BadRequest(f"A {kind} securable has no {part}")
-    if namespace is not None and not (
-        isinstance(namespace, list) and all(isinstance(level, str) and level for level in namespace)
-    ):
+    if namespace is not None and not all(namespace):
         raise BadRequest("securable namespace must be a list of non-empty strings")
     return Securable(kind, warehouse or None, tuple(namespace or ()), name or None)
-
-
-def _privilege(privilege: str) -> Privilege:
-    if privilege == "admin":
-        raise BadRequest("admin is not a privilege: an administrator is a principal made with admin true")
-    if privilege not in PRIVILEGES:
-        raise BadRequest(f"Unknown privilege {privilege!r}: one of {', '.join(PRIVILEGES)}")
-    return Privilege(privilege)
 
 
 def _grantable(privilege: Privilege, securable: Securable) -> None:

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from app.rules.calls import Call
 from app.rules.identifiers import parse_namespace
 from app.rules.privileges import Kind, Privilege, Securable
+from app.rules.requests.management import CreatePrincipalRequest, GrantRequest
 
 
 class ManagementGate(Protocol):
@@ -62,16 +63,13 @@ def _role_target(call: Call) -> dict[str, Any]:
 
 
 def _maker(gate: ManagementGate, call: Call) -> object:
-    admin = bool(call.body.get("admin", False))
-    return gate.require_principal_maker("create-principal", {"principal": call.body.get("name"), "admin": admin}, admin)
+    body: CreatePrincipalRequest = call.body
+    return gate.require_principal_maker("create-principal", {"principal": body.name, "admin": body.admin}, body.admin)
 
 
 def _grant_target(call: Call) -> dict[str, Any]:
-    return {
-        "role": call.params.get("role"),
-        "privilege": call.body.get("privilege"),
-        "securable": call.body.get("securable"),
-    }
+    body: GrantRequest = call.body
+    return {"role": call.params.get("role"), "privilege": body.privilege.value, "securable": body.securable.view()}
 
 
 def _queried_securable(call: Call) -> dict[str, Any]:
@@ -85,10 +83,11 @@ def _queried_securable(call: Call) -> dict[str, Any]:
     }
 
 
-def _warehouse_admin(action: str) -> Managed:
+def _warehouse_admin(action: str, named: Callable[[Call], str] = lambda call: call.params["warehouse"]) -> Managed:
+    """An administrator's: ``named`` says which warehouse (the path's; a new one's is its body's)."""
+
     def check(gate: ManagementGate, call: Call) -> object:
-        name = call.params.get("warehouse") or str(call.body.get("name", ""))
-        return gate.require_admin(action, {"warehouse": name}, "manage warehouses")
+        return gate.require_admin(action, {"warehouse": named(call)}, "manage warehouses")
 
     return Managed(check)
 
@@ -137,8 +136,9 @@ def _mark(action: str) -> Managed:
     body names once it is parsed."""
 
     def check(gate: ManagementGate, call: Call) -> object:
-        warehouse = str(call.params.get("warehouse"))
-        target = {"warehouse": warehouse, **{k: call.body.get(k) for k in ("type", "namespace", "name")}}
+        warehouse, mark = str(call.params.get("warehouse")), call.body
+        namespace = list(mark.namespace) if mark.namespace is not None else None
+        target = {"warehouse": warehouse, "type": mark.type.value, "namespace": namespace, "name": mark.name}
         return gate.require_within(action, target, (Privilege.MANAGE_GRANTS,), Securable.of_warehouse(warehouse))
 
     return Managed(check)
@@ -157,7 +157,7 @@ def _policies(action: str, privilege: Privilege) -> Managed:
     securable the body or the query names once it is parsed."""
 
     def check(gate: ManagementGate, call: Call) -> object:
-        securable = call.body.get("securable") if call.body else {k: call.params.get(k) for k in ("type", "warehouse")}
+        securable = call.body.securable.view()
         return gate.require_within(action, {"securable": securable}, (privilege,), Securable.catalog())
 
     return Managed(check)
@@ -209,9 +209,7 @@ MANAGEMENT_OPERATIONS: dict[str, Managed] = {
         )
     ),
     "listRoles": Managed(lambda gate, call: gate.require_grant_manager("list-roles", {})),
-    "createRole": Managed(
-        lambda gate, call: gate.require_grant_manager("create-role", {"role": call.body.get("name")})
-    ),
+    "createRole": Managed(lambda gate, call: gate.require_grant_manager("create-role", {"role": call.body.name})),
     "getRole": Managed(lambda gate, call: gate.require_grant_manager("get-role", _role_target(call))),
     "deleteRole": Managed(
         lambda gate, call: gate.require_role_manager("delete-role", _role_target(call), str(call.params["role"]))
@@ -234,7 +232,7 @@ MANAGEMENT_OPERATIONS: dict[str, Managed] = {
         lambda gate, call: gate.require_grant_manager("list-grants", {"securable": _queried_securable(call)})
     ),
     "listWarehouses": Managed(lambda gate, call: gate.require_warehouse_reader("list-warehouses", {})),
-    "createWarehouse": _warehouse_admin("create-warehouse"),
+    "createWarehouse": _warehouse_admin("create-warehouse", lambda call: call.body.name),
     "getWarehouse": Managed(
         lambda gate, call: gate.require_warehouse_reader("get-warehouse", {"warehouse": call.params.get("warehouse")})
     ),
@@ -263,9 +261,7 @@ MANAGEMENT_OPERATIONS: dict[str, Managed] = {
     "unprotectSecurable": _mark("unprotect"),
     # the change feed's push sinks (app/event_sinks.py): administrators'
     "listEventSinks": _sinks("list-event-sinks"),
-    "createEventSink": _sinks(
-        "create-event-sink", lambda call: {"sink": call.body.get("name"), "kind": call.body.get("kind")}
-    ),
+    "createEventSink": _sinks("create-event-sink", lambda call: {"sink": call.body.name, "kind": call.body.kind}),
     "deleteEventSink": _sinks("delete-event-sink", _sink),
     "listDeadLetters": _sinks("list-dead-letters", _sink),
     "replayDeadLetters": _sinks("replay-dead-letters", _sink),

@@ -19,6 +19,7 @@ from app.idempotency import iso8601_duration
 from app.paging import Page, PageWindow, fill_page
 from app.rules.identifiers import format_namespace
 from app.rules.privileges import Securable
+from app.rules.requests.namespaces import UpdateNamespacePropertiesRequest
 from app.warehouses import WarehouseDirectory
 from storage.events import ChangeEvent
 from storage.objects import ObjectStore
@@ -165,9 +166,9 @@ class NamespaceService:
         self,
         prefix: str,
         namespace: tuple[str, ...],
-        removals: list[str],
-        updates: dict[str, str],
+        request: UpdateNamespacePropertiesRequest,
     ) -> dict[str, list[str]]:
+        removals, updates = request.removals, request.updates
         both = sorted(set(removals) & set(updates))
         if both:
             raise UnprocessableEntity(

@@ -19,6 +19,7 @@ from app.ground.errors import BadRequest, NoSuchWarehouse, NotFound
 from app.management_rights import ManagementRights, rules_securable
 from app.rules.identifiers import check_name, check_namespace
 from app.rules.privileges import Privilege
+from app.rules.requests.management import SecurableRef
 from app.warehouses import WarehouseDirectory
 from storage.management_rows import Securable as StoredSecurable
 from storage.protection_rows import ProtectionMark, ProtectionRows
@@ -33,18 +34,18 @@ class ProtectionService(ManagementRights):
         self.warehouses = warehouses
         self.authorizer = authorizer  # required: no permissive default (app/management_rights.py)
 
-    def protect(self, warehouse_name: str, body: dict[str, Any]) -> None:
-        self._set(warehouse_name, body, True)
+    def protect(self, warehouse_name: str, securable: SecurableRef) -> None:
+        self._set(warehouse_name, securable, True)
 
-    def unprotect(self, warehouse_name: str, body: dict[str, Any]) -> None:
-        self._set(warehouse_name, body, False)
+    def unprotect(self, warehouse_name: str, securable: SecurableRef) -> None:
+        self._set(warehouse_name, securable, False)
 
     def marks(self, warehouse_name: str) -> list[ProtectionMark]:
         return self.marks_rows.marks(self._warehouse(warehouse_name).id)
 
-    def _set(self, warehouse_name: str, body: dict[str, Any], protected: bool) -> None:
+    def _set(self, warehouse_name: str, securable: SecurableRef, protected: bool) -> None:
         action = "protect" if protected else "unprotect"
-        stored = _parse(warehouse_name, body)
+        stored = _parse(warehouse_name, securable)
         target = {"warehouse": warehouse_name, **mark_view(ProtectionMark(stored.type, stored.namespace, stored.name))}
         self.require_privilege(action, target, Privilege.MANAGE_GRANTS, rules_securable(stored))
         warehouse = self._warehouse(warehouse_name)
@@ -61,8 +62,11 @@ class ProtectionService(ManagementRights):
             raise NotFound(f"Warehouse does not exist: {name}") from None
 
 
-def _parse(warehouse: str, body: dict[str, Any]) -> StoredSecurable:
-    kind, namespace, name = body.get("type"), body.get("namespace"), body.get("name")
+def _parse(warehouse: str, securable: SecurableRef) -> StoredSecurable:
+    """The mark's securable in ``warehouse`` (the path's; a body's own warehouse is refused)."""
+    kind, namespace, name = securable.type.value, securable.namespace, securable.name
+    if securable.warehouse is not None:
+        raise BadRequest("A mark's warehouse is the path's")
     if kind not in KINDS:
         raise BadRequest(f"type must be one of {', '.join(KINDS)}")
     needs_namespace, needs_name = kind != "warehouse", kind in ("table", "view")
@@ -70,7 +74,7 @@ def _parse(warehouse: str, body: dict[str, Any]) -> StoredSecurable:
         raise BadRequest(f"A {kind} mark {'needs' if needs_namespace else 'has no'} namespace")
     if bool(name) != needs_name:
         raise BadRequest(f"A {kind} mark {'needs' if needs_name else 'has no'} name")
-    levels = check_namespace(namespace) if namespace else ()
+    levels = check_namespace(list(namespace)) if namespace else ()
     return StoredSecurable(kind, warehouse, levels, check_name(name, f"{kind} name") if name else None)
 
 

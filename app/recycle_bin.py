@@ -31,6 +31,7 @@ from app.management_rights import ManagementRights
 from app.paging import Page, PageWindow
 from app.rules.identifiers import check_name, check_namespace
 from app.rules.privileges import Privilege, Securable
+from app.rules.requests.management import UndropRequest
 from app.warehouses import WarehouseDirectory
 from storage.bin_rows import BinnedTable, BinUnitRow, PurgePlan
 from storage.repository import CatalogRepository
@@ -82,8 +83,8 @@ class RecycleBinService(ManagementRights):
 
     # -- changes -------------------------------------------------------------------------------
 
-    def undrop(self, warehouse_name: str, unit_id: int, body: dict[str, Any]) -> BinUnitRow:
-        """Bring a unit back, under its old name or the one ``body`` gives (``namespace``, ``name``)."""
+    def undrop(self, warehouse_name: str, unit_id: int, request: UndropRequest) -> BinUnitRow:
+        """Bring a unit back, under its old name or the one ``request`` gives (``namespace``, ``name``)."""
         warehouse = self._warehouse_or_refuse(warehouse_name, "undrop")
         unit = self.repository.bin_unit(warehouse.id, unit_id)
         source = _home(warehouse_name, unit) if unit else Securable.of_warehouse(warehouse_name)
@@ -91,7 +92,7 @@ class RecycleBinService(ManagementRights):
         self.require_privilege("undrop", target, Privilege.UNDROP, source)
         if unit is None:
             raise NotFound(f"Nothing in the bin of warehouse {warehouse_name} with id {unit_id}")
-        namespace, name = self._destination(unit, body)
+        namespace, name = self._destination(unit, request)
         moved = namespace != unit.namespace or name != unit.name
         if moved:
             back = BinUnitRow(**{**unit.__dict__, "namespace": namespace, "name": name})
@@ -181,13 +182,13 @@ class RecycleBinService(ManagementRights):
         metadata_path, extra = self.purge_files(row)
         return PurgePlan(table.id, table.location, metadata_path, extra)
 
-    def _destination(self, unit: BinUnitRow, body: dict[str, Any]) -> tuple[tuple[str, ...], str | None]:
-        namespace = check_namespace(body["namespace"]) if body.get("namespace") else unit.namespace
+    def _destination(self, unit: BinUnitRow, request: UndropRequest) -> tuple[tuple[str, ...], str | None]:
+        namespace = check_namespace(list(request.namespace)) if request.namespace else unit.namespace
         if unit.kind == "namespace":
-            if body.get("name"):
+            if request.name:
                 raise BadRequest("A namespace comes back under a namespace path (namespace), not a name")
             return namespace, None
-        return namespace, check_name(body.get("name") or unit.name, f"{unit.kind} name")
+        return namespace, check_name(request.name or unit.name, f"{unit.kind} name")
 
     def _warehouse(self, name: str) -> WarehouseRow:
         try:

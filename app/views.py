@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
 
 from app import change_events
 from app.authorization import Authorizer
@@ -29,6 +28,7 @@ from app.rules.identifiers import (
     check_name,
     format_namespace,
 )
+from app.rules.requests.views import CommitViewRequest, CreateViewRequest, RegisterViewRequest
 from app.warehouses import WarehouseDirectory
 from storage.entries import NewEntry
 from storage.objects import ObjectStore
@@ -75,13 +75,13 @@ class ViewService(EntryService):
 
     # -- creating -----------------------------------------------------------------------
 
-    def create_view(self, prefix: str, namespace: tuple[str, ...], request: dict[str, Any]) -> LoadedView:
+    def create_view(self, prefix: str, namespace: tuple[str, ...], request: CreateViewRequest) -> LoadedView:
         warehouse = self.warehouses.get(prefix)
-        name = check_name(request["name"], "view name")
+        name = check_name(request.name, "view name")
         properties = self._require_namespace(warehouse, namespace)
         view_uuid = str(uuid.uuid4())
-        location = self._location_for(warehouse, namespace, name, view_uuid, request.get("location"), properties)
-        metadata = rules.new_view_metadata(request, location=location, now_ms=now_ms(), view_uuid=view_uuid)
+        location = self._location_for(warehouse, namespace, name, view_uuid, request.location, properties)
+        metadata = rules.new_view_metadata(request.definition, location=location, now_ms=now_ms(), view_uuid=view_uuid)
         self._require_inside_warehouse(warehouse, rules.metadata_directory(metadata), "write.metadata.path")
         self._require_name_free(warehouse, namespace, name)
         text = rules.to_json(metadata)
@@ -90,12 +90,12 @@ class ViewService(EntryService):
         self._insert_new(warehouse, namespace, entry, self._created_events(warehouse, namespace, entry))
         return LoadedView(metadata_location, text)
 
-    def register_view(self, prefix: str, namespace: tuple[str, ...], request: dict[str, Any]) -> LoadedView:
+    def register_view(self, prefix: str, namespace: tuple[str, ...], request: RegisterViewRequest) -> LoadedView:
         """A view from an existing metadata file; ``overwrite`` (a Growler extension, as for
         registerTable) repoints an existing view, never a table."""
         warehouse = self.warehouses.get(prefix)
-        name = check_name(request["name"], "view name")
-        metadata_location = request["metadata-location"]
+        name = check_name(request.name, "view name")
+        metadata_location = request.metadata_location
         properties = self._require_namespace(warehouse, namespace)
         metadata = rules.parse_view_metadata(self._read_metadata_file(warehouse, metadata_location))
         self._require_inside_warehouse(warehouse, metadata["location"], "location")
@@ -105,7 +105,7 @@ class ViewService(EntryService):
         entry = NewEntry(name, VIEW, metadata["view-uuid"], metadata["location"], metadata_location, text)
         # the proposal has no register-view: a registered view is created, as far as a consumer knows
         events = self._created_events(warehouse, namespace, entry)
-        self._register(warehouse, namespace, entry, request.get("overwrite") is True, events)
+        self._register(warehouse, namespace, entry, request.overwrite, events)
         return LoadedView(metadata_location, text)
 
     # -- committing ---------------------------------------------------------------------
@@ -115,13 +115,12 @@ class ViewService(EntryService):
         prefix: str,
         namespace: tuple[str, ...],
         name: str,
-        requirements: list[dict[str, Any]],
-        updates: list[dict[str, Any]],
+        request: CommitViewRequest,
     ) -> LoadedView:
         warehouse = self.warehouses.get(prefix)
         check_name(name, "view name")
         return self.commits.run(
-            lambda: self._attempt_replace(warehouse, namespace, name, requirements, updates),
+            lambda: self._attempt_replace(warehouse, namespace, name, request),
             f"view {format_namespace((*namespace, name))}",
         )
 
@@ -130,13 +129,12 @@ class ViewService(EntryService):
         warehouse: WarehouseRow,
         namespace: tuple[str, ...],
         name: str,
-        requirements: list[dict[str, Any]],
-        updates: list[dict[str, Any]],
+        request: CommitViewRequest,
     ) -> LoadedView | None:
         """One optimistic attempt; None when a concurrent commit won the compare-and-set."""
         row = self._require_entry(warehouse, namespace, name)
         base = rules.parse_view_metadata(row.metadata)
-        new = rules.commit(base, requirements, updates, now_ms=now_ms())
+        new = rules.commit(base, request.requirements, request.updates, now_ms=now_ms())
         text = rules.to_json(new)
         if text == row.metadata:  # nothing changed: no new version
             return LoadedView(row.metadata_location, row.metadata)
@@ -144,8 +142,10 @@ class ViewService(EntryService):
         self._require_inside_warehouse(warehouse, rules.metadata_directory(new), "write.metadata.path")
         location = self._metadata_location(new, rules.next_metadata_version(row.metadata_location))
         placed = self._moved(warehouse, namespace, name, row, new["location"], location)
+        sent_requirements = [requirement.sent for requirement in request.requirements]
+        sent_updates = [update.sent for update in request.updates]
         change = change_events.committed(
-            VIEW, namespace, name, row.uuid, requirements, updates, row.metadata_location, location
+            VIEW, namespace, name, row.uuid, sent_requirements, sent_updates, row.metadata_location, location
         )
         events = change_events.events_of(warehouse.id, [change])
         if not self.commits.publish([NewVersion(row, location, text, new["location"], placed)], events):

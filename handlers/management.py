@@ -19,6 +19,19 @@ from app.paging import Page
 from app.principals import Credential
 from app.protection import ProtectionService, mark_view
 from app.recycle_bin import RecycleBinService, unit_view
+from app.rules.requests.management import (
+    AttachPolicyRequest,
+    CreateEventSinkRequest,
+    CreatePrincipalRequest,
+    CreateRoleRequest,
+    CreateWarehouseRequest,
+    DetachPolicyRequest,
+    GrantRequest,
+    RunRequest,
+    SecurableRef,
+    UndropRequest,
+    UpdateWarehouseRequest,
+)
 
 
 def service() -> ManagementService:
@@ -51,8 +64,8 @@ def list_principals(pageToken: str | None = None, pageSize: int | None = None): 
     return _listing("principals", service().list_principals(pageToken, pageSize)), 200
 
 
-def create_principal(body: dict):
-    return _credential(service().create_principal(body["name"], bool(body.get("admin", False)))), 201
+def create_principal(body: CreatePrincipalRequest):
+    return _credential(service().create_principal(body)), 201
 
 
 def get_principal(principal: str):
@@ -75,8 +88,8 @@ def list_roles(pageToken: str | None = None, pageSize: int | None = None):  # no
     return _listing("roles", service().list_roles(pageToken, pageSize)), 200
 
 
-def create_role(body: dict):
-    return service().create_role(body["name"]), 201
+def create_role(body: CreateRoleRequest):
+    return service().create_role(body), 201
 
 
 def get_role(role: str):
@@ -109,12 +122,12 @@ def list_grants_for_role(role: str, pageToken: str | None = None, pageSize: int 
     return _listing("grants", service().grants_of_role(role, pageToken, pageSize), grant_view), 200
 
 
-def grant_privilege(role: str, body: dict):
-    return grant_view(service().grant(role, body["privilege"], body["securable"])), 201
+def grant_privilege(role: str, body: GrantRequest):
+    return grant_view(service().grant(role, body)), 201
 
 
-def revoke_privilege(role: str, body: dict):
-    service().revoke(role, body["privilege"], body["securable"])
+def revoke_privilege(role: str, body: GrantRequest):
+    service().revoke(role, body)
     return no_content()
 
 
@@ -126,9 +139,14 @@ def list_grants_on_securable(
     pageToken: str | None = None,  # noqa: N803
     pageSize: int | None = None,  # noqa: N803
 ):
-    securable: dict[str, Any] = {"type": type, "warehouse": warehouse, "name": name}
-    securable["namespace"] = list(namespace_arg(namespace)) if namespace is not None else None
+    securable = _queried(type, warehouse, namespace, name)
     return _listing("grants", service().grants_on(securable, pageToken, pageSize), grant_view), 200
+
+
+def _queried(kind: str, warehouse: str | None, namespace: str | None, name: str | None) -> SecurableRef:
+    """A securable named by a listing's query (its type checked by the yaml's enum)."""
+    levels = namespace_arg(namespace) if namespace is not None else None
+    return SecurableRef(type=kind, warehouse=warehouse, namespace=levels, name=name)
 
 
 # -- warehouses ----------------------------------------------------------------------------
@@ -138,7 +156,7 @@ def list_warehouses(pageToken: str | None = None, pageSize: int | None = None): 
     return _listing("warehouses", service().list_warehouses(pageToken, pageSize), warehouse_view), 200
 
 
-def create_warehouse(body: dict):
+def create_warehouse(body: CreateWarehouseRequest):
     return warehouse_view(service().create_warehouse(body)), 201
 
 
@@ -146,7 +164,7 @@ def get_warehouse(warehouse: str):
     return warehouse_view(service().get_warehouse(warehouse)), 200
 
 
-def update_warehouse(warehouse: str, body: dict):
+def update_warehouse(warehouse: str, body: UpdateWarehouseRequest):
     return warehouse_view(service().update_warehouse(warehouse, body)), 200
 
 
@@ -163,8 +181,8 @@ def list_bin(warehouse: str, namespace: str | None = None, pageToken: str | None
     return _listing("units", recycle_bin().list_units(warehouse, levels, pageToken, pageSize), unit_view), 200
 
 
-def undrop_bin_unit(warehouse: str, unit: int, body: dict | None = None):
-    return unit_view(recycle_bin().undrop(warehouse, unit, body or {})), 200
+def undrop_bin_unit(warehouse: str, unit: int, body: UndropRequest | None = None):
+    return unit_view(recycle_bin().undrop(warehouse, unit, body or UndropRequest())), 200
 
 
 def purge_bin_unit(warehouse: str, unit: int):
@@ -181,12 +199,12 @@ def list_protections(warehouse: str):
     return {"marks": [mark_view(mark) for mark in protection().marks(warehouse)]}, 200
 
 
-def protect_securable(warehouse: str, body: dict):
+def protect_securable(warehouse: str, body: SecurableRef):
     protection().protect(warehouse, body)
     return no_content()
 
 
-def unprotect_securable(warehouse: str, body: dict):
+def unprotect_securable(warehouse: str, body: SecurableRef):
     protection().unprotect(warehouse, body)
     return no_content()
 
@@ -202,7 +220,7 @@ def list_event_sinks():
     return {"event-sinks": [sink_view(row) for row in sinks().list()]}, 200
 
 
-def create_event_sink(body: dict[str, Any]):
+def create_event_sink(body: CreateEventSinkRequest):
     return sink_view(sinks().create(body)), 201
 
 
@@ -233,17 +251,15 @@ def list_maintenance_policies(
     namespace: str | None = None,
     name: str | None = None,
 ):
-    securable: dict[str, Any] = {"type": type, "warehouse": warehouse, "name": name}
-    securable["namespace"] = list(namespace_arg(namespace)) if namespace is not None else None
-    return {"policies": maintenance().attached(securable)}, 200
+    return {"policies": maintenance().attached(_queried(type, warehouse, namespace, name))}, 200
 
 
-def attach_maintenance_policy(body: dict):
-    return maintenance().attach(body["policy-type"], body["securable"], body["content"]), 200
+def attach_maintenance_policy(body: AttachPolicyRequest):
+    return maintenance().attach(body), 200
 
 
-def detach_maintenance_policy(body: dict):
-    maintenance().detach(body["policy-type"], body["securable"])
+def detach_maintenance_policy(body: DetachPolicyRequest):
+    maintenance().detach(body)
     return no_content()
 
 
@@ -255,9 +271,8 @@ def list_maintenance_runs(warehouse: str, namespace: str, table: str, limit: int
     return {"runs": maintenance().runs(warehouse, namespace_arg(namespace), table, limit)}, 200
 
 
-def run_maintenance(warehouse: str, namespace: str, table: str, body: dict):
-    run = maintenance().run(warehouse, namespace_arg(namespace), table, body["policy-type"], bool(body.get("dry-run")))
-    return run, 200
+def run_maintenance(warehouse: str, namespace: str, table: str, body: RunRequest):
+    return maintenance().run(warehouse, namespace_arg(namespace), table, body), 200
 
 
 def get_table_health(warehouse: str, namespace: str, table: str):

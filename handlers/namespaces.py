@@ -6,6 +6,7 @@ from app.edge.context import namespace_arg, namespaces, no_content
 from app.paging import namespaces_answer
 from app.rules.identifiers import check_namespace, decoded_separator
 from app.rules.requests.catalog import CreateNamespaceRequest
+from app.rules.requests.namespaces import UpdateNamespacePropertiesRequest
 
 
 def list_namespaces(prefix: str, parent: str | None = None, pageToken: str | None = None, pageSize: int | None = None):  # noqa: N803
@@ -33,8 +34,5 @@ def drop_namespace(prefix: str, namespace: str):
     return no_content()
 
 
-def update_properties(prefix: str, namespace: str, body: dict):
-    result = namespaces().update_namespace_properties(
-        prefix, namespace_arg(namespace), body.get("removals") or [], body.get("updates") or {}
-    )
-    return result, 200
+def update_properties(prefix: str, namespace: str, body: UpdateNamespacePropertiesRequest):
+    return namespaces().update_namespace_properties(prefix, namespace_arg(namespace), body), 200

@@ -8,6 +8,7 @@ from app.edge.context import namespace_arg, no_content, respond, views
 from app.edge.responses import render_view, view_name
 from app.paging import identifiers_answer
 from app.rules.requests.catalog import RenameTableRequest
+from app.rules.requests.views import CommitViewRequest, CreateViewRequest, RegisterViewRequest
 from app.views import LoadedView
 
 _name = view_name
@@ -22,11 +23,11 @@ def list_views(prefix: str, namespace: str, pageToken: str | None = None, pageSi
     return identifiers_answer(levels, views().list_names(prefix, levels, pageToken, pageSize)), 200
 
 
-def create_view(prefix: str, namespace: str, body: dict):
+def create_view(prefix: str, namespace: str, body: CreateViewRequest):
     return _view_response(views().create_view(prefix, namespace_arg(namespace), body))
 
 
-def register_view(prefix: str, namespace: str, body: dict):
+def register_view(prefix: str, namespace: str, body: RegisterViewRequest):
     return _view_response(views().register_view(prefix, namespace_arg(namespace), body))
 
 
@@ -39,11 +40,8 @@ def view_exists(prefix: str, namespace: str, view: str):
     return no_content()
 
 
-def replace_view(prefix: str, namespace: str, view: str, body: dict):
-    committed = views().replace_view(
-        prefix, namespace_arg(namespace), _name(view), body.get("requirements") or [], body.get("updates") or []
-    )
-    return _view_response(committed)
+def replace_view(prefix: str, namespace: str, view: str, body: CommitViewRequest):
+    return _view_response(views().replace_view(prefix, namespace_arg(namespace), _name(view), body))
 
 
 def drop_view(prefix: str, namespace: str, view: str):

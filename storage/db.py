@@ -20,9 +20,10 @@ import asyncio
 import logging
 import math
 import time
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from typing import Any, ClassVar
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -30,7 +31,7 @@ from psycopg.abc import PQGen
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row, tuple_row
 from psycopg.types.json import set_json_dumps
-from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
 
 from app.ground.errors import AlreadyExists, BadRequest, CatalogError, ServiceUnavailable
 from app.ground.limits import dumps
@@ -143,6 +144,14 @@ class _IdleCheck:
 class Database:
     """A psycopg pool sized to the app's thread pool, with an explicit ``transaction()``."""
 
+    # Every pool of this process, so that whoever is about to stop PostgreSQL under them (the
+    # test suite's end) can close them first rather than have them log failed reconnections.
+    _opened: ClassVar[weakref.WeakSet[Database]] = weakref.WeakSet()
+
+    @classmethod
+    def opened(cls) -> list[Database]:
+        return list(cls._opened)
+
     def __init__(
         self,
         url: str,
@@ -180,6 +189,7 @@ class Database:
 
     def open(self) -> None:
         self.pool.open(wait=False)
+        Database._opened.add(self)
 
     def fill(self) -> bool:
         """Wait (up to the deadline) until the pool holds its ``min_size`` connections.
@@ -197,6 +207,7 @@ class Database:
 
     def close(self) -> None:
         self.pool.close()
+        Database._opened.discard(self)
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection]:
@@ -433,6 +444,8 @@ def translate_errors() -> Iterator[None]:
         raise BadRequest(f"Invalid value: {_DATA_ERRORS.get(exc.sqlstate or '', 'a value cannot be stored')}") from exc
     except PoolTimeout as exc:
         log.warning("database pool exhausted or unreachable: %s", exc)
+        raise ServiceUnavailable("The catalog database is unavailable, retry later") from exc
+    except PoolClosed as exc:  # this process is shutting down: nothing for an operator to act on
         raise ServiceUnavailable("The catalog database is unavailable, retry later") from exc
     except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
         log.warning("database unavailable: %s", exc if isinstance(exc, DeadlineExceeded) else type(exc).__name__)

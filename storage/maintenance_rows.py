@@ -285,11 +285,13 @@ class MaintenanceRows:
         return RunRow(**row)
 
     def forget_runs(self, older_than_s: float, limit: int = 10_000) -> int:
-        """Drop recorded runs started more than ``older_than_s`` ago (a batch per call)."""
+        """Drop finished runs started more than ``older_than_s`` ago (a batch per call). A run still
+        running is kept whatever its age: its runner finishes it (or it is abandoned) first."""
         with self.db.connection() as conn:
             cursor = conn.execute(
                 "DELETE FROM maintenance_run WHERE id IN (SELECT id FROM maintenance_run"
-                " WHERE started_at < now() - make_interval(secs => %s) ORDER BY id LIMIT %s)",
+                " WHERE started_at < now() - make_interval(secs => %s) AND finished_at IS NOT NULL"
+                " ORDER BY id LIMIT %s)",
                 (older_than_s, limit),
             )
         return cursor.rowcount

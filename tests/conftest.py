@@ -8,6 +8,7 @@ services instead; the database must be empty or Growler's own.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -145,6 +146,16 @@ def services() -> Iterator[Services]:
         if s3 is not None:
             s3.stop()
         if postgres is not None:
+            from app.publisher import Publisher
+            from storage.db import Database
+
+            # the in-process apps' publishers stopped and their pools closed before their server;
+            # their background threads' complaints about it, past the last test, are not logged
+            logging.disable(logging.WARNING)
+            for publisher in Publisher.running():
+                publisher.stop()
+            for database in Database.opened():
+                database.close()
             postgres.stop()
         shutil.rmtree(root, ignore_errors=True)
 

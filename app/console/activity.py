@@ -35,6 +35,9 @@ from app.events_feed import EventFeed
 from app.ground.errors import BadRequest, CatalogError, Forbidden, NotFound
 from app.maintenance import MaintenanceService
 from app.rules.identifiers import check_name, check_namespace
+from app.rules.requests import parse_request
+from app.rules.requests.events import QueryEventsRequest
+from app.rules.requests.management import SecurableRef, SecurableType
 
 # The feed's operation types and object types (openapi/events.yaml), the filters' choices.
 OPERATION_TYPES = (
@@ -100,8 +103,8 @@ class Filters:
             raise BadRequest(f"since must be one of {', '.join(s for s in SINCE if s)}")
         return cls(operation, object_type, _object_prefix(), since)
 
-    def feed_request(self, token: str, size: int) -> dict[str, Any]:
-        """The events endpoint's request body for these filters (the same reading)."""
+    def feed_request(self, token: str, size: int) -> QueryEventsRequest:
+        """The events endpoint's request for these filters (the same model, the same reading)."""
         body: dict[str, Any] = {"page-size": size}
         if token:
             body["continuation-token"] = token
@@ -114,7 +117,7 @@ class Filters:
         seconds = SINCE[self.since]
         if seconds is not None:
             body["since-timestamp-ms"] = int((time.time() - seconds) * 1000)
-        return body
+        return parse_request(QueryEventsRequest, body)
 
 
 def _object_prefix() -> tuple[str, ...]:
@@ -214,10 +217,9 @@ def maintenance() -> str:
     levels = ns_arg() if request.args.get("ns") else check_namespace(typed.split(".")) if typed else ()
     name = check_name(request.args["name"], "name") if request.args.get("name") else None
     if name is None:  # a warehouse or a namespace: the policies attached there
-        securable: dict[str, Any] = {"type": "namespace" if levels else "warehouse", "warehouse": warehouse}
-        if levels:
-            securable["namespace"] = list(levels)
-        listed = {"type": securable["type"], "warehouse": warehouse}
+        kind = SecurableType.NAMESPACE if levels else SecurableType.WAREHOUSE
+        securable = SecurableRef(type=kind, warehouse=warehouse, namespace=levels or None)
+        listed = {"type": kind.value, "warehouse": warehouse}
         authorize("listMaintenancePolicies", {**listed, "namespace": ns_param(levels)} if levels else listed)
         return render_template(
             "console/maintenance.html",

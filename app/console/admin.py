@@ -16,6 +16,15 @@ from app.console.common import PAGE_SIZE, authorize, management, page_arg
 from app.ground.errors import BadRequest
 from app.management import PRIVILEGES, SECURABLE_TYPES, grant_view, warehouse_view
 from app.rules.identifiers import check_namespace
+from app.rules.requests import parse_request
+from app.rules.requests.management import (
+    CreatePrincipalRequest,
+    CreateRoleRequest,
+    CreateWarehouseRequest,
+    GrantRequest,
+    SecurableRef,
+    SecurableType,
+)
 
 
 def register(bp: Blueprint) -> None:
@@ -57,9 +66,9 @@ def overview() -> str:
 
 
 def create_principal() -> str:
-    name, admin = request.form.get("name", ""), request.form.get("admin") == "yes"
-    authorize("createPrincipal", {}, {"name": name, "admin": admin})
-    credential = management().create_principal(name, admin)
+    body = CreatePrincipalRequest(name=request.form.get("name", ""), admin=request.form.get("admin") == "yes")
+    authorize("createPrincipal", {}, body)
+    credential = management().create_principal(body)
     return render_template("console/secret.html", credential=credential, made="created")
 
 
@@ -78,10 +87,10 @@ def delete_principal(name: str) -> Response:
 
 
 def create_role() -> Response:
-    name = request.form.get("name", "")
-    authorize("createRole", {}, {"name": name})
-    management().create_role(name)
-    return redirect(url_for("console.role", role=name), code=303)
+    body = CreateRoleRequest(name=request.form.get("name", ""))
+    authorize("createRole", {}, body)
+    management().create_role(body)
+    return redirect(url_for("console.role", role=body.name), code=303)
 
 
 def role_page(role: str) -> str:
@@ -125,7 +134,7 @@ def remove_member(role: str) -> Response:
 
 def create_warehouse() -> Response:
     """A warehouse with the installation's storage settings (its own keys: the management API)."""
-    body: dict[str, Any] = {"name": request.form.get("name", ""), "location": request.form.get("location", "")}
+    body = CreateWarehouseRequest(name=request.form.get("name", ""), location=request.form.get("location", ""))
     authorize("createWarehouse", {}, body)
     management().create_warehouse(body)
     return redirect(url_for("console.admin"), code=303)
@@ -140,8 +149,7 @@ def delete_warehouse(name: str) -> Response:
 
 def _securable(source: Any) -> dict[str, Any]:
     """A securable from a form or query: type, warehouse, namespace (levels split on '.'), name."""
-    kind = source.get("type", "")
-    body: dict[str, Any] = {"type": kind}
+    body: dict[str, Any] = {"type": source.get("type", "")}
     if source.get("warehouse"):
         body["warehouse"] = source.get("warehouse")
     if source.get("namespace"):
@@ -151,42 +159,52 @@ def _securable(source: Any) -> dict[str, Any]:
     return body
 
 
+def _grant_request() -> GrantRequest:
+    """The form as the API's body (BadRequest for a privilege or a type it does not know)."""
+    body = {"privilege": request.form.get("privilege", ""), "securable": _securable(request.form)}
+    return parse_request(GrantRequest, body)
+
+
 def grant(role: str) -> Response:
-    privilege, securable = request.form.get("privilege", ""), _securable(request.form)
-    authorize("grantPrivilege", {"role": role}, {"privilege": privilege, "securable": securable})
-    management().grant(role, privilege, securable)
+    body = _grant_request()
+    authorize("grantPrivilege", {"role": role}, body)
+    management().grant(role, body)
     return redirect(url_for("console.role", role=role), code=303)
 
 
 def revoke(role: str) -> Response:
     _confirmed()
-    privilege, securable = request.form.get("privilege", ""), _securable(request.form)
-    authorize("revokePrivilege", {"role": role}, {"privilege": privilege, "securable": securable})
-    management().revoke(role, privilege, securable)
+    body = _grant_request()
+    authorize("revokePrivilege", {"role": role}, body)
+    management().revoke(role, body)
     return redirect(url_for("console.role", role=role), code=303)
 
 
-def ancestors(securable: dict[str, Any]) -> list[dict[str, Any]]:
+def ancestors(securable: SecurableRef) -> list[SecurableRef]:
     """What a securable inherits grants from, outermost first: the catalog, its warehouse, every
     namespace above it (a grant on a namespace covers what is under it)."""
-    found: list[dict[str, Any]] = [{"type": "catalog"}]
-    if securable["type"] == "catalog":
+    if securable.type is SecurableType.CATALOG:
         return []
-    warehouse = securable.get("warehouse")
-    if securable["type"] != "warehouse":
-        found.append({"type": "warehouse", "warehouse": warehouse})
-    levels = list(securable.get("namespace") or [])
-    depth = len(levels) - 1 if securable["type"] == "namespace" else len(levels)
-    found += [{"type": "namespace", "warehouse": warehouse, "namespace": levels[:i]} for i in range(1, depth + 1)]
+    found = [SecurableRef(type=SecurableType.CATALOG)]
+    warehouse = securable.warehouse
+    if securable.type is not SecurableType.WAREHOUSE:
+        found.append(SecurableRef(type=SecurableType.WAREHOUSE, warehouse=warehouse))
+    levels = securable.namespace or ()
+    depth = len(levels) - 1 if securable.type is SecurableType.NAMESPACE else len(levels)
+    found += [
+        SecurableRef(type=SecurableType.NAMESPACE, warehouse=warehouse, namespace=levels[:i])
+        for i in range(1, depth + 1)
+    ]
     return found
 
 
 def grants_on() -> str:
     """Who may do what on a securable: its own grants, and those it inherits (marked)."""
-    securable = _securable(request.args) if request.args.get("type") else None
+    securable = parse_request(SecurableRef, _securable(request.args)) if request.args.get("type") else None
     rows: list[tuple[dict[str, Any], bool]] = []
     if securable is not None:
-        authorize("listGrantsOnSecurable", {k: securable.get(k) for k in ("type", "warehouse", "name")})
+        params = {"type": securable.type.value, "warehouse": securable.warehouse, "name": securable.name}
+        authorize("listGrantsOnSecurable", params)
         service = management()
         rows = [(grant_view(row), False) for row in service.grants_on(securable, "", PAGE_SIZE).items]
         for above in ancestors(securable):

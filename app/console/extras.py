@@ -25,6 +25,7 @@ from app.ground.errors import BadRequest, CatalogError, Forbidden, NotFound
 from app.maintenance import MaintenanceService
 from app.recycle_bin import RecycleBinService
 from app.rules.identifiers import check_namespace
+from app.rules.requests.management import UndropRequest
 
 log = logging.getLogger(__name__)
 
@@ -79,13 +80,10 @@ def _visible_warehouses() -> list[str]:
 def undrop(warehouse: str, unit_id: int) -> Response:
     if request.form.get("confirm") != "yes":
         raise BadRequest("Tick the confirmation box to undrop")
-    body: dict[str, Any] = {}
-    namespace = _dotted(request.form.get("namespace"))
-    if namespace:
-        body["namespace"] = list(namespace)
-    if (request.form.get("name") or "").strip():
-        body["name"] = request.form["name"].strip()
-    common.authorize("undropBinUnit", {"warehouse": warehouse, "unit": unit_id})
+    body = UndropRequest(
+        namespace=_dotted(request.form.get("namespace")), name=(request.form.get("name") or "").strip() or None
+    )
+    common.authorize("undropBinUnit", {"warehouse": warehouse, "unit": unit_id}, body)
     unit = _bin().undrop(warehouse, unit_id, body)
     if unit.kind == "namespace":
         return redirect(url_for("console.namespace", warehouse=warehouse, ns=ns_param(unit.namespace)), code=303)

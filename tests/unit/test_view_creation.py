@@ -14,6 +14,7 @@ from view_metadata_support import (
     apply,
     bad,
     create_request,
+    created,
     new_view,
     sql,
     version,
@@ -47,7 +48,7 @@ def test_new_view_metadata_assigns_fresh_ids():
 def test_new_view_keeps_default_catalog_and_several_dialects():
     request = create_request()
     request["view-version"] = version(sql("SELECT 1"), sql("SELECT 1", "trino"), **{"default-catalog": "prod"})
-    metadata = vm.new_view_metadata(request, location=LOCATION, now_ms=T0, view_uuid=VIEW_UUID)
+    metadata = created(request)
     current = vm.current_version(metadata)
     assert current["default-catalog"] == "prod"
     assert [r["dialect"] for r in current["representations"]] == ["spark", "trino"]
@@ -102,7 +103,7 @@ def test_to_json_uses_spec_names_in_java_order_and_round_trips():
 )
 def test_invalid_create_requests_are_400(change, message):
     with pytest.raises(BadRequest) as info:
-        vm.new_view_metadata(create_request(**change), location=LOCATION, now_ms=T0, view_uuid=VIEW_UUID)
+        created(create_request(**change))
     assert message in info.value.message
 
 

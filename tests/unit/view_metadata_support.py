@@ -9,6 +9,7 @@ import pytest
 
 from app.ground.errors import BadRequest
 from app.rules import view as vm
+from app.rules.requests.views import CommitViewRequest, CreateViewRequest
 
 VIEW_UUID = "6b0c5d3e-2f7a-4c1b-9e8d-0a1b2c3d4e5f"
 OTHER_UUID = "11111111-2222-4333-8444-555555555555"
@@ -59,12 +60,20 @@ def create_request(**extra: Any) -> dict[str, Any]:
     return body
 
 
+def created(request: dict[str, Any]) -> vm.ViewMetadata:
+    """A view's first metadata from a createView body, parsed as the edge parses it."""
+    definition = CreateViewRequest.from_body(request).definition
+    return vm.new_view_metadata(definition, location=LOCATION, now_ms=T0, view_uuid=VIEW_UUID)
+
+
 def new_view(**extra: Any) -> vm.ViewMetadata:
-    return vm.new_view_metadata(create_request(**extra), location=LOCATION, now_ms=T0, view_uuid=VIEW_UUID)
+    return created(create_request(**extra))
 
 
 def apply(base: vm.ViewMetadata, *updates: dict, requirements: list[dict] | None = None) -> vm.ViewMetadata:
-    return vm.commit(base, requirements or [], list(updates), now_ms=NOW)
+    """One replaceView body, parsed as the edge parses it, then committed onto ``base``."""
+    request = CommitViewRequest.from_body({"requirements": requirements or [], "updates": list(updates)})
+    return vm.commit(base, request.requirements, request.updates, now_ms=NOW)
 
 
 def bad(base: vm.ViewMetadata, *updates: dict, requirements: list[dict] | None = None) -> str:

@@ -35,7 +35,9 @@ Errors: a requirement that does not hold raises ``CommitFailed`` (409) naming wh
 and what was found; anything invalid raises ``BadRequest`` (400).
 
 Split by concern: ``documents`` (the parts validated, a document parsed and written) and
-``updates`` (creation, requirements, updates, a commit end to end). Metadata-file naming,
+``updates`` (creation, requirements, updates, a commit end to end). A request's parts are parsed
+once, by the request models at the edge (``app.rules.requests.views`` calls ``parse_definition``,
+``parse_updates`` and ``parse_requirements``); creation and commits take what they parsed. Metadata-file naming,
 versions and gzip are shared with tables in ``app.rules.metadata_files``. This package exports
 what the services and tests use.
 """
@@ -51,12 +53,24 @@ from app.rules.view.documents import (
     parse_view_metadata,
     to_json,
 )
-from app.rules.view.updates import apply_updates, check_requirements, commit, new_view_metadata
+from app.rules.view.updates import (
+    ViewChange,
+    ViewDefinition,
+    apply_updates,
+    check_requirements,
+    commit,
+    new_view_metadata,
+    parse_definition,
+    parse_requirements,
+    parse_updates,
+)
 
 __all__ = [
     "METADATA_PATH",
     "REPLACE_DROP_DIALECT_ALLOWED",
     "VERSION_HISTORY_SIZE",
+    "ViewChange",
+    "ViewDefinition",
     "ViewMetadata",
     "apply_updates",
     "check_requirements",
@@ -67,6 +81,9 @@ __all__ = [
     "metadata_file_name",
     "new_view_metadata",
     "next_metadata_version",
+    "parse_definition",
+    "parse_requirements",
+    "parse_updates",
     "parse_view_metadata",
     "to_json",
 ]

@@ -4,7 +4,7 @@ version history kept to ``version.history.num-entries``."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -31,30 +31,45 @@ from app.rules.view.documents import (
 )
 
 
-def new_view_metadata(request: dict[str, Any], *, location: str, now_ms: int, view_uuid: str) -> ViewMetadata:
-    """The first metadata of a view, from a CreateViewRequest body.
+@dataclass(frozen=True)
+class ViewDefinition:
+    """What a CreateViewRequest defines, validated: the schema, the first version (SQL only, one
+    per dialect) and the properties, each in the spec's shape, as the view's first metadata holds them."""
+
+    schema: dict[str, Any]
+    version: dict[str, Any]
+    properties: dict[str, str]
+
+
+def parse_definition(request: Mapping[str, Any]) -> ViewDefinition:
+    """The definition a CreateViewRequest body carries; BadRequest (Java's exception types) when
+    a part is not valid."""
+    try:
+        properties = str_map(request.get("properties", {}), "properties")
+        check_properties(properties)
+        schema = parse_schema(request.get("schema"))
+        version = parse_version(request.get("view-version"), "view-version", request=True)
+    except ValueError as exc:
+        raise invalid_metadata(f"Invalid view definition: {describe_error(exc)}", exc) from exc
+    return ViewDefinition(schema, version, properties)
+
+
+def new_view_metadata(definition: ViewDefinition, *, location: str, now_ms: int, view_uuid: str) -> ViewMetadata:
+    """The first metadata of a view, from a CreateViewRequest's definition.
 
     As Java's ``BaseMetastoreViewCatalog`` builds it on the server: the request's schema becomes
     schema 0 (field ids kept), the version becomes version 1 using schema 0, timed ``now_ms``
     (the server's clock), and it is current from the start. ``location`` is the resolved view
     location (checking the request's own ``location`` is the caller's business).
     """
-    if not isinstance(request, dict):
-        raise BadRequest("Invalid create view request: expected an object")
-    try:
-        properties = str_map(request.get("properties", {}), "properties")
-        check_properties(properties)
-        schema = {**parse_schema(request.get("schema")), "schema-id": 0}
-        version = parse_version(request.get("view-version"), "view-version", request=True)
-    except ValueError as exc:
-        raise invalid_metadata(f"Invalid view definition: {describe_error(exc)}", exc) from exc
-    version.update({"version-id": 1, "schema-id": 0, "timestamp-ms": now_ms})
+    schema = {**definition.schema, "schema-id": 0}
+    version = {**definition.version, "version-id": 1, "schema-id": 0, "timestamp-ms": now_ms}
     return ordered(
         {
             "view-uuid": view_uuid,
             "format-version": FORMAT_VERSION,
             "location": location,
-            "properties": properties,
+            "properties": dict(definition.properties),
             "schemas": [schema],
             "current-version-id": 1,
             "versions": [version],
@@ -88,11 +103,10 @@ _REQUIREMENTS: dict[str, _Requirement] = {
 }
 
 
-def check_requirements(base: ViewMetadata, requirements: list[dict[str, Any]]) -> None:
-    """Raise BadRequest for a malformed requirement, CommitFailed (409) for one that fails."""
-    parsed = _parse_all(requirements, _REQUIREMENTS, "requirement", "type")
-    for _index, kind, payload in parsed:
-        _REQUIREMENTS[kind].check(base, payload)
+def check_requirements(base: ViewMetadata, requirements: Sequence[ViewChange]) -> None:
+    """Raise CommitFailed (409) for a parsed requirement that does not hold."""
+    for requirement in requirements:
+        _REQUIREMENTS[requirement.kind].check(base, requirement.value)
 
 
 @dataclass
@@ -207,10 +221,32 @@ _UPDATES: dict[str, _Update] = {
 }
 
 
-def _parse_all(raw: object, table: dict[str, Any], kind: str, tag: str) -> list[tuple[int, str, Any]]:
-    """(index, tag value, parsed payload) for every item; BadRequest on the first bad one."""
+@dataclass(frozen=True)
+class ViewChange:
+    """One requirement or update of a view commit, parsed: where it stood in the request, its
+    ``type`` (requirement) or ``action`` (update), the value the rule checks or applies (a uuid,
+    an id, a schema or version in the spec's shape, properties), and the JSON as the client sent
+    it (what the change feed records)."""
+
+    index: int
+    kind: str
+    value: Any
+    sent: Any
+
+
+def parse_requirements(raw: object) -> tuple[ViewChange, ...]:
+    """A CommitViewRequest's ``requirements``; BadRequest on the first malformed one."""
+    return _parse_all(raw, _REQUIREMENTS, "requirement", "type")
+
+
+def parse_updates(raw: object) -> tuple[ViewChange, ...]:
+    """A CommitViewRequest's ``updates``; BadRequest on the first malformed one."""
+    return _parse_all(raw, _UPDATES, "update", "action")
+
+
+def _parse_all(raw: object, table: Mapping[str, Any], kind: str, tag: str) -> tuple[ViewChange, ...]:
     if raw is None:
-        return []
+        return ()
     if not isinstance(raw, list):
         raise BadRequest("Invalid view commit: requirements and updates must be arrays")
     parsed = []
@@ -221,25 +257,21 @@ def _parse_all(raw: object, table: dict[str, Any], kind: str, tag: str) -> list[
         if name not in table:
             raise BadRequest(f"Invalid view {kind} #{index}: unknown {tag} {name!r}")
         try:
-            parsed.append((index, name, table[name].parse(item)))
+            parsed.append(ViewChange(index, name, table[name].parse(item), item))
         except ValueError as exc:
             raise BadRequest(f"Invalid view {kind} #{index} ({name}): {describe_error(exc)}") from exc
-    return parsed
+    return tuple(parsed)
 
 
-def apply_updates(base: ViewMetadata, updates: list[dict[str, Any]], *, now_ms: int) -> ViewMetadata:
-    """Apply a commit's updates in order; ``base`` itself when they change nothing."""
-    return _apply_parsed(base, _parse_all(updates, _UPDATES, "update", "action"), now_ms=now_ms)
-
-
-def _apply_parsed(base: ViewMetadata, parsed: list[tuple[int, str, Any]], *, now_ms: int) -> ViewMetadata:
+def apply_updates(base: ViewMetadata, updates: Sequence[ViewChange], *, now_ms: int) -> ViewMetadata:
+    """Apply a commit's parsed updates in order; ``base`` itself when they change nothing."""
     metadata = copy.deepcopy(ordered(base))
     changes = _Changes(now_ms=now_ms)
-    for index, action, payload in parsed:
+    for update in updates:
         try:
-            _UPDATES[action].apply(metadata, payload, changes)
+            _UPDATES[update.kind].apply(metadata, update.value, changes)
         except ValueError as exc:
-            raise invalid_metadata(f"Invalid view update #{index} ({action}): {exc}", exc) from exc
+            raise invalid_metadata(f"Invalid view update #{update.index} ({update.kind}): {exc}", exc) from exc
     try:
         metadata = _finish(base, metadata, changes)
     except ValueError as exc:
@@ -295,14 +327,13 @@ def _expire_versions(metadata: ViewMetadata, keep: int) -> None:
 
 
 def commit(
-    base: ViewMetadata, requirements: list[dict[str, Any]], updates: list[dict[str, Any]], *, now_ms: int
+    base: ViewMetadata, requirements: Sequence[ViewChange], updates: Sequence[ViewChange], *, now_ms: int
 ) -> ViewMetadata:
-    """Parse, check and apply one CommitViewRequest; what the catalog service calls.
+    """Check and apply one parsed CommitViewRequest; what the catalog service calls.
 
-    Every requirement and update is parsed first (400 on a malformed one), then the requirements
-    are checked (409), then the updates applied (400 on an invalid one). Returns ``base`` itself
-    when nothing changed, so the caller can skip writing a new file.
+    Every requirement and update was parsed with the request (400 on a malformed one, updates
+    first); here the requirements are checked (409), then the updates applied (400 on an invalid
+    one). Returns ``base`` itself when nothing changed, so the caller can skip writing a new file.
     """
-    parsed_updates = _parse_all(updates, _UPDATES, "update", "action")
     check_requirements(base, requirements)
-    return _apply_parsed(base, parsed_updates, now_ms=now_ms)
+    return apply_updates(base, updates, now_ms=now_ms)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from app.rules.requests.views import CommitViewRequest, CreateViewRequest
 from tests.api.tables_support import error_type
 from tests.api.views.views_support import (
     METADATA_FILE,
@@ -255,7 +256,9 @@ def test_a_lost_race_is_retried_on_the_server_and_its_file_deleted(client, ns, s
     store = RaceBeforeWrite(
         monkeypatch,
         views,
-        lambda: views.replace_view("test", NS, "raced", [], replace_updates("SELECT 'interloper'")),
+        lambda: views.replace_view(
+            "test", NS, "raced", CommitViewRequest.from_body({"updates": replace_updates("SELECT 'interloper'")})
+        ),
     )
     response = client.post(
         view_url("raced"),
@@ -286,7 +289,7 @@ def test_a_race_whose_requirement_no_longer_holds_is_409(client, ns, s3, db, vie
 
     def drop_and_recreate() -> None:
         views.drop_view("test", NS, "recreated")
-        views.create_view("test", NS, view_request("recreated"))
+        views.create_view("test", NS, CreateViewRequest.from_body(view_request("recreated")))
 
     original_uuid = client.get(view_url("recreated")).json()["metadata"]["view-uuid"]
     store = RaceBeforeWrite(monkeypatch, views, drop_and_recreate)
@@ -317,7 +320,7 @@ def test_concurrent_replaces_all_land(client, ns, s3, views):
             {"action": "set-current-view-version", "view-version-id": -1},
         ]
         try:
-            results.append(views.replace_view("test", NS, "busy", [], updates))
+            results.append(views.replace_view("test", NS, "busy", CommitViewRequest.from_body({"updates": updates})))
         except Exception as exc:  # noqa: BLE001 - collected and asserted below
             results.append(exc)
 
