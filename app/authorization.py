@@ -62,7 +62,7 @@ from app.rules.privileges import (
     Securable,
     decide,
 )
-from app.rules.requests.catalog import TableIdentifier
+from app.rules.requests.tables import CommitTableRequest, CommitTransactionRequest, RegisterTableRequest
 from app.rules.requests.views import RegisterViewRequest
 from storage.grants import GrantRepository
 from storage.management_rows import GrantRow
@@ -97,28 +97,19 @@ def _rename(kind: Kind) -> Callable[[Call], list[Need]]:
     return needs
 
 
-def _creates(requirements: Any) -> bool:
-    return any(isinstance(r, dict) and r.get("type") == "assert-create" for r in requirements or ())
-
-
-def _commit(call: Call, table: Securable, requirements: Any) -> Need:
+def _commit(call: Call, table: Securable, commit: CommitTableRequest) -> Need:
     """A commit that creates its table (a staged create) needs CREATE, any other WRITE."""
-    return (CREATE, table.container()) if _creates(requirements) else (WRITE, table)
+    return (CREATE, table.container()) if commit.creates else (WRITE, table)
 
 
 def _transaction(call: Call) -> list[Need]:
-    changes = call.body.get("table-changes") or []
-    return [
-        _commit(call, call.identified(Kind.TABLE, TableIdentifier.model_validate(c["identifier"])), c["requirements"])
-        for c in changes
-    ]
+    request: CommitTransactionRequest = call.body
+    return [_commit(call, call.identified(Kind.TABLE, change.identifier), change) for change in request.table_changes]
 
 
 def _register(kind: Kind) -> Callable[[Call], list[Need]]:
     def needs(call: Call) -> list[Need]:
-        body = call.body  # registerTable's RegisterTableRequest, registerView's RegisterViewRequest
-        if isinstance(body, dict):  # registerTable until its handler is typed: the same two fields
-            body = RegisterViewRequest.from_body(body)
+        body: RegisterTableRequest | RegisterViewRequest = call.body
         found: list[Need] = [(CREATE, call.namespace())]
         if body.overwrite:
             found.append((WRITE, Securable.of_entry(kind, call.warehouse, call.levels(), body.name)))
@@ -166,7 +157,7 @@ OPERATIONS: dict[str, Callable[[Call], Rule]] = {
     "registerTable": _register(Kind.TABLE),
     "loadTable": _table(READ),
     "tableExists": _table(READ),
-    "updateTable": lambda call: [_commit(call, call.entry(Kind.TABLE, "table"), call.body.get("requirements"))],
+    "updateTable": lambda call: [_commit(call, call.entry(Kind.TABLE, "table"), call.body)],
     "dropTable": _table(DROP),
     "unregisterTable": _table(DROP),
     "renameTable": _rename(Kind.TABLE),

@@ -47,6 +47,7 @@ from app.maintenance_lease import LEASE_SECONDS, TableLease
 from app.maintenance_trigger import CommitTrigger
 from app.rules import maintenance as policy_rules
 from app.rules import table as table_rules
+from app.rules.requests.tables import CommitTableRequest
 from app.tables import TableService
 from storage.maintenance_rows import MaintenanceRows, RunRow, TableRef
 from storage.rows import EntryRow
@@ -235,7 +236,8 @@ class MaintenanceExecutor:
             self._guard(table, shown, {"committed": False})
             try:
                 requirements = plan.requirements(str(base.table_uuid))
-                self.tables.commit_table(table.warehouse, table.namespace, table.name, requirements, plan.updates())
+                commit = CommitTableRequest.of(requirements, plan.updates())
+                self.tables.commit_table(table.warehouse, table.namespace, table.name, commit)
             except CommitFailed:
                 log.info("expiry of %s lost to a concurrent writer; planning again", table.name)
                 continue
@@ -327,13 +329,10 @@ class MaintenanceExecutor:
             snapshot_update = write()
             self.compaction_planned(plan)
             self._guard(table, shown, {"committed": False})
-            self.tables.commit_table(
-                table.warehouse,
-                table.namespace,
-                table.name,
-                compaction.requirements_for(metadata, plan),
-                compaction.updates_for(snapshot_update),
+            commit = CommitTableRequest.of(
+                compaction.requirements_for(metadata, plan), compaction.updates_for(snapshot_update)
             )
+            self.tables.commit_table(table.warehouse, table.namespace, table.name, commit)
         except CommitFailed:
             rewrite.forget()
             return Outcome(shown, {"committed": False, "reason": "a concurrent writer won; the next run retries"})

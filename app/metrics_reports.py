@@ -21,6 +21,7 @@ from typing import Any
 from app.ground.callers import current_principal
 from app.ground.errors import PayloadTooLarge, ServiceUnavailable
 from app.ground.rates import TokenBuckets
+from app.rules.requests.tables import ReportMetricsRequest
 
 MAX_REPORT_BYTES = 64 * 1024
 PER_SECOND = 20.0
@@ -39,7 +40,8 @@ class MetricsReports:
         self.repository = repository  # storage.repository.CatalogRepository
         self.buckets = buckets or TokenBuckets(PER_SECOND, BURST)
 
-    def accept(self, warehouse_id: int, namespace: tuple[str, ...], name: str, report: dict[str, Any]) -> None:
+    def accept(self, warehouse_id: int, namespace: tuple[str, ...], name: str, request: ReportMetricsRequest) -> None:
+        report = request.report  # kept as the client sent it
         size = len(json.dumps(report, separators=(",", ":")))
         if size > MAX_REPORT_BYTES:
             raise PayloadTooLarge(f"A metrics report may hold at most {MAX_REPORT_BYTES} bytes, this one {size}")
@@ -47,4 +49,4 @@ class MetricsReports:
         wait = self.buckets.take(principal.name if principal else "")
         if wait:
             raise SlowDown("Too many metrics reports: slow down", retry_after=max(1, math.ceil(wait)))
-        self.repository.insert_metrics_report(warehouse_id, namespace, name, report["report-type"], report)
+        self.repository.insert_metrics_report(warehouse_id, namespace, name, request.report_type, report)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.ground.errors import CatalogError, NotFound, ServiceUnavailable, error_body
+from app.rules.requests.scans import PlanTableScanRequest
 from app.rules.scan.planning import PlanningCancelled, ResolvedScan, plan_scan, resolve_scan, task_pages
 from app.tables import TableService
 from storage.manifests import BoundManifestReader, ManifestReader
@@ -95,7 +96,7 @@ class PlanningService:
     # -- operations ---------------------------------------------------------------------
 
     def plan(
-        self, prefix: str, namespace: tuple[str, ...], name: str, request: dict[str, Any], vend: bool
+        self, prefix: str, namespace: tuple[str, ...], name: str, request: PlanTableScanRequest, vend: bool
     ) -> dict[str, Any]:
         warehouse, row = self._table(prefix, namespace, name)
         metadata = self.tables.parsed.parse(row.metadata_location, row.metadata)

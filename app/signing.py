@@ -31,6 +31,7 @@ from app.ground.errors import BadRequest, Forbidden, NotFound
 from app.ground.locations import InvalidLocation, Location
 from app.ground.settings import Settings
 from app.rules.privileges import Kind, Privilege, Securable
+from app.rules.requests.tables import RemoteSignRequest
 from app.s3_requests import READ, WRITE, RefusedRequest, S3Request, StorageScope
 from app.storage_access import NONE, credentials_mode
 from storage.objects import S3ObjectStore
@@ -97,7 +98,7 @@ class RemoteSigner:
         prefix: str,
         namespace: tuple[str, ...],
         name: str,
-        request: dict[str, Any],
+        request: RemoteSignRequest,
         places: StoragePlaces | None = None,
     ) -> SignedRequest:
         """The signed request, or 403 with nothing signed (a table the caller cannot see included).
@@ -106,8 +107,8 @@ class RemoteSigner:
         Either way it is read for this request: the scope is the table's current location (or its
         live stages'), never one remembered from before a drop, rename, move or expiry.
         """
-        if (request.get("provider") or "s3") != "s3":
-            raise BadRequest(f"Remote signing supports the s3 provider only, not {request.get('provider')}")
+        if (request.provider or "s3") != "s3":
+            raise BadRequest(f"Remote signing supports the s3 provider only, not {request.provider}")
         try:  # a table the caller cannot see is refused like any other request (the spec has no 404 here)
             warehouse = self.tables.warehouses.get(prefix)
             if credentials_mode(warehouse, self.settings) == NONE:
@@ -120,9 +121,9 @@ class RemoteSigner:
             needed = "create on namespace" if scope.staged else "read on table"
             raise Forbidden(f"Principal lacks {needed} {prefix}:{'.'.join((*namespace, name))} for signRequest")
         keys = self.keys(warehouse)
-        headers = _lower(request.get("headers") or {})
+        headers = _lower(request.headers)
         try:
-            s3 = s3_requests.parse_request(request["method"], request["uri"], keys.endpoint)
+            s3 = s3_requests.parse_request(request.method, request.uri, keys.endpoint)
             s3_requests.check_headers(headers)
             if s3.access not in access:
                 raise RefusedRequest(f"The caller may not {s3.access} this table's objects")
@@ -144,10 +145,10 @@ class RemoteSigner:
             raise Forbidden(str(exc)) from None
         return self._sign(s3, headers, payload, keys)
 
-    def signs_without_io(self, warehouse: WarehouseRow, request: dict[str, Any]) -> bool:
+    def signs_without_io(self, warehouse: WarehouseRow, request: RemoteSignRequest) -> bool:
         """Whether ``sign`` needs no I/O besides the places read (the event loop may run it): not
         a bulk delete whose warehouse this worker has yet to probe (app/bulk_deletes.py)."""
-        bulk_delete = request.get("method") == "POST" and "delete" in str(request.get("uri", "")).partition("?")[2]
+        bulk_delete = request.method == "POST" and "delete" in request.uri.partition("?")[2]
         return not bulk_delete or self.bulk_deletes.known(warehouse) is not None
 
     def _bulk_deletes_trusted(self, warehouse: WarehouseRow, keys: WarehouseKeys) -> bool:
@@ -287,22 +288,21 @@ class SigV4:
 
 
 def _check_scope(
-    s3: S3Request, request: dict[str, Any], headers: dict[str, list[str]], scope: StorageScope
+    s3: S3Request, request: RemoteSignRequest, headers: dict[str, list[str]], scope: StorageScope
 ) -> str | None:
     """Refuses (``RefusedRequest``) what lies outside ``scope``; the payload hash a bulk delete signs."""
     if not s3.is_delete_objects:
         s3_requests.check_scope(s3, scope)
         return None
-    s3_requests.check_delete_scope(s3, request.get("body"), scope)
+    s3_requests.check_delete_scope(s3, request.body, scope)
     single = {header: ",".join(values) for header, values in headers.items()}
-    return s3_requests.body_binding(single, request["body"])
+    return s3_requests.body_binding(single, request.body or "")
 
 
-def _lower(headers: dict[str, Any]) -> dict[str, list[str]]:
+def _lower(headers: dict[str, list[str]]) -> dict[str, list[str]]:
     lowered: dict[str, list[str]] = {}
     for name, values in headers.items():
-        items = values if isinstance(values, list) else [values]
-        lowered.setdefault(str(name).lower(), []).extend(str(value) for value in items)
+        lowered.setdefault(name.lower(), []).extend(values)
     return lowered
 
 

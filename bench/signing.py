@@ -3,8 +3,9 @@
 Two figures:
 
 - ``in-process``: ``RemoteSigner.sign`` called in a loop with what the table's name holds already
-  read (the worker reads it per request, one query on the event loop, not counted here): parsing,
-  the scope check and SigV4. No database, no network; the ceiling of one worker's signing.
+  read (the worker reads it per request, one query on the event loop, not counted here): parsing
+  (the body into its model, the S3 request), the scope check and SigV4. No database, no
+  network; the ceiling of one worker's signing.
 - ``http``: wrk POSTs the same signRequest to a running Growler (give it one worker,
   ``GROWLER_WORKERS=1``) for ``--seconds``: the figure per worker, HTTP stack included.
 
@@ -27,6 +28,8 @@ from typing import Any
 
 from app.authorization import Authorizer
 from app.ground.settings import S3Settings, Settings
+from app.rules.requests import parse_request
+from app.rules.requests.tables import RemoteSignRequest
 from app.signing import RemoteSigner
 from app.table_access import StorageScopeOf
 from storage.warehouses import WarehouseRow
@@ -65,7 +68,7 @@ def in_process(seconds: float) -> dict[str, Any]:
     deadline = started + seconds
     while time.perf_counter() < deadline:
         for _ in range(100):
-            signer.sign("warehouse", ("ns",), "t", request)
+            signer.sign("warehouse", ("ns",), "t", parse_request(RemoteSignRequest, request))
         count += 100
     elapsed = time.perf_counter() - started
     return {"signatures": count, "seconds": round(elapsed, 2), "per_second": round(count / elapsed)}

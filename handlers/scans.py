@@ -8,6 +8,7 @@ from flask import request
 
 from app.edge.context import namespace_arg, no_content, plans
 from app.ground.errors import BadRequest
+from app.rules.requests.scans import FetchScanTasksRequest, PlanTableScanRequest
 from app.storage_access import wants_vended_credentials
 from handlers.tables import _name
 
@@ -24,19 +25,19 @@ def _plan_id(kwargs: dict[str, Any]) -> str:
     return str((request.view_args or {}).get("plan-id") or (request.view_args or {}).get("plan_id") or "")
 
 
-def plan_table_scan(prefix: str, namespace: str, table: str, body: dict | None = None, **_: Any):
-    return plans().plan(prefix, namespace_arg(namespace), _name(table), body or {}, _vend()), 200
+def plan_table_scan(prefix: str, namespace: str, table: str, body: PlanTableScanRequest | None = None, **_: Any):
+    request = body if body is not None else PlanTableScanRequest()
+    return plans().plan(prefix, namespace_arg(namespace), _name(table), request, _vend()), 200
 
 
 def fetch_planning_result(prefix: str, namespace: str, table: str, **kwargs: Any):
     return plans().fetch(prefix, namespace_arg(namespace), _name(table), _plan_id(kwargs), _vend()), 200
 
 
-def fetch_scan_tasks(prefix: str, namespace: str, table: str, body: dict | None = None, **_: Any):
-    plan_task = (body or {}).get("plan-task")
-    if not isinstance(plan_task, str):
+def fetch_scan_tasks(prefix: str, namespace: str, table: str, body: FetchScanTasksRequest | None = None, **_: Any):
+    if body is None:
         raise BadRequest("fetchScanTasks needs a plan-task")
-    return plans().tasks(prefix, namespace_arg(namespace), _name(table), plan_task), 200
+    return plans().tasks(prefix, namespace_arg(namespace), _name(table), body.plan_task), 200
 
 
 def cancel_planning(prefix: str, namespace: str, table: str, **kwargs: Any):

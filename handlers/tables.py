@@ -8,6 +8,13 @@ from app.edge.context import namespace_arg, namespaces, no_content, plans, respo
 from app.edge.responses import parse_load_table, render_table, render_unregistered, table_name
 from app.paging import identifiers_answer
 from app.rules.requests.catalog import RenameTableRequest
+from app.rules.requests.tables import (
+    CommitTableRequest,
+    CreateTableRequest,
+    RegisterTableRequest,
+    RemoteSignRequest,
+    ReportMetricsRequest,
+)
 from app.storage_access import Delegation
 from app.tables import LoadedTable
 
@@ -27,11 +34,11 @@ def list_tables(prefix: str, namespace: str, pageToken: str | None = None, pageS
     return identifiers_answer(levels, tables().list_names(prefix, levels, pageToken, pageSize)), 200
 
 
-def create_table(prefix: str, namespace: str, body: dict):
+def create_table(prefix: str, namespace: str, body: CreateTableRequest):
     return _table_response(tables().create_table(prefix, namespace_arg(namespace), body, _vend()))
 
 
-def register_table(prefix: str, namespace: str, body: dict):
+def register_table(prefix: str, namespace: str, body: RegisterTableRequest):
     return _table_response(tables().register_table(prefix, namespace_arg(namespace), body, _vend()))
 
 
@@ -53,11 +60,8 @@ def table_exists(prefix: str, namespace: str, table: str):
     return no_content()
 
 
-def update_table(prefix: str, namespace: str, table: str, body: dict):
-    committed = tables().commit_table(
-        prefix, namespace_arg(namespace), _name(table), body.get("requirements") or [], body.get("updates") or []
-    )
-    return _table_response(committed)
+def update_table(prefix: str, namespace: str, table: str, body: CommitTableRequest):
+    return _table_response(tables().commit_table(prefix, namespace_arg(namespace), _name(table), body))
 
 
 def drop_table(prefix: str, namespace: str, table: str, purgeRequested: bool = False):
@@ -83,12 +87,12 @@ def load_credentials(prefix: str, namespace: str, table: str, planId: str | None
     return {"storage-credentials": credentials}, 200
 
 
-def report_metrics(prefix: str, namespace: str, table: str, body: dict):
+def report_metrics(prefix: str, namespace: str, table: str, body: ReportMetricsRequest):
     tables().report_metrics(prefix, namespace_arg(namespace), _name(table), body)
     return no_content()
 
 
-def sign_request(prefix: str, namespace: str, table: str, body: dict):
+def sign_request(prefix: str, namespace: str, table: str, body: RemoteSignRequest):
     """signRequest: the S3 request signed, or 403 with nothing signed (``app.signing``)."""
     signed = signer().sign(prefix, namespace_arg(namespace), _name(table), body)
     cache_control = "private" if signed.cacheable else "no-cache"

@@ -108,6 +108,8 @@ class Dispatcher:
         for key, value in scope["headers"]:
             headers.setdefault(key, []).append(value)
         kwargs, data, pending = await self._read(operation, path_values, scope, receive, headers)
+        # a body connexion's reader read is still JSON: typed in a thread (never on the loop)
+        untyped = not pending and kwargs.get("body") is not None
         head_of_get = scope["method"] != operation.method
         loop_read = None if head_of_get else self.loop_reads.get(operation.operation_id)
         authorize = True
@@ -119,7 +121,11 @@ class Dispatcher:
                     kwargs, data = await self._contract_read(
                         operation, scope, replay(data or b"", receive), path_values
                     )
+                    untyped = kwargs.get("body") is not None
                 pending = False
+            if untyped:
+                await self._in_thread(self._type_body, operation, kwargs)
+                untyped = False
             await self._authorize(operation, kwargs)
             authorize = False
             rendered = await loop_read(kwargs, headers, self._in_thread)
@@ -129,12 +135,12 @@ class Dispatcher:
                 await send_rendered(send, rendered)
                 return
         executor = self.readers if operation.method in ("GET", "HEAD") else self.writers
-        call = (self._answer, operation, kwargs, scope, data, pending, authorize)
+        call = (self._answer, operation, kwargs, scope, data, pending, authorize, untyped)
         answer = await self._in_thread(*call, executor=executor)
         if answer is _UNREAD:  # a body the compiled reader does not take: connexion reads it, then the call
             kwargs, data = await self._contract_read(operation, scope, replay(data or b"", receive), path_values)
             answer = await self._in_thread(
-                self._answer, operation, kwargs, scope, data, False, authorize, executor=executor
+                self._answer, operation, kwargs, scope, data, False, authorize, True, executor=executor
             )
         status, response_headers, body = answer
         await send_response(send, status, body, response_headers, content_type=None)
@@ -172,12 +178,16 @@ class Dispatcher:
         if not self.contract_found:
             self.contract.find_operations(self.app)  # built by now: connexion builds its stack at once
             self.contract_found = True
-        kwargs, data = await self.contract.read(
+        return await self.contract.read(
             operation, scope, receive, path_values, self.handlers.get(operation.operation_id)
         )
+
+    @staticmethod
+    def _type_body(operation: Operation, kwargs: dict[str, Any]) -> None:
+        """The JSON body connexion's reader read, as the handler's model (``Operation.typed``):
+        in a thread, as the compiled reader's is, a large commit's parse being no work for the loop."""
         if "body" in kwargs:
             kwargs["body"] = operation.typed(kwargs["body"])
-        return kwargs, data
 
     # -- authorize ------------------------------------------------------------------------
 
@@ -205,14 +215,18 @@ class Dispatcher:
         data: bytes | None,
         pending: bool,
         authorize: bool,
+        untyped: bool,
     ) -> Any:
-        """Authorize, call the handler and render its answer as connexion's response handling and
-        Flask would send it; ``_UNREAD`` for a body the compiled reader does not take."""
+        """Read the body (``pending``: the compiled reader's) or type it (``untyped``: connexion's
+        reader's), authorize, call the handler and render its answer as connexion's response
+        handling and Flask would send it; ``_UNREAD`` for a body the compiled reader does not take."""
         if pending:
             try:
                 kwargs["body"] = operation.read_body(data)
             except Unreadable:
                 return _UNREAD
+        elif untyped:
+            self._type_body(operation, kwargs)
         handler = self.handlers.get(operation.operation_id)
         if handler is None:
             raise UnsupportedOperation(f"Operation {operation.operation_id} is not supported by this catalog")

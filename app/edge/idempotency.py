@@ -58,8 +58,9 @@ def idempotent(operation_id: str, handler: Callable[..., Any]) -> Callable[..., 
 
 
 def _identifier(kwargs: dict[str, Any], settings: Any) -> tuple[tuple[str, ...], str] | None:
-    """The table an operation's answer is about: the path's, or the one a create names."""
-    name = kwargs.get("table") or (kwargs.get("body") or {}).get("name")
+    """The table an operation's answer is about: the path's, or the one a create names (its
+    typed body's ``name``: CreateTableRequest, RegisterTableRequest)."""
+    name = kwargs.get("table") or getattr(kwargs.get("body"), "name", None)
     if not isinstance(name, str) or "namespace" not in kwargs:
         return None
     return parse_namespace(str(kwargs["namespace"]), settings.namespace_separator), name

@@ -94,6 +94,34 @@ def test_a_head_without_an_operation_of_its_own_is_its_get_without_a_body(client
     assert counted["answers"] == ["getConfig", "getConfig"]
 
 
+def test_a_body_is_parsed_into_its_model_once_in_a_thread(client, namespace, counted, monkeypatch):
+    """updateTable's body becomes a CommitTableRequest once, in the dispatcher's write pool (never
+    on the event loop: a large commit's parse would hold every other request up), whichever
+    reader read it: the compiled one, or connexion's (an escaped path, ``%74`` for ``t``)."""
+    import threading
+
+    from app.edge.operations import Operation
+    from app.rules.requests.tables import CommitTableRequest
+    from tests.api.tables_support import create_request
+
+    assert client.post(f"{PREFIX}/namespaces/{namespace}/tables", json=create_request("t")).status_code == 200
+    typed, original = [], Operation.typed
+
+    def spy(self, value):
+        parsed = original(self, value)
+        typed.append((type(parsed), threading.current_thread().name))
+        return parsed
+
+    monkeypatch.setattr(Operation, "typed", spy)
+    for path in ("t", "%74"):
+        body = {"requirements": [], "updates": [{"action": "set-properties", "updates": {"k": path}}]}
+        answer = client.post(f"{PREFIX}/namespaces/{namespace}/tables/{path}", json=body)
+        assert answer.status_code == 200, answer.text
+    assert [model for model, _ in typed] == [CommitTableRequest, CommitTableRequest]
+    assert all(thread.startswith("growler-write") for _, thread in typed), typed
+    assert counted["answers"] == ["createTable", "updateTable", "updateTable"]
+
+
 def _concrete(template: str) -> str:
     """A path the template matches: each ``{parameter}`` a plain value (a unit id a number)."""
     return re.sub(r"\{[^}]+\}", lambda m: "7" if m.group(0) == "{unit}" else "x", template)

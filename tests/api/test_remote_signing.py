@@ -401,7 +401,7 @@ def test_bodies_the_compiled_reader_does_not_take_are_read_by_connexion(sclient,
     original = SignRequestOnLoop.__call__
 
     async def spy(self, kwargs, headers, in_thread):
-        served.append(kwargs["body"]["method"])
+        served.append(kwargs["body"].method)  # the typed body (RemoteSignRequest)
         return await original(self, kwargs, headers, in_thread)
 
     monkeypatch.setattr(SignRequestOnLoop, "__call__", spy)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.ground.locations import Location
+from app.rules.requests.tables import CommitTableRequest
 from tests.api.tables_support import PREFIX, create_request, table_url, tables_url
 
 COMMIT = f"{PREFIX}/transactions/commit"
@@ -91,7 +92,8 @@ def test_lost_race_is_retried_when_requirements_still_hold(client, app, three_ta
         prepared = real_prepare(warehouse, table_change, allow_create)
         if not interfered and table_change.name == "b":
             interfered.append(True)
-            tables.commit_table("test", ("db",), "b", [], [{"action": "set-properties", "updates": {"z": "9"}}])
+            interfering = CommitTableRequest.of([], [{"action": "set-properties", "updates": {"z": "9"}}])
+            tables.commit_table("test", ("db",), "b", interfering)
         return prepared
 
     monkeypatch.setattr(tables, "_prepare", prepare_then_interfere)

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from app.rules import table as tm
+from app.rules.requests.tables import CommitTableRequest, CreateTableRequest
 
 TABLE_UUID = "9c12d441-03fe-4693-9a96-a0705ddf69c1"
 OTHER_UUID = "1b4e28ba-2fa1-11d2-883f-0016d3cca427"
@@ -106,10 +107,23 @@ def create_request(format_version: int | str | None = None, **overrides: Any) ->
     return request
 
 
+def new_table_metadata(request: dict[str, Any], **arguments: Any) -> tm.TableMetadata:
+    """``tm.new_table_metadata`` on a createTable body, parsed as the edge parses it."""
+    return tm.new_table_metadata(CreateTableRequest.from_body(request), **arguments)
+
+
+def commit(
+    base: tm.TableMetadata | None, requirements: list[dict[str, Any]], updates: list[dict[str, Any]], **arguments: Any
+) -> tm.TableMetadata:
+    """``tm.commit`` on a commit body's requirements and updates, parsed as the edge parses them."""
+    request = CommitTableRequest.from_body({"requirements": requirements, "updates": updates})
+    return tm.commit(base, request.requirements, request.updates, **arguments)
+
+
 def new_table(format_version: int = 2, **overrides: Any) -> tm.TableMetadata:
     """A freshly created table (no snapshots) of the given format version."""
     request = create_request(format_version, **overrides)
-    return tm.new_table_metadata(request, location=LOCATION, now_ms=T0, table_uuid=TABLE_UUID)
+    return new_table_metadata(request, location=LOCATION, now_ms=T0, table_uuid=TABLE_UUID)
 
 
 def snapshot(
@@ -158,7 +172,7 @@ def apply(
     Every result must also be what a full parse of its own file gives: commits skip re-validating
     the whole document, so this is where a model that only a re-parse would correct shows up.
     """
-    result = tm.commit(metadata, requirements or [], list(updates), base_location=base_location, now_ms=now_ms)
+    result = commit(metadata, requirements or [], list(updates), base_location=base_location, now_ms=now_ms)
     text = tm.to_json(result)
     assert tm.to_json(result, SNAPSHOT_JSON) == text  # reusing the base's snapshots' JSON changes nothing
     assert tm.to_json(tm.parse_metadata(text)) == text

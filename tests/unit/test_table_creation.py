@@ -32,9 +32,11 @@ from table_metadata_builders import (
     TABLE_UUID,
     add_snapshot,
     as_json,
+    commit,
     create_request,
     event_schema,
     new_table,
+    new_table_metadata,
     set_ref,
     snapshot,
 )
@@ -157,14 +159,14 @@ def test_format_version_defaults_to_2():
 def test_reserved_properties_are_not_stored():
     request = create_request(3)
     request["properties"].update({"uuid": "x", "current-snapshot-id": "5", "snapshot-count": "9"})
-    metadata = tm.new_table_metadata(request, location=LOCATION, now_ms=T0)
+    metadata = new_table_metadata(request, location=LOCATION, now_ms=T0)
     assert set(metadata.properties) == {"owner", "write.parquet.compression-codec"}
 
 
 @pytest.mark.parametrize("version", ["4", "0", "two", "-1"])
 def test_invalid_format_versions_are_bad_requests(version):
     with pytest.raises(BadRequest) as info:
-        tm.new_table_metadata(create_request(version), location=LOCATION, now_ms=T0)
+        new_table_metadata(create_request(version), location=LOCATION, now_ms=T0)
     assert "format-version" in info.value.message
 
 
@@ -244,7 +246,7 @@ ID = {"id": 1, "name": "id", "type": "long", "required": True}
 def test_invalid_table_definitions_are_bad_requests(overrides, wording):
     request = create_request(2, **overrides) if "properties" not in overrides else {**create_request(), **overrides}
     with pytest.raises(BadRequest) as info:
-        tm.new_table_metadata(request, location=LOCATION, now_ms=T0)
+        new_table_metadata(request, location=LOCATION, now_ms=T0)
     assert info.value.code == 400
     assert wording in info.value.message
 
@@ -261,7 +263,7 @@ def test_v3_create_keeps_default_values():
             "write-default": "amer",
         },
     )
-    metadata = tm.new_table_metadata(
+    metadata = new_table_metadata(
         create_request(3, schema=schema, **{"partition-spec": None, "write-order": None}), location=LOCATION, now_ms=T0
     )
     field = as_json(metadata)["schemas"][0]["fields"][1]
@@ -269,8 +271,8 @@ def test_v3_create_keeps_default_values():
 
 
 def test_a_table_uuid_is_generated_when_not_given():
-    first = tm.new_table_metadata(create_request(), location=LOCATION, now_ms=T0)
-    second = tm.new_table_metadata(create_request(), location=LOCATION, now_ms=T0)
+    first = new_table_metadata(create_request(), location=LOCATION, now_ms=T0)
+    second = new_table_metadata(create_request(), location=LOCATION, now_ms=T0)
     assert first.table_uuid != second.table_uuid
     assert uuid.UUID(tm.table_uuid(first)).version == 4
 
@@ -314,7 +316,7 @@ def pyiceberg_create_transaction_updates(format_version: int) -> list[dict]:
 @pytest.mark.parametrize("format_version", [1, 2])
 def test_pyiceberg_create_table_transaction(format_version):
     requirements = [json.loads(AssertCreate().model_dump_json())]
-    metadata = tm.commit(
+    metadata = commit(
         None, requirements, pyiceberg_create_transaction_updates(format_version), base_location=None, now_ms=T0
     )
     assert tm.table_uuid(metadata) == TABLE_UUID
@@ -362,7 +364,7 @@ def spark_ctas_updates(format_version: int = 2) -> list[dict]:
 
 @pytest.mark.parametrize("format_version", [2, 3])
 def test_spark_ctas_staged_create_with_a_snapshot(format_version):
-    metadata = tm.commit(
+    metadata = commit(
         None, [{"type": "assert-create"}], spark_ctas_updates(format_version), base_location=None, now_ms=T0 + 2000
     )
     assert metadata.format_version == format_version
@@ -378,8 +380,8 @@ def test_spark_ctas_staged_create_with_a_snapshot(format_version):
 def test_staged_create_without_a_location_uses_the_default_or_fails():
     updates = [u for u in spark_ctas_updates() if u["action"] != "set-location"]
     with pytest.raises(BadRequest, match="location"):
-        tm.commit(None, [{"type": "assert-create"}], updates, base_location=None, now_ms=T0)
-    metadata = tm.commit(
+        commit(None, [{"type": "assert-create"}], updates, base_location=None, now_ms=T0)
+    metadata = commit(
         None,
         [{"type": "assert-create"}],
         updates,
@@ -392,7 +394,7 @@ def test_staged_create_without_a_location_uses_the_default_or_fails():
 
 def test_staged_create_without_a_schema_is_a_bad_request():
     with pytest.raises(BadRequest, match="schema"):
-        tm.commit(
+        commit(
             None,
             [{"type": "assert-create"}],
             [{"action": "set-location", "location": LOCATION}],
@@ -403,17 +405,15 @@ def test_staged_create_without_a_schema_is_a_bad_request():
 
 def test_staged_create_without_assign_uuid_gets_a_fresh_uuid():
     updates = [u for u in spark_ctas_updates() if u["action"] != "assign-uuid"]
-    metadata = tm.commit(None, [{"type": "assert-create"}], updates, base_location=None, now_ms=T0)
+    metadata = commit(None, [{"type": "assert-create"}], updates, base_location=None, now_ms=T0)
     assert tm.table_uuid(metadata) != TABLE_UUID and uuid.UUID(tm.table_uuid(metadata))
 
 
 def test_staged_create_adds_unpartitioned_unsorted_when_left_out():
     kept = ("assign-uuid", "add-schema", "set-current-schema", "set-location")
     updates = [u for u in spark_ctas_updates() if u["action"] in kept]
-    metadata = tm.commit(None, [{"type": "assert-create"}], updates, base_location=None, now_ms=T0)
+    metadata = commit(None, [{"type": "assert-create"}], updates, base_location=None, now_ms=T0)
     assert metadata.spec().spec_id == 0 and metadata.spec().fields == ()
     assert metadata.default_sort_order_id == 0
     with pytest.raises(BadRequest, match="before a partition spec"):  # as Java: a snapshot needs a spec
-        tm.commit(
-            None, [{"type": "assert-create"}], [*updates, add_snapshot(snapshot(1))], base_location=None, now_ms=T0
-        )
+        commit(None, [{"type": "assert-create"}], [*updates, add_snapshot(snapshot(1))], base_location=None, now_ms=T0)

@@ -11,6 +11,7 @@ from table_metadata_builders import (
     add_snapshot,
     apply,
     as_json,
+    commit,
     new_table,
     set_ref,
     snapshot,
@@ -19,6 +20,7 @@ from table_metadata_builders import (
 
 from app.ground.errors import BadRequest, CommitFailed, NoSuchTable
 from app.rules import table as tm
+from app.rules.requests.tables import CommitTableRequest
 from app.rules.table.requirements import refute_with_document
 
 
@@ -194,13 +196,13 @@ def test_every_other_requirement_fails_against_a_missing_table(requirement):
 
 def test_commit_to_a_missing_table_without_assert_create_is_no_such_table():
     with pytest.raises(NoSuchTable):
-        tm.commit(None, [], [{"action": "set-properties", "updates": {"a": "b"}}], base_location=None, now_ms=1)
+        commit(None, [], [{"action": "set-properties", "updates": {"a": "b"}}], base_location=None, now_ms=1)
 
 
 def test_a_failed_requirement_applies_nothing():
     base = table_with_history()
     with pytest.raises(CommitFailed):
-        tm.commit(
+        commit(
             base,
             [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": 2}],
             [add_snapshot(snapshot(4, parent=3, sequence_number=4)), set_ref("main", 4)],
@@ -322,10 +324,10 @@ def test_a_document_the_model_would_read_differently_decides_nothing(change):
     )
 
 
-def test_the_screen_refuses_malformed_changes_first_as_commit_does():
+def test_the_screen_refuses_what_commit_would_and_malformed_changes_come_first():
     document = as_json(evolved())
-    screen = tm.screen_for([{"type": "assert-current-schema-id", "current-schema-id": 7}], [{"action": "nope"}])
-    with pytest.raises(BadRequest):
-        screen(document)
+    requirements = [{"type": "assert-current-schema-id", "current-schema-id": 7}]
+    with pytest.raises(BadRequest):  # refused as the request is parsed: before any screen runs
+        CommitTableRequest.from_body({"requirements": requirements, "updates": [{"action": "nope"}]})
     with pytest.raises(CommitFailed, match="current schema changed: expected id 7 != 1"):
-        tm.screen_for([{"type": "assert-current-schema-id", "current-schema-id": 7}], [])(document)
+        tm.screen_for(tm.parse_requirements(requirements))(document)

@@ -43,6 +43,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Operation, Snapshot, ancestors_between_ids, is_parent_ancestor_of
 
 from app.ground.errors import BadRequest, InvalidArgument
+from app.rules.requests.scans import PlanTableScanRequest
 from app.rules.scan.files import content_file_json
 from app.rules.scan.filter import filter_json, parse_filter
 
@@ -103,11 +104,11 @@ def _summary_int(snapshot: Snapshot, key: str) -> int:
         return 0
 
 
-def resolve_scan(metadata: TableMetadata, request: dict[str, Any]) -> ResolvedScan:
-    case_sensitive = request.get("case-sensitive", True) is not False
-    snapshot_id = request.get("snapshot-id")
-    start_id = request.get("start-snapshot-id")
-    end_id = request.get("end-snapshot-id")
+def resolve_scan(metadata: TableMetadata, request: PlanTableScanRequest) -> ResolvedScan:
+    case_sensitive = request.case_sensitive
+    snapshot_id = request.snapshot_id
+    start_id = request.start_snapshot_id
+    end_id = request.end_snapshot_id
     if snapshot_id is not None and (start_id is not None or end_id is not None):
         raise InvalidArgument("Cannot plan a scan with both snapshot-id and start-snapshot-id/end-snapshot-id")
     if start_id is not None and end_id is None:
@@ -122,14 +123,13 @@ def resolve_scan(metadata: TableMetadata, request: dict[str, Any]) -> ResolvedSc
         snapshot = metadata.snapshot_by_id(snapshot_id)
         if snapshot is None:
             raise InvalidArgument(f"Cannot find snapshot with ID {snapshot_id}")
-        if request.get("use-snapshot-schema") and snapshot.schema_id is not None:
+        if request.use_snapshot_schema and snapshot.schema_id is not None:
             schema = metadata.schema_by_id(snapshot.schema_id) or schema
     else:
         snapshot = metadata.current_snapshot()
 
-    raw_filter = request.get("filter")
-    row_filter = AlwaysTrue() if raw_filter is None else parse_filter(raw_filter, schema, case_sensitive)
-    select = [name for name in request.get("select") or [] if name.split(".", 1)[0] not in METADATA_COLUMNS]
+    row_filter = AlwaysTrue() if request.filter is None else parse_filter(request.filter, schema, case_sensitive)
+    select = [name for name in request.select or [] if name.split(".", 1)[0] not in METADATA_COLUMNS]
     if select:
         try:
             schema.select(*select, case_sensitive=case_sensitive)
@@ -142,7 +142,7 @@ def resolve_scan(metadata: TableMetadata, request: dict[str, Any]) -> ResolvedSc
         case_sensitive,
         snapshot,
         appends,
-        _stats_ids(schema, request.get("stats-fields"), case_sensitive),
+        _stats_ids(schema, request.stats_fields, case_sensitive),
     )
 
 

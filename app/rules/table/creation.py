@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
+from typing import Any, Protocol
 
 from pyiceberg.partitioning import (
     PARTITION_FIELD_ID_START,
@@ -34,29 +34,38 @@ from app.rules.table.models import (
     PREVIOUS_VERSIONS_MAX,
     RESERVED_PROPERTIES,
 )
-from app.rules.table.requests import spec_with_placeholder_ids
 from app.rules.table.schemas import assign_fresh_schema_ids, validate_schema, validate_spec
 from app.rules.table.serialisation import metadata_from_dict
 
 
+class TableDefinition(Protocol):
+    """What a new table is made of: a createTable request, parsed (``app.rules.requests.tables``)."""
+
+    @property
+    def table_schema(self) -> Schema: ...
+    @property
+    def partition_spec(self) -> PartitionSpec | None: ...
+    @property
+    def write_order(self) -> SortOrder | None: ...
+    @property
+    def properties(self) -> dict[str, str]: ...
+
+
 def new_table_metadata(
-    request: dict[str, Any], *, location: str, now_ms: int, table_uuid: str | None = None
+    definition: TableDefinition, *, location: str, now_ms: int, table_uuid: str | None = None
 ) -> TableMetadata:
-    """The first metadata of a table, from a CreateTableRequest body.
+    """The first metadata of a table, from a parsed CreateTableRequest.
 
     Like Java's ``TableMetadata.newTableMetadata``: columns renumbered 1..n, partition fields
     1000.., the sort order 1 (0 when unsorted), ``format-version`` taken out of the properties
     (default 2) along with the other reserved properties. ``location`` is the resolved table
     location (the request's own ``location`` is the caller's business).
     """
-    if not isinstance(request, dict):
-        raise BadRequest("Invalid create table request: expected an object")
-    properties = _string_properties(request.get("properties"))
-    format_version = _requested_format_version(properties.get(FORMAT_VERSION_PROPERTY))
-    properties = {key: value for key, value in properties.items() if key not in RESERVED_PROPERTIES}
-    schema = _parse_part(Schema, request.get("schema"), "schema")
-    spec = _parse_part(PartitionSpec, spec_with_placeholder_ids(request.get("partition-spec") or {}), "partition-spec")
-    order = _parse_part(SortOrder, request.get("write-order") or {"order-id": 0, "fields": []}, "write-order")
+    format_version = requested_format_version(definition.properties.get(FORMAT_VERSION_PROPERTY))
+    properties = {key: value for key, value in definition.properties.items() if key not in RESERVED_PROPERTIES}
+    schema = definition.table_schema
+    spec = definition.partition_spec or PartitionSpec(spec_id=0)
+    order = definition.write_order or UNSORTED_SORT_ORDER
     try:
         validate_properties(properties)
         validate_schema(schema, format_version)
@@ -88,7 +97,8 @@ def new_table_metadata(
     return metadata_from_dict(data, "Invalid table definition")
 
 
-def _string_properties(raw: object) -> dict[str, str]:
+def string_properties(raw: object) -> dict[str, str]:
+    """A createTable request's ``properties``, every value a string (a request model's parse)."""
     if raw is None:
         return {}
     if not isinstance(raw, dict) or not all(isinstance(key, str) for key in raw):
@@ -96,7 +106,8 @@ def _string_properties(raw: object) -> dict[str, str]:
     return {key: value if isinstance(value, str) else json.dumps(value) for key, value in raw.items()}
 
 
-def _requested_format_version(raw: str | None) -> int:
+def requested_format_version(raw: str | None) -> int:
+    """The ``format-version`` property asked for (default 2); refused when Growler cannot write it."""
     if raw is None:
         return DEFAULT_FORMAT_VERSION
     try:
@@ -108,7 +119,8 @@ def _requested_format_version(raw: str | None) -> int:
     return version
 
 
-def _parse_part(model: type[Any], raw: object, what: str) -> Any:
+def parse_part(model: type[Any], raw: object, what: str) -> Any:
+    """One part of a request (schema, partition spec, sort order); a refusal names the part."""
     if not isinstance(raw, dict):
         raise BadRequest(f"Invalid {what}: expected an object")
     try:

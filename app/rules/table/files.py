@@ -4,14 +4,13 @@ a commit adds, and which previous ones a commit may delete
 
 from __future__ import annotations
 
-from typing import Any
-
 from pyiceberg.table.metadata import (
     TableMetadata,
 )
+from pyiceberg.table.update import AddSnapshotUpdate
 
 from app.rules.metadata_files import metadata_directory_of
-from app.rules.table.models import DELETE_AFTER_COMMIT
+from app.rules.table.models import DELETE_AFTER_COMMIT, TableUpdate
 
 
 def metadata_directory(metadata: TableMetadata) -> str:
@@ -32,18 +31,13 @@ def metadata_files_to_delete(old: TableMetadata, new: TableMetadata) -> list[str
     return list(dict.fromkeys(dropped))
 
 
-def added_manifest_lists(updates: list[dict[str, Any]]) -> list[str]:
+def added_manifest_lists(updates: list[TableUpdate]) -> list[str]:
     """The manifest lists of the snapshots a commit's ``add-snapshot`` updates add (read from the
-    updates, already parsed by ``commit``: no walk over the table's history).
+    parsed updates: no walk over the table's history).
 
     The service holds each to the warehouse's locations, as it does the table's location: scan
     planning reads manifest lists on the server, and signing and vended credentials cover only
     the warehouse's locations, so one elsewhere names an object no client of this table was meant
     to reach (or a file of the server's own disk).
     """
-    found = []
-    for update in updates:
-        snapshot = update.get("snapshot") if update.get("action") == "add-snapshot" else None
-        if isinstance(snapshot, dict) and isinstance(snapshot.get("manifest-list"), str):
-            found.append(snapshot["manifest-list"])
-    return found
+    return [update.snapshot.manifest_list for update in updates if isinstance(update, AddSnapshotUpdate)]

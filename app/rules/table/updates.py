@@ -1,4 +1,4 @@
-"""Applying a commit's updates, and a commit end to end: parse, check the requirements, apply."""
+"""Applying a commit's updates, and a commit end to end: check the requirements, apply."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from pyiceberg.table.update import (
     RemovePropertiesUpdate,
     SetLocationUpdate,
     SetPropertiesUpdate,
+    TableRequirement,
     UpgradeFormatVersionUpdate,
 )
 
@@ -39,7 +40,6 @@ from app.rules.table.models import (
     RemoveEncryptionKeyUpdate,
     TableUpdate,
 )
-from app.rules.table.requests import parse_requirements, parse_updates
 from app.rules.table.requirements import check_requirements, refute_with_document
 from app.rules.table.schemas import SCHEMA_UPDATES
 from app.rules.table.serialisation import as_lossless, check_refs, metadata_from_dict, to_dict
@@ -266,41 +266,37 @@ def _int_property(properties: dict[str, str], key: str, default: int) -> int:
         return default
 
 
-def screen_for(requirements: list[dict[str, Any]], updates: list[dict[str, Any]]) -> Callable[[dict[str, Any]], None]:
+def screen_for(requirements: list[TableRequirement]) -> Callable[[dict[str, Any]], None]:
     """What ``commit`` would refuse first, decided on the base's decoded document before it is
-    parsed (``parse_metadata``'s ``screen``): a malformed requirement or update (400), then a
-    requirement the document refutes (409), with ``commit``'s own errors. A commit that another
-    writer made hopeless then costs a JSON decode instead of a parse of the table's history."""
+    parsed (``parse_metadata``'s ``screen``): a requirement the document refutes (409), with
+    ``commit``'s own errors. A commit that another writer made hopeless then costs a JSON decode
+    instead of a parse of the table's history. (The requirements and updates were parsed with
+    the request: a malformed one was refused before.)"""
 
     def screen(document: dict[str, Any]) -> None:
-        parsed_requirements = parse_requirements(requirements)
-        parse_updates(updates)
-        refute_with_document(document, parsed_requirements)
+        refute_with_document(document, requirements)
 
     return screen
 
 
 def commit(
     base: TableMetadata | None,
-    requirements: list[dict[str, Any]],
-    updates: list[dict[str, Any]],
+    requirements: list[TableRequirement],
+    updates: list[TableUpdate],
     *,
     base_location: str | None,
     now_ms: int,
     default_location: str | None = None,
 ) -> TableMetadata:
-    """Parse, check and apply one CommitTableRequest; what the catalog service calls.
+    """Check and apply one CommitTableRequest's requirements and updates (parsed with the
+    request: ``app.rules.requests.tables``); what the catalog service calls.
 
     Deterministic for given inputs, except for the uuid of a created table the client did not
     assign. Returns ``base`` itself when nothing changed. A missing table (``base`` None) is
     only acceptable with ``assert-create`` (a staged create); otherwise NoSuchTable (404), as
     Java's ``CatalogHandlers.updateTable``.
     """
-    parsed_requirements = parse_requirements(requirements)
-    parsed_updates = parse_updates(updates)
-    if base is None and not any(isinstance(r, AssertCreate) for r in parsed_requirements):
+    if base is None and not any(isinstance(r, AssertCreate) for r in requirements):
         raise NoSuchTable("Table does not exist")
-    check_requirements(base, parsed_requirements)
-    return apply_updates(
-        base, parsed_updates, base_location=base_location, now_ms=now_ms, default_location=default_location
-    )
+    check_requirements(base, requirements)
+    return apply_updates(base, updates, base_location=base_location, now_ms=now_ms, default_location=default_location)
