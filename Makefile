@@ -26,7 +26,7 @@ VPY := $(VENV)/bin/python
 PIP := $(VPY) -m pip install --disable-pip-version-check --no-input
 PYTEST_ARGS ?=
 
-# Spark (tests/integration/test_spark.py, examples/pipeline.py) on two lines: Spark 3.5 (PySpark
+# Spark (tests/integration/spark_sql/, examples/pipeline.py) on two lines: Spark 3.5 (PySpark
 # from requirements-test.txt, in .venv) and Spark 4.1 (PySpark 4.1 in its own .venv-spark4: the two
 # PySpark releases cannot share one environment), plus jars of one Iceberg release from Maven
 # Central; the only place the versions are named. The tests (in .venv) drive each line's Spark in a

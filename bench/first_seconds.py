@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 
 from bench import wrk
+from bench.growler_target import GrowlerTarget
 from bench.tails import with_worker_shares
-from bench.targets import GrowlerTarget, http_json, make_root, remove_root
+from bench.targets import http_json, make_root, remove_root
 
 NAMESPACE = "ns_tails"
 SECONDS = 10

@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.targets import REPO, WAREHOUSE, Target, children, cpu_seconds, process_memory, spawn_logged
+from bench.processes import children, cpu_seconds, process_memory, spawn_logged
+from bench.targets import REPO, WAREHOUSE, Target
 from scripts.postgres import EmbeddedPostgres
 from scripts.processes import free_port, stop_process_group
 from scripts.run import DEV_S3_ACCESS_KEY, DEV_S3_SECRET_KEY, wait_for_http
@@ -145,7 +146,7 @@ def put_floor(root: Path, size: int, count: int = PUT_COUNT) -> dict[str, Any]:
 
 def measure(root: Path, plan: Any, run_wrk: Any, workers: int, growler: dict[str, Any], log: Any) -> dict[str, Any]:
     """Both floors; the PUT is as big as Growler's loadTable answer at W11's last level."""
-    from bench.workloads import NAMESPACE_PROPERTIES, NS_W1
+    from bench.plan import NAMESPACE_PROPERTIES, NS_W1
 
     levels = (growler.get("W11") or {}).get("levels") or []
     size = max((level.get("load_response_bytes") or 0 for level in levels), default=0) or DEFAULT_PUT_BYTES

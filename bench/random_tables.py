@@ -94,8 +94,10 @@ def main() -> None:
     import httpx
 
     from bench import bodies
-    from bench.targets import GrowlerTarget, make_root, remove_root
-    from bench.workloads import Plan, run_wrk
+    from bench.growler_target import GrowlerTarget
+    from bench.plan import Plan
+    from bench.targets import make_root, remove_root
+    from bench.workloads import run_wrk
 
     quick = os.environ.get("BENCH_QUICK", "") == "1"
     # BENCH_W13_ENV='{"GROWLER_MAX_WORKER_RSS_MB": "130"}': settings on every line (experiments only)

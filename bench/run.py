@@ -42,8 +42,12 @@ from pathlib import Path
 from typing import Any
 
 from bench import floor, goals, report, tails, wrk
-from bench.targets import REPO, GrowlerTarget, PeerTarget, Target, http_json, make_root, remove_root
-from bench.workloads import NAMESPACES, Plan, run_all, run_wrk, seed
+from bench.growler_target import GrowlerTarget
+from bench.peer_target import PeerTarget
+from bench.plan import NAMESPACES, Plan
+from bench.seeding import seed
+from bench.targets import REPO, Target, http_json, make_root, remove_root
+from bench.workloads import run_all, run_wrk
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 PEER_NOTES = [

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bench.targets import children, cpu_seconds
+from bench.processes import children, cpu_seconds
 
 NAMESPACE = "ns_tails"
 

@@ -1,242 +1,27 @@
-"""Seeding and the workloads W1-W12, the same for every target (bench/targets.py).
-
-Namespaces: exactly 100 top-level ones, ``ns000`` .. ``ns099`` (so W2 lists 100), each with a
-few properties. Some hold the workloads' tables:
-
-  ns000  W1 (loadNamespaceMetadata)
-  ns001  W3/W4: ``wide``, 40 columns, 100 snapshots (appended over HTTP)
-  ns002  W5: createTable targets
-  ns003  W6: ``w6``, one writer
-  ns004  W7: ``w7``, 8 concurrent writers
-  ns005  W8: ``bulk_00001`` .. (10,000 tables; Growler: one SQL INSERT, see GrowlerTarget.bulk_tables;
-         the peer has no database to write to, so it gets them over HTTP)
-  ns006  W8: ``t000`` .. ``t099`` (100 tables, over HTTP)
-  ns099  W12: ``planned``, 2,000 data files in its manifests (PyIceberg; bench/planning.py)
+"""The workloads W1-W13, the same for every target (bench/targets.py), on what bench/seeding.py made.
 
 Reads (W1-W4, W8) are driven by wrk; W5-W7 by bench/load.py in its own process. Every workload has
-a warm-up whose results are thrown away.
+a warm-up whose results are thrown away. After them, unless ``BENCH_ONLY`` chose some, the
+capability probe (bench/probe.py).
 """
 
 from __future__ import annotations
 
 import json
-import random
 import resource
 import subprocess
 import sys
 import time
 import urllib.parse
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from bench import bodies, history, planning, random_tables, tails, wrk
-from bench.targets import REPO, GrowlerTarget, Target, http_json
-
-NAMESPACES = [f"ns{i:03d}" for i in range(100)]
-NS_W1, NS_W3, NS_W5, NS_W6, NS_W7, NS_W8_BIG, NS_W8_SMALL = NAMESPACES[:7]
-NAMESPACE_PROPERTIES = {"owner": "bench", "comment": "growler benchmark namespace", "retention-days": "30"}
-
-
-@dataclass(frozen=True)
-class Plan:
-    quick: bool
-    seed: int
-    concurrency: int
-    wrk_threads: int
-    warmup_s: int
-    duration_s: int
-    wide_columns: int
-    wide_snapshots: int
-    w5_count: int
-    w5_warmup: int
-    w6_count: int
-    w6_warmup: int
-    w7_writers: int
-    w7_count: int
-    w7_warmup: int
-    w8_big: int
-    w8_small: int
-    seed_concurrency: int
-    # W10 (bench/tails.py): seconds measured after a start or a recycle
-    tail_s: int = 10
-    # W11 (bench/history.py): snapshot counts, appends and seconds of loads measured at each
-    history_levels: tuple[int, ...] = (100, 1000, 4000)
-    history_commits: int = 40
-    history_load_s: int = 5
-    w12_files: int = 2000
-    w12_commits: int = 4
-    w12_concurrency: int = 4
-    w12_count: int = 200
-    w12_warmup: int = 20
-    # W13 (bench/random_tables.py): a catalog of w13_tables in w13_namespaces, measured w13_s seconds
-    w13_tables: int = 100_000
-    w13_namespaces: int = 100
-    w13_s: int = 60
-    only: tuple[str, ...] = ()  # BENCH_ONLY: the workloads to run (W1 .. W12); empty: all
-
-    @classmethod
-    def make(cls, quick: bool, seed: int, wrk_threads: int, only: tuple[str, ...] = ()) -> Plan:
-        if quick:
-            return cls(
-                quick,
-                seed,
-                16,
-                wrk_threads,
-                0,
-                1,
-                40,
-                100,
-                32,
-                16,
-                10,
-                2,
-                8,
-                2,
-                1,
-                300,
-                100,
-                16,
-                tail_s=2,
-                history_levels=(20, 100),
-                history_commits=5,
-                history_load_s=1,
-                w12_count=40,
-                w12_warmup=8,
-                w13_tables=2_000,
-                w13_namespaces=10,
-                w13_s=3,
-                only=only,
-            )
-        return cls(
-            quick, seed, 16, wrk_threads, 5, 20, 40, 100, 2000, 160, 300, 20, 8, 40, 2, 10_000, 100, 16, only=only
-        )
-
-    def runs(self, workload: str) -> bool:
-        name = workload.upper()  # BENCH_ONLY is read upper-cased: W10_start must match W10_START
-        return not self.only or name in self.only or name.split("_")[0] in self.only
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-# -- seeding -----------------------------------------------------------------------------------
-
-
-def _parallel(fn, items: list[Any], workers: int) -> list[Any]:
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(fn, items))
-
-
-def _expect(response: httpx.Response, *ok: int) -> httpx.Response:
-    if response.status_code not in ok:
-        raise RuntimeError(
-            f"{response.request.method} {response.request.url} -> {response.status_code}: {response.text[:300]}"
-        )
-    return response
-
-
-def _client(target: Target, connections: int = 16) -> httpx.Client:
-    return httpx.Client(
-        base_url=target.api(),
-        headers=target.headers,
-        timeout=60.0,
-        limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
-    )
-
-
-def append_sequentially(client: httpx.Client, url: str, count: int, rng: random.Random) -> dict[str, Any]:
-    metadata = _expect(client.get(url), 200).json()["metadata"]
-    for _ in range(count):
-        location, parent, sequence = bodies.table_state(metadata)
-        body = bodies.append(location, bodies.snapshot_id(rng), sequence + 1, parent)
-        metadata = _expect(client.post(url, json=body), 200).json()["metadata"]
-    return metadata
-
-
-def seed(target: Target, plan: Plan, work_dir: Path) -> dict[str, Any]:
-    """Create what the workloads read and write; returns what they need (paths, ETag, timings)."""
-    rng = random.Random(plan.seed)
-    timings: dict[str, float] = {}
-    info: dict[str, Any] = {"timings_s": timings}
-
-    def timed(label: str, fn, *args: Any) -> Any:
-        start = time.perf_counter()
-        result = fn(*args)
-        timings[label] = round(time.perf_counter() - start, 2)
-        return result
-
-    with _client(target, plan.seed_concurrency) as client:
-
-        def create_namespace(name: str) -> None:
-            _expect(client.post("namespaces", json={"namespace": [name], "properties": NAMESPACE_PROPERTIES}), 200)
-
-        timed("namespaces", _parallel, create_namespace, NAMESPACES, plan.seed_concurrency)
-
-        def create_wide() -> dict[str, Any]:
-            _expect(client.post(f"namespaces/{NS_W3}/tables", json=bodies.create_table("wide", plan.wide_columns)), 200)
-            return append_sequentially(client, f"namespaces/{NS_W3}/tables/wide", plan.wide_snapshots, rng)
-
-        wide = timed("wide_table", create_wide)
-        info["wide"] = {"columns": len(wide["schemas"][-1]["fields"]), "snapshots": len(wide.get("snapshots") or [])}
-        for ns, name in ((NS_W6, "w6"), (NS_W7, "w7")):
-            _expect(client.post(f"namespaces/{ns}/tables", json=bodies.create_table(name)), 200)
-
-        def create_small(i: int) -> None:
-            _expect(client.post(f"namespaces/{NS_W8_SMALL}/tables", json=bodies.create_table(f"t{i:03d}")), 200)
-
-        timed("w8_small_tables", _parallel, create_small, list(range(plan.w8_small)), plan.seed_concurrency)
-
-        if isinstance(target, GrowlerTarget):
-            info["w8_big_seeded_by"] = timed(
-                "w8_big_tables", target.bulk_tables, NS_W8_BIG, NS_W8_SMALL, "t000", plan.w8_big
-            )
-        else:
-
-            def create_bulk(i: int) -> None:
-                _expect(client.post(f"namespaces/{NS_W8_BIG}/tables", json=bodies.create_table(f"bulk_{i:05d}")), 200)
-
-            timed("w8_big_tables", _parallel, create_bulk, list(range(1, plan.w8_big + 1)), plan.seed_concurrency)
-            info["w8_big_seeded_by"] = "http"
-
-        info["w8_big_pages"] = page_paths(client, target, NS_W8_BIG, 100)
-        info["w8_small_pages"] = page_paths(client, target, NS_W8_SMALL, 100)
-        info["w8_big_tables"] = info["w8_big_pages"]["tables"]
-        info["w8_small_tables"] = info["w8_small_pages"]["tables"]
-
-        response = _expect(client.get(f"namespaces/{NS_W3}/tables/wide"), 200)
-        info["wide_bytes"] = len(response.content)
-        info["etag"] = response.headers.get("etag")
-        if info["etag"]:
-            conditional = client.get(f"namespaces/{NS_W3}/tables/wide", headers={"If-None-Match": info["etag"]})
-            info["etag_304"] = conditional.status_code == 304
-    return info
-
-
-def page_paths(client: httpx.Client, target: Target, namespace: str, size: int) -> dict[str, Any]:
-    """Walk listTables page by page; the absolute path of every page (each with its own token)."""
-    base = urllib.parse.urlsplit(target.api()).path
-    token = ""
-    paths: list[str] = []
-    tables = 0
-    while True:
-        query = urllib.parse.urlencode({"pageToken": token, "pageSize": size})
-        relative = f"namespaces/{namespace}/tables?{query}"
-        page = _expect(client.get(relative), 200).json()
-        found = len(page.get("identifiers") or [])
-        if found:  # a server may hand out a token for an empty last page
-            paths.append(base + relative)
-        tables += found
-        token = page.get("next-page-token")
-        if not token or not found or len(paths) > 100_000 // size:
-            break
-    return {"paths": paths, "tables": tables, "pages": len(paths)}
-
-
-# -- running -----------------------------------------------------------------------------------
+from bench.growler_target import GrowlerTarget
+from bench.plan import NS_W1, NS_W3, NS_W5, NS_W6, NS_W7, Plan
+from bench.probe import probe
+from bench.seeding import catalog_client
+from bench.targets import REPO, Target, http_json
 
 
 def run_wrk(
@@ -418,7 +203,7 @@ def run_all(target: Target, plan: Plan, seeded: dict[str, Any], work_dir: Path, 
     if plan.runs("W9"):
         results["W9"] = target.memory()
     step("W10_recycle", tails.after_recycle, target, plan, run_wrk)  # after W9: it replaces the workers
-    with _client(target, 1) as client:
+    with catalog_client(target, 1) as client:
         step("W11", history.run, target, plan, run_generator, run_wrk, client)
         if not isinstance(target, GrowlerTarget):
             if plan.runs("W11_expiry"):
@@ -449,7 +234,7 @@ def run_all(target: Target, plan: Plan, seeded: dict[str, Any], work_dir: Path, 
         else:
             try:
                 start = time.perf_counter()
-                with _client(target, 1) as client:
+                with catalog_client(target, 1) as client:
                     catalog = random_tables.seed(target, plan, client, bodies)
                 seeded["w13_seeding_s"] = round(time.perf_counter() - start, 1)
                 seeded["w13_tables"] = catalog["tables"]
@@ -460,77 +245,3 @@ def run_all(target: Target, plan: Plan, seeded: dict[str, Any], work_dir: Path, 
         log(f"{target.name}: capability probe")
         results["capabilities"] = probe(target)
     return results
-
-
-# -- what each server does (after the workloads: the probe changes state) ----------------------
-
-
-def probe(target: Target) -> dict[str, bool | None]:
-    """Cheap yes/no checks of features around the workloads, for the fairness notes."""
-    h = target.headers
-    api = target.api
-    found: dict[str, bool | None] = {}
-
-    def status(method: str, path: str, body: Any = None, headers: dict[str, str] | None = None) -> tuple[int, Any]:
-        code, hdrs, parsed = http_json(method, api(path), body, headers={**h, **(headers or {})})
-        return code, (hdrs, parsed)
-
-    wide = f"namespaces/{NS_W3}/tables/wide"
-    code, (hdrs, full) = status("GET", wide)
-    found["loadTable ETag + If-None-Match -> 304"] = (
-        bool({k.lower() for k in hdrs} & {"etag"})
-        and status("GET", wide, headers={"If-None-Match": hdrs.get("ETag") or hdrs.get("etag") or '"x"'})[0] == 304
-    )
-    found["/v1/config lists its endpoints"] = bool(getattr(target, "config", {}).get("endpoints"))
-    code, (_, refs) = status("GET", wide + "?snapshots=refs")
-    found["loadTable snapshots=refs"] = bool(
-        code == 200
-        and full
-        and refs
-        and len(refs["metadata"].get("snapshots") or []) < len(full["metadata"].get("snapshots") or [])
-    )
-    code, (_, page) = status("GET", f"namespaces/{NS_W8_SMALL}/tables?pageToken=&pageSize=10")
-    found["listTables pagination"] = bool(code == 200 and page and page.get("next-page-token"))
-    code, (_, page) = status("GET", "namespaces?pageToken=&pageSize=10")
-    found["listNamespaces pagination"] = bool(code == 200 and page and page.get("next-page-token"))
-    code, _ = status("POST", "namespaces", {"namespace": [NS_W1, "child"]})
-    found["nested namespaces"] = code == 200 and status("GET", f"namespaces?parent={NS_W1}")[0] == 200
-    code, _ = status("POST", f"namespaces/{NS_W1}/properties", {"updates": {"k": "v"}, "removals": []})
-    found["updateNamespaceProperties"] = code == 200
-    code, _ = status("HEAD", wide)
-    found["tableExists (HEAD)"] = code in (200, 204)
-    code, (hdrs, body) = status("GET", wide, headers={"X-Iceberg-Access-Delegation": "vended-credentials"})
-    found["vended credentials"] = bool(
-        body and (body.get("storage-credentials") or any("secret-access-key" in k for k in (body.get("config") or {})))
-    )
-    code, _ = status(
-        "POST",
-        "tables/rename",
-        {
-            "source": {"namespace": [NS_W8_SMALL], "name": "t099"},
-            "destination": {"namespace": [NS_W8_SMALL], "name": "t099_renamed"},
-        },
-    )
-    found["renameTable"] = code == 204
-    code, _ = status(
-        "POST",
-        "transactions/commit",
-        {
-            "table-changes": [
-                {
-                    "identifier": {"namespace": [NS_W8_SMALL], "name": "t001"},
-                    "requirements": [],
-                    "updates": [{"action": "set-properties", "updates": {"bench": "1"}}],
-                },
-                {
-                    "identifier": {"namespace": [NS_W8_SMALL], "name": "t002"},
-                    "requirements": [],
-                    "updates": [{"action": "set-properties", "updates": {"bench": "1"}}],
-                },
-            ]
-        },
-    )
-    found["multi-table transactions"] = code in (200, 204)
-    code, _ = status("GET", f"namespaces/{NS_W1}/views")
-    found["views (listViews)"] = code == 200
-    return found

@@ -1,10 +1,12 @@
-"""Fixtures the API tests share."""
+"""Fixtures the API tests share: principals with chosen grants; ``ns`` (the namespace ``db``) and ``s3``
+(the bucket as text) for the table tests, which modules needing others define for themselves."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.api.authz_support import Principals
+from tests.api.tables_support import PREFIX, TextStore
 
 
 @pytest.fixture(scope="module")
@@ -13,3 +15,14 @@ def principals(app, settings):
     made = Principals(app, settings.database_url)
     yield made
     made.close()
+
+
+@pytest.fixture
+def ns(client):
+    assert client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]}).status_code == 200
+    return "db"
+
+
+@pytest.fixture
+def s3(app):
+    return TextStore(app.app.extensions["growler.catalog"].objects)

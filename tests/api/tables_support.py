@@ -8,8 +8,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from app.ground.locations import Location
+from tests.conftest import TEST_BUCKET
 
 PREFIX = "/v1/test"
+METADATA_FILE = re.compile(r"/metadata/\d{5}-[0-9a-f-]{36}\.metadata\.json$")
 
 
 class TextStore:
@@ -120,3 +122,21 @@ def assert_same_answer(one, other) -> None:
     assert {k: v for k, v in one.headers.items() if k not in varying} == {
         k: v for k, v in other.headers.items() if k not in varying
     }
+
+
+# What a test reads back: the objects under a location or in the bucket, an error body's type.
+def objects_under(s3, location: str) -> list[str]:
+    return list(s3.list(location.rstrip("/") + "/"))
+
+
+def bucket_objects(s3) -> set[str]:
+    return set(s3.list(f"s3://{TEST_BUCKET}/"))
+
+
+def set_properties(client, table: str, **properties: str):
+    updates = [{"action": "set-properties", "updates": properties}]
+    return client.post(table_url(table), json={"requirements": [], "updates": updates})
+
+
+def error_type(response) -> str:
+    return response.json()["error"]["type"]

@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from storage.objects import S3ObjectStore
 from tests.conftest import TEST_CREDENTIAL, auth_env_for_tests
 from tests.integration.bearer import BEARER, BearerForTestServers
 
@@ -124,6 +125,12 @@ def server(settings, app, tmp_path_factory) -> Iterator[Server]:
 
 
 @pytest.fixture
+def objects(settings) -> S3ObjectStore:
+    """The suite's object store, to list what a client wrote (the Spark and PyIceberg table tests)."""
+    return S3ObjectStore(settings.s3)
+
+
+@pytest.fixture
 def browser(tmp_path) -> Iterator[object]:
     """A headless Chromium session of its own (tests/integration/browser_support.py)."""
     from tests.integration.browser_support import chromium_session
@@ -197,7 +204,7 @@ def _spark_drivers(item: pytest.Item) -> set[tuple[str, str]]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The Spark scenarios that take ``access`` (tests/integration/test_spark.py) run in the default
+    """The Spark scenarios that take ``access`` (tests/integration/spark_sql/) run in the default
     mode on both lines, and in the two other modes (signing, static keys) on Spark 3.5 - and MERGE
     there only merge-on-read v2: each mode once where it reaches storage differently, within the
     suite's time. The other combinations are deselected, not skipped: nothing is hidden."""

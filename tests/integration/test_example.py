@@ -201,7 +201,7 @@ def test_readme_client_snippets_run_as_written(make_run):
     env = user_env(JAVA_HOME=java17_home() or "")
     assert run_snippet(readme_snippet("pyiceberg", make_run), sys.executable, env).split()[-1] == "2"
     assert run_snippet(readme_snippet("pyiceberg-signing", make_run), sys.executable, env).split()[-1] == "2"
-    # (its other choice, remote-signing, is what test_spark.py's signing catalogs ask for)
+    # (its other choice, remote-signing, is what the signing catalogs of spark_sql/conftest.py ask for)
     assert run_snippet(readme_snippet("spark", make_run), sys.executable, env).split()[-1] == "2"
     catalog = RestCatalog("growler", uri=make_run.url, warehouse="warehouse", credential=make_run.credential)
     totals = catalog.load_table("sales.totals").scan().to_arrow().to_pylist()

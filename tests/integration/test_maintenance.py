@@ -28,8 +28,8 @@ from tests.api.bin_support import protect, undrop, unit_of, unprotect
 from tests.api.tables_support import create_request
 from tests.conftest import TEST_BUCKET, TEST_CREDENTIAL
 from tests.integration.commit_barrier import CommitBarrierProxy
+from tests.integration.pyiceberg_support import NS, create_sales, ids_of, new_catalog, objects_under, rows
 from tests.integration.spark_support import CATALOG, DRIVERS, SparkError, java17_home, spark_jars
-from tests.integration.test_pyiceberg_tables import NS, create_sales, ids_of, new_catalog, objects_under, rows
 
 EXPIRY = "system.snapshot-expiry"
 ORPHANS = "system.orphan-file-removal"

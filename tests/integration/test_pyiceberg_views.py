@@ -3,7 +3,7 @@
 PyIceberg 0.12 has create_view, load_view, view_exists, list_views, drop_view and register_view;
 it cannot replace (commit to) or rename a view, so those are driven through its own HTTP session
 (the client's URL building, headers and error mapping) where it helps, and otherwise left to
-tests/api/test_views.py.
+tests/api/views/.
 """
 
 from __future__ import annotations

@@ -87,7 +87,7 @@ def test_spark_drop_undrop_and_reuse(spark, server, request):
     spark.sql(f"INSERT INTO {restored} VALUES (4, 'cup')")  # writable again
     assert spark.sql(f"SELECT count(*) FROM {restored}").collect()[0][0] == 4
     assert spark.sql(f"SELECT id FROM {table}").collect()[0][0] == 100  # the new table untouched
-    # (a DROP ... PURGE left to the catalog waits in the bin: test_spark.py's purge tests)
+    # (a DROP ... PURGE left to the catalog waits in the bin: spark_sql/test_spark_maintenance.py's purge tests)
 
 
 def test_pyiceberg_drop_undrop_same_rows_and_history(server, settings, clean_catalog):

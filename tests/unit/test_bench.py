@@ -106,7 +106,7 @@ def test_planning_workload_filter_matches_its_expected_task_count():
 
 
 def test_bench_only_selects_workloads():
-    from bench.workloads import Plan
+    from bench.plan import Plan
 
     assert Plan.make(True, 7, 1).runs("W3") and Plan.make(True, 7, 1).runs("W12")
     only = Plan.make(True, 7, 1, ("W12", "W8"))
