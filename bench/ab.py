@@ -39,12 +39,7 @@ def serve(info_file: Path) -> None:
     from bench.targets import GrowlerTarget, make_root, remove_root
     from bench.workloads import NAMESPACE_PROPERTIES, NAMESPACES, _client, _expect, append_sequentially, bodies
 
-    conf = os.environ.get("AB_GUNICORN_CONF")  # another gunicorn config (a profiler's, wrapping the shipped one)
-    if conf:
-        import bench.targets
-
-        spawn = bench.targets.spawn_logged
-        bench.targets.spawn_logged = lambda argv, *a: spawn([conf if x == "gunicorn.conf.py" else x for x in argv], *a)
+    _wrap_gunicorn()
     root = make_root()
     target = GrowlerTarget(root / "growler", int(os.environ.get("GROWLER_WORKERS") or 2))
     target.root.mkdir(parents=True)
@@ -55,7 +50,8 @@ def serve(info_file: Path) -> None:
             for name in NAMESPACES:
                 _expect(client.post("namespaces", json={"namespace": [name], "properties": NAMESPACE_PROPERTIES}), 200)
             _expect(client.post("namespaces/ns001/tables", json=bodies.create_table("wide", 40)), 200)
-            append_sequentially(client, "namespaces/ns001/tables/wide", 100, random.Random(7))
+            snapshots = int(os.environ.get("AB_WIDE_SNAPSHOTS", "100"))  # fewer under valgrind
+            append_sequentially(client, "namespaces/ns001/tables/wide", snapshots, random.Random(7))
             _expect(client.post("namespaces/ns003/tables", json=bodies.create_table("w6")), 200)
         info = {
             "api": target.api(),
@@ -75,6 +71,29 @@ def serve(info_file: Path) -> None:
         remove_root(root)
 
 
+def _wrap_gunicorn() -> None:
+    """AB_GUNICORN_CONF: another gunicorn config (a profiler's, wrapping the shipped one);
+    AB_GUNICORN_PREFIX: a command gunicorn runs under (valgrind's callgrind, ``instructions``),
+    with start-up deadlines for a server many times slower."""
+    import bench.targets
+
+    spawn = bench.targets.spawn_logged
+    conf = os.environ.get("AB_GUNICORN_CONF")
+    prefix = os.environ.get("AB_GUNICORN_PREFIX", "").split()
+    if conf:
+        argv_of = lambda argv: [conf if x == "gunicorn.conf.py" else x for x in argv]  # noqa: E731
+    else:
+        argv_of = list
+    bench.targets.spawn_logged = lambda argv, *args: spawn([*prefix, *argv_of(argv)], *args)
+    if prefix:
+        wait_for_http = bench.targets.wait_for_http
+        bench.targets.wait_for_http = lambda process, host, port, _timeout: wait_for_http(process, host, port, 1800)
+        target = bench.targets.GrowlerTarget
+        serve, wait_workers = target._serve, target._wait_workers
+        target._serve = lambda self, env: serve(self, {**env, "GROWLER_WORKER_TIMEOUT_S": "1800"})
+        target._wait_workers = lambda self, started=0, timeout=0: wait_workers(self, started, 1800)
+
+
 def compare(old: Path, new: Path) -> dict[str, Any]:
     from bench import wrk
     from bench.targets import children, cpu_seconds
@@ -82,6 +101,7 @@ def compare(old: Path, new: Path) -> dict[str, Any]:
     only = [w.strip().upper() for w in os.environ.get("AB_ONLY", "W1").split(",") if w.strip()]
     rounds = int(os.environ.get("AB_ROUNDS", "6"))
     seconds = int(os.environ.get("AB_SECONDS", "10"))
+    warmup_s = int(os.environ.get("AB_WARMUP_S", "2"))  # before each read run (wrk's shortest is 1 s)
     here = Path(__file__).resolve()
     tmp = Path(tempfile.mkdtemp(prefix="bench-ab-"))
     sides: dict[str, dict[str, Any]] = {}
@@ -115,11 +135,13 @@ def compare(old: Path, new: Path) -> dict[str, Any]:
             if workload in READS:
                 url = side["api"] + READS[workload]
                 kwargs = {"connections": 16, "threads": 1, "headers": side["headers"], "seed": 7}
-                wrk.run(url, duration_s=2, **kwargs)  # warm-up
+                if warmup_s:
+                    wrk.run(url, duration_s=warmup_s, **kwargs)  # warm-up
                 before = cpu()
                 requests = wrk.run(url, duration_s=seconds, **kwargs)["requests"]
             else:
-                spec = {"base_url": side["api"], "headers": side["headers"], "seed": 7, "concurrency": 16}
+                side["runs"] = side.get("runs", 0) + 1  # a new seed each run: W5's table names are new
+                spec = {"base_url": side["api"], "headers": side["headers"], "seed": side["runs"], "concurrency": 16}
                 if workload == "W5":
                     spec.update(mode="create", namespace="ns002", count=40 * seconds, warmup=20)
                 else:  # W6: one writer, appends
