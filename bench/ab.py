@@ -192,7 +192,7 @@ def compare(old: Path, new: Path) -> dict[str, Any]:
             a, b = results[workload]["A"]["app_ms"]["median"], results[workload]["B"]["app_ms"]["median"]
             results[workload]["app_B_over_A"] = round(b / a, 3)
             # each round's B over the A measured next to it (same minute, same load on the machine)
-            paired = statistics.median(y["app_ms"] / x["app_ms"] for x, y in zip(runs["A"], runs["B"], strict=True))
+            paired = paired_ratio([r["app_ms"] for r in runs["A"]], [r["app_ms"] for r in runs["B"]])
             results[workload]["app_B_over_A_paired"] = round(paired, 3)
             print(
                 f"{workload}: app A {a:.3f} B {b:.3f} ms/request (B/A {b / a:.3f}, paired {paired:.3f})",
@@ -208,6 +208,12 @@ def compare(old: Path, new: Path) -> dict[str, Any]:
                 p.wait(60)
             except subprocess.TimeoutExpired:
                 p.kill()
+
+
+def paired_ratio(a: list[float], b: list[float]) -> float:
+    """The median of each round's B over its A: the two ran minutes apart at most, under the same load
+    on the machine, which moves CPU per request far more than any change measured here."""
+    return statistics.median(y / x for x, y in zip(a, b, strict=True))
 
 
 def summarize(runs: list[dict[str, float]]) -> dict[str, Any]:
