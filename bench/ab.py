@@ -13,6 +13,12 @@ connections, a warm-up first; bench/load.py for W5/W6) and reports the median an
 Each checkout is served by ``python bench/ab.py serve`` run from a copy of this file with the
 checkout as its working directory (its own bench/targets.py, app and gunicorn.conf.py), so the
 checkouts need nothing of this file.
+
+Where the CPU goes, function by function: serve each checkout with one worker under yappi
+(bench/gunicorn_yappi.py: ``AB_GUNICORN_CONF=<it> PROF_LABEL=old GROWLER_WORKERS=1 python
+<this file> serve old.json`` in the old checkout, likewise ``new``), send both the same requests
+between touching ``$TMPDIR/<label>.start`` and ``.stop``, then
+``python -m bench.ab calls old-<pid>.pstat new-<pid>.pstat <requests old> <requests new>``.
 """
 
 from __future__ import annotations
@@ -50,7 +56,7 @@ def serve(info_file: Path) -> None:
             for name in NAMESPACES:
                 _expect(client.post("namespaces", json={"namespace": [name], "properties": NAMESPACE_PROPERTIES}), 200)
             _expect(client.post("namespaces/ns001/tables", json=bodies.create_table("wide", 40)), 200)
-            snapshots = int(os.environ.get("AB_WIDE_SNAPSHOTS", "100"))  # fewer under valgrind
+            snapshots = int(os.environ.get("AB_WIDE_SNAPSHOTS", "100"))  # fewer: a quicker start
             append_sequentially(client, "namespaces/ns001/tables/wide", snapshots, random.Random(7))
             _expect(client.post("namespaces/ns003/tables", json=bodies.create_table("w6")), 200)
         info = {
@@ -72,26 +78,49 @@ def serve(info_file: Path) -> None:
 
 
 def _wrap_gunicorn() -> None:
-    """AB_GUNICORN_CONF: another gunicorn config (a profiler's, wrapping the shipped one);
-    AB_GUNICORN_PREFIX: a command gunicorn runs under (valgrind's callgrind, ``instructions``),
-    with start-up deadlines for a server many times slower."""
+    """AB_GUNICORN_CONF: another gunicorn config for the server, e.g. bench/gunicorn_yappi.py (a
+    profiler wrapping the shipped one: ``calls``)."""
     import bench.targets
 
-    spawn = bench.targets.spawn_logged
     conf = os.environ.get("AB_GUNICORN_CONF")
-    prefix = os.environ.get("AB_GUNICORN_PREFIX", "").split()
     if conf:
-        argv_of = lambda argv: [conf if x == "gunicorn.conf.py" else x for x in argv]  # noqa: E731
-    else:
-        argv_of = list
-    bench.targets.spawn_logged = lambda argv, *args: spawn([*prefix, *argv_of(argv)], *args)
-    if prefix:
-        wait_for_http = bench.targets.wait_for_http
-        bench.targets.wait_for_http = lambda process, host, port, _timeout: wait_for_http(process, host, port, 1800)
-        target = bench.targets.GrowlerTarget
-        serve, wait_workers = target._serve, target._wait_workers
-        target._serve = lambda self, env: serve(self, {**env, "GROWLER_WORKER_TIMEOUT_S": "1800"})
-        target._wait_workers = lambda self, started=0, timeout=0: wait_workers(self, started, 1800)
+        spawn = bench.targets.spawn_logged
+        bench.targets.spawn_logged = lambda argv, *args: spawn(
+            [conf if arg == "gunicorn.conf.py" else arg for arg in argv], *args
+        )
+
+
+def calls(old: Path, new: Path, requests_old: int, requests_new: int, top: int = 40) -> list[str]:
+    """Two yappi profiles (bench/gunicorn_yappi.py) of the same requests: calls and self CPU
+    microseconds per request, function by function (paths made relative to their checkout or
+    site-packages, so that two checkouts' functions match), largest difference in calls first."""
+    import pstats
+    import re
+
+    def per_function(path: Path) -> dict[str, tuple[int, float]]:
+        out: dict[str, tuple[int, float]] = {}
+        for (file, _line, name), (_cc, ncalls, tottime, _ct, _callers) in pstats.Stats(str(path)).stats.items():
+            key = f"{re.sub(r'^.*?(site-packages/|/(?=(app|storage|bench|scripts)/))', '', file)}:{name}"
+            key = re.sub(r" at 0x[0-9a-f]+", "", key)  # a builtin's address differs between processes
+            n, t = out.get(key, (0, 0.0))
+            out[key] = (n + ncalls, t + tottime)
+        return out
+
+    a, b = per_function(old), per_function(new)
+    lines = [
+        f"calls per request: {sum(n for n, _ in a.values()) / requests_old:.1f} -> "
+        f"{sum(n for n, _ in b.values()) / requests_new:.1f}; self CPU us per request: "
+        f"{sum(t for _, t in a.values()) * 1e6 / requests_old:.0f} -> "
+        f"{sum(t for _, t in b.values()) * 1e6 / requests_new:.0f}"
+    ]
+    rows = []
+    for key in a.keys() | b.keys():
+        (na, ta), (nb, tb) = a.get(key, (0, 0.0)), b.get(key, (0, 0.0))
+        rows.append((nb / requests_new - na / requests_old, key, na / requests_old, nb / requests_new, ta, tb))
+    rows.sort(key=lambda row: -abs(row[0]))
+    for _diff, key, ca, cb, ta, tb in rows[:top]:
+        lines.append(f"{key[:90]:90} {ca:9.2f} {cb:9.2f} {ta * 1e6 / requests_old:8.1f} {tb * 1e6 / requests_new:8.1f}")
+    return lines
 
 
 def compare(old: Path, new: Path) -> dict[str, Any]:
@@ -235,5 +264,7 @@ def summarize(runs: list[dict[str, float]]) -> dict[str, Any]:
 if __name__ == "__main__":
     if sys.argv[1] == "serve":
         serve(Path(sys.argv[2]))
+    elif sys.argv[1] == "calls":  # calls OLD.pstat NEW.pstat REQUESTS_OLD REQUESTS_NEW
+        print("\n".join(calls(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))))
     else:
         print(json.dumps(compare(Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve()), indent=1))
