@@ -306,3 +306,16 @@ def test_report_random_tables_with_what_differs_from_the_shipped_defaults():
     assert "| W13 first 10 s of fresh workers | 2,500 | 4.00 | 20.00 | 45.00 | 90.00 | 0 | 0 | nothing |" in text
     assert "| W13 shipped defaults, 60 s | 1,500 | 4.00 | 3,000 | 3,900 | 90.00 | 0 | 8 | nothing |" in text
     assert "| W13 recycling off, 60 s | 2,650 |" in text and "`GROWLER_MAX_WORKER_RSS_MB=0`: the steady state |" in text
+
+
+def test_ab_compares_each_round_with_its_neighbour():
+    """bench/ab.py: the paired ratio follows the rounds, not the medians of each side."""
+    from bench.ab import paired_ratio, summarize
+
+    a, b = [1.0, 2.0, 1.0], [1.1, 2.2, 1.1]  # B 10% above A in every round, the load moving both
+    assert round(paired_ratio(a, b), 3) == 1.1
+    runs = [{"requests": 100, "busiest_share": 0.5, "app_ms": x, "pg_ms": 0.1} for x in (0.5, 0.4, 0.6)]
+    summary = summarize(runs)
+    assert summary["app_ms"]["median"] == 0.5
+    assert (summary["app_ms"]["min"], summary["app_ms"]["max"]) == (0.4, 0.6)
+    assert summary["requests"] == [100, 100, 100]
