@@ -144,14 +144,16 @@ def test_drop_without_purge_keeps_objects(catalog, objects):
     assert objects_under(objects, table.location()) == before
 
 
-def test_register_table_from_metadata_file(server, clean_catalog, hard_policy_warehouse, pyiceberg_io_on_one_thread):
+def test_register_table_from_metadata_file(server, clean_catalog, hard_policy_warehouse):
     # On a hard-policy warehouse: a dropped table's location is free at once for a registration
     # (the default soft policy keeps it owned by the dropped table in its recycle bin, issue 35).
-    # Its tables are reached through remote signing (FsspecFileIO: an append failed with
-    # AccessDenied in a run), hence PyIceberg's I/O on one thread (pyiceberg_io_on_one_thread).
+    # Made through the management API without a credentials mode, it takes the server's (sts), as
+    # the default warehouse does: PyIceberg gets vended credentials, no signer.
     catalog = RestCatalog("growler", uri=server.url, warehouse=hard_policy_warehouse, credential=TEST_CREDENTIAL)
     catalog.create_namespace(NS)
     table = create_sales(catalog)
+    assert "s3.session-token" in table.io.properties
+    assert "s3.remote-signing-enabled" not in table.io.properties
     table.append(rows(1, 2))
     table.append(rows(3))
     metadata_location = table.metadata_location
