@@ -69,6 +69,29 @@ def auth_env_for_tests() -> dict[str, str]:
     }
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--part",
+        choices=("jvm", "rest"),
+        default=None,
+        help="run one part of the suite (tests/suite_parts.py; make test runs both side by side)",
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--part``: keep that part's tests, deselect the other's (the whole suite without it)."""
+    part = config.getoption("part")
+    if part is None:
+        return
+    from tests.suite_parts import split
+
+    kept, dropped = split(items, part)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 # Every app this process builds (create_app reads the environment) authenticates; its test
 # clients send the test admin's token (``authenticated``). Servers started as processes get
 # authentication only when a test asks for it (tests/integration/conftest.py, ``server_env``).
