@@ -2,8 +2,8 @@
 
     python -m scripts.suite [pytest options and paths...]
 
-Each part (``tests/suite_parts.py``: ``jvm``, the tests that share the Spark drivers, Keycloak,
-Kafka and the long STS job; ``rest``, all the others) runs in a pytest session of its own, with
+Each part (``tests/suite_parts.py``: ``slow``, the tests that share the Spark drivers, Keycloak,
+Kafka and the long STS job, and those marked slow; ``rest``, all the others) runs in a pytest session of its own, with
 the same arguments and its own servers on throwaway ports; every test runs in exactly one. Much of
 the suite's time is waiting (JVMs booting, the STS job's 16 minutes, tokens expiring, restarts),
 so two sessions take about as long as the longer part instead of the sum.
@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import IO
 
-PARTS = ("jvm", "rest")
+PARTS = ("slow", "rest")
 EXTERNAL_SERVICES = ("GROWLER_TEST_DATABASE_URL", "GROWLER_TEST_S3_ENDPOINT")
 NO_TESTS_COLLECTED = 5  # pytest.ExitCode.NO_TESTS_COLLECTED
 

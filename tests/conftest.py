@@ -72,7 +72,7 @@ def auth_env_for_tests() -> dict[str, str]:
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--part",
-        choices=("jvm", "rest"),
+        choices=("slow", "rest"),
         default=None,
         help="run one part of the suite (tests/suite_parts.py; make test runs both side by side)",
     )
