@@ -48,11 +48,9 @@ def _imports_jvm_support(path: Path) -> bool:
     return any(name.rsplit(".", 1)[-1] in JVM_SUPPORT for name in names)
 
 
-def _is_slow(item: pytest.Item) -> bool:
-    """Needs a shared JVM, or is marked slow."""
+def _needs_jvm(item: pytest.Item) -> bool:
     params = getattr(getattr(item, "callspec", None), "params", {})
-    needs_jvm = bool(JVM_FIXTURES & set(getattr(item, "fixturenames", ()))) or bool(JVM_PARAMS & set(params))
-    return needs_jvm or item.get_closest_marker("slow") is not None
+    return bool(JVM_FIXTURES & set(getattr(item, "fixturenames", ()))) or bool(JVM_PARAMS & set(params))
 
 
 def _module_path(item: pytest.Item) -> Path:
@@ -60,12 +58,18 @@ def _module_path(item: pytest.Item) -> Path:
 
 
 def split(items: list[pytest.Item], part: str) -> tuple[list[pytest.Item], list[pytest.Item]]:
-    """(kept, deselected) for ``part``: the modules of the ``slow`` part are those with a slow
-    item (``_is_slow``) or that import a JVM's support module; the others are ``rest``'s."""
-    slow_modules = {_module_path(item) for item in items if _is_slow(item)}
-    slow_modules |= {path for path in {_module_path(item) for item in items} if _imports_jvm_support(path)}
+    """(kept, deselected) for ``part``: the modules of the ``slow`` part are those with an item
+    that needs a shared JVM or is marked slow, or that import a JVM's support module; the others
+    are ``rest``'s."""
+    jvm_modules = {_module_path(item) for item in items if _needs_jvm(item)}
+    jvm_modules |= {path for path in {_module_path(item) for item in items} if _imports_jvm_support(path)}
+    slow_modules = jvm_modules | {_module_path(item) for item in items if item.get_closest_marker("slow")}
     kept, dropped = [], []
     for item in items:
         in_slow = _module_path(item) in slow_modules
         (kept if in_slow == (part == "slow") else dropped).append(item)
+    if part == "slow":
+        # The modules without a shared JVM first: they run while the JVMs boot (started after
+        # collection), so the Spark tests meet booted drivers on a calmer machine, as in one session.
+        kept.sort(key=lambda item: _module_path(item) in jvm_modules)
     return kept, dropped

@@ -48,8 +48,9 @@ def test_every_item_lands_in_exactly_one_part_and_a_module_stays_whole() -> None
     kept = {part: split(items, part)[0] for part in PARTS}
     for part in PARTS:
         assert split(items, part)[1] == [item for item in items if item not in kept[part]]
-    assert sorted(item.name for part in PARTS for item in kept[part]) == [item.name for item in items]
-    assert [item.name for item in kept["slow"]] == ["c", "d", "e", "f", "g", "h", "i"]
+    assert sorted(item.name for part in PARTS for item in kept[part]) == sorted(item.name for item in items)
+    # the modules without a shared JVM first (they run while the JVMs boot), each in its order
+    assert [item.name for item in kept["slow"]] == ["h", "i", "c", "d", "e", "f", "g"]
     assert [item.name for item in kept["rest"]] == ["a", "b"]
 
 
