@@ -21,6 +21,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from typing import IO
 
 PARTS = ("slow", "rest")
 EXTERNAL_SERVICES = ("GROWLER_TEST_DATABASE_URL", "GROWLER_TEST_S3_ENDPOINT")
+CPU_LOCK_ENV = "GROWLER_TEST_CPU_LOCK"  # tests/conftest.py, ``cpu_alone``
 NO_TESTS_COLLECTED = 5  # pytest.ExitCode.NO_TESTS_COLLECTED
 
 
@@ -79,7 +81,16 @@ def main(argv: list[str]) -> int:
     # External services (tests/conftest.py): one database and bucket, which every api test empties
     # - two sessions cannot share them, so the suite runs as one session there.
     external = any(os.environ.get(name) for name in EXTERNAL_SERVICES)
-    parts = [start(name, argv, lock) for name in ((None,) if external else PARTS)]
+    # The tests that measure throughput under a CPU-bound burst take turns across the sessions
+    # (the ``cpu_alone`` fixture, tests/conftest.py).
+    with tempfile.NamedTemporaryFile(prefix="growler-suite-cpu-", suffix=".lock") as cpu_lock:
+        os.environ[CPU_LOCK_ENV] = cpu_lock.name
+        parts = [start(name, argv, lock) for name in ((None,) if external else PARTS)]
+        return _wait(parts)
+
+
+def _wait(parts: list[Part]) -> int:
+    """Until every session ended (signals passed on to them); their combined exit status."""
 
     def forward(signum: int, _frame: object) -> None:
         for part in parts:

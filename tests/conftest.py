@@ -263,6 +263,28 @@ def hard_policy(app, services: Services) -> Iterator[None]:
     policy("soft")
 
 
+CPU_LOCK_ENV = "GROWLER_TEST_CPU_LOCK"  # set by scripts/suite.py for both sessions
+
+
+@pytest.fixture
+def cpu_alone() -> Iterator[None]:
+    """For a test that measures throughput under a CPU-bound burst (guessers, stress): it holds a
+    lock file that ``make test``'s two sessions share (scripts/suite.py), so no two such tests of
+    the two sessions run at once. Without the variable (one session) it does nothing."""
+    path = os.environ.get(CPU_LOCK_ENV)
+    if not path:
+        yield
+        return
+    import fcntl
+
+    with open(path, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
+
+
 @pytest.fixture
 def unique() -> str:
     return "t" + uuid.uuid4().hex[:10]
