@@ -2,7 +2,8 @@
 # the virtualenv (python3-venv via apt if ensurepip is missing), Python packages, PostgreSQL.
 #
 #   make run            serve on $GROWLER_BIND (127.0.0.1:8181) with embedded PostgreSQL + S3
-#   make test           run the test suite (PYTEST_ARGS="-k foo -x" to pass options)
+#   make test           run the test suite: two pytest sessions side by side (scripts/suite.py;
+#                       PYTEST_ARGS="-k foo -x" to pass options to both)
 #   make lint           ruff
 #   make spark-jars     fetch the Iceberg Spark runtimes (3.5, 4.1) + AWS bundle (mvn) into .cache/spark-jars
 #   make keycloak       fetch Keycloak (mvn) into .cache/keycloak-<version>: the IdP of the OIDC tests
@@ -199,7 +200,7 @@ test: test-deps
 	@$(call ensure_buildah)
 	@$(call ensure_chromium)
 	@$(call ensure_nats)
-	$(VPY) -m pytest $(PYTEST_ARGS)
+	$(VPY) -m scripts.suite $(PYTEST_ARGS)
 
 # What the suite needs besides .venv: the Spark jars (fetched once, then found through
 # GROWLER_SPARK_JARS), the Spark 4.1 interpreter (GROWLER_SPARK4_PYTHON) and Keycloak. Fetched side

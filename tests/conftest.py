@@ -70,6 +70,29 @@ def auth_env_for_tests() -> dict[str, str]:
     }
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--part",
+        choices=("slow", "rest"),
+        default=None,
+        help="run one part of the suite (tests/suite_parts.py; make test runs both side by side)",
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--part``: keep that part's tests, deselect the other's (the whole suite without it)."""
+    part = config.getoption("part")
+    if part is None:
+        return
+    from tests.suite_parts import split
+
+    kept, dropped = split(items, part)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 # Every app this process builds (create_app reads the environment) authenticates; its test
 # clients send the test admin's token (``authenticated``). Servers started as processes get
 # authentication only when a test asks for it (tests/integration/conftest.py, ``server_env``).
@@ -249,6 +272,28 @@ def hard_policy(app, services: Services) -> Iterator[None]:
     policy("hard")
     yield
     policy("soft")
+
+
+CPU_LOCK_ENV = "GROWLER_TEST_CPU_LOCK"  # set by scripts/suite.py for both sessions
+
+
+@pytest.fixture
+def cpu_alone() -> Iterator[None]:
+    """For a test that measures throughput under a CPU-bound burst (guessers, stress): it holds a
+    lock file that ``make test``'s two sessions share (scripts/suite.py), so no two such tests of
+    the two sessions run at once. Without the variable (one session) it does nothing."""
+    path = os.environ.get(CPU_LOCK_ENV)
+    if not path:
+        yield
+        return
+    import fcntl
+
+    with open(path, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
 
 
 @pytest.fixture

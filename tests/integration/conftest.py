@@ -234,13 +234,15 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     from tests.integration.spark_support import DRIVERS
     from tests.integration.sts_long_job_support import LONG_STS_JOB
 
-    if not session.config.option.collectonly and any(_runs_long_sts_job(item) for item in session.items):
+    if session.config.option.collectonly:
+        return  # nothing runs
+    if any(_runs_long_sts_job(item) for item in session.items):
         LONG_STS_JOB.prestart()
     for line, role in sorted(set().union(*(_spark_drivers(item) for item in session.items))):
         DRIVERS.prestart(line, role)
     if any("keycloak" in item.fixturenames for item in session.items):
         KEYCLOAK.prestart()
-    if not session.config.option.collectonly and any("kafka_broker" in item.fixturenames for item in session.items):
+    if any("kafka_broker" in item.fixturenames for item in session.items):
         KAFKA.prestart()
 
 

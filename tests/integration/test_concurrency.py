@@ -71,7 +71,8 @@ from tests.integration.stress_load import (
     worker_pids,
 )
 
-pytestmark = pytest.mark.slow
+# a CPU-bound burst: never beside another session's (cpu_alone, tests/conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("cpu_alone")]
 
 # -- fixtures -----------------------------------------------------------------------------
 

@@ -29,6 +29,8 @@ from tests.fault_support import process_tree
 from tests.integration.conftest import REPO
 from tests.integration.proc_support import wait_for
 
+pytestmark = pytest.mark.slow  # waits on restarts or builds: make test runs it in the slow part
+
 NATS_BIN = "/usr/sbin/nats-server" if Path("/usr/sbin/nats-server").exists() else "nats-server"
 
 

@@ -19,10 +19,13 @@ from pathlib import Path
 
 import httpx
 import psycopg
+import pytest
 
 from tests.api.tables_support import create_request
 from tests.integration.conftest import start_server, stop_server
 from tests.integration.failover_support import remove, start_replicated
+
+pytestmark = pytest.mark.slow  # waits on restarts or builds: make test runs it in the slow part
 
 WRITERS = 2
 ACKS_BEFORE_KILL = 6

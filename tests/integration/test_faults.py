@@ -30,6 +30,8 @@ from tests.api.tables_support import create_request
 from tests.fault_support import frozen, process_tree
 from tests.integration.conftest import REPO, Server, start_server, stop_server
 
+pytestmark = pytest.mark.slow  # waits on restarts or builds: make test runs it in the slow part
+
 TIMEOUT_S = 2  # GROWLER_DB_TIMEOUT_S, GROWLER_S3_TIMEOUT_S and GROWLER_DB_POOL_TIMEOUT_S of the server
 # A refused request may wait for a few bounded steps (a pool check, a connect, the check of a
 # commit's outcome): each is at most TIMEOUT_S. Without the deadlines a frozen dependency hangs

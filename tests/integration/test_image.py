@@ -32,6 +32,8 @@ from tests.conftest import TEST_CREDENTIAL
 from tests.integration.bearer import BEARER
 from tests.integration.conftest import server_env
 
+pytestmark = pytest.mark.slow  # waits on restarts or builds: make test runs it in the slow part
+
 TAG = "localhost/growler:test"
 
 

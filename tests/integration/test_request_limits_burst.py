@@ -20,6 +20,9 @@ from app.ground.limits import Limits
 from tests.integration.bearer import BEARER
 from tests.integration.conftest import start_server, stop_server
 
+# a CPU-bound burst: never beside another session's (cpu_alone, tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("cpu_alone")
+
 LIMITS = Limits()
 BURST = 12  # concurrent requests, spread by the kernel over the two workers
 HEALTHZ_BUDGET_S = 0.100

@@ -28,6 +28,9 @@ from tests.conftest import TEST_CLIENT_ID, TEST_CLIENT_SECRET
 from tests.integration.conftest import start_server, stop_server
 from tests.integration.proc_support import children
 
+# a CPU-bound burst: never beside another session's (cpu_alone, tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("cpu_alone")
+
 GUESSERS = 32
 GUESSES = 40  # each: 1,280 in all, well under a worker's max_requests
 UNDER_WAY = 300  # guesses answered before the legitimate client asks
