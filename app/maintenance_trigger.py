@@ -2,17 +2,23 @@
 
 The commit path (``TableService.after_commit``) tells ``CommitTrigger.note`` the table's id and its
 snapshot count once a commit has landed: a counter in this worker's memory, under a lock. When the
-rule says so (``app.rules.maintenance.due_after_commits``: enough commits, or a long history) the
+rule says so (``app.rules.maintenance.past_commit_threshold``: enough commits, or a long history,
+and ``COMMIT_TRIGGER_EVERY_S`` since the table was last made due) the
 table is put on a short list. Housekeeping's next round (within its idle wait: 10 s) takes the
 list, makes those tables due in PostgreSQL in one statement (``MaintenanceRows.mark_due``) and runs
 them first, with the trigger ``commits``. A table without an enabled policy costs one look at its
 policies, then waits for the next threshold.
+
+A commit past the threshold within ``COMMIT_TRIGGER_EVERY_S`` of the table's last look is not
+forgotten: the table waits, and the first round after the interval makes it due, whether or not
+another commit comes (a burst's last commits would otherwise wait for the schedule: hours).
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.rules import maintenance as policy_rules
@@ -27,27 +33,40 @@ class _Count:
 
 
 class CommitTrigger:
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
         self._lock = threading.Lock()
         self._counts: dict[int, _Count] = {}
         self._due: set[int] = set()
+        self._waiting: set[int] = set()  # past the threshold, within the interval of their last look
 
     def note(self, entry_id: int, snapshots: int) -> None:
         """A commit landed on the table (called by the commit path: memory only)."""
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             count = self._counts.get(entry_id)
             if count is None:
                 if len(self._counts) >= MAX_COUNTED:
                     self._counts.clear()
+                    self._waiting.clear()
                 count = self._counts[entry_id] = _Count()
             count.commits += 1
-            if policy_rules.due_after_commits(count.commits, snapshots, now - count.flagged_at):
-                count.commits, count.flagged_at = 0, now
-                self._due.add(entry_id)
+            if policy_rules.past_commit_threshold(count.commits, snapshots):
+                self._waiting.add(entry_id)
+                self._flag_when_due(entry_id, count, now)
 
     def take(self) -> list[int]:
-        """The tables made due since the last call (housekeeping's)."""
+        """The tables made due since the last call (housekeeping's), the waiting ones included
+        once their interval has passed."""
+        now = self._clock()
         with self._lock:
+            for entry_id in list(self._waiting):
+                self._flag_when_due(entry_id, self._counts[entry_id], now)
             due, self._due = sorted(self._due), set()
         return due
+
+    def _flag_when_due(self, entry_id: int, count: _Count, now: float) -> None:
+        if now - count.flagged_at >= policy_rules.COMMIT_TRIGGER_EVERY_S:
+            count.commits, count.flagged_at = 0, now
+            self._waiting.discard(entry_id)
+            self._due.add(entry_id)

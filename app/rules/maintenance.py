@@ -380,8 +380,6 @@ SNAPSHOTS_BEFORE_DUE = 500
 COMMIT_TRIGGER_EVERY_S = 30.0
 
 
-def due_after_commits(commits: int, snapshots: int, since_last_s: float) -> bool:
-    """Whether the commits counted since a table was last made due make it due now."""
-    return since_last_s >= COMMIT_TRIGGER_EVERY_S and (
-        commits >= COMMITS_BEFORE_DUE or snapshots >= SNAPSHOTS_BEFORE_DUE
-    )
+def past_commit_threshold(commits: int, snapshots: int) -> bool:
+    """Whether the commits counted since a table was last made due call for a look at it."""
+    return commits >= COMMITS_BEFORE_DUE or snapshots >= SNAPSHOTS_BEFORE_DUE
