@@ -19,7 +19,7 @@ class Call:
 
     def __init__(self, params: dict[str, Any], body: Any, separator: str, default_warehouse: str) -> None:
         self.params = params
-        self.body = body if body is not None else {}  # the handler's model, or the JSON object
+        self.body = body if body is not None else {}  # the handler's model ({}: the operation takes no body)
         self.separator = separator
         self.warehouse = str(params.get("prefix") or default_warehouse)
 
