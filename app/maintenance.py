@@ -184,7 +184,7 @@ class MaintenanceService(ManagementRights):
         """
         committed = self.executor.trigger.take()
         if committed:
-            self.maintenance.mark_due(committed)
+            self.maintenance.mark_due(committed, self.executor.trigger.by_properties(committed))
         if not full:
             if not committed:
                 return 0

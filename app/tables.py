@@ -70,7 +70,7 @@ class TableService(TableCommits):
         self.reports = MetricsReports(repository)
         # Told (entry id, snapshot count) after each commit lands: maintenance's trigger
         # (app/maintenance_trigger.py), in memory only - no database round trip on the commit path.
-        self.after_commit: Callable[[int, int], None] = lambda _entry_id, _snapshots: None
+        self.after_commit: Callable[[int, int, bool], None] = lambda _entry_id, _snapshots, _by_properties: None
 
     # -- creating -----------------------------------------------------------------------
 

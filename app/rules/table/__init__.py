@@ -52,6 +52,7 @@ from app.rules.table.files import (
     added_manifest_lists,
     metadata_directory,
     metadata_files_to_delete,
+    relocates,
 )
 from app.rules.table.models import TableMetadata, TableUpdate
 from app.rules.table.requests import TableRequirement, parse_requirements, parse_updates
@@ -79,6 +80,7 @@ __all__ = [
     "parse_requirements",
     "parse_updates",
     "refs_only",
+    "relocates",
     "screen_for",
     "table_uuid",
     "to_json",

@@ -18,6 +18,19 @@ def metadata_directory(metadata: TableMetadata) -> str:
     return metadata_directory_of(metadata.location, metadata.properties)
 
 
+# Where a table's data files go besides its location (Java's LocationProviders; the last two are
+# their deprecated names, still read).
+DATA_PATHS = ("write.data.path", "write.object-storage.path", "write.folder-storage.path")
+
+
+def relocates(old: TableMetadata, new: TableMetadata) -> bool:
+    """Whether a commit moves where the table's files are or go: its location, its metadata
+    directory (``write.metadata.path``) or its data path. A protected table refuses it."""
+    if old.location != new.location or metadata_directory(old) != metadata_directory(new):
+        return True
+    return any(old.properties.get(key) != new.properties.get(key) for key in DATA_PATHS)
+
+
 def metadata_files_to_delete(old: TableMetadata, new: TableMetadata) -> list[str]:
     """Previous metadata files that fell out of the log, when the table asks for their deletion.
 
