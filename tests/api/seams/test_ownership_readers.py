@@ -9,9 +9,10 @@ The attack is built for real: table ``b.victim`` holds rows written by PyIceberg
 test client: the in-process app has no URL), and principal A, with write on its own table
 ``a.mine`` only, commits snapshots naming B's manifest list, B's manifests (in a manifest list
 A wrote), B's data files (in a manifest A wrote) or a data file in a bucket no warehouse uses.
-The first is refused at the commit; the others are accepted (a commit does not read manifests),
-and then every reader refuses, showing none of B's rows and listing none of its files, and
-maintenance fails its run with the reason, changing nothing. Two pages of the preview for a
+The first is refused at the commit (and B's metadata copied elsewhere cannot be registered); the
+others are accepted (a commit does not read manifests), and then every reader refuses, showing
+none of B's rows and listing none of its files, and maintenance fails its run with the reason,
+changing nothing. Two pages of the preview for a
 table that cannot be read (its manifest list missing, Parquet files without field ids) are
 clear pages, not a JSON 500.
 """
@@ -19,6 +20,7 @@ clear pages, not a JSON 500.
 from __future__ import annotations
 
 import io
+import json
 import re
 import threading
 import time
@@ -241,6 +243,28 @@ def test_a_snapshot_naming_another_tables_manifest_list_is_refused_and_writes_no
     assert scene.admin.get(table_url("a", "mine")).json() == before
     assert objects_under(store, before["metadata"]["location"]) == objects
     assert db.execute("SELECT count(*) FROM change_event").fetchone()[0] == events
+
+
+def test_registering_metadata_whose_snapshots_are_another_tables_is_refused(scene, store, db):
+    """An import is the table's only where its manifest lists are in its own locations: B's
+    metadata, copied under namespace ``a`` with a location of its own, is refused (400, nothing
+    registered), so it cannot become a table whose reads are B's files."""
+    victim = scene.admin.get(table_url("b", "victim")).json()
+    location = f"{victim['metadata']['location'].rsplit('/b/', 1)[0]}/a/imported"
+    copied = {**victim["metadata"], "location": location, "table-uuid": str(uuid.uuid4())}
+    metadata_location = f"{location}/metadata/00001-{uuid.uuid4()}.metadata.json"
+    store.write_new(Location.parse(metadata_location), json.dumps(copied).encode())
+    entries = db.execute("SELECT count(*) FROM catalog_entry").fetchone()[0]
+
+    body = {"name": "imported", "metadata-location": metadata_location}
+    response = scene.admin.post(f"{PREFIX}/namespaces/a/register", json=body)
+
+    assert response.status_code == 400, response.text
+    message = response.json()["error"]["message"]
+    assert scene.victim.current_snapshot().manifest_list in message
+    assert f"outside the table's locations ({location})" in message
+    assert db.execute("SELECT count(*) FROM catalog_entry").fetchone()[0] == entries
+    assert scene.admin.get(table_url("a", "imported")).status_code == 404
 
 
 def _victims_manifests(scene: Scene, store: S3ObjectStore, snapshot_id: int) -> tuple[str, str]:
