@@ -84,8 +84,6 @@ class EventSinks(ManagementRights):
                 valid = False
             if not valid:
                 raise BadRequest(f"A {kind} sink's url must be {' or '.join(SCHEMES[kind])}://host[:port]...")
-            if kind == "webhook":
-                self.webhook_guard.check_url(url)
         if (request.kafka is not None) != (kind == "kafka"):
             raise BadRequest("A kafka sink needs its kafka settings (at least a topic); other kinds take none")
         secret = request.secret.get_secret_value() if request.secret is not None else None
@@ -98,6 +96,8 @@ class EventSinks(ManagementRights):
         if request.kafka is not None:
             options, sealed = self._kafka(request.kafka)
         filters = request.filters.model_dump(mode="json") if request.filters is not None else {}
+        if kind == "webhook":  # last: the one check that asks DNS
+            self.webhook_guard.check_url(url)
         row = self.rows.create_sink(name, kind, url, sealed, filters, request.max_attempts or 8, options)
         audit("create-event-sink", who, {"sink": name, "kind": kind, "url": url})
         return row
