@@ -254,7 +254,7 @@ def clean_catalog(app, services: Services) -> None:
 def hard_policy(app, services: Services) -> Iterator[None]:
     """The default warehouse with the hard deletion policy (a drop removes the entry at once, its
     purge runs now: Growler before issue 35) for one test, for the tests of what a hard drop
-    frees (a location registered again, files purged at once). The product's default is soft."""
+    does (files purged at once). The product's default is soft."""
 
     def policy(mode: str) -> None:
         with psycopg.connect(services.database_url, autocommit=True) as conn:

@@ -7,8 +7,8 @@ created at a dropped one's explicit location (ETL scripts, Iceberg's Java ``Cata
 staged create then its commit there (Java's create/replace transactions, Spark's ``CREATE OR
 REPLACE TABLE ... AS SELECT``); and the bin stays safe: an undrop over the new owner is a 409
 naming it that writes nothing (raced against a create through a held lock: never two owners), a
-purge of the taken-over entry leaves every file of the new table, and a dropped table whose purge
-runs still keeps new entries out.
+purge of the taken-over entry leaves every file of the new table (raced against the create too),
+and a dropped table whose purge runs still keeps new entries out.
 """
 
 from __future__ import annotations
@@ -236,6 +236,45 @@ def test_an_undrop_racing_a_create_at_its_location_exactly_one_owns_it(client, h
         assert owners == [("t", old["metadata"]["table-uuid"])] and units(client) == []
     else:
         assert [name for name, _ in owners] == ["t2"] and [u["id"] for u in units(client)] == [unit["id"]]
+
+
+def test_a_purge_starting_while_a_create_claims_its_location_never_deletes_the_new_table(
+    client, home, services, s3, app, db
+):
+    """An administrator's purge and a create at the dropped table's location, both held at the
+    location's claim lock, then let go at once: the create comes first and keeps its files, or
+    the purge does and the create is refused. Never a new table whose files the purge deletes."""
+    old = create_at(client, "t", home).json()
+    assert client.delete(table_url("t")).status_code == 204
+    (unit,) = units(client)
+    outcome: dict[str, Any] = {}
+
+    def create() -> None:
+        outcome["create"] = create_at(client, "t2", home)
+
+    def purge() -> None:
+        outcome["purge"] = client.delete(f"{BIN}/{unit['id']}")
+
+    (exclusive,) = _prefixes(Location.parse(home))[-1:]
+    lock = "SELECT pg_advisory_xact_lock(hashtextextended(%s, %s))"
+    with held_rows(services.database_url, lock, (exclusive, _LOCK_SEED)) as wait:
+        racers = [threading.Thread(target=create), threading.Thread(target=purge)]
+        for racer in racers:
+            racer.start()
+        wait(2)
+    for racer in racers:
+        racer.join(30)
+    assert outcome["purge"].status_code == 204, outcome["purge"].text
+    until(lambda: not units(client) and not db.execute("SELECT count(*) FROM purge_job").fetchone()[0], app)
+    if outcome["create"].status_code == 200:  # first: a live table the purge leaves alone
+        loaded = client.get(table_url("t2")).json()
+        assert loaded["metadata-location"] == outcome["create"].json()["metadata-location"]
+        assert s3.exists(loaded["metadata-location"]) and s3.exists(old["metadata-location"])
+    else:  # second: refused while the purge ran, nothing of it written; the old files are gone
+        assert outcome["create"].status_code == 400 and "being purged" in outcome["create"].text
+        assert db.execute("SELECT count(*) FROM catalog_entry").fetchone()[0] == 0
+        assert not s3.exists(old["metadata-location"])
+        assert create_at(client, "t2", home).status_code == 200  # free once the purge finished
 
 
 def test_a_view_created_at_a_dropped_views_location(client, home):
