@@ -296,16 +296,19 @@ class BinRows:
             " WHERE b.unit_id = %s ORDER BY b.id",
             (unit_id,),
         ).fetchall()
+        claims, entries = [], {}
         for row in rows:
             try:
                 roots = (Location.parse(row["location"]), Location.parse(row["metadata_location"]).parent)
             except InvalidLocation:  # stored before locations were checked: nothing to claim
                 continue
             # no namespace nor name of its own: a stage of the same name holds its place too
-            holder = reclaim(conn, [Claim(tuple(dict.fromkeys(roots)), warehouse_id, (), "", row["id"], row["kind"])])
-            if holder is not None:
-                entry = f"{row['kind']} {'.'.join((*row['path'], row['name']))}"
-                raise TakenOver(unit_id, entry, row["location"], holder)
+            claims.append(Claim(tuple(dict.fromkeys(roots)), warehouse_id, (), "", row["id"], row["kind"]))
+            entries[row["id"]] = (f"{row['kind']} {'.'.join((*row['path'], row['name']))}", row["location"])
+        taken = reclaim(conn, claims)
+        if taken is not None:
+            claimed, holder = taken
+            raise TakenOver(unit_id, *entries[claimed.entry_id], holder)
 
     @staticmethod
     def _restore_entry(

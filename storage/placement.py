@@ -84,11 +84,12 @@ def lock(conn: psycopg.Connection, roots: list[Location]) -> None:
     _lock(conn, roots)
 
 
-def reclaim(conn: psycopg.Connection, claims: list[Claim]) -> Holder | None:
-    """An undrop's claim of its entries' locations, locked like any claim, inside the caller's
-    transaction: the live entry or stage now holding one of them (a take-over since the drop;
-    the undrop is refused), else None. Other binned entries do not count; nor do namespaces'
-    locations - the entry had its place when it was dropped, and comes back to it."""
+def reclaim(conn: psycopg.Connection, claims: list[Claim]) -> tuple[Claim, Holder] | None:
+    """An undrop's claim of its entries' locations, locked like any claim (all at once, in the one
+    order), inside the caller's transaction: the first claim whose location a live entry or stage
+    holds now (a take-over since the drop; the undrop is refused) and that holder, else None.
+    Other binned entries do not count; nor do namespaces' locations - the entry had its place when
+    it was dropped, and comes back to it."""
     _lock(conn, [root for c in claims for root in c.roots])
     for c in claims:
         live = _overlaps(conn, list(c.roots), c.entry_id, binned="none")
@@ -98,10 +99,10 @@ def reclaim(conn: psycopg.Connection, claims: list[Claim]) -> Holder | None:
                 " JOIN namespace n ON n.id = e.namespace_id WHERE e.id = %s",
                 (live[0][0].id,),
             ).fetchone()
-            return Holder(row["kind"], row["warehouse_id"], tuple(row["path"]), row["name"])
+            return c, Holder(row["kind"], row["warehouse_id"], tuple(row["path"]), row["name"])
         stage = _stage_holder(conn, c)
         if stage is not None:
-            return stage
+            return c, stage
     return None
 
 

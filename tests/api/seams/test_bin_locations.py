@@ -21,7 +21,7 @@ import pytest
 from app.ground.locations import Location
 from storage.objects import S3ObjectStore
 from storage.placement import _LOCK_SEED, _prefixes
-from tests.api.bin_support import BIN, bin_state, held_rows, undrop, units, until
+from tests.api.bin_support import BIN, M, bin_state, held_rows, undrop, units, until
 from tests.api.tables_support import PREFIX, TextStore, create_request, error_type, table_url, tables_url
 
 OTHER_BUCKET = "growler-test-other"
@@ -275,6 +275,29 @@ def test_a_purge_starting_while_a_create_claims_its_location_never_deletes_the_n
         assert db.execute("SELECT count(*) FROM catalog_entry").fetchone()[0] == 0
         assert not s3.exists(old["metadata-location"])
         assert create_at(client, "t2", home).status_code == 200  # free once the purge finished
+
+
+def test_a_namespace_unit_whose_table_was_taken_over_does_not_come_back(client, db):
+    """A recursive drop's unit is undropped whole or not at all: one of its tables' places taken
+    (by a table of the namespace made again under the same name) refuses it, even under a new path."""
+    for path in (["lake"], ["lake", "raw"]):
+        assert client.post(f"{PREFIX}/namespaces", json={"namespace": path}).status_code == 200
+    assert client.post(tables_url("lake%1Fraw"), json=create_request("kept")).status_code == 200
+    gone = client.post(tables_url("lake%1Fraw"), json=create_request("t")).json()
+    dropped = client.delete(f"{M}/warehouses/test/namespaces/lake%1Fraw", params={"recursive": "true"})
+    assert dropped.status_code == 200, dropped.text
+    assert client.post(f"{PREFIX}/namespaces", json={"namespace": ["lake", "raw"]}).status_code == 200
+    location = gone["metadata"]["location"]
+    taker = client.post(tables_url("lake%1Fraw"), json=create_request("t2", location=location))
+    assert taker.status_code == 200, taker.text
+
+    before = bin_state(db)
+    refused = undrop(client, dropped.json()["id"], namespace=["lake", "restored"])
+    assert (refused.status_code, error_type(refused)) == (409, "LocationTakenException"), refused.text
+    assert f"the location of table lake.raw.t ({location})" in refused.json()["error"]["message"]
+    assert "table lake.raw.t2 holds it now" in refused.json()["error"]["message"]
+    assert bin_state(db) == before
+    assert client.get(table_url("kept", "lake%1Frestored")).status_code == 404  # nothing of the unit back
 
 
 def test_a_view_created_at_a_dropped_views_location(client, home):
