@@ -157,6 +157,7 @@ class NewVersion:
     text: str
     entry_location: str
     placed: Claim | None = None  # what it newly owns when it moves (EntryService._moved)
+    refused_when_protected: str | None = None  # the action a protection mark refuses (MetadataSwap's)
 
 
 class CommitLoop:
@@ -198,7 +199,15 @@ class CommitLoop:
         compare-and-set.
         """
         swaps = [
-            MetadataSwap(v.row.id, v.row.metadata_location, v.location, v.text, v.entry_location, v.placed)
+            MetadataSwap(
+                v.row.id,
+                v.row.metadata_location,
+                v.location,
+                v.text,
+                v.entry_location,
+                v.placed,
+                v.refused_when_protected,
+            )
             for v in versions
         ]
         files = [(version.location, version.text) for version in versions]

@@ -113,7 +113,9 @@ class RecycleBinService(ManagementRights):
         return BinUnitRow(**{**restored.__dict__, "namespace": namespace, "name": name})
 
     def purge_now(self, warehouse_name: str, unit_id: int) -> None:
-        """An administrator's purge: the unit's tables' files go now, whatever was asked at drop."""
+        """An administrator's purge: the unit's tables' files go now, whatever was asked at drop;
+        409 ``Protected`` (nothing written) while a mark is on the namespace it was dropped from (or
+        one above it) or on its warehouse."""
         target = {"warehouse": warehouse_name, "id": unit_id}
         warehouse = self._warehouse(warehouse_name)
         unit = self.repository.bin_unit(warehouse.id, unit_id)
@@ -122,7 +124,10 @@ class RecycleBinService(ManagementRights):
         events = change_events.events_of(
             warehouse.id, [change_events.bin_change("purge", unit.kind, unit.namespace, unit.name, purge=True)]
         )
-        if not self.repository.start_purge(warehouse.id, unit_id, self._plans(unit.id), due_only=False, events=events):
+        plans = self._plans(unit.id)
+        with refusals_counted(unit.kind):
+            started = self.repository.start_purge(warehouse.id, unit_id, plans, due_only=False, events=events)
+        if not started:
             current = self.repository.bin_unit(warehouse.id, unit_id)
             if current is None:
                 raise NotFound(f"Nothing in the bin of warehouse {warehouse_name} with id {unit_id}")
@@ -153,7 +158,8 @@ class RecycleBinService(ManagementRights):
             recorded("drop", "namespace", SOFT, target)
             return unit
         plans = self._plans(unit.id) if purge else []
-        self.repository.start_purge(warehouse.id, unit.id, plans, due_only=False, events=())  # its event: the drop's
+        # its event: the drop's; the drop checked the marks
+        self.repository.start_purge(warehouse.id, unit.id, plans, due_only=False, events=(), held=False)
         if plans:
             self.purge_requested.set()
         recorded("drop", "namespace", HARD, target)
@@ -161,7 +167,9 @@ class RecycleBinService(ManagementRights):
 
     def expire_due(self, limit: int = EXPIRE_BATCH) -> int:
         """Housekeeping: forget the units whose retention ended, queueing the purge of their tables'
-        files where a purge was asked at drop (the purger deletes only what they own)."""
+        files where a purge was asked at drop (the purger deletes only what they own). A unit a
+        protection mark holds (on the namespace it was dropped from, one above, or its warehouse)
+        waits in the bin until the mark is removed."""
         expired = 0
         for unit in self.repository.due_units(limit):
             plans = self._plans(unit.id) if unit.purge_requested else []

@@ -18,12 +18,12 @@ from datetime import datetime
 import psycopg
 from psycopg import errors as pg_errors
 
-from app.ground.errors import AlreadyExists, LocationTaken, NoSuchNamespace, NotFound, PurgeStarted
+from app.ground.errors import AlreadyExists, LocationTaken, NoSuchNamespace, NotFound, Protected, PurgeStarted
 from app.ground.locations import InvalidLocation, Location
 from storage.db import Database
 from storage.events import ChangeEvent, record_events
 from storage.placement import Claim, Holder, lock, reclaim
-from storage.protection_rows import refuse_if_protected
+from storage.protection_rows import protection_of, refuse_if_protected
 from storage.rows import EntryRow
 
 
@@ -89,6 +89,13 @@ _UNIT = (
     "  AS metadata_location,"
     " (SELECT b.uuid::text FROM bin_entry b WHERE b.unit_id = u.id AND u.kind <> 'namespace' LIMIT 1) AS uuid"
     " FROM bin_unit u"
+)
+# A unit a protection mark holds in the bin: on its warehouse, or on the namespace it was dropped
+# from or one above it (for a namespace unit: one above it - the namespace itself is gone).
+_HELD = (
+    "(EXISTS (SELECT 1 FROM warehouse w WHERE w.id = u.warehouse_id AND w.protected)"
+    " OR EXISTS (SELECT 1 FROM generate_series(1, cardinality(u.namespace) - (u.kind = 'namespace')::int) d"
+    "  JOIN namespace a ON a.warehouse_id = u.warehouse_id AND a.path = u.namespace[1:d] WHERE a.protected))"
 )
 _ENTRY_COLUMNS = (
     "namespace_id, name, kind, uuid, location, metadata_location, metadata, version, created_at, updated_at"
@@ -235,10 +242,12 @@ class BinRows:
         return [BinnedTable(**row) for row in rows]
 
     def due_units(self, limit: int) -> list[BinUnitRow]:
-        """Units whose retention ended and whose purge has not begun, the oldest first."""
+        """Units whose retention ended and whose purge has not begun, the oldest first; not those a
+        protection mark holds (``_HELD``: they wait, without keeping the others from their turn)."""
         with self.db.connection() as conn:
             rows = conn.execute(
-                f"{_UNIT} WHERE u.purging_since IS NULL AND u.expires_at <= now() ORDER BY u.expires_at LIMIT %s",
+                f"{_UNIT} WHERE u.purging_since IS NULL AND u.expires_at <= now() AND NOT {_HELD}"
+                " ORDER BY u.expires_at LIMIT %s",
                 (limit,),
             ).fetchall()
         return [BinUnitRow(**row) for row in rows]
@@ -388,19 +397,36 @@ class BinRows:
         *,
         due_only: bool,
         events: Sequence[ChangeEvent],
+        held: bool = True,
     ) -> bool:
         """Forget a unit, with ``events``, queueing a purge job for each of ``plans`` (its tables whose
         files go): those stay in the bin, owning their locations, until their purge finished; the rest of
         the unit goes now. ``due_only``: only when its retention ended. False when the unit is
-        gone, already purging, or (``due_only``) not due: nothing written."""
+        gone, already purging, or (``due_only``) not due or held: nothing written.
+
+        ``held``: a protection mark on the namespace the unit was dropped from (or one above it) or
+        on its warehouse holds it in the bin: ``Protected`` (nothing written), or False for an
+        expiry, which waits for the mark's removal. Only a hard drop's own purge passes False
+        (its drop checked the marks)."""
         with self.db.transaction() as conn:
             unit = conn.execute(
-                "SELECT id FROM bin_unit WHERE warehouse_id = %s AND id = %s AND purging_since IS NULL"
-                " AND (NOT %s OR expires_at <= now()) FOR UPDATE",
+                "SELECT id, kind, namespace, name FROM bin_unit WHERE warehouse_id = %s AND id = %s"
+                " AND purging_since IS NULL AND (NOT %s OR expires_at <= now()) FOR UPDATE",
                 (warehouse_id, unit_id, due_only),
             ).fetchone()
             if unit is None:
                 return False
+            if held:
+                path = tuple(unit["namespace"])
+                reason = protection_of(conn, warehouse_id, path[:-1] if unit["kind"] == "namespace" else path)
+                if reason is not None:
+                    if due_only:
+                        return False
+                    what = ".".join((*path, unit["name"]) if unit["name"] is not None else path)
+                    raise Protected(
+                        f"Cannot purge {unit['kind']} {what} from the bin: {reason}; remove the protection first"
+                        " (manage-grants)"
+                    )
             keep = [plan.bin_entry_id for plan in plans]
             # A claim over a table to purge waits for this transaction, then finds it purging; one
             # that came first is a live entry the purge leaves alone (app/housekeeping.py).

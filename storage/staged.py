@@ -35,21 +35,32 @@ class StagedTable:
 @dataclass(frozen=True)
 class StoragePlaces:
     """What one name holds, for storage access: the entry's kind and location, else the locations
-    of its live stages (oldest first; a name an entry holds has none: the trigger ended them)."""
+    of its live stages (oldest first; a name an entry holds has none: the trigger ended them), and
+    whether a protection mark covers it (on the entry, one of its namespaces or its warehouse:
+    its files are then deleted through nothing Growler signs or vends, docs/recycle-bin.md)."""
 
     kind: str | None
     location: str | None
     staged: tuple[str, ...]
+    protected: bool = False
 
 
 # One round trip, read for every signed request and every credential vended: signing follows
-# the table's current row (a dropped, renamed or moved table is never signed for, on any worker).
+# the table's current row (a dropped, renamed or moved table is never signed for, on any worker),
+# and its protection marks as they are now (a mark set on any worker counts from the moment its
+# answer was sent). The last row (2) is always there: whether the namespace chain or the
+# warehouse is protected, read from their rows, never from a worker's cache.
 PLACES = (
-    "SELECT 0 AS staged, e.id, e.kind, e.location FROM namespace n JOIN catalog_entry e ON e.namespace_id = n.id"
+    "SELECT 0 AS staged, e.id, e.kind, e.location, e.protected FROM namespace n"
+    " JOIN catalog_entry e ON e.namespace_id = n.id"
     " WHERE n.warehouse_id = %(wh)s AND n.path = %(path)s AND e.name = %(name)s"
     " UNION ALL"
-    " SELECT 1, s.id, 'table', s.location FROM namespace n JOIN staged_table s ON s.namespace_id = n.id"
+    " SELECT 1, s.id, 'table', s.location, false FROM namespace n JOIN staged_table s ON s.namespace_id = n.id"
     " WHERE n.warehouse_id = %(wh)s AND n.path = %(path)s AND s.name = %(name)s AND s.expires_at > now()"
+    " UNION ALL"
+    " SELECT 2, 0, NULL, NULL, EXISTS (SELECT 1 FROM warehouse w WHERE w.id = %(wh)s AND w.protected)"
+    " OR EXISTS (SELECT 1 FROM generate_series(1, cardinality(%(path)s::text[])) d JOIN namespace a"
+    "  ON a.warehouse_id = %(wh)s AND a.path = (%(path)s::text[])[1:d] WHERE a.protected)"
     " ORDER BY 1, 2"
 )
 
@@ -59,10 +70,12 @@ def _places_params(warehouse_id: int, namespace: tuple[str, ...], name: str) -> 
 
 
 def _places(rows: list[tuple[Any, ...]]) -> StoragePlaces:
-    entries = [(kind, location) for staged, _, kind, location in rows if not staged]
+    entries = [(kind, location, protected) for staged, _, kind, location, protected in rows if staged == 0]
+    held = any(protected for staged, _, _, _, protected in rows if staged == 2)
     if entries:
-        return StoragePlaces(entries[0][0], entries[0][1], ())
-    return StoragePlaces(None, None, tuple(location for staged, _, _, location in rows if staged))
+        kind, location, protected = entries[0]
+        return StoragePlaces(kind, location, (), bool(protected) or held)
+    return StoragePlaces(None, None, tuple(location for staged, _, _, location, _ in rows if staged == 1), held)
 
 
 class AsyncPlacesReader:
@@ -107,7 +120,7 @@ class StagedTables:
     def places(self, warehouse_id: int, namespace: tuple[str, ...], name: str) -> StoragePlaces:
         with self.db.connection() as conn:
             rows = conn.execute(PLACES, _places_params(warehouse_id, namespace, name)).fetchall()
-        return _places([(row["staged"], row["id"], row["kind"], row["location"]) for row in rows])
+        return _places([(row["staged"], row["id"], row["kind"], row["location"], row["protected"]) for row in rows])
 
     def delete_expired(self, limit: int = 1000) -> int:
         """Forget stages past their expiry (housekeeping); their files, if any, are orphans."""

@@ -62,9 +62,15 @@ def session_policy(location: str, write: bool = True, delete: bool = True) -> di
 
 
 def table_credentials(
-    settings: Settings, warehouse: WarehouseRow, location: str, s3: S3Settings | None = None, write: bool = True
+    settings: Settings,
+    warehouse: WarehouseRow,
+    location: str,
+    s3: S3Settings | None = None,
+    write: bool = True,
+    delete: bool = True,
 ) -> dict[str, str]:
-    """FileIO properties holding fresh credentials for the table at ``location`` (503 when STS fails)."""
+    """FileIO properties holding fresh credentials for the table at ``location`` (503 when STS
+    fails); without s3:DeleteObject unless ``delete`` and the warehouse accepts deletes."""
     try:
         Location.parse(location)
     except InvalidLocation:
@@ -78,7 +84,7 @@ def table_credentials(
         access_key=(s3 or settings.s3).access_key or "",
         secret_key=(s3 or settings.s3).secret_key or "",
         role_arn=settings.sts.role_arn,
-        policy=session_policy(location, write=write, delete=not warehouse.refuse_deletes),
+        policy=session_policy(location, write=write, delete=delete and not warehouse.refuse_deletes),
         duration_s=settings.sts.duration_s,
         timeout_s=settings.s3.timeout_s,
     )

@@ -50,8 +50,11 @@ from app.rules.metadata_files import metadata_file_name, next_metadata_version, 
 from app.rules.table.creation import new_table_metadata
 from app.rules.table.files import (
     added_manifest_lists,
+    files_after_commit,
+    files_of_entry,
     metadata_directory,
     metadata_files_to_delete,
+    relocates,
 )
 from app.rules.table.models import TableMetadata, TableUpdate
 from app.rules.table.requests import TableRequirement, parse_requirements, parse_updates
@@ -69,6 +72,8 @@ __all__ = [
     "check_requirements",
     "commit",
     "current_location",
+    "files_after_commit",
+    "files_of_entry",
     "metadata_directory",
     "metadata_file_name",
     "metadata_files_to_delete",
@@ -79,6 +84,7 @@ __all__ = [
     "parse_requirements",
     "parse_updates",
     "refs_only",
+    "relocates",
     "screen_for",
     "table_uuid",
     "to_json",
