@@ -36,7 +36,9 @@ def _commit_snapshots(client, name: str, first: int, count: int, parent: int | N
     location = client.get(table_url(name)).json()["metadata"]["location"]  # its manifest lists go there
     updates = []
     for snapshot_id in range(first, first + count):
-        updates.append({"action": "add-snapshot", "snapshot": snapshot(snapshot_id, snapshot_id, parent, location=location)})
+        updates.append(
+            {"action": "add-snapshot", "snapshot": snapshot(snapshot_id, snapshot_id, parent, location=location)}
+        )
         parent = snapshot_id
     updates.append({"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": parent})
     response = client.post(table_url(name), json={"requirements": [], "updates": updates})
