@@ -24,16 +24,16 @@ from typing import Any
 from app import change_events
 from app.authorization import Authorizer
 from app.deletion import HARD, SOFT, bin_drop, is_soft, recorded, refusals_counted
-from app.ground.errors import BadRequest, NoSuchWarehouse, NotFound, PurgeStarted
+from app.ground.errors import BadRequest, LocationTaken, NoSuchWarehouse, NotFound, PurgeStarted
 from app.ground.page_tokens import PageTokens, scope
 from app.ground.settings import Settings
 from app.management_rights import ManagementRights
 from app.paging import Page, PageWindow
 from app.rules.identifiers import check_name, check_namespace
-from app.rules.privileges import Privilege, Securable
+from app.rules.privileges import Kind, Privilege, Securable
 from app.rules.requests.management import UndropRequest
 from app.warehouses import WarehouseDirectory
-from storage.bin_rows import BinnedTable, BinUnitRow, PurgePlan
+from storage.bin_rows import BinnedTable, BinUnitRow, PurgePlan, TakenOver
 from storage.repository import CatalogRepository
 from storage.rows import EntryRow
 from storage.warehouses import WarehouseRow
@@ -100,7 +100,10 @@ class RecycleBinService(ManagementRights):
         events = change_events.events_of(
             warehouse.id, [change_events.bin_change("undrop", unit.kind, namespace, name, origin=list(unit.namespace))]
         )
-        restored = self.repository.undrop_unit(warehouse.id, unit_id, namespace, name, events=events)
+        try:
+            restored = self.repository.undrop_unit(warehouse.id, unit_id, namespace, name, events=events)
+        except TakenOver as exc:
+            raise LocationTaken(self._taken_over(warehouse, exc)) from None
         recorded(
             "undrop",
             unit.kind,
@@ -189,6 +192,23 @@ class RecycleBinService(ManagementRights):
         row = EntryRow(table.id, "table", "", table.location, table.metadata_location, table.metadata)
         metadata_path, extra = self.purge_files(row)
         return PurgePlan(table.id, table.location, metadata_path, extra)
+
+    def _taken_over(self, warehouse: WarehouseRow, refused: TakenOver) -> str:
+        """The refusal of an undrop over a take-over, naming the holder when the caller sees it."""
+        holder = refused.holder
+        qualified = ".".join((*holder.namespace, holder.name))
+        kind = Kind.VIEW if holder.kind == "view" else Kind.TABLE
+        visible = holder.warehouse_id == warehouse.id and self.authorizer.sees(
+            Securable.of_entry(kind, warehouse.name, holder.namespace, holder.name)
+        )
+        named = f"{holder.kind} {qualified}" if visible else "another table, view or staged table"
+        return (
+            f"Cannot undrop {refused.unit_id}: the location of {refused.entry} ({refused.location}) was taken "
+            f"over since its drop: {named} holds it now. Drop that {holder.kind if visible else 'entry'} first "
+            "(or give it another location) and undrop again, or purge this unit "
+            f"(DELETE /management/v1/warehouses/{warehouse.name}/bin/{refused.unit_id}): the purge leaves "
+            "every file a live entry holds"
+        )
 
     def _destination(self, unit: BinUnitRow, request: UndropRequest) -> tuple[tuple[str, ...], str | None]:
         namespace = check_namespace(list(request.namespace)) if request.namespace else unit.namespace

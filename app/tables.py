@@ -151,7 +151,8 @@ class TableService(TableCommits):
             self.purge_requested.set()
 
     def unregister_table(self, prefix: str, namespace: tuple[str, ...], name: str) -> LoadedTable:
-        """Forget the table, keep every file: the opposite of registerTable.
+        """Forget the table, keep every file: the opposite of registerTable (Java's
+        ``Catalog.dropTable(ident, purge=false)`` without a trace: no bin entry, its location free).
 
         The row goes in one statement, which returns what it held: the answer is the last
         committed version, and a commit racing it loses its compare-and-set and finds no table.
@@ -159,10 +160,9 @@ class TableService(TableCommits):
         warehouse = self.warehouses.get(prefix)
         name = check_name(name, "table name")
         events = self._dropped_events(warehouse, namespace, name, purge=False)
-        if is_soft(warehouse):
-            row = self.drop_into_bin(warehouse, namespace, name, purge=False, action="unregister", events=events)
-        else:
-            row = self.drop_at_once(warehouse, namespace, name, action="unregister", events=events)
+        # Never into the recycle bin, whatever the warehouse's policy: its metadata is handed back
+        # to be registered (here or in another catalog), and a binned copy would be a second owner.
+        row = self.drop_at_once(warehouse, namespace, name, action="unregister", events=events)
         if row is None:
             raise self.missing(namespace, name)
         return LoadedTable(row.metadata_location, row.metadata, {}, [])

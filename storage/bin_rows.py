@@ -4,8 +4,9 @@ name space and back, and starting their purge (migration 0017; the rules are app
 A part of ``CatalogRepository``. Each change is one transaction: ``bin_entry`` (a soft drop),
 ``bin_namespace`` (a recursive drop), ``undrop_unit`` and ``start_purge``. Rows keep their ids,
 so the grants copied with them (``bin_grant``) point at the same things when they come back. A
-binned entry keeps owning its locations (storage/placement.py reads ``bin_entry`` too) until the
-unit is forgotten or its purge finished. Callers never see psycopg.
+new entry may take a binned one's location over (storage/placement.py) until its purge starts:
+``start_purge`` takes the claims' locks on what it will purge, and ``undrop_unit`` claims the
+locations back, refused while a live entry or stage holds one. Callers never see psycopg.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from datetime import datetime
 import psycopg
 from psycopg import errors as pg_errors
 
-from app.ground.errors import AlreadyExists, NoSuchNamespace, NotFound, Protected, PurgeStarted
+from app.ground.errors import AlreadyExists, LocationTaken, NoSuchNamespace, NotFound, Protected, PurgeStarted
+from app.ground.locations import InvalidLocation, Location
 from storage.db import Database
 from storage.events import ChangeEvent, record_events
+from storage.placement import Claim, Holder, lock, reclaim
 from storage.protection_rows import protection_of, refuse_if_protected
 from storage.rows import EntryRow
 
@@ -68,6 +71,15 @@ class PurgePlan:
     location: str
     metadata_path: str | None
     extra_objects: list[str]
+
+
+class TakenOver(LocationTaken):
+    """An undrop refused: ``entry`` (kind and qualified name) of the unit has a location that
+    ``holder`` (a live entry or stage) holds now. The service words the message for its caller."""
+
+    def __init__(self, unit_id: int, entry: str, location: str, holder: Holder) -> None:
+        super().__init__(f"Cannot undrop {unit_id}: the location of {entry} ({location}) was taken over since its drop")
+        self.unit_id, self.entry, self.location, self.holder = unit_id, entry, location, holder
 
 
 _UNIT = (
@@ -267,6 +279,7 @@ class BinRows:
                 raise NotFound(f"Nothing in the bin with id {unit_id}")
             if unit["purging_since"] is not None:
                 raise PurgeStarted(f"Cannot undrop {unit_id}: its purge started at {unit['purging_since'].isoformat()}")
+            self._reclaim(conn, warehouse_id, unit_id)
             before = self._unit(conn, warehouse_id, unit_id)
             try:
                 if unit["kind"] == "namespace":
@@ -280,6 +293,31 @@ class BinRows:
             record_events(conn, events)
         assert before is not None
         return before
+
+    @staticmethod
+    def _reclaim(conn: psycopg.Connection, warehouse_id: int, unit_id: int) -> None:
+        """The unit's entries claim their locations back (storage/placement.py): TakenOver when a
+        live entry or stage holds one now - a take-over since the drop - and nothing is written."""
+        rows = conn.execute(
+            "SELECT b.id, b.kind, b.name, b.location, b.metadata_location, coalesce(bn.path, u.namespace) AS path"
+            " FROM bin_entry b JOIN bin_unit u ON u.id = b.unit_id"
+            " LEFT JOIN bin_namespace bn ON bn.unit_id = b.unit_id AND bn.id = b.namespace_id"
+            " WHERE b.unit_id = %s ORDER BY b.id",
+            (unit_id,),
+        ).fetchall()
+        claims, entries = [], {}
+        for row in rows:
+            try:
+                roots = (Location.parse(row["location"]), Location.parse(row["metadata_location"]).parent)
+            except InvalidLocation:  # stored before locations were checked: nothing to claim
+                continue
+            # no namespace nor name of its own: a stage of the same name holds its place too
+            claims.append(Claim(tuple(dict.fromkeys(roots)), warehouse_id, (), "", row["id"], row["kind"]))
+            entries[row["id"]] = (f"{row['kind']} {'.'.join((*row['path'], row['name']))}", row["location"])
+        taken = reclaim(conn, claims)
+        if taken is not None:
+            claimed, holder = taken
+            raise TakenOver(unit_id, *entries[claimed.entry_id], holder)
 
     @staticmethod
     def _restore_entry(
@@ -390,6 +428,12 @@ class BinRows:
                         " (manage-grants)"
                     )
             keep = [plan.bin_entry_id for plan in plans]
+            # A claim over a table to purge waits for this transaction, then finds it purging; one
+            # that came first is a live entry the purge leaves alone (app/housekeeping.py).
+            purged = conn.execute(
+                "SELECT location, metadata_location FROM bin_entry WHERE id = ANY(%s)", (keep,)
+            ).fetchall()
+            lock(conn, _roots(purged))
             for plan in plans:
                 conn.execute(
                     "INSERT INTO purge_job (location, extra_objects, metadata_path, bin_entry_id)"
@@ -405,3 +449,14 @@ class BinRows:
                 conn.execute("DELETE FROM bin_unit WHERE id = %s", (unit_id,))
             record_events(conn, events)
         return True
+
+
+def _roots(rows: list[dict[str, str]]) -> list[Location]:
+    """Binned entries' locations and metadata directories, as a claim finds them."""
+    roots: list[Location] = []
+    for row in rows:
+        try:
+            roots += [Location.parse(row["location"]), Location.parse(row["metadata_location"]).parent]
+        except InvalidLocation:  # stored before locations were checked: the purge deletes nothing there
+            continue
+    return list(dict.fromkeys(roots))

@@ -6,6 +6,11 @@ or above another live entry's or stage's, nor overlap another namespace's locati
 namespace's ancestors may contain it, and it may contain none of them. Signing and STS serve a
 table's location, so ownership is what keeps one principal's grant from reaching another's data.
 
+A dropped entry in the recycle bin owns nothing a new entry wants (a create or registration at its
+location is a take-over, as on a catalog without a bin: docs/recycle-bin.md), except while its
+purge runs: the purge is deleting there. Its undrop claims its locations back (``reclaim``):
+refused while a live entry or stage holds one, so there are never two live owners.
+
 Race-free without serialising every create: a claim takes hierarchical advisory locks in the
 transaction that writes the entry - shared on every proper ancestor prefix of each claimed
 location, exclusive on the location itself - always in order of depth. Two claims of which one
@@ -39,23 +44,66 @@ class Claim:
     entry_id: int | None = None
     what: str = field(default="table")
 
+    def shown(self) -> str:
+        return f"{self.what} {'.'.join((*self.namespace, self.name))} at {', '.join(r.uri for r in self.roots)}"
+
+
+@dataclass(frozen=True)
+class Holder:
+    """A live entry (or stage) holding a location an undrop wants back."""
+
+    kind: str  # table, view, staged table
+    warehouse_id: int
+    namespace: tuple[str, ...]
+    name: str
+
 
 def claim(conn: psycopg.Connection, claims: list[Claim]) -> None:
     """Lock and check ``claims`` inside the caller's transaction; BadRequest (the transaction rolls
-    back: nothing written) when a location is taken. The message names no other entry."""
+    back: nothing written) when a location is taken. The message names no other entry, and says
+    what to do next. A binned entry is passed over unless its purge runs (docs/recycle-bin.md)."""
     _lock(conn, [root for c in claims for root in c.roots])
     for c in claims:
-        taken = (
-            overlapping_entries(conn, list(c.roots), c.entry_id)
-            or _stage_overlaps(conn, c)
-            or _namespace_overlaps(conn, c)
-        )
-        if taken:
-            shown = ", ".join(root.uri for root in c.roots)
+        found = _overlaps(conn, list(c.roots), c.entry_id, binned="purging")
+        if any(not binned for _, binned in found) or _stage_holder(conn, c) or _namespace_overlaps(conn, c):
             raise BadRequest(
-                f"Cannot place {c.what} {'.'.join((*c.namespace, c.name))} at {shown}: the location is "
-                "another table's, view's, staged table's or namespace's, or overlaps one"
+                f"Cannot place {c.shown()}: the location is another table's, view's, staged table's or "
+                "namespace's, or overlaps one. Give it a location of its own, or none for a new folder "
+                "under its namespace's location"
             )
+        if found:
+            raise BadRequest(
+                f"Cannot place {c.shown()}: a dropped table's files there are being purged (the warehouse's "
+                "recycle bin lists it as purging). Try again once its purge finished, or give it another location"
+            )
+
+
+def lock(conn: psycopg.Connection, roots: list[Location]) -> None:
+    """The claims' locks on ``roots``, for a transaction that must not race a claim over them
+    (the start of a purge: a claim then waits, and sees it purging)."""
+    _lock(conn, roots)
+
+
+def reclaim(conn: psycopg.Connection, claims: list[Claim]) -> tuple[Claim, Holder] | None:
+    """An undrop's claim of its entries' locations, locked like any claim (all at once, in the one
+    order), inside the caller's transaction: the first claim whose location a live entry or stage
+    holds now (a take-over since the drop; the undrop is refused) and that holder, else None.
+    Other binned entries do not count; nor do namespaces' locations - the entry had its place when
+    it was dropped, and comes back to it."""
+    _lock(conn, [root for c in claims for root in c.roots])
+    for c in claims:
+        live = _overlaps(conn, list(c.roots), c.entry_id, binned="none")
+        if live:
+            row = conn.execute(
+                "SELECT e.kind, n.warehouse_id, n.path, e.name FROM catalog_entry e"
+                " JOIN namespace n ON n.id = e.namespace_id WHERE e.id = %s",
+                (live[0][0].id,),
+            ).fetchone()
+            return c, Holder(row["kind"], row["warehouse_id"], tuple(row["path"]), row["name"])
+        stage = _stage_holder(conn, c)
+        if stage is not None:
+            return c, stage
+    return None
 
 
 def _prefixes(root: Location) -> list[str]:
@@ -80,9 +128,10 @@ def _trimmed(column: str) -> str:
     return f"rtrim(regexp_replace({column}, '^[A-Za-z0-9]+:/*', ''), '/')"
 
 
-def _stage_overlaps(conn: psycopg.Connection, c: Claim) -> bool:
+def _stage_holder(conn: psycopg.Connection, c: Claim) -> Holder | None:
     rows = conn.execute(
-        "SELECT s.location, s.metadata_path FROM staged_table s JOIN namespace n ON n.id = s.namespace_id,"
+        "SELECT s.location, s.metadata_path, n.warehouse_id, n.path, s.name"
+        " FROM staged_table s JOIN namespace n ON n.id = s.namespace_id,"
         " unnest(%(roots)s::text[]) r"
         " WHERE s.expires_at > now() AND NOT (n.warehouse_id = %(wh)s AND n.path = %(path)s AND s.name = %(name)s)"
         f" AND (starts_with({_trimmed('s.location')} || '/', r || '/')"
@@ -93,13 +142,14 @@ def _stage_overlaps(conn: psycopg.Connection, c: Claim) -> bool:
         prepare=False,
     ).fetchall()
     for row in rows:
+        holder = Holder("staged table", row["warehouse_id"], tuple(row["path"]), row["name"])
         try:
             places = [Location.parse(row["location"]), Location.parse(row["metadata_path"])]
         except InvalidLocation:
-            return True
+            return holder
         if any(place.overlaps(root) for place in places for root in c.roots):
-            return True
-    return False
+            return holder
+    return None
 
 
 def _namespace_overlaps(conn: psycopg.Connection, c: Claim) -> bool:
@@ -159,9 +209,15 @@ _METADATA_KEY = (
     "(regexp_replace(regexp_replace(metadata_location, '^[A-Za-z0-9]+:/*', ''), '/[^/]*$', '')) COLLATE \"C\""
 )
 _ENTRY = "SELECT e.id, e.kind, e.uuid::text AS uuid, e.location, e.metadata_location, '' AS metadata"
+# Which binned entries a reading takes (with the live ones): all, those whose purge runs, none.
+_BINNED = {
+    "all": "bin_entry e",
+    "purging": "bin_entry e JOIN bin_unit u ON u.id = e.unit_id AND u.purging_since IS NOT NULL",
+    "none": None,
+}
 
 
-def _overlapping_query(count: int) -> str:
+def _overlapping_query(count: int, binned: str) -> str:
     """At or above one of ``count`` roots: the key is one of the roots' prefixes (``%(at)s``);
     under root i: the key lies in [``%(lo_i)s``, ``%(hi_i)s``) - "0" follows "/" in byte order.
     Index scans only, whatever the table's size; the ranges are written out (no join on an
@@ -171,20 +227,21 @@ def _overlapping_query(count: int) -> str:
     for key in (_LOCATION_KEY, _METADATA_KEY):
         conditions.append(f"{key} = ANY(%(at)s)")
         conditions += [f"({key} >= %(lo_{i})s AND {key} < %(hi_{i})s)" for i in range(count)]
-    # Binned tables and views (storage/bin_rows.py) keep owning their locations until forgotten.
+    sources = [("catalog_entry e", "false")]
+    if _BINNED[binned] is not None:
+        sources.append((str(_BINNED[binned]), "true"))
     return " UNION ".join(
-        f"{_ENTRY} FROM {rows} e WHERE e.id IS DISTINCT FROM %(me)s AND {condition}"
-        for rows in ("catalog_entry", "bin_entry")
+        f"{_ENTRY}, {flag} AS binned FROM {rows} WHERE e.id IS DISTINCT FROM %(me)s AND {condition}"
+        for rows, flag in sources
         for condition in conditions
     )
 
 
-def overlapping_entries(
-    conn: psycopg.Connection, roots: list[Location], exclude_id: int | None = None
-) -> list[EntryRow]:
-    """Live and binned tables and views (any warehouse) whose location or metadata directory (that of its
-    current metadata file) is at, under or above one of ``roots``, compared by segments, read on
-    a connection the caller holds (inside its transaction: ``claim``).
+def _overlaps(
+    conn: psycopg.Connection, roots: list[Location], exclude_id: int | None, binned: str
+) -> list[tuple[EntryRow, bool]]:
+    """(entry, binned) of the live and (``binned``: all, purging, none) binned tables and views
+    (any warehouse) whose location or metadata directory overlaps one of ``roots``.
 
     SQL narrows the rows by text, on the indexes of 0014 (scheme spellings and trailing slashes
     ignored); the model decides. The documents themselves are not read.
@@ -196,15 +253,26 @@ def overlapping_entries(
     params: dict[str, object] = {"me": exclude_id, "at": above}
     for i, key in enumerate(keys):
         params[f"lo_{i}"], params[f"hi_{i}"] = key + "/", key + "0"
-    rows = conn.execute(_overlapping_query(len(keys)), params, prepare=False).fetchall()
-    found = {}
+    rows = conn.execute(_overlapping_query(len(keys), binned), params, prepare=False).fetchall()
+    found: dict[int, tuple[EntryRow, bool]] = {}
     for row in rows:
+        is_binned = row.pop("binned")
         entry = EntryRow(**row)
         try:
             places = [Location.parse(entry.location), Location.parse(entry.metadata_location).parent]
         except InvalidLocation:  # stored before locations were checked: counts as overlapping
-            found[entry.id] = entry
+            found[entry.id] = (entry, is_binned)
             continue
         if any(place.overlaps(root) for place in places for root in roots):
-            found[entry.id] = entry
+            found[entry.id] = (entry, is_binned)
     return list(found.values())
+
+
+def overlapping_entries(
+    conn: psycopg.Connection, roots: list[Location], exclude_id: int | None = None
+) -> list[EntryRow]:
+    """Live and binned tables and views (any warehouse) whose location or metadata directory (that of its
+    current metadata file) is at, under or above one of ``roots``, compared by segments, read on
+    a connection the caller holds: what a purge or a maintenance run must leave alone (a binned
+    entry may still be undropped; its files are its own until it is forgotten or purged)."""
+    return [entry for entry, _ in _overlaps(conn, roots, exclude_id, binned="all")]

@@ -250,19 +250,11 @@ def clean_catalog(app, services: Services) -> None:
         conn.execute(TRUNCATE_CATALOG)
 
 
-def forget_bin(database_url: str) -> None:
-    """Forget what the recycle bin holds, files kept, as the end of its retention would without a
-    purge (issue 35): for the tests that register a dropped or unregistered table's metadata again,
-    whose location its binned entry would otherwise still own."""
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute("DELETE FROM bin_unit")
-
-
 @pytest.fixture
 def hard_policy(app, services: Services) -> Iterator[None]:
     """The default warehouse with the hard deletion policy (a drop removes the entry at once, its
     purge runs now: Growler before issue 35) for one test, for the tests of what a hard drop
-    frees (a location registered again, files purged at once). The product's default is soft."""
+    does (files purged at once). The product's default is soft."""
 
     def policy(mode: str) -> None:
         with psycopg.connect(services.database_url, autocommit=True) as conn:
