@@ -194,8 +194,9 @@ class TableCommits(TableLoading):
         )
         self._require_inside_warehouse(warehouse, new.location, "location")
         self._require_inside_warehouse(warehouse, rules.metadata_directory(new), "write.metadata.path")
+        own = rules.files_after_commit(new)  # a snapshot names only the table's own manifest lists
         for manifest_list in rules.added_manifest_lists(commit.updates):
-            self._require_inside_warehouse(warehouse, manifest_list, "manifest-list")
+            own.require(manifest_list, "manifest-list")
         if row is None and new.location != default_location:  # a create that names its location
             self._require_home(warehouse, change.namespace, namespace_properties, new.location, "location")
         return PreparedCommit(key, row, base, new, rules.to_json(new, self.snapshot_json))

@@ -112,7 +112,7 @@ class TableService(TableCommits):
         metadata_location = request.metadata_location
         properties = self._require_namespace(warehouse, namespace)
         metadata = rules.parse_metadata(self._read_metadata_file(warehouse, metadata_location))
-        self._require_registered_locations_allowed(warehouse, metadata)
+        self._require_registered_locations_allowed(warehouse, metadata, metadata_location)
         self._require_home(warehouse, namespace, properties, metadata.location, "location")
         text = rules.to_json(metadata)
         entry = NewEntry(name, TABLE, str(metadata.table_uuid), metadata.location, metadata_location, text)
@@ -187,15 +187,20 @@ class TableService(TableCommits):
         files = [row.metadata_location, *(entry.metadata_file for entry in metadata.metadata_log)]
         return roots[1].uri, [text for text in dict.fromkeys(files) if within_any(text, roots)]
 
-    def _require_registered_locations_allowed(self, warehouse: WarehouseRow, metadata: Any) -> None:
-        """registerTable: the location, metadata path, metadata-log entries and manifest lists of
-        the registered metadata all lie in the warehouse's allowed locations (else 400, nothing
-        written): a later commit, delete-after-commit or purge acts on exactly these."""
+    def _require_registered_locations_allowed(
+        self, warehouse: WarehouseRow, metadata: Any, metadata_location: str
+    ) -> None:
+        """registerTable: the location, metadata path and metadata-log entries of the registered
+        metadata lie in the warehouse's allowed locations, and its snapshots' manifest lists in the
+        table's own locations (its location, its metadata file's directory), else 400, nothing
+        written: a later commit, delete-after-commit or purge acts on exactly these, and the
+        server-side readers open only the table's own files (docs/security.md)."""
         self._require_inside_warehouse(warehouse, metadata.location, "location")
         self._require_inside_warehouse(warehouse, rules.metadata_directory(metadata), "write.metadata.path")
         for entry in metadata.metadata_log:
             self._require_inside_warehouse(warehouse, entry.metadata_file, "metadata-log entry")
+        own = rules.files_of_entry(metadata.location, metadata_location)
         for snapshot in metadata.snapshots:
             manifest_list = getattr(snapshot, "manifest_list", None)
             if manifest_list:
-                self._require_inside_warehouse(warehouse, manifest_list, "manifest-list")
+                own.require(manifest_list, "manifest-list")

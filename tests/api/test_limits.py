@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from app.ground.limits import Limits
-from tests.api.tables_support import PREFIX, TextStore, create_request, snapshot, table_url, tables_url
+from tests.api.tables_support import PREFIX, T_LOCATION, TextStore, create_request, snapshot, table_url, tables_url
 from tests.conftest import TEST_BUCKET, authenticated
 
 LIMITS = Limits()
@@ -26,7 +26,7 @@ QUICK_S = 2.0  # generous: the refusals take milliseconds to a few hundred on a 
 @pytest.fixture
 def table(client) -> str:
     assert client.post(NS, json={"namespace": ["db"]}).status_code == 200
-    created = client.post(tables_url(), json=create_request("t"))
+    created = client.post(tables_url(), json=create_request("t", location=T_LOCATION))  # snapshot()'s table
     assert created.status_code == 200, created.text
     return table_url("t")
 

@@ -151,7 +151,7 @@ def test_a_table_loaded_again_is_read_without_its_document_until_it_moves_on(cli
     _same(again, first)
     _same(again, full_stack_client.get(table + "?snapshots=all"))
     served.clear()
-    assert append(client, table, 103, 3, 102).status_code == 200
+    assert append(client, table, 103, 3, 102, location=first.json()["metadata"]["location"]).status_code == 200
     moved_on = client.get(table)
     assert moved_on.json()["metadata"]["current-snapshot-id"] == 103  # the current version, read in full
     assert client.get(table).content == moved_on.content

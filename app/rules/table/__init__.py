@@ -50,6 +50,8 @@ from app.rules.metadata_files import metadata_file_name, next_metadata_version, 
 from app.rules.table.creation import new_table_metadata
 from app.rules.table.files import (
     added_manifest_lists,
+    files_after_commit,
+    files_of_entry,
     metadata_directory,
     metadata_files_to_delete,
     relocates,
@@ -70,6 +72,8 @@ __all__ = [
     "check_requirements",
     "commit",
     "current_location",
+    "files_after_commit",
+    "files_of_entry",
     "metadata_directory",
     "metadata_file_name",
     "metadata_files_to_delete",

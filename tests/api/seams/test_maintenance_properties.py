@@ -33,9 +33,10 @@ def _runs(client, name: str) -> list[dict]:
 
 def _commit_snapshots(client, name: str, first: int, count: int, parent: int | None) -> int:
     """One commit adding ``count`` snapshots in a chain to main (from 2023: past any age)."""
+    location = client.get(table_url(name)).json()["metadata"]["location"]  # its manifest lists go there
     updates = []
     for snapshot_id in range(first, first + count):
-        updates.append({"action": "add-snapshot", "snapshot": snapshot(snapshot_id, snapshot_id, parent)})
+        updates.append({"action": "add-snapshot", "snapshot": snapshot(snapshot_id, snapshot_id, parent, location=location)})
         parent = snapshot_id
     updates.append({"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": parent})
     response = client.post(table_url(name), json={"requirements": [], "updates": updates})

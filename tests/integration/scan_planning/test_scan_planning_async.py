@@ -245,7 +245,7 @@ def test_background_failure_is_a_failed_plan_with_its_error(server, table, app, 
     reader = async_planning.reader
     original_entries = reader.entries
 
-    def failing_entries(manifest, roots):
+    def failing_entries(manifest, io):
         raise ServiceUnavailable("Object storage unreachable: read s3://...")
 
     reader.entries = failing_entries
