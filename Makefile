@@ -73,7 +73,9 @@ IMAGE ?= localhost/growler:latest
 IMAGE_BASE ?= local
 # helm, for the chart's tests (tests/integration/test_helm_chart.py): built from the Go module proxy.
 HELM_VERSION := v3.22.0
-HELM := .cache/helm-$(HELM_VERSION)/helm
+# Built with the link flags of helm's own release build (its Kubernetes version, see $(HELM)); the
+# directory's name says so, and a helm built before without them (in helm-v3.22.0/) is not reused.
+HELM := .cache/helm-$(HELM_VERSION)-release/helm
 # Go: from PATH, or where Go's own installer puts it (a CI shell may not have it on PATH).
 GO ?= $(or $(shell command -v go 2>/dev/null),/usr/local/go/bin/go)
 
@@ -330,10 +332,21 @@ example: $(SPARK_VENV_$(SPARK_LINE)) spark-jars
 
 helm: $(HELM)
 
-# go install from the Go module proxy into .cache/helm-<version>/ (idempotent: built once).
+# go install from the Go module proxy into .cache/helm-<version>-release/ (idempotent: built once),
+# with the link flags helm's release build sets (its Makefile): the Kubernetes version helm assumes
+# when no cluster is asked (helm template, helm lint) is the one of the client-go it was built with
+# (v0.N -> 1.N). Without them a built helm assumes v1.20, and `helm template` refused the chart's
+# kubeVersion (>=1.27) unless given --kube-version.
 $(HELM):
 	@[ -x "$(GO)" ] || { echo "error: go not found (needed to build helm $(HELM_VERSION))" >&2; exit 1; }
-	GOBIN=$(abspath $(dir $(HELM))) GOFLAGS=-mod=mod $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	gomod=$$(GOFLAGS=-mod=mod $(GO) mod download -json helm.sh/helm/v3@$(HELM_VERSION) | sed -n 's/^\s*"GoMod": "\(.*\)",$$/\1/p'); \
+	minor=$$(sed -n 's/^\s*k8s\.io\/client-go v0\.\([0-9]*\)\..*/\1/p' "$$gomod"); \
+	[ -n "$$minor" ] || { echo "error: no k8s.io/client-go version in helm's go.mod ($$gomod)" >&2; exit 1; }; \
+	flags="-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)"; \
+	for pkg in pkg/chartutil pkg/lint/rules; do \
+	  flags="$$flags -X helm.sh/helm/v3/$$pkg.k8sVersionMajor=1 -X helm.sh/helm/v3/$$pkg.k8sVersionMinor=$$minor"; \
+	done; \
+	GOBIN=$(abspath $(dir $(HELM))) GOFLAGS=-mod=mod $(GO) install -ldflags "$$flags" helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
 # IMAGE_BASE=local: a Debian 12 base from Debian's packages (debootstrap; cached in .cache/image).
 image: venv

@@ -219,6 +219,9 @@ def settings(services: Services) -> Settings:
         storage_credentials_mode=default_credentials_mode(_sts_env(services)),
         sts=StsSettings(role_arn=_sts_env(services).get("GROWLER_STS_ROLE_ARN", "")),
         secrets_key=TEST_SECRETS_KEY,
+        # The webhook tests' receivers listen on loopback, which the product refuses by default
+        # (app/rules/network_targets.py; tests/api/test_event_webhooks.py checks the default).
+        webhook_allowed_networks=("127.0.0.0/8", "::1/128"),
     )
 
 
