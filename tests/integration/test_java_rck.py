@@ -8,14 +8,17 @@ creates, commits, renames, registers, replaces and drops of namespaces, tables a
 The warehouse is the one ``make run`` serves, deletion policy soft: every drop of the kit (its
 cleanup drops each test's tables, views and namespaces) puts them in the recycle bin, and the next
 test creates the same names, often at the same locations, at once. Where the bin and the kit's
-sequences meet is issue 46's subject.
+sequences meet is issue 46's subject: before take-overs (docs/recycle-bin.md) ``testRegisterTable``
+and ``registerView`` failed - registering a dropped table's or view's last metadata again was
+refused (400, "the location is another table's ...") while its binned entry still owned the place.
 
 The kit's jars (``org.apache.iceberg:iceberg-open-api`` ``tests`` and ``test-fixtures``, iceberg-core's
 and iceberg-api's ``tests``, the client and JUnit's console launcher: tests/integration/rck/pom.xml)
 are fetched by ``make rck`` into ``.cache/rck-<version>/libs``; ``GROWLER_RCK_HOME`` names another
 such directory, ``GROWLER_RCK_JAVA_HOME`` the JDK (17+). A missing kit is an error, not a skip.
 Every test of both suites must pass, except those in ``EXCLUDED`` (each with its reason), and each
-of those must still fail: a fixed one leaves the list.
+of those must still fail: a fixed one leaves the list. The kit's cleanup must never fail (it only
+logs a failure) and no request of the run may answer 5xx.
 """
 
 from __future__ import annotations
