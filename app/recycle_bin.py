@@ -98,7 +98,8 @@ class RecycleBinService(ManagementRights):
             back = BinUnitRow(**{**unit.__dict__, "namespace": namespace, "name": name})
             self.require_privilege("undrop", target, Privilege.UNDROP, _home(warehouse_name, back))
         events = change_events.events_of(
-            warehouse.id, [change_events.bin_change("undrop", unit.kind, namespace, name, origin=list(unit.namespace))]
+            warehouse.id,
+            [change_events.bin_change("undrop", unit.kind, namespace, name, unit.uuid, origin=list(unit.namespace))],
         )
         try:
             restored = self.repository.undrop_unit(warehouse.id, unit_id, namespace, name, events=events)
@@ -122,7 +123,8 @@ class RecycleBinService(ManagementRights):
         if unit is None:
             raise NotFound(f"Nothing in the bin of warehouse {warehouse_name} with id {unit_id}")
         events = change_events.events_of(
-            warehouse.id, [change_events.bin_change("purge", unit.kind, unit.namespace, unit.name, purge=True)]
+            warehouse.id,
+            [change_events.bin_change("purge", unit.kind, unit.namespace, unit.name, unit.uuid, purge=True)],
         )
         plans = self._plans(unit.id)
         with refusals_counted(unit.kind):
@@ -173,7 +175,9 @@ class RecycleBinService(ManagementRights):
         expired = 0
         for unit in self.repository.due_units(limit):
             plans = self._plans(unit.id) if unit.purge_requested else []
-            expiry = change_events.bin_change("expire", unit.kind, unit.namespace, unit.name, purge=bool(plans))
+            expiry = change_events.bin_change(
+                "expire", unit.kind, unit.namespace, unit.name, unit.uuid, purge=bool(plans)
+            )
             events = change_events.events_of(unit.warehouse_id, [expiry])
             if self.repository.start_purge(unit.warehouse_id, unit.id, plans, due_only=True, events=events):
                 expired += 1
