@@ -114,7 +114,9 @@ def test_an_expired_stage_is_refused_and_forgotten(client, settings, app, db):
     refused = sign(client, "old", "PUT", object_url(settings, f"{location}/data/late.parquet"))
     assert refused.status_code == 403
     assert client.get(f"{PREFIX}/namespaces/ns/tables/old/credentials").status_code == 404
-    assert app.app.extensions[TABLES].staged.delete_expired() == 1
+    # the app's own housekeeping thread may have forgotten it first (it runs every few seconds):
+    # one of the two deleted it, and it is gone
+    assert app.app.extensions[TABLES].staged.delete_expired() in (0, 1)
     assert stages(db) == []
 
 
