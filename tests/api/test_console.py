@@ -1,5 +1,5 @@
 """The console at /ui/ (issue 38) through the whole ASGI stack: its session, CSRF, what a
-principal sees, XSS, and the server time of a table page with 1,000 snapshots.
+principal sees, XSS, and what a table page with 1,000 snapshots and a namespace of 10,000 tables cost.
 
 The browser test (tests/integration/test_console_browser.py) drives the same pages in Chromium.
 """
@@ -13,6 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from app.console.common import PAGE_SIZE
 from tests.api.authz_support import MANAGEMENT, PREFIX
 from tests.api.tables_support import create_request
 from tests.conftest import TEST_CLIENT_ID, TEST_CLIENT_SECRET
@@ -266,12 +267,11 @@ def test_script_in_properties_docs_and_sql_renders_as_text(browser, app) -> None
         assert ESCAPED in page.text or "&lt;script&gt;alert(1)" in page.text
 
 
-def test_a_table_page_with_1000_snapshots_renders_in_under_300_ms(browser, app) -> None:
-    admin = app.test_client()
-    table = make_table(admin, ["big"], "history")
-    location = table["metadata"]["location"]
+def table_with_history(admin, name: str, snapshots: int) -> None:
+    """A table of namespace ``big`` with a chain of ``snapshots`` appends, the last one on main."""
+    location = make_table(admin, ["big"], name)["metadata"]["location"]
     updates, parent = [], None
-    for i in range(1, 1001):
+    for i in range(1, snapshots + 1):
         summary = {"operation": "append", "added-records": "10", "total-records": str(10 * i)}
         summary.update({"total-data-files": str(i), "total-files-size": str(1000 * i)})
         snap = {
@@ -286,23 +286,43 @@ def test_a_table_page_with_1000_snapshots_renders_in_under_300_ms(browser, app) 
             snap["parent-snapshot-id"] = parent
         updates.append({"action": "add-snapshot", "snapshot": snap})
         parent = i
-    updates.append({"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": 1000})
-    answer = admin.post(f"{PREFIX}/namespaces/big/tables/history", json={"requirements": [], "updates": updates})
+    updates.append({"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": snapshots})
+    answer = admin.post(f"{PREFIX}/namespaces/big/tables/{name}", json={"requirements": [], "updates": updates})
     assert answer.status_code == 200, answer.text
-    params = {"ns": "big", "name": "history", "a": "1", "b": "1000"}
-    browser.get("/ui/w/test/table", params=params)  # warm: templates compiled, metadata parsed once
-    # Server time as CPU time of this process (the app runs in it): the machine's other load
-    # (the suite runs beside other work) must not count; the wall time is reported beside it.
-    timings = []
-    for _ in range(3):
-        started, wall = time.process_time(), time.perf_counter()
-        page = browser.get("/ui/w/test/table", params=params)
-        timings.append((time.process_time() - started, time.perf_counter() - wall))
-        assert page.status_code == 200
+
+
+def page_cpu_s(browser, path: str, params: dict | None = None, runs: int = 3):
+    """(the page, the least CPU time of this process - the app runs in it - over ``runs`` loads).
+
+    CPU time, not wall time: another process taking the CPU counts in none of it, and the least of
+    a few loads skips one that a collection fell into. The tests compare two such times taken the
+    same way in the same run, never one against seconds: a machine 2-4x slower scales both alike.
+    """
+    browser.get(path, params=params)  # warm: templates compiled, metadata parsed once
+    best, page = float("inf"), None
+    for _ in range(runs):
+        started = time.process_time()
+        page = browser.get(path, params=params)
+        best = min(best, time.process_time() - started)
+        assert page.status_code == 200, page.text
+    return page, best
+
+
+def test_a_table_page_with_1000_snapshots_costs_linear_in_its_history(browser, app) -> None:
+    """The page of a 1,000-snapshot table (about 100 ms of CPU here) costs at most about ten times
+    the page of a 100-snapshot one: work per snapshot is constant (one row, one chart point), not
+    a scan of the history per snapshot (that would cost about a hundred times). A ratio of two
+    same-run CPU times, so a slower or busier machine cannot fail it."""
+    admin = app.test_client()
+    table_with_history(admin, "history", 1000)
+    table_with_history(admin, "short", 100)
+    page, thousand = page_cpu_s(browser, "/ui/w/test/table", {"ns": "big", "name": "history", "a": "1", "b": "1000"})
     assert page.text.count("<tr") > 1000 and 'id="comparison"' in page.text
-    assert min(cpu for cpu, _ in timings) < 0.300, timings
     points = re.search(r'"points": ?(\d+)', page.text)
     assert points and int(points.group(1)) == 1000
+    short, hundred = page_cpu_s(browser, "/ui/w/test/table", {"ns": "big", "name": "short", "a": "1", "b": "100"})
+    assert 100 < short.text.count("<tr") < 1000
+    assert thousand < 15 * hundred, (thousand, hundred)
 
 
 def test_browsing_pages_a_namespace_with_many_tables(browser, app) -> None:
@@ -334,15 +354,27 @@ def test_grants_on_a_table_show_the_inherited_ones_marked(browser, app, principa
     assert "inherited" in row and "namespace" in row
 
 
-def test_a_namespace_of_10000_tables_pages_and_searches_fast(browser, app, db) -> None:
-    """Keyset paging: the first page, a page deep in the listing and a search cost about the same."""
-    app.test_client().post(f"{PREFIX}/namespaces", json={"namespace": ["tenk"]})
+def fill_namespace(app, db, namespace: str, tables: int) -> None:
+    app.test_client().post(f"{PREFIX}/namespaces", json={"namespace": [namespace]})
     db.execute(
         "INSERT INTO catalog_entry (namespace_id, name, kind, uuid, location, metadata_location, metadata)"
         " SELECT n.id, 'tbl' || lpad(i::text, 5, '0'), 'table', gen_random_uuid(),"
-        "  's3://growler-test-warehouse/tenk/tbl' || i, 's3://growler-test-warehouse/tenk/tbl' || i || '/m.json', '{}'"
-        " FROM namespace n, generate_series(1, 10000) AS i WHERE n.path = ARRAY['tenk']"
+        "  's3://growler-test-warehouse/' || n.path[1] || '/tbl' || i,"
+        "  's3://growler-test-warehouse/' || n.path[1] || '/tbl' || i || '/m.json', '{}'"
+        " FROM namespace n, generate_series(1, %s) AS i WHERE n.path = ARRAY[%s]",
+        (tables, namespace),
     )
+
+
+def test_a_namespace_of_10000_tables_pages_and_searches_fast(browser, app, db) -> None:
+    """Keyset paging: the first page, a page deep in the listing and a search of a namespace of
+    10,000 tables each cost about what the first page of a namespace of just over one page costs
+    (a ratio of same-run CPU times, ``page_cpu_s``: a slower or busier machine scales both alike).
+    Work proportional to the namespace - fetching or sorting its 10,000 rows in the app - would
+    cost many times more."""
+    fill_namespace(app, db, "tenk", 10000)
+    fill_namespace(app, db, "onepage", PAGE_SIZE + 1)
+    _, one_page = page_cpu_s(browser, "/ui/w/test/namespace", {"ns": "onepage"})
     first = browser.get("/ui/w/test/namespace", params={"ns": "tenk"})
     deep_token = re.search(r'class="more" href="([^"]+)"', first.text).group(1).replace("&amp;", "&")
     for target in (
@@ -350,11 +382,8 @@ def test_a_namespace_of_10000_tables_pages_and_searches_fast(browser, app, db) -
         ("/ui/w/test/namespace", {"ns": "tenk", "q": "09999"}),
         (deep_token, None),
     ):
-        browser.get(target[0], params=target[1])  # warm
-        started = time.process_time()
-        page = browser.get(target[0], params=target[1])
-        spent = time.process_time() - started
-        assert page.status_code == 200 and spent < 0.3, (target, spent)
+        _, spent = page_cpu_s(browser, *target)
+        assert spent < 3 * one_page, (target, spent, one_page)
     assert re.findall(
         r">(tbl\d{5})</a>", browser.get("/ui/w/test/namespace", params={"ns": "tenk", "q": "09999"}).text
     ) == ["tbl09999"]

@@ -3,27 +3,56 @@
 Each test uses an app of its own (its own failure buckets). The buckets refill while a test runs,
 so each check allows for the time it took: a refusal must come within the burst plus what the
 elapsed time refilled, and never later.
+
+That time is the buckets' own clock (``SecretGuessing``'s ``clock``), stepped once per attempt:
+the tests guess at a fixed pace (``STEP_S``) however long an attempt's argon2 takes. On the
+wall clock a busy machine's attempts (0.7 s each under load) were slower than the address's
+refill (one every 0.5 s), so the bucket never emptied and "never slowed down" failed on speed alone.
 """
 
 from __future__ import annotations
 
 import math
-import time
 import uuid
 
 import pytest
 
-from app.edge.auth.endpoint import PER_ADDRESS, PER_CLIENT
+from app.edge.auth.endpoint import PER_ADDRESS, PER_CLIENT, SecretGuessing, TokenEndpoint
 from tests.conftest import auth_settings_for_tests, fetch_token
 
 TOKENS = "/v1/oauth/tokens"
+STEP_S = 0.1  # a guesser's pace: ten attempts a second, faster than either bucket refills
+
+
+class SteppedClock:
+    """The failure buckets' clock: moves ``STEP_S`` per attempt (``step``), not with the machine."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def step(self) -> None:
+        self.now += STEP_S
 
 
 @pytest.fixture
-def fresh_app(settings, app):
+def clock() -> SteppedClock:
+    return SteppedClock()
+
+
+@pytest.fixture
+def fresh_app(settings, app, clock):
     from app.edge.factory import create_app
 
-    return create_app(settings, auth_settings_for_tests(poll_s=0.1))
+    made = create_app(settings, auth_settings_for_tests(poll_s=0.1))
+    (endpoint,) = [
+        m.keywords["endpoint"] for m in made.middleware.middlewares if "endpoint" in getattr(m, "keywords", {})
+    ]
+    assert isinstance(endpoint, TokenEndpoint)
+    endpoint.guessing = SecretGuessing(clock=clock)
+    return made
 
 
 def attempt(client, client_id: str, secret: str):
@@ -31,12 +60,13 @@ def attempt(client, client_id: str, secret: str):
     return client.post(TOKENS, data=data)
 
 
-def until_slowed(clients, client_ids, bucket: tuple[float, float]) -> int:
-    """Failed attempts (each from the next of ``clients``) until the first 429; fails unless it
-    comes within the bound."""
+def until_slowed(clients, client_ids, bucket: tuple[float, float], clock: SteppedClock) -> int:
+    """Failed attempts (each from the next of ``clients``, one per ``STEP_S`` of the buckets'
+    clock) until the first 429; fails unless it comes within the bound."""
     rate, burst = bucket
-    started = time.monotonic()
+    started = clock()
     for count, (client, client_id) in enumerate(zip(clients, client_ids, strict=False)):
+        clock.step()
         response = attempt(client, client_id, "wrong-" + uuid.uuid4().hex)
         if response.status_code == 429:
             assert response.json()["error"] == "slow_down"
@@ -44,25 +74,25 @@ def until_slowed(clients, client_ids, bucket: tuple[float, float]) -> int:
             assert response.headers["Cache-Control"] == "no-store"
             return count
         assert response.status_code == 401, response.text
-        assert count <= burst + math.ceil((time.monotonic() - started) * rate), "never slowed down"
+        assert count <= burst + math.ceil((clock() - started) * rate), "never slowed down"
     raise AssertionError("never slowed down")
 
 
-def test_a_client_id_guessed_at_is_slowed_down_even_with_its_secret(fresh_app, principals_for_guessing):
+def test_a_client_id_guessed_at_is_slowed_down_even_with_its_secret(fresh_app, principals_for_guessing, clock):
     """Guesses from ever new addresses: the client id's own bucket is what slows them."""
     clients = [fresh_app.test_client(client=(f"10.9.{i // 250}.{i % 250}", 5000)) for i in range(100)]
     client_id, secret = principals_for_guessing
-    failures = until_slowed(clients, [client_id] * 100, PER_CLIENT)
+    failures = until_slowed(clients, [client_id] * 100, PER_CLIENT, clock)
     assert failures >= PER_CLIENT[1]  # the burst first
     locked = attempt(fresh_app.test_client(client=("10.8.0.1", 5000)), client_id, secret)
     assert locked.status_code == 429  # the right secret waits too: nothing is verified
     assert fetch_token(fresh_app.test_client(client=("10.8.0.1", 5000)))  # another client id is served
 
 
-def test_an_address_guessing_many_client_ids_is_slowed_down(fresh_app):
+def test_an_address_guessing_many_client_ids_is_slowed_down(fresh_app, clock):
     client = fresh_app.test_client()
     ids = [f"guess-{i}-{uuid.uuid4().hex[:6]}" for i in range(400)]
-    failures = until_slowed([client] * len(ids), ids, PER_ADDRESS)
+    failures = until_slowed([client] * len(ids), ids, PER_ADDRESS, clock)
     assert failures >= PER_ADDRESS[1]
 
 

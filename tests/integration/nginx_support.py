@@ -107,7 +107,7 @@ def start_nginx(upstream: str | list[str], tmp_dir: Path) -> Nginx:
             [*command, "-g", "daemon off;"], stdout=err, stderr=subprocess.STDOUT, start_new_session=True
         )
     nginx = Nginx(f"http://127.0.0.1:{port}", process, prefix)
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 60  # a hang guard: a busy machine starts nginx slower
     while not port_is_listening(port, "127.0.0.1"):
         if process.poll() is not None or time.monotonic() > deadline:
             stop_nginx(nginx)

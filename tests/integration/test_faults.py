@@ -156,7 +156,9 @@ def test_fault_during_commits(fault_server: Server, services, dependency: str, f
                 ready, ready_s = timed_get(f"{fault_server.url}/readyz")
                 alive, alive_s = timed_get(f"{fault_server.url}/healthz")
                 assert ready == 503 and ready_s < ANSWER_WITHIN_S, (ready, ready_s)
-                assert alive == 200 and alive_s < 1.0, (alive, alive_s)
+                # alive: answered before any of the server's deadlines could have fired, so it
+                # waited on no frozen dependency (a bound in the server's deadlines, not the machine's speed)
+                assert alive == 200 and alive_s < TIMEOUT_S, (alive, alive_s)
                 # loadTable (read on the event loop by the asyncio pool) needs only PostgreSQL
                 load, load_s = timed_get(f"{base}/namespaces/faults/tables/{tables[0]}")
                 assert load == (503 if dependency == "postgres" else 200) and load_s < ANSWER_WITHIN_S, (load, load_s)
