@@ -25,7 +25,7 @@ from app.ground.limits import check_metadata_schemas, load_json
 from app.ground.locations import Location, is_allowed, safe_segment
 from app.ground.page_tokens import PageTokens
 from app.ground.settings import Settings
-from app.namespaces import default_namespace_location
+from app.namespaces import default_namespace_location, namespace_home
 from app.paging import Page, PageWindow, fill_page, names_window
 from app.rules.identifiers import (
     check_name,
@@ -285,11 +285,7 @@ class EntryService:
         namespace never places an entry in another's folder. (Overlaps with what others own are
         refused where the entry is written: storage/placement.py.)"""
         parsed = Location.parse(location, what)
-        home = Location.parse(
-            str(namespace_properties.get("location") or "").rstrip("/")
-            or default_namespace_location(warehouse, namespace),
-            "namespace location",
-        )
+        home = Location.parse(namespace_home(warehouse, namespace, namespace_properties), "namespace location")
         others = [Location.parse(text, "allowed location") for text in warehouse.allowed_locations]
         if any(parsed.is_within(root) and parsed != root for root in (home, *others)):
             return

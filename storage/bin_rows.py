@@ -20,6 +20,7 @@ from psycopg import errors as pg_errors
 from app.ground.errors import AlreadyExists, NoSuchNamespace, NotFound, PurgeStarted
 from storage.db import Database
 from storage.events import ChangeEvent, record_events
+from storage.placement import NamespaceLocationTaken, claim_restored_namespaces
 from storage.protection_rows import refuse_if_protected
 from storage.rows import EntryRow
 
@@ -262,6 +263,14 @@ class BinRows:
             try:
                 if unit["kind"] == "namespace":
                     self._restore_namespace(conn, warehouse_id, unit_id, tuple(unit["namespace"]), namespace)
+                    try:  # its namespaces' locations may have been taken meanwhile (binned ones block nothing)
+                        claim_restored_namespaces(conn, warehouse_id, namespace)
+                    except NamespaceLocationTaken as exc:
+                        raise AlreadyExists(
+                            f"Cannot undrop {unit_id}: the location of namespace {'.'.join(exc.placed.path)}"
+                            f" ({exc.placed.root.uri}) is another namespace's, table's, view's or staged table's"
+                            " now, or overlaps one. Undrop it under another namespace path, or free the location"
+                        ) from None
                 else:
                     self._restore_entry(conn, warehouse_id, unit_id, namespace, str(name))
             except pg_errors.UniqueViolation as exc:
