@@ -157,6 +157,7 @@ class NewVersion:
     text: str
     entry_location: str
     placed: Claim | None = None  # what it newly owns when it moves (EntryService._moved)
+    data_path: str | None = None  # a table's data path after the commit (app/rules/table/files.py)
 
 
 class CommitLoop:
@@ -198,7 +199,7 @@ class CommitLoop:
         compare-and-set.
         """
         swaps = [
-            MetadataSwap(v.row.id, v.row.metadata_location, v.location, v.text, v.entry_location, v.placed)
+            MetadataSwap(v.row.id, v.row.metadata_location, v.location, v.text, v.entry_location, v.placed, v.data_path)
             for v in versions
         ]
         files = [(version.location, version.text) for version in versions]

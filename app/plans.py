@@ -182,7 +182,7 @@ class PlanningService:
         plan = self._plan(plan_id, row)
         if plan.status not in ("submitted", "completed"):
             raise NoSuchPlanId(f"Plan does not exist: {plan_id} (it is {plan.status})")
-        return self.tables._credentials(warehouse, row.location, True, write=False)  # a plan is read
+        return self.tables._credentials(warehouse, self.tables.row_roots(row), True, write=False)  # a plan is read
 
     def close(self) -> None:
         """Stop planning: running plans stop at their next check and are reported interrupted."""
@@ -212,7 +212,9 @@ class PlanningService:
             body["plan-id"] = plan_id
         if pages > 1:
             body["plan-tasks"] = [f"{plan_id}:{page}" for page in range(1, pages)]
-        credentials = self.tables._credentials(warehouse, row.location, vend, write=False)  # a plan is read
+        credentials = self.tables._credentials(
+            warehouse, self.tables.row_roots(row), vend, write=False
+        )  # a plan is read
         if credentials:
             body["storage-credentials"] = credentials
         return body

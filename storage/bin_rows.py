@@ -80,7 +80,7 @@ _UNIT = (
     " FROM bin_unit u"
 )
 _ENTRY_COLUMNS = (
-    "namespace_id, name, kind, uuid, location, metadata_location, metadata, version, created_at, updated_at"
+    "namespace_id, name, kind, uuid, location, metadata_location, metadata, version, created_at, updated_at, data_path"
 )
 _GRANT_COLUMNS = "role_id, privilege, securable, warehouse_id, namespace_id, entry_id, created_at"
 
@@ -137,7 +137,7 @@ class BinRows:
             )
             row = conn.execute(
                 "DELETE FROM catalog_entry WHERE id = %s"
-                " RETURNING id, kind, uuid::text AS uuid, location, metadata_location, metadata",
+                " RETURNING id, kind, uuid::text AS uuid, location, metadata_location, metadata, data_path",
                 (found["id"],),
             ).fetchone()
             record_events(conn, events(EntryRow(**row)))
@@ -292,9 +292,9 @@ class BinRows:
             raise NoSuchNamespace(f"Namespace does not exist: {'.'.join(namespace)}")
         conn.execute(
             "INSERT INTO catalog_entry (id, namespace_id, name, kind, uuid, location, metadata_location, metadata,"
-            " version, created_at, updated_at) OVERRIDING SYSTEM VALUE"
-            " SELECT id, %s, %s, kind, uuid, location, metadata_location, metadata, version, created_at, now()"
-            " FROM bin_entry WHERE unit_id = %s",
+            " version, created_at, updated_at, data_path) OVERRIDING SYSTEM VALUE"
+            " SELECT id, %s, %s, kind, uuid, location, metadata_location, metadata, version, created_at, now(),"
+            " data_path FROM bin_entry WHERE unit_id = %s",
             (ns["id"], name, unit_id),
         )
         conn.execute(
@@ -332,8 +332,7 @@ class BinRows:
             },
         )
         conn.execute(
-            "INSERT INTO catalog_entry (id, namespace_id, name, kind, uuid, location, metadata_location, metadata,"
-            " version, created_at, updated_at) OVERRIDING SYSTEM VALUE"
+            f"INSERT INTO catalog_entry (id, {_ENTRY_COLUMNS}) OVERRIDING SYSTEM VALUE"
             f" SELECT id, {_ENTRY_COLUMNS} FROM bin_entry WHERE unit_id = %s",
             (unit_id,),
         )

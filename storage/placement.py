@@ -1,10 +1,11 @@
 """Exclusive locations: every storage location is owned by exactly one entry, enforced in PostgreSQL.
 
-A table's or view's location and metadata directory (and a staged table's) may not be at, under
-or above another live entry's or stage's, nor overlap another namespace's location (its explicit
-``location`` property, else the warehouse's default layout) - only its own namespace and that
-namespace's ancestors may contain it, and it may contain none of them. Signing and STS serve a
-table's location, so ownership is what keeps one principal's grant from reaching another's data.
+A table's or view's location and metadata directory, a table's data path (``write.data.path``
+when set) and a staged table's may not be at, under or above another live entry's or stage's,
+nor overlap another namespace's location (its explicit ``location`` property, else the
+warehouse's default layout) - only its own namespace and that namespace's ancestors may contain
+it, and it may contain none of them. Signing and STS serve exactly these folders of a table, so
+ownership is what keeps one principal's grant from reaching another's data.
 
 Race-free without serialising every create: a claim takes hierarchical advisory locks in the
 transaction that writes the entry - shared on every proper ancestor prefix of each claimed
@@ -103,19 +104,23 @@ def _overlapping_stages(
     (the caller compares the parsed places): (warehouse, namespace, name, places or None when a
     stored one does not parse)."""
     rows = conn.execute(
-        "SELECT n.warehouse_id, n.path, s.name, s.location, s.metadata_path FROM staged_table s"
+        "SELECT n.warehouse_id, n.path, s.name, s.location, s.metadata_path, s.data_path FROM staged_table s"
         " JOIN namespace n ON n.id = s.namespace_id, unnest(%(roots)s::text[]) r WHERE s.expires_at > now()"
         f" AND (starts_with({_trimmed('s.location')} || '/', r || '/')"
         f"  OR starts_with(r || '/', {_trimmed('s.location')} || '/')"
         f"  OR starts_with({_trimmed('s.metadata_path')} || '/', r || '/')"
-        f"  OR starts_with(r || '/', {_trimmed('s.metadata_path')} || '/'))",
+        f"  OR starts_with(r || '/', {_trimmed('s.metadata_path')} || '/')"
+        f"  OR starts_with({_trimmed('s.data_path')} || '/', r || '/')"
+        f"  OR starts_with(r || '/', {_trimmed('s.data_path')} || '/'))",
         {"roots": [bare(root) for root in roots]},
         prepare=False,
     ).fetchall()
     found = []
     for row in rows:
         try:
-            places: list[Location] | None = [Location.parse(row["location"]), Location.parse(row["metadata_path"])]
+            places: list[Location] | None = [
+                Location.parse(text) for text in (row["location"], row["metadata_path"], row["data_path"]) if text
+            ]
         except InvalidLocation:
             places = None
         found.append((row["warehouse_id"], tuple(row["path"]), row["name"], places))
@@ -253,7 +258,7 @@ def _entries_in_the_way(conn: psycopg.Connection, c: NamespaceClaim) -> bool:
         if not mine[entry.id]:
             return True
         try:
-            places = [Location.parse(entry.location), Location.parse(entry.metadata_location).parent]
+            places = entry_places(entry)
         except InvalidLocation:
             return True
         if any(place.overlaps(c.root) and not _inside(place, c.root) for place in places):
@@ -307,12 +312,14 @@ def claim_restored_namespaces(conn: psycopg.Connection, warehouse_id: int, top: 
 _SEP = "\x1f"  # joins a path's levels into one text (levels hold no control characters)
 
 
-# A location and a metadata directory as the indexes of 0014 hold them (bucket/key, no trailing slash).
+# A location, a metadata directory and a data path as the indexes of 0014 and 0023 hold them
+# (bucket/key, no trailing slash; the data path's index holds only the rows that have one).
 _LOCATION_KEY = "(rtrim(regexp_replace(location, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE \"C\""
 _METADATA_KEY = (
     "(regexp_replace(regexp_replace(metadata_location, '^[A-Za-z0-9]+:/*', ''), '/[^/]*$', '')) COLLATE \"C\""
 )
-_ENTRY = "SELECT e.id, e.kind, e.uuid::text AS uuid, e.location, e.metadata_location, '' AS metadata"
+_DATA_KEY = "(rtrim(regexp_replace(data_path, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE \"C\""
+_ENTRY = "SELECT e.id, e.kind, e.uuid::text AS uuid, e.location, e.metadata_location, '' AS metadata, e.data_path"
 
 
 def _overlapping_query(count: int) -> str:
@@ -322,9 +329,10 @@ def _overlapping_query(count: int) -> str:
     array), and the statement is planned for its values each time (never a generic plan, which
     for a range on an array's elements was a scan of every row and regular expression)."""
     conditions = []
-    for key in (_LOCATION_KEY, _METADATA_KEY):
-        conditions.append(f"{key} = ANY(%(at)s)")
-        conditions += [f"({key} >= %(lo_{i})s AND {key} < %(hi_{i})s)" for i in range(count)]
+    for key in (_LOCATION_KEY, _METADATA_KEY, _DATA_KEY):
+        some = "e.data_path IS NOT NULL AND " if key is _DATA_KEY else ""  # the partial index's rows
+        conditions.append(f"{some}{key} = ANY(%(at)s)")
+        conditions += [f"({some}{key} >= %(lo_{i})s AND {key} < %(hi_{i})s)" for i in range(count)]
     # Binned tables and views (storage/bin_rows.py) keep owning their locations until forgotten.
     return " UNION ".join(
         f"{_ENTRY} FROM {rows} e WHERE e.id IS DISTINCT FROM %(me)s AND {condition}"
@@ -336,9 +344,9 @@ def _overlapping_query(count: int) -> str:
 def overlapping_entries(
     conn: psycopg.Connection, roots: list[Location], exclude_id: int | None = None
 ) -> list[EntryRow]:
-    """Live and binned tables and views (any warehouse) whose location or metadata directory (that of its
-    current metadata file) is at, under or above one of ``roots``, compared by segments, read on
-    a connection the caller holds (inside its transaction: ``claim``).
+    """Live and binned tables and views (any warehouse) whose location, metadata directory (that of its
+    current metadata file) or data path is at, under or above one of ``roots``, compared by segments,
+    read on a connection the caller holds (inside its transaction: ``claim``).
 
     SQL narrows the rows by text, on the indexes of 0014 (scheme spellings and trailing slashes
     ignored); the model decides. The documents themselves are not read.
@@ -355,10 +363,20 @@ def overlapping_entries(
     for row in rows:
         entry = EntryRow(**row)
         try:
-            places = [Location.parse(entry.location), Location.parse(entry.metadata_location).parent]
+            places = entry_places(entry)
         except InvalidLocation:  # stored before locations were checked: counts as overlapping
             found[entry.id] = entry
             continue
         if any(place.overlaps(root) for place in places for root in roots):
             found[entry.id] = entry
     return list(found.values())
+
+
+def entry_places(entry: EntryRow) -> list[Location]:
+    """The folders a table's or view's row says it owns: its location, its metadata directory (that
+    of its current file) and its data path when set (``app.rules.table.stored_roots``, parsed).
+    InvalidLocation when one does not parse (stored before locations were checked)."""
+    places = [Location.parse(entry.location), Location.parse(entry.metadata_location).parent]
+    if entry.data_path:
+        places.append(Location.parse(entry.data_path))
+    return places

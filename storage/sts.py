@@ -18,6 +18,7 @@ import hashlib
 import json
 import logging
 import secrets
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -40,33 +41,44 @@ READ_ACTIONS = ["s3:GetObject", "s3:GetObjectVersion"]
 WRITE_ACTIONS = ["s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"]
 
 
-def session_policy(location: str, write: bool = True, delete: bool = True) -> dict[str, Any]:
-    """An IAM policy allowing only the objects under ``location`` (read-only unless ``write``;
-    without s3:DeleteObject unless ``delete``: a warehouse that refuses deletes)."""
-    parsed = Location.parse(location)
-    prefix = parsed.key.rstrip("/") + "/"
+def session_policy(roots: str | Sequence[str], write: bool = True, delete: bool = True) -> dict[str, Any]:
+    """An IAM policy allowing only the objects under ``roots`` - a table's location, or every folder
+    it owns (its location, metadata directory and data path) - read-only unless ``write``; without
+    s3:DeleteObject unless ``delete`` (a warehouse that refuses deletes). Listing is allowed in
+    each root's bucket with that root's prefix only."""
+    parsed = [Location.parse(root) for root in ([roots] if isinstance(roots, str) else roots)]
+    prefixes = {(place.bucket, place.key.rstrip("/") + "/"): None for place in parsed if place.key}
+    buckets = dict.fromkeys(bucket for bucket, _ in prefixes)
     statements: list[dict[str, Any]] = [
         {
             "Effect": "Allow",
             "Action": READ_ACTIONS + ([a for a in WRITE_ACTIONS if delete or a != "s3:DeleteObject"] if write else []),
-            "Resource": [f"arn:aws:s3:::{parsed.bucket}/{prefix}*"],
+            "Resource": [f"arn:aws:s3:::{bucket}/{prefix}*" for bucket, prefix in prefixes],
         },
-        {
-            "Effect": "Allow",
-            "Action": ["s3:ListBucket"],
-            "Resource": [f"arn:aws:s3:::{parsed.bucket}"],
-            "Condition": {"StringLike": {"s3:prefix": [f"{prefix}*"]}},
-        },
+        *(
+            {
+                "Effect": "Allow",
+                "Action": ["s3:ListBucket"],
+                "Resource": [f"arn:aws:s3:::{bucket}"],
+                "Condition": {"StringLike": {"s3:prefix": [f"{p}*" for b, p in prefixes if b == bucket]}},
+            }
+            for bucket in buckets
+        ),
     ]
     return {"Version": "2012-10-17", "Statement": statements}
 
 
 def table_credentials(
-    settings: Settings, warehouse: WarehouseRow, location: str, s3: S3Settings | None = None, write: bool = True
+    settings: Settings,
+    warehouse: WarehouseRow,
+    roots: str | Sequence[str],
+    s3: S3Settings | None = None,
+    write: bool = True,
 ) -> dict[str, str]:
-    """FileIO properties holding fresh credentials for the table at ``location`` (503 when STS fails)."""
+    """FileIO properties holding fresh credentials for a table's folders (``roots``: its location,
+    or every folder it owns), 503 when STS fails."""
     try:
-        Location.parse(location)
+        policy = session_policy(roots, write=write, delete=not warehouse.refuse_deletes)
     except InvalidLocation:
         return {}
     storage = warehouse.storage or {}
@@ -78,7 +90,7 @@ def table_credentials(
         access_key=(s3 or settings.s3).access_key or "",
         secret_key=(s3 or settings.s3).secret_key or "",
         role_arn=settings.sts.role_arn,
-        policy=session_policy(location, write=write, delete=not warehouse.refuse_deletes),
+        policy=policy,
         duration_s=settings.sts.duration_s,
         timeout_s=settings.s3.timeout_s,
     )

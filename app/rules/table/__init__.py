@@ -39,7 +39,8 @@ The rules are split by concern, as PyIceberg splits ``pyiceberg.table.update``:
 - ``snapshots``: snapshots, refs, statistics, the snapshot log;
 - ``creation``: a new table (createTable, and the empty table of a staged create);
 - ``updates``: applying updates, and a commit end to end;
-- ``files``: where a table's metadata files go, the manifest lists a commit adds,
+- ``files``: the folders a table owns (``table_roots``), where its metadata files go, the
+  manifest lists a commit adds,
   and which ones a commit may delete; naming,
   versions and gzip are shared with views in ``app.rules.metadata_files``.
 
@@ -49,9 +50,13 @@ This package exports what the services and tests use.
 from app.rules.metadata_files import metadata_file_name, next_metadata_version, parse_metadata_version
 from app.rules.table.creation import new_table_metadata
 from app.rules.table.files import (
+    DATA_PATH_PROPERTIES,
     added_manifest_lists,
+    data_path,
     metadata_directory,
     metadata_files_to_delete,
+    stored_roots,
+    table_roots,
 )
 from app.rules.table.models import TableMetadata, TableUpdate
 from app.rules.table.requests import TableRequirement, parse_requirements, parse_updates
@@ -60,6 +65,7 @@ from app.rules.table.serialisation import SnapshotJson, current_location, parse_
 from app.rules.table.updates import apply_updates, commit, screen_for
 
 __all__ = [
+    "DATA_PATH_PROPERTIES",
     "SnapshotJson",
     "TableMetadata",
     "TableRequirement",
@@ -69,6 +75,7 @@ __all__ = [
     "check_requirements",
     "commit",
     "current_location",
+    "data_path",
     "metadata_directory",
     "metadata_file_name",
     "metadata_files_to_delete",
@@ -80,6 +87,8 @@ __all__ = [
     "parse_updates",
     "refs_only",
     "screen_for",
+    "stored_roots",
+    "table_roots",
     "table_uuid",
     "to_json",
 ]

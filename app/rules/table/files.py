@@ -1,5 +1,6 @@
-"""The files of one table's metadata: where they go (``write.metadata.path``), the manifest lists
-a commit adds, and which previous ones a commit may delete
+"""The files of one table: the folders it owns (``table_roots``: its location, metadata directory
+and data path), where its metadata files go (``write.metadata.path``), the manifest lists a
+commit adds, and which previous ones a commit may delete
 (``write.metadata.delete-after-commit.enabled``)."""
 
 from __future__ import annotations
@@ -12,10 +13,46 @@ from pyiceberg.table.update import AddSnapshotUpdate
 from app.rules.metadata_files import metadata_directory_of
 from app.rules.table.models import DELETE_AFTER_COMMIT, TableUpdate
 
+# Where data files go, in Java's order (``LocationProviders``): the first set wins, else
+# ``<location>/data``. The last two are deprecated in Java but still honoured by its writers.
+DATA_PATH_PROPERTIES = ("write.data.path", "write.object-storage.path", "write.folder-storage.path")
+
 
 def metadata_directory(metadata: TableMetadata) -> str:
     """Where metadata files go: ``write.metadata.path``, else ``<location>/metadata``."""
     return metadata_directory_of(metadata.location, metadata.properties)
+
+
+def data_path(properties: dict[str, str]) -> str | None:
+    """The data path the table's properties set (``DATA_PATH_PROPERTIES``), else None (data files go
+    under ``<location>/data``, inside the location)."""
+    for key in DATA_PATH_PROPERTIES:
+        value = properties.get(key)
+        if value:
+            return value.rstrip("/")
+    return None
+
+
+def table_roots(metadata: TableMetadata, metadata_location: str | None = None) -> list[str]:
+    """The folders a table owns, and the only ones: its location, its metadata directory (that of
+    ``metadata_location``, its current metadata file, when given; else where the next one goes)
+    and its data path when its properties set one. Everything its clients and Growler write for it
+    lies in one of them (data files, manifests, metadata files).
+
+    The one notion of a table's places: a create, register, stage or moving commit claims exactly
+    these (storage/placement.py: no other entry may overlap them) and each must lie in its
+    namespace's home; signing and STS serve exactly these (``stored_roots`` of its row)."""
+    directory = metadata_location.rsplit("/", 1)[0] if metadata_location else metadata_directory(metadata)
+    return stored_roots(metadata.location, directory, data_path(metadata.properties or {}))
+
+
+def stored_roots(location: str, metadata_directory: str, data_path: str | None = None) -> list[str]:
+    """``table_roots`` from what a table's row (or a stage's) keeps: its location, metadata
+    directory and data path (None when unset); in that order, each once."""
+    roots = [location.rstrip("/"), metadata_directory.rstrip("/")]
+    if data_path:
+        roots.append(data_path.rstrip("/"))
+    return list(dict.fromkeys(roots))
 
 
 def metadata_files_to_delete(old: TableMetadata, new: TableMetadata) -> list[str]:
