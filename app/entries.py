@@ -22,7 +22,7 @@ from app.commits import MetadataFiles
 from app.deletion import HARD, SOFT, bin_drop, recorded, refusals_counted
 from app.ground.errors import AlreadyExists, BadRequest, CatalogError, NoSuchNamespace
 from app.ground.limits import check_metadata_schemas, load_json
-from app.ground.locations import Location, is_allowed, safe_segment
+from app.ground.locations import InvalidLocation, Location, is_allowed, safe_segment
 from app.ground.page_tokens import PageTokens
 from app.ground.settings import Settings
 from app.namespaces import default_namespace_location, namespace_home
@@ -40,7 +40,7 @@ from app.warehouses import WarehouseDirectory
 from storage.entries import NewEntry
 from storage.events import ChangeEvent
 from storage.objects import ObjectNotFound, ObjectStore
-from storage.placement import Claim, entry_places
+from storage.placement import Claim
 from storage.repository import CatalogRepository
 from storage.rows import EntryRow
 from storage.warehouses import WarehouseRow
@@ -335,7 +335,12 @@ class EntryService:
         location) of its location, metadata directory and - a table's - data path after the
         commit), after checking each such folder lies in its namespace's home; None when every one
         lies in a folder the entry owns already."""
-        old = entry_places(row)
+        old = []  # what it owns now; a folder stored before locations were checked owns nothing here
+        for text in (row.location, row.metadata_location.rsplit("/", 1)[0], row.data_path):
+            try:
+                old += [Location.parse(text)] if text else []
+            except InvalidLocation:
+                continue
         added = [(what, text) for what, text in named if not any(Location.parse(text).is_within(o) for o in old)]
         if not added:
             return None

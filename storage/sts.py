@@ -77,10 +77,15 @@ def table_credentials(
 ) -> dict[str, str]:
     """FileIO properties holding fresh credentials for a table's folders (``roots``: its location,
     or every folder it owns), 503 when STS fails."""
-    try:
-        policy = session_policy(roots, write=write, delete=not warehouse.refuse_deletes)
-    except InvalidLocation:
-        return {}
+    texts = [roots] if isinstance(roots, str) else list(roots)
+    valid = []
+    for number, text in enumerate(texts):
+        try:
+            valid.append(Location.parse(text).uri)
+        except InvalidLocation:
+            if number == 0:  # the table's location: nothing to vend for
+                return {}
+    policy = session_policy(valid, write=write, delete=not warehouse.refuse_deletes)
     storage = warehouse.storage or {}
     endpoint = settings.sts.endpoint or storage.get("sts-endpoint") or storage.get("endpoint") or settings.s3.endpoint
     region = storage.get("region") or settings.s3.region
