@@ -7,7 +7,7 @@ its storage settings; the default warehouse takes ``GROWLER_STORAGE_CREDENTIALS_
 - ``remote-signing`` (default): the client is told to send each S3 request to the table's
   ``/sign`` endpoint (``app.signing``); no key leaves Growler.
 - ``sts``: temporary credentials from the storage's STS ``AssumeRole`` with a session policy
-  limited to the table's prefix (``storage.sts``), vended as ``storage-credentials``.
+  limited to the table's folders (``storage.sts``), vended as ``storage-credentials``.
 - ``static``: the warehouse's own keys are vended (development only: full access to the bucket).
 - ``none``: nothing is vended and nothing is signed.
 

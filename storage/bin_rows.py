@@ -269,7 +269,8 @@ class BinRows:
                         raise AlreadyExists(
                             f"Cannot undrop {unit_id}: the location of namespace {'.'.join(exc.placed.path)}"
                             f" ({exc.placed.root.uri}) is another namespace's, table's, view's or staged table's"
-                            " now, or overlaps one. Undrop it under another namespace path, or free the location"
+                            " now, or overlaps one. Free that folder first, or undrop the unit under another"
+                            " namespace path if that namespace's location is its default one"
                         ) from None
                 else:
                     self._restore_entry(conn, warehouse_id, unit_id, namespace, str(name))

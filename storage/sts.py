@@ -1,9 +1,10 @@
-"""``sts`` credentials mode: temporary credentials limited to one table's prefix.
+"""``sts`` credentials mode: temporary credentials limited to one table's folders.
 
 Growler calls the storage's STS ``AssumeRole`` (the AWS STS query API, which AWS, MinIO, Ceph
 RGW and SeaweedFS's embedded IAM serve) with its own keys, the role of ``GROWLER_STS_ROLE_ARN``
 and an inline session policy that allows only the table's objects: read and write under the
-table's location, and listing the bucket only with that prefix. The effective permissions are
+folders it owns (its location, metadata directory and data path: ``app.rules.table.table_roots``),
+and listing the bucket only with those prefixes. The effective permissions are
 the intersection of the role's and the session policy, so the credentials cannot reach
 another table even when the role could. They expire after ``GROWLER_STS_DURATION_S``; clients
 refresh them through ``loadCredentials``.
