@@ -8,6 +8,7 @@
 #   make spark-jars     fetch the Iceberg Spark runtimes (3.5, 4.1) + AWS bundle (mvn) into .cache/spark-jars
 #   make keycloak       fetch Keycloak (mvn) into .cache/keycloak-<version>: the IdP of the OIDC tests
 #   make kafka          fetch Apache Kafka's broker jars (mvn) into .cache/kafka-<version>: the Kafka sink's test
+#   make rck            fetch Iceberg's REST Compatibility Kit (mvn) into .cache/rck-<version>: its JUnit suites' test
 #   make example        the Spark pipeline example (examples/pipeline.py) against a running make run
 #                       (SPARK_LINE=4.1: on Spark 4.1 instead of 3.5)
 #   make image          the OCI image (deploy/Containerfile) with buildah; IMAGE_BASE=<a Debian 12
@@ -49,6 +50,14 @@ KEYCLOAK_HOME := .cache/keycloak-$(KEYCLOAK_VERSION)
 KAFKA_VERSION := 4.1.1
 KAFKA_HOME := .cache/kafka-$(KAFKA_VERSION)
 KAFKA_STAMP := $(KAFKA_HOME)/.fetched
+# Iceberg's REST Compatibility Kit (tests/integration/test_java_rck.py): Iceberg's CatalogTests and
+# ViewCatalogTests, with the Java client and JUnit's console launcher (tests/integration/rck/pom.xml).
+# Its jars (iceberg-open-api's tests and test-fixtures, iceberg-core's and iceberg-api's tests) are
+# not on Maven Central for ICEBERG_VERSION 1.12.0: the kit and its client are the newest release
+# that has them.
+RCK_ICEBERG_VERSION := 1.11.0
+RCK_HOME := .cache/rck-$(RCK_ICEBERG_VERSION)
+RCK_STAMP := $(RCK_HOME)/.fetched
 # Spark 3.5 runs on Java 8/11/17, Spark 4.1 on 17/21: prefer an installed JDK 17 for both.
 SPARK_JAVA_HOME ?= $(firstword $(wildcard /usr/lib/jvm/java-17-openjdk*))
 # make example SPARK_LINE=4.1: the interpreter of the line's PySpark runs the example.
@@ -64,7 +73,9 @@ IMAGE ?= localhost/growler:latest
 IMAGE_BASE ?= local
 # helm, for the chart's tests (tests/integration/test_helm_chart.py): built from the Go module proxy.
 HELM_VERSION := v3.22.0
-HELM := .cache/helm-$(HELM_VERSION)/helm
+# Built with the link flags of helm's own release build (its Kubernetes version, see $(HELM)); the
+# directory's name says so, and a helm built before without them (in helm-v3.22.0/) is not reused.
+HELM := .cache/helm-$(HELM_VERSION)-release/helm
 # Go: from PATH, or where Go's own installer puts it (a CI shell may not have it on PATH).
 GO ?= $(or $(shell command -v go 2>/dev/null),/usr/local/go/bin/go)
 
@@ -143,7 +154,7 @@ $(call apt_install,maven)
 endef
 
 .PHONY: help venv venv-test run test lint bench clean distclean image helm
-.PHONY: spark-jars venv-spark4 example keycloak test-deps
+.PHONY: spark-jars venv-spark4 example keycloak test-deps rck
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
@@ -203,15 +214,18 @@ test: test-deps
 	$(VPY) -m scripts.suite $(PYTEST_ARGS)
 
 # What the suite needs besides .venv: the Spark jars (fetched once, then found through
-# GROWLER_SPARK_JARS), the Spark 4.1 interpreter (GROWLER_SPARK4_PYTHON) and Keycloak. Fetched side
+# GROWLER_SPARK_JARS), the Spark 4.1 interpreter (GROWLER_SPARK4_PYTHON), Keycloak, Kafka and
+# Iceberg's REST Compatibility Kit. Fetched side
 # by side on a fresh machine (two pip installs and the Maven downloads overlap; output grouped per
 # target); the order-only prerequisites below keep apt-get and mvn one at a time.
 test-deps:
-	@$(MAKE) --no-print-directory -j4 -O venv-test spark-jars venv-spark4 keycloak kafka helm
+	@$(MAKE) --no-print-directory -j4 -O venv-test spark-jars venv-spark4 keycloak kafka rck helm
 test: export GROWLER_KEYCLOAK_HOME = $(abspath $(KEYCLOAK_HOME))
 test: export GROWLER_KEYCLOAK_JAVA_HOME = $(SPARK_JAVA_HOME)
 test: export GROWLER_KAFKA_HOME = $(abspath $(KAFKA_HOME))
 test: export GROWLER_KAFKA_JAVA_HOME = $(SPARK_JAVA_HOME)
+test: export GROWLER_RCK_HOME = $(abspath $(RCK_HOME))
+test: export GROWLER_RCK_JAVA_HOME = $(SPARK_JAVA_HOME)
 test example: export GROWLER_SPARK_JARS = $(abspath $(SPARK_JARS_DIR))
 test example: export GROWLER_SPARK_JAVA_HOME = $(SPARK_JAVA_HOME)
 test example: export GROWLER_SPARK4_PYTHON = $(abspath $(SPARK_PYTHON_4.1))
@@ -231,6 +245,7 @@ $(word 2,$(SPARK_JARS)): | $(word 1,$(SPARK_JARS))
 $(word 3,$(SPARK_JARS)): | $(word 2,$(SPARK_JARS))
 $(KEYCLOAK_HOME)/bin/kc.sh: | $(word 3,$(SPARK_JARS))
 $(KAFKA_STAMP): | $(KEYCLOAK_HOME)/bin/kc.sh
+$(RCK_STAMP): | $(KAFKA_STAMP)
 
 # One jar per rule, idempotent (an existing jar is not fetched again). mvn copies into a temporary
 # directory and the jar is moved in place only when complete; three attempts against flaky
@@ -290,6 +305,26 @@ $(KAFKA_STAMP):
 	rm -rf .cache/.tmp-kafka
 	touch $@
 
+rck: $(RCK_STAMP)
+
+# Fetched once (idempotent: the stamp is written last; a changed pom fetches again), like Kafka: mvn's
+# copy-dependencies resolves tests/integration/rck/pom.xml (the kit, the client, JUnit) into a
+# temporary directory, which is moved in place whole. tests/integration/test_java_rck.py runs the
+# suites with java -cp '<dir>/libs/*' org.junit.platform.console.ConsoleLauncher.
+$(RCK_STAMP): tests/integration/rck/pom.xml
+	@$(call ensure_maven)
+	rm -rf .cache/.tmp-rck && mkdir -p .cache/.tmp-rck
+	for attempt in 1 2 3; do \
+	  if mvn -q -B -Dstyle.color=never -f tests/integration/rck/pom.xml $(MVN_DEPENDENCY_PLUGIN):copy-dependencies \
+	      -Diceberg.version=$(RCK_ICEBERG_VERSION) -DincludeScope=runtime -DoutputDirectory=$(abspath .cache/.tmp-rck/libs) \
+	      -Dmaven.wagon.http.retryHandler.count=3; then break; fi; \
+	  if [ $$attempt = 3 ]; then echo "error: could not fetch Iceberg's REST Compatibility Kit $(RCK_ICEBERG_VERSION)" >&2; exit 1; fi; \
+	  echo "mvn failed (attempt $$attempt); retrying"; sleep $$((attempt * 10)); \
+	done
+	rm -rf $(RCK_HOME) && mkdir -p $(RCK_HOME) && mv .cache/.tmp-rck/libs $(RCK_HOME)/libs
+	rm -rf .cache/.tmp-rck
+	touch $@
+
 # Against a running `make run` (another server: EXAMPLE_ARGS="--uri http://host:8181 --warehouse w").
 example: $(SPARK_VENV_$(SPARK_LINE)) spark-jars
 	@[ -n "$(SPARK_PYTHON_$(SPARK_LINE))" ] || { echo "error: SPARK_LINE must be 3.5 or 4.1" >&2; exit 1; }
@@ -297,10 +332,21 @@ example: $(SPARK_VENV_$(SPARK_LINE)) spark-jars
 
 helm: $(HELM)
 
-# go install from the Go module proxy into .cache/helm-<version>/ (idempotent: built once).
+# go install from the Go module proxy into .cache/helm-<version>-release/ (idempotent: built once),
+# with the link flags helm's release build sets (its Makefile): the Kubernetes version helm assumes
+# when no cluster is asked (helm template, helm lint) is the one of the client-go it was built with
+# (v0.N -> 1.N). Without them a built helm assumes v1.20, and `helm template` refused the chart's
+# kubeVersion (>=1.27) unless given --kube-version.
 $(HELM):
 	@[ -x "$(GO)" ] || { echo "error: go not found (needed to build helm $(HELM_VERSION))" >&2; exit 1; }
-	GOBIN=$(abspath $(dir $(HELM))) GOFLAGS=-mod=mod $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	gomod=$$(GOFLAGS=-mod=mod $(GO) mod download -json helm.sh/helm/v3@$(HELM_VERSION) | sed -n 's/^\s*"GoMod": "\(.*\)",$$/\1/p'); \
+	minor=$$(sed -n 's/^\s*k8s\.io\/client-go v0\.\([0-9]*\)\..*/\1/p' "$$gomod"); \
+	[ -n "$$minor" ] || { echo "error: no k8s.io/client-go version in helm's go.mod ($$gomod)" >&2; exit 1; }; \
+	flags="-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)"; \
+	for pkg in pkg/chartutil pkg/lint/rules; do \
+	  flags="$$flags -X helm.sh/helm/v3/$$pkg.k8sVersionMajor=1 -X helm.sh/helm/v3/$$pkg.k8sVersionMinor=$$minor"; \
+	done; \
+	GOBIN=$(abspath $(dir $(HELM))) GOFLAGS=-mod=mod $(GO) install -ldflags "$$flags" helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
 # IMAGE_BASE=local: a Debian 12 base from Debian's packages (debootstrap; cached in .cache/image).
 image: venv

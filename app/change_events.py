@@ -7,7 +7,7 @@ endpoint proposed for the REST spec (apache/iceberg pull request 12584; openapi/
 ``operation-type`` and the fields of that type, the object by ``identifier`` (tables, views) or
 ``namespace``, and its uuid. Growler adds, for commits, the metadata location before and after
 (``metadata-location``, ``previous-metadata-location``); what the proposal has no type for
-(unregisterTable, management changes) is a ``custom`` operation with an ``x-`` custom type.
+(the recycle bin's undrop, expiry and purge, management changes) is a ``custom`` operation with an ``x-`` custom type.
 
 All the events of one request share its request id (the ``X-Request-ID`` the edge set, or a
 fresh one outside a request) and carry how many there are (``request-event-count``).
@@ -145,11 +145,20 @@ def renamed(kind: str, source: tuple[tuple[str, ...], str], destination: tuple[t
 # -- the recycle bin (issue 35) -------------------------------------------------------------
 
 
-def bin_change(action: str, kind: str, namespace: tuple[str, ...], name: str | None, **fields: Any) -> Change:
+def bin_change(
+    action: str, kind: str, namespace: tuple[str, ...], name: str | None, entry_uuid: str | None, **fields: Any
+) -> Change:
     """An undrop, expiry or purge of a recycle-bin unit (a table, a view or a namespace with
-    everything under it): a custom operation ``x-<action>-<kind>``, the proposal having no type."""
+    everything under it): a custom operation ``x-<action>-<kind>``, the proposal having no type.
+
+    A table's or view's carries its uuid (``table-uuid`` / ``view-uuid``) like its drop did: after
+    a take-over one name has had two entries, and a reader tells by the uuid which one came back
+    or went (the uuid is also what a table's timeline is read by)."""
     where = {"identifier": identifier(namespace, name)} if name is not None else {"namespace": list(namespace)}
-    return Change("custom", kind, {"custom-type": f"x-{action}-{kind}", **where, **fields}, namespace, name)
+    if entry_uuid is not None and kind in ("table", "view"):
+        where[f"{kind}-uuid"] = entry_uuid
+    operation = {"custom-type": f"x-{action}-{kind}", **where, **fields}
+    return Change("custom", kind, operation, namespace, name, entry_uuid if kind in ("table", "view") else None)
 
 
 # -- management ---------------------------------------------------------------------------

@@ -158,6 +158,7 @@ class NewVersion:
     entry_location: str
     placed: Claim | None = None  # what it newly owns when it moves (EntryService._moved)
     data_path: str | None = None  # a table's data path after the commit (app/rules/table/files.py)
+    refused_when_protected: str | None = None  # the action a protection mark refuses (MetadataSwap's)
 
 
 class CommitLoop:
@@ -199,7 +200,16 @@ class CommitLoop:
         compare-and-set.
         """
         swaps = [
-            MetadataSwap(v.row.id, v.row.metadata_location, v.location, v.text, v.entry_location, v.placed, v.data_path)
+            MetadataSwap(
+                v.row.id,
+                v.row.metadata_location,
+                v.location,
+                v.text,
+                v.entry_location,
+                v.placed,
+                new_data_path=v.data_path,
+                refused_when_protected=v.refused_when_protected,
+            )
             for v in versions
         ]
         files = [(version.location, version.text) for version in versions]

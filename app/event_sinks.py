@@ -5,8 +5,11 @@ dead letters.
 Administrators only: a sink receives every event of the warehouses its filters name (it is the
 operator's integration, not a caller's view). A webhook's signing secret and a Kafka sink's SASL
 password are stored encrypted with ``GROWLER_SECRETS_KEY`` (app/ground/secrets.py) and never
-returned; a Kafka sink refuses SASL PLAIN without TLS (it would send the password in the clear). Changes are audited and
-recorded on the installation's change feed like every management change.
+returned; a Kafka sink refuses SASL PLAIN without TLS (it would send the password in the clear). A
+webhook's host must resolve to addresses the webhook rule allows (app/webhooks.py: no loopback,
+link-local, private or database address unless ``GROWLER_WEBHOOK_ALLOWED_NETWORKS`` names it),
+checked here and again at every delivery. Changes are audited and recorded on the installation's
+change feed like every management change.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from app.ground.settings import Settings
 from app.management_rights import ManagementRights
 from app.publisher_kafka import bootstrap_servers, valid_topic_template
 from app.rules.requests.management import CreateEventSinkRequest, KafkaSinkSettings
+from app.webhooks import WebhookGuard
 from storage.deliveries import DeadLetter, DeliveryRows, SinkRow
 
 SINK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
@@ -55,9 +59,12 @@ def dead_letter_view(row: DeadLetter) -> dict[str, Any]:
 
 
 class EventSinks(ManagementRights):
-    def __init__(self, settings: Settings, rows: DeliveryRows, *, authorizer: Authorizer) -> None:
+    def __init__(
+        self, settings: Settings, rows: DeliveryRows, *, authorizer: Authorizer, webhook_guard: WebhookGuard
+    ) -> None:
         self.authorizer = authorizer  # required: no permissive default (app/management_rights.py)
         self.rows = rows
+        self.webhook_guard = webhook_guard  # where a webhook may go: the publisher's rule (app/webhooks.py)
         self._box = SecretBox(settings.secrets_key) if settings.secrets_key else None
 
     def create(self, request: CreateEventSinkRequest) -> SinkRow:
@@ -89,6 +96,8 @@ class EventSinks(ManagementRights):
         if request.kafka is not None:
             options, sealed = self._kafka(request.kafka)
         filters = request.filters.model_dump(mode="json") if request.filters is not None else {}
+        if kind == "webhook":  # last: the one check that asks DNS
+            self.webhook_guard.check_url(url)
         row = self.rows.create_sink(name, kind, url, sealed, filters, request.max_attempts or 8, options)
         audit("create-event-sink", who, {"sink": name, "kind": kind, "url": url})
         return row

@@ -126,7 +126,7 @@ class MaintenanceService(ManagementRights):
         key = (row.metadata_location or "", target)
         shape = SHAPES.get(key) if row.metadata_location else None
         if shape is None:  # every manifest of the current snapshot read: once per metadata file
-            shape = current_shape(self.executor.reachable(table), metadata, target, policy_rules.SMALL_FILE_SHARE)
+            shape = current_shape(self.executor.reachable(row), metadata, target, policy_rules.SMALL_FILE_SHARE)
             if row.metadata_location:
                 SHAPES.put(key, shape)
         partitions = shape["partitions"]
@@ -184,7 +184,7 @@ class MaintenanceService(ManagementRights):
         """
         committed = self.executor.trigger.take()
         if committed:
-            self.maintenance.mark_due(committed)
+            self.maintenance.mark_due(committed, self.executor.trigger.by_properties(committed))
         if not full:
             if not committed:
                 return 0

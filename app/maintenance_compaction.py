@@ -22,10 +22,10 @@ from typing import Any
 
 from pyiceberg.manifest import ManifestContent, ManifestFile, write_manifest, write_manifest_list
 
-from app.ground.locations import Location
+from app.ground.locations import Location, TableFiles
 from app.rules import maintenance as policy_rules
 from app.rules.metadata_files import metadata_directory_of
-from storage.manifests import WritingObjectStoreFileIO
+from storage.manifests import WritingObjectStoreFileIO, require_own_entries
 from storage.objects import ObjectStore
 
 log = logging.getLogger(__name__)
@@ -79,11 +79,11 @@ def plan_manifests(metadata: Any, manifests: list[ManifestFile], target: int) ->
 class ManifestRewrite:
     """Writes the new manifests and manifest list of one plan, and the snapshot pointing to them."""
 
-    def __init__(self, objects: ObjectStore, roots: list[Location], metadata: Any) -> None:
+    def __init__(self, objects: ObjectStore, files: TableFiles, metadata: Any) -> None:
         self.metadata = metadata
         directory = Location.parse(metadata_directory_of(metadata.location, metadata.properties))
         self.directory = directory
-        self.io = WritingObjectStoreFileIO(objects, roots, directory)
+        self.io = WritingObjectStoreFileIO(objects, files, directory, "Maintenance refused to read the table")
         self.objects = objects
         self.written: list[Location] = []
 
@@ -101,7 +101,9 @@ class ManifestRewrite:
         for spec_id, group in sorted(by_spec.items()):
             writer = None
             for manifest in group:
-                for entry in manifest.fetch_manifest_entry(self.io, discard_deleted=True):
+                entries = manifest.fetch_manifest_entry(self.io, discard_deleted=True)
+                require_own_entries(self.io, entries)  # else the run fails: its files deleted, no commit
+                for entry in entries:
                     if writer is None:
                         writer = self._manifest_writer(specs[spec_id], schema, snapshot_id)
                     writer.existing(entry)

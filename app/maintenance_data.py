@@ -34,7 +34,7 @@ from pyiceberg.manifest import (
     write_manifest_list,
 )
 
-from app.ground.locations import Location
+from app.ground.locations import Location, TableFiles
 from app.maintenance_compaction import ManifestRewrite
 from app.maintenance_files import Reachable
 
@@ -88,11 +88,14 @@ def plan_data(metadata: Any, reachable: Reachable, target: int) -> DataPlan | No
 class DataRewrite(ManifestRewrite):
     """Writes the new data files, manifests and manifest list of one plan (``self.written``)."""
 
-    def __init__(self, objects: Any, roots: list[Any], metadata: Any, reachable: Reachable) -> None:
-        super().__init__(objects, roots, metadata)
+    def __init__(self, objects: Any, files: TableFiles, metadata: Any, reachable: Reachable) -> None:
+        super().__init__(objects, files, metadata)
         self.reachable = reachable
         # data files go under the table's location (PyIceberg's location provider names them)
-        self.data_io = type(self.io)(objects, roots, _location(metadata.location))
+        self.data_io = type(self.io)(objects, files, _location(metadata.location), self.io.doing)
+
+    def _own(self, text: str) -> Location:
+        return self.reachable.files.require(text, "data file", self.io.doing)
 
     def write_data(self, plan: DataPlan) -> dict[str, Any]:
         metadata = self.metadata
@@ -101,7 +104,8 @@ class DataRewrite(ManifestRewrite):
         replaced: set[str] = set()
         added: list[Any] = []
         for files in plan.groups.values():
-            tables = [pq.read_table(io.BytesIO(self.objects.read(_location(f.file_path)))) for f in files]
+            # the plan's files came from ``Reachable``, which let through only the table's own
+            tables = [pq.read_table(io.BytesIO(self.objects.read(self._own(f.file_path)))) for f in files]
             combined = pa.concat_tables(tables, promote_options="default")
             for data_file in _dataframe_to_data_files(metadata, combined, self.data_io):
                 self.written.append(_location(data_file.file_path))
@@ -157,4 +161,5 @@ class DataRewrite(ManifestRewrite):
 
 
 def _location(text: str) -> Location:
+    """A location Growler writes a new data file to (under the table's location: ``data_io``)."""
     return Location.parse(text, "data file location")

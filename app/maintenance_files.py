@@ -1,11 +1,17 @@
 """Which files a table's metadata reaches, and which of a set of candidates a run may delete.
 
+Every maintenance read is of the table's own files: ``Reachable`` reads manifest lists and
+manifests with PyIceberg's manifest readers over Growler's own object store, and opens or
+returns only what lies in the table's own locations (``app.ground.locations.TableFiles``, the
+one definition commits and every server-side reader use); a manifest list, manifest, data or
+delete file anywhere else fails the run (``ForeignFile``) before anything is written, committed
+or deleted, whichever policy type runs.
+
 Every maintenance delete goes through ``Deletable``: a file is deleted only when the run proved
-that no live metadata of this table reaches it (``Reachable``, read with PyIceberg's manifest
-readers over Growler's own object store, confined to the warehouse's allowed roots), it lies
-strictly under the table's own location (``app.ground.locations``, by segments), and no other
-entry - live, staged, or retained by the recycle bin - owns its place
-(``MaintenanceRows.owners_besides``). Paths are compared as parsed locations, never as text.
+that no live metadata of this table reaches it (``Reachable``), it lies strictly under the
+table's own location (``app.ground.locations``, by segments), and no other entry - live, staged,
+or retained by the recycle bin - owns its place (``MaintenanceRows.owners_besides``). Paths are
+compared as parsed locations, never as text.
 """
 
 from __future__ import annotations
@@ -18,8 +24,8 @@ from typing import Any
 from pyiceberg.manifest import DataFileContent, ManifestFile, read_manifest_list
 
 from app.ground.errors import BadRequest
-from app.ground.locations import InvalidLocation, Location
-from storage.manifests import ObjectStoreFileIO
+from app.ground.locations import InvalidLocation, Location, TableFiles
+from storage.manifests import ObjectStoreFileIO, require_own_entries
 from storage.objects import ObjectNotFound, ObjectStore
 
 log = logging.getLogger(__name__)
@@ -58,22 +64,32 @@ class FileSet:
 
 
 class Reachable:
-    """Reads manifest lists and manifests once per run (a manifest is shared by many snapshots)."""
+    """Reads manifest lists and manifests once per run (a manifest is shared by many snapshots),
+    only the table's own ``files``: a foreign path is ``ForeignFile`` (the run fails, unchanged)."""
 
-    def __init__(self, objects: ObjectStore, roots: list[Location]) -> None:
-        self.io = ObjectStoreFileIO(objects, roots)
+    def __init__(self, objects: ObjectStore, files: TableFiles) -> None:
+        self.io = ObjectStoreFileIO(objects, files, "Maintenance refused to read the table")
         self._lists: dict[str, list[ManifestFile]] = {}
         self._entries: dict[tuple[str, bool], list[Any]] = {}
 
+    @property
+    def files(self) -> TableFiles:
+        return self.io.files
+
     def manifests(self, manifest_list: str) -> list[ManifestFile]:
         if manifest_list not in self._lists:
-            self._lists[manifest_list] = list(read_manifest_list(self.io.new_input(manifest_list)))
+            manifests = list(read_manifest_list(self.io.new_input(manifest_list)))
+            for manifest in manifests:
+                self.files.require(manifest.manifest_path, "manifest", self.io.doing)
+            self._lists[manifest_list] = manifests
         return self._lists[manifest_list]
 
     def entries(self, manifest: ManifestFile, live_only: bool) -> list[Any]:
         key = (manifest.manifest_path, live_only)
         if key not in self._entries:
-            self._entries[key] = manifest.fetch_manifest_entry(self.io, discard_deleted=live_only)
+            entries = manifest.fetch_manifest_entry(self.io, discard_deleted=live_only)
+            require_own_entries(self.io, entries)
+            self._entries[key] = entries
         return self._entries[key]
 
     def of(

@@ -210,8 +210,13 @@ class MaintenanceExecutor:
             raise NoSuchTable(f"Table does not exist: {'.'.join((*table.namespace, table.name))}")
         return row
 
-    def reachable(self, table: TableRef) -> Reachable:
-        return Reachable(self.objects, self.tables.allowed_roots(self.tables.warehouses.get(table.warehouse)))
+    def reachable(self, row: EntryRow, known: Reachable | None = None) -> Reachable:
+        """A reader of the table's own files (``Reachable``: anything else fails the run); ``known``
+        when it still reads the same table's places (its reads are kept)."""
+        files = table_rules.files_of_entry(row.location, row.metadata_location, row.data_path)
+        if known is not None and known.files == files:
+            return known
+        return Reachable(self.objects, files)
 
     def _deletable(self, table: TableRef, row: EntryRow) -> Deletable:
         root = Location.parse(row.location, "table location")
@@ -228,8 +233,11 @@ class MaintenanceExecutor:
             shown = {"settings": settings.view(), **plan.view()}
             if plan.empty:
                 return Outcome(shown, {"committed": False, "reason": "nothing to expire"})
+            # what the plan would remove, read before the commit (as a dry run): a file outside the
+            # table's own locations fails the run here, nothing committed or deleted
+            reachable = self.reachable(row)
+            doomed = self._expired_files(table, row, base, base, plan, reachable)
             if dry_run:
-                doomed = self._expired_files(table, row, base, base, plan)
                 shown["files-to-remove"] = _listed(doomed)
                 return Outcome(shown, {"committed": False, "dry-run": True})
             self.planned(plan)
@@ -243,18 +251,23 @@ class MaintenanceExecutor:
                 continue
             after_row = self.row(table)
             after = table_rules.parse_metadata(after_row.metadata)
-            doomed = self._expired_files(table, after_row, base, after, plan)
+            doomed = self._expired_files(table, after_row, base, after, plan, self.reachable(after_row, reachable))
             shown["files-to-remove"] = _listed(doomed)
             removed = self._delete(table, sorted(doomed, key=str), shown, {"committed": True, "files-removed": 0})
             return Outcome(shown, {"committed": True, "files-removed": removed}, removed)
         raise CommitFailed(f"Snapshot expiry lost {MAX_REPLANS} races with concurrent writers; the next run retries")
 
     def _expired_files(
-        self, table: TableRef, row: EntryRow, base: Any, live: Any, plan: policy_rules.ExpiryPlan
+        self,
+        table: TableRef,
+        row: EntryRow,
+        base: Any,
+        live: Any,
+        plan: policy_rules.ExpiryPlan,
+        reachable: Reachable,
     ) -> set[Location]:
         """What only the expired snapshots reached: their files, minus all that the other snapshots
         of ``live`` (the metadata as it is now, with whatever was committed since the plan) reach."""
-        reachable = self.reachable(table)
         candidates = reachable.of(base, plan.snapshot_ids, live_only=False, missing_ok=True).all()
         if not candidates:
             return set()
@@ -272,7 +285,7 @@ class MaintenanceExecutor:
         metadata = table_rules.parse_metadata(row.metadata)
         target = compaction.target_size(policy)
         snapshot = metadata.current_snapshot()
-        reachable = self.reachable(table)
+        reachable = self.reachable(row)
         manifests = reachable.manifests(snapshot.manifest_list) if snapshot is not None else []
         plan = compaction.plan_manifests(metadata, manifests, target)
         if plan is None:
@@ -280,14 +293,14 @@ class MaintenanceExecutor:
         shown = {"target-manifest-size-bytes": target, **plan.view()}
         if dry_run:
             return Outcome(shown, {"committed": False, "dry-run": True})
-        rewrite = compaction.ManifestRewrite(self.objects, reachable.io.roots, metadata)
+        rewrite = compaction.ManifestRewrite(self.objects, reachable.files, metadata)
         return self._commit_rewrite(table, metadata, plan, shown, rewrite, lambda: rewrite.write(plan, target))
 
     def _compact_data(self, table: TableRef, policy: policy_rules.EffectivePolicy, dry_run: bool) -> Outcome:
         row = self.row(table)
         metadata = table_rules.parse_metadata(row.metadata)
         target = policy_rules.target_file_size(policy, metadata.properties)
-        reachable = self.reachable(table)
+        reachable = self.reachable(row)  # every file of the current snapshot checked, Spark or not
         plan = data_compaction.plan_data(metadata, reachable, target)
         if plan is None:
             return Outcome({"target-file-size-bytes": target}, {"committed": False, "reason": "nothing to compact"})
@@ -300,7 +313,7 @@ class MaintenanceExecutor:
             return self._compact_on_spark(table, spark, target, shown)
         if dry_run or not plan.groups:
             return Outcome(shown, {"committed": False, "dry-run": dry_run})
-        rewrite = data_compaction.DataRewrite(self.objects, reachable.io.roots, metadata, reachable)
+        rewrite = data_compaction.DataRewrite(self.objects, reachable.files, metadata, reachable)
         return self._commit_rewrite(table, metadata, plan, shown, rewrite, lambda: rewrite.write_data(plan))
 
     def _compact_on_spark(self, table: TableRef, spark: SparkSettings, target: int, shown: dict[str, Any]) -> Outcome:
@@ -377,7 +390,7 @@ class MaintenanceExecutor:
     def _referenced(self, table: TableRef, row: EntryRow, metadata: Any) -> set[Location]:
         """Everything this table's metadata names, deleted manifest entries and logged files too,
         and every object recorded as pending a commit (its metadata file is being written)."""
-        files = self.reachable(table).of(metadata, None, live_only=False).all()
+        files = self.reachable(row).of(metadata, None, live_only=False).all()
         files |= _metadata_files(metadata, row.metadata_location)
         root = Location.parse(row.location)
         files |= set(self.tables.repository.references_under(root))

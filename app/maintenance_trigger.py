@@ -1,13 +1,16 @@
 """Maintenance triggered after commits (issue 37), without a database round trip per commit.
 
-The commit path (``TableService.after_commit``) tells ``CommitTrigger.note`` the table's id and its
-snapshot count once a commit has landed: a counter in this worker's memory, under a lock. When the
+The commit path (``TableService.after_commit``) tells ``CommitTrigger.note`` the table's id, its
+snapshot count and whether its new metadata sets ``history.expire.*`` (read from the properties the
+commit has in hand) once a commit has landed: a counter in this worker's memory, under a lock. When the
 rule says so (``app.rules.maintenance.past_commit_threshold``: enough commits, or a long history,
 and ``COMMIT_TRIGGER_EVERY_S`` since the table was last made due) the
 table is put on a short list. Housekeeping's next round (within its idle wait: 10 s) takes the
 list, makes those tables due in PostgreSQL in one statement (``MaintenanceRows.mark_due``) and runs
-them first, with the trigger ``commits``. A table without an enabled policy costs one look at its
-policies, then waits for the next threshold.
+them first, with the trigger ``commits``. A table configured by its ``history.expire.*`` properties
+alone is made known to maintenance there (its schedule row written), so it is run as soon as a
+table with an attached policy: the schedule's hourly discovery of such tables is not waited for.
+A table without an enabled policy costs one look at its policies, then waits for the next threshold.
 
 A commit past the threshold within ``COMMIT_TRIGGER_EVERY_S`` of the table's last look is not
 forgotten: the table waits, and the first round after the interval makes it due, whether or not
@@ -30,6 +33,7 @@ MAX_COUNTED = 10_000  # tables counted at once per worker; beyond, the counts st
 class _Count:
     commits: int = 0
     flagged_at: float = field(default_factory=lambda: float("-inf"))
+    by_properties: bool = False  # its last commit's metadata sets history.expire.*
 
 
 class CommitTrigger:
@@ -40,8 +44,9 @@ class CommitTrigger:
         self._due: set[int] = set()
         self._waiting: set[int] = set()  # past the threshold, within the interval of their last look
 
-    def note(self, entry_id: int, snapshots: int) -> None:
-        """A commit landed on the table (called by the commit path: memory only)."""
+    def note(self, entry_id: int, snapshots: int, by_properties: bool = False) -> None:
+        """A commit landed on the table (called by the commit path: memory only); ``by_properties``:
+        its new metadata sets ``history.expire.*`` (a snapshot-expiry policy of its own)."""
         now = self._clock()
         with self._lock:
             count = self._counts.get(entry_id)
@@ -51,6 +56,7 @@ class CommitTrigger:
                     self._waiting.clear()
                 count = self._counts[entry_id] = _Count()
             count.commits += 1
+            count.by_properties = by_properties
             if policy_rules.past_commit_threshold(count.commits, snapshots):
                 self._waiting.add(entry_id)
                 self._flag_when_due(entry_id, count, now)
@@ -64,6 +70,12 @@ class CommitTrigger:
                 self._flag_when_due(entry_id, self._counts[entry_id], now)
             due, self._due = sorted(self._due), set()
         return due
+
+    def by_properties(self, entry_ids: list[int]) -> list[int]:
+        """Those of ``entry_ids`` whose last commit set ``history.expire.*`` (made known to
+        maintenance when made due: ``MaintenanceRows.mark_due``)."""
+        with self._lock:
+            return [i for i in entry_ids if (count := self._counts.get(i)) is not None and count.by_properties]
 
     def _flag_when_due(self, entry_id: int, count: _Count, now: float) -> None:
         if now - count.flagged_at >= policy_rules.COMMIT_TRIGGER_EVERY_S:

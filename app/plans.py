@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.ground.errors import CatalogError, NotFound, ServiceUnavailable, error_body
+from app.rules import table as table_rules
 from app.rules.requests.scans import PlanTableScanRequest
 from app.rules.scan.planning import PlanningCancelled, ResolvedScan, plan_scan, resolve_scan, task_pages
 from app.tables import TableService
@@ -101,7 +102,10 @@ class PlanningService:
         warehouse, row = self._table(prefix, namespace, name)
         metadata = self.tables.parsed.parse(row.metadata_location, row.metadata)
         scan = resolve_scan(metadata, request)
-        source = BoundManifestReader(self.reader, self.tables.allowed_roots(warehouse))
+        # only the table's own manifest lists, manifests, data and delete files are read or planned
+        source = BoundManifestReader(
+            self.reader, table_rules.files_of_entry(row.location, row.metadata_location, row.data_path)
+        )
         plan_id = str(uuid.uuid4())
         if scan.estimated_files() >= self.config.async_min_files:
             with self._lock:

@@ -6,6 +6,12 @@ inside each destructive statement's transaction (storage/protection_rows.py), so
 privileges reach past it. Setting, removing and listing marks need ``manage-grants`` on the
 securable (app/management_rights.py). ``protect`` and ``unprotect`` are where a change event
 (issue 36) belongs; each is logged and counted (app/deletion.py).
+
+A mark also reaches a table's storage (issue 46, docs/recycle-bin.md "Protection"): the signer
+signs no delete and STS credentials carry no s3:DeleteObject for a protected table (the mark read
+with the table's row: storage/staged.py), a commit that moves its files is refused
+(storage/entries.py ``swap_metadata``), delete-after-commit keeps its files, and a mark on a binned
+unit's namespace or warehouse refuses its purge and holds its expiry (storage/bin_rows.py).
 """
 
 from __future__ import annotations

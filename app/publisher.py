@@ -22,20 +22,17 @@ produced together by an idempotent producer (one object's records in one partiti
 the cursors move once the brokers acknowledged every one; like NATS, it waits for the brokers.
 
 Webhook requests carry ``X-Growler-Signature: sha256=<hex>``, the HMAC-SHA256 of the body with
-the sink's secret (kept encrypted: app/ground/secrets.py).
+the sink's secret (kept encrypted: app/ground/secrets.py), and go only to addresses the webhook
+rule allows, checked again at every delivery (app/webhooks.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import logging
 import os
 import threading
 import time
-import urllib.error
-import urllib.request
 import uuid
 import weakref
 from collections.abc import Callable
@@ -51,6 +48,7 @@ from app.events_feed import rendered
 from app.ground import metrics
 from app.ground.secrets import SecretBox
 from app.publisher_kafka import ID_HEADER, INSTALLATION, KafkaRecord, KafkaSettings, KafkaTarget, record_key, topic
+from app.webhooks import DeliveryFailed, WebhookGuard, WebhookTarget
 from storage.deliveries import DeliveryRows, SinkRow
 from storage.events import MANAGEMENT_STREAM, StoredEvent
 
@@ -61,17 +59,8 @@ RENEW_S = 2.0
 BATCH = 100
 IDLE_S = 0.5  # how often an idle sink looks for new events
 MAX_BACKOFF_S = 30.0
-SIGNATURE_HEADER = "X-Growler-Signature"
 SUBJECT_ROOT = "growler"
 NATS_STREAM = "GROWLER"
-
-
-class DeliveryFailed(Exception):
-    pass
-
-
-def signature(secret: str, body: bytes) -> str:
-    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
 def _token(text: str) -> str:
@@ -135,28 +124,6 @@ def matches(filters: dict[str, Any], warehouse: str, event: StoredEvent) -> bool
     return True
 
 
-class WebhookTarget:
-    def __init__(self, url: str, secret: str | None, timeout_s: float = 5.0) -> None:
-        self.url, self.secret, self.timeout_s = url, secret, timeout_s
-
-    def send(self, subject_: str, event_id: str, headers: dict[str, str], body: bytes) -> None:
-        headers = {**headers, "User-Agent": "growler-events"}
-        if self.secret:
-            headers[SIGNATURE_HEADER] = signature(self.secret, body)
-        request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")  # noqa: S310
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310 - admin's URL
-                if not 200 <= response.status < 300:
-                    raise DeliveryFailed(f"HTTP {response.status}")
-        except urllib.error.HTTPError as exc:
-            raise DeliveryFailed(f"HTTP {exc.code}") from exc
-        except (urllib.error.URLError, OSError, TimeoutError) as exc:
-            raise DeliveryFailed(type(exc).__name__) from exc
-
-    def close(self) -> None:
-        pass
-
-
 class NatsTarget:
     """JetStream through nats-py on an event loop of the sink's own thread; reconnects on failure."""
 
@@ -218,7 +185,7 @@ class SinkWorker(threading.Thread):
         elif sink.kind == "nats":
             self.target = NatsTarget(sink.url)
         else:
-            self.target = WebhookTarget(sink.url, publisher.open_secret(sink, "secret"))
+            self.target = WebhookTarget(sink.url, publisher.open_secret(sink, "secret"), publisher.webhook_guard)
 
     def _active(self) -> bool:
         return not self.stop.is_set() and self.publisher.leading.is_set()
@@ -349,10 +316,12 @@ class Publisher:
         rows: DeliveryRows,
         secrets: Callable[[], SecretBox | None],
         *,
+        webhook_guard: WebhookGuard,
         nats_url: str | None = None,
         backoff_s: float = 0.5,
     ) -> None:
         self.rows = rows
+        self.webhook_guard = webhook_guard  # where webhooks may go (app/webhooks.py): no default
         self.secrets = secrets
         self.nats_url = nats_url
         self.backoff_s = backoff_s

@@ -24,16 +24,16 @@ from typing import Any
 from app import change_events
 from app.authorization import Authorizer
 from app.deletion import HARD, SOFT, bin_drop, is_soft, recorded, refusals_counted
-from app.ground.errors import BadRequest, NoSuchWarehouse, NotFound, PurgeStarted
+from app.ground.errors import BadRequest, LocationTaken, NoSuchWarehouse, NotFound, PurgeStarted
 from app.ground.page_tokens import PageTokens, scope
 from app.ground.settings import Settings
 from app.management_rights import ManagementRights
 from app.paging import Page, PageWindow
 from app.rules.identifiers import check_name, check_namespace
-from app.rules.privileges import Privilege, Securable
+from app.rules.privileges import Kind, Privilege, Securable
 from app.rules.requests.management import UndropRequest
 from app.warehouses import WarehouseDirectory
-from storage.bin_rows import BinnedTable, BinUnitRow, PurgePlan
+from storage.bin_rows import BinnedTable, BinUnitRow, PurgePlan, TakenOver
 from storage.repository import CatalogRepository
 from storage.rows import EntryRow
 from storage.warehouses import WarehouseRow
@@ -98,9 +98,13 @@ class RecycleBinService(ManagementRights):
             back = BinUnitRow(**{**unit.__dict__, "namespace": namespace, "name": name})
             self.require_privilege("undrop", target, Privilege.UNDROP, _home(warehouse_name, back))
         events = change_events.events_of(
-            warehouse.id, [change_events.bin_change("undrop", unit.kind, namespace, name, origin=list(unit.namespace))]
+            warehouse.id,
+            [change_events.bin_change("undrop", unit.kind, namespace, name, unit.uuid, origin=list(unit.namespace))],
         )
-        restored = self.repository.undrop_unit(warehouse.id, unit_id, namespace, name, events=events)
+        try:
+            restored = self.repository.undrop_unit(warehouse.id, unit_id, namespace, name, events=events)
+        except TakenOver as exc:
+            raise LocationTaken(self._taken_over(warehouse, exc)) from None
         recorded(
             "undrop",
             unit.kind,
@@ -110,16 +114,22 @@ class RecycleBinService(ManagementRights):
         return BinUnitRow(**{**restored.__dict__, "namespace": namespace, "name": name})
 
     def purge_now(self, warehouse_name: str, unit_id: int) -> None:
-        """An administrator's purge: the unit's tables' files go now, whatever was asked at drop."""
+        """An administrator's purge: the unit's tables' files go now, whatever was asked at drop;
+        409 ``Protected`` (nothing written) while a mark is on the namespace it was dropped from (or
+        one above it) or on its warehouse."""
         target = {"warehouse": warehouse_name, "id": unit_id}
         warehouse = self._warehouse(warehouse_name)
         unit = self.repository.bin_unit(warehouse.id, unit_id)
         if unit is None:
             raise NotFound(f"Nothing in the bin of warehouse {warehouse_name} with id {unit_id}")
         events = change_events.events_of(
-            warehouse.id, [change_events.bin_change("purge", unit.kind, unit.namespace, unit.name, purge=True)]
+            warehouse.id,
+            [change_events.bin_change("purge", unit.kind, unit.namespace, unit.name, unit.uuid, purge=True)],
         )
-        if not self.repository.start_purge(warehouse.id, unit_id, self._plans(unit.id), due_only=False, events=events):
+        plans = self._plans(unit.id)
+        with refusals_counted(unit.kind):
+            started = self.repository.start_purge(warehouse.id, unit_id, plans, due_only=False, events=events)
+        if not started:
             current = self.repository.bin_unit(warehouse.id, unit_id)
             if current is None:
                 raise NotFound(f"Nothing in the bin of warehouse {warehouse_name} with id {unit_id}")
@@ -150,7 +160,8 @@ class RecycleBinService(ManagementRights):
             recorded("drop", "namespace", SOFT, target)
             return unit
         plans = self._plans(unit.id) if purge else []
-        self.repository.start_purge(warehouse.id, unit.id, plans, due_only=False, events=())  # its event: the drop's
+        # its event: the drop's; the drop checked the marks
+        self.repository.start_purge(warehouse.id, unit.id, plans, due_only=False, events=(), held=False)
         if plans:
             self.purge_requested.set()
         recorded("drop", "namespace", HARD, target)
@@ -158,11 +169,15 @@ class RecycleBinService(ManagementRights):
 
     def expire_due(self, limit: int = EXPIRE_BATCH) -> int:
         """Housekeeping: forget the units whose retention ended, queueing the purge of their tables'
-        files where a purge was asked at drop (the purger deletes only what they own)."""
+        files where a purge was asked at drop (the purger deletes only what they own). A unit a
+        protection mark holds (on the namespace it was dropped from, one above, or its warehouse)
+        waits in the bin until the mark is removed."""
         expired = 0
         for unit in self.repository.due_units(limit):
             plans = self._plans(unit.id) if unit.purge_requested else []
-            expiry = change_events.bin_change("expire", unit.kind, unit.namespace, unit.name, purge=bool(plans))
+            expiry = change_events.bin_change(
+                "expire", unit.kind, unit.namespace, unit.name, unit.uuid, purge=bool(plans)
+            )
             events = change_events.events_of(unit.warehouse_id, [expiry])
             if self.repository.start_purge(unit.warehouse_id, unit.id, plans, due_only=True, events=events):
                 expired += 1
@@ -181,6 +196,23 @@ class RecycleBinService(ManagementRights):
         row = EntryRow(table.id, "table", "", table.location, table.metadata_location, table.metadata)
         metadata_path, extra = self.purge_files(row)
         return PurgePlan(table.id, table.location, metadata_path, extra)
+
+    def _taken_over(self, warehouse: WarehouseRow, refused: TakenOver) -> str:
+        """The refusal of an undrop over a take-over, naming the holder when the caller sees it."""
+        holder = refused.holder
+        qualified = ".".join((*holder.namespace, holder.name))
+        kind = Kind.VIEW if holder.kind == "view" else Kind.TABLE
+        visible = holder.warehouse_id == warehouse.id and self.authorizer.sees(
+            Securable.of_entry(kind, warehouse.name, holder.namespace, holder.name)
+        )
+        named = f"{holder.kind} {qualified}" if visible else "another table, view or staged table"
+        return (
+            f"Cannot undrop {refused.unit_id}: the location of {refused.entry} ({refused.location}) was taken "
+            f"over since its drop: {named} holds it now. Drop that {holder.kind if visible else 'entry'} first "
+            "(or give it another location) and undrop again, or purge this unit "
+            f"(DELETE /management/v1/warehouses/{warehouse.name}/bin/{refused.unit_id}): the purge leaves "
+            "every file a live entry holds"
+        )
 
     def _destination(self, unit: BinUnitRow, request: UndropRequest) -> tuple[tuple[str, ...], str | None]:
         namespace = check_namespace(list(request.namespace)) if request.namespace else unit.namespace

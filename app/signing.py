@@ -12,6 +12,8 @@ Signing is on the path of every object a job reads or writes. What the name hold
 location, or its live stages' before its create commits: storage/staged.py) is read for every
 request, in one indexed query on the event loop: a table dropped, renamed, moved or re-created is
 never signed for under its old location, on any worker or replica, not even for a moment. The
+same query says whether a protection mark covers the table: a protected table's deletes are
+refused from the moment the mark's answer was sent, on every worker. The
 caller's grants and the warehouse's keys are the per-worker caches (invalidated by the version
 every management change bumps).
 """
@@ -129,11 +131,8 @@ class RemoteSigner:
             if s3.access not in access:
                 raise RefusedRequest(f"The caller may not {s3.access} this table's objects")
             deletes = (s3.method == "DELETE" and s3.parameter("uploadId") is None) or s3.is_delete_objects
-            if warehouse.refuse_deletes and deletes:  # aborting an upload deletes no object: signed
-                raise RefusedRequest(
-                    f"Warehouse {warehouse.name} refuses to sign deletes (refuse-deletes): table files are deleted"
-                    " by the catalog's purge only"
-                )
+            if deletes:  # aborting an upload deletes no object: signed
+                _refuse_deletes(warehouse, namespace, name, scope.protected)
             payload = _check_scope(s3, request, headers, _scope(scope.locations))
             if s3.is_delete_objects and not self._bulk_deletes_trusted(warehouse, keys):
                 raise RefusedRequest(
@@ -286,6 +285,22 @@ class SigV4:
                 self._keys.clear()
             self._keys[(day, region)] = key
         return key
+
+
+def _refuse_deletes(warehouse: WarehouseRow, namespace: tuple[str, ...], name: str, protected: bool) -> None:
+    """A delete is not signed in a warehouse that refuses deletes, nor for a protected table
+    (a mark on it, one of its namespaces or its warehouse: read with the table's row, for this
+    request), until the mark is removed."""
+    if warehouse.refuse_deletes:
+        raise RefusedRequest(
+            f"Warehouse {warehouse.name} refuses to sign deletes (refuse-deletes): table files are deleted"
+            " by the catalog's purge only"
+        )
+    if protected:
+        raise RefusedRequest(
+            f"Table {'.'.join((*namespace, name))} is protected (a mark on it, one of its namespaces or its"
+            " warehouse): its files are not deleted; remove the protection first (manage-grants)"
+        )
 
 
 def _check_scope(

@@ -166,6 +166,7 @@ def storage_credentials(
     roots: Sequence[str],
     s3: S3Settings | None = None,
     write: bool = True,
+    delete: bool = True,
 ) -> list[dict[str, Any]]:
     """Credentials for a table's folders (``roots``: its location first, then its metadata directory
     and data path: ``app.rules.table.table_roots``) in the warehouse's mode; empty when it vends
@@ -176,8 +177,9 @@ def storage_credentials(
 
     ``s3``: the warehouse's own storage settings and keys (``WarehouseDirectory.s3_settings``);
     the environment's when not given. ``write`` False (a caller without WRITE on the table): in
-    ``sts`` mode the session policy allows reads only. ``static`` keys cannot be narrowed: they
-    are the warehouse's own.
+    ``sts`` mode the session policy allows reads only. ``delete`` False (a protected table), or a
+    warehouse that refuses deletes: in ``sts`` mode the policy has no s3:DeleteObject. ``static``
+    keys cannot be narrowed: they are the warehouse's own.
     """
     s3 = s3 or settings.s3
     mode = credentials_mode(warehouse, settings)
@@ -188,7 +190,7 @@ def storage_credentials(
     if mode == STS:
         from storage.sts import table_credentials  # only warehouses in sts mode need it
 
-        config.update(table_credentials(settings, warehouse, roots, s3, write=write))
+        config.update(table_credentials(settings, warehouse, roots, s3, write=write, delete=delete))
         return [{"prefix": location, "config": config}]
     if not (s3.access_key and s3.secret_key):
         return []

@@ -16,9 +16,11 @@ from app.rules import table as rules
 from app.rules.identifiers import format_namespace
 from app.rules.privileges import Kind, Privilege, Securable
 from app.storage_access import (
+    STS,
     Delegation,
     answer_with,
     client_storage_config,
+    credentials_mode,
     refresh_config,
     signing_config,
     storage_credentials,
@@ -37,6 +39,9 @@ class StorageScopeOf:
 
     places: tuple[tuple[str, ...], ...]
     staged: bool
+    # a protection mark covers the table (on it, a namespace or the warehouse): nothing signed or
+    # vended deletes its files (docs/recycle-bin.md "Protection")
+    protected: bool = False
 
     @property
     def locations(self) -> tuple[str, ...]:
@@ -61,11 +66,11 @@ class TableStorageAccess:
         warehouse = self.warehouses.get(prefix)
         scope = self.storage_scope(warehouse, namespace, name)
         if scope.staged:  # one credential: Java's refresh takes exactly one (the newest stage)
-            return self._credentials(warehouse, scope.places[-1], True, True)
+            return self._credentials(warehouse, scope.places[-1], True, True, protected=scope.protected)
         if not self.authorizer.may(Privilege.READ, Securable.of_entry(Kind.TABLE, prefix, namespace, name)):
             raise Forbidden(f"Principal lacks read on table {prefix}:{format_namespace((*namespace, name))}")
-        roots = scope.places[0]
-        return self._credentials(warehouse, roots, True, self.may_write(warehouse.name, namespace, name))
+        write = self.may_write(warehouse.name, namespace, name)
+        return self._credentials(warehouse, scope.places[0], True, write, protected=scope.protected)
 
     def storage_scope(
         self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str, places: StoragePlaces | None = None
@@ -79,9 +84,11 @@ class TableStorageAccess:
         if places is None:
             places = self.staged.places(warehouse.id, namespace, name)
         if places.kind == TABLE and places.place:
-            return StorageScopeOf((tuple(rules.stored_roots(*places.place)),), staged=False)
+            roots = tuple(rules.stored_roots(*places.place))
+            return StorageScopeOf((roots,), staged=False, protected=places.protected)
         if places.kind is None and places.staged and self.may_stage(warehouse.name, namespace):
-            return StorageScopeOf(tuple(tuple(rules.stored_roots(*place)) for place in places.staged), staged=True)
+            staged = tuple(tuple(rules.stored_roots(*place)) for place in places.staged)
+            return StorageScopeOf(staged, staged=True, protected=places.protected)
         raise self.missing(namespace, name)
 
     @staticmethod
@@ -100,12 +107,14 @@ class TableStorageAccess:
         warehouse = self.warehouses.get(prefix)
         write = identifier is not None and self.may_write(prefix, *identifier, creating=True)
         roots: list[str] = [location]
+        protected = None  # no identifier: nothing to be protected, nothing vended that writes
         if identifier is not None:
             places = self.staged.places(warehouse.id, *identifier)
+            protected = places.protected
             for place in [*([places.place] if places.place else []), *places.staged]:
                 if place[0] == location:
                     roots = rules.stored_roots(*place)
-        return self._credentials(warehouse, roots, True, write)
+        return self._credentials(warehouse, roots, True, write, identifier, protected=protected)
 
     def _stage(self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str, metadata: Any) -> None:
         """Record a staged table (storage/staged.py) so signing and STS serve its location until
@@ -134,13 +143,30 @@ class TableStorageAccess:
         return {**config, **credentials[0]["config"]} if credentials else config
 
     def _credentials(
-        self, warehouse: WarehouseRow, roots: Sequence[str], vend: bool, write: bool
+        self,
+        warehouse: WarehouseRow,
+        roots: Sequence[str],
+        vend: bool,
+        write: bool,
+        identifier: tuple[tuple[str, ...], str] | None = None,
+        *,
+        protected: bool | None = None,
     ) -> list[dict[str, Any]]:
         """For the folders a table owns (``rules.table_roots``, its location first). ``write``
-        False: read-only credentials (an STS session policy without writes)."""
+        False: read-only credentials (an STS session policy without writes).
+
+        ``protected``: whether a protection mark covers the table (its session policy then has no
+        s3:DeleteObject, as in a warehouse that refuses deletes); None: read for ``identifier``
+        (one query, only when STS credentials that could write are vended: the call to STS that
+        follows costs more), never taken from a cache.
+        """
         if not vend:
             return []
-        return storage_credentials(self.settings, warehouse, roots, self.warehouses.s3_settings(warehouse), write=write)
+        if protected is None:
+            sts_writer = write and identifier is not None and credentials_mode(warehouse, self.settings) == STS
+            protected = sts_writer and self.staged.places(warehouse.id, *identifier).protected
+        s3 = self.warehouses.s3_settings(warehouse)
+        return storage_credentials(self.settings, warehouse, roots, s3, write=write, delete=not protected)
 
     def _storage_access(
         self,
@@ -160,7 +186,7 @@ class TableStorageAccess:
             return {**config, **signing_config(self.settings, warehouse.name, namespace, name)}, []
         vend = answer == "credentials"
         write = vend and self.may_write(warehouse.name, *identifier, creating=creating)
-        credentials = self._credentials(warehouse, roots, vend, write)
+        credentials = self._credentials(warehouse, roots, vend, write, identifier)
         config = self._client_config(warehouse, credentials)
         if any("s3.session-token-expires-at-ms" in credential["config"] for credential in credentials):
             config.update(refresh_config(self.settings, warehouse.name, *identifier))

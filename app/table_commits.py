@@ -20,12 +20,14 @@ from typing import Any
 
 from app import change_events
 from app.commits import CommitLanes, CommitLoop, NewVersion
+from app.deletion import refusals_counted
 from app.entries import now_ms
 from app.ground.errors import AlreadyExists, BadRequest, CommitFailed, NoSuchTable
 from app.ground.events import CommitRecorder
 from app.ground.locations import InvalidLocation, Location
 from app.rules import table as rules
 from app.rules.identifiers import check_name, check_namespace, format_namespace
+from app.rules.maintenance import sets_expiry
 from app.rules.requests.tables import CommitTableRequest, CommitTransactionRequest, TableChangeRequest
 from app.table_access import TABLE
 from app.table_loading import LoadedTable, TableLoading
@@ -36,6 +38,9 @@ from storage.rows import EntryRow
 from storage.warehouses import WarehouseRow
 
 log = logging.getLogger(__name__)
+# What a protection mark refuses a commit that moves a table's files (its location, metadata
+# directory or data path): the message's "Cannot change the location of db.t: ...".
+MOVE = "change the location of"
 
 
 @dataclass(frozen=True)
@@ -68,7 +73,7 @@ class TableCommits(TableLoading):
     commits: CommitLoop
     parsed: ParsedMetadataCache
     snapshot_json: rules.SnapshotJson
-    after_commit: Callable[[int, int], None]
+    after_commit: Callable[[int, int, bool], None]  # entry id, snapshots, sets history.expire.*
 
     def commit_table(
         self, prefix: str, namespace: tuple[str, ...], name: str, commit: CommitTableRequest
@@ -91,7 +96,7 @@ class TableCommits(TableLoading):
 
     def _commit_with_retries(self, warehouse: WarehouseRow, changes: list[TableChange]) -> list[LoadedTable]:
         names = [format_namespace((*c.namespace, c.name)) for c in changes]
-        with CommitRecorder(warehouse.name, names) as recorder:  # metrics + one log line per table
+        with refusals_counted(TABLE), CommitRecorder(warehouse.name, names) as recorder:  # metrics + a log line
             return self.commits.run(
                 lambda: self._attempt_in_lane(warehouse, changes, recorder), ", ".join(names), recorder.retried
             )
@@ -126,7 +131,7 @@ class TableCommits(TableLoading):
         for p, location in zip(changed, written, strict=True):
             self.parsed.remember(location, p.text, p.new, (p.key, p.row.id))
             self.files.forget(self._owned_previous_files(p, location))
-            self.after_commit(p.row.id, len(p.new.snapshots))
+            self.after_commit(p.row.id, len(p.new.snapshots), sets_expiry(p.new.properties))
         locations = dict(zip(map(id, changed), written, strict=True))
         results = []
         for p in prepared:
@@ -192,8 +197,9 @@ class TableCommits(TableLoading):
         data_path = rules.data_path(new.properties or {})
         if data_path:  # a moving commit's folders meet the home where it claims them (EntryService._moved)
             self._require_inside_warehouse(warehouse, data_path, "write.data.path")
+        own = rules.table_files(new)  # a snapshot names only the table's own manifest lists
         for manifest_list in rules.added_manifest_lists(commit.updates):
-            self._require_inside_warehouse(warehouse, manifest_list, "manifest-list")
+            own.require(manifest_list, "manifest-list")
         if row is None:
             if new.location != default_location:  # a create that names its location
                 self._require_home(warehouse, change.namespace, namespace_properties, new.location, "location")
@@ -244,6 +250,11 @@ class TableCommits(TableLoading):
         return self._new_metadata_file(rules.metadata_directory(metadata), version, metadata.properties or {})
 
     def _new_version(self, warehouse: WarehouseRow, prepared: PreparedCommit) -> NewVersion:
+        """A commit that moves where a protected table's files are is refused before any file is
+        written, and again in the swap's transaction (a mark set meanwhile)."""
+        refused = MOVE if rules.relocates(prepared.base, prepared.new) else None
+        if refused is not None:
+            self.repository.refuse_if_entry_protected(refused, prepared.row.id)
         file = self._next_location(prepared)
         _, namespace, name = prepared.key
         data_path = rules.data_path(prepared.new.properties or {})
@@ -251,7 +262,9 @@ class TableCommits(TableLoading):
         if data_path:
             named.append(("write.data.path", data_path))
         placed = self._moved(warehouse, namespace, name, prepared.row, named)
-        return NewVersion(prepared.row, file, prepared.text, prepared.new.location, placed, data_path)
+        return NewVersion(
+            prepared.row, file, prepared.text, prepared.new.location, placed, data_path, refused_when_protected=refused
+        )
 
     def _require_own_folders(
         self,
@@ -283,7 +296,8 @@ class TableCommits(TableLoading):
     def _owned_previous_files(self, prepared: PreparedCommit, written: str) -> list[str]:
         """``write.metadata.delete-after-commit``: the previous metadata files that fell out of the log
         and that this table owns - inside its own metadata directory (before or after the commit),
-        not the file just written, and only while no other table or view shares that directory."""
+        not the file just written, and only while no other table or view shares that directory and
+        no protection mark covers the table (its files are then deleted by nothing)."""
         candidates = rules.metadata_files_to_delete(prepared.base, prepared.new)
         if not candidates:
             return []
@@ -295,6 +309,10 @@ class TableCommits(TableLoading):
             return []
         owned = [text for text in candidates if text != written and within_any(text, roots)]
         if not owned:
+            return []
+        protected_by = self.repository.protection_of_entry(prepared.row.id)
+        if protected_by is not None:
+            log.info("not deleting %d previous metadata files: %s", len(owned), protected_by)
             return []
         shared = self.repository.entries_overlapping(roots, exclude_id=prepared.row.id)
         if shared:

@@ -70,7 +70,7 @@ class TableService(TableCommits):
         self.reports = MetricsReports(repository)
         # Told (entry id, snapshot count) after each commit lands: maintenance's trigger
         # (app/maintenance_trigger.py), in memory only - no database round trip on the commit path.
-        self.after_commit: Callable[[int, int], None] = lambda _entry_id, _snapshots: None
+        self.after_commit: Callable[[int, int, bool], None] = lambda _entry_id, _snapshots, _by_properties: None
 
     # -- creating -----------------------------------------------------------------------
 
@@ -113,7 +113,7 @@ class TableService(TableCommits):
         metadata_location = request.metadata_location
         properties = self._require_namespace(warehouse, namespace)
         metadata = rules.parse_metadata(self._read_metadata_file(warehouse, metadata_location))
-        self._require_registered_locations_allowed(warehouse, metadata)
+        self._require_registered_locations_allowed(warehouse, metadata, metadata_location)
         self._require_home(warehouse, namespace, properties, metadata.location, "location")
         self._require_own_folders(warehouse, namespace, properties, metadata, metadata_location)
         text = rules.to_json(metadata)
@@ -154,7 +154,8 @@ class TableService(TableCommits):
             self.purge_requested.set()
 
     def unregister_table(self, prefix: str, namespace: tuple[str, ...], name: str) -> LoadedTable:
-        """Forget the table, keep every file: the opposite of registerTable.
+        """Forget the table, keep every file: the opposite of registerTable (Java's
+        ``Catalog.dropTable(ident, purge=false)`` without a trace: no bin entry, its location free).
 
         The row goes in one statement, which returns what it held: the answer is the last
         committed version, and a commit racing it loses its compare-and-set and finds no table.
@@ -162,10 +163,9 @@ class TableService(TableCommits):
         warehouse = self.warehouses.get(prefix)
         name = check_name(name, "table name")
         events = self._dropped_events(warehouse, namespace, name, purge=False)
-        if is_soft(warehouse):
-            row = self.drop_into_bin(warehouse, namespace, name, purge=False, action="unregister", events=events)
-        else:
-            row = self.drop_at_once(warehouse, namespace, name, action="unregister", events=events)
+        # Never into the recycle bin, whatever the warehouse's policy: its metadata is handed back
+        # to be registered (here or in another catalog), and a binned copy would be a second owner.
+        row = self.drop_at_once(warehouse, namespace, name, action="unregister", events=events)
         if row is None:
             raise self.missing(namespace, name)
         return LoadedTable(row.metadata_location, row.metadata, {}, [])
@@ -195,15 +195,24 @@ class TableService(TableCommits):
         data_path = rules.data_path(metadata.properties or {})
         return NewEntry(name, TABLE, str(metadata.table_uuid), metadata.location, metadata_location, text, data_path)
 
-    def _require_registered_locations_allowed(self, warehouse: WarehouseRow, metadata: Any) -> None:
-        """registerTable: the location, metadata path, metadata-log entries and manifest lists of
-        the registered metadata all lie in the warehouse's allowed locations (else 400, nothing
-        written): a later commit, delete-after-commit or purge acts on exactly these."""
+    def _require_registered_locations_allowed(
+        self, warehouse: WarehouseRow, metadata: Any, metadata_location: str
+    ) -> None:
+        """registerTable: the location, metadata path, data path and metadata-log entries of the
+        registered metadata lie in the warehouse's allowed locations, and its snapshots' manifest
+        lists in the table's own folders (``rules.table_roots``: its location, its metadata file's
+        directory, its data path), else 400, nothing written: a later commit, delete-after-commit or
+        purge acts on exactly these, and the server-side readers open only the table's own files
+        (docs/security.md)."""
         self._require_inside_warehouse(warehouse, metadata.location, "location")
         self._require_inside_warehouse(warehouse, rules.metadata_directory(metadata), "write.metadata.path")
         for entry in metadata.metadata_log:
             self._require_inside_warehouse(warehouse, entry.metadata_file, "metadata-log entry")
+        data_path = rules.data_path(metadata.properties or {})
+        if data_path:
+            self._require_inside_warehouse(warehouse, data_path, "write.data.path")
+        own = rules.table_files(metadata, metadata_location)
         for snapshot in metadata.snapshots:
             manifest_list = getattr(snapshot, "manifest_list", None)
             if manifest_list:
-                self._require_inside_warehouse(warehouse, manifest_list, "manifest-list")
+                own.require(manifest_list, "manifest-list")

@@ -5,6 +5,9 @@
                                                   (debootstrap), tagged locally: no registry needed
   python -m scripts.image build --base B [--tag T] deploy/Containerfile on base B
 
+Each prints its result alone on stdout (a directory, an image's name); the steps' progress goes
+to stderr.
+
 Why wheels on the host: the build then needs no package index and no compiler, and the host's pip
 is the one configured for this network (its certificates, its index). Why debootstrap: a base
 image cannot be pulled where no registry is reachable; the rootfs tarball is kept in .cache/image
@@ -39,8 +42,14 @@ def log(message: str) -> None:
 
 
 def _run(command: list[str], **kwargs) -> None:
+    """Run a step with its output on stderr: stdout carries the command's one result (an image's
+    name, a directory), which ``make image`` reads (``base=$(python -m scripts.image base)``).
+    debootstrap's and buildah's progress went to stdout too, so on a fresh machine - no base
+    image yet - that name came with hundreds of lines of progress and the build failed; the
+    second run, with nothing to build, succeeded."""
     log(" ".join(command))
-    subprocess.run(command, check=True, **kwargs)
+    sys.stdout.flush()
+    subprocess.run(command, check=True, stdout=sys.stderr.fileno(), **kwargs)
 
 
 def ensure_wheels() -> Path:

@@ -4,8 +4,9 @@ name space and back, and starting their purge (migration 0017; the rules are app
 A part of ``CatalogRepository``. Each change is one transaction: ``bin_entry`` (a soft drop),
 ``bin_namespace`` (a recursive drop), ``undrop_unit`` and ``start_purge``. Rows keep their ids,
 so the grants copied with them (``bin_grant``) point at the same things when they come back. A
-binned entry keeps owning its locations (storage/placement.py reads ``bin_entry`` too) until the
-unit is forgotten or its purge finished. Callers never see psycopg.
+new entry may take a binned one's location over (storage/placement.py) until its purge starts:
+``start_purge`` takes the claims' locks on what it will purge, and ``undrop_unit`` claims the
+locations back, refused while a live entry or stage holds one. Callers never see psycopg.
 """
 
 from __future__ import annotations
@@ -13,15 +14,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
 
-from app.ground.errors import AlreadyExists, NoSuchNamespace, NotFound, PurgeStarted
+from app.ground.errors import AlreadyExists, LocationTaken, NoSuchNamespace, NotFound, Protected, PurgeStarted
+from app.ground.locations import InvalidLocation, Location
 from storage.db import Database
 from storage.events import ChangeEvent, record_events
-from storage.placement import NamespaceLocationTaken, claim_restored_namespaces
-from storage.protection_rows import refuse_if_protected
+from storage.placement import Claim, Holder, NamespaceLocationTaken, claim_restored_namespaces, lock, reclaim
+from storage.protection_rows import protection_of, refuse_if_protected
 from storage.rows import EntryRow
 
 
@@ -71,6 +74,15 @@ class PurgePlan:
     extra_objects: list[str]
 
 
+class TakenOver(LocationTaken):
+    """An undrop refused: ``entry`` (kind and qualified name) of the unit has a location that
+    ``holder`` (a live entry or stage) holds now. The service words the message for its caller."""
+
+    def __init__(self, unit_id: int, entry: str, location: str, holder: Holder) -> None:
+        super().__init__(f"Cannot undrop {unit_id}: the location of {entry} ({location}) was taken over since its drop")
+        self.unit_id, self.entry, self.location, self.holder = unit_id, entry, location, holder
+
+
 _UNIT = (
     "SELECT u.id, u.warehouse_id, u.kind, u.namespace, u.name, u.dropped_at, u.dropped_by, u.expires_at,"
     " u.purge_requested, u.purging_since,"
@@ -78,6 +90,13 @@ _UNIT = (
     "  AS metadata_location,"
     " (SELECT b.uuid::text FROM bin_entry b WHERE b.unit_id = u.id AND u.kind <> 'namespace' LIMIT 1) AS uuid"
     " FROM bin_unit u"
+)
+# A unit a protection mark holds in the bin: on its warehouse, or on the namespace it was dropped
+# from or one above it (for a namespace unit: one above it - the namespace itself is gone).
+_HELD = (
+    "(EXISTS (SELECT 1 FROM warehouse w WHERE w.id = u.warehouse_id AND w.protected)"
+    " OR EXISTS (SELECT 1 FROM generate_series(1, cardinality(u.namespace) - (u.kind = 'namespace')::int) d"
+    "  JOIN namespace a ON a.warehouse_id = u.warehouse_id AND a.path = u.namespace[1:d] WHERE a.protected))"
 )
 _ENTRY_COLUMNS = (
     "namespace_id, name, kind, uuid, location, metadata_location, metadata, version, created_at, updated_at, data_path"
@@ -224,10 +243,12 @@ class BinRows:
         return [BinnedTable(**row) for row in rows]
 
     def due_units(self, limit: int) -> list[BinUnitRow]:
-        """Units whose retention ended and whose purge has not begun, the oldest first."""
+        """Units whose retention ended and whose purge has not begun, the oldest first; not those a
+        protection mark holds (``_HELD``: they wait, without keeping the others from their turn)."""
         with self.db.connection() as conn:
             rows = conn.execute(
-                f"{_UNIT} WHERE u.purging_since IS NULL AND u.expires_at <= now() ORDER BY u.expires_at LIMIT %s",
+                f"{_UNIT} WHERE u.purging_since IS NULL AND u.expires_at <= now() AND NOT {_HELD}"
+                " ORDER BY u.expires_at LIMIT %s",
                 (limit,),
             ).fetchall()
         return [BinUnitRow(**row) for row in rows]
@@ -259,6 +280,7 @@ class BinRows:
                 raise NotFound(f"Nothing in the bin with id {unit_id}")
             if unit["purging_since"] is not None:
                 raise PurgeStarted(f"Cannot undrop {unit_id}: its purge started at {unit['purging_since'].isoformat()}")
+            self._reclaim(conn, warehouse_id, unit_id)
             before = self._unit(conn, warehouse_id, unit_id)
             try:
                 if unit["kind"] == "namespace":
@@ -281,6 +303,31 @@ class BinRows:
             record_events(conn, events)
         assert before is not None
         return before
+
+    @staticmethod
+    def _reclaim(conn: psycopg.Connection, warehouse_id: int, unit_id: int) -> None:
+        """The unit's entries claim their locations back (storage/placement.py): TakenOver when a
+        live entry or stage holds one now - a take-over since the drop - and nothing is written."""
+        rows = conn.execute(
+            "SELECT b.id, b.kind, b.name, b.location, b.metadata_location, b.data_path,"
+            " coalesce(bn.path, u.namespace) AS path"
+            " FROM bin_entry b JOIN bin_unit u ON u.id = b.unit_id"
+            " LEFT JOIN bin_namespace bn ON bn.unit_id = b.unit_id AND bn.id = b.namespace_id"
+            " WHERE b.unit_id = %s ORDER BY b.id",
+            (unit_id,),
+        ).fetchall()
+        claims, entries = [], {}
+        for row in rows:
+            roots = _roots([row])
+            if not roots:  # stored before locations were checked: nothing to claim
+                continue
+            # no namespace nor name of its own: a stage of the same name holds its place too
+            claims.append(Claim(tuple(roots), warehouse_id, (), "", row["id"], row["kind"]))
+            entries[row["id"]] = (f"{row['kind']} {'.'.join((*row['path'], row['name']))}", row["location"])
+        taken = reclaim(conn, claims)
+        if taken is not None:
+            claimed, holder = taken
+            raise TakenOver(unit_id, *entries[claimed.entry_id], holder)
 
     @staticmethod
     def _restore_entry(
@@ -359,20 +406,43 @@ class BinRows:
         *,
         due_only: bool,
         events: Sequence[ChangeEvent],
+        held: bool = True,
     ) -> bool:
         """Forget a unit, with ``events``, queueing a purge job for each of ``plans`` (its tables whose
         files go): those stay in the bin, owning their locations, until their purge finished; the rest of
         the unit goes now. ``due_only``: only when its retention ended. False when the unit is
-        gone, already purging, or (``due_only``) not due: nothing written."""
+        gone, already purging, or (``due_only``) not due or held: nothing written.
+
+        ``held``: a protection mark on the namespace the unit was dropped from (or one above it) or
+        on its warehouse holds it in the bin: ``Protected`` (nothing written), or False for an
+        expiry, which waits for the mark's removal. Only a hard drop's own purge passes False
+        (its drop checked the marks)."""
         with self.db.transaction() as conn:
             unit = conn.execute(
-                "SELECT id FROM bin_unit WHERE warehouse_id = %s AND id = %s AND purging_since IS NULL"
-                " AND (NOT %s OR expires_at <= now()) FOR UPDATE",
+                "SELECT id, kind, namespace, name FROM bin_unit WHERE warehouse_id = %s AND id = %s"
+                " AND purging_since IS NULL AND (NOT %s OR expires_at <= now()) FOR UPDATE",
                 (warehouse_id, unit_id, due_only),
             ).fetchone()
             if unit is None:
                 return False
+            if held:
+                path = tuple(unit["namespace"])
+                reason = protection_of(conn, warehouse_id, path[:-1] if unit["kind"] == "namespace" else path)
+                if reason is not None:
+                    if due_only:
+                        return False
+                    what = ".".join((*path, unit["name"]) if unit["name"] is not None else path)
+                    raise Protected(
+                        f"Cannot purge {unit['kind']} {what} from the bin: {reason}; remove the protection first"
+                        " (manage-grants)"
+                    )
             keep = [plan.bin_entry_id for plan in plans]
+            # A claim over a table to purge waits for this transaction, then finds it purging; one
+            # that came first is a live entry the purge leaves alone (app/housekeeping.py).
+            purged = conn.execute(
+                "SELECT location, metadata_location, data_path FROM bin_entry WHERE id = ANY(%s)", (keep,)
+            ).fetchall()
+            lock(conn, _roots(purged))
             for plan in plans:
                 conn.execute(
                     "INSERT INTO purge_job (location, extra_objects, metadata_path, bin_entry_id)"
@@ -388,3 +458,19 @@ class BinRows:
                 conn.execute("DELETE FROM bin_unit WHERE id = %s", (unit_id,))
             record_events(conn, events)
         return True
+
+
+def _roots(rows: list[dict[str, Any]]) -> list[Location]:
+    """Binned entries' folders (location, metadata directory and data path:
+    ``app.rules.table.stored_roots``), as a claim finds them."""
+    roots: list[Location] = []
+    for row in rows:
+        try:
+            roots += [Location.parse(row["location"]), Location.parse(row["metadata_location"]).parent]
+        except InvalidLocation:  # stored before locations were checked: the purge deletes nothing there
+            continue
+        try:
+            roots += [Location.parse(row["data_path"])] if row.get("data_path") else []
+        except InvalidLocation:  # a data path stored before locations were checked owns nothing
+            pass
+    return list(dict.fromkeys(roots))

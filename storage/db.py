@@ -100,6 +100,22 @@ def effective_statement_timeout_ms(statement_timeout_ms: int, timeout_s: float) 
     return max(100, min(int(statement_timeout_ms), int(timeout_s * 1000) - 500))
 
 
+def database_endpoints(url: str) -> list[tuple[str, int]]:
+    """The hosts and ports a connection string names (libpq's lists: ``host=a,b port=5432,5433``
+    or ``postgresql://a:5432,b:5433/db``); a Unix socket's directory is no network endpoint and is
+    left out. For the webhook rule (app/webhooks.py): no webhook may target the database."""
+    params = conninfo_to_dict(url)
+    hosts = [h.strip() for h in str(params.get("hostaddr") or params.get("host") or "").split(",")]
+    ports = [p.strip() for p in str(params.get("port") or "").split(",")]
+    found = []
+    for index, host in enumerate(hosts):
+        if not host or host.startswith("/") or host.startswith("@"):
+            continue
+        port = ports[index] if len(ports) == len(hosts) else ports[0]
+        found.append((host, int(port) if port.isdigit() else 5432))
+    return found
+
+
 def connection_kwargs(url: str, statement_timeout_ms: int, deadline_s: float) -> dict[str, Any]:
     """How every pooled connection is opened: its session settings travel in the start-up packet.
 

@@ -23,7 +23,7 @@ from storage.events import ChangeEvent, record_events
 from storage.housekeeping_rows import SETTLE_PENDING
 from storage.namespaces import PAGE_UNDER, dotted, page_under
 from storage.placement import Claim, claim, overlapping_entries
-from storage.protection_rows import refuse_if_protected
+from storage.protection_rows import entry_protection, refuse_entry_if_protected, refuse_if_protected
 from storage.rows import EntryRow
 
 _LOAD_ENTRY = (
@@ -71,6 +71,9 @@ class MetadataSwap:
     # directory): claimed in the commit's transaction (storage/placement.py); usually none
     placed: Claim | None = None
     new_data_path: str | None = None  # the table's data path after the commit (None: unset)
+    # refused (``Protected``, nothing written) when a mark covers the entry: a commit that moves
+    # where its files are (``app.rules.table.relocates``), e.g. "change the location of"
+    refused_when_protected: str | None = None
 
 
 class CommitOutcomeUnknown(Exception):
@@ -284,6 +287,8 @@ class EntryRows:
                         )
                         if cursor.rowcount != 1:
                             raise _LostRace
+                        if swap.refused_when_protected is not None:  # the row is locked: a mark on it waits
+                            refuse_entry_if_protected(conn, swap.refused_when_protected, swap.entry_id)
                     conn.execute(SETTLE_PENDING, ([swap.new_location for swap in ordered],))
                     before_commit()
                     record_events(conn, events)
@@ -373,6 +378,17 @@ class EntryRows:
             if row is not None:
                 record_events(conn, events(row["uuid"]))
             return row is not None
+
+    def protection_of_entry(self, entry_id: int) -> str | None:
+        """What protects the live entry (a mark on it, a namespace or its warehouse), else None."""
+        with self.db.connection() as conn:
+            found = entry_protection(conn, entry_id)
+        return found[1] if found is not None else None
+
+    def refuse_if_entry_protected(self, action: str, entry_id: int) -> None:
+        """``Protected`` when a mark covers the live entry (checked before work a commit would waste)."""
+        with self.db.connection() as conn:
+            refuse_entry_if_protected(conn, action, entry_id)
 
     def entries_overlapping(self, roots: list[Location], exclude_id: int | None = None) -> list[EntryRow]:
         """Live and binned tables and views (any warehouse) whose location, metadata directory (that of

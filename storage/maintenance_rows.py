@@ -9,6 +9,7 @@ grants (``storage.management_rows.Securable``).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -159,14 +160,20 @@ class MaintenanceRows:
             ).fetchall()
         return [TableRef(row["id"], row["warehouse"], tuple(row["path"]), row["name"]) for row in rows]
 
-    def mark_due(self, entry_ids: list[int]) -> list[int]:
+    def mark_due(self, entry_ids: list[int], by_properties: Sequence[int] = ()) -> list[int]:
         """Make these tables due now (commits made them: app/maintenance_trigger.py); only those
-        maintenance knows (a lease row: a table with a policy and no row is due anyway). Marked
+        maintenance knows (a lease row: a table with a policy and no row is due anyway), and those
+        of ``by_properties`` (their metadata sets ``history.expire.*``: the commit said so), which
+        become known here - the schedule would find them only at its next discovery. Marked
         '-infinity', they come first. Returns the ids now due."""
         with self.db.connection() as conn:
             rows = conn.execute(
-                "UPDATE maintenance_lease SET next_due_at = '-infinity' WHERE entry_id = ANY(%s) RETURNING entry_id",
-                (entry_ids,),
+                "INSERT INTO maintenance_lease (entry_id, next_due_at)"
+                " SELECT e.id, '-infinity' FROM catalog_entry e WHERE e.id = ANY(%(ids)s::bigint[])"
+                " AND (e.id = ANY(%(known)s::bigint[])"
+                "  OR EXISTS (SELECT 1 FROM maintenance_lease l WHERE l.entry_id = e.id))"
+                " ON CONFLICT (entry_id) DO UPDATE SET next_due_at = '-infinity' RETURNING entry_id",
+                {"ids": entry_ids, "known": list(by_properties)},
             ).fetchall()
         return [row["entry_id"] for row in rows]
 

@@ -2,10 +2,13 @@
 
 PyIceberg's manifest readers take a ``FileIO``; ``ObjectStoreFileIO`` is a read-only one over
 Growler's own object store, so planning reads storage the same way (credentials, errors mapped
-to 503, sizes bounded) as everything else. It reads only under the warehouse's allowed roots: a
-manifest list path comes from metadata a client committed, and must not make the server read
-arbitrary files. Manifests and manifest lists are immutable once written, so what was read is
-cached by path in a bounded LRU.
+to 503, sizes bounded) as everything else. It reads only the table's own files
+(``app.ground.locations.TableFiles``): a manifest list path comes from metadata a client
+committed, and a manifest's path and the data and delete files it names from files a client
+wrote, so none may make the server read - or hand out - another table's files or arbitrary ones.
+Manifests and manifest lists are immutable once written, so what was read is cached by path in a
+bounded LRU; the table's check comes before the cache (a path another table read is not the
+caller's for that).
 """
 
 from __future__ import annotations
@@ -14,10 +17,10 @@ import io
 from collections.abc import Callable
 
 from pyiceberg.io import FileIO, InputFile, InputStream, OutputFile, OutputStream
-from pyiceberg.manifest import ManifestEntry, ManifestFile, read_manifest_list
+from pyiceberg.manifest import DataFileContent, ManifestEntry, ManifestFile, read_manifest_list
 
 from app.ground.errors import BadRequest
-from app.ground.locations import InvalidLocation, Location, is_allowed
+from app.ground.locations import Location, TableFiles
 from app.ground.lru import LruCache
 from storage.objects import ObjectStore
 
@@ -47,20 +50,17 @@ class _BytesInput(InputFile):
 
 
 class ObjectStoreFileIO(FileIO):
-    """Read-only FileIO over the catalog's object store, confined to ``roots``."""
+    """Read-only FileIO over the catalog's object store, confined to one table's own ``files``
+    (``ForeignFile``, a 400, for anything else; ``doing`` opens its message)."""
 
-    def __init__(self, objects: ObjectStore, roots: list[Location]) -> None:
+    def __init__(self, objects: ObjectStore, files: TableFiles, doing: str = "Cannot read the table") -> None:
         super().__init__({})
         self.objects = objects
-        self.roots = roots
+        self.files = files
+        self.doing = doing
 
     def new_input(self, location: str) -> InputFile:
-        try:
-            parsed = Location.parse(location, "manifest location")
-        except InvalidLocation as exc:
-            raise BadRequest(f"Cannot plan the scan: {exc}") from exc
-        if not is_allowed(parsed, self.roots):
-            raise BadRequest(f"Cannot plan the scan: {location!r} is outside the warehouse's allowed locations")
+        parsed = self.files.require(location, "manifest or manifest list", self.doing)
         return _BytesInput(location, lambda: self.objects.read(parsed, MAX_MANIFEST_BYTES))
 
     def new_output(self, location: str) -> OutputFile:
@@ -108,8 +108,8 @@ class WritingObjectStoreFileIO(ObjectStoreFileIO):
     """Reads as ``ObjectStoreFileIO``; writes new objects, and only under ``write_root`` (a table's
     metadata directory: maintenance writing manifests)."""
 
-    def __init__(self, objects: ObjectStore, roots: list[Location], write_root: Location) -> None:
-        super().__init__(objects, roots)
+    def __init__(self, objects: ObjectStore, files: TableFiles, write_root: Location, doing: str) -> None:
+        super().__init__(objects, files, doing)
         self.write_root = write_root
 
     def new_output(self, location: str) -> OutputFile:
@@ -126,39 +126,61 @@ class ManifestReader:
         self.objects = objects
         self._lists: LruCache[str, tuple[ManifestFile, ...]] = LruCache(max(1, capacity // 4))
         self._entries: LruCache[str, list[ManifestEntry]] = LruCache(capacity)
+        # (manifest, table roots) whose entries were all found the table's own: not parsed again
+        self._owned: LruCache[tuple[str, tuple[Location, ...]], bool] = LruCache(capacity)
         self.reads = 0  # objects read from storage (the tests see the cache work)
 
-    def manifests(self, manifest_list: str, roots: list[Location]) -> tuple[ManifestFile, ...]:
+    def manifests(self, manifest_list: str, io: ObjectStoreFileIO) -> tuple[ManifestFile, ...]:
+        """The manifests of ``manifest_list``, each the table's own (``io``'s table); the list's
+        own path is checked before the cache."""
+        io.files.require(manifest_list, "manifest list", io.doing)
         cached = self._lists.get(manifest_list)
         if cached is None:
             self.reads += 1
-            cached = tuple(read_manifest_list(ObjectStoreFileIO(self.objects, roots).new_input(manifest_list)))
+            cached = tuple(read_manifest_list(io.new_input(manifest_list)))
             self._lists.put(manifest_list, cached)
+        for manifest in cached:
+            io.files.require(manifest.manifest_path, "manifest", io.doing)
         return cached
 
-    def entries(self, manifest: ManifestFile, roots: list[Location]) -> list[ManifestEntry]:
-        """Live (not deleted) entries, with sequence numbers and snapshot ids inherited.
+    def entries(self, manifest: ManifestFile, io: ObjectStoreFileIO) -> list[ManifestEntry]:
+        """Live (not deleted) entries, with sequence numbers and snapshot ids inherited, each naming
+        a data or delete file of ``io``'s table (else ``ForeignFile``: nothing of it is handed out).
 
         What a manifest's entries inherit (its sequence number, the snapshot that added it) is
         fixed when it is first committed, so the path is key enough.
         """
+        io.files.require(manifest.manifest_path, "manifest", io.doing)
         cached = self._entries.get(manifest.manifest_path)
         if cached is None:
             self.reads += 1
-            cached = manifest.fetch_manifest_entry(ObjectStoreFileIO(self.objects, roots), discard_deleted=True)
+            cached = manifest.fetch_manifest_entry(io, discard_deleted=True)
             self._entries.put(manifest.manifest_path, cached)
+        owned = (manifest.manifest_path, io.files.roots)
+        if self._owned.get(owned) is None:
+            require_own_entries(io, cached)
+            self._owned.put(owned, True)
         return cached
 
 
-class BoundManifestReader:
-    """A ``ManifestReader`` confined to one warehouse's roots (the planner's ``ManifestSource``)."""
+def require_own_entries(io: ObjectStoreFileIO, entries: list[ManifestEntry]) -> None:
+    """Every data and delete file the entries name is the table's own (``ForeignFile`` otherwise)."""
+    for entry in entries:
+        data_file = entry.data_file
+        what = "data file" if data_file.content == DataFileContent.DATA else "delete file"
+        io.files.require(data_file.file_path, what, io.doing)
 
-    def __init__(self, reader: ManifestReader, roots: list[Location]) -> None:
+
+class BoundManifestReader:
+    """A ``ManifestReader`` confined to one table's own files (the planner's ``ManifestSource``):
+    no manifest list, manifest, data or delete file of another table is read or planned."""
+
+    def __init__(self, reader: ManifestReader, files: TableFiles) -> None:
         self.reader = reader
-        self.roots = roots
+        self.io = ObjectStoreFileIO(reader.objects, files, "Cannot plan the scan")
 
     def manifests(self, manifest_list: str) -> tuple[ManifestFile, ...]:
-        return self.reader.manifests(manifest_list, self.roots)
+        return self.reader.manifests(manifest_list, self.io)
 
     def entries(self, manifest: ManifestFile) -> list[ManifestEntry]:
-        return self.reader.entries(manifest, self.roots)
+        return self.reader.entries(manifest, self.io)

@@ -7,6 +7,11 @@ warehouse's default layout) - only its own namespace and that namespace's ancest
 it, and it may contain none of them. Signing and STS serve exactly these folders of a table, so
 ownership is what keeps one principal's grant from reaching another's data.
 
+A dropped entry in the recycle bin owns nothing a new entry wants (a create or registration at its
+location is a take-over, as on a catalog without a bin: docs/recycle-bin.md), except while its
+purge runs: the purge is deleting there. Its undrop claims its locations back (``reclaim``):
+refused while a live entry or stage holds one, so there are never two live owners.
+
 Race-free without serialising every create: a claim takes hierarchical advisory locks in the
 transaction that writes the entry - shared on every proper ancestor prefix of each claimed
 location, exclusive on the location itself - always in order of depth. Two claims of which one
@@ -47,23 +52,66 @@ class Claim:
     entry_id: int | None = None
     what: str = field(default="table")
 
+    def shown(self) -> str:
+        return f"{self.what} {'.'.join((*self.namespace, self.name))} at {', '.join(r.uri for r in self.roots)}"
+
+
+@dataclass(frozen=True)
+class Holder:
+    """A live entry (or stage) holding a location an undrop wants back."""
+
+    kind: str  # table, view, staged table
+    warehouse_id: int
+    namespace: tuple[str, ...]
+    name: str
+
 
 def claim(conn: psycopg.Connection, claims: list[Claim]) -> None:
     """Lock and check ``claims`` inside the caller's transaction; BadRequest (the transaction rolls
-    back: nothing written) when a location is taken. The message names no other entry."""
+    back: nothing written) when a location is taken. The message names no other entry, and says
+    what to do next. A binned entry is passed over unless its purge runs (docs/recycle-bin.md)."""
     _lock(conn, [root for c in claims for root in c.roots])
     for c in claims:
-        taken = (
-            overlapping_entries(conn, list(c.roots), c.entry_id)
-            or _stage_overlaps(conn, c)
-            or _namespace_overlaps(conn, c)
-        )
-        if taken:
-            shown = ", ".join(root.uri for root in c.roots)
+        found = _overlaps(conn, list(c.roots), c.entry_id, binned="purging")
+        if any(not binned for _, binned in found) or _stage_holder(conn, c) or _namespace_overlaps(conn, c):
             raise BadRequest(
-                f"Cannot place {c.what} {'.'.join((*c.namespace, c.name))} at {shown}: the location is "
-                "another table's, view's, staged table's or namespace's, or overlaps one"
+                f"Cannot place {c.shown()}: the location is another table's, view's, staged table's or "
+                "namespace's, or overlaps one. Give it a location of its own, or none for a new folder "
+                "under its namespace's location"
             )
+        if found:
+            raise BadRequest(
+                f"Cannot place {c.shown()}: a dropped table's files there are being purged (the warehouse's "
+                "recycle bin lists it as purging). Try again once its purge finished, or give it another location"
+            )
+
+
+def lock(conn: psycopg.Connection, roots: list[Location]) -> None:
+    """The claims' locks on ``roots``, for a transaction that must not race a claim over them
+    (the start of a purge: a claim then waits, and sees it purging)."""
+    _lock(conn, roots)
+
+
+def reclaim(conn: psycopg.Connection, claims: list[Claim]) -> tuple[Claim, Holder] | None:
+    """An undrop's claim of its entries' locations, locked like any claim (all at once, in the one
+    order), inside the caller's transaction: the first claim whose location a live entry or stage
+    holds now (a take-over since the drop; the undrop is refused) and that holder, else None.
+    Other binned entries do not count; nor do namespaces' locations - the entry had its place when
+    it was dropped, and comes back to it."""
+    _lock(conn, [root for c in claims for root in c.roots])
+    for c in claims:
+        live = _overlaps(conn, list(c.roots), c.entry_id, binned="none")
+        if live:
+            row = conn.execute(
+                "SELECT e.kind, n.warehouse_id, n.path, e.name FROM catalog_entry e"
+                " JOIN namespace n ON n.id = e.namespace_id WHERE e.id = %s",
+                (live[0][0].id,),
+            ).fetchone()
+            return c, Holder(row["kind"], row["warehouse_id"], tuple(row["path"]), row["name"])
+        stage = _stage_holder(conn, c)
+        if stage is not None:
+            return c, stage
+    return None
 
 
 def _prefixes(root: Location) -> list[str]:
@@ -88,21 +136,21 @@ def _trimmed(column: str) -> str:
     return f"rtrim(regexp_replace({column}, '^[A-Za-z0-9]+:/*', ''), '/')"
 
 
-def _stage_overlaps(conn: psycopg.Connection, c: Claim) -> bool:
+def _stage_holder(conn: psycopg.Connection, c: Claim) -> Holder | None:
     """A live stage other than one of the claim's own name overlapping a root."""
     for warehouse_id, path, name, places in _overlapping_stages(conn, list(c.roots)):
         if (warehouse_id, path, name) != (c.warehouse_id, c.namespace, c.name):
             if places is None or any(place.overlaps(root) for place in places for root in c.roots):
-                return True
-    return False
+                return Holder("staged table", warehouse_id, path, name)
+    return None
 
 
 def _overlapping_stages(
     conn: psycopg.Connection, roots: list[Location]
 ) -> list[tuple[int, Path, str, list[Location] | None]]:
-    """Live stages whose location or metadata path is at, under or above one of ``roots`` by text
-    (the caller compares the parsed places): (warehouse, namespace, name, places or None when a
-    stored one does not parse)."""
+    """Live stages whose location, metadata path or data path is at, under or above one of
+    ``roots`` by text (the caller compares the parsed places): (warehouse, namespace, name, places
+    or None when a stored one does not parse)."""
     rows = conn.execute(
         "SELECT n.warehouse_id, n.path, s.name, s.location, s.metadata_path, s.data_path FROM staged_table s"
         " JOIN namespace n ON n.id = s.namespace_id, unnest(%(roots)s::text[]) r WHERE s.expires_at > now()"
@@ -243,7 +291,7 @@ def _inside(place: Location, root: Location) -> bool:
 def _entries_in_the_way(conn: psycopg.Connection, c: NamespaceClaim) -> bool:
     """Live tables and views overlapping the claim, other than its own subtree's strictly inside it
     (binned ones block no claim: an undrop of theirs finds the location taken)."""
-    found = overlapping_entries(conn, [c.root])
+    found = [entry for entry, _ in _overlaps(conn, [c.root], None, binned="none")]
     if not found:
         return False
     live = conn.execute(
@@ -320,9 +368,15 @@ _METADATA_KEY = (
 )
 _DATA_KEY = "(rtrim(regexp_replace(data_path, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE \"C\""
 _ENTRY = "SELECT e.id, e.kind, e.uuid::text AS uuid, e.location, e.metadata_location, '' AS metadata, e.data_path"
+# Which binned entries a reading takes (with the live ones): all, those whose purge runs, none.
+_BINNED = {
+    "all": "bin_entry e",
+    "purging": "bin_entry e JOIN bin_unit u ON u.id = e.unit_id AND u.purging_since IS NOT NULL",
+    "none": None,
+}
 
 
-def _overlapping_query(count: int) -> str:
+def _overlapping_query(count: int, binned: str) -> str:
     """At or above one of ``count`` roots: the key is one of the roots' prefixes (``%(at)s``);
     under root i: the key lies in [``%(lo_i)s``, ``%(hi_i)s``) - "0" follows "/" in byte order.
     Index scans only, whatever the table's size; the ranges are written out (no join on an
@@ -333,20 +387,22 @@ def _overlapping_query(count: int) -> str:
         some = "e.data_path IS NOT NULL AND " if key is _DATA_KEY else ""  # the partial index's rows
         conditions.append(f"{some}{key} = ANY(%(at)s)")
         conditions += [f"({some}{key} >= %(lo_{i})s AND {key} < %(hi_{i})s)" for i in range(count)]
-    # Binned tables and views (storage/bin_rows.py) keep owning their locations until forgotten.
+    sources = [("catalog_entry e", "false")]
+    if _BINNED[binned] is not None:
+        sources.append((str(_BINNED[binned]), "true"))
     return " UNION ".join(
-        f"{_ENTRY} FROM {rows} e WHERE e.id IS DISTINCT FROM %(me)s AND {condition}"
-        for rows in ("catalog_entry", "bin_entry")
+        f"{_ENTRY}, {flag} AS binned FROM {rows} WHERE e.id IS DISTINCT FROM %(me)s AND {condition}"
+        for rows, flag in sources
         for condition in conditions
     )
 
 
-def overlapping_entries(
-    conn: psycopg.Connection, roots: list[Location], exclude_id: int | None = None
-) -> list[EntryRow]:
-    """Live and binned tables and views (any warehouse) whose location, metadata directory (that of its
-    current metadata file) or data path is at, under or above one of ``roots``, compared by segments,
-    read on a connection the caller holds (inside its transaction: ``claim``).
+def _overlaps(
+    conn: psycopg.Connection, roots: list[Location], exclude_id: int | None, binned: str
+) -> list[tuple[EntryRow, bool]]:
+    """(entry, binned) of the live and (``binned``: all, purging, none) binned tables and views
+    (any warehouse) whose location, metadata directory (that of its current metadata file) or data
+    path overlaps one of ``roots``.
 
     SQL narrows the rows by text, on the indexes of 0014 (scheme spellings and trailing slashes
     ignored); the model decides. The documents themselves are not read.
@@ -358,18 +414,30 @@ def overlapping_entries(
     params: dict[str, object] = {"me": exclude_id, "at": above}
     for i, key in enumerate(keys):
         params[f"lo_{i}"], params[f"hi_{i}"] = key + "/", key + "0"
-    rows = conn.execute(_overlapping_query(len(keys)), params, prepare=False).fetchall()
-    found = {}
+    rows = conn.execute(_overlapping_query(len(keys), binned), params, prepare=False).fetchall()
+    found: dict[int, tuple[EntryRow, bool]] = {}
     for row in rows:
+        is_binned = row.pop("binned")
         entry = EntryRow(**row)
         try:
             places = entry_places(entry)
         except InvalidLocation:  # stored before locations were checked: counts as overlapping
-            found[entry.id] = entry
+            found[entry.id] = (entry, is_binned)
             continue
         if any(place.overlaps(root) for place in places for root in roots):
-            found[entry.id] = entry
+            found[entry.id] = (entry, is_binned)
     return list(found.values())
+
+
+def overlapping_entries(
+    conn: psycopg.Connection, roots: list[Location], exclude_id: int | None = None
+) -> list[EntryRow]:
+    """Live and binned tables and views (any warehouse) whose location, metadata directory (that of
+    its current metadata file) or data path is at, under or above one of ``roots``, compared by
+    segments, read on a connection the caller holds: what a purge or a maintenance run must leave
+    alone (a binned entry may still be undropped; its files are its own until it is forgotten or
+    purged)."""
+    return [entry for entry, _ in _overlaps(conn, roots, exclude_id, binned="all")]
 
 
 def entry_places(entry: EntryRow) -> list[Location]:

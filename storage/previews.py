@@ -2,9 +2,15 @@
 
 Object I/O, so it lives here: the metadata the catalog holds is parsed by PyIceberg and a scan
 limited to ``limit`` rows reads the data files from the warehouse's store with Growler's own
-keys (the caller's right to read was checked by the service, app/previews.py). Values leave as
-short texts, and the whole answer is bounded in bytes, so a wide or binary table cannot make
-a page large.
+keys (the caller's right to read was checked by the service, app/previews.py). Growler's keys
+reach further than the caller's, so every file the scan opens must be the table's own
+(``TableFiles``): the manifest list, each manifest, each data and delete file is checked before
+it is read, and one outside the table's locations refuses the preview (``ForeignFile``) with
+nothing of it shown. A file the snapshot needs that is missing, or data files PyIceberg cannot
+read as the table's schema (Parquet written without Iceberg field ids and no name mapping), is
+an ``UnprocessableEntity`` saying so, which the console shows as a page. Values leave as short
+texts, and the whole answer is bounded in bytes, so a wide or binary table cannot make a page
+large.
 """
 
 from __future__ import annotations
@@ -12,9 +18,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pyiceberg.io import FileIO, InputFile, OutputFile
+
+from app.ground.errors import UnprocessableEntity
+from app.ground.locations import TableFiles
 from app.ground.settings import S3Settings
 
 MAX_CELL_CHARS = 200
+DOING = "Cannot preview the table"
+NAME_MAPPING = "schema.name-mapping.default"
 
 
 @dataclass(frozen=True)
@@ -24,16 +36,38 @@ class PreviewRows:
     truncated: bool  # fewer rows than read: the byte bound was reached
 
 
+class OwnFilesIO(FileIO):
+    """A FileIO that opens only the table's own files (the last line: each path the scan reads
+    was checked before with a name for what it is)."""
+
+    def __init__(self, inner: FileIO, files: TableFiles) -> None:
+        super().__init__(inner.properties)
+        self.inner = inner
+        self.files = files
+
+    def new_input(self, location: str) -> InputFile:
+        self.files.require(location, "file", DOING)
+        return self.inner.new_input(location)
+
+    def new_output(self, location: str) -> OutputFile:
+        raise NotImplementedError("the preview never writes")
+
+    def delete(self, location: str | InputFile | OutputFile) -> None:
+        raise NotImplementedError("the preview never deletes")
+
+
 def read_preview(
     metadata_json: str,
     metadata_location: str,
     s3: S3Settings,
+    files: TableFiles,
     snapshot_id: int | None,
     limit: int,
     max_bytes: int,
 ) -> PreviewRows:
     from pyiceberg.catalog.noop import NoopCatalog
     from pyiceberg.io import load_file_io
+    from pyiceberg.io.pyarrow import ArrowScan
     from pyiceberg.table import Table
     from pyiceberg.table.metadata import TableMetadataUtil
 
@@ -49,9 +83,22 @@ def read_preview(
     if s3.access_key and s3.secret_key:
         properties["s3.access-key-id"] = s3.access_key
         properties["s3.secret-access-key"] = s3.secret_key
-    io = load_file_io(properties, metadata_location)
+    io = OwnFilesIO(load_file_io(properties, metadata_location), files)
     table = Table(("preview",), metadata, metadata_location, io, NoopCatalog("preview"))
-    arrow = table.scan(snapshot_id=snapshot_id, limit=limit).to_arrow()
+    scan = table.scan(snapshot_id=snapshot_id, limit=limit)
+    snapshot = scan.snapshot()
+    tasks: list[Any] = []
+    if snapshot is not None:
+        tasks = _own_tasks(scan, snapshot, files)
+    try:
+        arrow = ArrowScan(metadata, io, scan.projection(), scan.row_filter, scan.case_sensitive, limit).to_table(tasks)
+    except FileNotFoundError as exc:
+        raise UnprocessableEntity(
+            f"{DOING}: a data or delete file of snapshot {snapshot.snapshot_id if snapshot else ''} does not exist "
+            f"({_reason(exc)}); it was deleted from storage while the table still names it"
+        ) from None
+    except ValueError as exc:
+        raise UnprocessableEntity(_unreadable(exc)) from None
     columns = list(arrow.column_names)
     rows: list[list[str]] = []
     size = 0
@@ -62,6 +109,49 @@ def read_preview(
             return PreviewRows(columns, rows, True)
         rows.append(row)
     return PreviewRows(columns, rows, False)
+
+
+def _own_tasks(scan: Any, snapshot: Any, files: TableFiles) -> list[Any]:
+    """The scan's file tasks, every manifest list, manifest, data and delete file on the way
+    checked to be the table's own before it is read or its rows shown."""
+    files.require(snapshot.manifest_list, "manifest list", DOING)
+    try:
+        for manifest in snapshot.manifests(scan.io):
+            files.require(manifest.manifest_path, "manifest", DOING)
+    except FileNotFoundError:
+        raise UnprocessableEntity(
+            f"{DOING}: the manifest list of snapshot {snapshot.snapshot_id}, {snapshot.manifest_list}, does not exist "
+            "(deleted from storage while the table still names it). The table's other snapshots may still be "
+            "readable; a client that owns the table can roll back to one of them, or remove this one"
+        ) from None
+    try:
+        tasks = list(scan.plan_files())
+    except FileNotFoundError as exc:
+        raise UnprocessableEntity(
+            f"{DOING}: a manifest of snapshot {snapshot.snapshot_id} does not exist ({_reason(exc)}); it was "
+            "deleted from storage while the table still names it"
+        ) from None
+    for task in tasks:
+        files.require(task.file.file_path, "data file", DOING)
+        for delete in task.delete_files:
+            files.require(delete.file_path, "delete file", DOING)
+    return tasks
+
+
+def _reason(exc: BaseException) -> str:
+    return str(exc)[:300]
+
+
+def _unreadable(exc: ValueError) -> str:
+    """Why the data files could not be read as the table's schema, and what to do."""
+    if "field-ids" in str(exc) or "field ids" in str(exc):
+        return (
+            f"{DOING}: its Parquet data files carry no Iceberg field ids (as files written outside Iceberg, "
+            f"then imported, often do) and the table has no name mapping ({NAME_MAPPING}) to read them by "
+            "column name. Set that table property to the table's name mapping (PyIceberg's add_files and "
+            "Iceberg's migrate and add_files procedures set it) and the preview reads them"
+        )
+    return f"{DOING}: its data files cannot be read as the table's schema: {_reason(exc)}"
 
 
 def _text(value: Any) -> str:

@@ -100,6 +100,37 @@ def refuse_if_protected(
         raise Protected(f"Cannot {action} {what}: {reason}; remove the protection first (manage-grants)")
 
 
+def entry_protection(conn: psycopg.Connection, entry_id: int) -> tuple[str, str] | None:
+    """(the entry's dotted name, what protects it) for a live entry a mark covers - on it, one of
+    its namespaces or its warehouse -, else None; one statement (a commit's path runs it)."""
+    row = conn.execute(
+        "SELECT e.kind, e.name, e.protected, n.path, w.name AS warehouse, w.protected AS warehouse_protected,"
+        " (SELECT a.path FROM generate_series(1, cardinality(n.path)) d JOIN namespace a"
+        "   ON a.warehouse_id = n.warehouse_id AND a.path = n.path[1:d] WHERE a.protected ORDER BY d LIMIT 1)"
+        " AS marked FROM catalog_entry e JOIN namespace n ON n.id = e.namespace_id"
+        " JOIN warehouse w ON w.id = n.warehouse_id WHERE e.id = %s",
+        (entry_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    what = _dotted((*row["path"], row["name"]))
+    if row["warehouse_protected"]:
+        return what, f"warehouse {row['warehouse']} is protected"
+    if row["marked"] is not None:
+        return what, f"namespace {_dotted(tuple(row['marked']))} is protected"
+    if row["protected"]:
+        return what, f"{row['kind']} {what} is protected"
+    return None
+
+
+def refuse_entry_if_protected(conn: psycopg.Connection, action: str, entry_id: int) -> None:
+    """``refuse_if_protected`` for an entry known by its id (a commit's swap)."""
+    found = entry_protection(conn, entry_id)
+    if found is not None:
+        what, reason = found
+        raise Protected(f"Cannot {action} {what}: {reason}; remove the protection first (manage-grants)")
+
+
 class ProtectionRows:
     def __init__(self, db: Database) -> None:
         self.db = db

@@ -41,13 +41,16 @@ Place = tuple[str, str, str | None]
 @dataclass(frozen=True)
 class StoragePlaces:
     """What one name holds, for storage access: the entry's kind and where it is, else where its
-    live stages are (oldest first; a name an entry holds has none: the trigger ended them). Each
+    live stages are (oldest first; a name an entry holds has none: the trigger ended them), and
+    whether a protection mark covers it (on the entry, one of its namespaces or its warehouse:
+    its files are then deleted through nothing Growler signs or vends, docs/recycle-bin.md). Each
     place is (location, metadata directory, data path or None): the folders it owns are
     ``app.rules.table.stored_roots`` of it."""
 
     kind: str | None
     place: Place | None
     staged: tuple[Place, ...]
+    protected: bool = False
 
     @property
     def location(self) -> str | None:
@@ -55,16 +58,23 @@ class StoragePlaces:
 
 
 # One round trip, read for every signed request and every credential vended: signing follows
-# the table's current row (a dropped, renamed or moved table is never signed for, on any worker).
+# the table's current row (a dropped, renamed or moved table is never signed for, on any worker),
+# and its protection marks as they are now (a mark set on any worker counts from the moment its
+# answer was sent). The last row (2) is always there: whether the namespace chain or the
+# warehouse is protected, read from their rows, never from a worker's cache.
 PLACES = (
     "SELECT 0 AS staged, e.id, e.kind, e.location,"
-    " regexp_replace(e.metadata_location, '/[^/]*$', '') AS metadata_path, e.data_path"
+    " regexp_replace(e.metadata_location, '/[^/]*$', '') AS metadata_path, e.data_path, e.protected"
     " FROM namespace n JOIN catalog_entry e ON e.namespace_id = n.id"
     " WHERE n.warehouse_id = %(wh)s AND n.path = %(path)s AND e.name = %(name)s"
     " UNION ALL"
-    " SELECT 1, s.id, 'table', s.location, s.metadata_path, s.data_path"
+    " SELECT 1, s.id, 'table', s.location, s.metadata_path, s.data_path, false"
     " FROM namespace n JOIN staged_table s ON s.namespace_id = n.id"
     " WHERE n.warehouse_id = %(wh)s AND n.path = %(path)s AND s.name = %(name)s AND s.expires_at > now()"
+    " UNION ALL"
+    " SELECT 2, 0, NULL, NULL, NULL, NULL, EXISTS (SELECT 1 FROM warehouse w WHERE w.id = %(wh)s AND w.protected)"
+    " OR EXISTS (SELECT 1 FROM generate_series(1, cardinality(%(path)s::text[])) d JOIN namespace a"
+    "  ON a.warehouse_id = %(wh)s AND a.path = (%(path)s::text[])[1:d] WHERE a.protected)"
     " ORDER BY 1, 2"
 )
 
@@ -74,11 +84,13 @@ def _places_params(warehouse_id: int, namespace: tuple[str, ...], name: str) -> 
 
 
 def _places(rows: list[tuple[Any, ...]]) -> StoragePlaces:
-    """From ``PLACES``' rows: (staged, id, kind, location, metadata directory, data path)."""
-    entries = [(row[2], (row[3], row[4], row[5])) for row in rows if not row[0]]
+    """From ``PLACES``' rows: (staged, id, kind, location, metadata directory, data path, protected)."""
+    entries = [(row[2], (row[3], row[4], row[5]), row[6]) for row in rows if row[0] == 0]
+    held = any(row[6] for row in rows if row[0] == 2)
     if entries:
-        return StoragePlaces(entries[0][0], entries[0][1], ())
-    return StoragePlaces(None, None, tuple((row[3], row[4], row[5]) for row in rows if row[0]))
+        kind, place, protected = entries[0]
+        return StoragePlaces(kind, place, (), bool(protected) or held)
+    return StoragePlaces(None, None, tuple((row[3], row[4], row[5]) for row in rows if row[0] == 1), held)
 
 
 class AsyncPlacesReader:
@@ -133,7 +145,7 @@ class StagedTables:
     def places(self, warehouse_id: int, namespace: tuple[str, ...], name: str) -> StoragePlaces:
         with self.db.connection() as conn:
             rows = conn.execute(PLACES, _places_params(warehouse_id, namespace, name)).fetchall()
-        columns = ("staged", "id", "kind", "location", "metadata_path", "data_path")
+        columns = ("staged", "id", "kind", "location", "metadata_path", "data_path", "protected")
         return _places([tuple(row[column] for column in columns) for row in rows])
 
     def delete_expired(self, limit: int = 1000) -> int:

@@ -45,7 +45,7 @@ WRITE_ACTIONS = ["s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "
 def session_policy(roots: str | Sequence[str], write: bool = True, delete: bool = True) -> dict[str, Any]:
     """An IAM policy allowing only the objects under ``roots`` - a table's location, or every folder
     it owns (its location, metadata directory and data path) - read-only unless ``write``; without
-    s3:DeleteObject unless ``delete`` (a warehouse that refuses deletes). Listing is allowed in
+    s3:DeleteObject unless ``delete`` (a warehouse that refuses deletes, a protected table). Listing is allowed in
     each root's bucket with that root's prefix only."""
     parsed = [Location.parse(root) for root in ([roots] if isinstance(roots, str) else roots)]
     prefixes = {(place.bucket, place.key.rstrip("/") + "/"): None for place in parsed if place.key}
@@ -75,9 +75,11 @@ def table_credentials(
     roots: str | Sequence[str],
     s3: S3Settings | None = None,
     write: bool = True,
+    delete: bool = True,
 ) -> dict[str, str]:
     """FileIO properties holding fresh credentials for a table's folders (``roots``: its location,
-    or every folder it owns), 503 when STS fails."""
+    or every folder it owns), 503 when STS fails; without s3:DeleteObject unless ``delete`` and the
+    warehouse accepts deletes."""
     texts = [roots] if isinstance(roots, str) else list(roots)
     valid = []
     for number, text in enumerate(texts):
@@ -86,7 +88,7 @@ def table_credentials(
         except InvalidLocation:
             if number == 0:  # the table's location: nothing to vend for
                 return {}
-    policy = session_policy(valid, write=write, delete=not warehouse.refuse_deletes)
+    policy = session_policy(valid, write=write, delete=delete and not warehouse.refuse_deletes)
     storage = warehouse.storage or {}
     endpoint = settings.sts.endpoint or storage.get("sts-endpoint") or storage.get("endpoint") or settings.s3.endpoint
     region = storage.get("region") or settings.s3.region

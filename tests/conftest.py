@@ -219,6 +219,9 @@ def settings(services: Services) -> Settings:
         storage_credentials_mode=default_credentials_mode(_sts_env(services)),
         sts=StsSettings(role_arn=_sts_env(services).get("GROWLER_STS_ROLE_ARN", "")),
         secrets_key=TEST_SECRETS_KEY,
+        # The webhook tests' receivers listen on loopback, which the product refuses by default
+        # (app/rules/network_targets.py; tests/api/test_event_webhooks.py checks the default).
+        webhook_allowed_networks=("127.0.0.0/8", "::1/128"),
     )
 
 
@@ -250,19 +253,11 @@ def clean_catalog(app, services: Services) -> None:
         conn.execute(TRUNCATE_CATALOG)
 
 
-def forget_bin(database_url: str) -> None:
-    """Forget what the recycle bin holds, files kept, as the end of its retention would without a
-    purge (issue 35): for the tests that register a dropped or unregistered table's metadata again,
-    whose location its binned entry would otherwise still own."""
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute("DELETE FROM bin_unit")
-
-
 @pytest.fixture
 def hard_policy(app, services: Services) -> Iterator[None]:
     """The default warehouse with the hard deletion policy (a drop removes the entry at once, its
     purge runs now: Growler before issue 35) for one test, for the tests of what a hard drop
-    frees (a location registered again, files purged at once). The product's default is soft."""
+    does (files purged at once). The product's default is soft."""
 
     def policy(mode: str) -> None:
         with psycopg.connect(services.database_url, autocommit=True) as conn:

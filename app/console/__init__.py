@@ -16,12 +16,15 @@ the change events page and the maintenance page).
 
 from __future__ import annotations
 
-from flask import Blueprint, Flask
+from flask import Blueprint, Flask, Response, send_from_directory
 
 from app.console import activity, admin, csrf, extras, pages, tables
 from app.console.common import NAV_EXTENSIONS, install_context
 
-__all__ = ["NAV_EXTENSIONS", "blueprint", "install"]
+__all__ = ["FAVICON", "NAV_EXTENSIONS", "blueprint", "install"]
+
+FAVICON = "/favicon.ico"
+FAVICON_MAX_AGE_S = 86_400
 
 blueprint = Blueprint("console", __name__, url_prefix="/ui", template_folder="templates", static_folder="static")
 csrf.install(blueprint)
@@ -34,5 +37,16 @@ activity.register(blueprint)
 
 
 def install(flask_app: Flask) -> None:
-    """Register the console on the app (its templates autoescape: every value renders as text)."""
+    """Register the console on the app (its templates autoescape: every value renders as text),
+    and the site's icon at ``/favicon.ico``."""
     flask_app.register_blueprint(blueprint)
+    flask_app.add_url_rule(FAVICON, "favicon", favicon, methods=["GET"])
+
+
+def favicon() -> Response:
+    """The console's icon where a browser asks for it unprompted: ``/favicon.ico``, served without
+    authentication (AuthMiddleware's open paths: an icon tells nothing). It answered 401 with a
+    JSON body before, and every console page logged an error for it in the browser's console.
+    The pages name the same file under the console's static path (templates/console/base.html)."""
+    assert blueprint.static_folder is not None
+    return send_from_directory(blueprint.static_folder, "favicon.ico", max_age=FAVICON_MAX_AGE_S)

@@ -99,6 +99,7 @@ from app.signing import RemoteSigner
 from app.tables import TableService
 from app.views import ViewService
 from app.warehouses import WarehouseDirectory
+from app.webhooks import WebhookGuard
 from storage.build import build_storage
 from storage.db import AsyncDatabase, Database
 from storage.deliveries import DeliveryRows
@@ -202,8 +203,14 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     # The change feed's push delivery: every worker runs a publisher; the lease holder delivers.
     deliveries = DeliveryRows(database)
     box = SecretBox(settings.secrets_key) if settings.secrets_key else None
+    # Where webhooks may go (app/webhooks.py): checked when a sink is made and at every delivery.
+    webhook_guard = WebhookGuard(settings.webhook_allowed_networks, settings.database_url)
     publisher = Publisher(
-        deliveries, lambda: box, nats_url=settings.events_nats_url, backoff_s=settings.events_retry_base_s
+        deliveries,
+        lambda: box,
+        webhook_guard=webhook_guard,
+        nats_url=settings.events_nats_url,
+        backoff_s=settings.events_retry_base_s,
     )
     # PostgreSQL down at boot must not fail the worker (gunicorn would stop): see app/edge/startup.py.
     startup = Startup(
@@ -357,7 +364,9 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     flask_app.extensions[RECYCLE_BIN] = recycle_bin
     flask_app.extensions[PROTECTION] = protection
     flask_app.extensions[PUBLISHER] = publisher
-    flask_app.extensions[EVENT_SINKS] = EventSinks(settings, deliveries, authorizer=authorizer)
+    flask_app.extensions[EVENT_SINKS] = EventSinks(
+        settings, deliveries, authorizer=authorizer, webhook_guard=webhook_guard
+    )
     flask_app.extensions[EVENTS] = EventFeed(
         settings, EventRows(database), service.warehouses, authorizer=authorizer, page_tokens=page_tokens
     )

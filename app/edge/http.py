@@ -3,8 +3,8 @@
 - ``RequestIdMiddleware`` (outermost) gives each request an ``X-Request-Id`` (the caller's, if
   sane) and echoes it on every response, error responses included.
 - ``RequestGuardMiddleware`` (inside connexion's exception handling, before routing) refuses
-  oversized bodies and maps the unprefixed routes (``/v1/namespaces/...``) to the default
-  warehouse.
+  oversized bodies and paths no router agrees on (control characters, a doubled leading slash)
+  and maps the unprefixed routes (``/v1/namespaces/...``) to the default warehouse.
 - The error handlers turn every failure - ours, connexion's validation problems, unknown
   routes, wrong methods, unexpected exceptions - into the Iceberg error body.
 """
@@ -26,6 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.ground.errors import (
     BadRequest,
     CatalogError,
+    NotFound,
     PayloadTooLarge,
     RequestTimeout,
     error_body,
@@ -181,6 +182,8 @@ class RequestGuardMiddleware:
         if path_has_control_characters(scope["path"]):
             # connexion's router does not match such paths while Flask's does: refuse them here
             raise BadRequest("Control characters are not allowed in the request path")
+        if scope["path"].startswith("//"):
+            raise NotFound(empty_leading_segment(scope["method"], scope["path"]))
         scope = self._with_default_prefix(scope)
         receive = self._limited(receive)
         if _is_chunked(scope):
@@ -245,6 +248,26 @@ class RequestGuardMiddleware:
         if raw is not None:
             raw = raw.replace(b"/v1/", f"/v1/{self.default_prefix}/".encode(), 1)
         return dict(scope, path=path, raw_path=raw)
+
+
+def empty_leading_segment(method: str, path: str) -> str:
+    """The 404's message for a path that starts with an empty segment (``//v1/config``).
+
+    Such a path is no route, as a path with an empty segment anywhere else is (the factory turns
+    werkzeug's slash merging off): the API's routers would not agree on what it names.
+    werkzeug strips leading slashes before it matches (so Flask took ``//v1/config`` for
+    ``/v1/config``) while the dispatcher's route table, connexion's router and the
+    authentication middleware's open and console paths compare the path as sent; the request
+    reached one of connexion's Flask views without connexion's operation context, a 500. Collapsing
+    the slashes instead would make one path answer under two names, and every layer (the request
+    log's path, the open paths, a proxy's location rules in front) would have to collapse alike;
+    refusing is the one answer they all agree on. The usual cause is a client's base URI with a
+    trailing slash, which the message names.
+    """
+    return (
+        f"No route for {method} {path}: the path starts with an empty segment (a doubled slash); "
+        "remove the trailing slash from the catalog URI"
+    )
 
 
 class _LargeBodyLane:

@@ -125,6 +125,13 @@ class PurgeStarted(CatalogError):
     code, error_type = 409, "PurgeStartedException"
 
 
+class LocationTaken(CatalogError):
+    """409: a recycle bin unit's location was taken over since its drop - a live table, view or
+    staged table holds it now (docs/recycle-bin.md): it cannot be undropped over it."""
+
+    code, error_type = 409, "LocationTakenException"
+
+
 class CommitFailed(CatalogError):
     """A requirement did not hold: the client refreshes and may retry."""
 

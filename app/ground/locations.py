@@ -172,3 +172,72 @@ def safe_segment(name: str) -> str:
     """
     segment = _FORBIDDEN.sub("_", name.replace("/", "_"))
     return "_" + segment if segment in (".", "..") else segment
+
+
+class ForeignFile(BadRequest):
+    """A file a table's metadata names outside the table's own locations (``TableFiles``): Growler
+    neither reads it nor hands it out on the table's behalf (docs/security.md, "What Growler reads
+    on a table's behalf")."""
+
+
+@dataclass(frozen=True)
+class TableFiles:
+    """Where one table's files may be: the folders the table owns exclusively.
+
+    Those are its roots (``app.rules.table.table_roots``: its location, the directory of its
+    metadata file and its data path, ``write.data.path``, when set) - exactly what
+    storage/placement.py claims for it (no other table, view, stage or namespace may overlap
+    them), and what signing and vended credentials serve. A file strictly under one of them is the
+    table's own; anything else (another table's folder or data path, another bucket, a local file)
+    is not, whatever the table's metadata says: a commit may name only its own manifest lists, and
+    every server-side reader (the console's preview, scan planning, maintenance) opens or hands out
+    only such files. Build one with ``app.rules.table.files`` (``table_files``, ``files_of_entry``):
+    one definition.
+    """
+
+    roots: tuple[Location, ...]
+
+    @classmethod
+    def of(cls, location: str, *more: str) -> TableFiles:
+        """A table at ``location`` that owns the folders ``more`` too (its metadata directory and
+        data path: ``app.rules.table.stored_roots``). One of ``more`` that does not parse (stored
+        before locations were checked) owns nothing: the table's other files stay readable."""
+        places = [Location.parse(location, "table location")]
+        for text in more:
+            try:
+                places.append(Location.parse(text, "table folder"))
+            except InvalidLocation:
+                continue
+        # one inside another (the default: the metadata directory in the location) is one root
+        roots = dict.fromkeys(p for p in places if not any(p != q and p.is_within(q) for q in places))
+        return cls(tuple(roots))
+
+    @property
+    def shown(self) -> str:
+        return ", ".join(root.uri for root in self.roots)
+
+    def owns(self, text: object) -> bool:
+        """Whether ``text`` is a valid location strictly under one of the table's roots."""
+        try:
+            location = Location.parse(text)
+        except InvalidLocation:
+            return False
+        return is_allowed(location, self.roots)
+
+    def require(self, text: object, what: str, doing: str = "") -> Location:
+        """``text`` parsed, when it is the table's own; ``ForeignFile`` (400) naming it and the
+        table's locations when not. ``doing`` prefixes the message (``"Cannot plan the scan"``)."""
+        prefix = f"{doing}: " if doing else ""
+        try:
+            location = Location.parse(text, what)
+        except InvalidLocation as exc:
+            raise ForeignFile(f"{prefix}{exc.message}") from None
+        if not is_allowed(location, self.roots):
+            opening = f"{prefix}{'the' if prefix else 'The'} {what} {_shown(str(text))}"
+            raise ForeignFile(
+                f"{opening} is outside the table's locations ({self.shown}). Growler reads and lists only a "
+                "table's own files on its behalf, as signing and vended credentials serve only them: write the "
+                "table's files under its location (or its metadata directory or data path), or register the "
+                "table at a location that holds its files"
+            )
+        return location

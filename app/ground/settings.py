@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections.abc import Mapping
@@ -207,6 +208,9 @@ class Settings:
     # unset; webhooks and more servers through the management API), and the first retry's delay
     events_nats_url: str | None = None
     events_retry_base_s: float = 0.5
+    # networks (CIDRs) webhooks may be delivered to although their addresses are private, loopback,
+    # link-local... (app/rules/network_targets.py); none by default (GROWLER_WEBHOOK_ALLOWED_NETWORKS)
+    webhook_allowed_networks: tuple[str, ...] = ()
     # how often the background executor looks at a table with a maintenance policy (docs/maintenance.md)
     maintenance_interval_s: int = 3600
     spark: SparkSettings = field(default_factory=SparkSettings)
@@ -275,6 +279,9 @@ class Settings:
             events_retention_s=env_int(env, "GROWLER_EVENTS_RETENTION_S", 7 * 86_400),
             events_nats_url=env.get("GROWLER_EVENTS_NATS_URL") or None,
             events_retry_base_s=env_float(env, "GROWLER_EVENTS_RETRY_BASE_S", 0.5),
+            webhook_allowed_networks=tuple(
+                part.strip() for part in env.get("GROWLER_WEBHOOK_ALLOWED_NETWORKS", "").split(",") if part.strip()
+            ),
             maintenance_interval_s=env_int(env, "GROWLER_MAINTENANCE_INTERVAL_S", 3600),
             spark=SparkSettings.from_env(env),
             validate_responses=_bool(env.get("GROWLER_VALIDATE_RESPONSES"), False),
@@ -332,6 +339,13 @@ class Settings:
             raise ValueError("GROWLER_EVENTS_RETENTION_S must be between 1 second and 366 days")
         if not 0.01 <= self.events_retry_base_s <= 60:
             raise ValueError("GROWLER_EVENTS_RETRY_BASE_S must be between 0.01 and 60 seconds")
+        for network in self.webhook_allowed_networks:
+            try:
+                ipaddress.ip_network(network, strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"GROWLER_WEBHOOK_ALLOWED_NETWORKS: {network!r} is not an address or a network (CIDR)"
+                ) from None
         if not 60 <= self.maintenance_interval_s <= 7 * 86_400:
             raise ValueError("GROWLER_MAINTENANCE_INTERVAL_S must be between 60 seconds and 7 days")
         if self.secrets_key is not None:

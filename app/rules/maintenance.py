@@ -168,9 +168,14 @@ def effective(attachments: list[Attachment], properties: dict[str, str]) -> dict
     return {policy_type: policy for policy_type, (_, policy) in found.items()}
 
 
+def sets_expiry(properties: dict[str, str]) -> bool:
+    """Whether the table's properties set ``history.expire.*`` (its own snapshot-expiry policy)."""
+    return any(key in properties for key in EXPIRY_PROPERTIES)
+
+
 def expiry_from_properties(properties: dict[str, str]) -> EffectivePolicy | None:
     """The table's explicit ``history.expire.*`` properties as a snapshot-expiry policy."""
-    if not any(key in properties for key in EXPIRY_PROPERTIES):
+    if not sets_expiry(properties):
         return None
     config: dict[str, Any] = {}
     for key, name in (

@@ -70,14 +70,25 @@ def table_url(name: str, namespace: str = "db") -> str:
     return f"{tables_url(namespace)}/{name}"
 
 
+# Where ``snapshot`` puts its manifest list by default: the table ``db.t`` created at this location
+# (a commit names only manifest lists in the table's own locations: docs/security.md).
+T_LOCATION = f"s3://{TEST_BUCKET}/db/t"
+
+
 def snapshot(
-    snapshot_id: int, sequence_number: int, parent: int | None = None, ts: int = 1_700_000_000_000, schema_id: int = 0
+    snapshot_id: int,
+    sequence_number: int,
+    parent: int | None = None,
+    ts: int = 1_700_000_000_000,
+    schema_id: int = 0,
+    location: str = T_LOCATION,
 ) -> dict[str, Any]:
+    """A snapshot whose manifest list is in the metadata directory of the table at ``location``."""
     body = {
         "snapshot-id": snapshot_id,
         "sequence-number": sequence_number,
         "timestamp-ms": ts,
-        "manifest-list": f"s3://growler-test-warehouse/db/t/metadata/snap-{snapshot_id}.avro",
+        "manifest-list": f"{location}/metadata/snap-{snapshot_id}.avro",
         "summary": {"operation": "append"},
         "schema-id": schema_id,
     }
@@ -86,14 +97,22 @@ def snapshot(
     return body
 
 
-def append(client, url: str, snapshot_id: int, sequence_number: int, parent: int | None):
-    """Commit one snapshot to main the way clients do: add-snapshot + set-snapshot-ref + requirement."""
+def append(client, url: str, snapshot_id: int, sequence_number: int, parent: int | None, location: str | None = None):
+    """Commit one snapshot to main the way clients do: add-snapshot + set-snapshot-ref + requirement,
+    its manifest list in the metadata directory of the table at ``location`` (when not given, the
+    table is loaded first to learn it: a test that counts reads passes it)."""
+    if location is None:
+        loaded = client.get(url)
+        location = loaded.json()["metadata"]["location"] if loaded.status_code == 200 else T_LOCATION
     return client.post(
         url,
         json={
             "requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": parent}],
             "updates": [
-                {"action": "add-snapshot", "snapshot": snapshot(snapshot_id, sequence_number, parent)},
+                {
+                    "action": "add-snapshot",
+                    "snapshot": snapshot(snapshot_id, sequence_number, parent, location=location),
+                },
                 {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": snapshot_id},
             ],
         },

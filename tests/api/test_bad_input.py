@@ -115,6 +115,47 @@ def test_an_empty_path_segment_is_no_route_not_a_redirect(client, db, method, pa
     assert namespace_count(db) == 0
 
 
+def _with_doubled_leading_slash() -> list[tuple[str, str, dict]]:
+    """Every operation of both yamls (and the app's own routes), its path with a doubled leading
+    slash: ``//v1/...``, ``//management/v1/...``."""
+    from tests.api.test_closed_by_default import CHECKED, request_of
+
+    cases = [("POST", "//v1/oauth/tokens", {"data": {"grant_type": "client_credentials"}})]  # getToken
+    for operation in CHECKED:
+        url, kwargs = request_of(operation, {"t": "s3://b/t.json", "v": "s3://b/v.json"})
+        cases.append((operation.method.upper(), "/" + url, kwargs))
+    cases += [(method, "/" + path, {}) for method, path in (("GET", "/healthz"), ("GET", "/readyz"))]
+    cases += [("GET", "//metrics", {}), ("GET", "//ui/", {}), ("GET", "///v1/config", {})]
+    return cases
+
+
+DOUBLED = _with_doubled_leading_slash()
+
+
+@pytest.mark.parametrize("method, path, kwargs", DOUBLED, ids=[f"{m} {p}" for m, p, _ in DOUBLED])
+def test_a_doubled_leading_slash_is_no_route_for_every_operation(client, db, method, path, kwargs):
+    """``GET //v1/config`` was a 500 ("Working outside of operation context"): werkzeug strips
+    leading slashes before it matches, so the request reached connexion's view for /v1/config
+    without connexion's routing. Now it is what a path with an empty segment anywhere else is: a
+    404 with the Iceberg error body, saying what to fix; nothing runs, nothing is written."""
+    # the test client would read "//v1/config" as a URL with host "v1": the path is sent whole
+    response = client.request(method, f"http://testserver{path}", **kwargs)
+    if method == "HEAD":  # no body to read
+        assert response.status_code == 404
+        return
+    assert_iceberg_error(response, 404, "NotFoundException")
+    message = response.json()["error"]["message"]
+    assert message.startswith(f"No route for {method} {path.split('?')[0]}: ")
+    assert "remove the trailing slash from the catalog URI" in message
+    assert namespace_count(db) == 0
+
+
+def test_a_doubled_leading_slash_without_credentials_is_401_not_500(app, clean_catalog):
+    """Authentication runs first, as for any path: no token, 401 (never the 500 of before)."""
+    response = app.anonymous_client().get("http://testserver//v1/config")
+    assert_iceberg_error(response, 401, "NotAuthorizedException")
+
+
 def test_unknown_route_and_wrong_method(client):
     assert_iceberg_error(client.get("/v1/test/nothing-here"), 404, "NotFoundException")
     assert_iceberg_error(client.get("/totally/unknown"), 404, "NotFoundException")

@@ -28,12 +28,19 @@ def reads(app, client, monkeypatch) -> list[tuple[str | None, bool]]:
     return seen
 
 
+def created(client) -> str:
+    """Create ``db.t``; its location (where its snapshots' manifest lists go)."""
+    response = client.post(tables_url(), json=create_request("t"))
+    assert response.status_code == 200
+    return response.json()["metadata"]["location"]
+
+
 def test_a_commit_after_this_workers_own_reads_no_document(client, reads):
-    assert client.post(tables_url(), json=create_request("t")).status_code == 200
-    first = append(client, table_url("t"), 1, 1, None)
+    location = created(client)
+    first = append(client, table_url("t"), 1, 1, None, location)
     assert first.status_code == 200
     reads.clear()
-    second = append(client, table_url("t"), 2, 2, 1)
+    second = append(client, table_url("t"), 2, 2, 1, location)
     assert second.status_code == 200, second.text
     assert reads == [(first.json()["metadata-location"], False)]
     loaded = client.get(table_url("t")).json()
@@ -43,19 +50,19 @@ def test_a_commit_after_this_workers_own_reads_no_document(client, reads):
 
 def test_a_commit_starts_from_another_workers_newer_version(app, client, reads, monkeypatch):
     tables = app.app.extensions[TABLES]
-    assert client.post(tables_url(), json=create_request("t")).status_code == 200
-    mine = append(client, table_url("t"), 1, 1, None)
+    location = created(client)
+    mine = append(client, table_url("t"), 1, 1, None, location)
     assert mine.status_code == 200
     this_worker = tables.parsed
     monkeypatch.setattr(tables, "parsed", ParsedMetadataCache())  # another worker: knows nothing
-    theirs = append(client, table_url("t"), 2, 2, 1)
+    theirs = append(client, table_url("t"), 2, 2, 1, location)
     assert theirs.status_code == 200
     monkeypatch.setattr(tables, "parsed", this_worker)  # back: this worker still holds version 1
     reads.clear()
-    stale = append(client, table_url("t"), 3, 2, 1)  # a client that missed the other commit
+    stale = append(client, table_url("t"), 3, 2, 1, location)  # a client that missed the other commit
     assert stale.status_code == 409
     assert reads == [(mine.json()["metadata-location"], True)]  # moved on: the document was read
-    third = append(client, table_url("t"), 3, 3, 2)
+    third = append(client, table_url("t"), 3, 3, 2, location)
     assert third.status_code == 200, third.text
     snapshots = third.json()["metadata"]["snapshots"]
     assert [(s["snapshot-id"], s.get("parent-snapshot-id")) for s in snapshots] == [(1, None), (2, 1), (3, 2)]
@@ -71,18 +78,18 @@ def test_a_commit_another_writer_made_hopeless_is_refused_before_the_document_is
     from app.rules.table import serialisation
 
     tables = app.app.extensions[TABLES]
-    assert client.post(tables_url(), json=create_request("t")).status_code == 200
-    mine = append(client, table_url("t"), 1, 1, None)
+    location = created(client)
+    mine = append(client, table_url("t"), 1, 1, None, location)
     this_worker = tables.parsed
     monkeypatch.setattr(tables, "parsed", ParsedMetadataCache())  # another worker commits
-    assert append(client, table_url("t"), 2, 2, 1).status_code == 200
+    assert append(client, table_url("t"), 2, 2, 1, location).status_code == 200
     monkeypatch.setattr(tables, "parsed", this_worker)
     parsed: list[object] = []
     original = serialisation.metadata_from_dict
     monkeypatch.setattr(serialisation, "metadata_from_dict", lambda *a: parsed.append(a) or original(*a))
     reads.clear()
 
-    stale = append(client, table_url("t"), 3, 2, 1)
+    stale = append(client, table_url("t"), 3, 2, 1, location)
 
     assert stale.status_code == 409
     error = stale.json()["error"]
@@ -92,5 +99,5 @@ def test_a_commit_another_writer_made_hopeless_is_refused_before_the_document_is
     )
     assert reads == [(mine.json()["metadata-location"], True)]  # the newer document was read...
     assert parsed == []  # ...and refused on its decoded fields, without the model
-    assert append(client, table_url("t"), 3, 3, 2).status_code == 200  # a client that is up to date
+    assert append(client, table_url("t"), 3, 3, 2, location).status_code == 200  # a client that is up to date
     assert len(parsed) == 1  # the base is parsed once, for the commit that can win

@@ -79,7 +79,7 @@ def test_scan_planning_mode_switch(settings, clean_catalog):
     from app.edge.factory import create_app
     from app.ground.settings import Settings
     from tests.api.tables_support import PREFIX, create_request, table_url
-    from tests.conftest import authenticated, forget_bin
+    from tests.conftest import authenticated
 
     plain = authenticated(create_app(settings)).test_client()
     assert "scan-planning-mode" not in plain.get("/v1/config").json()["defaults"]
@@ -93,7 +93,6 @@ def test_scan_planning_mode_switch(settings, clean_catalog):
     assert client.get(table_url("events")).json()["config"]["scan-planning-mode"] == "server"
     assert "scan-planning-mode" not in plain.get(table_url("events")).json()["config"]
     assert client.delete(table_url("events")).status_code == 204  # its files stay, to be registered again
-    forget_bin(settings.database_url)  # its location free for the registration (as the bin's expiry)
     registered = client.post(
         f"{PREFIX}/namespaces/db/register",
         json={"name": "again", "metadata-location": created.json()["metadata-location"]},

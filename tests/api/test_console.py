@@ -89,6 +89,25 @@ def test_every_console_route_without_a_session_redirects_to_sign_in(app, clean_c
     assert client.get("/ui/static/console.css").status_code == 200
 
 
+def test_the_site_icon_is_served_without_credentials_and_the_pages_name_it(app, browser) -> None:
+    """A browser asks for /favicon.ico on its own, without a bearer token: it was a 401 with a JSON
+    body, an error in the browser's console on every page. Now an icon, open like the assets,
+    and every page names the one under /ui/static/ (the sign-in page included)."""
+    anonymous = app.anonymous_client()
+    icons = [anonymous.get("/favicon.ico"), anonymous.get("/ui/static/favicon.ico")]
+    for icon in icons:
+        assert icon.status_code == 200, icon.text
+        assert icon.headers["content-type"] in ("image/vnd.microsoft.icon", "image/x-icon")
+        assert icon.content[:4] == b"\x00\x00\x01\x00"  # an ICO file: reserved 0, type 1 (icon)
+        assert icon.content[22:30] == b"\x89PNG\r\n\x1a\n"  # its one image, a PNG
+    assert "max-age=86400" in icons[0].headers["cache-control"]  # asked for once a day, not per page
+    assert icons[0].content == icons[1].content
+    assert anonymous.head("/favicon.ico").status_code == 200
+    for page in (anonymous.get("/ui/sign-in"), browser.get("/ui/")):
+        assert page.status_code == 200
+        assert '<link rel="icon" href="/ui/static/favicon.ico"' in page.text
+
+
 def test_sign_in_sets_a_strict_session_cookie_and_sign_out_ends_it(app, clean_catalog) -> None:
     client = app.anonymous_client()
     answer = sign_in(client)

@@ -1,13 +1,18 @@
 """Push delivery to webhooks (app/publisher.py), configured through the management API: a receiver
 that fails, times out and recovers gets every event once acknowledged, in order, signed; a
 receiver that keeps failing leaves dead letters an administrator lists and replays; the example
-receiver (examples/webhook_receiver.py) verifies signatures as written."""
+receiver (examples/webhook_receiver.py) verifies signatures as written. Where a webhook may go
+(app/webhooks.py): by default no loopback, link-local, private or database address, refused with a
+400 at creation and checked again at every delivery, redirects never followed. (The suite's
+settings allow loopback, where its receivers listen: tests/conftest.py.)"""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import json
+import socket
 import subprocess
 import sys
 import threading
@@ -20,7 +25,10 @@ from pathlib import Path
 
 import pytest
 
+from app.edge.context import PUBLISHER
+from app.webhooks import DeliveryFailed, TargetRefused, WebhookGuard, WebhookTarget
 from scripts.processes import free_port
+from storage.db import database_endpoints
 from tests.api.tables_support import PREFIX, append, create_request, table_url, tables_url
 
 pytestmark = pytest.mark.usefixtures("clean_catalog")
@@ -36,6 +44,7 @@ class Script:
         self.answers = list(answers)
         self.received: list[tuple[dict, bytes, str]] = []  # (event, body, signature) of each acknowledged one
         self.requests = 0
+        self.hosts: list[str] = []  # the Host header of each request
         self.release = threading.Event()
         self.changed = threading.Condition()
 
@@ -52,6 +61,7 @@ def receiver() -> Iterator[tuple[str, dict[str, Script]]]:
         def do_POST(self) -> None:  # noqa: N802
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             script = scripts[self.path]
+            script.hosts.append(self.headers.get("Host", ""))
             answer = script.next()
             if answer == "hang":
                 script.release.wait(8)  # past the publisher's 5 s timeout
@@ -225,3 +235,109 @@ def test_the_example_receiver_verifies_signatures(client):
     finally:
         example.kill()
         example.wait()
+
+
+REFUSED_BY_DEFAULT = {
+    "http://127.0.0.1:9/": "127.0.0.1, a loopback address",
+    "http://localhost:9/": "a loopback address",  # a name: what it resolves to is checked
+    "http://2130706433:9/": "127.0.0.1, a loopback address",  # 127.0.0.1 written as one number
+    "http://[::1]:9/": "::1, a loopback address",
+    "http://[::ffff:127.0.0.1]:9/": "127.0.0.1, a loopback address",  # IPv4-mapped
+    "http://169.254.169.254/latest/meta-data/": "169.254.169.254, a link-local address",
+    "http://[fe80::1]/": "fe80::1, a link-local address",
+    "http://10.1.2.3/": "10.1.2.3, a private address",
+    "http://172.16.0.1:8080/": "172.16.0.1, a private address",
+    "https://192.168.1.10/": "192.168.1.10, a private address",
+    "http://[fd00::1]/": "fd00::1, a private address",
+    "http://100.64.0.1/": "100.64.0.1, a reserved or shared address",
+    "http://0.0.0.0:9/": "0.0.0.0, an unspecified address",
+    "http://224.0.0.1/": "224.0.0.1, a multicast address",
+    "http://host.invalid/": "does not resolve",
+}
+
+
+@pytest.fixture
+def default_app(settings, clean_catalog):
+    """An app with the product's default webhook rule (no network allowed); its publisher stopped
+    at once, so that the suite's app keeps delivering (its rule allows the receivers' loopback)."""
+    from app.edge.factory import create_app
+    from tests.conftest import authenticated
+
+    app = authenticated(create_app(dataclasses.replace(settings, webhook_allowed_networks=())))
+    app.app.extensions[PUBLISHER].stop()
+    return app
+
+
+@pytest.mark.parametrize("url", list(REFUSED_BY_DEFAULT))
+def test_by_default_loopback_link_local_private_and_unresolvable_targets_are_400(default_app, db, url):
+    answer = default_app.test_client().post(SINKS, json={"name": "hook", "kind": "webhook", "url": url})
+    assert answer.status_code == 400, answer.text
+    error = answer.json()["error"]
+    assert error["type"] == "BadRequestException"
+    assert error["message"].startswith("Refused webhook target: the webhook's host ")
+    assert REFUSED_BY_DEFAULT[url] in error["message"]
+    assert "GROWLER_WEBHOOK_ALLOWED_NETWORKS" in error["message"]  # what an operator does about it
+    assert db.execute("SELECT count(*) FROM event_sink").fetchone()[0] == 0
+
+
+def test_the_database_is_no_target_even_where_its_network_is_allowed(client, db, settings):
+    """The suite allows loopback, where its PostgreSQL listens too: its port stays refused."""
+    [(host, port)] = database_endpoints(settings.database_url)
+    answer = client.post(SINKS, json={"name": "db", "kind": "webhook", "url": f"http://{host}:{port}/"})
+    assert answer.status_code == 400, answer.text
+    assert f"resolves to {host}, the catalog's own database (port {port})" in answer.json()["error"]["message"]
+    assert db.execute("SELECT count(*) FROM event_sink").fetchone()[0] == 0
+
+
+def test_by_default_the_database_host_is_refused_on_any_port():
+    """Its address is refused whatever the port (here a global address, so no other rule applies)."""
+    guard = WebhookGuard(database_url="postgresql://u@db.example:5432/c", resolver=lambda host, port: ["192.0.43.10"])
+    with pytest.raises(TargetRefused, match="192.0.43.10, the catalog database's host"):
+        guard.addresses("hooks.example", 443)
+
+
+def _post(target: WebhookTarget) -> None:
+    target.send("s", "id", {"Content-Type": "application/cloudevents+json"}, b"{}")
+
+
+def test_each_delivery_resolves_and_checks_again_and_connects_to_the_checked_address(receiver):
+    """A sink's host is checked when it is made, but DNS may answer otherwise later: each delivery
+    resolves it again and checks every address, and connects to the address it checked (no
+    second lookup: here the name resolves nowhere but through the guard's resolver)."""
+    url, scripts = receiver
+    port = int(url.rsplit(":", 1)[1])
+    scripts["/hook"] = script = Script()
+    answers = iter([["127.0.0.1"], ["169.254.169.254"], ["127.0.0.1", "10.0.0.7"]])
+    guard = WebhookGuard(("127.0.0.0/8",), resolver=lambda host, port: next(answers))
+    target = WebhookTarget(f"http://hooks.invalid:{port}/hook", None, guard)
+    _post(target)  # 127.0.0.1: allowed here
+    assert script.requests == 1 and script.hosts == [f"hooks.invalid:{port}"]
+    with pytest.raises(DeliveryFailed, match="refused target: .*169.254.169.254, a link-local address"):
+        _post(target)  # the name now points at the metadata endpoint
+    with pytest.raises(DeliveryFailed, match="10.0.0.7, a private address"):
+        _post(target)  # one refused address refuses the name
+    assert script.requests == 1
+
+
+def test_by_default_a_delivery_to_loopback_is_refused_before_any_connection(receiver):
+    """The rule holds at delivery whatever the sink's history (made under another rule, another DNS)."""
+    url, scripts = receiver
+    scripts["/hook"] = script = Script()
+    with pytest.raises(DeliveryFailed, match="refused target: .*127.0.0.1, a loopback address"):
+        _post(WebhookTarget(f"{url}/hook", None, WebhookGuard()))
+    assert script.requests == 0
+    # the address a socket reached is checked too (what a connection made elsewhere would meet)
+    with socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1]))) as sock:
+        with pytest.raises(TargetRefused, match="was reached at 127.0.0.1, a loopback address"):
+            WebhookGuard().check_peer(sock, "hooks.example", 80)
+
+
+def test_a_redirect_is_a_failed_delivery_never_followed(receiver):
+    """Following a 3xx would send the event where nobody checked (urllib followed 301-303 with a GET)."""
+    url, scripts = receiver
+    scripts["/moved"] = script = Script(307, 302)
+    target = WebhookTarget(f"{url}/moved", None, WebhookGuard(("127.0.0.0/8",)))
+    for status in (307, 302):
+        with pytest.raises(DeliveryFailed, match=f"HTTP {status} \\(redirects are not followed\\)"):
+            _post(target)
+    assert script.requests == 2

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from app.ground.limits import Limits
-from tests.api.tables_support import PREFIX, TextStore, create_request, snapshot, table_url, tables_url
-from tests.conftest import TEST_BUCKET, authenticated, forget_bin
+from tests.api.tables_support import PREFIX, T_LOCATION, TextStore, create_request, snapshot, table_url, tables_url
+from tests.conftest import TEST_BUCKET, authenticated
 
 LIMITS = Limits()
 NS = f"{PREFIX}/namespaces"
@@ -26,7 +26,7 @@ QUICK_S = 2.0  # generous: the refusals take milliseconds to a few hundred on a 
 @pytest.fixture
 def table(client) -> str:
     assert client.post(NS, json={"namespace": ["db"]}).status_code == 200
-    created = client.post(tables_url(), json=create_request("t"))
+    created = client.post(tables_url(), json=create_request("t", location=T_LOCATION))  # snapshot()'s table
     assert created.status_code == 200, created.text
     return table_url("t")
 
@@ -233,11 +233,10 @@ def small_client(settings, clean_catalog):
     return authenticated(create_app(dataclasses.replace(settings, limits=limits))).test_client()
 
 
-def metadata_of(client, settings) -> dict:
+def metadata_of(client) -> dict:
     assert client.post(NS, json={"namespace": ["db"]}).status_code == 200
     created = client.post(tables_url(), json=create_request("orig")).json()
     assert client.delete(table_url("orig")).status_code == 204
-    forget_bin(settings.database_url)  # registered again below: its location is free
     return created["metadata"]
 
 
@@ -245,8 +244,8 @@ def register(client, location: str) -> tuple[Any, float]:
     return post(client, f"{PREFIX}/namespaces/db/register", {"name": "back", "metadata-location": location})
 
 
-def test_registered_metadata_within_the_caps(small_client, s3, db, settings):
-    metadata = metadata_of(small_client, settings)
+def test_registered_metadata_within_the_caps(small_client, s3, db):
+    metadata = metadata_of(small_client)
     metadata["properties"] = {f"p{i}": "x" * 100 for i in range(1000)}  # ~110 KiB inflated
     location = f"s3://{TEST_BUCKET}/db/reg/ok/metadata/00001-a.gz.metadata.json"  # in its home (issue 46)
     s3.write_new(location, gzip.compress(json.dumps(metadata).encode()))
@@ -255,8 +254,8 @@ def test_registered_metadata_within_the_caps(small_client, s3, db, settings):
     assert len(response.json()["metadata"]["properties"]) == 1000
 
 
-def test_registered_metadata_too_large(small_client, s3, db, settings):
-    metadata = metadata_of(small_client, settings)
+def test_registered_metadata_too_large(small_client, s3, db):
+    metadata = metadata_of(small_client)
     metadata["properties"] = {"p": "x" * (65 * 1024)}
     location = f"s3://{TEST_BUCKET}/reg/big/metadata/00001-a.metadata.json"
     s3.write_new(location, json.dumps(metadata).encode())
@@ -265,8 +264,8 @@ def test_registered_metadata_too_large(small_client, s3, db, settings):
     assert catalog_state(db) == []
 
 
-def test_registered_gzip_bomb(small_client, s3, db, settings):
-    metadata_of(small_client, settings)
+def test_registered_gzip_bomb(small_client, s3, db):
+    metadata_of(small_client)
     # 16 MiB of whitespace in under 64 KiB: within the read cap, 64 times the inflated cap
     bomb = gzip.compress(b"{" + b" " * (16 * 1024 * 1024) + b"}", compresslevel=9)
     assert len(bomb) < 64 * 1024
@@ -277,8 +276,8 @@ def test_registered_gzip_bomb(small_client, s3, db, settings):
     assert catalog_state(db) == []
 
 
-def test_registered_metadata_is_parsed_within_the_json_limits(small_client, s3, db, settings):
-    metadata = metadata_of(small_client, settings)
+def test_registered_metadata_is_parsed_within_the_json_limits(small_client, s3, db):
+    metadata = metadata_of(small_client)
     metadata["current-snapshot-id"] = 2**63
     location = f"s3://{TEST_BUCKET}/reg/range/metadata/00001-a.metadata.json"
     s3.write_new(location, json.dumps(metadata).encode())

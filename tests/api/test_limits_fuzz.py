@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.api.tables_support import PREFIX, create_request, snapshot, table_url, tables_url
+from tests.api.tables_support import PREFIX, T_LOCATION, create_request, snapshot, table_url, tables_url
 
 NS = f"{PREFIX}/namespaces"
 
@@ -125,7 +125,7 @@ BODIES = bodies()
 @pytest.fixture
 def seeded(client):
     assert client.post(NS, json={"namespace": ["db"]}).status_code == 200
-    assert client.post(tables_url(), json=create_request("t")).status_code == 200
+    assert client.post(tables_url(), json=create_request("t", location=T_LOCATION)).status_code == 200
     view = next(body for url, body in BODIES if url.endswith("/views"))
     assert client.post(f"{NS}/db/views", json={**view, "name": "v0"}).status_code == 200
     return client

@@ -149,9 +149,11 @@ def test_every_policy_type_skips_a_protected_table_and_says_why(client, service,
 def commit_snapshots(client, name: str, first: int, count: int, parent: int | None) -> int:
     """One commit adding ``count`` snapshots in a chain to main (their manifest lists are never
     written: expiry finds nothing of theirs to delete); returns the new head."""
+    location = client.get(table_url(name)).json()["metadata"]["location"]
     updates = []
     for snapshot_id in range(first, first + count):
-        updates.append({"action": "add-snapshot", "snapshot": snapshot(snapshot_id, snapshot_id, parent)})
+        body = snapshot(snapshot_id, snapshot_id, parent, location=location)
+        updates.append({"action": "add-snapshot", "snapshot": body})
         parent = snapshot_id
     updates.append({"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": parent})
     body = {"requirements": [], "updates": updates}

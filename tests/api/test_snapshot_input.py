@@ -1,5 +1,5 @@
-"""Snapshot updates with impossible ids or a manifest list outside the warehouse: refused with a
-400, the table's metadata and files as they were."""
+"""Snapshot updates with impossible ids or a manifest list outside the table's own locations (the
+warehouse's, another table's): refused with a 400, the table's metadata and files as they were."""
 
 from __future__ import annotations
 
@@ -9,7 +9,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.api.tables_support import PREFIX, TextStore, create_request, snapshot, table_url, tables_url
+from tests.api.tables_support import (
+    PREFIX,
+    T_LOCATION,
+    TextStore,
+    create_request,
+    snapshot,
+    table_url,
+    tables_url,
+)
 from tests.conftest import TEST_BUCKET
 
 INT64_MIN = -(2**63)
@@ -22,9 +30,9 @@ def s3(app) -> TextStore:
 
 @pytest.fixture
 def table(client) -> dict[str, Any]:
-    """Table ``db.t`` with one snapshot (id 1, sequence number 1) on main."""
+    """Table ``db.t`` (at ``db/t``) with one snapshot (id 1, sequence number 1) on main."""
     assert client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]}).status_code == 200
-    assert client.post(tables_url(), json=create_request("t")).status_code == 200
+    assert client.post(tables_url(), json=create_request("t", location=T_LOCATION)).status_code == 200
     first = commit(client, add_snapshot(snapshot(1, 1)), set_main(1))
     assert first.status_code == 200, first.text
     return first.json()
@@ -60,12 +68,13 @@ def state(client, s3, table: dict[str, Any]) -> tuple[str, dict[str, Any], set[s
     return loaded.json()["metadata-location"], loaded.json()["metadata"], set(s3.list(directory))
 
 
-def assert_refused(response, message: str) -> None:
+def assert_refused(response, message: str) -> str:
     assert response.status_code == 400, response.text
     error = response.json()["error"]
     assert error["code"] == 400
     assert error["type"] in ("BadRequestException", "IllegalArgumentException", "ValidationException")
     assert message in error["message"], error["message"]
+    return error["message"]
 
 
 NEGATIVE_UPDATES = {
@@ -138,6 +147,28 @@ def test_a_manifest_list_outside_the_warehouse_is_refused(client, s3, table, man
     assert response.status_code == 400, response.text
     assert response.json()["error"]["type"] == "BadRequestException"
     assert "manifest-list" in response.json()["error"]["message"]
+    assert state(client, s3, table) == before
+
+
+@pytest.mark.parametrize(
+    "manifest_list",
+    [
+        f"s3://{TEST_BUCKET}/other_ns/victim-0123/metadata/snap-2.avro",  # another namespace's table
+        f"s3://{TEST_BUCKET}/db/t2/metadata/snap-2.avro",  # a sibling sharing the table's prefix
+        f"s3://{TEST_BUCKET}/db/snap-2.avro",  # the namespace's folder, no table's
+        f"{T_LOCATION}",  # the table's location itself, no file in it
+    ],
+)
+def test_a_manifest_list_in_the_warehouse_but_not_the_tables_is_refused(client, s3, table, manifest_list):
+    """The warehouse's allowed locations are not enough: a snapshot names only the table's own
+    manifest lists, as the readers on the server (planning, preview, maintenance) and signing
+    serve only the table's own files. The message names the path and the table's location."""
+    before = state(client, s3, table)
+    body = snapshot(2, 2, parent=1)
+    body["manifest-list"] = manifest_list
+    response = commit(client, add_snapshot(body), set_main(2))
+    message = assert_refused(response, "manifest-list")
+    assert manifest_list in message and f"outside the table's locations ({T_LOCATION})" in message
     assert state(client, s3, table) == before
 
 

@@ -181,7 +181,7 @@ def test_rename_errors(client, ns):
     assert client.head(table_url("a")).status_code == 204
 
 
-def test_register_table(client, ns, hard_policy):
+def test_register_table(client, ns):
     created = client.post(tables_url(), json=create_request("orig")).json()
     assert client.delete(table_url("orig")).status_code == 204
     register = {"name": "back", "metadata-location": created["metadata-location"]}

@@ -8,7 +8,6 @@ import pytest
 
 from app.ground.locations import Location
 from tests.api.tables_support import PREFIX, append, create_request, table_url, tables_url
-from tests.conftest import forget_bin
 
 
 @pytest.fixture
@@ -52,11 +51,10 @@ def test_unregister_returns_the_last_version_and_keeps_every_file(client, ns, s3
     assert objects_under(s3, loaded["metadata"]["location"]) == files  # the refused commit wrote nothing
 
 
-def test_registered_again_it_carries_on(client, ns, settings):
+def test_registered_again_it_carries_on(client, ns):
     client.post(tables_url(), json=create_request("t"))
     append(client, table_url("t"), 1, 1, None)
     gone = unregister(client, "t").json()
-    forget_bin(settings.database_url)  # its location free for the registration (as the bin's expiry)
     register = {"name": "t", "metadata-location": gone["metadata-location"]}
     assert client.post(f"{PREFIX}/namespaces/db/register", json=register).status_code == 200
     assert append(client, table_url("t"), 2, 2, 1).status_code == 200

@@ -261,7 +261,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 @pytest.fixture(scope="session")
 def hard_policy_warehouse(server, settings) -> str:
     """A warehouse with the hard deletion policy (a drop removes the entry at once: Growler before
-    issue 35), for the tests of what a hard drop frees; made through the management API."""
+    issue 35), for the tests of what a hard drop does; made through the management API."""
     from storage.objects import S3ObjectStore
 
     bucket = "growler-hard-policy"

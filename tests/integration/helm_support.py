@@ -11,15 +11,17 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "deploy" / "helm" / "growler"
-# The cluster version helm renders for (a helm built with `go install` assumes v1.20 otherwise,
-# below the chart's kubeVersion).
+# The cluster version helm renders for in most tests (one renders with helm's own default: a
+# helm built by `make helm` assumes the Kubernetes version of its client-go, like a release).
 KUBE_VERSION = "1.33.0"
 
 
 def helm_binary() -> str:
-    """$GROWLER_HELM (make test sets it), else the one ``make helm`` left in .cache/."""
+    """$GROWLER_HELM (make test sets it), else the newest one ``make helm`` left in .cache/ (an
+    older build, without the release's link flags, may still be there)."""
     named = os.environ.get("GROWLER_HELM")
-    candidates = [Path(named)] if named else sorted(REPO.glob(".cache/helm-*/helm"))
+    found = REPO.glob(".cache/helm-*/helm")
+    candidates = [Path(named)] if named else sorted(found, key=lambda path: path.stat().st_mtime, reverse=True)
     for candidate in candidates:
         if os.access(candidate, os.X_OK):
             return str(candidate)

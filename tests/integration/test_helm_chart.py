@@ -74,12 +74,13 @@ def test_lint_with_defaults_and_everything_on(tmp_path):
 
 def test_kinds_rendered(rendered):
     kinds = lambda name: sorted(m["kind"] for m in rendered[name])  # noqa: E731
+    # two ServiceAccounts: the release's and the migration Job's (a hook: see below)
     assert kinds("defaults") == sorted(
-        ["ConfigMap", "Deployment", "Job", "PodDisruptionBudget", "Service", "ServiceAccount"]
+        ["ConfigMap", "Deployment", "Job", "PodDisruptionBudget", "Service", "ServiceAccount", "ServiceAccount"]
     )
     assert kinds("everything") == sorted(
         ["ConfigMap", "Deployment", "HorizontalPodAutoscaler", "Ingress", "Job", "PodDisruptionBudget",
-         "Service", "ServiceAccount", "ServiceMonitor"]
+         "Service", "ServiceAccount", "ServiceAccount", "ServiceMonitor"]
     )  # fmt: skip
 
 
@@ -194,6 +195,64 @@ def test_migration_is_a_pre_install_and_pre_upgrade_job(rendered):
     job_labels = job["spec"]["template"]["metadata"]["labels"]
     selector = one(rendered["defaults"], "Service")["spec"]["selector"]
     assert not all(job_labels.get(k) == v for k, v in selector.items())
+
+
+def hook_of(manifest: dict) -> tuple[set[str], int] | None:
+    """A manifest's hook events and weight; None for one of the release's own objects."""
+    annotations = manifest["metadata"].get("annotations") or {}
+    if "helm.sh/hook" not in annotations:
+        return None
+    return set(annotations["helm.sh/hook"].split(",")), int(annotations.get("helm.sh/hook-weight", "0"))
+
+
+def test_the_migration_job_gets_extra_env_and_a_service_account_that_exists_before_it(rendered):
+    """The Job ran with neither ``extraEnv`` nor a service account: a database needing TLS settings
+    (PGSSLMODE...) or workload identity failed on the first install. It now gets the Deployment's
+    extraEnv and a service account with the release's annotations (the cloud role). The release's
+    own ServiceAccount is created after the pre-install hooks, so the Job's is a hook too, made
+    before the Job (a lower weight) and removed with it; nothing the Job uses is created later
+    (no ConfigMap reference)."""
+    manifests = rendered["everything"]
+    job = one(manifests, "Job")
+    pod = job["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    deployment_pod = one(manifests, "Deployment")["spec"]["template"]["spec"]
+    extra = EVERYTHING_ON["extraEnv"]
+    assert container["env"][-len(extra) :] == extra
+    assert deployment_pod["containers"][0]["env"][-len(extra) :] == extra
+    assert "envFrom" not in container  # the release's ConfigMap does not exist yet on a first install
+    accounts = {m["metadata"]["name"]: m for m in by_kind(manifests, "ServiceAccount")}
+    release_account = accounts[deployment_pod["serviceAccountName"]]
+    job_account = accounts[pod["serviceAccountName"]]
+    assert hook_of(release_account) is None
+    assert hook_of(job_account) == ({"pre-install", "pre-upgrade"}, -1)
+    assert hook_of(job) == ({"pre-install", "pre-upgrade"}, 0)  # after its account: weights run in order
+    assert "hook-succeeded" in job_account["metadata"]["annotations"]["helm.sh/hook-delete-policy"]
+    role = "eks.amazonaws.com/role-arn"
+    assert job_account["metadata"]["annotations"][role] == release_account["metadata"]["annotations"][role]
+    assert job_account["automountServiceAccountToken"] is False
+
+
+def test_with_an_existing_service_account_the_job_and_the_replicas_share_it(tmp_path):
+    """``serviceAccount.create: false`` names an account made beforehand (the usual workload
+    identity set-up: one name bound to the cloud role): the Job runs as it too, no hook account."""
+    values = tmp_path / "existing.yaml"
+    values.write_text(yaml.safe_dump({"serviceAccount": {"create": False, "name": "catalog-identity"}}))
+    manifests = render(values)
+    assert by_kind(manifests, "ServiceAccount") == []
+    job_pod = one(manifests, "Job")["spec"]["template"]["spec"]
+    deployment_pod = one(manifests, "Deployment")["spec"]["template"]["spec"]
+    assert job_pod["serviceAccountName"] == deployment_pod["serviceAccountName"] == "catalog-identity"
+
+
+def test_helm_template_with_the_defaults_needs_no_kube_version():
+    """What docs/deployment.md shows, as a user types it: no --kube-version. helm checks the chart's
+    kubeVersion (>=1.27) against the Kubernetes version it was built for; ``make helm`` builds it
+    with the link flags of helm's release (a plain ``go install`` assumes v1.20 and refused)."""
+    done = helm("template", "catalog", str(CHART))
+    assert done.returncode == 0, done.stderr
+    assert {doc["kind"] for doc in yaml.safe_load_all(done.stdout) if doc} >= {"Deployment", "Job"}
+    assert helm("lint", "--strict", str(CHART)).returncode == 0
 
 
 def test_replicas_disruption_budget_and_autoscaler(rendered):

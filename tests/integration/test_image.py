@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -170,3 +171,28 @@ def test_pyiceberg_creates_appends_and_reads_through_the_image(image, container,
     log = log_path.read_text(errors="replace")
     assert "Booting worker" in log
     assert settings.s3.secret_key not in log
+
+
+def test_the_base_command_prints_the_image_name_alone_when_it_builds_one():
+    """``make image`` reads the base's name from ``python -m scripts.image base``'s stdout. On a
+    fresh machine that command builds the base, and debootstrap's and buildah's progress went to
+    stdout with the name: the first ``make image`` failed, the second (nothing to build) passed.
+    A tag no store holds yet is such a first run (from the cached rootfs, or debootstrap when
+    there is none): the progress is on stderr, stdout is the name alone."""
+    _buildah()
+    tag = f"localhost/growler-base:first-run-{uuid.uuid4().hex[:8]}"
+    assert not images.image_exists(tag)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "scripts.image", "base", "--tag", tag],
+            capture_output=True,
+            text=True,
+            cwd=images.REPO,
+            timeout=1800,
+        )
+        assert done.returncode == 0, done.stderr[-4000:]
+        assert done.stdout == f"{tag}\n"
+        assert "buildah bud" in done.stderr and "STEP" in done.stderr  # the build ran, its output on stderr
+        assert images.image_exists(tag)
+    finally:
+        subprocess.run(["buildah", "rmi", tag], capture_output=True)

@@ -420,6 +420,44 @@ def test_a_table_protected_or_dropped_into_the_bin_during_expiry_keeps_its_histo
     assert [r.id for r in maintenance.maintenance.runs(entry, 10)] == [dropped.id, again.id, protected.id]
 
 
+def test_orphan_removal_after_a_take_over_leaves_the_binned_tables_files_until_its_purge(
+    catalog, maintenance, client, app
+):
+    """Maintenance meets the recycle bin's take-over (docs/recycle-bin.md): a table created at a
+    dropped one's location shares that folder with the bin entry. While the entry can still come
+    back, the new table's orphan removal deletes none of its files (another entry owns their
+    place), whatever their age; once an administrator purged the entry - which deletes nothing
+    under a live table's location - its files are the new table's orphans, and the next run
+    removes exactly them. The new table's rows stay readable throughout."""
+    from tests.api.bin_support import BIN, until
+
+    objects = maintenance.executor.objects
+    location = f"s3://{TEST_BUCKET}/{NS}/shared"
+    old = create_sales(catalog, "old", location=location)
+    old.append(rows(1, 2))
+    old_files = set(objects_under(objects, location))
+    catalog.drop_table((NS, "old"))  # soft, the default: into the bin, its files kept
+    new = create_sales(catalog, "new", location=location)  # the take-over
+    new.append(rows(3))
+    new_files = set(objects_under(objects, location)) - old_files
+    attach(maintenance, ORPHANS, "new", {"enable": True})
+    far = now_ms() + 30 * DAY_MS  # every file is past the floor
+
+    kept = run(maintenance, "new", ORPHANS, far)
+    assert kept.status == "succeeded" and kept.files_removed == 0, (kept.status, kept.error, kept.plan)
+    assert set(objects_under(objects, location)) == old_files | new_files
+
+    unit = unit_of(client, "old")["id"]
+    assert client.delete(f"{BIN}/{unit}").status_code == 204  # an administrator's purge
+    until(lambda: not client.get(BIN).json()["units"], app)
+    assert set(objects_under(objects, location)) == old_files | new_files  # under a live table: kept
+
+    removed = run(maintenance, "new", ORPHANS, far)
+    assert removed.status == "succeeded" and removed.files_removed == len(old_files), (removed.error, removed.plan)
+    assert set(objects_under(objects, location)) == new_files
+    assert ids_of(catalog.load_table((NS, "new")).scan().to_arrow()) == [3]
+
+
 @pytest.mark.parametrize("spark", ["3.5"], indirect=True)  # Growler's job runs on the 3.5 line (.venv)
 def test_data_compaction_with_delete_files_runs_on_a_spark_job_growler_starts(spark, server, catalog, maintenance):
     """A partitioned table with delete files (merge-on-read, written by the shared driver) is beyond

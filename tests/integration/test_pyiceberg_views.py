@@ -101,8 +101,7 @@ def test_list_views_pages(server, catalog):
 
 
 def test_register_view_from_a_dropped_views_file(server, clean_catalog, hard_policy_warehouse):
-    # On a hard-policy warehouse: a dropped view's location is free at once for a registration
-    # (the default soft policy keeps it owned by the dropped view in its recycle bin, issue 35).
+    # On a hard-policy warehouse (on the soft default: tests/api/seams/test_bin_register.py).
     catalog = RestCatalog("growler", uri=server.url, warehouse=hard_policy_warehouse, credential=TEST_CREDENTIAL)
     catalog.create_namespace(NS[:1])
     catalog.create_namespace(NS)

@@ -3,12 +3,19 @@
 connexion parses and validates JSON bodies in its ASGI middleware; done on the event loop, a
 few commits with thousands of updates kept a worker's loop busy for many seconds, so /healthz
 and gunicorn's heartbeat stalled until the worker was killed with the requests in flight.
+
+"At once" is measured against the burst's own work, not the clock: a probe waiting on the loop
+waits for a body's processing, so the probes' latencies are compared with how long the burst's
+accepted bodies took to be answered on this machine, now (another build may be sharing it and
+slow both alike). Every wait is for a count (bodies sent, requests answered), bounded by the
+requests' own timeouts: a hang guard, not a speed.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
+import statistics
 import threading
 import time
 from urllib.parse import urlparse
@@ -25,7 +32,12 @@ pytestmark = pytest.mark.usefixtures("cpu_alone")
 
 LIMITS = Limits()
 BURST = 12  # concurrent requests, spread by the kernel over the two workers
-HEALTHZ_BUDGET_S = 0.100
+REQUEST_TIMEOUT_S = 300  # a hang guard per request
+# A probe's latency as a share of an accepted body's answer time (its processing): before the fix
+# probes waited for the processing itself (0.5-1.5 s here, about what a body took); now 99 in 100
+# wait a fraction of it and none as long as it.
+P99_SHARE = 0.2
+MAX_SHARE = 1.0
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +71,7 @@ def maximal_bodies(server) -> list[tuple[str, bytes]]:
     ]
 
 
-def test_healthz_answers_within_100ms_during_a_burst_of_maximal_bodies(server, clean_catalog):
+def test_healthz_answers_at_once_during_a_burst_of_maximal_bodies(server, clean_catalog):
     base = server.url
     assert httpx.post(f"{base}/v1/namespaces", json={"namespace": ["burst"]}).status_code == 200
     schema = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": True}]}
@@ -73,21 +85,25 @@ def test_healthz_answers_within_100ms_during_a_burst_of_maximal_bodies(server, c
     start = threading.Barrier(BURST + 1)
     sent = threading.Semaphore(0)
     statuses: list[int] = []
+    answered_in: list[float] = []  # from the body's last byte to the answer, for each 200
     lock = threading.Lock()
     in_flight = [BURST]
 
     def send(path: str, body: bytes) -> None:
-        conn = http.client.HTTPConnection(host, port, timeout=120)
+        conn = http.client.HTTPConnection(host, port, timeout=REQUEST_TIMEOUT_S)
         try:
             start.wait()
             conn.request(
                 "POST", path, body=body, headers={"content-type": "application/json", "authorization": authorization}
             )
+            on_the_wire = time.perf_counter()
             sent.release()  # the whole body is on the wire
             response = conn.getresponse()
             response.read()
             with lock:
                 statuses.append(response.status)
+                if response.status == 200:
+                    answered_in.append(time.perf_counter() - on_the_wire)
         finally:
             conn.close()
             with lock:
@@ -102,9 +118,10 @@ def test_healthz_answers_within_100ms_during_a_burst_of_maximal_bodies(server, c
         thread.start()
     start.wait()
     for _ in range(BURST):  # every body sent: the workers are parsing, validating, committing
-        assert sent.acquire(timeout=60)
+        while not sent.acquire(timeout=1):  # however long it takes; a sender that failed ends it
+            assert any(thread.is_alive() for thread in threads), "a sender failed before its body was sent"
     burst_began = time.perf_counter()
-    probe = http.client.HTTPConnection(host, port, timeout=30)  # its own keep-alive connection
+    probe = http.client.HTTPConnection(host, port, timeout=REQUEST_TIMEOUT_S)  # its own keep-alive connection
     latencies = []
     while True:
         with lock:
@@ -119,14 +136,19 @@ def test_healthz_answers_within_100ms_during_a_burst_of_maximal_bodies(server, c
     for thread in threads:
         thread.join()
     probe.close()
-    print(f"burst {burst_s:.1f} s, {len(latencies)} probes, slowest {sorted(latencies)[-5:]}")
+    ranked = sorted(latencies)
+    p99 = ranked[int(len(ranked) * 0.99) - 1] if ranked else 0.0
+    unit = statistics.median(answered_in)  # what an accepted maximal body takes here, now
+    print(
+        f"burst {burst_s:.1f} s, {len(latencies)} probes (p99 {p99 * 1000:.0f} ms, slowest"
+        f" {[round(x * 1000) for x in ranked[-5:]]} ms); accepted bodies answered in"
+        f" {sorted(round(x, 2) for x in answered_in)} s (median {unit:.2f} s)"
+    )
 
     assert len(latencies) >= 20, f"the burst ended before /healthz was probed enough: {latencies}"
-    # 99 in 100 probes within the budget; the rest within a few budgets. Before the fix, probes
-    # waited 0.5-1.5 s here, most of them over the budget. The allowance is for the scheduler of a
-    # shared 2-core test machine (5 agents, load ~6), where a thread can wait for a CPU that long.
-    ranked = sorted(latencies)
-    assert ranked[int(len(ranked) * 0.99) - 1] < HEALTHZ_BUDGET_S, ranked[-10:]
-    assert ranked[-1] < 5 * HEALTHZ_BUDGET_S, ranked[-10:]
     assert sorted(statuses) == sorted([200 if i % len(bodies) in (0, 2) else 400 for i in range(BURST)]), statuses
+    # 99 in 100 probes answered within a fifth of what an accepted body takes, and none waits as
+    # long as one: a probe that waited on the loop for a body's processing (before the fix) would.
+    assert p99 < P99_SHARE * unit, (p99, unit, ranked[-10:])
+    assert ranked[-1] < MAX_SHARE * unit, (ranked[-1], unit, ranked[-10:])
     assert "WORKER TIMEOUT" not in server.log()

@@ -100,3 +100,23 @@ def test_no_worker_signs_for_an_old_location(server, other_server, settings, cha
     # from the first request on: the old name (or the old location) is refused by both workers
     _on_every_worker(server, lambda: _sign(server, namespace, "t", "PUT", old_file, settings), 403)
     _on_every_worker(server, lambda: _sign(server, namespace, new_name, "PUT", f"{new}/data/x", settings), 200)
+
+
+def test_a_mark_set_through_another_server_stops_every_workers_deletes_at_once(server, other_server, settings):
+    """Protection (docs/recycle-bin.md): the mark is read with the table's row for each request,
+    so the first DELETE every worker is asked to sign after the mark's answer is refused - no
+    worker serves an "unprotected" it remembered - and signed again once the mark is removed."""
+    namespace = f"marked_{uuid.uuid4().hex[:8]}"
+    prefix = f"{server.url}/v1/{server.warehouse}"
+    assert httpx.post(f"{prefix}/namespaces", json={"namespace": [namespace]}).status_code == 200
+    location = _create(server, namespace, "t")
+    data_file = f"{location}/data/part-0.parquet"
+    _on_every_worker(server, lambda: _sign(server, namespace, "t", "DELETE", data_file, settings), 200)
+
+    marks = f"{other_server.url}/management/v1/warehouses/{other_server.warehouse}/protections"
+    mark = {"type": "namespace", "namespace": [namespace]}
+    assert httpx.post(marks, json=mark).status_code == 204
+    _on_every_worker(server, lambda: _sign(server, namespace, "t", "DELETE", data_file, settings), 403)
+    _on_every_worker(server, lambda: _sign(server, namespace, "t", "PUT", data_file, settings), 200)
+    assert httpx.post(f"{marks}/remove", json=mark).status_code == 204
+    _on_every_worker(server, lambda: _sign(server, namespace, "t", "DELETE", data_file, settings), 200)

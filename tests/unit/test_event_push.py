@@ -8,8 +8,9 @@ import hmac
 import json
 from datetime import UTC, datetime
 
-from app.publisher import cloud_event, kafka_record, matches, signature, subject
+from app.publisher import cloud_event, kafka_record, matches, subject
 from app.publisher_kafka import bootstrap_servers, valid_topic_template
+from app.webhooks import signature
 from storage.events import StoredEvent
 
 

@@ -146,3 +146,28 @@ def test_a_root_is_not_a_place_for_a_table():
     assert is_allowed(root.child("ns", "t"), [root])
     with pytest.raises(InvalidLocation):
         root.child("..", "x")
+
+
+def test_a_tables_files_are_those_strictly_under_its_location_or_metadata_directory():
+    from app.ground.locations import ForeignFile, TableFiles
+
+    files = TableFiles.of("s3://warehouse-bucket/root/db/t-1", "s3://warehouse-bucket/root/db/t-1/metadata")
+    assert files.roots == (Location.parse("s3://warehouse-bucket/root/db/t-1"),)  # one inside the other: one
+    assert files.owns("s3a://warehouse-bucket/root/db/t-1/data/x.parquet")  # any S3 spelling
+    for foreign in (
+        "s3://warehouse-bucket/root/db/t-1",  # the root itself
+        "s3://warehouse-bucket/root/db/t-10/data/x.parquet",  # a sibling sharing its prefix
+        "s3://warehouse-bucket/root/db/t-1/../t-2/x.parquet",
+        "s3://other-bucket/root/db/t-1/x.parquet",
+        "file:///root/db/t-1/x.parquet",
+        "",
+        None,
+    ):
+        assert not files.owns(foreign), foreign
+        with pytest.raises(ForeignFile):
+            files.require(foreign, "data file")
+    moved = TableFiles.of("s3://warehouse-bucket/root/db/t-1", "s3://warehouse-bucket/meta/t-1")
+    assert moved.owns("s3://warehouse-bucket/meta/t-1/snap-1.avro") and not moved.owns("s3://warehouse-bucket/meta/x")
+    refused = r"^Cannot plan the scan: the manifest list .* is outside the table's locations"
+    with pytest.raises(ForeignFile, match=refused):
+        moved.require("s3://warehouse-bucket/meta/x", "manifest list", "Cannot plan the scan")

@@ -50,3 +50,18 @@ def test_commits_of_a_short_history_count_up_to_the_threshold() -> None:
     assert trigger.take() == []
     trigger.note(3, 1)
     assert trigger.take() == [3]
+
+
+def test_the_trigger_remembers_which_tables_set_expiry_by_their_properties() -> None:
+    """``by_properties``: those of the tables made due whose last commit's metadata set
+    ``history.expire.*`` (housekeeping makes them known to maintenance with the due mark)."""
+    clock = Clock()
+    trigger = CommitTrigger(clock)
+    trigger.note(1, SNAPSHOTS_BEFORE_DUE, True)
+    trigger.note(2, SNAPSHOTS_BEFORE_DUE)
+    trigger.note(3, SNAPSHOTS_BEFORE_DUE, True)
+    trigger.note(3, SNAPSHOTS_BEFORE_DUE, False)  # its last commit removed them
+    due = trigger.take()
+    assert due == [1, 2, 3]
+    assert trigger.by_properties(due) == [1]
+    assert trigger.by_properties([99]) == []  # never counted

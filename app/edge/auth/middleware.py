@@ -3,7 +3,8 @@
 Placed inside the request-id and observability middleware (a 401 is logged and counted like any
 answer) and in front of the dispatcher and connexion, so no route - the dispatcher's
 included - runs for an unauthenticated request. /healthz, /readyz and /metrics stay open (probes
-and the scraper carry no token; metrics stays off the public front, deploy/nginx.conf). The
+and the scraper carry no token; metrics stays off the public front, deploy/nginx.conf), and so
+does /favicon.ico (a browser asks for it without credentials; app/console/__init__.py). The
 token endpoint is served here too (app/edge/auth/endpoint.py), and the console's paths (/ui/) are
 authenticated by their session cookie instead of a bearer token (app/edge/auth/console.py).
 
@@ -26,7 +27,7 @@ from app.ground.callers import current_principal
 from app.ground.errors import CatalogError, error_body
 from app.ground.events import PRINCIPAL
 
-OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/favicon.ico"})
 
 
 class AuthMiddleware:

@@ -39,9 +39,8 @@ The rules are split by concern, as PyIceberg splits ``pyiceberg.table.update``:
 - ``snapshots``: snapshots, refs, statistics, the snapshot log;
 - ``creation``: a new table (createTable, and the empty table of a staged create);
 - ``updates``: applying updates, and a commit end to end;
-- ``files``: the folders a table owns (``table_roots``), where its metadata files go, the
-  manifest lists a commit adds,
-  and which ones a commit may delete; naming,
+- ``files``: the folders a table owns (``table_roots``; its own files, ``table_files``), where its
+  metadata files go, the manifest lists a commit adds, and which ones a commit may delete; naming,
   versions and gzip are shared with views in ``app.rules.metadata_files``.
 
 This package exports what the services and tests use.
@@ -53,9 +52,12 @@ from app.rules.table.files import (
     DATA_PATH_PROPERTIES,
     added_manifest_lists,
     data_path,
+    files_of_entry,
     metadata_directory,
     metadata_files_to_delete,
+    relocates,
     stored_roots,
+    table_files,
     table_roots,
 )
 from app.rules.table.models import TableMetadata, TableUpdate
@@ -76,6 +78,7 @@ __all__ = [
     "commit",
     "current_location",
     "data_path",
+    "files_of_entry",
     "metadata_directory",
     "metadata_file_name",
     "metadata_files_to_delete",
@@ -86,8 +89,10 @@ __all__ = [
     "parse_requirements",
     "parse_updates",
     "refs_only",
+    "relocates",
     "screen_for",
     "stored_roots",
+    "table_files",
     "table_roots",
     "table_uuid",
     "to_json",

@@ -9,7 +9,7 @@ leave everything as it was: the same metadata-location and metadata on loadTable
 and (for a create through a commit) no row.
 
 "No new object" is checked where a commit can write: the only object a commit writes is its
-metadata file, under the table location (every table has its own ``<ns>/<name>-<uuid>``) or
+metadata file, under the table location (the test table is at ``db/<name>``) or
 under a location or ``write.metadata.path`` the commit names; all of these are listed. Listing
 the whole shared test bucket instead costs ~70 ms a time and would double this file's runtime;
 one test (the long commit failing on its last update) still compares the whole bucket.
@@ -95,9 +95,10 @@ def load(client, name: str = T) -> dict[str, Any]:
 
 
 def new_table(client, *setup: list[dict[str, Any]], version: int = 2, name: str = T) -> dict[str, Any]:
-    """Create the test table (schema 0 with ids 1-3, spec 0 = day(ts) as 1000, unsorted), then
-    commit each list of ``setup`` updates. Returns the loadTable body."""
-    request = create_request(name, properties={"format-version": str(version)})
+    """Create the test table (schema 0 with ids 1-3, spec 0 = day(ts) as 1000, unsorted) at
+    ``db/<name>`` (where ``snapshot`` puts its manifest lists), then commit each list of ``setup``
+    updates. Returns the loadTable body."""
+    request = create_request(name, location=f"{WAREHOUSE}/db/{name}", properties={"format-version": str(version)})
     response = client.post(tables_url(), json=request)
     assert response.status_code == 200, response.text
     for updates in setup:

@@ -139,7 +139,7 @@ def register(client, name: str, metadata_location: str, namespace: str = NS_PATH
     return client.post(f"{PREFIX}/namespaces/{namespace}/register-view", json=body)
 
 
-def test_register_view_from_a_metadata_file(client, ns, db, hard_policy):
+def test_register_view_from_a_metadata_file(client, ns, db):
     created = create(client, "original")
     client.post(view_url("original"), json={"updates": replace_updates("SELECT 2")})
     replaced = client.get(view_url("original")).json()
@@ -167,7 +167,7 @@ def test_register_view_from_a_metadata_file(client, ns, db, hard_policy):
     assert row == ("view",)
 
 
-def test_register_view_conflicts_and_overwrite(client, ns, db, s3, hard_policy):
+def test_register_view_conflicts_and_overwrite(client, ns, db, s3):
     first = create(client, "first")
     second = create(client, "second")
     assert client.post(tables_url(NS_PATH), json=create_request("tbl")).status_code == 200
@@ -180,7 +180,7 @@ def test_register_view_conflicts_and_overwrite(client, ns, db, s3, hard_policy):
     assert (copied.status_code, error_type(copied)) == (400, "BadRequestException")
     unchanged.check()
     third = create(client, "third")
-    assert client.delete(view_url("third")).status_code == 204  # its files stay: nobody owns its location now
+    assert client.delete(view_url("third")).status_code == 204  # its files stay, its location free (a take-over)
     overwritten = register(client, "second", third["metadata-location"], overwrite=True)
     assert overwritten.status_code == 200, overwritten.text
     assert client.get(view_url("second")).json()["metadata-location"] == third["metadata-location"]

@@ -145,8 +145,7 @@ def test_drop_without_purge_keeps_objects(catalog, objects):
 
 
 def test_register_table_from_metadata_file(server, clean_catalog, hard_policy_warehouse):
-    # On a hard-policy warehouse: a dropped table's location is free at once for a registration
-    # (the default soft policy keeps it owned by the dropped table in its recycle bin, issue 35).
+    # On a hard-policy warehouse (the soft default's same sequence: test_pyiceberg_tables_bin.py).
     # Made through the management API without a credentials mode, it takes the server's (sts), as
     # the default warehouse does: PyIceberg gets vended credentials, no signer.
     catalog = RestCatalog("growler", uri=server.url, warehouse=hard_policy_warehouse, credential=TEST_CREDENTIAL)

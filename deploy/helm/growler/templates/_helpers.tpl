@@ -37,6 +37,16 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 {{- end -}}
 
+{{/* The migration Job's service account (templates/migration-job.yaml): a hook of its own when
+the chart creates the release's (which does not exist yet when a pre-install hook runs). */}}
+{{- define "growler.migrationServiceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- printf "%s-migrate" (include "growler.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- include "growler.serviceAccountName" . -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "growler.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}
