@@ -51,3 +51,35 @@ def test_an_sts_session_policy_covers_every_root_and_lists_only_their_prefixes()
         (["arn:aws:s3:::bkt2"], ["meta/t/*"]),
     ]
     assert session_policy("s3://bkt1/wh/t") == session_policy(["s3://bkt1/wh/t"])
+
+
+def test_the_readers_files_are_the_roots_data_path_included():
+    """``table_files`` and ``files_of_entry`` (what commits and the server-side readers check) are
+    the table's roots: a file under its own data path is its own, one beside it is not."""
+    table = with_properties(**{"write.data.path": "s3://warehouse/analytics/data-x"})
+    for files in (
+        tm.table_files(table),
+        tm.files_of_entry(LOCATION, metadata_file(1), "s3://warehouse/analytics/data-x"),
+    ):
+        assert files.owns("s3a://warehouse/analytics/data-x/f.parquet") and files.owns(f"{LOCATION}/data/f.parquet")
+        assert not files.owns("s3://warehouse/analytics/data-x-other/f.parquet") and not files.owns(
+            "s3://warehouse/analytics/data-x"
+        )
+    # a data path stored before locations were checked owns nothing; the rest stays readable
+    stored = tm.files_of_entry(LOCATION, metadata_file(1), "s3://warehouse/analytics?x")
+    assert stored.owns(f"{LOCATION}/data/f.parquet") and len(stored.roots) == 1
+
+
+def test_a_commit_relocates_the_table_when_one_of_its_roots_moves():
+    """``relocates`` (refused on a protected table) compares ``table_roots``: the data path's
+    properties are the ones ``table_roots`` reads, in Java's order."""
+    base = new_table()
+    assert not tm.relocates(base, with_properties(**{"some.property": "x"}))
+    for key in tm.DATA_PATH_PROPERTIES:
+        assert tm.relocates(base, with_properties(**{key: "s3://w/b"})), key
+    assert tm.relocates(base, with_properties(**{"write.metadata.path": "s3://w/m"}))
+    data = with_properties(**{"write.data.path": "s3://w/a"})
+    # a deprecated name under the one that wins moves nothing
+    assert not tm.relocates(
+        data, apply(data, {"action": "set-properties", "updates": {"write.object-storage.path": "s3://w/z"}})
+    )
