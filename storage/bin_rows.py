@@ -323,7 +323,9 @@ class BinRows:
                 continue
             # no namespace nor name of its own: a stage of the same name holds its place too
             claims.append(Claim(tuple(roots), warehouse_id, (), "", row["id"], row["kind"]))
-            entries[row["id"]] = (f"{row['kind']} {'.'.join((*row['path'], row['name']))}", row["location"])
+            # its location first, then its folders outside it
+            shown = ", ".join(r.uri for r in roots if not any(r != o and r.is_within(o) for o in roots))
+            entries[row["id"]] = (f"{row['kind']} {'.'.join((*row['path'], row['name']))}", shown)
         taken = reclaim(conn, claims)
         if taken is not None:
             claimed, holder = taken
