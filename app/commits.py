@@ -157,6 +157,7 @@ class NewVersion:
     text: str
     entry_location: str
     placed: Claim | None = None  # what it newly owns when it moves (EntryService._moved)
+    data_path: str | None = None  # a table's data path after the commit (app/rules/table/files.py)
     refused_when_protected: str | None = None  # the action a protection mark refuses (MetadataSwap's)
 
 
@@ -206,7 +207,8 @@ class CommitLoop:
                 v.text,
                 v.entry_location,
                 v.placed,
-                v.refused_when_protected,
+                new_data_path=v.data_path,
+                refused_when_protected=v.refused_when_protected,
             )
             for v in versions
         ]

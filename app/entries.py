@@ -22,10 +22,10 @@ from app.commits import MetadataFiles
 from app.deletion import HARD, SOFT, bin_drop, recorded, refusals_counted
 from app.ground.errors import AlreadyExists, BadRequest, CatalogError, NoSuchNamespace
 from app.ground.limits import check_metadata_schemas, load_json
-from app.ground.locations import Location, is_allowed, safe_segment
+from app.ground.locations import InvalidLocation, Location, is_allowed, safe_segment
 from app.ground.page_tokens import PageTokens
 from app.ground.settings import Settings
-from app.namespaces import default_namespace_location
+from app.namespaces import default_namespace_location, namespace_home
 from app.paging import Page, PageWindow, fill_page, names_window
 from app.rules.identifiers import (
     check_name,
@@ -35,6 +35,7 @@ from app.rules.identifiers import (
 from app.rules.metadata_files import decode_metadata, metadata_file_location
 from app.rules.privileges import Kind, Privilege, Securable
 from app.rules.requests.catalog import TableIdentifier
+from app.rules.table.files import stored_roots
 from app.warehouses import WarehouseDirectory
 from storage.entries import NewEntry
 from storage.events import ChangeEvent
@@ -285,11 +286,7 @@ class EntryService:
         namespace never places an entry in another's folder. (Overlaps with what others own are
         refused where the entry is written: storage/placement.py.)"""
         parsed = Location.parse(location, what)
-        home = Location.parse(
-            str(namespace_properties.get("location") or "").rstrip("/")
-            or default_namespace_location(warehouse, namespace),
-            "namespace location",
-        )
+        home = Location.parse(namespace_home(warehouse, namespace, namespace_properties), "namespace location")
         others = [Location.parse(text, "allowed location") for text in warehouse.allowed_locations]
         if any(parsed.is_within(root) and parsed != root for root in (home, *others)):
             return
@@ -298,33 +295,60 @@ class EntryService:
             "other allowed locations"
         )
 
+    def _require_homes(
+        self,
+        warehouse: WarehouseRow,
+        namespace: tuple[str, ...],
+        namespace_properties: dict[str, str],
+        named: list[tuple[str, str]],
+        own: list[Location],
+    ) -> None:
+        """Each folder an entry is given (``named``: (what, location) - its metadata directory, a
+        table's data path) lies in its namespace's home, unless inside one it owns already
+        (``own``: its location, checked itself where it is given)."""
+        for what, location in named:
+            if not any(Location.parse(location, what).is_within(root) for root in own):
+                self._require_home(warehouse, namespace, namespace_properties, location, what)
+
     def _claim(
         self,
         warehouse: WarehouseRow,
         namespace: tuple[str, ...],
-        name: str,
-        location: str,
-        metadata_location: str,
+        entry: NewEntry,
         entry_id: int | None = None,
     ) -> Claim:
-        """The locations an entry owns (its location and metadata directory), to be claimed where
-        it is written (storage/placement.py)."""
-        roots = dict.fromkeys([Location.parse(location), Location.parse(metadata_location).parent])
-        return Claim(tuple(roots), warehouse.id, namespace, name, entry_id, self.kind)
+        """The folders an entry owns (its location, metadata directory and - a table's - data path:
+        ``app.rules.table.stored_roots``), to be claimed where it is written (storage/placement.py)."""
+        roots = stored_roots(entry.location, entry.metadata_location.rsplit("/", 1)[0], entry.data_path)
+        parsed = dict.fromkeys(Location.parse(root) for root in roots)
+        return Claim(tuple(parsed), warehouse.id, namespace, entry.name, entry_id, self.kind)
 
     def _moved(
-        self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str, row: EntryRow, location: str, file: str
+        self,
+        warehouse: WarehouseRow,
+        namespace: tuple[str, ...],
+        name: str,
+        row: EntryRow,
+        named: list[tuple[str, str]],
     ) -> Claim | None:
-        """A commit's claim when its new version moves the entry's location or metadata directory
-        (after checking the new location lies in its namespace's home); None when nothing moved."""
-        old = [Location.parse(row.location), Location.parse(row.metadata_location).parent]
-        new = [Location.parse(location), Location.parse(file).parent]
-        if old == new:
+        """A commit's claim when its new version owns a folder its row did not (``named``: (what,
+        location) of its location, metadata directory and - a table's - data path after the
+        commit), after checking each such folder lies in its namespace's home; None when every one
+        lies in a folder the entry owns already."""
+        old = []  # what it owns now; a folder stored before locations were checked owns nothing here
+        for text in (row.location, row.metadata_location.rsplit("/", 1)[0], row.data_path):
+            try:
+                old += [Location.parse(text)] if text else []
+            except InvalidLocation:
+                continue
+        added = [(what, text) for what, text in named if not any(Location.parse(text).is_within(o) for o in old)]
+        if not added:
             return None
-        if new[0] != old[0]:
-            properties = self._require_namespace(warehouse, namespace)
-            self._require_home(warehouse, namespace, properties, location, "location")
-        return self._claim(warehouse, namespace, name, location, file, row.id)
+        properties = self._require_namespace(warehouse, namespace)
+        for what, text in added:
+            self._require_home(warehouse, namespace, properties, text, what)
+        roots = dict.fromkeys(Location.parse(text) for _, text in named)
+        return Claim(tuple(roots), warehouse.id, namespace, name, row.id, self.kind)
 
     @staticmethod
     def allowed_roots(warehouse: WarehouseRow) -> list[Location]:
@@ -390,7 +414,7 @@ class EntryService:
         overwrite: bool,
         events: Sequence[ChangeEvent],
     ) -> None:
-        placed = self._claim(warehouse, namespace, entry.name, entry.location, entry.metadata_location)
+        placed = self._claim(warehouse, namespace, entry)
         try:
             if overwrite:
                 self.repository.replace_entry(warehouse.id, namespace, entry, placed, events=events)
@@ -414,7 +438,7 @@ class EntryService:
         create/register.
         """
 
-        placed = self._claim(warehouse, namespace, entry.name, entry.location, entry.metadata_location)
+        placed = self._claim(warehouse, namespace, entry)
 
         def insert(written: Callable[[], None]) -> bool:
             try:

@@ -221,6 +221,7 @@ class Housekeeper:
         for entry in live_roots:
             protected_roots += _parsed([entry.location])
             protected_roots += [meta.parent for meta in _parsed([entry.metadata_location])]
+            protected_roots += _parsed([entry.data_path] if entry.data_path else [])
         referenced: set[Location] = set()
         for root in own:
             referenced |= self.repository.references_under(root, exclude_id=me)

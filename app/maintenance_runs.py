@@ -213,7 +213,7 @@ class MaintenanceExecutor:
     def reachable(self, row: EntryRow, known: Reachable | None = None) -> Reachable:
         """A reader of the table's own files (``Reachable``: anything else fails the run); ``known``
         when it still reads the same table's places (its reads are kept)."""
-        files = table_rules.files_of_entry(row.location, row.metadata_location)
+        files = table_rules.files_of_entry(row.location, row.metadata_location, row.data_path)
         if known is not None and known.files == files:
             return known
         return Reachable(self.objects, files)

@@ -11,8 +11,8 @@ from typing import Any
 
 from app import change_events
 from app.authorization import Authorizer
-from app.ground.errors import NoSuchNamespace, UnprocessableEntity
-from app.ground.locations import safe_segment
+from app.ground.errors import BadRequest, NoSuchNamespace, UnprocessableEntity
+from app.ground.locations import Location, is_allowed, safe_segment
 from app.ground.page_tokens import PageTokens, scope
 from app.ground.settings import Settings, parse_retention
 from app.idempotency import iso8601_duration
@@ -23,6 +23,7 @@ from app.rules.requests.namespaces import UpdateNamespacePropertiesRequest
 from app.warehouses import WarehouseDirectory
 from storage.events import ChangeEvent
 from storage.objects import ObjectStore
+from storage.placement import NamespaceClaim
 from storage.repository import CatalogRepository
 from storage.warehouses import DeletionPolicy, WarehouseRow
 
@@ -134,9 +135,10 @@ class NamespaceService:
 
     def create_namespace(self, prefix: str, namespace: tuple[str, ...], properties: dict[str, str]) -> dict[str, Any]:
         warehouse = self.warehouses.get(prefix)
+        placed = self._placement(warehouse, namespace, properties.get("location"))
         change = change_events.namespace_change("create-namespace", namespace, properties=properties)
         self.repository.create_namespace(
-            warehouse.id, namespace, properties, events=change_events.events_of(warehouse.id, [change])
+            warehouse.id, namespace, properties, placed, events=change_events.events_of(warehouse.id, [change])
         )
         return {"namespace": list(namespace), "properties": properties}
 
@@ -188,13 +190,61 @@ class NamespaceService:
             change = change_events.namespace_change("update-namespace-properties", namespace, **summary(before))
             return change_events.events_of(warehouse.id, [change])
 
+        placed = None
+        if "location" in updates or "location" in removals:  # claimed if it moves (storage/namespaces.py)
+            placed = self._placement(warehouse, namespace, updates.get("location"))
         before = self.repository.update_namespace_properties(
-            warehouse.id, namespace, list(dict.fromkeys(removals)), updates, events=events
+            warehouse.id, namespace, list(dict.fromkeys(removals)), updates, placed, events=events
         )
         return summary(before)
+
+    def _placement(self, warehouse: WarehouseRow, namespace: tuple[str, ...], explicit: str | None) -> NamespaceClaim:
+        """The location a namespace is to own, checked where no database is needed.
+
+        Its explicit ``location`` must lie strictly inside its parent's home (the parent's own
+        location, else its default one; the warehouse location for a top-level namespace) or
+        inside one of the warehouse's other allowed locations, as an entry's must lie inside its
+        namespace's: a grant on one namespace never places anything in another's folder, nor at
+        the warehouse root. Without one, the default layout is its location. Either way the
+        location is claimed where the namespace is written (storage/placement.py): it overlaps
+        nothing but its own subtree and its ancestors.
+        """
+        if not explicit:
+            default = default_namespace_location(warehouse, namespace)
+            return NamespaceClaim(Location.parse(default, "namespace location"), warehouse.id, namespace)
+        location = Location.parse(explicit, "namespace location")
+        others = [Location.parse(text, "allowed location") for text in warehouse.allowed_locations]
+        roots = [Location.parse(warehouse.location, "warehouse location"), *others]
+        if not is_allowed(location, roots):
+            allowed = ", ".join(root.uri for root in roots)
+            raise BadRequest(
+                f"The namespace location {explicit!r} is outside the warehouse's allowed locations ({allowed})"
+            )
+        if len(namespace) > 1:
+            parent = namespace[:-1]
+            try:
+                properties = self.repository.namespace_properties(warehouse.id, parent)
+            except NoSuchNamespace:
+                raise BadRequest(f"Parent namespace does not exist: {format_namespace(parent)}") from None
+            home = Location.parse(namespace_home(warehouse, parent, properties), "namespace location")
+            whose = f"its parent namespace's location ({home.uri})"
+        else:
+            home, whose = roots[0], f"the warehouse location ({roots[0].uri})"
+        if not is_allowed(location, [home, *others]):
+            raise BadRequest(
+                f"The namespace location {explicit!r} is outside {whose} and the warehouse's other allowed "
+                "locations: choose a folder inside it, or leave the location unset for the default one"
+            )
+        return NamespaceClaim(location, warehouse.id, namespace)
 
 
 def default_namespace_location(warehouse: WarehouseRow, namespace: tuple[str, ...]) -> str:
     """The warehouse root plus the namespace path: the directory under which tables created
     without a location land (``EntryService._location_for``)."""
     return f"{warehouse.location.rstrip('/')}/{'/'.join(safe_segment(level) for level in namespace)}"
+
+
+def namespace_home(warehouse: WarehouseRow, namespace: tuple[str, ...], properties: dict[str, str]) -> str:
+    """Where what a namespace holds goes: its own ``location`` property, else the default one.
+    An entry given a location, and a nested namespace given one, must lie inside it."""
+    return str(properties.get("location") or "").rstrip("/") or default_namespace_location(warehouse, namespace)

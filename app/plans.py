@@ -103,7 +103,9 @@ class PlanningService:
         metadata = self.tables.parsed.parse(row.metadata_location, row.metadata)
         scan = resolve_scan(metadata, request)
         # only the table's own manifest lists, manifests, data and delete files are read or planned
-        source = BoundManifestReader(self.reader, table_rules.files_of_entry(row.location, row.metadata_location))
+        source = BoundManifestReader(
+            self.reader, table_rules.files_of_entry(row.location, row.metadata_location, row.data_path)
+        )
         plan_id = str(uuid.uuid4())
         if scan.estimated_files() >= self.config.async_min_files:
             with self._lock:
@@ -184,7 +186,7 @@ class PlanningService:
         plan = self._plan(plan_id, row)
         if plan.status not in ("submitted", "completed"):
             raise NoSuchPlanId(f"Plan does not exist: {plan_id} (it is {plan.status})")
-        return self.tables._credentials(warehouse, row.location, True, write=False)  # a plan is read
+        return self.tables._credentials(warehouse, self.tables.row_roots(row), True, write=False)  # a plan is read
 
     def close(self) -> None:
         """Stop planning: running plans stop at their next check and are reported interrupted."""
@@ -214,7 +216,9 @@ class PlanningService:
             body["plan-id"] = plan_id
         if pages > 1:
             body["plan-tasks"] = [f"{plan_id}:{page}" for page in range(1, pages)]
-        credentials = self.tables._credentials(warehouse, row.location, vend, write=False)  # a plan is read
+        credentials = self.tables._credentials(
+            warehouse, self.tables.row_roots(row), vend, write=False
+        )  # a plan is read
         if credentials:
             body["storage-credentials"] = credentials
         return body

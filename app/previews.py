@@ -4,7 +4,8 @@ The same rule as loadTable decides (READ on the table; a table the caller cannot
 404 the API gives), then the stored metadata is read through the table service and the rows
 through storage/previews.py, bounded in rows and bytes. The preview reads with Growler's keys,
 which reach further than the caller's: only the table's own files are opened
-(``table_rules.files_of_entry``, the definition commits and every server-side reader share), and
+(``table_rules.table_files``: under the folders it owns, the definition commits, claims, signing
+and every server-side reader share), and
 a snapshot naming any other file is refused (``ForeignFile``, a 400 the console shows as a page).
 """
 
@@ -37,7 +38,7 @@ class PreviewService:
             loaded.metadata,
             metadata_location,
             self.tables.warehouses.s3_settings(warehouse),
-            table_rules.files_of_entry(metadata.location, metadata_location),
+            table_rules.table_files(metadata, metadata_location),
             snapshot_id,
             PREVIEW_ROWS,
             PREVIEW_BYTES,

@@ -4,8 +4,9 @@ A client that loaded a table with ``X-Iceberg-Access-Delegation: remote-signing`
 S3 request it wants to make to ``POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/sign``
 (the spec's ``signRequest``; PyIceberg and older Java clients reach the same path through
 ``s3.signer.endpoint``). The request is signed (AWS SigV4, ``SigV4`` below) only when
-``app.s3_requests`` finds that everything it touches lies inside the table's location and the
-caller may perform it; anything else is 403 ``ForbiddenException`` and nothing is signed.
+``app.s3_requests`` finds that everything it touches lies inside the folders the table owns (its
+location, metadata directory and data path: ``app.rules.table.table_roots``) and the caller may
+perform it; anything else is 403 ``ForbiddenException`` and nothing is signed.
 
 Signing is on the path of every object a job reads or writes. What the name holds (the table's
 location, or its live stages' before its create commits: storage/staged.py) is read for every
@@ -322,7 +323,7 @@ def _lower(headers: dict[str, list[str]]) -> dict[str, list[str]]:
 
 
 def _scope(locations: tuple[str, ...]) -> StorageScope:
-    """The table's locations (one; a staged table's may be several) as key prefixes ending in
+    """The table's folders (a staged table's: each live stage's) as key prefixes ending in
     ``/`` (``tbl/`` does not contain ``tbl2/``); an invalid one, or the bucket root, adds nothing."""
     prefixes = []
     for location in locations:

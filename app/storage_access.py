@@ -7,7 +7,7 @@ its storage settings; the default warehouse takes ``GROWLER_STORAGE_CREDENTIALS_
 - ``remote-signing`` (default): the client is told to send each S3 request to the table's
   ``/sign`` endpoint (``app.signing``); no key leaves Growler.
 - ``sts``: temporary credentials from the storage's STS ``AssumeRole`` with a session policy
-  limited to the table's prefix (``storage.sts``), vended as ``storage-credentials``.
+  limited to the table's folders (``storage.sts``), vended as ``storage-credentials``.
 - ``static``: the warehouse's own keys are vended (development only: full access to the bucket).
 - ``none``: nothing is vended and nothing is signed.
 
@@ -19,6 +19,7 @@ PyIceberg can sign).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -162,12 +163,17 @@ def client_storage_config(warehouse: WarehouseRow) -> dict[str, str]:
 def storage_credentials(
     settings: Settings,
     warehouse: WarehouseRow,
-    location: str,
+    roots: Sequence[str],
     s3: S3Settings | None = None,
     write: bool = True,
     delete: bool = True,
 ) -> list[dict[str, Any]]:
-    """Credentials for ``location`` in the warehouse's mode; empty when it vends none.
+    """Credentials for a table's folders (``roots``: its location first, then its metadata directory
+    and data path: ``app.rules.table.table_roots``) in the warehouse's mode; empty when it vends
+    none. One credential, its ``prefix`` the location (Java's refresh takes exactly one); in ``sts``
+    mode its session policy covers every root, and the keys are in the table's ``config`` too, so a
+    client reaches the roots outside the location with them (Java's S3FileIO falls back to that
+    config for a path no credential's prefix matches).
 
     ``s3``: the warehouse's own storage settings and keys (``WarehouseDirectory.s3_settings``);
     the environment's when not given. ``write`` False (a caller without WRITE on the table): in
@@ -177,13 +183,14 @@ def storage_credentials(
     """
     s3 = s3 or settings.s3
     mode = credentials_mode(warehouse, settings)
+    location = roots[0] if roots else ""
     if not location.startswith("s3://") or mode not in (STATIC, STS):
         return []
     config = dict(client_storage_config(warehouse))
     if mode == STS:
         from storage.sts import table_credentials  # only warehouses in sts mode need it
 
-        config.update(table_credentials(settings, warehouse, location, s3, write=write, delete=delete))
+        config.update(table_credentials(settings, warehouse, roots, s3, write=write, delete=delete))
         return [{"prefix": location, "config": config}]
     if not (s3.access_key and s3.secret_key):
         return []

@@ -6,6 +6,7 @@ table's name holds for them (``storage_scope``). A part of ``TableService`` (whi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,7 @@ from app.storage_access import (
     signing_config,
     storage_credentials,
 )
+from storage.rows import EntryRow
 from storage.staged import StagedTable, StagedTables, StoragePlaces
 from storage.warehouses import WarehouseRow
 
@@ -32,13 +34,19 @@ TABLE = "table"
 
 @dataclass(frozen=True)
 class StorageScopeOf:
-    """Where one table's objects are, for signing and vending: its location, or its stages'."""
+    """Where one table's objects are, for signing and vending: the folders it owns
+    (``rules.stored_roots``: its location first), or each of its live stages' (oldest first)."""
 
-    locations: tuple[str, ...]
+    places: tuple[tuple[str, ...], ...]
     staged: bool
     # a protection mark covers the table (on it, a namespace or the warehouse): nothing signed or
     # vended deletes its files (docs/recycle-bin.md "Protection")
     protected: bool = False
+
+    @property
+    def locations(self) -> tuple[str, ...]:
+        """Every folder of the scope (what signing serves)."""
+        return tuple(root for roots in self.places for root in roots)
 
 
 class TableStorageAccess:
@@ -58,11 +66,11 @@ class TableStorageAccess:
         warehouse = self.warehouses.get(prefix)
         scope = self.storage_scope(warehouse, namespace, name)
         if scope.staged:  # one credential: Java's refresh takes exactly one (the newest stage)
-            return self._credentials(warehouse, scope.locations[-1], True, True, protected=scope.protected)
+            return self._credentials(warehouse, scope.places[-1], True, True, protected=scope.protected)
         if not self.authorizer.may(Privilege.READ, Securable.of_entry(Kind.TABLE, prefix, namespace, name)):
             raise Forbidden(f"Principal lacks read on table {prefix}:{format_namespace((*namespace, name))}")
         write = self.may_write(warehouse.name, namespace, name)
-        return self._credentials(warehouse, scope.locations[0], True, write, protected=scope.protected)
+        return self._credentials(warehouse, scope.places[0], True, write, protected=scope.protected)
 
     def storage_scope(
         self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str, places: StoragePlaces | None = None
@@ -75,11 +83,18 @@ class TableStorageAccess:
         """
         if places is None:
             places = self.staged.places(warehouse.id, namespace, name)
-        if places.kind == TABLE and places.location:
-            return StorageScopeOf((places.location,), staged=False, protected=places.protected)
+        if places.kind == TABLE and places.place:
+            roots = tuple(rules.stored_roots(*places.place))
+            return StorageScopeOf((roots,), staged=False, protected=places.protected)
         if places.kind is None and places.staged and self.may_stage(warehouse.name, namespace):
-            return StorageScopeOf(places.staged, staged=True, protected=places.protected)
+            staged = tuple(tuple(rules.stored_roots(*place)) for place in places.staged)
+            return StorageScopeOf(staged, staged=True, protected=places.protected)
         raise self.missing(namespace, name)
+
+    @staticmethod
+    def row_roots(row: EntryRow) -> list[str]:
+        """The folders a table's row says it owns (``rules.stored_roots``: location first)."""
+        return rules.stored_roots(row.location, row.metadata_location.rsplit("/", 1)[0], row.data_path)
 
     def may_stage(self, warehouse: str, namespace: tuple[str, ...]) -> bool:
         return self.authorizer.may(Privilege.CREATE, Securable.of_namespace(warehouse, namespace))
@@ -87,15 +102,30 @@ class TableStorageAccess:
     def vend_for(
         self, prefix: str, location: str, identifier: tuple[tuple[str, ...], str] | None = None
     ) -> list[dict[str, Any]]:
-        """Credentials for a table location this catalog answered with before (an idempotent replay)."""
+        """Credentials for a table location this catalog answered with before (an idempotent replay):
+        for the folders the table (or its stage) at that location owns now, else the location alone."""
+        warehouse = self.warehouses.get(prefix)
         write = identifier is not None and self.may_write(prefix, *identifier, creating=True)
-        return self._credentials(self.warehouses.get(prefix), location, True, write, identifier)
+        roots: list[str] = [location]
+        protected = None  # no identifier: nothing to be protected, nothing vended that writes
+        if identifier is not None:
+            places = self.staged.places(warehouse.id, *identifier)
+            protected = places.protected
+            for place in [*([places.place] if places.place else []), *places.staged]:
+                if place[0] == location:
+                    roots = rules.stored_roots(*place)
+        return self._credentials(warehouse, roots, True, write, identifier, protected=protected)
 
     def _stage(self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str, metadata: Any) -> None:
         """Record a staged table (storage/staged.py) so signing and STS serve its location until
         its create commits; refused, with nothing written, where it overlaps a live entry."""
         caller = current_principal.get()
-        stage = StagedTable(metadata.location, rules.metadata_directory(metadata), caller.name if caller else None)
+        stage = StagedTable(
+            metadata.location,
+            rules.metadata_directory(metadata),
+            caller.name if caller else None,
+            rules.data_path(metadata.properties or {}),
+        )
         self.staged.record(warehouse.id, namespace, name, stage, self.settings.stage_lifetime_s)
 
     def _client_config(self, warehouse: WarehouseRow, credentials: list[dict[str, Any]]) -> dict[str, str]:
@@ -115,14 +145,15 @@ class TableStorageAccess:
     def _credentials(
         self,
         warehouse: WarehouseRow,
-        location: str,
+        roots: Sequence[str],
         vend: bool,
         write: bool,
         identifier: tuple[tuple[str, ...], str] | None = None,
         *,
         protected: bool | None = None,
     ) -> list[dict[str, Any]]:
-        """``write`` False: read-only credentials (an STS session policy without writes).
+        """For the folders a table owns (``rules.table_roots``, its location first). ``write``
+        False: read-only credentials (an STS session policy without writes).
 
         ``protected``: whether a protection mark covers the table (its session policy then has no
         s3:DeleteObject, as in a warehouse that refuses deletes); None: read for ``identifier``
@@ -135,18 +166,19 @@ class TableStorageAccess:
             sts_writer = write and identifier is not None and credentials_mode(warehouse, self.settings) == STS
             protected = sts_writer and self.staged.places(warehouse.id, *identifier).protected
         s3 = self.warehouses.s3_settings(warehouse)
-        return storage_credentials(self.settings, warehouse, location, s3, write=write, delete=not protected)
+        return storage_credentials(self.settings, warehouse, roots, s3, write=write, delete=not protected)
 
     def _storage_access(
         self,
         warehouse: WarehouseRow,
         identifier: tuple[tuple[str, ...], str],
-        location: str,
+        roots: Sequence[str],
         delegation: Delegation,
         creating: bool = False,
     ) -> tuple[dict[str, str], list[dict[str, Any]]]:
         """The client config and credentials for the access the request asked for (none, vended
-        credentials or remote signing), in the warehouse's credentials mode."""
+        credentials or remote signing), in the warehouse's credentials mode; credentials serve the
+        folders the table owns (``roots``: ``rules.table_roots``, its location first)."""
         answer = answer_with(warehouse, self.settings, delegation)
         if answer == "signing":
             namespace, name = identifier
@@ -154,7 +186,7 @@ class TableStorageAccess:
             return {**config, **signing_config(self.settings, warehouse.name, namespace, name)}, []
         vend = answer == "credentials"
         write = vend and self.may_write(warehouse.name, *identifier, creating=creating)
-        credentials = self._credentials(warehouse, location, vend, write, identifier)
+        credentials = self._credentials(warehouse, roots, vend, write, identifier)
         config = self._client_config(warehouse, credentials)
         if any("s3.session-token-expires-at-ms" in credential["config"] for credential in credentials):
             config.update(refresh_config(self.settings, warehouse.name, *identifier))

@@ -194,11 +194,16 @@ class TableCommits(TableLoading):
         )
         self._require_inside_warehouse(warehouse, new.location, "location")
         self._require_inside_warehouse(warehouse, rules.metadata_directory(new), "write.metadata.path")
-        own = rules.files_after_commit(new)  # a snapshot names only the table's own manifest lists
+        data_path = rules.data_path(new.properties or {})
+        if data_path:  # a moving commit's folders meet the home where it claims them (EntryService._moved)
+            self._require_inside_warehouse(warehouse, data_path, "write.data.path")
+        own = rules.table_files(new)  # a snapshot names only the table's own manifest lists
         for manifest_list in rules.added_manifest_lists(commit.updates):
             own.require(manifest_list, "manifest-list")
-        if row is None and new.location != default_location:  # a create that names its location
-            self._require_home(warehouse, change.namespace, namespace_properties, new.location, "location")
+        if row is None:
+            if new.location != default_location:  # a create that names its location
+                self._require_home(warehouse, change.namespace, namespace_properties, new.location, "location")
+            self._require_own_folders(warehouse, change.namespace, namespace_properties, new)
         return PreparedCommit(key, row, base, new, rules.to_json(new, self.snapshot_json))
 
     def _read_base(self, key: EntryKey, screen: Callable[[dict[str, Any]], None]) -> tuple[EntryRow | None, Any]:
@@ -224,7 +229,8 @@ class TableCommits(TableLoading):
         """A staged create (``assert-create``) becomes a table: first version of its metadata."""
         new, text = prepared.new, prepared.text
         metadata_location = self._metadata_location(new, rules.next_metadata_version(None))
-        entry = NewEntry(change.name, TABLE, str(new.table_uuid), new.location, metadata_location, text)
+        data_path = rules.data_path(new.properties or {})
+        entry = NewEntry(change.name, TABLE, str(new.table_uuid), new.location, metadata_location, text, data_path)
 
         def name_taken(exc: AlreadyExists) -> Exception:
             existing_kind = self._kind_at(warehouse, change.namespace, change.name)
@@ -251,8 +257,37 @@ class TableCommits(TableLoading):
             self.repository.refuse_if_entry_protected(refused, prepared.row.id)
         file = self._next_location(prepared)
         _, namespace, name = prepared.key
-        placed = self._moved(warehouse, namespace, name, prepared.row, prepared.new.location, file)
-        return NewVersion(prepared.row, file, prepared.text, prepared.new.location, placed, refused)
+        data_path = rules.data_path(prepared.new.properties or {})
+        named = [("location", prepared.new.location), ("write.metadata.path", file.rsplit("/", 1)[0])]
+        if data_path:
+            named.append(("write.data.path", data_path))
+        placed = self._moved(warehouse, namespace, name, prepared.row, named)
+        return NewVersion(
+            prepared.row, file, prepared.text, prepared.new.location, placed, data_path, refused_when_protected=refused
+        )
+
+    def _require_own_folders(
+        self,
+        warehouse: WarehouseRow,
+        namespace: tuple[str, ...],
+        namespace_properties: dict[str, str],
+        metadata: Any,
+        metadata_location: str | None = None,
+    ) -> None:
+        """A new table's metadata directory (that of ``metadata_location``, a registered file, when
+        given) and data path (``write.data.path``, when set): inside the warehouse's allowed
+        locations, and inside its namespace's home unless inside its own location - a folder a
+        caller names is never another entry's (storage/placement.py claims them with the table)."""
+        self._require_inside_warehouse(warehouse, rules.metadata_directory(metadata), "write.metadata.path")
+        named = [("metadata directory", metadata_location.rsplit("/", 1)[0])] if metadata_location else []
+        if not metadata_location:
+            named.append(("write.metadata.path", rules.metadata_directory(metadata)))
+        data_path = rules.data_path(metadata.properties or {})
+        if data_path:
+            self._require_inside_warehouse(warehouse, data_path, "write.data.path")
+            named.append(("write.data.path", data_path))
+        own = [Location.parse(metadata.location, "location")]
+        self._require_homes(warehouse, namespace, namespace_properties, named, own)
 
     def _next_location(self, prepared: PreparedCommit) -> str:
         """Where the next version of a prepared commit's table goes."""

@@ -93,9 +93,8 @@ class TableLoading(TableStorageAccess, EntryService):
         metadata = row.metadata
         if request.snapshots == "refs":
             metadata = json.dumps(rules.refs_only(json.loads(metadata)), separators=(",", ":"))
-        config, credentials = self._storage_access(
-            warehouse, (request.namespace, request.name), row.location, request.delegation
-        )
+        identifier = (request.namespace, request.name)
+        config, credentials = self._storage_access(warehouse, identifier, self.row_roots(row), request.delegation)
         etag = self.load_etag(row.metadata_location, request.snapshots, request.delegation)
         self.issued.remember(etag, row.metadata_location)
         return LoadedTable(row.metadata_location, metadata, config, credentials, etag)

@@ -87,16 +87,17 @@ class TableService(TableCommits):
         table_uuid = str(uuid.uuid4())
         location = self._location_for(warehouse, namespace, name, table_uuid, request.location, namespace_properties)
         metadata = rules.new_table_metadata(request, location=location, now_ms=now_ms(), table_uuid=table_uuid)
-        self._require_inside_warehouse(warehouse, rules.metadata_directory(metadata), "write.metadata.path")
+        self._require_own_folders(warehouse, namespace, namespace_properties, metadata)
         text = rules.to_json(metadata)
+        roots = rules.table_roots(metadata)
         if request.stage_create:
             self._require_name_free(warehouse, namespace, name)
             self._stage(warehouse, namespace, name, metadata)
-            config, credentials = self._storage_access(warehouse, (namespace, name), location, delegation, True)
+            config, credentials = self._storage_access(warehouse, (namespace, name), roots, delegation, True)
             return LoadedTable(None, text, config, credentials)
-        config, credentials = self._storage_access(warehouse, (namespace, name), location, delegation, True)
+        config, credentials = self._storage_access(warehouse, (namespace, name), roots, delegation, True)
         metadata_location = self._metadata_location(metadata, rules.next_metadata_version(None))
-        entry = NewEntry(name, TABLE, str(metadata.table_uuid), metadata.location, metadata_location, text)
+        entry = self._new_entry(name, metadata, metadata_location, text)
         self._insert_new(warehouse, namespace, entry, self._created_events(warehouse, namespace, entry))
         return LoadedTable(metadata_location, text, config, credentials, self.load_etag(metadata_location))
 
@@ -114,11 +115,13 @@ class TableService(TableCommits):
         metadata = rules.parse_metadata(self._read_metadata_file(warehouse, metadata_location))
         self._require_registered_locations_allowed(warehouse, metadata, metadata_location)
         self._require_home(warehouse, namespace, properties, metadata.location, "location")
+        self._require_own_folders(warehouse, namespace, properties, metadata, metadata_location)
         text = rules.to_json(metadata)
-        entry = NewEntry(name, TABLE, str(metadata.table_uuid), metadata.location, metadata_location, text)
+        entry = self._new_entry(name, metadata, metadata_location, text)
         events = self._created_events(warehouse, namespace, entry, "register-table")
         self._register(warehouse, namespace, entry, request.overwrite, events)
-        config, credentials = self._storage_access(warehouse, (namespace, name), metadata.location, delegation, True)
+        roots = rules.table_roots(metadata, metadata_location)
+        config, credentials = self._storage_access(warehouse, (namespace, name), roots, delegation, True)
         return LoadedTable(metadata_location, text, config, credentials, self.load_etag(metadata_location))
 
     # -- dropping and renaming ----------------------------------------------------------
@@ -187,19 +190,28 @@ class TableService(TableCommits):
         files = [row.metadata_location, *(entry.metadata_file for entry in metadata.metadata_log)]
         return roots[1].uri, [text for text in dict.fromkeys(files) if within_any(text, roots)]
 
+    @staticmethod
+    def _new_entry(name: str, metadata: Any, metadata_location: str, text: str) -> NewEntry:
+        data_path = rules.data_path(metadata.properties or {})
+        return NewEntry(name, TABLE, str(metadata.table_uuid), metadata.location, metadata_location, text, data_path)
+
     def _require_registered_locations_allowed(
         self, warehouse: WarehouseRow, metadata: Any, metadata_location: str
     ) -> None:
-        """registerTable: the location, metadata path and metadata-log entries of the registered
-        metadata lie in the warehouse's allowed locations, and its snapshots' manifest lists in the
-        table's own locations (its location, its metadata file's directory), else 400, nothing
-        written: a later commit, delete-after-commit or purge acts on exactly these, and the
-        server-side readers open only the table's own files (docs/security.md)."""
+        """registerTable: the location, metadata path, data path and metadata-log entries of the
+        registered metadata lie in the warehouse's allowed locations, and its snapshots' manifest
+        lists in the table's own folders (``rules.table_roots``: its location, its metadata file's
+        directory, its data path), else 400, nothing written: a later commit, delete-after-commit or
+        purge acts on exactly these, and the server-side readers open only the table's own files
+        (docs/security.md)."""
         self._require_inside_warehouse(warehouse, metadata.location, "location")
         self._require_inside_warehouse(warehouse, rules.metadata_directory(metadata), "write.metadata.path")
         for entry in metadata.metadata_log:
             self._require_inside_warehouse(warehouse, entry.metadata_file, "metadata-log entry")
-        own = rules.files_of_entry(metadata.location, metadata_location)
+        data_path = rules.data_path(metadata.properties or {})
+        if data_path:
+            self._require_inside_warehouse(warehouse, data_path, "write.data.path")
+        own = rules.table_files(metadata, metadata_location)
         for snapshot in metadata.snapshots:
             manifest_list = getattr(snapshot, "manifest_list", None)
             if manifest_list:

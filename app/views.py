@@ -21,6 +21,7 @@ from app.entries import EntryService, now_ms
 from app.ground.errors import (
     NoSuchView,
 )
+from app.ground.locations import Location
 from app.ground.page_tokens import PageTokens
 from app.ground.settings import Settings
 from app.rules import view as rules
@@ -82,7 +83,11 @@ class ViewService(EntryService):
         view_uuid = str(uuid.uuid4())
         location = self._location_for(warehouse, namespace, name, view_uuid, request.location, properties)
         metadata = rules.new_view_metadata(request.definition, location=location, now_ms=now_ms(), view_uuid=view_uuid)
-        self._require_inside_warehouse(warehouse, rules.metadata_directory(metadata), "write.metadata.path")
+        directory = rules.metadata_directory(metadata)
+        self._require_inside_warehouse(warehouse, directory, "write.metadata.path")
+        self._require_homes(
+            warehouse, namespace, properties, [("write.metadata.path", directory)], [Location.parse(location)]
+        )
         self._require_name_free(warehouse, namespace, name)
         text = rules.to_json(metadata)
         metadata_location = self._metadata_location(metadata, rules.next_metadata_version(None))
@@ -101,6 +106,8 @@ class ViewService(EntryService):
         self._require_inside_warehouse(warehouse, metadata["location"], "location")
         self._require_home(warehouse, namespace, properties, metadata["location"], "location")
         self._require_inside_warehouse(warehouse, rules.metadata_directory(metadata), "write.metadata.path")
+        named = [("metadata directory", metadata_location.rsplit("/", 1)[0])]
+        self._require_homes(warehouse, namespace, properties, named, [Location.parse(metadata["location"])])
         text = rules.to_json(metadata)
         entry = NewEntry(name, VIEW, metadata["view-uuid"], metadata["location"], metadata_location, text)
         # the proposal has no register-view: a registered view is created, as far as a consumer knows
@@ -141,7 +148,8 @@ class ViewService(EntryService):
         self._require_inside_warehouse(warehouse, new["location"], "location")
         self._require_inside_warehouse(warehouse, rules.metadata_directory(new), "write.metadata.path")
         location = self._metadata_location(new, rules.next_metadata_version(row.metadata_location))
-        placed = self._moved(warehouse, namespace, name, row, new["location"], location)
+        named = [("location", new["location"]), ("write.metadata.path", location.rsplit("/", 1)[0])]
+        placed = self._moved(warehouse, namespace, name, row, named)
         sent_requirements = [requirement.sent for requirement in request.requirements]
         sent_updates = [update.sent for update in request.updates]
         change = change_events.committed(

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -22,7 +23,7 @@ from app.ground.errors import AlreadyExists, LocationTaken, NoSuchNamespace, Not
 from app.ground.locations import InvalidLocation, Location
 from storage.db import Database
 from storage.events import ChangeEvent, record_events
-from storage.placement import Claim, Holder, lock, reclaim
+from storage.placement import Claim, Holder, NamespaceLocationTaken, claim_restored_namespaces, lock, reclaim
 from storage.protection_rows import protection_of, refuse_if_protected
 from storage.rows import EntryRow
 
@@ -98,7 +99,7 @@ _HELD = (
     "  JOIN namespace a ON a.warehouse_id = u.warehouse_id AND a.path = u.namespace[1:d] WHERE a.protected))"
 )
 _ENTRY_COLUMNS = (
-    "namespace_id, name, kind, uuid, location, metadata_location, metadata, version, created_at, updated_at"
+    "namespace_id, name, kind, uuid, location, metadata_location, metadata, version, created_at, updated_at, data_path"
 )
 _GRANT_COLUMNS = "role_id, privilege, securable, warehouse_id, namespace_id, entry_id, created_at"
 
@@ -155,7 +156,7 @@ class BinRows:
             )
             row = conn.execute(
                 "DELETE FROM catalog_entry WHERE id = %s"
-                " RETURNING id, kind, uuid::text AS uuid, location, metadata_location, metadata",
+                " RETURNING id, kind, uuid::text AS uuid, location, metadata_location, metadata, data_path",
                 (found["id"],),
             ).fetchone()
             record_events(conn, events(EntryRow(**row)))
@@ -284,6 +285,15 @@ class BinRows:
             try:
                 if unit["kind"] == "namespace":
                     self._restore_namespace(conn, warehouse_id, unit_id, tuple(unit["namespace"]), namespace)
+                    try:  # its namespaces' locations may have been taken meanwhile (binned ones block nothing)
+                        claim_restored_namespaces(conn, warehouse_id, namespace)
+                    except NamespaceLocationTaken as exc:
+                        raise AlreadyExists(
+                            f"Cannot undrop {unit_id}: the location of namespace {'.'.join(exc.placed.path)}"
+                            f" ({exc.placed.root.uri}) is another namespace's, table's, view's or staged table's"
+                            " now, or overlaps one. Free that folder first, or undrop the unit under another"
+                            " namespace path if that namespace's location is its default one"
+                        ) from None
                 else:
                     self._restore_entry(conn, warehouse_id, unit_id, namespace, str(name))
             except pg_errors.UniqueViolation as exc:
@@ -299,7 +309,8 @@ class BinRows:
         """The unit's entries claim their locations back (storage/placement.py): TakenOver when a
         live entry or stage holds one now - a take-over since the drop - and nothing is written."""
         rows = conn.execute(
-            "SELECT b.id, b.kind, b.name, b.location, b.metadata_location, coalesce(bn.path, u.namespace) AS path"
+            "SELECT b.id, b.kind, b.name, b.location, b.metadata_location, b.data_path,"
+            " coalesce(bn.path, u.namespace) AS path"
             " FROM bin_entry b JOIN bin_unit u ON u.id = b.unit_id"
             " LEFT JOIN bin_namespace bn ON bn.unit_id = b.unit_id AND bn.id = b.namespace_id"
             " WHERE b.unit_id = %s ORDER BY b.id",
@@ -307,13 +318,14 @@ class BinRows:
         ).fetchall()
         claims, entries = [], {}
         for row in rows:
-            try:
-                roots = (Location.parse(row["location"]), Location.parse(row["metadata_location"]).parent)
-            except InvalidLocation:  # stored before locations were checked: nothing to claim
+            roots = _roots([row])
+            if not roots:  # stored before locations were checked: nothing to claim
                 continue
             # no namespace nor name of its own: a stage of the same name holds its place too
-            claims.append(Claim(tuple(dict.fromkeys(roots)), warehouse_id, (), "", row["id"], row["kind"]))
-            entries[row["id"]] = (f"{row['kind']} {'.'.join((*row['path'], row['name']))}", row["location"])
+            claims.append(Claim(tuple(roots), warehouse_id, (), "", row["id"], row["kind"]))
+            # its location first, then its folders outside it
+            shown = ", ".join(r.uri for r in roots if not any(r != o and r.is_within(o) for o in roots))
+            entries[row["id"]] = (f"{row['kind']} {'.'.join((*row['path'], row['name']))}", shown)
         taken = reclaim(conn, claims)
         if taken is not None:
             claimed, holder = taken
@@ -330,9 +342,9 @@ class BinRows:
             raise NoSuchNamespace(f"Namespace does not exist: {'.'.join(namespace)}")
         conn.execute(
             "INSERT INTO catalog_entry (id, namespace_id, name, kind, uuid, location, metadata_location, metadata,"
-            " version, created_at, updated_at) OVERRIDING SYSTEM VALUE"
-            " SELECT id, %s, %s, kind, uuid, location, metadata_location, metadata, version, created_at, now()"
-            " FROM bin_entry WHERE unit_id = %s",
+            " version, created_at, updated_at, data_path) OVERRIDING SYSTEM VALUE"
+            " SELECT id, %s, %s, kind, uuid, location, metadata_location, metadata, version, created_at, now(),"
+            " data_path FROM bin_entry WHERE unit_id = %s",
             (ns["id"], name, unit_id),
         )
         conn.execute(
@@ -370,8 +382,7 @@ class BinRows:
             },
         )
         conn.execute(
-            "INSERT INTO catalog_entry (id, namespace_id, name, kind, uuid, location, metadata_location, metadata,"
-            " version, created_at, updated_at) OVERRIDING SYSTEM VALUE"
+            f"INSERT INTO catalog_entry (id, {_ENTRY_COLUMNS}) OVERRIDING SYSTEM VALUE"
             f" SELECT id, {_ENTRY_COLUMNS} FROM bin_entry WHERE unit_id = %s",
             (unit_id,),
         )
@@ -431,7 +442,7 @@ class BinRows:
             # A claim over a table to purge waits for this transaction, then finds it purging; one
             # that came first is a live entry the purge leaves alone (app/housekeeping.py).
             purged = conn.execute(
-                "SELECT location, metadata_location FROM bin_entry WHERE id = ANY(%s)", (keep,)
+                "SELECT location, metadata_location, data_path FROM bin_entry WHERE id = ANY(%s)", (keep,)
             ).fetchall()
             lock(conn, _roots(purged))
             for plan in plans:
@@ -451,12 +462,17 @@ class BinRows:
         return True
 
 
-def _roots(rows: list[dict[str, str]]) -> list[Location]:
-    """Binned entries' locations and metadata directories, as a claim finds them."""
+def _roots(rows: list[dict[str, Any]]) -> list[Location]:
+    """Binned entries' folders (location, metadata directory and data path:
+    ``app.rules.table.stored_roots``), as a claim finds them."""
     roots: list[Location] = []
     for row in rows:
         try:
             roots += [Location.parse(row["location"]), Location.parse(row["metadata_location"]).parent]
         except InvalidLocation:  # stored before locations were checked: the purge deletes nothing there
             continue
+        try:
+            roots += [Location.parse(row["data_path"])] if row.get("data_path") else []
+        except InvalidLocation:  # a data path stored before locations were checked owns nothing
+            pass
     return list(dict.fromkeys(roots))

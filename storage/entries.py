@@ -27,8 +27,8 @@ from storage.protection_rows import entry_protection, refuse_entry_if_protected,
 from storage.rows import EntryRow
 
 _LOAD_ENTRY = (
-    "SELECT e.id, e.kind, e.uuid::text AS uuid, e.location, e.metadata_location, {metadata} AS metadata"
-    " FROM namespace n JOIN catalog_entry e ON e.namespace_id = n.id"
+    "SELECT e.id, e.kind, e.uuid::text AS uuid, e.location, e.metadata_location, {metadata} AS metadata,"
+    " e.data_path FROM namespace n JOIN catalog_entry e ON e.namespace_id = n.id"
     " WHERE n.warehouse_id = %s AND n.path = %s AND e.name = %s"
 )
 LOAD_ENTRY = _LOAD_ENTRY.format(metadata="e.metadata")
@@ -70,6 +70,7 @@ class MetadataSwap:
     # locations the new version takes that the entry did not own (a moved location or metadata
     # directory): claimed in the commit's transaction (storage/placement.py); usually none
     placed: Claim | None = None
+    new_data_path: str | None = None  # the table's data path after the commit (None: unset)
     # refused (``Protected``, nothing written) when a mark covers the entry: a commit that moves
     # where its files are (``app.rules.table.relocates``), e.g. "change the location of"
     refused_when_protected: str | None = None
@@ -91,9 +92,10 @@ class NewEntry:
     location: str
     metadata_location: str
     metadata: str
+    data_path: str | None = None  # a table's data path, when its properties set one
 
-    def values(self) -> tuple[str, ...]:
-        return (self.name, self.kind, self.uuid, self.location, self.metadata_location, self.metadata)
+    def values(self) -> tuple[str | None, ...]:
+        return (self.name, self.kind, self.uuid, self.location, self.metadata_location, self.metadata, self.data_path)
 
 
 class EntryRows:
@@ -114,7 +116,7 @@ class EntryRows:
     def load_entry_by_id(self, entry_id: int) -> EntryRow | None:
         with self.db.connection() as conn:
             row = conn.execute(
-                "SELECT id, kind, uuid::text AS uuid, location, metadata_location, metadata"
+                "SELECT id, kind, uuid::text AS uuid, location, metadata_location, metadata, data_path"
                 " FROM catalog_entry WHERE id = %s",
                 (entry_id,),
             ).fetchone()
@@ -168,8 +170,9 @@ class EntryRows:
         with self.db.transaction() as conn:
             try:
                 row = conn.execute(
-                    "INSERT INTO catalog_entry (namespace_id, name, kind, uuid, location, metadata_location, metadata)"
-                    " SELECT n.id, %s, %s, %s, %s, %s, %s FROM namespace n"
+                    "INSERT INTO catalog_entry"
+                    " (namespace_id, name, kind, uuid, location, metadata_location, metadata, data_path)"
+                    " SELECT n.id, %s, %s, %s, %s, %s, %s, %s FROM namespace n"
                     " WHERE n.warehouse_id = %s AND n.path = %s RETURNING id",
                     (*entry.values(), warehouse_id, list(namespace)),
                 ).fetchone()
@@ -216,8 +219,9 @@ class EntryRows:
                 claim(conn, [replace(placed, entry_id=old["id"] if old else None)])
             if old is None:
                 conn.execute(
-                    "INSERT INTO catalog_entry (namespace_id, name, kind, uuid, location, metadata_location, metadata)"
-                    " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                    "INSERT INTO catalog_entry"
+                    " (namespace_id, name, kind, uuid, location, metadata_location, metadata, data_path)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
                     (ns["id"], *entry.values()),
                 )
                 record_events(conn, events)
@@ -226,8 +230,16 @@ class EntryRows:
                 raise AlreadyExists(f"A {old['kind']} already exists: {dotted((*namespace, entry.name))}")
             conn.execute(
                 "UPDATE catalog_entry SET uuid = %s, location = %s, metadata_location = %s, metadata = %s,"
-                " version = version + 1, updated_at = now() WHERE namespace_id = %s AND name = %s",
-                (entry.uuid, entry.location, entry.metadata_location, entry.metadata, ns["id"], entry.name),
+                " data_path = %s, version = version + 1, updated_at = now() WHERE namespace_id = %s AND name = %s",
+                (
+                    entry.uuid,
+                    entry.location,
+                    entry.metadata_location,
+                    entry.metadata,
+                    entry.data_path,
+                    ns["id"],
+                    entry.name,
+                ),
             )
             record_events(conn, events)
             return old["metadata_location"]
@@ -262,11 +274,13 @@ class EntryRows:
                     for swap in ordered:
                         cursor = conn.execute(
                             "UPDATE catalog_entry SET metadata_location = %s, metadata = %s, location = %s,"
-                            " version = version + 1, updated_at = now() WHERE id = %s AND metadata_location = %s",
+                            " data_path = %s, version = version + 1, updated_at = now()"
+                            " WHERE id = %s AND metadata_location = %s",
                             (
                                 swap.new_location,
                                 swap.new_metadata,
                                 swap.new_table_location,
+                                swap.new_data_path,
                                 swap.entry_id,
                                 swap.expected_location,
                             ),
@@ -318,7 +332,8 @@ class EntryRows:
             row = conn.execute(
                 "DELETE FROM catalog_entry e USING namespace n"
                 " WHERE e.namespace_id = n.id AND n.warehouse_id = %s AND n.path = %s AND e.name = %s AND e.kind = %s"
-                " RETURNING e.id, e.kind, e.uuid::text AS uuid, e.location, e.metadata_location, e.metadata",
+                " RETURNING e.id, e.kind, e.uuid::text AS uuid, e.location, e.metadata_location, e.metadata,"
+                " e.data_path",
                 (warehouse_id, list(namespace), name, kind),
             ).fetchone()
             if row is not None and purge_objects is not None:
@@ -376,8 +391,9 @@ class EntryRows:
             refuse_entry_if_protected(conn, action, entry_id)
 
     def entries_overlapping(self, roots: list[Location], exclude_id: int | None = None) -> list[EntryRow]:
-        """Live and binned tables and views (any warehouse) whose location or metadata directory (that of
-        its current metadata file) is at, under or above one of ``roots``, compared by segments."""
+        """Live and binned tables and views (any warehouse) whose location, metadata directory (that of
+        its current metadata file) or data path is at, under or above one of ``roots``, compared by
+        segments."""
         if not roots:
             return []
         with self.db.connection() as conn:

@@ -334,9 +334,9 @@ class MaintenanceRows:
         owned: list[str] = []
         with self.db.connection() as conn:
             for entry in overlapping_entries(conn, roots, entry_id):
-                owned += [entry.location, _parent(entry.metadata_location)]
+                owned += [entry.location, _parent(entry.metadata_location), entry.data_path or ""]
             stages = conn.execute(
-                "SELECT location, metadata_path FROM staged_table WHERE expires_at > now()"
+                "SELECT location, metadata_path, data_path FROM staged_table WHERE expires_at > now()"
             ).fetchall()
             needles = [bare(root) + "/" for root in roots]  # "t/" never matches the sibling "t2/"
             naming = conn.execute(
@@ -346,15 +346,15 @@ class MaintenanceRows:
             ).fetchall()
             # the recycle bin (issue 35): a dropped entry keeps owning its files until it expires
             binned = conn.execute(
-                "SELECT location, metadata_location,"
+                "SELECT location, metadata_location, data_path,"
                 " EXISTS (SELECT 1 FROM unnest(%s::text[]) AS needle WHERE strpos(metadata, needle) > 0) AS names_ours"
                 " FROM bin_entry WHERE id <> %s",
                 (needles, entry_id),
             ).fetchall()
         for stage in stages:
-            owned += [stage["location"], stage["metadata_path"]]
+            owned += [stage["location"], stage["metadata_path"], stage["data_path"] or ""]
         for entry in binned:
-            owned += [entry["location"], _parent(entry["metadata_location"])]
+            owned += [entry["location"], _parent(entry["metadata_location"]), entry["data_path"] or ""]
             if entry["names_ours"]:
                 owned += [root.uri for root in roots]
         if naming:  # another entry's metadata names our objects (a registered copy): theirs too

@@ -19,6 +19,7 @@ from psycopg.types.json import Jsonb
 from app.ground.errors import AlreadyExists, BadRequest, NamespaceNotEmpty, NoSuchNamespace
 from storage.db import Database
 from storage.events import ChangeEvent, record_events
+from storage.placement import NamespaceClaim, claim_namespaces
 from storage.protection_rows import refuse_if_protected
 
 NAMESPACE_PROPERTIES = "SELECT properties FROM namespace WHERE warehouse_id = %s AND path = %s"
@@ -92,10 +93,17 @@ class NamespaceRows:
         return paths
 
     def create_namespace(
-        self, warehouse_id: int, path: tuple[str, ...], properties: dict[str, str], *, events: Sequence[ChangeEvent]
+        self,
+        warehouse_id: int,
+        path: tuple[str, ...],
+        properties: dict[str, str],
+        placed: NamespaceClaim | None = None,
+        *,
+        events: Sequence[ChangeEvent],
     ) -> None:
-        """Insert a namespace whose parent (for a nested one) must already exist; ``events`` are
-        written in the same transaction (storage/events.py)."""
+        """Insert a namespace whose parent (for a nested one) must already exist; ``placed``: its
+        location, claimed in the same transaction (storage/placement.py); ``events`` are written in
+        the same transaction (storage/events.py)."""
         with self.db.transaction() as conn:
             try:
                 row = conn.execute(
@@ -118,6 +126,8 @@ class NamespaceRows:
             except pg_errors.ForeignKeyViolation as exc:  # parent dropped concurrently
                 raise BadRequest(f"Parent namespace does not exist: {dotted(path[:-1])}") from exc
             if row is not None:
+                if placed is not None:  # after the insert: a name already taken is AlreadyExists first
+                    claim_namespaces(conn, [placed])
                 record_events(conn, events)
         if row is None:
             raise BadRequest(f"Parent namespace does not exist: {dotted(path[:-1])}")
@@ -162,10 +172,13 @@ class NamespaceRows:
         path: tuple[str, ...],
         removals: list[str],
         updates: dict[str, str],
+        placed: NamespaceClaim | None = None,
         *,
         events: Callable[[dict[str, str]], Sequence[ChangeEvent]],
     ) -> dict[str, str]:
         """Apply removals then updates in one statement; returns the properties before.
+        ``placed``: the namespace's location after the change, claimed in the same transaction
+        when the change moves it (its ``location`` set to another value, or removed).
         ``events`` makes the change's events of those (written in the same transaction)."""
         with self.db.transaction() as conn:
             row = conn.execute(
@@ -178,7 +191,20 @@ class NamespaceRows:
                 (warehouse_id, list(path), removals, Jsonb(updates)),
             ).fetchone()
             if row is not None:
+                if placed is not None and _moves(row["before"], removals, updates):
+                    claim_namespaces(conn, [placed])
                 record_events(conn, events(row["before"]))
         if row is None:
             raise NoSuchNamespace(f"Namespace does not exist: {dotted(path)}")
         return row["before"]
+
+
+def _moves(before: dict[str, str], removals: list[str], updates: dict[str, str]) -> bool:
+    """Whether a properties change gives the namespace another location (an empty one is none)."""
+    if "location" in updates:
+        after: str | None = updates["location"]
+    elif "location" in removals:
+        after = None
+    else:
+        return False
+    return (after or None) != (before.get("location") or None)

@@ -1,10 +1,11 @@
 """Exclusive locations: every storage location is owned by exactly one entry, enforced in PostgreSQL.
 
-A table's or view's location and metadata directory (and a staged table's) may not be at, under
-or above another live entry's or stage's, nor overlap another namespace's location (its explicit
-``location`` property, else the warehouse's default layout) - only its own namespace and that
-namespace's ancestors may contain it, and it may contain none of them. Signing and STS serve a
-table's location, so ownership is what keeps one principal's grant from reaching another's data.
+A table's or view's location and metadata directory, a table's data path (``write.data.path``
+when set) and a staged table's may not be at, under or above another live entry's or stage's,
+nor overlap another namespace's location (its explicit ``location`` property, else the
+warehouse's default layout) - only its own namespace and that namespace's ancestors may contain
+it, and it may contain none of them. Signing and STS serve exactly these folders of a table, so
+ownership is what keeps one principal's grant from reaching another's data.
 
 A dropped entry in the recycle bin owns nothing a new entry wants (a create or registration at its
 location is a take-over, as on a catalog without a bin: docs/recycle-bin.md), except while its
@@ -16,6 +17,11 @@ transaction that writes the entry - shared on every proper ancestor prefix of ea
 location, exclusive on the location itself - always in order of depth. Two claims of which one
 contains the other (or which are equal) conflict on the shallower one's prefix, so the second
 waits for the first to commit and then sees its row; siblings take no conflicting lock.
+
+A namespace's location (its explicit ``location``, else the warehouse's default layout) is claimed
+the same way (``claim_namespaces``) when the namespace is created, when its ``location`` is set
+or removed, and when it comes back from the recycle bin: it may contain the tables, views, stages
+and namespaces of its own subtree, lie inside its ancestors', and overlap nothing else.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ from app.ground.errors import BadRequest
 from app.ground.locations import InvalidLocation, Location, safe_segment
 from storage.housekeeping_rows import bare
 from storage.rows import EntryRow
+
+Path = tuple[str, ...]
 
 _LOCK_SEED = 0x67726F77  # hashtextextended's seed: Growler's location locks apart from other keys
 
@@ -129,42 +137,76 @@ def _trimmed(column: str) -> str:
 
 
 def _stage_holder(conn: psycopg.Connection, c: Claim) -> Holder | None:
+    """A live stage other than one of the claim's own name overlapping a root."""
+    for warehouse_id, path, name, places in _overlapping_stages(conn, list(c.roots)):
+        if (warehouse_id, path, name) != (c.warehouse_id, c.namespace, c.name):
+            if places is None or any(place.overlaps(root) for place in places for root in c.roots):
+                return Holder("staged table", warehouse_id, path, name)
+    return None
+
+
+def _overlapping_stages(
+    conn: psycopg.Connection, roots: list[Location]
+) -> list[tuple[int, Path, str, list[Location] | None]]:
+    """Live stages whose location, metadata path or data path is at, under or above one of
+    ``roots`` by text (the caller compares the parsed places): (warehouse, namespace, name, places
+    or None when a stored one does not parse)."""
     rows = conn.execute(
-        "SELECT s.location, s.metadata_path, n.warehouse_id, n.path, s.name"
-        " FROM staged_table s JOIN namespace n ON n.id = s.namespace_id,"
-        " unnest(%(roots)s::text[]) r"
-        " WHERE s.expires_at > now() AND NOT (n.warehouse_id = %(wh)s AND n.path = %(path)s AND s.name = %(name)s)"
+        "SELECT n.warehouse_id, n.path, s.name, s.location, s.metadata_path, s.data_path FROM staged_table s"
+        " JOIN namespace n ON n.id = s.namespace_id, unnest(%(roots)s::text[]) r WHERE s.expires_at > now()"
         f" AND (starts_with({_trimmed('s.location')} || '/', r || '/')"
         f"  OR starts_with(r || '/', {_trimmed('s.location')} || '/')"
         f"  OR starts_with({_trimmed('s.metadata_path')} || '/', r || '/')"
-        f"  OR starts_with(r || '/', {_trimmed('s.metadata_path')} || '/'))",
-        {"roots": [bare(root) for root in c.roots], "wh": c.warehouse_id, "path": list(c.namespace), "name": c.name},
+        f"  OR starts_with(r || '/', {_trimmed('s.metadata_path')} || '/')"
+        f"  OR starts_with({_trimmed('s.data_path')} || '/', r || '/')"
+        f"  OR starts_with(r || '/', {_trimmed('s.data_path')} || '/'))",
+        {"roots": [bare(root) for root in roots]},
         prepare=False,
     ).fetchall()
+    found = []
     for row in rows:
-        holder = Holder("staged table", row["warehouse_id"], tuple(row["path"]), row["name"])
         try:
-            places = [Location.parse(row["location"]), Location.parse(row["metadata_path"])]
+            places: list[Location] | None = [
+                Location.parse(text) for text in (row["location"], row["metadata_path"], row["data_path"]) if text
+            ]
         except InvalidLocation:
-            return holder
-        if any(place.overlaps(root) for place in places for root in c.roots):
-            return holder
-    return None
+            places = None
+        found.append((row["warehouse_id"], tuple(row["path"]), row["name"], places))
+    return found
 
 
 def _namespace_overlaps(conn: psycopg.Connection, c: Claim) -> bool:
     """Another namespace's location overlapping a root, or a root containing its own namespace's
-    (or an ancestor's) location. Namespace locations are the explicit property, else the default
-    layout (the warehouse location and the levels as ``safe_segment`` makes them).
+    (or an ancestor's) location."""
+    for path, place in _namespace_places(conn, c.warehouse_id, list(c.roots)):
+        own_line = c.namespace[: len(path)] == path
+        for root in c.roots:
+            if place.is_within(root) or (not own_line and root.is_within(place)):
+                return True
+    return False
+
+
+def namespace_place(warehouse_location: str, path: Path, explicit: str | None) -> Location:
+    """A namespace's location: its explicit ``location`` property, else the default layout (the
+    warehouse location and the levels as ``safe_segment`` makes them). InvalidLocation when the
+    stored property does not parse (set before namespace locations were checked)."""
+    text = explicit or (warehouse_location.rstrip("/") + "/" + "/".join(safe_segment(level) for level in path))
+    return Location.parse(text.rstrip("/"), "namespace location")
+
+
+def _namespace_places(
+    conn: psycopg.Connection, warehouse_id: int, roots: list[Location]
+) -> list[tuple[Path, Location]]:
+    """The namespaces of the warehouse whose location may overlap one of ``roots``, with it.
 
     Read narrowly: the namespaces with an explicit location, and by the layout those whose path is
     a root's path under the warehouse location or a prefix of it (index lookups) or starts with it
     (an index range). A level whose name ``safe_segment`` changes is matched by its folder's name.
     """
-    warehouse = conn.execute("SELECT location FROM warehouse WHERE id = %s", (c.warehouse_id,)).fetchone()
+    warehouse = conn.execute("SELECT location FROM warehouse WHERE id = %s", (warehouse_id,)).fetchone()
     base = Location.parse(warehouse["location"].rstrip("/"))
     paths, ranges = set(), []
-    for root in c.roots:
+    for root in roots:
         if root.is_within(base) and root != base:
             levels = list(root.segments[len(base.segments) :])
             paths.update(_SEP.join(levels[:depth]) for depth in range(1, len(levels) + 1))
@@ -178,7 +220,7 @@ def _namespace_overlaps(conn: psycopg.Connection, c: Claim) -> bool:
         ' JOIN namespace n ON n.warehouse_id = %(wh)s AND n.path >= (string_to_array(r.lo, %(sep)s) COLLATE "C")'
         '  AND n.path < (string_to_array(r.hi, %(sep)s) COLLATE "C")',
         {
-            "wh": c.warehouse_id,
+            "wh": warehouse_id,
             "paths": sorted(paths),
             "lo": [lo for lo, _ in ranges],
             "hi": [hi for _, hi in ranges],
@@ -186,29 +228,146 @@ def _namespace_overlaps(conn: psycopg.Connection, c: Claim) -> bool:
         },
         prepare=False,  # planned for its values: the ranges and paths are index scans
     ).fetchall()
+    places = []
     for row in rows:
         path = tuple(row["path"])
-        text = row["explicit"] or (base.uri.rstrip("/") + "/" + "/".join(safe_segment(level) for level in path))
         try:
-            place = Location.parse(text.rstrip("/"))
+            places.append((path, namespace_place(base.uri, path, row["explicit"])))
         except InvalidLocation:
             continue
-        own_line = c.namespace[: len(path)] == path
-        for root in c.roots:
-            if place.is_within(root) or (not own_line and root.is_within(place)):
-                return True
+    return places
+
+
+# -- namespaces ------------------------------------------------------------------------------
+
+
+class NamespaceLocationTaken(BadRequest):
+    """A namespace's location is another's (400; an undrop answers 409 with its own words)."""
+
+    def __init__(self, placed: NamespaceClaim) -> None:
+        super().__init__(
+            f"Cannot place namespace {'.'.join(placed.path)} at {placed.root.uri}: the location is another"
+            " namespace's, table's, view's or staged table's, or overlaps one. Set its location property to a"
+            " folder of its own inside its parent namespace's location"
+        )
+        self.placed = placed
+
+
+@dataclass(frozen=True)
+class NamespaceClaim:
+    """The location a namespace is about to own: its explicit ``location`` property, else its
+    default layout (``namespace_place``)."""
+
+    root: Location
+    warehouse_id: int
+    path: Path
+
+
+def claim_namespaces(conn: psycopg.Connection, claims: list[NamespaceClaim]) -> None:
+    """Lock and check ``claims`` inside the caller's transaction (after the namespace rows are
+    written: a namespace is never its own rival); BadRequest (the transaction rolls back: nothing
+    written) when a location is taken.
+
+    A namespace's location may contain what its own subtree holds (its tables', views', stages'
+    and nested namespaces' locations, strictly inside it), and may lie inside an ancestor's; it may
+    not be at, inside or above anything else - another namespace's location, any other table's,
+    view's or stage's, in any warehouse - nor at or above an entry of its own (a folder inside a
+    table's is not a namespace's home). The message names no other entry."""
+    _lock(conn, [c.root for c in claims])
+    for c in claims:
+        if _entries_in_the_way(conn, c) or _stages_in_the_way(conn, c) or _namespaces_in_the_way(conn, c):
+            raise NamespaceLocationTaken(c)
+
+
+def _under(path: Path, top: Path) -> bool:
+    """``path`` is ``top`` or lies below it."""
+    return path[: len(top)] == top
+
+
+def _inside(place: Location, root: Location) -> bool:
+    return place.is_within(root) and place != root
+
+
+def _entries_in_the_way(conn: psycopg.Connection, c: NamespaceClaim) -> bool:
+    """Live tables and views overlapping the claim, other than its own subtree's strictly inside it
+    (binned ones block no claim: an undrop of theirs finds the location taken)."""
+    found = [entry for entry, _ in _overlaps(conn, [c.root], None, binned="none")]
+    if not found:
+        return False
+    live = conn.execute(
+        "SELECT e.id, n.warehouse_id = %s AND n.path[1:%s] = %s AS mine"
+        " FROM catalog_entry e JOIN namespace n ON n.id = e.namespace_id WHERE e.id = ANY(%s)",
+        (c.warehouse_id, len(c.path), list(c.path), [entry.id for entry in found]),
+    ).fetchall()
+    mine = {row["id"]: row["mine"] for row in live}
+    for entry in found:
+        if entry.id not in mine:
+            continue
+        if not mine[entry.id]:
+            return True
+        try:
+            places = entry_places(entry)
+        except InvalidLocation:
+            return True
+        if any(place.overlaps(c.root) and not _inside(place, c.root) for place in places):
+            return True
     return False
+
+
+def _stages_in_the_way(conn: psycopg.Connection, c: NamespaceClaim) -> bool:
+    for warehouse_id, path, _, places in _overlapping_stages(conn, [c.root]):
+        if places is None or warehouse_id != c.warehouse_id or not _under(path, c.path):
+            return True
+        if any(place.overlaps(c.root) and not _inside(place, c.root) for place in places):
+            return True
+    return False
+
+
+def _namespaces_in_the_way(conn: psycopg.Connection, c: NamespaceClaim) -> bool:
+    for path, place in _namespace_places(conn, c.warehouse_id, [c.root]):
+        if path == c.path:
+            continue
+        if _under(c.path, path):  # an ancestor: may contain it, may not lie inside it
+            taken = place.is_within(c.root)
+        elif _under(path, c.path):  # a nested namespace: may lie inside it, may not contain it
+            taken = c.root.is_within(place)
+        else:
+            taken = place.overlaps(c.root)
+        if taken:
+            return True
+    return False
+
+
+def claim_restored_namespaces(conn: psycopg.Connection, warehouse_id: int, top: Path) -> None:
+    """An undrop of a namespace unit: once its rows are back (at ``top`` and below), the location of
+    each of its namespaces is claimed again - it may have been taken while they were in the bin."""
+    warehouse = conn.execute("SELECT location FROM warehouse WHERE id = %s", (warehouse_id,)).fetchone()
+    rows = conn.execute(
+        "SELECT path, properties->>'location' AS explicit FROM namespace"
+        " WHERE warehouse_id = %s AND path[1:%s] = %s ORDER BY path",
+        (warehouse_id, len(top), list(top)),
+    ).fetchall()
+    claims = []
+    for row in rows:
+        try:
+            place = namespace_place(warehouse["location"], tuple(row["path"]), row["explicit"])
+        except InvalidLocation:  # stored before namespace locations were checked: owns nothing
+            continue
+        claims.append(NamespaceClaim(place, warehouse_id, tuple(row["path"])))
+    claim_namespaces(conn, claims)
 
 
 _SEP = "\x1f"  # joins a path's levels into one text (levels hold no control characters)
 
 
-# A location and a metadata directory as the indexes of 0014 hold them (bucket/key, no trailing slash).
+# A location, a metadata directory and a data path as the indexes of 0014 and 0023 hold them
+# (bucket/key, no trailing slash; the data path's index holds only the rows that have one).
 _LOCATION_KEY = "(rtrim(regexp_replace(location, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE \"C\""
 _METADATA_KEY = (
     "(regexp_replace(regexp_replace(metadata_location, '^[A-Za-z0-9]+:/*', ''), '/[^/]*$', '')) COLLATE \"C\""
 )
-_ENTRY = "SELECT e.id, e.kind, e.uuid::text AS uuid, e.location, e.metadata_location, '' AS metadata"
+_DATA_KEY = "(rtrim(regexp_replace(data_path, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE \"C\""
+_ENTRY = "SELECT e.id, e.kind, e.uuid::text AS uuid, e.location, e.metadata_location, '' AS metadata, e.data_path"
 # Which binned entries a reading takes (with the live ones): all, those whose purge runs, none.
 _BINNED = {
     "all": "bin_entry e",
@@ -224,9 +383,10 @@ def _overlapping_query(count: int, binned: str) -> str:
     array), and the statement is planned for its values each time (never a generic plan, which
     for a range on an array's elements was a scan of every row and regular expression)."""
     conditions = []
-    for key in (_LOCATION_KEY, _METADATA_KEY):
-        conditions.append(f"{key} = ANY(%(at)s)")
-        conditions += [f"({key} >= %(lo_{i})s AND {key} < %(hi_{i})s)" for i in range(count)]
+    for key in (_LOCATION_KEY, _METADATA_KEY, _DATA_KEY):
+        some = "e.data_path IS NOT NULL AND " if key is _DATA_KEY else ""  # the partial index's rows
+        conditions.append(f"{some}{key} = ANY(%(at)s)")
+        conditions += [f"({some}{key} >= %(lo_{i})s AND {key} < %(hi_{i})s)" for i in range(count)]
     sources = [("catalog_entry e", "false")]
     if _BINNED[binned] is not None:
         sources.append((str(_BINNED[binned]), "true"))
@@ -241,7 +401,8 @@ def _overlaps(
     conn: psycopg.Connection, roots: list[Location], exclude_id: int | None, binned: str
 ) -> list[tuple[EntryRow, bool]]:
     """(entry, binned) of the live and (``binned``: all, purging, none) binned tables and views
-    (any warehouse) whose location or metadata directory overlaps one of ``roots``.
+    (any warehouse) whose location, metadata directory (that of its current metadata file) or data
+    path overlaps one of ``roots``.
 
     SQL narrows the rows by text, on the indexes of 0014 (scheme spellings and trailing slashes
     ignored); the model decides. The documents themselves are not read.
@@ -259,7 +420,7 @@ def _overlaps(
         is_binned = row.pop("binned")
         entry = EntryRow(**row)
         try:
-            places = [Location.parse(entry.location), Location.parse(entry.metadata_location).parent]
+            places = entry_places(entry)
         except InvalidLocation:  # stored before locations were checked: counts as overlapping
             found[entry.id] = (entry, is_binned)
             continue
@@ -271,8 +432,19 @@ def _overlaps(
 def overlapping_entries(
     conn: psycopg.Connection, roots: list[Location], exclude_id: int | None = None
 ) -> list[EntryRow]:
-    """Live and binned tables and views (any warehouse) whose location or metadata directory (that of its
-    current metadata file) is at, under or above one of ``roots``, compared by segments, read on
-    a connection the caller holds: what a purge or a maintenance run must leave alone (a binned
-    entry may still be undropped; its files are its own until it is forgotten or purged)."""
+    """Live and binned tables and views (any warehouse) whose location, metadata directory (that of
+    its current metadata file) or data path is at, under or above one of ``roots``, compared by
+    segments, read on a connection the caller holds: what a purge or a maintenance run must leave
+    alone (a binned entry may still be undropped; its files are its own until it is forgotten or
+    purged)."""
     return [entry for entry, _ in _overlaps(conn, roots, exclude_id, binned="all")]
+
+
+def entry_places(entry: EntryRow) -> list[Location]:
+    """The folders a table's or view's row says it owns: its location, its metadata directory (that
+    of its current file) and its data path when set (``app.rules.table.stored_roots``, parsed).
+    InvalidLocation when one does not parse (stored before locations were checked)."""
+    places = [Location.parse(entry.location), Location.parse(entry.metadata_location).parent]
+    if entry.data_path:
+        places.append(Location.parse(entry.data_path))
+    return places

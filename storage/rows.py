@@ -13,3 +13,4 @@ class EntryRow:
     location: str
     metadata_location: str
     metadata: str
+    data_path: str | None = None  # a table's write.data.path, when set (app/rules/table/files.py)

@@ -7,9 +7,9 @@ have requests signed, or credentials vended, for its location: ``staged_table`` 
 the stage until the create commits (a trigger deletes it when any entry takes the name), its
 namespace is dropped, or it expires.
 
-A stage claims its location and metadata directory like any entry (storage/placement.py): no live
-table, view, other stage or other namespace may overlap them, checked race-free in the
-transaction that records it.
+A stage claims its location, metadata directory and data path (when its properties set one) like
+any entry (storage/placement.py): no live table, view, other stage or other namespace may overlap
+them, checked race-free in the transaction that records it.
 """
 
 from __future__ import annotations
@@ -25,24 +25,36 @@ from storage.placement import Claim, claim
 
 @dataclass(frozen=True)
 class StagedTable:
-    """A live stage: where its table may write (location and metadata directory) and who staged it."""
+    """A live stage: where its table may write (location, metadata directory and data path) and who
+    staged it."""
 
     location: str
     metadata_path: str
     principal: str | None
+    data_path: str | None = None
+
+
+# Where a table or stage is: (location, metadata directory, data path or None).
+Place = tuple[str, str, str | None]
 
 
 @dataclass(frozen=True)
 class StoragePlaces:
-    """What one name holds, for storage access: the entry's kind and location, else the locations
-    of its live stages (oldest first; a name an entry holds has none: the trigger ended them), and
+    """What one name holds, for storage access: the entry's kind and where it is, else where its
+    live stages are (oldest first; a name an entry holds has none: the trigger ended them), and
     whether a protection mark covers it (on the entry, one of its namespaces or its warehouse:
-    its files are then deleted through nothing Growler signs or vends, docs/recycle-bin.md)."""
+    its files are then deleted through nothing Growler signs or vends, docs/recycle-bin.md). Each
+    place is (location, metadata directory, data path or None): the folders it owns are
+    ``app.rules.table.stored_roots`` of it."""
 
     kind: str | None
-    location: str | None
-    staged: tuple[str, ...]
+    place: Place | None
+    staged: tuple[Place, ...]
     protected: bool = False
+
+    @property
+    def location(self) -> str | None:
+        return self.place[0] if self.place else None
 
 
 # One round trip, read for every signed request and every credential vended: signing follows
@@ -51,14 +63,16 @@ class StoragePlaces:
 # answer was sent). The last row (2) is always there: whether the namespace chain or the
 # warehouse is protected, read from their rows, never from a worker's cache.
 PLACES = (
-    "SELECT 0 AS staged, e.id, e.kind, e.location, e.protected FROM namespace n"
-    " JOIN catalog_entry e ON e.namespace_id = n.id"
+    "SELECT 0 AS staged, e.id, e.kind, e.location,"
+    " regexp_replace(e.metadata_location, '/[^/]*$', '') AS metadata_path, e.data_path, e.protected"
+    " FROM namespace n JOIN catalog_entry e ON e.namespace_id = n.id"
     " WHERE n.warehouse_id = %(wh)s AND n.path = %(path)s AND e.name = %(name)s"
     " UNION ALL"
-    " SELECT 1, s.id, 'table', s.location, false FROM namespace n JOIN staged_table s ON s.namespace_id = n.id"
+    " SELECT 1, s.id, 'table', s.location, s.metadata_path, s.data_path, false"
+    " FROM namespace n JOIN staged_table s ON s.namespace_id = n.id"
     " WHERE n.warehouse_id = %(wh)s AND n.path = %(path)s AND s.name = %(name)s AND s.expires_at > now()"
     " UNION ALL"
-    " SELECT 2, 0, NULL, NULL, EXISTS (SELECT 1 FROM warehouse w WHERE w.id = %(wh)s AND w.protected)"
+    " SELECT 2, 0, NULL, NULL, NULL, NULL, EXISTS (SELECT 1 FROM warehouse w WHERE w.id = %(wh)s AND w.protected)"
     " OR EXISTS (SELECT 1 FROM generate_series(1, cardinality(%(path)s::text[])) d JOIN namespace a"
     "  ON a.warehouse_id = %(wh)s AND a.path = (%(path)s::text[])[1:d] WHERE a.protected)"
     " ORDER BY 1, 2"
@@ -70,12 +84,13 @@ def _places_params(warehouse_id: int, namespace: tuple[str, ...], name: str) -> 
 
 
 def _places(rows: list[tuple[Any, ...]]) -> StoragePlaces:
-    entries = [(kind, location, protected) for staged, _, kind, location, protected in rows if staged == 0]
-    held = any(protected for staged, _, _, _, protected in rows if staged == 2)
+    """From ``PLACES``' rows: (staged, id, kind, location, metadata directory, data path, protected)."""
+    entries = [(row[2], (row[3], row[4], row[5]), row[6]) for row in rows if row[0] == 0]
+    held = any(row[6] for row in rows if row[0] == 2)
     if entries:
-        kind, location, protected = entries[0]
-        return StoragePlaces(kind, location, (), bool(protected) or held)
-    return StoragePlaces(None, None, tuple(location for staged, _, _, location, _ in rows if staged == 1), held)
+        kind, place, protected = entries[0]
+        return StoragePlaces(kind, place, (), bool(protected) or held)
+    return StoragePlaces(None, None, tuple((row[3], row[4], row[5]) for row in rows if row[0] == 1), held)
 
 
 class AsyncPlacesReader:
@@ -109,10 +124,20 @@ class StagedTables:
         with self.db.transaction() as conn:
             claim(conn, [placed])
             row = conn.execute(
-                "INSERT INTO staged_table (namespace_id, name, location, metadata_path, principal, expires_at)"
-                " SELECT n.id, %s, %s, %s, %s, now() + make_interval(secs => %s) FROM namespace n"
+                "INSERT INTO staged_table"
+                " (namespace_id, name, location, metadata_path, data_path, principal, expires_at)"
+                " SELECT n.id, %s, %s, %s, %s, %s, now() + make_interval(secs => %s) FROM namespace n"
                 " WHERE n.warehouse_id = %s AND n.path = %s RETURNING id",
-                (name, stage.location, stage.metadata_path, stage.principal, lifetime_s, warehouse_id, list(namespace)),
+                (
+                    name,
+                    stage.location,
+                    stage.metadata_path,
+                    stage.data_path,
+                    stage.principal,
+                    lifetime_s,
+                    warehouse_id,
+                    list(namespace),
+                ),
             ).fetchone()
             if row is None:
                 raise NoSuchNamespace(f"Namespace does not exist: {'.'.join(namespace)}")
@@ -120,7 +145,8 @@ class StagedTables:
     def places(self, warehouse_id: int, namespace: tuple[str, ...], name: str) -> StoragePlaces:
         with self.db.connection() as conn:
             rows = conn.execute(PLACES, _places_params(warehouse_id, namespace, name)).fetchall()
-        return _places([(row["staged"], row["id"], row["kind"], row["location"], row["protected"]) for row in rows])
+        columns = ("staged", "id", "kind", "location", "metadata_path", "data_path", "protected")
+        return _places([tuple(row[column] for column in columns) for row in rows])
 
     def delete_expired(self, limit: int = 1000) -> int:
         """Forget stages past their expiry (housekeeping); their files, if any, are orphans."""
@@ -134,4 +160,6 @@ class StagedTables:
 
 
 def _roots(stage: StagedTable) -> list[Location]:
-    return list(dict.fromkeys([Location.parse(stage.location), Location.parse(stage.metadata_path)]))
+    """The folders a stage claims: those of ``app.rules.table.stored_roots``, parsed."""
+    places = [stage.location, stage.metadata_path, *([stage.data_path] if stage.data_path else [])]
+    return list(dict.fromkeys(Location.parse(place) for place in places))

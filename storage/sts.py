@@ -1,9 +1,10 @@
-"""``sts`` credentials mode: temporary credentials limited to one table's prefix.
+"""``sts`` credentials mode: temporary credentials limited to one table's folders.
 
 Growler calls the storage's STS ``AssumeRole`` (the AWS STS query API, which AWS, MinIO, Ceph
 RGW and SeaweedFS's embedded IAM serve) with its own keys, the role of ``GROWLER_STS_ROLE_ARN``
 and an inline session policy that allows only the table's objects: read and write under the
-table's location, and listing the bucket only with that prefix. The effective permissions are
+folders it owns (its location, metadata directory and data path: ``app.rules.table.table_roots``),
+and listing the bucket only with those prefixes. The effective permissions are
 the intersection of the role's and the session policy, so the credentials cannot reach
 another table even when the role could. They expire after ``GROWLER_STS_DURATION_S``; clients
 refresh them through ``loadCredentials``.
@@ -18,6 +19,7 @@ import hashlib
 import json
 import logging
 import secrets
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -40,23 +42,29 @@ READ_ACTIONS = ["s3:GetObject", "s3:GetObjectVersion"]
 WRITE_ACTIONS = ["s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"]
 
 
-def session_policy(location: str, write: bool = True, delete: bool = True) -> dict[str, Any]:
-    """An IAM policy allowing only the objects under ``location`` (read-only unless ``write``;
-    without s3:DeleteObject unless ``delete``: a warehouse that refuses deletes)."""
-    parsed = Location.parse(location)
-    prefix = parsed.key.rstrip("/") + "/"
+def session_policy(roots: str | Sequence[str], write: bool = True, delete: bool = True) -> dict[str, Any]:
+    """An IAM policy allowing only the objects under ``roots`` - a table's location, or every folder
+    it owns (its location, metadata directory and data path) - read-only unless ``write``; without
+    s3:DeleteObject unless ``delete`` (a warehouse that refuses deletes, a protected table). Listing is allowed in
+    each root's bucket with that root's prefix only."""
+    parsed = [Location.parse(root) for root in ([roots] if isinstance(roots, str) else roots)]
+    prefixes = {(place.bucket, place.key.rstrip("/") + "/"): None for place in parsed if place.key}
+    buckets = dict.fromkeys(bucket for bucket, _ in prefixes)
     statements: list[dict[str, Any]] = [
         {
             "Effect": "Allow",
             "Action": READ_ACTIONS + ([a for a in WRITE_ACTIONS if delete or a != "s3:DeleteObject"] if write else []),
-            "Resource": [f"arn:aws:s3:::{parsed.bucket}/{prefix}*"],
+            "Resource": [f"arn:aws:s3:::{bucket}/{prefix}*" for bucket, prefix in prefixes],
         },
-        {
-            "Effect": "Allow",
-            "Action": ["s3:ListBucket"],
-            "Resource": [f"arn:aws:s3:::{parsed.bucket}"],
-            "Condition": {"StringLike": {"s3:prefix": [f"{prefix}*"]}},
-        },
+        *(
+            {
+                "Effect": "Allow",
+                "Action": ["s3:ListBucket"],
+                "Resource": [f"arn:aws:s3:::{bucket}"],
+                "Condition": {"StringLike": {"s3:prefix": [f"{p}*" for b, p in prefixes if b == bucket]}},
+            }
+            for bucket in buckets
+        ),
     ]
     return {"Version": "2012-10-17", "Statement": statements}
 
@@ -64,17 +72,23 @@ def session_policy(location: str, write: bool = True, delete: bool = True) -> di
 def table_credentials(
     settings: Settings,
     warehouse: WarehouseRow,
-    location: str,
+    roots: str | Sequence[str],
     s3: S3Settings | None = None,
     write: bool = True,
     delete: bool = True,
 ) -> dict[str, str]:
-    """FileIO properties holding fresh credentials for the table at ``location`` (503 when STS
-    fails); without s3:DeleteObject unless ``delete`` and the warehouse accepts deletes."""
-    try:
-        Location.parse(location)
-    except InvalidLocation:
-        return {}
+    """FileIO properties holding fresh credentials for a table's folders (``roots``: its location,
+    or every folder it owns), 503 when STS fails; without s3:DeleteObject unless ``delete`` and the
+    warehouse accepts deletes."""
+    texts = [roots] if isinstance(roots, str) else list(roots)
+    valid = []
+    for number, text in enumerate(texts):
+        try:
+            valid.append(Location.parse(text).uri)
+        except InvalidLocation:
+            if number == 0:  # the table's location: nothing to vend for
+                return {}
+    policy = session_policy(valid, write=write, delete=delete and not warehouse.refuse_deletes)
     storage = warehouse.storage or {}
     endpoint = settings.sts.endpoint or storage.get("sts-endpoint") or storage.get("endpoint") or settings.s3.endpoint
     region = storage.get("region") or settings.s3.region
@@ -84,7 +98,7 @@ def table_credentials(
         access_key=(s3 or settings.s3).access_key or "",
         secret_key=(s3 or settings.s3).secret_key or "",
         role_arn=settings.sts.role_arn,
-        policy=session_policy(location, write=write, delete=delete and not warehouse.refuse_deletes),
+        policy=policy,
         duration_s=settings.sts.duration_s,
         timeout_s=settings.s3.timeout_s,
     )

@@ -182,25 +182,33 @@ class ForeignFile(BadRequest):
 
 @dataclass(frozen=True)
 class TableFiles:
-    """Where one table's files may be: the places the table owns exclusively.
+    """Where one table's files may be: the folders the table owns exclusively.
 
-    Those are the entry's location and the directory of its metadata file - exactly what
+    Those are its roots (``app.rules.table.table_roots``: its location, the directory of its
+    metadata file and its data path, ``write.data.path``, when set) - exactly what
     storage/placement.py claims for it (no other table, view, stage or namespace may overlap
-    them), and what signing and vended credentials serve when ``write.metadata.path`` is unset or
-    inside the location. A file strictly under one of them is the table's own; anything else (another
-    table's folder, another bucket, a local file) is not, whatever the table's metadata says: a
-    commit may name only its own manifest lists, and every server-side reader (the console's
-    preview, scan planning, maintenance) opens or hands out only such files. Build one with
-    ``app.rules.table.files`` (``files_of_entry``, ``files_after_commit``): one definition.
+    them), and what signing and vended credentials serve. A file strictly under one of them is the
+    table's own; anything else (another table's folder or data path, another bucket, a local file)
+    is not, whatever the table's metadata says: a commit may name only its own manifest lists, and
+    every server-side reader (the console's preview, scan planning, maintenance) opens or hands out
+    only such files. Build one with ``app.rules.table.files`` (``table_files``, ``files_of_entry``):
+    one definition.
     """
 
     roots: tuple[Location, ...]
 
     @classmethod
-    def of(cls, location: str, metadata_directory: str) -> TableFiles:
-        """A table at ``location`` whose metadata files are in ``metadata_directory``."""
-        places = [Location.parse(location, "table location"), Location.parse(metadata_directory, "metadata directory")]
-        # one inside the other (the default: the metadata directory in the location) is one root
+    def of(cls, location: str, *more: str) -> TableFiles:
+        """A table at ``location`` that owns the folders ``more`` too (its metadata directory and
+        data path: ``app.rules.table.stored_roots``). One of ``more`` that does not parse (stored
+        before locations were checked) owns nothing: the table's other files stay readable."""
+        places = [Location.parse(location, "table location")]
+        for text in more:
+            try:
+                places.append(Location.parse(text, "table folder"))
+            except InvalidLocation:
+                continue
+        # one inside another (the default: the metadata directory in the location) is one root
         roots = dict.fromkeys(p for p in places if not any(p != q and p.is_within(q) for q in places))
         return cls(tuple(roots))
 
@@ -229,7 +237,7 @@ class TableFiles:
             raise ForeignFile(
                 f"{opening} is outside the table's locations ({self.shown}). Growler reads and lists only a "
                 "table's own files on its behalf, as signing and vended credentials serve only them: write the "
-                "table's files under its location (or its metadata directory), or register the table at a "
-                "location that holds its files"
+                "table's files under its location (or its metadata directory or data path), or register the "
+                "table at a location that holds its files"
             )
         return location

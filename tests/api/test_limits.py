@@ -283,7 +283,7 @@ def register(client, location: str) -> tuple[Any, Cost]:
 def test_registered_metadata_within_the_caps(small_client, s3, db):
     metadata = metadata_of(small_client)
     metadata["properties"] = {f"p{i}": "x" * 100 for i in range(1000)}  # ~110 KiB inflated
-    location = f"s3://{TEST_BUCKET}/reg/ok/metadata/00001-a.gz.metadata.json"
+    location = f"s3://{TEST_BUCKET}/db/reg/ok/metadata/00001-a.gz.metadata.json"  # in its home (issue 46)
     s3.write_new(location, gzip.compress(json.dumps(metadata).encode()))
     response, _ = register(small_client, location)
     assert response.status_code == 200, response.text

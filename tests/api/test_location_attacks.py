@@ -159,14 +159,19 @@ def test_a_table_at_beside_inside_or_above_the_victim_is_refused(client, victims
     victims.assert_unchanged()
 
 
-def test_a_namespace_pointed_at_the_victim_places_no_table_there(client, victims, db):
+def test_a_namespace_pointed_at_the_victim_is_refused(client, victims, db):
     """The attacker's own namespace, its location property set onto the victim's folder (or its
-    namespace's): a table it creates there by default is refused."""
+    namespace's, or inside it), or a child of it created there: refused with nothing written
+    (issue 46), so what it creates lands in its own folder."""
     for target in (f"{victims.base}/victim", victims.base, f"{victims.base}/victim/data"):
-        updated = client.post(f"{PREFIX}/namespaces/db/properties", json={"updates": {"location": target}})
-        assert updated.status_code == 200, updated.text
-        refused(client.post(tables_url(), json=create_request("evil")))
-    assert db.execute("SELECT count(*) FROM catalog_entry WHERE name = 'evil'").fetchone()[0] == 0
+        refused(client.post(f"{PREFIX}/namespaces/db/properties", json={"updates": {"location": target}}))
+        child = {"namespace": ["db", "child"], "properties": {"location": target}}
+        refused(client.post(f"{PREFIX}/namespaces", json=child))
+    assert db.execute("SELECT properties FROM namespace WHERE path = '{db}'").fetchone()[0] == {}
+    assert db.execute("SELECT count(*) FROM namespace WHERE path = '{db,child}'").fetchone()[0] == 0
+    made = client.post(tables_url(), json=create_request("evil"))
+    assert made.status_code == 200, made.text
+    assert made.json()["metadata"]["location"].startswith(f"{WH}/db/evil-")
     victims.assert_unchanged()
 
 

@@ -111,20 +111,18 @@ def test_tables_and_views_land_under_an_explicit_namespace_location(client):
     assert staged.json()["metadata"]["location"].startswith(own + "/s-")
 
 
-def test_a_namespace_location_outside_the_warehouse_places_nothing(client, db):
-    create(client, "astray", properties={"location": "s3://someone-elses-bucket/data"})
-    refused = client.post(f"{NS}/astray/tables", json={"name": "t", "schema": SCHEMA})
-    assert_error(refused, 400, "BadRequestException")
-    assert "namespace location 's3://someone-elses-bucket/data'" in refused.json()["error"]["message"]
-    assert "outside the warehouse's allowed locations" in refused.json()["error"]["message"]
-    # nor does an explicit location: a table lies in its namespace's location, and this one is not usable
-    placed = client.post(
-        f"{NS}/astray/tables", json={"name": "t", "schema": SCHEMA, "location": f"{WAREHOUSE_ROOT}/astray/t"}
-    )
-    assert_error(placed, 400, "BadRequestException")
-    assert "outside its namespace's location" in placed.json()["error"]["message"]
-    rows = db.execute("SELECT count(*) FROM catalog_entry WHERE location LIKE 's3://someone-elses-bucket/%'")
-    assert rows.fetchone()[0] == 0
+def test_a_namespace_location_outside_the_warehouse_is_refused(client, db):
+    """A namespace's location is one it owns (issue 46): outside the warehouse's allowed locations,
+    or at the warehouse root itself, it is refused on create and on update, nothing written."""
+    for outside in ("s3://someone-elses-bucket/data", WAREHOUSE_ROOT, "file:///etc"):
+        refused = create(client, "astray", properties={"location": outside})
+        assert_error(refused, 400, "BadRequestException")
+        assert "outside the warehouse's allowed locations" in refused.json()["error"]["message"]
+    assert db.execute("SELECT count(*) FROM namespace").fetchone()[0] == 0
+    create(client, "astray")
+    updated = client.post(f"{NS}/astray/properties", json={"updates": {"location": "s3://someone-elses-bucket/d"}})
+    assert_error(updated, 400, "BadRequestException")
+    assert client.get(f"{NS}/astray").json()["properties"] == {"location": f"{WAREHOUSE_ROOT}/astray"}
 
 
 def test_create_existing_is_409(client):

@@ -194,11 +194,11 @@ def test_manifest_lists_where_writers_put_them_are_accepted(client, table):
     body["manifest-list"] = f"{location}/metadata/snap-2-1-0b7e1f0a-9c1e-4a53-8a0e-000000000002.avro"
     assert commit(client, add_snapshot(body), set_main(2)).status_code == 200
 
-    elsewhere = f"s3://{TEST_BUCKET}/shared-metadata/t"
+    elsewhere = f"s3://{TEST_BUCKET}/db/shared-metadata/t"  # in its namespace's home (issue 46)
     moved = commit(client, {"action": "set-properties", "updates": {"write.metadata.path": elsewhere}})
     assert moved.status_code == 200, moved.text
     body = snapshot(3, 3, parent=2)
-    body["manifest-list"] = f"s3a://{TEST_BUCKET}/shared-metadata/t/snap-3.avro"  # s3a, as Hadoop writes it
+    body["manifest-list"] = f"s3a://{TEST_BUCKET}/db/shared-metadata/t/snap-3.avro"  # s3a, as Hadoop writes it
     response = commit(client, add_snapshot(body), set_main(3))
     assert response.status_code == 200, response.text
     assert response.json()["metadata"]["current-snapshot-id"] == 3

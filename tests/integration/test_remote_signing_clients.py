@@ -96,6 +96,26 @@ def test_pyiceberg_round_trip_through_remote_signing(signing_server, signing_set
     assert not catalog.table_exists("rs.events")
 
 
+def test_pyiceberg_writes_its_own_data_and_metadata_paths_through_signing(signing_server, signing_settings):
+    """``write.data.path`` and ``write.metadata.path`` outside the table's location (inside its
+    namespace's): folders the table owns (issue 46), which the signer serves as it does the location."""
+    catalog = RestCatalog("signed", uri=signing_server.url, warehouse=WAREHOUSE, credential=TEST_CREDENTIAL)
+    catalog.create_namespace("paths")
+    base = f"s3://{TEST_BUCKET}/{WAREHOUSE}/paths"
+    properties = {"write.data.path": f"{base}/t-data", "write.metadata.path": f"{base}/t-meta"}
+    table = catalog.create_table("paths.t", schema=SCHEMA, properties=properties)
+    table.append(_rows(1, 2))
+    table = catalog.load_table("paths.t")
+    table.append(_rows(3))
+    assert sorted(catalog.load_table("paths.t").scan().to_arrow()["id"].to_pylist()) == [1, 2, 3]
+    store = S3ObjectStore(signing_settings.s3)
+    data = [found.uri for found in store.list(Location.parse(f"{base}/t-data"))]
+    metadata = [found.uri for found in store.list(Location.parse(f"{base}/t-meta"))]
+    assert len([uri for uri in data if uri.endswith(".parquet")]) == 2
+    assert any(uri.endswith(".avro") for uri in metadata) and any(uri.endswith(".metadata.json") for uri in metadata)
+    assert not [found for found in store.list(Location.parse(table.location())) if found.uri.endswith(".parquet")]
+
+
 def test_signing_log_holds_no_secret(signing_server, signing_settings):
     catalog = RestCatalog("signed", uri=signing_server.url, warehouse=WAREHOUSE, credential=TEST_CREDENTIAL)
     catalog.create_namespace_if_not_exists("logs")

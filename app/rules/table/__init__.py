@@ -39,8 +39,8 @@ The rules are split by concern, as PyIceberg splits ``pyiceberg.table.update``:
 - ``snapshots``: snapshots, refs, statistics, the snapshot log;
 - ``creation``: a new table (createTable, and the empty table of a staged create);
 - ``updates``: applying updates, and a commit end to end;
-- ``files``: where a table's metadata files go, the manifest lists a commit adds,
-  and which ones a commit may delete; naming,
+- ``files``: the folders a table owns (``table_roots``; its own files, ``table_files``), where its
+  metadata files go, the manifest lists a commit adds, and which ones a commit may delete; naming,
   versions and gzip are shared with views in ``app.rules.metadata_files``.
 
 This package exports what the services and tests use.
@@ -49,12 +49,16 @@ This package exports what the services and tests use.
 from app.rules.metadata_files import metadata_file_name, next_metadata_version, parse_metadata_version
 from app.rules.table.creation import new_table_metadata
 from app.rules.table.files import (
+    DATA_PATH_PROPERTIES,
     added_manifest_lists,
-    files_after_commit,
+    data_path,
     files_of_entry,
     metadata_directory,
     metadata_files_to_delete,
     relocates,
+    stored_roots,
+    table_files,
+    table_roots,
 )
 from app.rules.table.models import TableMetadata, TableUpdate
 from app.rules.table.requests import TableRequirement, parse_requirements, parse_updates
@@ -63,6 +67,7 @@ from app.rules.table.serialisation import SnapshotJson, current_location, parse_
 from app.rules.table.updates import apply_updates, commit, screen_for
 
 __all__ = [
+    "DATA_PATH_PROPERTIES",
     "SnapshotJson",
     "TableMetadata",
     "TableRequirement",
@@ -72,7 +77,7 @@ __all__ = [
     "check_requirements",
     "commit",
     "current_location",
-    "files_after_commit",
+    "data_path",
     "files_of_entry",
     "metadata_directory",
     "metadata_file_name",
@@ -86,6 +91,9 @@ __all__ = [
     "refs_only",
     "relocates",
     "screen_for",
+    "stored_roots",
+    "table_files",
+    "table_roots",
     "table_uuid",
     "to_json",
 ]

@@ -1,5 +1,5 @@
 """The recycle bin meets location ownership (storage/placement.py): the shared state is a dropped
-table's location and metadata directory, which its bin entry may still bring back (undrop), purge
+table's location, metadata directory and data path, which its bin entry may still bring back (undrop), purge
 (housekeeping) or give up to a new entry (a take-over, docs/recycle-bin.md).
 
 Each sequence runs on the default, soft warehouse as it would on a catalog without a bin: a table
@@ -312,3 +312,26 @@ def test_a_view_created_at_a_dropped_views_location(client, home):
     (unit,) = units(client)
     refused = undrop(client, unit["id"], name="v_old")
     assert refused.status_code == 409 and "view db.v holds it now" in refused.json()["error"]["message"]
+
+
+def test_a_dropped_tables_data_path_can_be_taken_over_and_then_blocks_its_undrop(client, home, db):
+    """A table's ``write.data.path`` outside its location is one of its folders (``table_roots``):
+    once it is in the bin, a new table may be created there (a take-over, as at its location), and
+    the undrop is then a 409 naming the data path and the new owner, with nothing written."""
+    data_path = f"{home}-data"
+    old = client.post(tables_url(), json=create_request("t", properties={"write.data.path": data_path}))
+    assert old.status_code == 200, old.text
+    assert create_at(client, "other", f"{data_path}/x").status_code == 400  # a live owner keeps others out
+    assert client.delete(table_url("t")).status_code == 204
+    (unit,) = units(client)
+
+    new = create_at(client, "newer", data_path)
+    assert new.status_code == 200, new.text
+
+    before = bin_state(db)
+    refused = undrop(client, unit["id"])
+    assert (refused.status_code, error_type(refused)) == (409, "LocationTakenException"), refused.text
+    message = refused.json()["error"]["message"]
+    assert data_path in message and "table db.newer holds it now" in message
+    assert bin_state(db) == before
+    assert client.get(table_url("t")).status_code == 404

@@ -1,9 +1,10 @@
 """Where table ownership meets the server-side readers (issue 46): the console's data preview, scan
 planning (planTableScan, fetchPlanningResult) and maintenance read a table's files with Growler's
 own keys, which reach every table of the warehouse and beyond; ownership (storage/placement.py:
-each table owns its location and metadata directory) is what says which of those files are the
-table's. The shared state is the object store: one table's snapshot can name files another table
-owns, and the readers must open and hand out only the caller's table's own.
+each table owns its location, metadata directory and data path, ``table_roots``) is what says
+which of those files are the table's. The shared state is the object store: one table's snapshot
+can name files another table owns, and the readers must open and hand out only the caller's
+table's own.
 
 The attack is built for real: table ``b.victim`` holds rows written by PyIceberg (through the
 test client: the in-process app has no URL), and principal A, with write on its own table
@@ -14,7 +15,8 @@ others are accepted (a commit does not read manifests), and then every reader re
 none of B's rows and listing none of its files, and maintenance fails its run with the reason,
 changing nothing. Two pages of the preview for a
 table that cannot be read (its manifest list missing, Parquet files without field ids) are
-clear pages, not a JSON 500.
+clear pages, not a JSON 500. A table's own ``write.data.path`` outside its location is read like
+its location; the same files named by another table are refused.
 """
 
 from __future__ import annotations
@@ -418,3 +420,66 @@ def test_the_preview_of_parquet_files_without_field_ids_is_a_page(scene, admin_c
     assert page.status_code == 422 and page.headers["content-type"].startswith("text/html"), page.text
     assert "carry no Iceberg field ids" in page.text and "schema.name-mapping.default" in page.text
     assert "imported-7" not in page.text
+
+
+# -- a table's own data path -----------------------------------------------------------------
+
+DATA_PATH_ROWS = [{"id": 20, "secret": "data-path-20"}, {"id": 21, "secret": "data-path-21"}]
+
+
+def test_a_tables_own_data_path_is_read_and_another_tables_is_refused(app, scene, store, admin_console):
+    """``a.paths`` sets ``write.data.path`` outside its location (inside namespace ``a``'s home, as
+    Spark and PyIceberg write there): the data files are its own (it claimed the folder; signing and
+    STS serve it), so planning, the preview and maintenance read them. ``a.mine`` naming the same
+    files in a manifest of its own is refused by every reader: a data path is one table's."""
+    home = scene.mine.metadata.location.rsplit("/", 1)[0]
+    data_path = f"{home}/paths-data-{uuid.uuid4().hex[:8]}"
+    body = {"name": "paths", "schema": SCHEMA, "properties": {"format-version": "2", "write.data.path": data_path}}
+    made = scene.admin.post(f"{PREFIX}/namespaces/a/tables", json=body)
+    assert made.status_code == 200, made.text
+    location = made.json()["metadata"]["location"]
+    assert not Location.parse(data_path).is_within(Location.parse(location))  # outside its location
+    scene.catalog.load("a", "paths").append(pa.Table.from_pylist(DATA_PATH_ROWS, schema=ARROW))
+    table = scene.catalog.load("a", "paths")
+    files = [
+        entry.data_file.file_path
+        for manifest in table.current_snapshot().manifests(scene.io)
+        for entry in manifest.fetch_manifest_entry(scene.io)
+    ]
+    assert files and all(path.startswith(f"{data_path}/") for path in files), files
+
+    planned = scene.admin.post(f"{table_url('a', 'paths')}/plan", json={})
+    assert planned.status_code == 200, planned.text
+    tasks = planned.json()["file-scan-tasks"]
+    assert sorted(task["data-file"]["file-path"] for task in tasks) == sorted(files)
+
+    page = admin_console.get("/ui/w/test/table/preview", params={"ns": "a", "name": "paths"})
+    assert page.status_code == 200, page.text
+    assert all(row["secret"] in page.text for row in DATA_PATH_ROWS)
+
+    maintenance = app.app.extensions[MAINTENANCE]
+    entry = maintenance.maintenance.table("test", ("a",), "paths")
+    maintenance.maintenance.schedule(entry.entry_id, 86_400)  # the schedule stays off: the test runs it
+    content = {"enable": True, "config": {"max_snapshot_age_days": 1, "min_snapshot_to_keep": 1}}
+    maintenance.maintenance.attach("system.snapshot-expiry", Securable("table", "test", ("a",), "paths"), content)
+    run = _run(maintenance, entry, "system.snapshot-expiry", int(time.time() * 1000) + 10 * DAY_MS)
+    assert run.status == "succeeded", (run.status, run.error)
+    assert scene.catalog.load("a", "paths").scan().to_arrow().to_pylist() == DATA_PATH_ROWS
+
+    # the same files named by a.mine's own manifest: another table's data path, refused by every reader
+    taken = [
+        entry.data_file
+        for m in table.current_snapshot().manifests(scene.io)
+        for entry in m.fetch_manifest_entry(scene.io)
+    ]
+    own = list(scene.mine.current_snapshot().manifests(scene.io))
+    manifest_list = scene.manifest_list_of([*own, scene.manifest_of(taken, 8181)], 8181)
+    assert scene.commit_snapshot(scene.api, manifest_list, 8181).status_code == 200
+    refused = scene.api.post(f"{table_url('a', 'mine')}/plan", json={})
+    assert refused.status_code == 400, refused.text
+    message = refused.json()["error"]["message"]
+    assert message.startswith("Cannot plan the scan: ") and "outside the table's locations" in message
+    assert taken[0].file_path in message
+    page = scene.console.get("/ui/w/test/table/preview", params={"ns": "a", "name": "mine"})
+    assert page.status_code == 400 and "outside the table" in page.text
+    assert not [row["secret"] for row in DATA_PATH_ROWS if row["secret"] in page.text]

@@ -318,9 +318,10 @@ def test_set_properties_switches_metadata_files_to_gzip(client, ns, s3):
     assert s3.read(committed.location)[:2] == b"\x1f\x8b"
 
 
-def test_set_properties_moves_metadata_files_inside_the_warehouse(client, ns, s3):
+def test_set_properties_moves_metadata_files_inside_the_namespaces_home(client, ns, s3):
+    """Anywhere inside the table's namespace's location (issue 46: not into another's folder)."""
     new_table(client)
-    directory = f"{WAREHOUSE}/metadata-elsewhere/{uuid.uuid4().hex}"
+    directory = f"{WAREHOUSE}/{ns}/metadata-elsewhere/{uuid.uuid4().hex}"
     committed = accept(client, s3, [{"action": "set-properties", "updates": {"write.metadata.path": directory}}])
     assert committed.location.startswith(directory + "/")
 
