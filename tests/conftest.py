@@ -249,8 +249,21 @@ def db(services: Services) -> Iterator[psycopg.Connection]:
 @pytest.fixture
 def clean_catalog(app, services: Services) -> None:
     """Every API test starts from an empty catalog (warehouses kept)."""
-    with psycopg.connect(services.database_url, autocommit=True) as conn:
-        conn.execute(TRUNCATE_CATALOG)
+    truncate_catalog(services.database_url)
+
+
+def truncate_catalog(database_url: str, attempts: int = 5) -> None:
+    """TRUNCATE takes its tables' locks one after another, so the app's own background work (a
+    purge or an expiry the previous test left queued, housekeeping's rounds) can deadlock with it;
+    PostgreSQL then aborts one side whole, and the truncate is simply run again."""
+    for attempt in range(attempts):
+        try:
+            with psycopg.connect(database_url, autocommit=True) as conn:
+                conn.execute(TRUNCATE_CATALOG)
+            return
+        except psycopg.errors.DeadlockDetected:
+            if attempt == attempts - 1:
+                raise
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from app.edge.context import AUTHORIZER
 from app.ground.callers import IDP, Principal, current_principal
 from tests.api.authz_support import MANAGEMENT as M
 from tests.api.authz_support import WAREHOUSE, Caller, Principals, securable_body
-from tests.conftest import TRUNCATE_CATALOG, fetch_token
+from tests.conftest import fetch_token, truncate_catalog
 
 CATALOG = {"type": "catalog"}
 
@@ -144,8 +144,7 @@ def _remove_warehouses(principals: Principals):
 @pytest.fixture(scope="module")
 def callers(app, services, principals: Principals) -> dict[str, Caller]:
     """Made once for the module (argon2 makes principals dear); the module truncates no grant."""
-    with psycopg.connect(services.database_url, autocommit=True) as conn:
-        conn.execute(TRUNCATE_CATALOG)
+    truncate_catalog(services.database_url)
     manager = principals.new("manager")
     principals.grant(manager, "manage-grants", "catalog")
     plain = principals.new("plain")

@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import psycopg
 import pytest
 from pyiceberg.expressions import EqualTo, In
 from pyiceberg.types import LongType
 
-from tests.conftest import TRUNCATE_CATALOG
+from tests.conftest import truncate_catalog
 from tests.integration.scan_planning.scan_planning_support import (
     BANDS,
     NS,
@@ -23,8 +22,7 @@ from tests.integration.scan_planning.scan_planning_support import (
 
 @pytest.fixture(scope="module")
 def table(server, app, services):
-    with psycopg.connect(services.database_url, autocommit=True) as conn:
-        conn.execute(TRUNCATE_CATALOG)
+    truncate_catalog(services.database_url)
     catalog = client_catalog(server)
     catalog.create_namespace(NS)
     created = catalog.create_table((NS, TABLE), schema=SCHEMA, partition_spec=SPEC)
