@@ -42,8 +42,11 @@ def serve(info_file: Path) -> None:
     sys.path.insert(0, os.getcwd())
     import random
 
-    from bench.targets import GrowlerTarget, make_root, remove_root
-    from bench.workloads import NAMESPACE_PROPERTIES, NAMESPACES, _client, _expect, append_sequentially, bodies
+    from bench import bodies
+    from bench.growler_target import GrowlerTarget
+    from bench.plan import NAMESPACE_PROPERTIES, NAMESPACES
+    from bench.seeding import _expect, append_sequentially, catalog_client
+    from bench.targets import make_root, remove_root
 
     _wrap_gunicorn()
     root = make_root()
@@ -52,7 +55,7 @@ def serve(info_file: Path) -> None:
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
         target.start()
-        with _client(target) as client:
+        with catalog_client(target) as client:
             for name in NAMESPACES:
                 _expect(client.post("namespaces", json={"namespace": [name], "properties": NAMESPACE_PROPERTIES}), 200)
             _expect(client.post("namespaces/ns001/tables", json=bodies.create_table("wide", 40)), 200)
@@ -125,7 +128,7 @@ def calls(old: Path, new: Path, requests_old: int, requests_new: int, top: int =
 
 def compare(old: Path, new: Path) -> dict[str, Any]:
     from bench import wrk
-    from bench.targets import children, cpu_seconds
+    from bench.processes import children, cpu_seconds
 
     only = [w.strip().upper() for w in os.environ.get("AB_ONLY", "W1").split(",") if w.strip()]
     rounds = int(os.environ.get("AB_ROUNDS", "6"))
