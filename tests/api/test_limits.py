@@ -17,6 +17,7 @@ import pytest
 from app.ground.limits import Limits
 from tests.api.tables_support import PREFIX, T_LOCATION, TextStore, create_request, snapshot, table_url, tables_url
 from tests.conftest import TEST_BUCKET, authenticated
+from tests.timing_support import cpu_s
 
 LIMITS = Limits()
 NS = f"{PREFIX}/namespaces"
@@ -54,15 +55,6 @@ class Cost:
 
     request_s: float
     baseline_s: float
-
-
-def cpu_s(work: Any, runs: int = 3) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        started = time.process_time()
-        work()
-        best = min(best, time.process_time() - started)
-    return best
 
 
 def post(client, url: str, body: Any) -> tuple[Any, Cost]:

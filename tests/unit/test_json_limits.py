@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import time
 import tracemalloc
 
 import pytest
@@ -22,6 +21,7 @@ from app.ground.limits import (
     load_json,
 )
 from app.ground.settings import Settings
+from tests.timing_support import cpu_s as timing_cpu_s
 
 LIMITS = Limits()
 # A refusal costs about what parsing a valid document of its size costs (measured ratios: 0.1 to
@@ -31,19 +31,8 @@ AT_MOST_TIMES_A_PARSE = 50
 
 
 def cpu_s(work, runs: int = 7) -> float:
-    """The least CPU time of this process over ``runs`` calls of ``work``.
-
-    Time limits here are ratios between two measurements taken the same way in the same run, never
-    absolute seconds: a machine 2-4x slower, or another process taking the CPU (CPU time does not
-    count it; the minimum skips a run that a context switch or a collection fell into), scales both
-    sides alike, so only a change in how the work grows can fail them.
-    """
-    best = float("inf")
-    for _ in range(runs):
-        started = time.process_time()
-        work()
-        best = min(best, time.process_time() - started)
-    return best
+    """The least CPU time over ``runs`` calls (tests/timing_support.py: why ratios, not seconds)."""
+    return timing_cpu_s(work, runs)
 
 
 def refused(text: str | bytes, limits: Limits = LIMITS, **kwargs) -> str:
