@@ -37,7 +37,7 @@ async def consume(url: str, subjects: str, drain: bool) -> None:
     while True:
         try:
             messages = await subscription.fetch(100, timeout=2)
-        except NatsTimeout:
+        except (TimeoutError, NatsTimeout):  # nats-py raises either when nothing came in time
             if drain:
                 break
             continue

@@ -93,21 +93,31 @@ def lease_holder_pid(database_url: str) -> int | None:
     return int(row[0].split(":")[1]) if row else None
 
 
-async def read_stream(url: str, subjects: str) -> list[tuple[str, dict]]:
+async def read_stream(url: str, subjects: str, expected: set[str]) -> list[tuple[str, dict]]:
+    """Every message on ``subjects`` until each of ``expected`` event ids came at least once (a
+    fetch that finds nothing in time is not the end: on a busy machine it may come late)."""
     import nats
 
     connection = await nats.connect(url)
     try:
         subscription = await connection.jetstream().pull_subscribe(subjects, durable=f"t{uuid.uuid4().hex[:8]}")
-        found = []
-        while True:
+        found: list[tuple[str, dict]] = []
+        deadline = time.monotonic() + 120
+        while not expected <= {message_id for message_id, _ in found} and time.monotonic() < deadline:
             try:
                 messages = await subscription.fetch(200, timeout=2)
-            except nats.errors.TimeoutError:
-                return found
+            except (TimeoutError, nats.errors.TimeoutError):  # nats-py raises either
+                continue
             for message in messages:
                 found.append((message.headers.get("Nats-Msg-Id"), json.loads(message.data)))
                 await message.ack()
+        try:  # then whatever else is there (a foreign event would be a failure)
+            for message in await subscription.fetch(200, timeout=2):
+                found.append((message.headers.get("Nats-Msg-Id"), json.loads(message.data)))
+                await message.ack()
+        except (TimeoutError, nats.errors.TimeoutError):
+            pass
+        return found
     finally:
         await connection.close()
 
@@ -195,7 +205,7 @@ def test_every_event_reaches_jetstream_through_worker_kills_and_a_nats_restart(
             events = [row[3] for row in rows if row[1] == table and row[3]]
             assert events[-len(versions) :] == versions and len(set(events)) == len(events), table
     subjects = f"growler.{server.warehouse}.{namespace}.>"
-    received = asyncio.run(read_stream(nats_server.url, subjects))
+    received = asyncio.run(read_stream(nats_server.url, subjects, {row[0] for row in rows}))
     ids = [message_id for message_id, _ in received]
     assert all(message_id == event["id"] for message_id, event in received)  # a repeat has the same id
     assert set(ids) == {row[0] for row in rows}  # none missing, none foreign
