@@ -23,7 +23,10 @@ request it has not started reading. A connection accepted a moment earlier - ngi
 sends its request right away - is then reset, and nginx answers 502 (it never retries a POST). So:
 stop accepting (the other workers take new connections from the shared socket), wait until every
 accepted connection has a request in progress (bounded), then shut down as usual, which lets
-in-flight requests finish.
+in-flight requests finish. Stopping to accept takes the connections already queued on the socket
+first: when the last worker of a stopping server closes it, the kernel would reset them (a 502
+again, seen in a rolling restart under writers); after that, connecting is refused, which nginx
+retries on the next server.
 
 Requests are read by ``GrowlerHttpProtocol`` (app/edge/protocol.py): uvicorn's httptools protocol
 with bounds on request heads and deadlines for heads and bodies.
@@ -217,7 +220,24 @@ class BalancedAcceptor:
         self.closed = True
         self.task.cancel()
         self.loop.remove_reader(self.fd)
+        self._take_queued()
         self.sock.close()
+
+    def _take_queued(self) -> None:
+        """Accept every connection already in the kernel's queue before the socket closes: when the
+        last copy of a listening socket closes (the last worker of a stopping server), the kernel
+        resets the connections still queued on it, whose clients (nginx) may have sent a POST on
+        them already - a 502 that nginx does not retry. Taken here, they are served by the drain;
+        a connection arriving after the socket closed is refused, and nginx tries the next server."""
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+                return
+            except OSError as exc:
+                log.error("accepting a queued connection before closing failed: %s", exc)
+                return
+            self._take(conn)
 
     async def wait_closed(self) -> None:
         try:
@@ -239,12 +259,16 @@ class BalancedAcceptor:
                 log.error("accepting a connection failed, trying again in %.1f s: %s", wait_s, exc)
                 await asyncio.sleep(wait_s)
                 continue
-            conn.setblocking(False)
-            self.connections.arriving += 1
-            self.connections.changed()
-            arrival = loop.create_task(loop.connect_accepted_socket(self.protocol_factory, conn, ssl=self.ssl))
-            self.arrivals.add(arrival)
-            arrival.add_done_callback(functools.partial(self._arrived, conn))
+            self._take(conn)
+
+    def _take(self, conn: socket.socket) -> None:
+        """Hand an accepted connection to its protocol (it counts as arriving until it is made)."""
+        conn.setblocking(False)
+        self.connections.arriving += 1
+        self.connections.changed()
+        arrival = self.loop.create_task(self.loop.connect_accepted_socket(self.protocol_factory, conn, ssl=self.ssl))
+        self.arrivals.add(arrival)
+        arrival.add_done_callback(functools.partial(self._arrived, conn))
 
     def _arrived(self, conn: socket.socket, arrival: asyncio.Task[Any]) -> None:
         self.arrivals.discard(arrival)
@@ -403,8 +427,10 @@ class GrowlerServer(Server):
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         self.stop_accepting()
         deadline = time.monotonic() + self.DRAIN_S
-        while time.monotonic() < deadline and any(
-            getattr(connection, "cycle", None) is None for connection in self.server_state.connections
+        connections = self.server_state.connections
+        while time.monotonic() < deadline and (
+            getattr(connections, "arriving", 0)
+            or any(getattr(connection, "cycle", None) is None for connection in connections)
         ):
             await asyncio.sleep(0.02)
         await super().shutdown(sockets)
