@@ -23,9 +23,6 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-from pyiceberg.io.pyarrow import _dataframe_to_data_files
 from pyiceberg.manifest import (
     DataFileContent,
     ManifestContent,
@@ -98,6 +95,12 @@ class DataRewrite(ManifestRewrite):
         return self.reachable.files.require(text, "data file", self.io.doing)
 
     def write_data(self, plan: DataPlan) -> dict[str, Any]:
+        # pyarrow (with numpy) is about 40 MB of every worker's memory: imported only by a data
+        # compaction that runs (tests/unit/test_lazy_imports.py holds a fresh worker to it)
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        from pyiceberg.io.pyarrow import _dataframe_to_data_files
+
         metadata = self.metadata
         snapshot_id = secrets.randbits(62) + 1
         sequence_number = metadata.last_sequence_number + 1
