@@ -83,12 +83,12 @@ def serve(info_file: Path) -> None:
 def _wrap_gunicorn() -> None:
     """AB_GUNICORN_CONF: another gunicorn config for the server, e.g. bench/gunicorn_yappi.py (a
     profiler wrapping the shipped one: ``calls``)."""
-    import bench.targets
+    import bench.growler_target
 
     conf = os.environ.get("AB_GUNICORN_CONF")
     if conf:
-        spawn = bench.targets.spawn_logged
-        bench.targets.spawn_logged = lambda argv, *args: spawn(
+        spawn = bench.growler_target.spawn_logged
+        bench.growler_target.spawn_logged = lambda argv, *args: spawn(
             [conf if arg == "gunicorn.conf.py" else arg for arg in argv], *args
         )
 

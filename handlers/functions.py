@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 
-from flask import Response
-
 from app.edge.context import functions, namespace_arg
+from app.edge.responses import JSON, Rendered
 
 
 def list_functions(prefix: str, namespace: str, pageToken: str | None = None, pageSize: int | None = None):
@@ -21,4 +20,4 @@ def list_functions(prefix: str, namespace: str, pageToken: str | None = None, pa
 def load_function(prefix: str, namespace: str, function: str):
     row = functions().load(prefix, namespace_arg(namespace), function)
     body = f'{{"metadata-location":{json.dumps(row.metadata_location)},"metadata":{row.metadata}}}'
-    return Response(body, status=200, mimetype="application/json")
+    return Rendered(200, body.encode(), {"Content-Type": JSON})

@@ -11,7 +11,8 @@ from typing import Any
 
 from flask import current_app
 
-from app.edge.context import EVENT_SINKS, MAINTENANCE, MANAGEMENT, PROTECTION, RECYCLE_BIN, namespace_arg, no_content
+from app.edge.context import EVENT_SINKS, MAINTENANCE, MANAGEMENT, PROTECTION, RECYCLE_BIN, namespace_arg
+from app.edge.responses import no_content
 from app.event_sinks import EventSinks, dead_letter_view, sink_view
 from app.maintenance import MaintenanceService
 from app.management import ManagementService, grant_view, warehouse_view

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import request
-
-from app.edge.context import namespace_arg, no_content, plans
+from app.edge.context import namespace_arg, plans
+from app.edge.responses import HttpRequest, no_content
 from app.ground.errors import BadRequest
 from app.rules.requests.scans import FetchScanTasksRequest, PlanTableScanRequest
 from app.storage_access import wants_vended_credentials
 from handlers.tables import _name
 
 
-def _vend() -> bool:
-    return wants_vended_credentials(request.headers.get("X-Iceberg-Access-Delegation"))
+def _vend(http: HttpRequest) -> bool:
+    return wants_vended_credentials(http.header("X-Iceberg-Access-Delegation"))
 
 
 def _plan_id(kwargs: dict[str, Any]) -> str:
@@ -22,16 +21,18 @@ def _plan_id(kwargs: dict[str, Any]) -> str:
     for key in ("plan_id", "planid", "plan-id"):
         if key in kwargs:
             return str(kwargs[key])
-    return str((request.view_args or {}).get("plan-id") or (request.view_args or {}).get("plan_id") or "")
+    return ""
 
 
-def plan_table_scan(prefix: str, namespace: str, table: str, body: PlanTableScanRequest | None = None, **_: Any):
+def plan_table_scan(
+    prefix: str, namespace: str, table: str, http: HttpRequest, body: PlanTableScanRequest | None = None, **_: Any
+):
     request = body if body is not None else PlanTableScanRequest()
-    return plans().plan(prefix, namespace_arg(namespace), _name(table), request, _vend()), 200
+    return plans().plan(prefix, namespace_arg(namespace), _name(table), request, _vend(http)), 200
 
 
-def fetch_planning_result(prefix: str, namespace: str, table: str, **kwargs: Any):
-    return plans().fetch(prefix, namespace_arg(namespace), _name(table), _plan_id(kwargs), _vend()), 200
+def fetch_planning_result(prefix: str, namespace: str, table: str, http: HttpRequest, **kwargs: Any):
+    return plans().fetch(prefix, namespace_arg(namespace), _name(table), _plan_id(kwargs), _vend(http)), 200
 
 
 def fetch_scan_tasks(prefix: str, namespace: str, table: str, body: FetchScanTasksRequest | None = None, **_: Any):

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from flask import Response, request
-
-from app.edge.context import namespace_arg, namespaces, no_content, plans, respond, signer, tables
-from app.edge.responses import parse_load_table, render_table, render_unregistered, table_name
+from app.edge.context import namespace_arg, namespaces, plans, signer, tables
+from app.edge.responses import (
+    HttpRequest,
+    Rendered,
+    no_content,
+    parse_load_table,
+    render_table,
+    render_unregistered,
+    table_name,
+)
 from app.paging import identifiers_answer
 from app.rules.requests.catalog import RenameTableRequest
 from app.rules.requests.tables import (
@@ -21,12 +27,12 @@ from app.tables import LoadedTable
 _name = table_name
 
 
-def _vend() -> Delegation:
-    return Delegation.parse(request.headers.get("X-Iceberg-Access-Delegation"))
+def _vend(http: HttpRequest) -> Delegation:
+    return Delegation.parse(http.header("X-Iceberg-Access-Delegation"))
 
 
-def _table_response(loaded: LoadedTable) -> Response:
-    return respond(render_table(loaded))
+def _table_response(loaded: LoadedTable) -> Rendered:
+    return render_table(loaded)
 
 
 def list_tables(prefix: str, namespace: str, pageToken: str | None = None, pageSize: int | None = None):
@@ -34,25 +40,25 @@ def list_tables(prefix: str, namespace: str, pageToken: str | None = None, pageS
     return identifiers_answer(levels, tables().list_names(prefix, levels, pageToken, pageSize)), 200
 
 
-def create_table(prefix: str, namespace: str, body: CreateTableRequest):
-    return _table_response(tables().create_table(prefix, namespace_arg(namespace), body, _vend()))
+def create_table(prefix: str, namespace: str, body: CreateTableRequest, http: HttpRequest):
+    return _table_response(tables().create_table(prefix, namespace_arg(namespace), body, _vend(http)))
 
 
-def register_table(prefix: str, namespace: str, body: RegisterTableRequest):
-    return _table_response(tables().register_table(prefix, namespace_arg(namespace), body, _vend()))
+def register_table(prefix: str, namespace: str, body: RegisterTableRequest, http: HttpRequest):
+    return _table_response(tables().register_table(prefix, namespace_arg(namespace), body, _vend(http)))
 
 
-def load_table(prefix: str, namespace: str, table: str, snapshots: str | None = None):
+def load_table(prefix: str, namespace: str, table: str, http: HttpRequest, snapshots: str | None = None):
     parsed = parse_load_table(
         prefix,
         namespace,
         table,
         snapshots=snapshots,
-        delegation=request.headers.get("X-Iceberg-Access-Delegation"),
-        if_none_match=request.headers.get("If-None-Match"),
+        delegation=http.header("X-Iceberg-Access-Delegation"),
+        if_none_match=http.header("If-None-Match"),
         separator=namespaces().settings.namespace_separator,
     )
-    return respond(render_table(tables().load(parsed)))
+    return render_table(tables().load(parsed))
 
 
 def table_exists(prefix: str, namespace: str, table: str):
@@ -71,7 +77,7 @@ def drop_table(prefix: str, namespace: str, table: str, purgeRequested: bool = F
 
 def unregister_table(prefix: str, namespace: str, table: str):
     unregistered = tables().unregister_table(prefix, namespace_arg(namespace), _name(table))
-    return respond(render_unregistered(unregistered))
+    return render_unregistered(unregistered)
 
 
 def rename_table(prefix: str, body: RenameTableRequest):

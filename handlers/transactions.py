@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from app.edge.context import no_content, tables
+from app.edge.context import tables
+from app.edge.responses import no_content
 from app.rules.requests.tables import CommitTransactionRequest
 
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from flask import Response
-
-from app.edge.context import namespace_arg, no_content, respond, views
-from app.edge.responses import render_view, view_name
+from app.edge.context import namespace_arg, views
+from app.edge.responses import Rendered, no_content, render_view, view_name
 from app.paging import identifiers_answer
 from app.rules.requests.catalog import RenameTableRequest
 from app.rules.requests.views import CommitViewRequest, CreateViewRequest, RegisterViewRequest
@@ -14,8 +12,8 @@ from app.views import LoadedView
 _name = view_name
 
 
-def _view_response(loaded: LoadedView) -> Response:
-    return respond(render_view(loaded))
+def _view_response(loaded: LoadedView) -> Rendered:
+    return render_view(loaded)
 
 
 def list_views(prefix: str, namespace: str, pageToken: str | None = None, pageSize: int | None = None):

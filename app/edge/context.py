@@ -6,10 +6,9 @@ here, so handlers (and the idempotency decorator) never import the factory.
 
 from __future__ import annotations
 
-from flask import Response, current_app
+from flask import current_app
 
 from app.authorization import Authorizer
-from app.edge.responses import Rendered
 from app.events_feed import EventFeed
 from app.functions import FunctionService
 from app.namespaces import NamespaceService
@@ -77,20 +76,3 @@ def advertised_endpoints() -> list[str]:
 
 def namespace_arg(raw: str) -> tuple[str, ...]:
     return parse_namespace(raw, namespaces().settings.namespace_separator)
-
-
-def respond(rendered: Rendered) -> Response:
-    """A rendered answer as Flask's response (the dispatcher sends its bytes)."""
-    content_type = rendered.headers.get("Content-Type")
-    response = Response(rendered.body, status=rendered.status, mimetype=content_type)
-    for name, value in rendered.headers.items():
-        if name != "Content-Type":
-            response.headers[name] = value
-    return response
-
-
-def no_content() -> Response:
-    """204 with no body and no content type (a ("", 204) tuple would be typed as JSON)."""
-    response = Response(status=204)
-    del response.headers["Content-Type"]
-    return response

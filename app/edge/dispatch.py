@@ -16,9 +16,12 @@
   writes in separate pools, so that a slow commit never queues a read - or, for the operations
   of ``app.edge.loop_reads``, on the event loop when that needs no I/O but one asyncio query
   (otherwise the same handler in a thread, without a second authorization).
-- **render**: the handler's result serialised as connexion's response handling and Flask did
-  (the app's Jsonifier, Flask's headers), or its ``Rendered`` bytes; errors are raised to the
-  exception handling around it (``app.edge.http``), like any other.
+- **render**: the handler returns a value - a ``Rendered`` (status, bytes, headers) or a JSON
+  answer, ``(data, status[, headers])`` - that the dispatcher sends as it is or serialises with
+  the app's Jsonifier (``app.edge.responses.render_result``); no framework response is built.
+  A handler that needs more of the request than its parameters (a header the yaml does not
+  pass, the raw body) names an ``http`` parameter and gets the ``HttpRequest``; no Flask request
+  context is built. Errors are raised to the exception handling around it (``app.edge.http``).
 
 Adding an operation: declare it in a yaml, write its handler (``handlers/``, named after the
 operationId) and its row (``OPERATIONS``, or ``MANAGEMENT_OPERATIONS``); the dispatcher serves it (docs/design.md).
@@ -28,23 +31,20 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import io
 import re
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
-import flask
-from a2wsgi.wsgi import build_environ
-from flask import Flask, Response
+from flask import Flask
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.authorization import Authorizer, ManagementGate
 from app.edge.contract import ContractReader
-from app.edge.http import read_body, replay, send_rendered, send_response
+from app.edge.http import raw_headers, read_body, replay, send_rendered, send_response
 from app.edge.observability import ROUTING_CONTEXT
 from app.edge.operations import Operation, RouteTable, Unreadable
-from app.edge.responses import JSON, Rendered
+from app.edge.responses import JSON, HttpRequest, Rendered, render_result, wants_http
 from app.ground.errors import UnsupportedOperation
 
 InThread = Callable[..., Awaitable[Any]]  # runs a call in the dispatcher's threads, in the request's context
@@ -89,10 +89,10 @@ class Dispatcher:
         self.contract = contract  # connexion's reading, for what the compiled reader leaves
         self.authorizer = authorizer
         self.gate = gate  # the management API's rights: its operations' rows call them
-        self.needs_request = frozenset(op for op, handler in handlers.items() if _reads_request(handler))
+        self.wants_http = frozenset(op for op, handler in handlers.items() if wants_http(handler))
         self.loop_reads = {read.operation_id: read for read in loop_reads}
         self.contract_found = False
-        self.flask_app = flask_app
+        self.flask_app = flask_app  # its app context: handlers still find their services in current_app
         self.serialize = serialize  # the app's Jsonifier.dumps: the bytes connexion would write
         self.readers = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="growler-read")
         self.writers = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="growler-write")
@@ -142,8 +142,13 @@ class Dispatcher:
             answer = await self._in_thread(
                 self._answer, operation, kwargs, scope, data, False, authorize, True, executor=executor
             )
-        status, response_headers, body = answer
-        await send_response(send, status, body, response_headers, content_type=None)
+        rendered, length = answer
+        headers_out = dict(rendered.headers)
+        content_type = headers_out.pop("Content-Type", None)
+        raw = raw_headers(headers_out)
+        if content_type is not None:  # as send_response, but HEAD's length is the GET body's
+            raw = [(b"content-type", content_type.encode("latin-1")), (b"content-length", length), *raw]
+        await send_response(send, rendered.status, rendered.body, raw, content_type=None)
 
     # -- read -----------------------------------------------------------------------------
 
@@ -218,8 +223,9 @@ class Dispatcher:
         untyped: bool,
     ) -> Any:
         """Read the body (``pending``: the compiled reader's) or type it (``untyped``: connexion's
-        reader's), authorize, call the handler and render its answer as connexion's response
-        handling and Flask would send it; ``_UNREAD`` for a body the compiled reader does not take."""
+        reader's), authorize, call the handler and render its answer (``render_result``): the
+        ``Rendered`` to send (no body for HEAD) and its Content-Length; ``_UNREAD`` for a body the
+        compiled reader does not take."""
         if pending:
             try:
                 kwargs["body"] = operation.read_body(data)
@@ -232,40 +238,24 @@ class Dispatcher:
             raise UnsupportedOperation(f"Operation {operation.operation_id} is not supported by this catalog")
         if authorize:
             self.authorizer.authorize(operation.operation_id, kwargs, kwargs.get("body"), self.gate)
-        if operation.operation_id in self.needs_request:
-            context = self.flask_app.request_context(build_environ(scope, io.BytesIO(data or b"")))
-        else:
-            context = self.flask_app.app_context()
-        with context:
+        if operation.operation_id in self.wants_http:
+            kwargs["http"] = _http_request(scope, data)
+        with self.flask_app.app_context():
             result = handler(**kwargs)
-            response = result if isinstance(result, Response) else self._json_response(result)
-            headers = [
-                (name.lower().encode("latin-1"), value.encode("latin-1"))
-                for name, value in response.get_wsgi_headers({}).items()
-            ]
-            body = response.get_data()
-            if operation.response_check is not None and response.mimetype == "application/json":
-                operation.response_check(response.status_code, body)
-            return response.status_code, headers, b"" if scope["method"] == "HEAD" else body
-
-    def _json_response(self, result: Any) -> Response:
-        """A ``(data, status[, headers])`` result, serialised as connexion's response decorator does."""
-        data, status, extra = (*result, {})[:3] if isinstance(result, tuple) else (result, 200, {})
-        body = self.serialize(data) if data is not None else None
-        response = Response(body, status=status, mimetype="application/json")
-        for name, value in extra.items():
-            response.headers[name] = value
-        return response
+        rendered = render_result(result, self.serialize)
+        if operation.response_check is not None and rendered.headers.get("Content-Type") == JSON:
+            operation.response_check(rendered.status, rendered.body)
+        length = str(len(rendered.body)).encode()
+        if scope["method"] == "HEAD":
+            rendered = Rendered(rendered.status, b"", rendered.headers)
+        return rendered, length
 
 
-def _reads_request(handler: Callable[..., Any] | None) -> bool:
-    """Whether a handler (or the idempotency replay around it) reads Flask's ``request``: it then
-    runs in a request context made from the request; any other in an app context (cheaper)."""
-    while handler is not None:
-        if getattr(handler, "__globals__", {}).get("request") is flask.request:
-            return True
-        handler = getattr(handler, "__wrapped__", None)
-    return False
+def _http_request(scope: Scope, data: bytes | None) -> HttpRequest:
+    headers: dict[bytes, list[bytes]] = {}
+    for key, value in scope["headers"]:
+        headers.setdefault(key, []).append(value)
+    return HttpRequest(scope["method"], scope["path"], scope.get("query_string", b""), headers, data or b"")
 
 
 def _body_as_expected(operation: Operation, headers: dict[bytes, list[bytes]]) -> bool:

@@ -276,7 +276,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
             validate_responses=settings.validate_responses,
             validator_map=validators,
         )
-        found = handlers_of(api_spec, modules)
+        found = handlers_of(api_spec, modules, compact.dumps)
         handlers.update(found)
         operations += compile_operations(
             api_spec,

@@ -12,9 +12,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from flask import Response, current_app, make_response, request
+from flask import current_app
 
 from app.edge.context import IDEMPOTENCY, TABLES
+from app.edge.responses import HttpRequest, Rendered, render_result, wants_http
 from app.ground.callers import current_principal
 from app.idempotency import IdempotencyService, StoredResponse, fingerprint, owner, parse_key
 from app.rules.identifiers import parse_namespace
@@ -29,30 +30,36 @@ OUTCOME_HEADERS = ("X-Iceberg-Access-Delegation",)
 VENDED_FOR = "X-Growler-Vended-For"
 
 
-def idempotent(operation_id: str, handler: Callable[..., Any]) -> Callable[..., Any]:
+def idempotent(operation_id: str, handler: Callable[..., Any], serialize: Callable[[Any], str]) -> Callable[..., Any]:
+    """``handler`` behind the replay; it takes the request (``http``) for the key and the
+    fingerprint, and passes it on to a handler that takes it too."""
+    passes_http = wants_http(handler)
+
     @functools.wraps(handler)
-    def with_idempotency_key(*args: Any, **kwargs: Any) -> Any:
-        raw_key = request.headers.get("Idempotency-Key")
+    def with_idempotency_key(*args: Any, http: HttpRequest, **kwargs: Any) -> Any:
+        if passes_http:
+            kwargs["http"] = http
+        raw_key = http.header("Idempotency-Key")
         if not raw_key:
             return handler(*args, **kwargs)
 
         def run() -> tuple[StoredResponse, StoredResponse]:
-            response = make_response(handler(*args, **kwargs))
-            headers = {name: response.headers[name] for name in KEPT_HEADERS if name in response.headers}
-            sent = StoredResponse(response.status_code, headers, response.get_data())
+            rendered = render_result(handler(*args, **kwargs), serialize)
+            headers = {name: rendered.headers[name] for name in KEPT_HEADERS if name in rendered.headers}
+            sent = StoredResponse(rendered.status, headers, rendered.body)
             return sent, _without_credentials(sent)
 
         service: IdempotencyService = current_app.extensions[IDEMPOTENCY]
         principal = owner(current_principal.get())  # keys are per principal
-        stored, replayed = service.run_once(parse_key(raw_key), operation_id, _request_fingerprint(), run, principal)
+        stored, replayed = service.run_once(
+            parse_key(raw_key), operation_id, _request_fingerprint(http), run, principal
+        )
         if replayed:
             stored = _with_fresh_credentials(stored, kwargs)
-        response = Response(stored.body, status=stored.status)
-        response.headers.clear()
-        response.headers.update(stored.headers)
+        headers = dict(stored.headers)
         if replayed:
-            response.headers["Idempotent-Replayed"] = "true"
-        return response
+            headers["Idempotent-Replayed"] = "true"
+        return Rendered(stored.status, stored.body, headers)
 
     return with_idempotency_key
 
@@ -66,15 +73,14 @@ def _identifier(kwargs: dict[str, Any], settings: Any) -> tuple[tuple[str, ...],
     return parse_namespace(str(kwargs["namespace"]), settings.namespace_separator), name
 
 
-def _request_fingerprint() -> str:
+def _request_fingerprint(http: HttpRequest) -> str:
     headers = {}
     for name in OUTCOME_HEADERS:
-        values = request.headers.getlist(name)
+        values = http.header_values(name)
         if values:
             parts = {part.strip().lower() for value in values for part in value.split(",")}
             headers[name.lower()] = ",".join(sorted(parts - {""}))
-    query = list(request.args.items(multi=True))
-    return fingerprint(request.method, request.path, query, headers, request.get_data())
+    return fingerprint(http.method, http.path, http.query_pairs(), headers, http.body)
 
 
 def _without_credentials(sent: StoredResponse) -> StoredResponse:

@@ -11,6 +11,7 @@ handler answer 406 ``UnsupportedOperationException`` and are left out of the ``e
 from __future__ import annotations
 
 import importlib
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -72,7 +73,9 @@ def idempotent_operations(spec: dict[str, Any]) -> set[str]:
     }
 
 
-def handlers_of(spec: dict[str, Any], modules: tuple[str, ...]) -> dict[str, Callable[..., Any] | None]:
+def handlers_of(
+    spec: dict[str, Any], modules: tuple[str, ...], serialize: Callable[[Any], str] | None = None
+) -> dict[str, Callable[..., Any] | None]:
     """Every operation of ``spec`` with its handler as the dispatcher calls it: behind the
     idempotency replay where the operation takes an ``Idempotency-Key``; None if it has none."""
     idempotent_ids = idempotent_operations(spec)
@@ -86,9 +89,14 @@ def handlers_of(spec: dict[str, Any], modules: tuple[str, ...]) -> dict[str, Cal
             if handler is not None and operation_id in idempotent_ids:
                 from app.edge.idempotency import idempotent  # the app's modules, once the app is built
 
-                handler = idempotent(operation_id, handler)
+                handler = idempotent(operation_id, handler, serialize or _compact_json)
             found[operation_id] = handler
     return found
+
+
+def _compact_json(value: Any) -> str:
+    """The app's serialiser where none is given (tools listing the handlers)."""
+    return json.dumps(value, separators=(",", ":"))
 
 
 class DispatchedResolver(Resolver):

@@ -5,13 +5,20 @@ handler behind it - call
 ``parse_load_table`` on what they took from the request and ``render_table`` on what the service
 answered, so they cannot disagree (the equivalence tests compare their bytes). The bodies are
 assembled around the stored metadata text without parsing it. Nothing here knows the transport:
-a ``Rendered`` becomes a Flask response in the handlers and ASGI messages in front of connexion.
+a ``Rendered`` is what a handler returns and what the dispatcher sends (``app.edge.dispatch``).
+
+``HttpRequest`` is the other way: what a handler may read of the request besides its declared
+parameters (headers the yaml does not pass, the raw body for the idempotency fingerprint), given
+to the handlers that name an ``http`` parameter - no framework request object, no request context.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
 
 from app.rules.identifiers import check_name, parse_namespace
 from app.storage_access import Delegation, remote_signing_config
@@ -28,6 +35,60 @@ class Rendered:
     status: int
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=dict)
+
+
+def no_content() -> Rendered:
+    """204 with no body and no content type."""
+    return Rendered(204)
+
+
+def render_result(result: Any, serialize: Callable[[Any], str]) -> Rendered:
+    """A handler's answer as the response to send: a ``Rendered`` as it is; a ``(data, status[,
+    headers])`` tuple or a bare value (status 200) as JSON, serialised with the app's ``serialize``
+    (connexion's Jsonifier, compact); a None body stays empty."""
+    if isinstance(result, Rendered):
+        return result
+    data, status, extra = (*result, {})[:3] if isinstance(result, tuple) else (result, 200, {})
+    body = serialize(data).encode() if data is not None else b""
+    return Rendered(status, body, {"Content-Type": JSON, **extra})
+
+
+def wants_http(handler: Callable[..., Any] | None) -> bool:
+    """Whether a handler (or a decorator around it, ``functools.wraps``'s chain) names an ``http``
+    parameter: the dispatcher passes those the request (``HttpRequest``)."""
+    while handler is not None:
+        code = getattr(handler, "__code__", None)
+        if code is not None and "http" in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]:
+            return True
+        handler = getattr(handler, "__wrapped__", None)
+    return False
+
+
+@dataclass(frozen=True)
+class HttpRequest:
+    """The request as a handler may read it: method, decoded path, raw query, headers (names in
+    lower case, as ASGI carries them) and the body's bytes."""
+
+    method: str
+    path: str
+    query: bytes = b""
+    headers: dict[bytes, list[bytes]] = field(default_factory=dict)
+    body: bytes = b""
+
+    def header(self, name: str) -> str | None:
+        """The first value of a header, or None."""
+        values = self.headers.get(name.lower().encode("latin-1"))
+        return values[0].decode("latin-1") if values else None
+
+    def header_values(self, name: str) -> list[str]:
+        """Every value of a header, in the order sent."""
+        return [value.decode("latin-1") for value in self.headers.get(name.lower().encode("latin-1"), ())]
+
+    def query_pairs(self) -> list[tuple[str, str]]:
+        """The query's key-value pairs in order, repeated keys kept (as Flask's ``args.items(multi=True)``)."""
+        return parse_qsl(
+            self.query.decode("utf-8", "replace"), keep_blank_values=True, encoding="utf-8", errors="replace"
+        )
 
 
 def table_name(raw: str) -> str:
