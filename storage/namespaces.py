@@ -23,10 +23,13 @@ from storage.placement import NamespaceClaim, claim_namespaces
 from storage.protection_rows import refuse_if_protected
 
 NAMESPACE_PROPERTIES = "SELECT properties FROM namespace WHERE warehouse_id = %s AND path = %s"
-# listNamespaces: the direct children of a parent (the top level for NULL) after a path, in path order
+# listNamespaces at the top level, after a path, in path order. "parent_id IS NULL", not "IS NOT
+# DISTINCT FROM" a parameter: that is no index condition, so every namespace of the warehouse was
+# read and sorted for each page; this is one range of namespace_children (warehouse_id, parent_id,
+# path) in its order. (Nested levels: LIST_CHILD_NAMESPACES.)
 LIST_NAMESPACES = (
     "SELECT path FROM namespace"
-    " WHERE warehouse_id = %(wh)s AND parent_id IS NOT DISTINCT FROM %(parent)s"
+    " WHERE warehouse_id = %(wh)s AND parent_id IS NULL"
     # coalesce, not "IS NULL OR": one index range scan even under a generic plan
     "   AND path > coalesce(%(after)s::text[], '{}'::text[])"
     " ORDER BY path LIMIT %(limit)s"
@@ -58,7 +61,7 @@ def list_namespaces_query(
 ) -> tuple[str, dict[str, Any]]:
     if parent:
         return LIST_CHILD_NAMESPACES, {"wh": warehouse_id, "path": list(parent), "after": after, "limit": limit}
-    return LIST_NAMESPACES, {"wh": warehouse_id, "parent": None, "after": after, "limit": limit}
+    return LIST_NAMESPACES, {"wh": warehouse_id, "after": after, "limit": limit}
 
 
 def listed_namespaces(rows: list[tuple[Any, ...]], nested: bool) -> list[tuple[str, ...]] | None:

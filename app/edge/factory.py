@@ -49,7 +49,6 @@ from app.edge.dispatch import Dispatcher
 from app.edge.http import (
     LivenessMiddleware,
     RequestGuardMiddleware,
-    RequestIdMiddleware,
     handle_catalog_error,
     handle_http_exception,
     handle_problem,
@@ -285,8 +284,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
             body_validator=validators["body"]["*/*json"],
             check_responses=settings.validate_responses,
         )
-    app.add_middleware(RequestIdMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION)
-    # Added after RequestIdMiddleware at the same position = just inside it: sees the request id.
+    # Outermost of ours: the request id (given or made) for every request, its log line and metrics.
     app.add_middleware(
         ObservabilityMiddleware,
         position=MiddlewarePosition.BEFORE_EXCEPTION,

@@ -1,7 +1,8 @@
 """ASGI middleware and error handlers: the HTTP edges every request passes through.
 
-- ``RequestIdMiddleware`` (outermost) gives each request an ``X-Request-Id`` (the caller's, if
-  sane) and echoes it on every response, error responses included.
+- ``with_request_id``: each request's ``X-Request-Id`` (the caller's, if sane), which the
+  observability middleware (outermost of ours) puts in the scope and echoes on every response,
+  error responses included.
 - ``RequestGuardMiddleware`` (inside connexion's exception handling, before routing) refuses
   oversized bodies and paths no router agrees on (control characters, a doubled leading slash)
   and maps the unprefixed routes (``/v1/namespaces/...``) to the default warehouse.
@@ -116,26 +117,19 @@ def request_id_of(headers: Any) -> str:
     return headers.get("x-request-id", "-") if headers is not None else "-"
 
 
-class RequestIdMiddleware:
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        headers = [(k, v) for k, v in scope["headers"] if k != REQUEST_ID_HEADER]
-        given = next((v for k, v in scope["headers"] if k == REQUEST_ID_HEADER), None)
-        request_id = given if given and _SANE_REQUEST_ID.match(given) else uuid.uuid4().hex.encode()
-        scope = dict(scope, headers=headers + [(REQUEST_ID_HEADER, request_id)])
-
-        async def send_with_id(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                message = dict(message)
-                message["headers"] = list(message.get("headers", [])) + [(REQUEST_ID_HEADER, request_id)]
-            await send(message)
-
-        await self.app(scope, receive, send_with_id)
+def with_request_id(headers: list[tuple[bytes, bytes]]) -> tuple[list[tuple[bytes, bytes]], bytes]:
+    """The request's headers with one ``X-Request-Id`` (last), and that id: the caller's first one
+    if it is sane, else a new one. (Its own middleware once; one layer less per request.)"""
+    kept = []
+    given = None
+    for key, value in headers:
+        if key == REQUEST_ID_HEADER:
+            given = given or value
+        else:
+            kept.append((key, value))
+    request_id = given if given and _SANE_REQUEST_ID.match(given) else uuid.uuid4().hex.encode()
+    kept.append((REQUEST_ID_HEADER, request_id))
+    return kept, request_id
 
 
 class LivenessMiddleware:
@@ -177,8 +171,19 @@ class RequestGuardMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        self._check_declared_length(scope)
-        _check_body_type(scope)
+        length = first_length = content_type = None
+        chunked = False
+        for key, value in scope["headers"]:  # once over the headers: every request passes here
+            if key == b"content-length":
+                length = value  # the last one: the body type's check
+                first_length = first_length or value  # the first: the large bodies' lane
+                self._check_declared_length(value)
+            elif key == b"content-type":
+                content_type = value
+            elif key == b"transfer-encoding":
+                chunked = True
+        chunked = chunked and length is None
+        _check_body_type(scope, length, content_type, chunked)
         if path_has_control_characters(scope["path"]):
             # connexion's router does not match such paths while Flask's does: refuse them here
             raise BadRequest("Control characters are not allowed in the request path")
@@ -186,9 +191,10 @@ class RequestGuardMiddleware:
             raise NotFound(empty_leading_segment(scope["method"], scope["path"]))
         scope = self._with_default_prefix(scope)
         receive = self._limited(receive)
-        if _is_chunked(scope):
+        if chunked:
             scope, receive = await self._buffered(scope, receive)
-        if not self.large.applies(scope):
+            first_length = scope["headers"][-1][1]
+        if not self.large.applies(first_length):
             await self.app(scope, receive, send)
             return
         async with self.large.turn():
@@ -205,15 +211,13 @@ class RequestGuardMiddleware:
         headers.append((b"content-length", str(len(body)).encode()))
         return dict(scope, headers=headers), replay(body, receive)
 
-    def _check_declared_length(self, scope: Scope) -> None:
-        for key, value in scope["headers"]:
-            if key == b"content-length":
-                try:
-                    length = int(value)
-                except ValueError:
-                    length = -1
-                if length < 0 or length > self.max_body_bytes:
-                    raise PayloadTooLarge(f"Request body larger than {self.max_body_bytes} bytes")
+    def _check_declared_length(self, value: bytes) -> None:
+        try:
+            length = int(value)
+        except ValueError:
+            length = -1
+        if length < 0 or length > self.max_body_bytes:
+            raise PayloadTooLarge(f"Request body larger than {self.max_body_bytes} bytes")
 
     def _limited(self, receive: Receive) -> Receive:
         """Count streamed (chunked) bodies too: Content-Length is not always there.
@@ -286,11 +290,9 @@ class _LargeBodyLane:
         self.at_once = at_once
         self._semaphores: dict[int, asyncio.Semaphore] = {}  # per event loop (tests run several)
 
-    def applies(self, scope: Scope) -> bool:
-        for key, value in scope["headers"]:
-            if key == b"content-length":
-                return value.isdigit() and int(value) > self.threshold
-        return False
+    def applies(self, length: bytes | None) -> bool:
+        """Whether a body of this Content-Length (the first one sent) takes the lane."""
+        return length is not None and length.isdigit() and int(length) > self.threshold
 
     def turn(self) -> asyncio.Semaphore:
         loop = id(asyncio.get_running_loop())
@@ -306,26 +308,16 @@ class _LargeBodyLane:
 _FORM_PATHS = frozenset({"/v1/oauth/tokens"})
 
 
-def _check_body_type(scope: Scope) -> None:
+def _check_body_type(scope: Scope, length: bytes | None, content_type: bytes | None, chunked: bool) -> None:
     """A body must say what it is: without a Content-Type (or with an empty one) connexion hands the
     raw bytes to the handler unvalidated, which then fails (it was a 500 for most body operations).
-    Refused here, 400 with the Iceberg error body, before anything runs."""
+    Refused here, 400 with the Iceberg error body, before anything runs. ``length`` and
+    ``content_type``: the last of each header sent."""
     if scope["path"] in _FORM_PATHS:
         return
-    length = content_type = None
-    for key, value in scope["headers"]:
-        if key == b"content-length":
-            length = value
-        elif key == b"content-type":
-            content_type = value
-    has_body = _is_chunked(scope) or (length is not None and length.strip() not in (b"", b"0"))
+    has_body = chunked or (length is not None and length.strip() not in (b"", b"0"))
     if has_body and not (content_type or b"").strip():
         raise BadRequest("A request body needs a Content-Type header: application/json")
-
-
-def _is_chunked(scope: Scope) -> bool:
-    names = {key for key, _ in scope["headers"]}
-    return b"content-length" not in names and b"transfer-encoding" in names
 
 
 # -- error handlers (connexion signature: (ConnexionRequest, Exception) -> ConnexionResponse) --

@@ -2,7 +2,8 @@
 
 The loggers, the request id variable and the commit lines are defined in ``app.ground.events``.
 
-``ObservabilityMiddleware`` sits just inside ``RequestIdMiddleware``, outside connexion's
+``ObservabilityMiddleware`` gives each request its ``X-Request-Id`` (``app.edge.http.with_request_id``)
+and echoes it on the response; it sits outside connexion's
 exception handling and routing, so it sees every request - unknown routes, validation errors and
 crashes included - with its final status. The operationId comes from connexion's routing: its
 ``RoutingMiddleware`` writes ``{"operation_id": ...}`` into ``scope["extensions"]["connexion_routing"]``
@@ -23,6 +24,7 @@ from urllib.parse import parse_qs
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.edge.http import REQUEST_ID_HEADER, with_request_id
 from app.ground import metrics
 from app.ground.events import PRINCIPAL, REQUEST_LOGGER, request_id_var
 from app.rules.identifiers import UNIT_SEPARATOR, decoded_separator
@@ -45,8 +47,9 @@ class ObservabilityMiddleware:
         routing: dict[str, Any] = {}
         path_params: dict[str, Any] = {}
         extensions = {**(scope.get("extensions") or {}), ROUTING_CONTEXT: routing}
-        scope = dict(scope, extensions=extensions, path_params=path_params)
-        request_id = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"x-request-id"), None)
+        headers, raw_id = with_request_id(scope["headers"])
+        scope = dict(scope, headers=headers, extensions=extensions, path_params=path_params)
+        request_id = raw_id.decode("latin-1")
         token = request_id_var.set(request_id)
         status: int | None = None
 
@@ -54,6 +57,7 @@ class ObservabilityMiddleware:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+                message = {**message, "headers": [*message.get("headers", ()), (REQUEST_ID_HEADER, raw_id)]}
             await send(message)
 
         metrics.REQUESTS_IN_PROGRESS.inc()
