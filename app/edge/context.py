@@ -1,4 +1,4 @@
-"""What every handler needs from the request context: the services and parsed identifiers.
+"""What every handler needs from the app context: the services and parsed identifiers.
 
 The keys under which the app factory puts each service into ``flask_app.extensions`` are defined
 here, so handlers (and the idempotency decorator) never import the factory.

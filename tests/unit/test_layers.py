@@ -17,6 +17,7 @@ import deferred to break a circle still counts as one.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -467,3 +468,19 @@ def test_every_body_reaches_its_handler_as_a_model() -> None:
             if operation.has_body and found.get(operation.operation_id) is not None and operation.body_model is None:
                 untyped.append(operation.operation_id)
     assert untyped == []
+
+
+def test_handlers_return_values_and_take_the_request_as_an_argument() -> None:
+    """A handler returns a value the dispatcher renders (issue 48) and gets what it needs of the
+    request as an argument: no handler module (nor the idempotency replay around them) imports
+    Flask's ``request``, ``Response`` or ``make_response``, so no request context is built per call.
+    (handlers/metrics.py is /metrics' Flask view, no API operation.)"""
+    forbidden = re.compile(r"^from flask import .*\b(request|Response|make_response)\b", re.MULTILINE)
+    assert forbidden.search("from flask import Response, request\n")  # the check sees one
+    offenders = [
+        module
+        for module, path in MODULES.items()
+        if (module.startswith("handlers.") and module != "handlers.metrics") or module == "app.edge.idempotency"
+        if forbidden.search(path.read_text())
+    ]
+    assert offenders == []
