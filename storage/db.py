@@ -426,8 +426,11 @@ class AsyncDatabase:
                 await self.pool.drain()
                 conn = await self.pool.getconn()
         try:
-            async with conn:
-                yield conn
+            # Not ``async with conn``: its exit commits, which for these autocommit connections does
+            # nothing but take the connection's lock (a visible share of a loop read's CPU); a
+            # statement that failed leaves no transaction open, and the pool rolls back any
+            # connection it gets back inside one.
+            yield conn
         finally:
             self._idle.returned(conn)
             if conn.broken:
