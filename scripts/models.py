@@ -14,6 +14,8 @@ The overrides map the yamls' awkward schemas to types the rules own:
 
 - ``Namespace`` (an array of levels) is a tuple: the services compare and hash namespaces.
 - Lists a request model's services read as tuples, empty when absent (see ``TARGETS``).
+- A scan's filter is JSON (bound by the rules); a commit's requirements and updates are
+  PyIceberg's (the anyOf unions, as the rules parse them with the reference catalog's wording).
 """
 
 from __future__ import annotations
@@ -37,10 +39,16 @@ TARGETS: dict[str, dict[str, dict[str, Any]]] = {
         "overrides": {
             **NAMESPACE,
             "UpdateNamespacePropertiesRequest.removals": f"{TYPES}.Strings",
+            # The filter stays JSON: the rules bind it to the scanned schema (app/rules/scan/).
+            "PlanTableScanRequest.filter": f"{TYPES}.Json",
+            # A commit's changes are PyIceberg's (the rules' widened update union).
+            "CommitTableRequest.requirements": f"{TYPES}.TableRequirements",
+            "CommitTableRequest.updates": f"{TYPES}.TableUpdates",
         },
         "defaults": {
             "UpdateNamespacePropertiesRequest.removals": [],
             "UpdateNamespacePropertiesRequest.updates": {},
+            "CreateNamespaceRequest.properties": {},
         },
     },
     # The privileges are listed once, in app/rules/privileges.py (tests/unit/test_layers.py).

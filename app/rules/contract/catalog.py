@@ -9,7 +9,7 @@ from uuid import UUID
 
 from pydantic import Base64Str, ConfigDict, Field, RootModel
 
-from app.rules.contract.shapes import ContractModel, NamespaceLevels, Strings
+from app.rules.contract.shapes import ContractModel, Json, NamespaceLevels, Strings, TableRequirements, TableUpdates
 
 
 class ErrorModel(ContractModel):
@@ -1302,41 +1302,8 @@ class CommitTableRequest(ContractModel):
     identifier: Annotated[
         TableIdentifier | None, Field(description="Table to change; required inside a transaction commit.")
     ] = None
-    requirements: list[
-        AssertCreate
-        | AssertTableUUID
-        | AssertRefSnapshotId
-        | AssertLastAssignedFieldId
-        | AssertCurrentSchemaId
-        | AssertLastAssignedPartitionId
-        | AssertDefaultSpecId
-        | AssertDefaultSortOrderId
-    ]
-    updates: list[
-        AssignUUIDUpdate
-        | UpgradeFormatVersionUpdate
-        | AddSchemaUpdate
-        | SetCurrentSchemaUpdate
-        | AddPartitionSpecUpdate
-        | SetDefaultSpecUpdate
-        | AddSortOrderUpdate
-        | SetDefaultSortOrderUpdate
-        | AddSnapshotUpdate
-        | SetSnapshotRefUpdate
-        | RemoveSnapshotsUpdate
-        | RemoveSnapshotRefUpdate
-        | SetLocationUpdate
-        | SetPropertiesUpdate
-        | RemovePropertiesUpdate
-        | SetStatisticsUpdate
-        | RemoveStatisticsUpdate
-        | SetPartitionStatisticsUpdate
-        | RemovePartitionStatisticsUpdate
-        | RemovePartitionSpecsUpdate
-        | RemoveSchemasUpdate
-        | AddEncryptionKeyUpdate
-        | RemoveEncryptionKeyUpdate
-    ]
+    requirements: TableRequirements
+    updates: TableUpdates
 
 
 class CommitViewRequest(ContractModel):
@@ -1532,18 +1499,7 @@ class PlanTableScanRequest(ContractModel):
         None
     )
     select: Annotated[list[str] | None, Field(description="Fields to read.")] = None
-    filter: Annotated[
-        bool
-        | TrueExpression
-        | FalseExpression
-        | AndOrPredicate
-        | NotPredicate
-        | UnaryPredicate
-        | ComparisonPredicate
-        | SetPredicate
-        | None,
-        Field(description="Row filter."),
-    ] = None
+    filter: Annotated[Json | None, Field(description="Row filter.")] = None
     min_rows_requested: Annotated[
         int | None,
         Field(

@@ -9,8 +9,13 @@ into the tuple the annotation says).
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import ConfigDict
+from pyiceberg.table.update import TableRequirement
 from pyiceberg.typedef import IcebergBaseModel
+
+from app.rules.table.models import TableUpdate
 
 NamespaceLevels = tuple[str, ...]
 """A namespace's levels (the yaml's Namespace, and CatalogObjectIdentifier)."""
@@ -20,6 +25,15 @@ Strings = tuple[str, ...]
 
 NamespacePaths = tuple[tuple[str, ...], ...]
 """A list of identifiers (the change feed's catalog-objects-by-name)."""
+
+Json = Any
+"""A value kept as the JSON sent (a scan's filter, which the rules bind to the scanned schema)."""
+
+TableRequirements = list[TableRequirement]
+"""A commit's requirements, as PyIceberg's models."""
+
+TableUpdates = list[TableUpdate]
+"""A commit's updates, as the rules' widened union of PyIceberg's (app/rules/table/models.py)."""
 
 
 class ContractModel(IcebergBaseModel):
