@@ -51,8 +51,36 @@ TARGETS: dict[str, dict[str, dict[str, Any]]] = {
             "CreateNamespaceRequest.properties": {},
         },
     },
-    # The privileges are listed once, in app/rules/privileges.py (tests/unit/test_layers.py).
-    "management": {"overrides": {**NAMESPACE, "Privilege": "app.rules.privileges.Privilege"}, "defaults": {}},
+    "management": {
+        "overrides": {
+            **NAMESPACE,
+            # The privileges and securable types are listed once, in app/rules/privileges.py
+            # (tests/unit/test_layers.py); the console compares types by identity.
+            "Privilege": "app.rules.privileges.Privilege",
+            "SecurableType": "app.rules.privileges.SecurableType",
+            "Securable.namespace": f"{TYPES}.NamespaceLevels",
+            "UndropRequest.namespace": f"{TYPES}.NamespaceLevels",
+            "CreateWarehouseRequest.allowed_locations": f"{TYPES}.Strings",
+            "UpdateWarehouseRequest.allowed_locations": f"{TYPES}.Strings",
+            "EventSinkFilters.warehouses": f"{TYPES}.Strings",
+            "EventSinkFilters.operation_types": f"{TYPES}.Strings",
+            "EventSinkFilters.catalog_objects_by_name": f"{TYPES}.NamespacePaths",
+            # Secrets never in a repr or a dump.
+            "StorageSettings.access_key_id": "pydantic.SecretStr",
+            "StorageSettings.secret_access_key": "pydantic.SecretStr",
+            "CreateEventSinkRequest.secret": "pydantic.SecretStr",
+            "KafkaSinkSettings.sasl_password": "pydantic.SecretStr",
+            # A policy's content is open (Polaris's config map): app/rules/maintenance.py checks it.
+            "AttachPolicyRequest.content": f"{TYPES}.JsonObject",
+        },
+        "defaults": {},
+        # Behaviour the services call on the shapes: a securable's view, an update's given fields.
+        "bases": {
+            "Securable": f"{TYPES}.SecurableShape",
+            "UpdateWarehouseRequest": f"{TYPES}.UpdateShape",
+            "CreateWarehouseRequest": f"{TYPES}.UpdateShape",
+        },
+    },
     "events": {
         "overrides": {
             "CatalogObjectIdentifier": f"{TYPES}.NamespaceLevels",
@@ -107,6 +135,7 @@ def command(name: str, output: Path) -> list[str]:
         f"--output={output}",
         f"--type-overrides={json.dumps(TARGETS[name]['overrides'], sort_keys=True)}",
         f"--default-values={json.dumps(TARGETS[name]['defaults'], sort_keys=True)}",
+        f"--base-class-map={json.dumps(TARGETS[name].get('bases', {}), sort_keys=True)}",
         f"--custom-file-header={header(name)}",
         *OPTIONS,
     ]

@@ -5,10 +5,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, ConfigDict, Field, RootModel
+from pydantic import AwareDatetime, ConfigDict, Field, RootModel, SecretStr
 
-from app.rules.contract.shapes import ContractModel
-from app.rules.privileges import Privilege
+from app.rules.contract.shapes import (
+    ContractModel,
+    JsonObject,
+    NamespaceLevels,
+    NamespacePaths,
+    SecurableShape,
+    Strings,
+    UpdateShape,
+)
+from app.rules.privileges import Privilege, SecurableType
 
 
 class KafkaSinkSettings(ContractModel):
@@ -34,7 +42,7 @@ class KafkaSinkSettings(ContractModel):
     ] = None
     sasl_username: Annotated[str | None, Field(alias="sasl-username", max_length=256, min_length=1)] = None
     sasl_password: Annotated[
-        str | None,
+        SecretStr | None,
         Field(
             alias="sasl-password",
             description="Stored encrypted (needs GROWLER_SECRETS_KEY), never returned",
@@ -72,10 +80,10 @@ class EventSinkFilters(ContractModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    warehouses: Annotated[list[str] | None, Field(max_length=100)] = None
-    operation_types: Annotated[list[str] | None, Field(alias="operation-types", max_length=32)] = None
+    warehouses: Annotated[Strings | None, Field(max_length=100)] = None
+    operation_types: Annotated[Strings | None, Field(alias="operation-types", max_length=32)] = None
     catalog_objects_by_name: Annotated[
-        list[CatalogObjectsByNameItem] | None, Field(alias="catalog-objects-by-name", max_length=100)
+        NamespacePaths | None, Field(alias="catalog-objects-by-name", max_length=100)
     ] = None
 
 
@@ -191,21 +199,17 @@ class ListMembersResponse(ContractModel):
     ] = None
 
 
-class SecurableType(RootModel[Literal["catalog", "warehouse", "namespace", "table", "view"]]):
-    root: Literal["catalog", "warehouse", "namespace", "table", "view"]
-
-
 class NamespaceItem(RootModel[str]):
     root: Annotated[str, Field(min_length=1)]
 
 
-class Securable(ContractModel):
+class Securable(SecurableShape):
     model_config = ConfigDict(
         extra="forbid",
     )
-    type: Literal["catalog", "warehouse", "namespace", "table", "view"]
+    type: SecurableType
     warehouse: Annotated[str | None, Field(max_length=128, min_length=1)] = None
-    namespace: Annotated[list[NamespaceItem] | None, Field(min_length=1)] = None
+    namespace: Annotated[NamespaceLevels | None, Field(min_length=1)] = None
     name: Annotated[str | None, Field(min_length=1)] = None
 
 
@@ -247,8 +251,10 @@ class StorageSettings(ContractModel):
     credentials_mode: Annotated[
         Literal["remote-signing", "sts", "static", "none"] | None, Field(alias="credentials-mode")
     ] = None
-    access_key_id: Annotated[str | None, Field(alias="access-key-id", max_length=1024, min_length=1)] = None
-    secret_access_key: Annotated[str | None, Field(alias="secret-access-key", max_length=1024, min_length=1)] = None
+    access_key_id: Annotated[SecretStr | None, Field(alias="access-key-id", max_length=1024, min_length=1)] = None
+    secret_access_key: Annotated[SecretStr | None, Field(alias="secret-access-key", max_length=1024, min_length=1)] = (
+        None
+    )
 
 
 class StorageView(ContractModel):
@@ -289,7 +295,7 @@ class UndropRequest(ContractModel):
         extra="forbid",
     )
     namespace: Annotated[
-        list[NamespaceItem] | None,
+        NamespaceLevels | None,
         Field(
             description="Where it comes back (a namespace unit's new path); its old place when absent.", min_length=1
         ),
@@ -392,7 +398,7 @@ class AttachPolicyRequest(ContractModel):
         Field(alias="policy-type"),
     ]
     securable: Securable
-    content: PolicyContent
+    content: JsonObject
 
 
 class DetachPolicyRequest(ContractModel):
@@ -567,7 +573,7 @@ class CreateEventSinkRequest(ContractModel):
         ),
     ]
     secret: Annotated[
-        str | None,
+        SecretStr | None,
         Field(
             description="A webhook's signing key (X-Growler-Signature, HMAC-SHA256 of the body); stored encrypted, never returned",
             max_length=256,
@@ -587,7 +593,7 @@ class CreateEventSinkRequest(ContractModel):
     kafka: KafkaSinkSettings | None = None
 
 
-class CreateWarehouseRequest(ContractModel):
+class CreateWarehouseRequest(UpdateShape):
     model_config = ConfigDict(
         extra="forbid",
     )
@@ -595,7 +601,7 @@ class CreateWarehouseRequest(ContractModel):
     location: Annotated[str, Field(examples=["s3://bucket/warehouse/"], max_length=4096, min_length=1)]
     storage: StorageSettings | None = None
     allowed_locations: Annotated[
-        list[AllowedLocation] | None,
+        Strings | None,
         Field(
             alias="allowed-locations",
             description="Extra prefixes where tables and views of the warehouse may live (registered or custom-located tables).",
@@ -612,13 +618,13 @@ class CreateWarehouseRequest(ContractModel):
     ] = None
 
 
-class UpdateWarehouseRequest(ContractModel):
+class UpdateWarehouseRequest(UpdateShape):
     model_config = ConfigDict(
         extra="forbid",
     )
     location: Annotated[str | None, Field(examples=["s3://bucket/warehouse/"], max_length=4096, min_length=1)] = None
     storage: StorageSettings | None = None
-    allowed_locations: Annotated[list[AllowedLocation] | None, Field(alias="allowed-locations", max_length=100)] = None
+    allowed_locations: Annotated[Strings | None, Field(alias="allowed-locations", max_length=100)] = None
     deletion_policy: Annotated[DeletionPolicy | None, Field(alias="deletion-policy")] = None
     refuse_deletes: Annotated[bool | None, Field(alias="refuse-deletes")] = None
 

@@ -26,6 +26,9 @@ Strings = tuple[str, ...]
 NamespacePaths = tuple[tuple[str, ...], ...]
 """A list of identifiers (the change feed's catalog-objects-by-name)."""
 
+JsonObject = dict[str, Any]
+"""An open JSON object (a maintenance policy's content, which app/rules/maintenance.py checks)."""
+
 Json = Any
 """A value kept as the JSON sent (a scan's filter, which the rules bind to the scanned schema)."""
 
@@ -41,3 +44,22 @@ class ContractModel(IcebergBaseModel):
     defaults validated so that an overridden default takes its field's type."""
 
     model_config = ConfigDict(populate_by_name=True, frozen=True, validate_default=True)
+
+
+class SecurableShape(ContractModel):
+    """The base of the management yaml's Securable (scripts/models.py's base class map): a
+    securable named by its parts. Which parts each type needs is the service's to check
+    (app/management.py ``parse_securable``, app/protection.py)."""
+
+    def view(self) -> dict[str, Any]:
+        """As the request named it (audit lines, change events): the parts given, JSON values."""
+        return self.model_dump(mode="json")
+
+
+class UpdateShape(ContractModel):
+    """The base of the management yaml's update requests (scripts/models.py's base class map): a
+    field the client left out stays unset, and an update changes only what it names."""
+
+    def given(self) -> list[str]:
+        """The fields the request names (the yaml's keys), sorted: what an update changes."""
+        return sorted(self.model_dump(exclude_unset=True))
