@@ -44,6 +44,10 @@ TARGETS: dict[str, dict[str, dict[str, Any]]] = {
             # A commit's changes are PyIceberg's (the rules' widened update union).
             "CommitTableRequest.requirements": f"{TYPES}.TableRequirements",
             "CommitTableRequest.updates": f"{TYPES}.TableUpdates",
+            # Plain values, not root models, where the services read them.
+            "FetchScanTasksRequest.plan_task": f"{TYPES}.Text",
+            "RemoteSignRequest.headers": f"{TYPES}.Headers",
+            "FieldName": f"{TYPES}.Text",
         },
         "defaults": {
             "UpdateNamespacePropertiesRequest.removals": [],
@@ -72,6 +76,8 @@ TARGETS: dict[str, dict[str, dict[str, Any]]] = {
             "KafkaSinkSettings.sasl_password": "pydantic.SecretStr",
             # A policy's content is open (Polaris's config map): app/rules/maintenance.py checks it.
             "AttachPolicyRequest.content": f"{TYPES}.JsonObject",
+            # Policy types are listed once, by app/rules/maintenance.py (POLICY_TYPES).
+            "PolicyType": f"{TYPES}.Text",
         },
         "defaults": {},
         # Behaviour the services call on the shapes: a securable's view, an update's given fields.
@@ -114,7 +120,6 @@ OPTIONS = [
     "--no-formatters",
     "--no-use-field-description",
     "--enum-field-as-literal=all",
-    "--collapse-root-models",
 ]
 
 

@@ -4,12 +4,21 @@
 from __future__ import annotations
 
 from datetime import date, timedelta
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 from uuid import UUID
 
 from pydantic import Base64Str, ConfigDict, Field, RootModel
 
-from app.rules.contract.shapes import ContractModel, Json, NamespaceLevels, Strings, TableRequirements, TableUpdates
+from app.rules.contract.shapes import (
+    ContractModel,
+    Headers,
+    Json,
+    NamespaceLevels,
+    Strings,
+    TableRequirements,
+    TableUpdates,
+    Text,
+)
 
 
 class ErrorModel(ContractModel):
@@ -80,11 +89,11 @@ class ExpressionType(RootModel[str]):
 
 
 class TrueExpression(ContractModel):
-    type: Annotated[str, Field(description="Operator name of an expression node.", examples=["eq"])]
+    type: ExpressionType
 
 
 class FalseExpression(ContractModel):
-    type: Annotated[str, Field(description="Operator name of an expression node.", examples=["eq"])]
+    type: ExpressionType
 
 
 class IdReference(ContractModel):
@@ -112,13 +121,7 @@ class Function1(ContractModel):
         extra="forbid",
     )
     catalog: str | None = None
-    identifier: Annotated[
-        list[str],
-        Field(
-            description="Path of a catalog object (table, view, namespace, function); the kind of object follows from context.",
-            examples=[["sales", "eu", "orders"]],
-        ),
-    ]
+    identifier: CatalogObjectIdentifier
 
 
 class TermReference(RootModel[str]):
@@ -140,7 +143,7 @@ class PartitionField(ContractModel):
     field_id: Annotated[int | None, Field(alias="field-id")] = None
     source_id: Annotated[int, Field(alias="source-id")]
     name: str
-    transform: Annotated[str, Field(description="Partition or sort transform name.", examples=["identity"])]
+    transform: Transform
 
 
 class PartitionSpec(ContractModel):
@@ -158,11 +161,9 @@ class NullOrder(RootModel[Literal["nulls-first", "nulls-last"]]):
 
 class SortField(ContractModel):
     source_id: Annotated[int, Field(alias="source-id")]
-    transform: Annotated[str, Field(description="Partition or sort transform name.", examples=["identity"])]
-    direction: Annotated[Literal["asc", "desc"], Field(description="Sort direction.")]
-    null_order: Annotated[
-        Literal["nulls-first", "nulls-last"], Field(alias="null-order", description="Where nulls sort.")
-    ]
+    transform: Transform
+    direction: SortDirection
+    null_order: Annotated[NullOrder, Field(alias="null-order")]
 
 
 class SortOrder(ContractModel):
@@ -493,43 +494,11 @@ class OAuthClientCredentialsRequest(ContractModel):
 class OAuthTokenExchangeRequest(ContractModel):
     grant_type: Literal["urn:ietf:params:oauth:grant-type:token-exchange"]
     scope: str | None = None
-    requested_token_type: Annotated[
-        Literal[
-            "urn:ietf:params:oauth:token-type:access_token",
-            "urn:ietf:params:oauth:token-type:refresh_token",
-            "urn:ietf:params:oauth:token-type:id_token",
-            "urn:ietf:params:oauth:token-type:saml1",
-            "urn:ietf:params:oauth:token-type:saml2",
-            "urn:ietf:params:oauth:token-type:jwt",
-        ]
-        | None,
-        Field(description="Token type URN from RFC 8693 section 3."),
-    ] = None
+    requested_token_type: TokenType | None = None
     subject_token: Annotated[str, Field(description="Token being exchanged.")]
-    subject_token_type: Annotated[
-        Literal[
-            "urn:ietf:params:oauth:token-type:access_token",
-            "urn:ietf:params:oauth:token-type:refresh_token",
-            "urn:ietf:params:oauth:token-type:id_token",
-            "urn:ietf:params:oauth:token-type:saml1",
-            "urn:ietf:params:oauth:token-type:saml2",
-            "urn:ietf:params:oauth:token-type:jwt",
-        ],
-        Field(description="Token type URN from RFC 8693 section 3."),
-    ]
+    subject_token_type: TokenType
     actor_token: Annotated[str | None, Field(description="Token of the party acting for the subject.")] = None
-    actor_token_type: Annotated[
-        Literal[
-            "urn:ietf:params:oauth:token-type:access_token",
-            "urn:ietf:params:oauth:token-type:refresh_token",
-            "urn:ietf:params:oauth:token-type:id_token",
-            "urn:ietf:params:oauth:token-type:saml1",
-            "urn:ietf:params:oauth:token-type:saml2",
-            "urn:ietf:params:oauth:token-type:jwt",
-        ]
-        | None,
-        Field(description="Token type URN from RFC 8693 section 3."),
-    ] = None
+    actor_token_type: TokenType | None = None
 
 
 class OAuthTokenRequest(RootModel[OAuthClientCredentialsRequest | OAuthTokenExchangeRequest]):
@@ -554,8 +523,8 @@ class MetricResult(RootModel[CounterResult | TimerResult]):
     root: Annotated[CounterResult | TimerResult, Field(description="A single metric value.")]
 
 
-class Metrics(RootModel[dict[str, CounterResult | TimerResult]]):
-    root: dict[str, CounterResult | TimerResult]
+class Metrics(RootModel[dict[str, MetricResult]]):
+    root: dict[str, MetricResult]
 
 
 class CommitReport(ContractModel):
@@ -563,7 +532,7 @@ class CommitReport(ContractModel):
     snapshot_id: Annotated[int, Field(alias="snapshot-id")]
     sequence_number: Annotated[int, Field(alias="sequence-number")]
     operation: str
-    metrics: dict[str, CounterResult | TimerResult]
+    metrics: Metrics
     metadata: dict[str, str] | None = None
 
 
@@ -584,18 +553,7 @@ class OAuthTokenResponse(ContractModel):
     access_token: Annotated[str, Field(description="Issued access token.")]
     token_type: Annotated[Literal["bearer", "mac", "N_A"], Field(description="Token type (RFC 6749 section 7.1).")]
     expires_in: Annotated[int | None, Field(description="Token lifetime in seconds.")] = None
-    issued_token_type: Annotated[
-        Literal[
-            "urn:ietf:params:oauth:token-type:access_token",
-            "urn:ietf:params:oauth:token-type:refresh_token",
-            "urn:ietf:params:oauth:token-type:id_token",
-            "urn:ietf:params:oauth:token-type:saml1",
-            "urn:ietf:params:oauth:token-type:saml2",
-            "urn:ietf:params:oauth:token-type:jwt",
-        ]
-        | None,
-        Field(description="Token type URN from RFC 8693 section 3."),
-    ] = None
+    issued_token_type: TokenType | None = None
     refresh_token: Annotated[str | None, Field(description="Refresh token.")] = None
     scope: Annotated[str | None, Field(description="Granted scope.")] = None
 
@@ -627,35 +585,17 @@ class GetNamespaceResponse(ContractModel):
 
 
 class ListTablesResponse(ContractModel):
-    next_page_token: Annotated[
-        str | None,
-        Field(
-            alias="next-page-token",
-            description="Opaque paging token. A paging server returns `next-page-token` while more results remain and null on the last page (or on every answer when the request had no `pageToken`); a server that does not page omits it. Clients treat null or missing as the end.",
-        ),
-    ] = None
+    next_page_token: Annotated[PageToken | None, Field(alias="next-page-token")] = None
     identifiers: list[TableIdentifier] | None = None
 
 
 class ListFunctionsResponse(ContractModel):
-    next_page_token: Annotated[
-        str | None,
-        Field(
-            alias="next-page-token",
-            description="Opaque paging token. A paging server returns `next-page-token` while more results remain and null on the last page (or on every answer when the request had no `pageToken`); a server that does not page omits it. Clients treat null or missing as the end.",
-        ),
-    ] = None
-    identifiers: list[list[str]] | None = None
+    next_page_token: Annotated[PageToken | None, Field(alias="next-page-token")] = None
+    identifiers: list[CatalogObjectIdentifier] | None = None
 
 
 class ListNamespacesResponse(ContractModel):
-    next_page_token: Annotated[
-        str | None,
-        Field(
-            alias="next-page-token",
-            description="Opaque paging token. A paging server returns `next-page-token` while more results remain and null on the last page (or on every answer when the request had no `pageToken`); a server that does not page omits it. Clients treat null or missing as the end.",
-        ),
-    ] = None
+    next_page_token: Annotated[PageToken | None, Field(alias="next-page-token")] = None
     namespaces: list[NamespaceLevels] | None = None
 
 
@@ -796,12 +736,49 @@ class BinaryTypeValue(RootModel[str]):
 
 
 class CountMap(ContractModel):
-    keys: Annotated[list[int] | None, Field(description="Column IDs.")] = None
-    values: Annotated[list[int] | None, Field(description="Counts, matched to `keys` by position.")] = None
+    keys: Annotated[list[IntegerTypeValue] | None, Field(description="Column IDs.")] = None
+    values: Annotated[list[LongTypeValue] | None, Field(description="Counts, matched to `keys` by position.")] = None
 
 
-class PrimitiveTypeValue(RootModel[bool | int | float | str | UUID | date]):
-    root: Annotated[bool | int | float | str | UUID | date, Field(description="Value of a primitive type.")]
+class PrimitiveTypeValue(
+    RootModel[
+        BooleanTypeValue
+        | IntegerTypeValue
+        | LongTypeValue
+        | FloatTypeValue
+        | DoubleTypeValue
+        | DecimalTypeValue
+        | StringTypeValue
+        | UUIDTypeValue
+        | DateTypeValue
+        | TimeTypeValue
+        | TimestampTypeValue
+        | TimestampTzTypeValue
+        | TimestampNanoTypeValue
+        | TimestampTzNanoTypeValue
+        | FixedTypeValue
+        | BinaryTypeValue
+    ]
+):
+    root: Annotated[
+        BooleanTypeValue
+        | IntegerTypeValue
+        | LongTypeValue
+        | FloatTypeValue
+        | DoubleTypeValue
+        | DecimalTypeValue
+        | StringTypeValue
+        | UUIDTypeValue
+        | DateTypeValue
+        | TimeTypeValue
+        | TimestampTypeValue
+        | TimestampTzTypeValue
+        | TimestampNanoTypeValue
+        | TimestampTzNanoTypeValue
+        | FixedTypeValue
+        | BinaryTypeValue,
+        Field(description="Value of a primitive type."),
+    ]
 
 
 class FileFormat(RootModel[Literal["avro", "orc", "parquet", "puffin"]]):
@@ -811,18 +788,16 @@ class FileFormat(RootModel[Literal["avro", "orc", "parquet", "puffin"]]):
 class ContentFile(ContractModel):
     content: str
     file_path: Annotated[str, Field(alias="file-path")]
-    file_format: Annotated[
-        Literal["avro", "orc", "parquet", "puffin"], Field(alias="file-format", description="Data file format.")
-    ]
+    file_format: Annotated[FileFormat, Field(alias="file-format")]
     spec_id: Annotated[int, Field(alias="spec-id")]
     partition: Annotated[
-        list[bool | int | float | str | UUID | date],
+        list[PrimitiveTypeValue],
         Field(description="Partition values in the order of the partition spec `spec-id`.", examples=[[1, "bar"]]),
     ]
     file_size_in_bytes: Annotated[int, Field(alias="file-size-in-bytes", description="File size in bytes.")]
     record_count: Annotated[int, Field(alias="record-count", description="Number of records.")]
     key_metadata: Annotated[
-        str | None, Field(alias="key-metadata", description="Encryption key metadata.", examples=["78797A"])
+        BinaryTypeValue | None, Field(alias="key-metadata", description="Encryption key metadata.")
     ] = None
     split_offsets: Annotated[
         list[int] | None, Field(alias="split-offsets", description="Offsets where the file can be split.")
@@ -848,15 +823,6 @@ class EqualityDeleteFile(ContentFile):
     ] = None
 
 
-class FieldName(RootModel[str]):
-    root: Annotated[
-        str,
-        Field(
-            description="Full dotted field name, e.g. `a.b.c`; map keys and values use `key` and `value` and list elements `element` as path parts."
-        ),
-    ]
-
-
 class PlanTask(RootModel[str]):
     root: Annotated[
         str, Field(description="Opaque unit of planning work from the server, expanded with fetchScanTasks.")
@@ -871,7 +837,7 @@ class RemoteSignRequest(ContractModel):
     region: str
     uri: str
     method: Literal["PUT", "GET", "HEAD", "POST", "DELETE", "PATCH", "OPTIONS"]
-    headers: dict[str, list[str]]
+    headers: Headers
     properties: dict[str, str] | None = None
     body: Annotated[
         str | None,
@@ -886,7 +852,7 @@ class RemoteSignRequest(ContractModel):
 
 class RemoteSignResult(ContractModel):
     uri: str
-    headers: dict[str, list[str]]
+    headers: MultiValuedMap
 
 
 class RemoteSigningConfig(ContractModel):
@@ -894,8 +860,7 @@ class RemoteSigningConfig(ContractModel):
         dict[str, str] | None, Field(description="Properties the signer client sends unchanged in every sign request.")
     ] = None
     headers: Annotated[
-        dict[str, list[str]] | None,
-        Field(description="Headers the signer client sends unchanged to the signing endpoint."),
+        MultiValuedMap | None, Field(description="Headers the signer client sends unchanged to the signing endpoint.")
     ] = None
 
 
@@ -919,15 +884,13 @@ class Literal1(ContractModel):
         extra="forbid",
     )
     type: Literal["literal"]
-    value: Annotated[bool | int | float | str | UUID | date, Field(description="Value of a primitive type.")]
-    data_type: Annotated[
-        str | None, Field(alias="data-type", description="Name of a primitive Iceberg type.", examples=["long"])
-    ] = None
+    value: PrimitiveTypeValue
+    data_type: Annotated[PrimitiveType | None, Field(alias="data-type")] = None
 
 
-class LiteralModel(RootModel[Literal1 | bool | int | float | str | UUID | date]):
+class LiteralModel(RootModel[PrimitiveTypeValue | Literal1]):
     root: Annotated[
-        Literal1 | bool | int | float | str | UUID | date,
+        PrimitiveTypeValue | Literal1,
         Field(description="Literal value: a bare value or a literal object, optionally typed."),
     ]
 
@@ -937,15 +900,13 @@ class Literals1(ContractModel):
         extra="forbid",
     )
     type: Literal["literals"]
-    values: list[bool | int | float | str | UUID | date]
-    data_type: Annotated[
-        str, Field(alias="data-type", description="Name of a primitive Iceberg type.", examples=["long"])
-    ]
+    values: list[PrimitiveTypeValue]
+    data_type: Annotated[PrimitiveType, Field(alias="data-type")]
 
 
-class Literals(RootModel[list[Literal1 | bool | int | float | str | UUID | date] | Literals1]):
+class Literals(RootModel[list[LiteralModel] | Literals1]):
     root: Annotated[
-        list[Literal1 | bool | int | float | str | UUID | date] | Literals1,
+        list[LiteralModel] | Literals1,
         Field(description="Several literals: a bare array, or an object giving one data type for all values."),
     ]
 
@@ -961,15 +922,8 @@ class Reference(RootModel[IdReference | NamedReference]):
 
 class TransformTerm(ContractModel):
     type: Literal["transform"]
-    transform: Annotated[str, Field(description="Partition or sort transform name.", examples=["identity"])]
-    term: Annotated[
-        str,
-        Field(
-            deprecated=True,
-            description="Deprecated field reference by name as a plain string; use Reference.",
-            examples=["column-name"],
-        ),
-    ]
+    transform: Transform
+    term: TermReference
 
 
 class SetPartitionStatisticsUpdate(BaseUpdate):
@@ -983,16 +937,16 @@ class ViewRequirement(RootModel[AssertViewUUID]):
 
 class FailedPlanningResult(ContractModel):
     error: ErrorModel
-    status: Annotated[Literal["failed"], Field(description="State of a scan planning request.")]
+    status: Literal["failed"]
 
 
 class AsyncPlanningResult(ContractModel):
-    status: Annotated[Literal["submitted"], Field(description="State of a scan planning request.")]
+    status: Literal["submitted"]
     plan_id: Annotated[str, Field(alias="plan-id", description="Plan ID to poll with.")]
 
 
 class EmptyPlanningResult(ContractModel):
-    status: Annotated[Literal["cancelled"], Field(description="State of a scan planning request.")]
+    status: Literal["cancelled"]
 
 
 class ReportMetricsRequest2(CommitReport):
@@ -1020,10 +974,10 @@ class StatisticsFile(ContractModel):
 
 
 class ValueMap(ContractModel):
-    keys: Annotated[list[int] | None, Field(description="Column IDs.")] = None
-    values: Annotated[
-        list[bool | int | float | str | UUID | date] | None, Field(description="Values, matched to `keys` by position.")
-    ] = None
+    keys: Annotated[list[IntegerTypeValue] | None, Field(description="Column IDs.")] = None
+    values: Annotated[list[PrimitiveTypeValue] | None, Field(description="Values, matched to `keys` by position.")] = (
+        None
+    )
 
 
 class DataFile(ContentFile):
@@ -1050,17 +1004,12 @@ class DeleteFile(RootModel[PositionDeleteFile | EqualityDeleteFile]):
 
 
 class FetchScanTasksRequest(ContractModel):
-    plan_task: Annotated[
-        str,
-        Field(
-            alias="plan-task", description="Opaque unit of planning work from the server, expanded with fetchScanTasks."
-        ),
-    ]
+    plan_task: Annotated[Text, Field(alias="plan-task")]
 
 
-class Term(RootModel[TransformTerm | str]):
+class Term(RootModel[TermReference | TransformTerm]):
     root: Annotated[
-        TransformTerm | str,
+        TermReference | TransformTerm,
         Field(deprecated=True, description="Deprecated operand form of older predicates; use Reference or Apply."),
     ]
 
@@ -1089,19 +1038,11 @@ class FunctionDefinitionVersion(ContractModel):
 class StructField(ContractModel):
     id: int
     name: str
-    type: Annotated[
-        StructType | ListType | MapType, Field(description="Any Iceberg type: variant, primitive, struct, list or map.")
-    ]
+    type: Type
     required: bool
     doc: str | None = None
-    initial_default: Annotated[
-        bool | int | float | str | UUID | date | None,
-        Field(alias="initial-default", description="Value of a primitive type."),
-    ] = None
-    write_default: Annotated[
-        bool | int | float | str | UUID | date | None,
-        Field(alias="write-default", description="Value of a primitive type."),
-    ] = None
+    initial_default: Annotated[PrimitiveTypeValue | None, Field(alias="initial-default")] = None
+    write_default: Annotated[PrimitiveTypeValue | None, Field(alias="write-default")] = None
 
 
 class StructType(ContractModel):
@@ -1112,108 +1053,58 @@ class StructType(ContractModel):
 class ListType(ContractModel):
     type: Literal["list"]
     element_id: Annotated[int, Field(alias="element-id")]
-    element: Annotated[
-        StructType | ListType | MapType, Field(description="Any Iceberg type: variant, primitive, struct, list or map.")
-    ]
+    element: Type
     element_required: Annotated[bool, Field(alias="element-required")]
 
 
 class MapType(ContractModel):
     type: Literal["map"]
     key_id: Annotated[int, Field(alias="key-id")]
-    key: Annotated[
-        StructType | ListType | MapType, Field(description="Any Iceberg type: variant, primitive, struct, list or map.")
-    ]
+    key: Type
     value_id: Annotated[int, Field(alias="value-id")]
-    value: Annotated[
-        StructType | ListType | MapType, Field(description="Any Iceberg type: variant, primitive, struct, list or map.")
-    ]
+    value: Type
     value_required: Annotated[bool, Field(alias="value-required")]
 
 
 class AndOrPredicate(ContractModel):
-    type: Annotated[str, Field(description="Operator name of an expression node.", examples=["eq"])]
-    left: Annotated[
-        bool
-        | TrueExpression
-        | FalseExpression
-        | AndOrPredicate
-        | NotPredicate
-        | UnaryPredicate
-        | ComparisonPredicate
-        | SetPredicate,
-        Field(description="Boolean filter expression; a bare `true` or `false` is allowed."),
-    ]
-    right: Annotated[
-        bool
-        | TrueExpression
-        | FalseExpression
-        | AndOrPredicate
-        | NotPredicate
-        | UnaryPredicate
-        | ComparisonPredicate
-        | SetPredicate,
-        Field(description="Boolean filter expression; a bare `true` or `false` is allowed."),
-    ]
+    type: ExpressionType
+    left: Predicate
+    right: Predicate
 
 
 class NotPredicate(ContractModel):
-    type: Annotated[str, Field(description="Operator name of an expression node.", examples=["eq"])]
-    child: Annotated[
-        bool
-        | TrueExpression
-        | FalseExpression
-        | AndOrPredicate
-        | NotPredicate
-        | UnaryPredicate
-        | ComparisonPredicate
-        | SetPredicate,
-        Field(description="Boolean filter expression; a bare `true` or `false` is allowed."),
-    ]
+    type: ExpressionType
+    child: Predicate
 
 
 class UnaryPredicate(ContractModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    type: Annotated[str, Field(description="Operator name of an expression node.", examples=["eq"])]
-    child: Annotated[
-        Apply | None, Field(description="An expression producing a value: literal, field reference or function call.")
-    ] = None
-    term: Annotated[TransformTerm | str | None, Field(deprecated=True, description="Deprecated; use `child`.")] = None
+    type: ExpressionType
+    child: ValueExpression | None = None
+    term: Annotated[Term | None, Field(deprecated=True, description="Deprecated; use `child`.")] = None
 
 
 class ComparisonPredicate(ContractModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    type: Annotated[str, Field(description="Operator name of an expression node.", examples=["eq"])]
-    left: Annotated[
-        Apply | None, Field(description="An expression producing a value: literal, field reference or function call.")
-    ] = None
-    right: Annotated[
-        Apply | None, Field(description="An expression producing a value: literal, field reference or function call.")
-    ] = None
-    term: Annotated[TransformTerm | str | None, Field(deprecated=True, description="Deprecated; use `left`.")] = None
-    value: Annotated[
-        Literal1 | bool | int | float | str | UUID | date | None,
-        Field(deprecated=True, description="Deprecated; use `right`."),
-    ] = None
+    type: ExpressionType
+    left: ValueExpression | None = None
+    right: ValueExpression | None = None
+    term: Annotated[Term | None, Field(deprecated=True, description="Deprecated; use `left`.")] = None
+    value: Annotated[LiteralModel | None, Field(deprecated=True, description="Deprecated; use `right`.")] = None
 
 
 class SetPredicate(ContractModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    type: Annotated[str, Field(description="Operator name of an expression node.", examples=["eq"])]
-    child: Annotated[
-        Apply | None, Field(description="An expression producing a value: literal, field reference or function call.")
-    ] = None
-    term: Annotated[TransformTerm | str | None, Field(deprecated=True, description="Deprecated; use `child`.")] = None
-    values: Annotated[
-        list[Literal1 | bool | int | float | str | UUID | date] | Literals1,
-        Field(description="Several literals: a bare array, or an object giving one data type for all values."),
-    ]
+    type: ExpressionType
+    child: ValueExpression | None = None
+    term: Annotated[Term | None, Field(deprecated=True, description="Deprecated; use `child`.")] = None
+    values: Literals
 
 
 class Apply(ContractModel):
@@ -1221,8 +1112,8 @@ class Apply(ContractModel):
         extra="forbid",
     )
     type: Literal["apply"]
-    function: Function | Function1 | list[str]
-    arguments: list[Any]
+    function: Function | CatalogObjectIdentifier | Function1
+    arguments: list[FunctionArgument]
 
 
 class TableMetadata(ContractModel):
@@ -1244,15 +1135,11 @@ class TableMetadata(ContractModel):
     default_sort_order_id: Annotated[int | None, Field(alias="default-sort-order-id")] = None
     encryption_keys: Annotated[list[EncryptedKey] | None, Field(alias="encryption-keys")] = None
     snapshots: list[Snapshot] | None = None
-    refs: dict[str, SnapshotReference] | None = None
+    refs: SnapshotReferences | None = None
     current_snapshot_id: Annotated[int | None, Field(alias="current-snapshot-id")] = None
     last_sequence_number: Annotated[int | None, Field(alias="last-sequence-number")] = None
-    snapshot_log: Annotated[
-        list[SnapshotLogItem] | None, Field(alias="snapshot-log", description="History of the current snapshot.")
-    ] = None
-    metadata_log: Annotated[
-        list[MetadataLogItem] | None, Field(alias="metadata-log", description="History of earlier metadata files.")
-    ] = None
+    snapshot_log: Annotated[SnapshotLog | None, Field(alias="snapshot-log")] = None
+    metadata_log: Annotated[MetadataLog | None, Field(alias="metadata-log")] = None
     statistics: list[StatisticsFile] | None = None
     partition_statistics: Annotated[list[PartitionStatisticsFile] | None, Field(alias="partition-statistics")] = None
 
@@ -1291,11 +1178,10 @@ class LoadTableResult(ContractModel):
 
 class ScanTasks(ContractModel):
     delete_files: Annotated[
-        list[Annotated[PositionDeleteFile | EqualityDeleteFile, Field(discriminator="content")]] | None,
-        Field(alias="delete-files", description="Delete files used by the file scan tasks."),
+        list[DeleteFile] | None, Field(alias="delete-files", description="Delete files used by the file scan tasks.")
     ] = None
     file_scan_tasks: Annotated[list[FileScanTask] | None, Field(alias="file-scan-tasks")] = None
-    plan_tasks: Annotated[list[str] | None, Field(alias="plan-tasks")] = None
+    plan_tasks: Annotated[list[PlanTask] | None, Field(alias="plan-tasks")] = None
 
 
 class CommitTableRequest(ContractModel):
@@ -1309,16 +1195,7 @@ class CommitTableRequest(ContractModel):
 class CommitViewRequest(ContractModel):
     identifier: Annotated[TableIdentifier | None, Field(description="View to change.")] = None
     requirements: list[ViewRequirement] | None = None
-    updates: list[
-        AssignUUIDUpdate
-        | UpgradeFormatVersionUpdate
-        | AddSchemaUpdate
-        | SetLocationUpdate
-        | SetPropertiesUpdate
-        | RemovePropertiesUpdate
-        | AddViewVersionUpdate
-        | SetCurrentViewVersionUpdate
-    ]
+    updates: list[ViewUpdate]
 
 
 class CommitTransactionRequest(ContractModel):
@@ -1365,21 +1242,11 @@ class LoadViewResult(ContractModel):
 class ScanReport(ContractModel):
     table_name: Annotated[str, Field(alias="table-name")]
     snapshot_id: Annotated[int, Field(alias="snapshot-id")]
-    filter: Annotated[
-        bool
-        | TrueExpression
-        | FalseExpression
-        | AndOrPredicate
-        | NotPredicate
-        | UnaryPredicate
-        | ComparisonPredicate
-        | SetPredicate,
-        Field(description="Boolean filter expression; a bare `true` or `false` is allowed."),
-    ]
+    filter: Predicate
     schema_id: Annotated[int, Field(alias="schema-id")]
     projected_field_ids: Annotated[list[int], Field(alias="projected-field-ids")]
     projected_field_names: Annotated[list[str], Field(alias="projected-field-names")]
-    metrics: dict[str, CounterResult | TimerResult]
+    metrics: Metrics
     metadata: dict[str, str] | None = None
 
 
@@ -1415,13 +1282,7 @@ class FunctionDefinition(ContractModel):
         Field(alias="specific-name", description="Optional name for the definition, unique within the function."),
     ] = None
     parameters: Annotated[list[FunctionParameter], Field(description="Parameters in call order.")]
-    return_type: Annotated[
-        str | FunctionListType | FunctionMapType | FunctionStructType,
-        Field(
-            alias="return-type",
-            description="Parameter or return type: a type string without spaces or quotes (e.g. `int`, `decimal(9,2)`), or an object for list, map and struct types; extra fields in those objects are ignored.",
-        ),
-    ]
+    return_type: Annotated[FunctionDataType, Field(alias="return-type")]
     return_nullable: Annotated[
         bool, Field(alias="return-nullable", description="Hint whether the result may be null.")
     ] = True
@@ -1438,40 +1299,20 @@ class FunctionDefinition(ContractModel):
 
 
 class FunctionParameter(ContractModel):
-    type: Annotated[
-        str | FunctionListType | FunctionMapType | FunctionStructType,
-        Field(
-            description="Parameter or return type: a type string without spaces or quotes (e.g. `int`, `decimal(9,2)`), or an object for list, map and struct types; extra fields in those objects are ignored."
-        ),
-    ]
+    type: FunctionDataType
     name: str
     doc: Annotated[str | None, Field(description="Documentation.")] = None
 
 
 class FunctionListType(ContractModel):
     type: Literal["list"]
-    element: Annotated[
-        str | FunctionListType | FunctionMapType | FunctionStructType,
-        Field(
-            description="Parameter or return type: a type string without spaces or quotes (e.g. `int`, `decimal(9,2)`), or an object for list, map and struct types; extra fields in those objects are ignored."
-        ),
-    ]
+    element: FunctionDataType
 
 
 class FunctionMapType(ContractModel):
     type: Literal["map"]
-    key: Annotated[
-        str | FunctionListType | FunctionMapType | FunctionStructType,
-        Field(
-            description="Parameter or return type: a type string without spaces or quotes (e.g. `int`, `decimal(9,2)`), or an object for list, map and struct types; extra fields in those objects are ignored."
-        ),
-    ]
-    value: Annotated[
-        str | FunctionListType | FunctionMapType | FunctionStructType,
-        Field(
-            description="Parameter or return type: a type string without spaces or quotes (e.g. `int`, `decimal(9,2)`), or an object for list, map and struct types; extra fields in those objects are ignored."
-        ),
-    ]
+    key: FunctionDataType
+    value: FunctionDataType
 
 
 class FunctionStructType(ContractModel):
@@ -1481,12 +1322,7 @@ class FunctionStructType(ContractModel):
 
 class FunctionStructField(ContractModel):
     name: str
-    type: Annotated[
-        str | FunctionListType | FunctionMapType | FunctionStructType,
-        Field(
-            description="Parameter or return type: a type string without spaces or quotes (e.g. `int`, `decimal(9,2)`), or an object for list, map and struct types; extra fields in those objects are ignored."
-        ),
-    ]
+    type: FunctionDataType
 
 
 class CommitTableResponse(ContractModel):
@@ -1498,7 +1334,7 @@ class PlanTableScanRequest(ContractModel):
     snapshot_id: Annotated[int | None, Field(alias="snapshot-id", description="Snapshot for a point-in-time scan.")] = (
         None
     )
-    select: Annotated[list[str] | None, Field(description="Fields to read.")] = None
+    select: Annotated[list[Text] | None, Field(description="Fields to read.")] = None
     filter: Annotated[Json | None, Field(description="Row filter.")] = None
     min_rows_requested: Annotated[
         int | None,
@@ -1528,7 +1364,7 @@ class PlanTableScanRequest(ContractModel):
         ),
     ] = None
     stats_fields: Annotated[
-        list[str] | None, Field(alias="stats-fields", description="Fields to return column statistics for.")
+        list[Text] | None, Field(alias="stats-fields", description="Fields to return column statistics for.")
     ] = None
 
 
@@ -1539,15 +1375,7 @@ class FileScanTask(ContractModel):
         Field(alias="delete-file-references", description="Positions (0-based) in the delete files list."),
     ] = None
     residual_filter: Annotated[
-        bool
-        | TrueExpression
-        | FalseExpression
-        | AndOrPredicate
-        | NotPredicate
-        | UnaryPredicate
-        | ComparisonPredicate
-        | SetPredicate
-        | None,
+        Predicate | None,
         Field(
             alias="residual-filter",
             description="Filter still to apply to this file's rows; if missing the client works it out or uses the original filter.",
@@ -1560,9 +1388,9 @@ class Schema(StructType):
     identifier_field_ids: Annotated[list[int] | None, Field(alias="identifier-field-ids")] = None
 
 
-class Type(RootModel[StructType | ListType | MapType | Literal["variant"] | str]):
+class Type(RootModel[VariantType | PrimitiveType | StructType | ListType | MapType]):
     root: Annotated[
-        StructType | ListType | MapType | Literal["variant"] | str,
+        VariantType | PrimitiveType | StructType | ListType | MapType,
         Field(description="Any Iceberg type: variant, primitive, struct, list or map."),
     ]
 
@@ -1592,11 +1420,9 @@ class Predicate(
     ]
 
 
-class ValueExpression(
-    RootModel[Apply | Literal1 | bool | int | float | str | UUID | date | IdReference | NamedReference]
-):
+class ValueExpression(RootModel[LiteralModel | Reference | Apply]):
     root: Annotated[
-        Apply | Literal1 | bool | int | float | str | UUID | date | IdReference | NamedReference,
+        LiteralModel | Reference | Apply,
         Field(description="An expression producing a value: literal, field reference or function call."),
     ]
 
@@ -1682,7 +1508,7 @@ class ViewUpdate(
 
 
 class CompletedPlanningResult(ScanTasks):
-    status: Annotated[Literal["completed"], Field(description="State of a scan planning request.")]
+    status: Literal["completed"]
     storage_credentials: Annotated[
         list[StorageCredential] | None,
         Field(alias="storage-credentials", description="Credentials for reading the returned files."),
@@ -1706,47 +1532,8 @@ class FunctionDataType(RootModel[str | FunctionListType | FunctionMapType | Func
     ]
 
 
-class FunctionArgument(
-    RootModel[
-        Apply
-        | Literal1
-        | bool
-        | int
-        | float
-        | str
-        | UUID
-        | date
-        | IdReference
-        | NamedReference
-        | TrueExpression
-        | FalseExpression
-        | AndOrPredicate
-        | NotPredicate
-        | UnaryPredicate
-        | ComparisonPredicate
-        | SetPredicate
-    ]
-):
-    root: Annotated[
-        Apply
-        | Literal1
-        | bool
-        | int
-        | float
-        | str
-        | UUID
-        | date
-        | IdReference
-        | NamedReference
-        | TrueExpression
-        | FalseExpression
-        | AndOrPredicate
-        | NotPredicate
-        | UnaryPredicate
-        | ComparisonPredicate
-        | SetPredicate,
-        Field(description="Argument of a function call."),
-    ]
+class FunctionArgument(RootModel[ValueExpression | Predicate]):
+    root: Annotated[ValueExpression | Predicate, Field(description="Argument of a function call.")]
 
 
 class CompletedPlanningWithIDResult(CompletedPlanningResult):
@@ -1785,12 +1572,15 @@ NotPredicate.model_rebuild()
 UnaryPredicate.model_rebuild()
 ComparisonPredicate.model_rebuild()
 SetPredicate.model_rebuild()
+Apply.model_rebuild()
 TableMetadata.model_rebuild()
 ViewMetadata.model_rebuild()
 AddSchemaUpdate.model_rebuild()
 ScanTasks.model_rebuild()
+CommitViewRequest.model_rebuild()
 CreateTableRequest.model_rebuild()
 CreateViewRequest.model_rebuild()
+ScanReport.model_rebuild()
 LoadFunctionResult.model_rebuild()
 FunctionMetadata.model_rebuild()
 FunctionDefinition.model_rebuild()
@@ -1798,6 +1588,9 @@ FunctionParameter.model_rebuild()
 FunctionListType.model_rebuild()
 FunctionMapType.model_rebuild()
 FunctionStructType.model_rebuild()
+FunctionStructField.model_rebuild()
+FileScanTask.model_rebuild()
 CompletedPlanningResult.model_rebuild()
 FetchScanTasksResult.model_rebuild()
+ReportMetricsRequest1.model_rebuild()
 CompletedPlanningWithIDResult.model_rebuild()

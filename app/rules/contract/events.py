@@ -64,24 +64,7 @@ class EventOperation(ContractModel):
     model_config = ConfigDict(
         extra="allow",
     )
-    operation_type: Annotated[
-        Literal[
-            "create-table",
-            "register-table",
-            "drop-table",
-            "update-table",
-            "rename-table",
-            "create-view",
-            "drop-view",
-            "update-view",
-            "rename-view",
-            "create-namespace",
-            "update-namespace-properties",
-            "drop-namespace",
-            "custom",
-        ],
-        Field(alias="operation-type"),
-    ]
+    operation_type: Annotated[EventOperationType, Field(alias="operation-type")]
 
 
 class QueryEventsRequest(ContractModel):

@@ -14,6 +14,7 @@ from app.rules.contract.shapes import (
     NamespacePaths,
     SecurableShape,
     Strings,
+    Text,
     UpdateShape,
 )
 from app.rules.privileges import Privilege, SecurableType
@@ -356,21 +357,6 @@ class ListProtectionsResponse(ContractModel):
     marks: list[ProtectionMark]
 
 
-class PolicyType(
-    RootModel[
-        Literal[
-            "system.snapshot-expiry",
-            "system.orphan-file-removal",
-            "system.metadata-compaction",
-            "system.data-compaction",
-        ]
-    ]
-):
-    root: Literal[
-        "system.snapshot-expiry", "system.orphan-file-removal", "system.metadata-compaction", "system.data-compaction"
-    ]
-
-
 class PolicySecurableType(RootModel[Literal["catalog", "warehouse", "namespace", "table"]]):
     root: Literal["catalog", "warehouse", "namespace", "table"]
 
@@ -388,15 +374,7 @@ class AttachPolicyRequest(ContractModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    policy_type: Annotated[
-        Literal[
-            "system.snapshot-expiry",
-            "system.orphan-file-removal",
-            "system.metadata-compaction",
-            "system.data-compaction",
-        ],
-        Field(alias="policy-type"),
-    ]
+    policy_type: Annotated[Text, Field(alias="policy-type")]
     securable: Securable
     content: JsonObject
 
@@ -405,15 +383,7 @@ class DetachPolicyRequest(ContractModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    policy_type: Annotated[
-        Literal[
-            "system.snapshot-expiry",
-            "system.orphan-file-removal",
-            "system.metadata-compaction",
-            "system.data-compaction",
-        ],
-        Field(alias="policy-type"),
-    ]
+    policy_type: Annotated[Text, Field(alias="policy-type")]
     securable: Securable
 
 
@@ -421,15 +391,7 @@ class AttachedPolicy(ContractModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    policy_type: Annotated[
-        Literal[
-            "system.snapshot-expiry",
-            "system.orphan-file-removal",
-            "system.metadata-compaction",
-            "system.data-compaction",
-        ],
-        Field(alias="policy-type"),
-    ]
+    policy_type: Annotated[Text, Field(alias="policy-type")]
     securable: Securable
     content: PolicyContent
 
@@ -445,15 +407,7 @@ class Policy(ContractModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    policy_type: Annotated[
-        Literal[
-            "system.snapshot-expiry",
-            "system.orphan-file-removal",
-            "system.metadata-compaction",
-            "system.data-compaction",
-        ],
-        Field(alias="policy-type"),
-    ]
+    policy_type: Annotated[Text, Field(alias="policy-type")]
     content: PolicyContent
     inherited_from: Annotated[
         Literal["catalog", "warehouse", "namespace", "table", "table-properties"], Field(alias="inherited-from")
@@ -471,15 +425,7 @@ class RunRequest(ContractModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    policy_type: Annotated[
-        Literal[
-            "system.snapshot-expiry",
-            "system.orphan-file-removal",
-            "system.metadata-compaction",
-            "system.data-compaction",
-        ],
-        Field(alias="policy-type"),
-    ]
+    policy_type: Annotated[Text, Field(alias="policy-type")]
     dry_run: Annotated[bool, Field(alias="dry-run")] = False
 
 

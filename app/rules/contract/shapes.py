@@ -26,6 +26,13 @@ Strings = tuple[str, ...]
 NamespacePaths = tuple[tuple[str, ...], ...]
 """A list of identifiers (the change feed's catalog-objects-by-name)."""
 
+Text = str
+"""A string the yaml names as a schema of its own (a plan task, a field name, a policy type): plain
+here, where pydantic would make a root model the services would have to unwrap."""
+
+Headers = dict[str, list[str]]
+"""An HTTP request's headers, each with its values (the yaml's MultiValuedMap)."""
+
 JsonObject = dict[str, Any]
 """An open JSON object (a maintenance policy's content, which app/rules/maintenance.py checks)."""
 
