@@ -5,6 +5,7 @@
 #   make test           run the test suite: two pytest sessions side by side (scripts/suite.py;
 #                       PYTEST_ARGS="-k foo -x" to pass options to both)
 #   make lint           ruff
+#   make models         regenerate app/rules/contract/ from openapi/*.yaml (scripts/models.py); commit the diff
 #   make spark-jars     fetch the Iceberg Spark runtimes (3.5, 4.1) + AWS bundle (mvn) into .cache/spark-jars
 #   make keycloak       fetch Keycloak (mvn) into .cache/keycloak-<version>: the IdP of the OIDC tests
 #   make kafka          fetch Apache Kafka's broker jars (mvn) into .cache/kafka-<version>: the Kafka sink's test
@@ -153,7 +154,7 @@ echo "mvn not found: installing maven"; \
 $(call apt_install,maven)
 endef
 
-.PHONY: help venv venv-test run test lint bench clean distclean image helm
+.PHONY: help venv venv-test run test lint models bench clean distclean image helm
 .PHONY: spark-jars venv-spark4 example keycloak test-deps rck
 
 help:
@@ -363,6 +364,11 @@ bench: venv-test
 
 lint: venv-test
 	$(VENV)/bin/ruff check .
+
+# The contract's models, generated (datamodel-code-generator, pinned in requirements-test.txt);
+# tests/unit/test_contract_models.py fails when the committed ones differ from a regeneration.
+models: venv-test
+	$(VPY) -m scripts.models
 
 clean:
 	rm -rf .growler .pytest_cache .ruff_cache .hypothesis .cache

@@ -66,7 +66,9 @@ def overview() -> str:
 
 
 def create_principal() -> str:
-    body = CreatePrincipalRequest(name=request.form.get("name", ""), admin=request.form.get("admin") == "yes")
+    body = CreatePrincipalRequest.model_construct(
+        name=request.form.get("name", ""), admin=request.form.get("admin") == "yes"
+    )
     authorize("createPrincipal", {}, body)
     credential = management().create_principal(body)
     return render_template("console/secret.html", credential=credential, made="created")
@@ -87,7 +89,7 @@ def delete_principal(name: str) -> Response:
 
 
 def create_role() -> Response:
-    body = CreateRoleRequest(name=request.form.get("name", ""))
+    body = CreateRoleRequest.model_construct(name=request.form.get("name", ""))
     authorize("createRole", {}, body)
     management().create_role(body)
     return redirect(url_for("console.role", role=body.name), code=303)
@@ -134,7 +136,9 @@ def remove_member(role: str) -> Response:
 
 def create_warehouse() -> Response:
     """A warehouse with the installation's storage settings (its own keys: the management API)."""
-    body = CreateWarehouseRequest(name=request.form.get("name", ""), location=request.form.get("location", ""))
+    body = CreateWarehouseRequest.model_construct(
+        name=request.form.get("name", ""), location=request.form.get("location", "")
+    )
     authorize("createWarehouse", {}, body)
     management().create_warehouse(body)
     return redirect(url_for("console.admin"), code=303)

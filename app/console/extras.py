@@ -80,7 +80,7 @@ def _visible_warehouses() -> list[str]:
 def undrop(warehouse: str, unit_id: int) -> Response:
     if request.form.get("confirm") != "yes":
         raise BadRequest("Tick the confirmation box to undrop")
-    body = UndropRequest(
+    body = UndropRequest.model_construct(
         namespace=_dotted(request.form.get("namespace")), name=(request.form.get("name") or "").strip() or None
     )
     common.authorize("undropBinUnit", {"warehouse": warehouse, "unit": unit_id}, body)

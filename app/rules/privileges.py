@@ -52,6 +52,17 @@ class Kind(StrEnum):
     FUNCTION = "function"  # not grantable on its own: inherits from its namespace
 
 
+class SecurableType(StrEnum):
+    """The management yaml's SecurableType: what a grant, a protection mark or a policy is on (the
+    grantable ``Kind`` values; the management models' type, app/rules/contract/management.py)."""
+
+    CATALOG = "catalog"
+    WAREHOUSE = "warehouse"
+    NAMESPACE = "namespace"
+    TABLE = "table"
+    VIEW = "view"
+
+
 # A node of the tree: (warehouse, namespace levels, entry name). The catalog is (None, (), None).
 Key = tuple[str | None, tuple[str, ...], str | None]
 CATALOG_KEY: Key = (None, (), None)

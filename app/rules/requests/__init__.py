@@ -1,11 +1,13 @@
 """The typed request bodies: what a handler's ``body`` is parsed into at the edge, once.
 
 A body reaches a model only after the yaml's schema has accepted it (``app.edge.operations``);
-the model then gives the services typed values instead of ``dict[str, Any]``. PyIceberg's
-request models are used where PyIceberg has them; the others are declared in this package from
-the yamls' schemas. A model may define ``from_body`` for a parse of its own (an error message
-the reference catalog words differently, a field the spec lets clients leave out that PyIceberg
-requires); otherwise pydantic's validation parses it.
+the model then gives the services typed values instead of ``dict[str, Any]``. The shapes are
+generated from the yamls (app/rules/contract/, ``make models``, checked by
+tests/unit/test_contract_models.py); this package names them for the services and adds only
+behaviour: a model may define ``from_body`` for a parse of its own (an error message the
+reference catalog words differently, parts parsed into PyIceberg's types); otherwise pydantic's
+validation parses it. createTable's body stays PyIceberg's model, createView's and replaceView's
+hold what the view rules parsed.
 """
 
 from __future__ import annotations

@@ -1,25 +1,9 @@
-"""Request bodies of the catalog API that PyIceberg has no model for, from ``openapi/catalog.yaml``."""
+"""Request bodies of the catalog API that need no behaviour of their own: the generated models of
+``openapi/catalog.yaml`` (app/rules/contract/catalog.py), named here where the services import
+them. renameView's body is renameTable's (the yaml's RenameTableRequest)."""
 
 from __future__ import annotations
 
-from pydantic import Field
-from pyiceberg.typedef import IcebergBaseModel
+from app.rules.contract.catalog import CreateNamespaceRequest, RenameTableRequest, TableIdentifier
 
-
-class TableIdentifier(IcebergBaseModel):
-    """The spec's TableIdentifier: a namespace's levels and a name (checked by the services)."""
-
-    namespace: tuple[str, ...]
-    name: str
-
-
-class CreateNamespaceRequest(IcebergBaseModel):
-    namespace: tuple[str, ...]
-    properties: dict[str, str] = Field(default_factory=dict)
-
-
-class RenameTableRequest(IcebergBaseModel):
-    """renameTable's and renameView's body."""
-
-    source: TableIdentifier
-    destination: TableIdentifier
+__all__ = ["CreateNamespaceRequest", "RenameTableRequest", "TableIdentifier"]

@@ -1,14 +1,8 @@
-"""updateProperties' request body, from ``openapi/catalog.yaml`` (PyIceberg has a model for
-the response only)."""
+"""updateProperties' request body: the generated model (app/rules/contract/catalog.py), the keys
+to remove as a tuple in the order sent and both parts empty when left out (scripts/models.py)."""
 
 from __future__ import annotations
 
-from pydantic import Field
-from pyiceberg.typedef import IcebergBaseModel
+from app.rules.contract.catalog import UpdateNamespacePropertiesRequest
 
-
-class UpdateNamespacePropertiesRequest(IcebergBaseModel):
-    """The keys to remove (unique, the yaml says; in the order sent) and the properties to set."""
-
-    removals: tuple[str, ...] = ()
-    updates: dict[str, str] = Field(default_factory=dict)
+__all__ = ["UpdateNamespacePropertiesRequest"]

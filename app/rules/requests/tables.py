@@ -1,13 +1,18 @@
 """Request bodies of the table operations: createTable, registerTable, updateTable,
 commitTransaction, reportMetrics and signRequest (the scans' are in ``app.rules.requests.scans``).
 
-PyIceberg's models are used where they keep everything Growler accepts and word no refusal
-differently: ``RegisterTableRequest`` (with the spec's default for ``overwrite``, which
-PyIceberg 0.12 requires) and ``CreateTableRequest`` (parsed part by part, so that a refusal
-names the part). PyIceberg's ``CommitTableRequest`` is not: its update union drops what the
-rules' widened one keeps (a snapshot's ``key-id``, statistics of any blob type, the encryption
-keys: ``app.rules.table.models``) and it requires an identifier; the commit models here parse
-requirements and updates with the rules' own messages (``Invalid table update #2 (add-spec): ...``).
+The shapes are the generated models of ``openapi/catalog.yaml`` (app/rules/contract/catalog.py):
+``RegisterTableRequest`` and ``RemoteSignRequest`` as they are, the commit models with the parse
+of their own added here. A commit's requirements and updates are PyIceberg's types (the
+generator's override, scripts/models.py), parsed by the rules with their own messages
+(``Invalid table update #2 (add-spec): ...``); PyIceberg's ``CommitTableRequest`` is not used: its
+update union drops what the rules' widened one keeps (a snapshot's ``key-id``, statistics of any
+blob type, the encryption keys: ``app.rules.table.models``) and it requires an identifier.
+
+``CreateTableRequest`` stays PyIceberg's (the services read PyIceberg's ``Schema``,
+``PartitionSpec`` and ``SortOrder``), parsed part by part so that a refusal names the part.
+``ReportMetricsRequest`` keeps the whole report as sent, which the generated union of the two
+report shapes would not (Growler interprets nothing but its type).
 """
 
 from __future__ import annotations
@@ -16,19 +21,29 @@ from typing import Any, Self
 
 from pydantic import Field
 from pyiceberg.catalog.rest import CreateTableRequest as PyIcebergCreateTableRequest
-from pyiceberg.catalog.rest import RegisterTableRequest as PyIcebergRegisterTableRequest
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.sorting import SortOrder
-from pyiceberg.table.update import AssertCreate, TableRequirement
+from pyiceberg.table.update import AssertCreate
 from pyiceberg.typedef import IcebergBaseModel
 
 from app.ground.errors import BadRequest
+from app.rules.contract import catalog as contract
+from app.rules.contract.catalog import RegisterTableRequest, RemoteSignRequest, TableIdentifier
 from app.rules.requests import parse_request
-from app.rules.requests.catalog import TableIdentifier
 from app.rules.table.creation import parse_part, requested_format_version, string_properties
-from app.rules.table.models import FORMAT_VERSION_PROPERTY, TableUpdate
+from app.rules.table.models import FORMAT_VERSION_PROPERTY
 from app.rules.table.requests import parse_requirements, parse_updates, spec_with_placeholder_ids
+
+__all__ = [
+    "CommitTableRequest",
+    "CommitTransactionRequest",
+    "CreateTableRequest",
+    "RegisterTableRequest",
+    "RemoteSignRequest",
+    "ReportMetricsRequest",
+    "TableChangeRequest",
+]
 
 UNSORTED = {"order-id": 0, "fields": []}
 
@@ -65,22 +80,13 @@ class CreateTableRequest(PyIcebergCreateTableRequest):
         )
 
 
-class RegisterTableRequest(PyIcebergRegisterTableRequest):
-    """registerTable's body; ``overwrite`` is optional in the spec (default false)."""
-
-    overwrite: bool = False
-
-
-class CommitTableRequest(IcebergBaseModel):
+class CommitTableRequest(contract.CommitTableRequest):
     """updateTable's body, and each table change of a transaction (which names its table).
 
     ``sent_requirements`` and ``sent_updates`` are the request's own JSON, kept for the change
     feed only: an update-table event records what the client sent (app/change_events.py), not
     what the models would write back (placeholder ids, defaults filled in)."""
 
-    identifier: TableIdentifier | None = None
-    requirements: list[TableRequirement] = Field(default_factory=list)
-    updates: list[TableUpdate] = Field(default_factory=list)
     sent_requirements: list[dict[str, Any]] = Field(default_factory=list, exclude=True, repr=False)
     sent_updates: list[dict[str, Any]] = Field(default_factory=list, exclude=True, repr=False)
 
@@ -127,10 +133,8 @@ class TableChangeRequest(CommitTableRequest):
         return cls._parsed(value)
 
 
-class CommitTransactionRequest(IcebergBaseModel):
-    """commitTransaction's body: table changes that each name their table."""
-
-    table_changes: list[TableChangeRequest] = Field(alias="table-changes")
+class CommitTransactionRequest(contract.CommitTransactionRequest):
+    """commitTransaction's body: table changes (``TableChangeRequest``) that each name their table."""
 
     @classmethod
     def from_body(cls, value: Any) -> CommitTransactionRequest:
@@ -155,16 +159,3 @@ class ReportMetricsRequest(IcebergBaseModel):
         if not isinstance(value, dict) or not isinstance(value.get("report-type"), str):
             raise BadRequest("Invalid metrics report: expected an object with a report-type")
         return cls.model_construct(report_type=value["report-type"], report=value)
-
-
-class RemoteSignRequest(IcebergBaseModel):
-    """signRequest's body: the S3 request to sign. Kept small: it is parsed once per S3 request
-    a job makes (a pydantic validation of these few fields costs microseconds)."""
-
-    region: str
-    uri: str
-    method: str
-    headers: dict[str, list[str]]
-    properties: dict[str, str] | None = None
-    body: str | None = None
-    provider: str | None = None

@@ -6,16 +6,18 @@ the wall clock and refuses a non-SQL representation with pydantic's wording rath
 the second has no ``overwrite`` (a Growler extension, as for registerTable). The view rules
 (``app.rules.view``) parse the parts with the messages the reference catalog gives, so each
 model's ``from_body`` calls them: a body is parsed once, here, and the services receive what the
-rules apply."""
+rules apply. Only registerView's body keeps the generated shape (app/rules/contract/catalog.py):
+createView's and replaceView's hold what the rules parsed, not the JSON the yaml describes."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict
 from pyiceberg.typedef import IcebergBaseModel
 
 from app.rules import view as rules
+from app.rules.contract import catalog as contract
 
 
 class CreateViewRequest(IcebergBaseModel):
@@ -33,12 +35,11 @@ class CreateViewRequest(IcebergBaseModel):
         return cls(name=value["name"], location=value.get("location"), definition=rules.parse_definition(value))
 
 
-class RegisterViewRequest(IcebergBaseModel):
-    """registerView; ``overwrite`` only when the body says ``true`` (the spec's RegisterViewRequest
-    has no such field, so the yaml lets any value through: anything else registers anew)."""
+class RegisterViewRequest(contract.RegisterViewRequest):
+    """registerView (the generated shape); ``overwrite`` only when the body says ``true`` (the
+    spec's RegisterViewRequest has no such field, so the yaml lets any value through: anything
+    else registers anew). A Growler extension, as for registerTable: declared here, not generated."""
 
-    name: str
-    metadata_location: str = Field(alias="metadata-location")
     overwrite: bool = False
 
     @classmethod

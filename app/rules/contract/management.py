@@ -1,0 +1,599 @@
+# Generated from openapi/management.yaml by scripts/models.py (`make models`): do not edit.
+# tests/unit/test_contract_models.py fails when this file differs from a regeneration.
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AwareDatetime, ConfigDict, Field, RootModel, SecretStr
+
+from app.rules.contract.shapes import (
+    ContractModel,
+    JsonObject,
+    NamespaceLevels,
+    NamespacePaths,
+    SecurableShape,
+    Strings,
+    Text,
+    UpdateShape,
+)
+from app.rules.privileges import Privilege, SecurableType
+
+
+class KafkaSinkSettings(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    topic: Annotated[
+        str,
+        Field(
+            description="The topic, or a template in which {warehouse} is the warehouse's name (_installation for management events)",
+            max_length=249,
+            min_length=1,
+        ),
+    ]
+    security_protocol: Annotated[
+        Literal["plaintext", "ssl", "sasl_plaintext", "sasl_ssl"], Field(alias="security-protocol")
+    ] = "plaintext"
+    sasl_mechanism: Annotated[
+        Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None,
+        Field(
+            alias="sasl-mechanism", description="Required with sasl_plaintext and sasl_ssl; PLAIN only over sasl_ssl"
+        ),
+    ] = None
+    sasl_username: Annotated[str | None, Field(alias="sasl-username", max_length=256, min_length=1)] = None
+    sasl_password: Annotated[
+        SecretStr | None,
+        Field(
+            alias="sasl-password",
+            description="Stored encrypted (needs GROWLER_SECRETS_KEY), never returned",
+            max_length=256,
+            min_length=1,
+        ),
+    ] = None
+    ssl_ca_pem: Annotated[
+        str | None,
+        Field(
+            alias="ssl-ca-pem",
+            description="PEM certificates the brokers' certificates are verified against (ssl, sasl_ssl; default the system's)",
+            max_length=65536,
+        ),
+    ] = None
+
+
+class KafkaSinkView(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    topic: str
+    security_protocol: Annotated[str, Field(alias="security-protocol")]
+    sasl_mechanism: Annotated[str | None, Field(alias="sasl-mechanism")] = None
+    sasl_username: Annotated[str | None, Field(alias="sasl-username")] = None
+    ssl_ca_pem: Annotated[str | None, Field(alias="ssl-ca-pem")] = None
+    sasl_password_set: Annotated[bool, Field(alias="sasl-password-set")]
+
+
+class CatalogObjectsByNameItem(RootModel[list[str]]):
+    root: Annotated[list[str], Field(max_length=64, min_length=1)]
+
+
+class EventSinkFilters(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    warehouses: Annotated[Strings | None, Field(max_length=100)] = None
+    operation_types: Annotated[Strings | None, Field(alias="operation-types", max_length=32)] = None
+    catalog_objects_by_name: Annotated[
+        NamespacePaths | None, Field(alias="catalog-objects-by-name", max_length=100)
+    ] = None
+
+
+class EventSink(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    name: str
+    kind: str
+    url: str
+    filters: EventSinkFilters
+    max_attempts: Annotated[int, Field(alias="max-attempts")]
+    signed: Annotated[bool, Field(description="A webhook's requests carry X-Growler-Signature")]
+    kafka: KafkaSinkView | None = None
+
+
+class ListEventSinksResponse(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    event_sinks: Annotated[list[EventSink], Field(alias="event-sinks")]
+
+
+class DeadLetter(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    event_id: Annotated[str, Field(alias="event-id")]
+    position: int
+    attempts: int
+    last_error: Annotated[str, Field(alias="last-error")]
+    replay_requested: Annotated[bool, Field(alias="replay-requested")]
+    created_at: Annotated[str, Field(alias="created-at")]
+
+
+class ListDeadLettersResponse(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    dead_letters: Annotated[list[DeadLetter], Field(alias="dead-letters")]
+
+
+class CreatePrincipalRequest(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    name: Annotated[str, Field(max_length=128, min_length=1)]
+    admin: bool = False
+
+
+class PrincipalCredential(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    client_id: Annotated[str, Field(alias="client-id")]
+    client_secret: Annotated[str, Field(alias="client-secret")]
+
+
+class Principal(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    name: str
+    admin: bool
+    roles: list[str]
+
+
+class ListPrincipalsResponse(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    principals: list[str]
+    next_page_token: Annotated[
+        str | None,
+        Field(alias="next-page-token", description="Opaque token for the next page; absent on the last page."),
+    ] = None
+
+
+class CreateRoleRequest(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    name: Annotated[str, Field(max_length=128, min_length=1)]
+
+
+class Role(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    name: str
+    created_at: Annotated[AwareDatetime, Field(alias="created-at")]
+
+
+class ListRolesResponse(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    roles: list[str]
+    next_page_token: Annotated[
+        str | None,
+        Field(alias="next-page-token", description="Opaque token for the next page; absent on the last page."),
+    ] = None
+
+
+class ListMembersResponse(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    members: list[str]
+    next_page_token: Annotated[
+        str | None,
+        Field(alias="next-page-token", description="Opaque token for the next page; absent on the last page."),
+    ] = None
+
+
+class NamespaceItem(RootModel[str]):
+    root: Annotated[str, Field(min_length=1)]
+
+
+class Securable(SecurableShape):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    type: SecurableType
+    warehouse: Annotated[str | None, Field(max_length=128, min_length=1)] = None
+    namespace: Annotated[NamespaceLevels | None, Field(min_length=1)] = None
+    name: Annotated[str | None, Field(min_length=1)] = None
+
+
+class GrantRequest(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    privilege: Privilege
+    securable: Securable
+
+
+class Grant(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    role: str
+    privilege: Privilege
+    securable: Securable
+
+
+class ListGrantsResponse(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    grants: list[Grant]
+    next_page_token: Annotated[
+        str | None,
+        Field(alias="next-page-token", description="Opaque token for the next page; absent on the last page."),
+    ] = None
+
+
+class StorageSettings(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    endpoint: Annotated[str | None, Field(examples=["http://127.0.0.1:8333"], max_length=2048, min_length=1)] = None
+    region: Annotated[str | None, Field(max_length=64, min_length=1)] = None
+    path_style: Annotated[bool | None, Field(alias="path-style")] = None
+    credentials_mode: Annotated[
+        Literal["remote-signing", "sts", "static", "none"] | None, Field(alias="credentials-mode")
+    ] = None
+    access_key_id: Annotated[SecretStr | None, Field(alias="access-key-id", max_length=1024, min_length=1)] = None
+    secret_access_key: Annotated[SecretStr | None, Field(alias="secret-access-key", max_length=1024, min_length=1)] = (
+        None
+    )
+
+
+class StorageView(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    endpoint: Annotated[str | None, Field(...)]
+    region: str
+    path_style: Annotated[bool, Field(alias="path-style")]
+    credentials_mode: Annotated[str, Field(alias="credentials-mode")]
+    has_own_keys: Annotated[
+        bool,
+        Field(alias="has-own-keys", description="Whether the warehouse has storage keys of its own (never shown)."),
+    ]
+
+
+class AllowedLocation(RootModel[str]):
+    root: Annotated[str, Field(examples=["s3://bucket/warehouse/"], max_length=4096, min_length=1)]
+
+
+class DeletionPolicy(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    mode: Literal["soft", "hard"] | None = None
+    retention: Annotated[
+        str | None,
+        Field(
+            description="7d, 12h, 30m, 45s or a number of seconds (1 second to 3650 days)",
+            examples=["7d"],
+            pattern="^\\s*[0-9]{1,9}\\s*[smhd]?\\s*$",
+        ),
+    ] = None
+
+
+class UndropRequest(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    namespace: Annotated[
+        NamespaceLevels | None,
+        Field(
+            description="Where it comes back (a namespace unit's new path); its old place when absent.", min_length=1
+        ),
+    ] = None
+    name: Annotated[
+        str | None, Field(description="A table's or view's new name; its old one when absent.", min_length=1)
+    ] = None
+
+
+class BinUnit(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    id: int
+    kind: Literal["table", "view", "namespace"]
+    namespace: Annotated[list[str], Field(description="An entry's namespace; a namespace unit's own path.")]
+    name: str | None = None
+    uuid: str | None = None
+    dropped_at: Annotated[AwareDatetime, Field(alias="dropped-at")]
+    dropped_by: Annotated[str | None, Field(alias="dropped-by")] = None
+    expires_at: Annotated[
+        AwareDatetime,
+        Field(
+            alias="expires-at", description="When the retention ends (then the unit is forgotten, and purged if asked)."
+        ),
+    ]
+    purge_requested: Annotated[bool, Field(alias="purge-requested")]
+    purging_since: Annotated[AwareDatetime | None, Field(alias="purging-since")] = None
+    metadata_location: Annotated[
+        str | None, Field(alias="metadata-location", description="A table's or view's last metadata file.")
+    ] = None
+
+
+class ListBinResponse(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    units: list[BinUnit]
+    next_page_token: Annotated[
+        str | None,
+        Field(alias="next-page-token", description="Opaque token for the next page; absent on the last page."),
+    ] = None
+
+
+class ProtectionMark(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    type: Literal["warehouse", "namespace", "table", "view"]
+    namespace: Annotated[list[NamespaceItem] | None, Field(min_length=1)] = None
+    name: Annotated[str | None, Field(min_length=1)] = None
+
+
+class ListProtectionsResponse(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    marks: list[ProtectionMark]
+
+
+class PolicySecurableType(RootModel[Literal["catalog", "warehouse", "namespace", "table"]]):
+    root: Literal["catalog", "warehouse", "namespace", "table"]
+
+
+class PolicyContent(ContractModel):
+    version: str | None = None
+    enable: bool
+    config: Annotated[dict[str, Any] | None, Field(max_length=50)] = None
+    older_than: float | None = None
+    location: Annotated[str | None, Field(max_length=4096)] = None
+    target_file_size_bytes: float | None = None
+
+
+class AttachPolicyRequest(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    policy_type: Annotated[Text, Field(alias="policy-type")]
+    securable: Securable
+    content: JsonObject
+
+
+class DetachPolicyRequest(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    policy_type: Annotated[Text, Field(alias="policy-type")]
+    securable: Securable
+
+
+class AttachedPolicy(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    policy_type: Annotated[Text, Field(alias="policy-type")]
+    securable: Securable
+    content: PolicyContent
+
+
+class ListMaintenancePoliciesResponse(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    policies: list[AttachedPolicy]
+
+
+class Policy(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    policy_type: Annotated[Text, Field(alias="policy-type")]
+    content: PolicyContent
+    inherited_from: Annotated[
+        Literal["catalog", "warehouse", "namespace", "table", "table-properties"], Field(alias="inherited-from")
+    ]
+
+
+class EffectivePoliciesResponse(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    policies: list[Policy]
+
+
+class RunRequest(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    policy_type: Annotated[Text, Field(alias="policy-type")]
+    dry_run: Annotated[bool, Field(alias="dry-run")] = False
+
+
+class MaintenanceRun(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    id: int
+    policy_type: Annotated[str, Field(alias="policy-type")]
+    trigger: Literal["schedule", "request", "commits"]
+    dry_run: Annotated[bool, Field(alias="dry-run")]
+    status: Literal["running", "succeeded", "failed", "skipped"]
+    plan: dict[str, Any]
+    outcome: dict[str, Any]
+    files_removed: Annotated[int, Field(alias="files-removed")]
+    error: str | None = None
+    started_at: Annotated[AwareDatetime, Field(alias="started-at")]
+    finished_at: Annotated[AwareDatetime | None, Field(alias="finished-at")] = None
+
+
+class ListRunsResponse(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    runs: list[MaintenanceRun]
+
+
+class Snapshots(ContractModel):
+    count: int
+    oldest_age_ms: Annotated[int | None, Field(alias="oldest-age-ms")] = None
+    newest_age_ms: Annotated[int | None, Field(alias="newest-age-ms")] = None
+    expirable: int
+
+
+class Manifests(ContractModel):
+    count: int
+    small: int
+
+
+class Partition(ContractModel):
+    partition: str
+    data_files: Annotated[int, Field(alias="data-files")]
+    delete_files: Annotated[int, Field(alias="delete-files")]
+    records: int
+    bytes: int
+    small_data_files: Annotated[int, Field(alias="small-data-files")]
+
+
+class TableHealth(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    snapshots: Snapshots
+    manifests: Manifests
+    data_files: Annotated[int, Field(alias="data-files")]
+    delete_files: Annotated[int, Field(alias="delete-files")]
+    small_file_ratio: Annotated[float, Field(alias="small-file-ratio")]
+    target_file_size_bytes: Annotated[int, Field(alias="target-file-size-bytes")]
+    partitions: list[Partition]
+    last_runs: Annotated[list[MaintenanceRun], Field(alias="last-runs")]
+    recommendations: Annotated[
+        dict[str, str], Field(description="Per policy type, whether running it is worth it and why.")
+    ]
+
+
+class ErrorModel(ContractModel):
+    message: str
+    type: Annotated[str, Field(examples=["NotFoundException"])]
+    code: Annotated[int, Field(ge=400, le=600)]
+    stack: list[str] | None = None
+
+
+class IcebergErrorResponse(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    error: ErrorModel
+
+
+class CreateEventSinkRequest(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    name: Annotated[str, Field(max_length=63)]
+    kind: Literal["nats", "webhook", "kafka"]
+    url: Annotated[
+        str,
+        Field(
+            description="nats://host:port (JetStream; stream GROWLER, subjects growler.>), kafka://host:port[,host:port...] (the Kafka cluster's bootstrap servers) or the webhook's http(s) URL. A webhook's host must resolve to global addresses only (no loopback, link-local, private, multicast or database address unless the operator's GROWLER_WEBHOOK_ALLOWED_NETWORKS names it): 400 otherwise; checked again at each delivery, and redirects are not followed",
+            max_length=2048,
+        ),
+    ]
+    secret: Annotated[
+        SecretStr | None,
+        Field(
+            description="A webhook's signing key (X-Growler-Signature, HMAC-SHA256 of the body); stored encrypted, never returned",
+            max_length=256,
+            min_length=16,
+        ),
+    ] = None
+    max_attempts: Annotated[
+        int | None,
+        Field(
+            alias="max-attempts",
+            description="A webhook's attempts per event before it is a dead letter (default 8)",
+            ge=1,
+            le=100,
+        ),
+    ] = None
+    filters: EventSinkFilters | None = None
+    kafka: KafkaSinkSettings | None = None
+
+
+class CreateWarehouseRequest(UpdateShape):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    name: Annotated[str, Field(max_length=63, min_length=1)]
+    location: Annotated[str, Field(examples=["s3://bucket/warehouse/"], max_length=4096, min_length=1)]
+    storage: StorageSettings | None = None
+    allowed_locations: Annotated[
+        Strings | None,
+        Field(
+            alias="allowed-locations",
+            description="Extra prefixes where tables and views of the warehouse may live (registered or custom-located tables).",
+            max_length=100,
+        ),
+    ] = None
+    deletion_policy: Annotated[DeletionPolicy | None, Field(alias="deletion-policy")] = None
+    refuse_deletes: Annotated[
+        bool | None,
+        Field(
+            alias="refuse-deletes",
+            description="Refuse to sign DELETE requests and vend credentials without s3:DeleteObject, so no engine deletes table files behind the catalog's back (static keys cannot be narrowed).",
+        ),
+    ] = None
+
+
+class UpdateWarehouseRequest(UpdateShape):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    location: Annotated[str | None, Field(examples=["s3://bucket/warehouse/"], max_length=4096, min_length=1)] = None
+    storage: StorageSettings | None = None
+    allowed_locations: Annotated[Strings | None, Field(alias="allowed-locations", max_length=100)] = None
+    deletion_policy: Annotated[DeletionPolicy | None, Field(alias="deletion-policy")] = None
+    refuse_deletes: Annotated[bool | None, Field(alias="refuse-deletes")] = None
+
+
+class Warehouse(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    name: str
+    location: str
+    storage: StorageView
+    allowed_locations: Annotated[list[str], Field(alias="allowed-locations")]
+    deletion_policy: Annotated[DeletionPolicy, Field(alias="deletion-policy")]
+    refuse_deletes: Annotated[bool, Field(alias="refuse-deletes")]
+    protected: bool
+
+
+class ListWarehousesResponse(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    warehouses: list[Warehouse]
+    next_page_token: Annotated[
+        str | None,
+        Field(alias="next-page-token", description="Opaque token for the next page; absent on the last page."),
+    ] = None
