@@ -1,8 +1,10 @@
 """Tables from a results document (bench/results/*.json), for the terminal and for docs/benchmarks.md.
 
 ``python -m bench.report [results.json]`` prints the table of a run (default: latest.json);
-``python -m bench.report --docs [results.json]`` (or ``--readme``, its old name) rewrites
-docs/benchmarks.md's block between ``<!-- bench:begin -->`` and ``<!-- bench:end -->`` with it.
+``python -m bench.report --docs [results.json]`` (or ``--readme``) rewrites docs/benchmarks.md's block
+between ``<!-- bench:begin -->`` and ``<!-- bench:end -->`` with it, the README's bench table (between
+``<!-- bench-table:begin -->`` and ``<!-- bench-table:end -->``, bench/report_tables.py) and, from
+latest-java.json, the Java reference's side-by-side (``<!-- bench-java:begin -->``).
 """
 
 from __future__ import annotations
@@ -13,10 +15,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bench.report_tables import README_BEGIN, README_END, baseline_lines, java_lines, readme_table, replace_block
+
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_DIR = BENCH_DIR / "results"
 PAGE = BENCH_DIR.parent / "docs" / "benchmarks.md"
+README = BENCH_DIR.parent / "README.md"
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+JAVA_BEGIN, JAVA_END = "<!-- bench-java:begin -->", "<!-- bench-java:end -->"
 
 WORKLOADS = [
     ("W1", "W1 loadNamespaceMetadata"),
@@ -214,6 +220,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
         for name, t in targets.items():
             met = {True: "yes", False: "**no**", None: "-"}[t["met"]]
             lines.append(f"| {name} | {t['goal']} | {t['measured']} | {met} | {t.get('floor', '')} |")
+    lines.extend(baseline_lines(doc.get("baseline")))
     gaps = doc.get("peer_gaps") or []
     if gaps:
         lines.append("")
@@ -388,13 +395,15 @@ def _floor_lines(floor: dict[str, Any], growler: dict[str, Any], peer: dict[str,
     return lines
 
 
-def update_page(doc: dict[str, Any], page: Path = PAGE) -> None:
-    text = page.read_text()
-    if BEGIN not in text or END not in text:
-        raise SystemExit(f"{page}: no {BEGIN} ... {END} block to fill")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    page.write_text(f"{head}{BEGIN}\n{render_markdown(doc)}\n{END}{tail}")
+def update_page(doc: dict[str, Any], page: Path = PAGE, readme: Path = README) -> None:
+    """docs/benchmarks.md's figures and the README's table from a full run; the Java reference's
+    side-by-side from the latest ``make bench-java`` (bench/results/latest-java.json), if any."""
+    text = replace_block(page.read_text(), BEGIN, END, render_markdown(doc))
+    java = RESULTS_DIR / "latest-java.json"
+    if java.exists() and JAVA_BEGIN in text:
+        text = replace_block(text, JAVA_BEGIN, JAVA_END, "\n".join(java_lines(json.loads(java.read_text()))))
+    page.write_text(text)
+    readme.write_text(replace_block(readme.read_text(), README_BEGIN, README_END, readme_table(doc)))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -406,8 +415,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     doc = json.loads(Path(args.results).read_text())
     if args.docs:
+        if doc.get("kind", "full") != "full":
+            raise SystemExit(f"{args.results} is a {doc['kind']} run: only a full run's figures go into the docs")
         update_page(doc)
-        print(f"{PAGE.relative_to(BENCH_DIR.parent)} updated from {args.results}")
+        print(f"{PAGE.relative_to(BENCH_DIR.parent)} and README.md updated from {args.results}")
     else:
         print(render_markdown(doc))
     return 0
