@@ -55,7 +55,8 @@ def serve(info_file: Path) -> None:
         from bench.plan import NAMESPACE_PROPERTIES, NAMESPACES
         from bench.seeding import _expect, append_sequentially, catalog_client
     except ImportError:
-        from bench.workloads import NAMESPACE_PROPERTIES, NAMESPACES, _expect, append_sequentially, catalog_client
+        from bench.workloads import NAMESPACE_PROPERTIES, NAMESPACES, _expect, append_sequentially
+        from bench.workloads import _client as catalog_client
 
     _wrap_gunicorn()
     root = make_root()
