@@ -205,6 +205,12 @@ def render_markdown(doc: dict[str, Any]) -> str:
             f"- W9 Growler resident memory per worker after W1-W8: {rss} (PSS {pss}); master "
             f"{(growler['W9'].get('master') or {}).get('rss_mb')} MB"
         )
+    end = (growler.get("W9_end") or {}).get("workers") or []
+    if end:
+        lines.append(
+            "- W9 Growler resident memory per worker at the end of the run (after W10-W14; W13 restarted "
+            "the workers): " + ", ".join(f"{w.get('rss_mb')} MB (PSS {w.get('pss_mb')} MB)" for w in end)
+        )
     weed = ((peer.get("W9") or {}).get("weed") or {}).get("rss_mb")
     if weed:
         lines.append(f"- W9 peer: one `weed mini` process (catalog + S3 + filer + master + volume): {weed} MB")

@@ -28,6 +28,12 @@ def _num(value: Any, digits: int = 2) -> str:
     return f"{value:,.{digits}f}" if isinstance(value, float) else f"{value:,}"
 
 
+def _busy(doc: dict[str, Any]) -> bool:
+    m = doc.get("machine") or {}
+    cores = m.get("cores") or 1
+    return bool(doc.get("busy_machine")) or (m.get("loadavg_after") or 0) > 0.5 * cores
+
+
 def _total_cpu(result: dict[str, Any] | None) -> float | None:
     return ((result or {}).get("cpu_ms_per_request") or {}).get("server_total")
 
@@ -87,9 +93,10 @@ def java_lines(doc: dict[str, Any]) -> list[str]:
         f"Run {doc.get('started_at', '?')}, Growler {(doc.get('versions') or {}).get('growler_commit', '?')} "
         f"(no authentication, {(doc.get('settings') or {}).get('growler', {}).get('GROWLER_WORKERS', 2)} workers) "
         f"and Iceberg {version.get('iceberg', '?')}'s RESTCatalogServer ({version.get('java', 'Java')}; JdbcCatalog "
-        f"on SQLite, S3FileIO), each alone on the machine in turn, both on SeaweedFS S3; {m.get('cpu_model', '?')}, "
+        "on SQLite, S3FileIO), one after the other (never both at once), both on SeaweedFS S3; "
+        f"{m.get('cpu_model', '?')}, "
         f"{m.get('cores', '?')} cores, load average {m.get('loadavg_before')} before, {m.get('loadavg_after')} after"
-        + (" (a busy machine: other jobs shared the cores)." if doc.get("busy_machine") else "."),
+        + (" (a busy machine: other jobs shared the cores)." if _busy(doc) else "."),
         "",
         "| workload | Growler req/s | Java reference req/s | Growler / Java | Growler CPU ms/request "
         "| Java CPU ms/request |",

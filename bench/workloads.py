@@ -259,6 +259,8 @@ def run_all(target: Target, plan: Plan, seeded: dict[str, Any], work_dir: Path, 
                 results.update(million.measure(target, plan, run_wrk, catalog["paths"], pages, work_dir))
             except Exception as exc:  # noqa: BLE001 - one broken workload must not lose the others
                 results["W14"] = {"failed": f"{type(exc).__name__}: {exc}"[:2000]}
+    if plan.runs("W9"):  # and once more at the very end: the workers after everything (issue 47)
+        results["W9_end"] = target.memory()
     if not plan.only:
         log(f"{target.name}: capability probe")
         results["capabilities"] = probe(target)
