@@ -35,6 +35,7 @@ def run_wrk(
     duration_s: float | None = None,
     connections: int | None = None,
     warm: bool = True,
+    script: str = "pages.lua",
 ) -> dict[str, Any]:
     """wrk against ``path`` (or ``paths``); ``warm=False`` measures from the first request (W10)."""
     url = target.api(path) if path else target.base_url + "/"
@@ -47,11 +48,12 @@ def run_wrk(
     if paths:
         paths_file = work_dir / f"paths-{target.name}-{abs(hash(tuple(paths))) % 10**8}.txt"
         paths_file.write_text("\n".join(paths) + "\n")
-        kwargs.update(script="pages.lua", paths_file=paths_file)
+        kwargs.update(script=script, paths_file=paths_file)
     if warm and plan.warmup_s:
         wrk.run(url, duration_s=plan.warmup_s, **kwargs)  # warm-up, thrown away
     elif warm:  # quick mode: a few requests instead of wrk's shortest run (1 s)
-        for path in (paths or [urllib.parse.urlsplit(url).path])[:20]:
+        listed = paths if paths and script == "pages.lua" else [urllib.parse.urlsplit(url).path]
+        for path in listed[:20]:
             http_json("GET", target.base_url + path, headers=kwargs["headers"])
     before, generator_before = target.cpu_seconds(), _children_cpu()
     result = wrk.run(url, duration_s=duration_s or plan.duration_s, **kwargs)
@@ -256,7 +258,7 @@ def run_all(target: Target, plan: Plan, seeded: dict[str, Any], work_dir: Path, 
                 seeded["w14_seeding_s"] = catalog["seeding_s"]
                 seeded["w14_tables"] = catalog["tables"]
                 seeded["w14_database"] = million.database_size(target)
-                results.update(million.measure(target, plan, run_wrk, catalog["paths"], pages, work_dir))
+                results.update(million.measure(target, plan, run_wrk, catalog, pages, work_dir))
             except Exception as exc:  # noqa: BLE001 - one broken workload must not lose the others
                 results["W14"] = {"failed": f"{type(exc).__name__}: {exc}"[:2000]}
     if plan.runs("W9"):  # and once more at the very end: the workers after everything (issue 47)
