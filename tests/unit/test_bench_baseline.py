@@ -74,6 +74,7 @@ def test_summarize_flags_the_workloads_over_the_threshold():
         "head_ms": 1.9,
         "ratio": 1.9,
         "app_ratio": 1.9,
+        "pg_ms": {"A": None, "B": None},
         "flagged": True,
     }
     assert summary["reference_name"]  # the named reference commit says what it is
