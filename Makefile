@@ -397,7 +397,7 @@ bench-java: venv-test $(BENCH_JAVA_STAMP)
 GATLING_STAMP := bench/gatling/target/.built
 $(GATLING_STAMP): bench/gatling/pom.xml $(shell find bench/gatling/src -type f 2>/dev/null)
 	@$(call ensure_maven)
-	rm -rf bench/gatling/target/libs
+	rm -rf bench/gatling/target/libs bench/gatling/target/dependency-maven-plugin-markers  # the markers would skip the copy
 	for attempt in 1 2 3; do \
 	  if mvn -q -B -Dstyle.color=never -f bench/gatling/pom.xml compile $(MVN_DEPENDENCY_PLUGIN):copy-dependencies \
 	      -DincludeScope=runtime -DoutputDirectory=$(abspath bench/gatling/target/libs) \
