@@ -157,6 +157,10 @@ def main() -> int:
             out = subprocess.run(
                 [
                     java_bin,
+                    # what Gatling's own launchers add (its stats writer reads String internals)
+                    "--add-opens=java.base/java.lang=ALL-UNNAMED",
+                    "-Xmx1G",
+                    "-XX:+UseG1GC",
                     "-Xss100m",
                     f"-Dconfig.file={conf}",
                     "-cp",
