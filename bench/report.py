@@ -15,7 +15,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.report_tables import README_BEGIN, README_END, baseline_lines, java_lines, readme_table, replace_block
+from bench.report_tables import (
+    README_BEGIN,
+    README_END,
+    baseline_lines,
+    java_lines,
+    readme_table,
+    replace_block,
+    w14_lines,
+)
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_DIR = BENCH_DIR / "results"
@@ -216,6 +224,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
         lines.append(f"- W9 peer: one `weed mini` process (catalog + S3 + filer + master + volume): {weed} MB")
     lines.extend(_tails_lines(growler, peer))
     lines.extend(_random_tables_lines(growler, doc.get("seeding", {}).get("growler") or {}))
+    lines.extend(w14_lines(growler, doc.get("seeding", {}).get("growler") or {}))
     lines.extend(_history_lines(growler, peer))
     lines.extend(_floor_lines(res.get("floor") or {}, growler, peer))
     targets = doc.get("targets") or {}

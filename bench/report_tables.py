@@ -155,3 +155,28 @@ def replace_block(text: str, begin: str, end: str, body: str) -> str:
     head, rest = text.split(begin, 1)
     _, tail = rest.split(end, 1)
     return f"{head}{begin}\n{body}\n{end}{tail}"
+
+
+def w14_lines(growler: dict[str, Any], seeded: dict[str, Any]) -> list[str]:
+    """W14 (bench/million.py): loadTable and listing pages over the 1,000,000-table catalog."""
+    lines: list[str] = []
+    for key, what in (("W14_load", "loadTable of random tables"), ("W14_list", "listTables pages of 100")):
+        r = growler.get(key) or {}
+        if not r:
+            continue
+        lat, cpu = r.get("latency_ms") or {}, r.get("cpu_ms_per_request") or {}
+        lines.append(
+            f"- {key} ({_num(seeded.get('w14_tables'))} tables): {what}, {_num(r.get('rps'), 1)} req/s, "
+            f"p99 {_num(lat.get('p99'))} ms, p99.9 {_num(lat.get('p999'))} ms, {_num(r.get('errors'))} errors, "
+            f"CPU {_num(cpu.get('app'))} ms app + {_num(cpu.get('postgres'))} ms PostgreSQL a request"
+        )
+    if "failed" in (growler.get("W14") or {}):
+        lines.append(f"- W14 failed: {growler['W14']['failed']}")
+    database = seeded.get("w14_database") or {}
+    if database:
+        lines.append(
+            f"- W14 catalog_entry {_num(database.get('catalog_entry_mb'))} MB "
+            f"({_num(database.get('catalog_entry_indexes_mb'))} MB indexes), "
+            f"shared_buffers {database.get('shared_buffers')}"
+        )
+    return lines
