@@ -35,6 +35,7 @@ from bench.targets import REPO, make_root, remove_root
 
 GATLING = REPO / "bench" / "gatling"
 PACKAGE = "org.apache.polaris.benchmarks.simulations"
+BUCKET = "gatling"
 SIMULATIONS = ("CreateTreeDataset", "ReadTreeDataset", "CreateCommits", "ReadUpdateTreeDataset")
 
 
@@ -148,7 +149,10 @@ def main() -> int:
         target.start()
         nginx, front = nginx_front(target.base_url.removeprefix("http://"), root / "nginx")
         conf = root / "application.conf"
-        conf.write_text(application_conf(front, "s3://growler-warehouse/gatling", minutes))
+        # a bucket of its own: a warehouse's location may not overlap another's (the bench's warehouse
+        # owns s3://growler-warehouse/), and table files need the bucket to exist
+        target.s3.ensure_bucket(BUCKET)
+        conf.write_text(application_conf(front, f"s3://{BUCKET}", minutes))
         java = os.environ.get("BENCH_JAVA_HOME")
         java_bin = str(Path(java) / "bin" / "java") if java else shutil.which("java") or "java"
         classpath = f"{target_dir / 'classes'}:{target_dir / 'libs'}/*"
