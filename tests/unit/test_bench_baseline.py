@@ -119,3 +119,12 @@ def test_export_refuses_a_revision_that_does_not_exist(tmp_path):
     with pytest.raises(Exception):  # noqa: B017 - git's own error, whichever it is
         baseline.export("no-such-revision-anywhere", cache=tmp_path)
     assert not list(tmp_path.iterdir())  # nothing half-written
+
+
+def test_docs_java_block_is_what_the_report_makes_of_the_committed_java_run():
+    """docs/benchmarks.md's side-by-side with Iceberg's REST reference is generated from
+    bench/results/latest-java.json (python -m bench.report --docs), never edited by hand."""
+    doc = json.loads((REPO / "bench" / "results" / "latest-java.json").read_text())
+    page = (REPO / "docs" / "benchmarks.md").read_text()
+    block = page.split("<!-- bench-java:begin -->", 1)[1].split("<!-- bench-java:end -->", 1)[0]
+    assert block.strip("\n") == "\n".join(report_tables.java_lines(doc))
