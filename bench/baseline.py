@@ -24,6 +24,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -67,7 +68,7 @@ def export(rev: str, cache: Path = REPO / ".cache") -> Path:
         with tarfile.open(fileobj=tmp) as tar:
             tar.extractall(staging, filter="data")
     (staging / ".exported").write_text(commit + "\n")
-    subprocess.run(["rm", "-rf", str(target)], check=True)
+    shutil.rmtree(target, ignore_errors=True)  # a half-made copy of an interrupted export
     staging.rename(target)
     return target
 
