@@ -15,7 +15,11 @@
 #   make image          the OCI image (deploy/Containerfile) with buildah; IMAGE_BASE=<a Debian 12
 #                       image> (default: a local base from Debian's packages, made with debootstrap)
 #   make helm           build helm (Go module proxy) into .cache/ for the chart's tests
-#   make bench          catalog benchmarks vs. a peer; docs/benchmarks.md (BENCH_QUICK=1: smoke run)
+#   make bench          catalog benchmarks vs. a peer and the reference commit; docs/benchmarks.md
+#                       (BENCH_QUICK=1: smoke run; BENCH_BASELINE=0: without the reference A/B)
+#   make bench-java     Growler beside Iceberg's own REST server (Java, JDBC on SQLite), no auth
+#   make bench-ab OLD=<rev>  server CPU per request of <rev> against this checkout, A/B pairs
+#   make bench-gatling  Apache Polaris's Gatling benchmarks against Growler (bench/gatling/)
 #   make clean          remove local data (.growler) and caches; keeps .venv
 #   make distclean      clean + remove .venv and .venv-spark4
 
@@ -154,7 +158,7 @@ echo "mvn not found: installing maven"; \
 $(call apt_install,maven)
 endef
 
-.PHONY: help venv venv-test run test lint models bench clean distclean image helm
+.PHONY: help venv venv-test run test lint models bench bench-java bench-ab bench-gatling clean distclean image helm
 .PHONY: spark-jars venv-spark4 example keycloak test-deps rck
 
 help:
@@ -361,6 +365,61 @@ bench: venv-test
 	@$(call ensure_postgres,GROWLER_BENCH_NO_EXTERNAL_DATABASE)
 	@$(call ensure_wrk)
 	$(VPY) -m bench.run
+
+# Iceberg's REST reference server (RESTCatalogServer, iceberg-open-api's test-fixtures) and what it runs
+# on (Jetty 12, sqlite-jdbc, S3FileIO): bench/java/pom.xml resolved into .cache/bench-java-<version>,
+# once (the stamp is written last; a changed pom fetches again), like the RCK.
+BENCH_JAVA_HOME := .cache/bench-java-$(RCK_ICEBERG_VERSION)
+BENCH_JAVA_STAMP := $(BENCH_JAVA_HOME)/.fetched
+$(BENCH_JAVA_STAMP): bench/java/pom.xml
+	@$(call ensure_maven)
+	rm -rf .cache/.tmp-bench-java && mkdir -p .cache/.tmp-bench-java
+	for attempt in 1 2 3; do \
+	  if mvn -q -B -Dstyle.color=never -f bench/java/pom.xml $(MVN_DEPENDENCY_PLUGIN):copy-dependencies \
+	      -Diceberg.version=$(RCK_ICEBERG_VERSION) -DincludeScope=runtime -DoutputDirectory=$(abspath .cache/.tmp-bench-java/libs) \
+	      -Dmaven.wagon.http.retryHandler.count=3; then break; fi; \
+	  if [ $$attempt = 3 ]; then echo "error: could not fetch Iceberg's REST reference server $(RCK_ICEBERG_VERSION)" >&2; exit 1; fi; \
+	  echo "mvn failed (attempt $$attempt); retrying"; sleep $$((attempt * 10)); \
+	done
+	rm -rf $(BENCH_JAVA_HOME) && mkdir -p $(BENCH_JAVA_HOME) && mv .cache/.tmp-bench-java/libs $(BENCH_JAVA_HOME)/libs
+	rm -rf .cache/.tmp-bench-java
+	touch $@
+
+# The issue-47 side by side: W1 W2 W3 W5 W6, both without authentication, each alone in turn;
+# bench/results/latest-java.json, and `python -m bench.report --docs` puts it in docs/benchmarks.md.
+bench-java: venv-test $(BENCH_JAVA_STAMP)
+	@$(call ensure_postgres,GROWLER_BENCH_NO_EXTERNAL_DATABASE)
+	@$(call ensure_wrk)
+	BENCH_PEER=java BENCH_AUTH=none BENCH_ONLY=$${BENCH_ONLY:-W1,W2,W3,W5,W6} BENCH_JAVA_HOME=$(SPARK_JAVA_HOME) $(VPY) -m bench.run
+
+# Apache Polaris's Gatling benchmarks (bench/gatling/: vendored, setup adapted, bench/gatling/CHANGES.md),
+# built with Maven from Maven Central (the upstream Gradle build's distribution is not reachable), run
+# against Growler behind an nginx that maps Polaris's /api/catalog/ to / (bench/gatling_run.py).
+GATLING_STAMP := bench/gatling/target/.built
+$(GATLING_STAMP): bench/gatling/pom.xml $(shell find bench/gatling/src -type f 2>/dev/null)
+	@$(call ensure_maven)
+	rm -rf bench/gatling/target/libs bench/gatling/target/dependency-maven-plugin-markers  # the markers would skip the copy
+	for attempt in 1 2 3; do \
+	  if mvn -q -B -Dstyle.color=never -f bench/gatling/pom.xml compile $(MVN_DEPENDENCY_PLUGIN):copy-dependencies \
+	      -DincludeScope=runtime -DoutputDirectory=$(abspath bench/gatling/target/libs) \
+	      -Dmaven.wagon.http.retryHandler.count=3; then break; fi; \
+	  if [ $$attempt = 3 ]; then echo "error: could not build the Gatling benchmarks" >&2; exit 1; fi; \
+	  echo "mvn failed (attempt $$attempt); retrying"; sleep $$((attempt * 10)); \
+	done
+	touch $@
+
+bench-gatling: venv-test $(GATLING_STAMP)
+	@$(call ensure_postgres,GROWLER_BENCH_NO_EXTERNAL_DATABASE)
+	@$(call ensure_nginx)
+	BENCH_JAVA_HOME=$(SPARK_JAVA_HOME) $(VPY) -m bench.gatling_run
+
+# Server CPU per request of OLD (any revision: exported with git archive into .cache/bench-ref-<commit>)
+# against this checkout, both served at once, in interleaved pairs (bench/baseline.py, bench/ab.py).
+OLD ?= e24938e
+bench-ab: venv-test
+	@$(call ensure_postgres,GROWLER_BENCH_NO_EXTERNAL_DATABASE)
+	@$(call ensure_wrk)
+	$(VPY) -m bench.baseline $(OLD)
 
 lint: venv-test
 	$(VENV)/bin/ruff check .

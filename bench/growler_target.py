@@ -206,9 +206,12 @@ class GrowlerTarget(Target):
             conn.execute("ANALYZE namespace")
         return "sql"
 
-    def random_tables(self, parent: str, children: list[str], per_namespace: int, template: str) -> None:
-        """W13's catalog: ``per_namespace`` tables in each namespace ``parent.child``, rows copied from
-        the real table ``template`` (in the first child) in one INSERT, each with a uuid, location,
+    def random_tables(
+        self, parent: str, children: list[str], per_namespace: int, template: str, template_child: str | None = None
+    ) -> None:
+        """W13's (and W14's) catalog: ``per_namespace`` tables in each namespace ``parent.child``, rows
+        copied from the real table ``template`` (in ``parent.template_child``, by default the first
+        child) in one INSERT, each with a uuid, location,
         metadata location and document of its own (the template's, with its uuid and location
         replaced). No metadata files are written: loadTable answers from the row's document."""
         import psycopg
@@ -236,7 +239,7 @@ class GrowlerTarget(Target):
                     "warehouse": WAREHOUSE,
                     "parent": parent,
                     "children": children,
-                    "first": [parent, children[0]],
+                    "first": [parent, template_child or children[0]],
                     "template": template,
                 },
             )

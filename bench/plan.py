@@ -59,6 +59,11 @@ class Plan:
     w13_tables: int = 100_000
     w13_namespaces: int = 100
     w13_s: int = 60
+    # W14 (bench/million.py): W13's catalog grown to w14_tables in w14_namespaces of 1,000 each
+    w14_tables: int = 1_000_000
+    w14_namespaces: int = 1000
+    w14_s: int = 30
+    w14_listed_namespaces: int = 100
     only: tuple[str, ...] = ()  # BENCH_ONLY: the workloads to run (W1 .. W12); empty: all
 
     @classmethod
@@ -92,6 +97,10 @@ class Plan:
                 w13_tables=2_000,
                 w13_namespaces=10,
                 w13_s=3,
+                w14_tables=5_000,
+                w14_namespaces=25,
+                w14_s=2,
+                w14_listed_namespaces=5,
                 only=only,
             )
         return cls(

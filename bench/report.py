@@ -1,8 +1,10 @@
 """Tables from a results document (bench/results/*.json), for the terminal and for docs/benchmarks.md.
 
 ``python -m bench.report [results.json]`` prints the table of a run (default: latest.json);
-``python -m bench.report --docs [results.json]`` (or ``--readme``, its old name) rewrites
-docs/benchmarks.md's block between ``<!-- bench:begin -->`` and ``<!-- bench:end -->`` with it.
+``python -m bench.report --docs [results.json]`` (or ``--readme``) rewrites docs/benchmarks.md's block
+between ``<!-- bench:begin -->`` and ``<!-- bench:end -->`` with it, the README's bench table (between
+``<!-- bench-table:begin -->`` and ``<!-- bench-table:end -->``, bench/report_tables.py) and, from
+latest-java.json, the Java reference's side-by-side (``<!-- bench-java:begin -->``).
 """
 
 from __future__ import annotations
@@ -13,10 +15,22 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bench.report_tables import (
+    README_BEGIN,
+    README_END,
+    baseline_lines,
+    java_lines,
+    readme_table,
+    replace_block,
+    w14_lines,
+)
+
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_DIR = BENCH_DIR / "results"
 PAGE = BENCH_DIR.parent / "docs" / "benchmarks.md"
+README = BENCH_DIR.parent / "README.md"
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+JAVA_BEGIN, JAVA_END = "<!-- bench-java:begin -->", "<!-- bench-java:end -->"
 
 WORKLOADS = [
     ("W1", "W1 loadNamespaceMetadata"),
@@ -199,11 +213,18 @@ def render_markdown(doc: dict[str, Any]) -> str:
             f"- W9 Growler resident memory per worker after W1-W8: {rss} (PSS {pss}); master "
             f"{(growler['W9'].get('master') or {}).get('rss_mb')} MB"
         )
+    end = (growler.get("W9_end") or {}).get("workers") or []
+    if end:
+        lines.append(
+            "- W9 Growler resident memory per worker at the end of the run (after W10-W14; W13 restarted "
+            "the workers): " + ", ".join(f"{w.get('rss_mb')} MB (PSS {w.get('pss_mb')} MB)" for w in end)
+        )
     weed = ((peer.get("W9") or {}).get("weed") or {}).get("rss_mb")
     if weed:
         lines.append(f"- W9 peer: one `weed mini` process (catalog + S3 + filer + master + volume): {weed} MB")
     lines.extend(_tails_lines(growler, peer))
     lines.extend(_random_tables_lines(growler, doc.get("seeding", {}).get("growler") or {}))
+    lines.extend(w14_lines(growler, doc.get("seeding", {}).get("growler") or {}))
     lines.extend(_history_lines(growler, peer))
     lines.extend(_floor_lines(res.get("floor") or {}, growler, peer))
     targets = doc.get("targets") or {}
@@ -214,6 +235,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
         for name, t in targets.items():
             met = {True: "yes", False: "**no**", None: "-"}[t["met"]]
             lines.append(f"| {name} | {t['goal']} | {t['measured']} | {met} | {t.get('floor', '')} |")
+    lines.extend(baseline_lines(doc.get("baseline")))
     gaps = doc.get("peer_gaps") or []
     if gaps:
         lines.append("")
@@ -388,13 +410,15 @@ def _floor_lines(floor: dict[str, Any], growler: dict[str, Any], peer: dict[str,
     return lines
 
 
-def update_page(doc: dict[str, Any], page: Path = PAGE) -> None:
-    text = page.read_text()
-    if BEGIN not in text or END not in text:
-        raise SystemExit(f"{page}: no {BEGIN} ... {END} block to fill")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    page.write_text(f"{head}{BEGIN}\n{render_markdown(doc)}\n{END}{tail}")
+def update_page(doc: dict[str, Any], page: Path = PAGE, readme: Path = README) -> None:
+    """docs/benchmarks.md's figures and the README's table from a full run; the Java reference's
+    side-by-side from the latest ``make bench-java`` (bench/results/latest-java.json), if any."""
+    text = replace_block(page.read_text(), BEGIN, END, render_markdown(doc))
+    java = RESULTS_DIR / "latest-java.json"
+    if java.exists() and JAVA_BEGIN in text:
+        text = replace_block(text, JAVA_BEGIN, JAVA_END, "\n".join(java_lines(json.loads(java.read_text()))))
+    page.write_text(text)
+    readme.write_text(replace_block(readme.read_text(), README_BEGIN, README_END, readme_table(doc)))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -406,8 +430,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     doc = json.loads(Path(args.results).read_text())
     if args.docs:
+        if doc.get("kind", "full") != "full":
+            raise SystemExit(f"{args.results} is a {doc['kind']} run: only a full run's figures go into the docs")
         update_page(doc)
-        print(f"{PAGE.relative_to(BENCH_DIR.parent)} updated from {args.results}")
+        print(f"{PAGE.relative_to(BENCH_DIR.parent)} and README.md updated from {args.results}")
     else:
         print(render_markdown(doc))
     return 0

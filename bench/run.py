@@ -15,12 +15,18 @@ For each target in turn (never both at once):
 Then W0, the floors of the stack itself (bench/floor.py): W1 against an app that only runs the query,
 and one metadata-file PUT alone.
 
-Then print the table and write ``bench/results/<UTC time>.json`` and ``bench/results/latest.json``
-(a ``BENCH_QUICK=1`` smoke run writes ``<time>-quick.json`` and ``latest-quick.json`` instead, so it
-never replaces the figures docs/benchmarks.md quotes). ``python -m bench.report --docs`` puts latest.json
-into docs/benchmarks.md.
+Then, in a full run, the baseline (bench/baseline.py): the same workloads' CPU per request on the
+reference commit and on this checkout, in interleaved A/B pairs; a workload more than 5% over the
+reference is flagged (``BENCH_BASELINE=0``: skip it).
 
-Environment: BENCH_QUICK=1 (smoke run, under a minute), BENCH_PEER=0 (Growler only),
+Then print the table and write ``bench/results/<UTC time>.json`` and ``bench/results/latest.json``
+(only a full run does: a ``BENCH_QUICK=1`` smoke run writes ``<time>-quick.json`` and
+``latest-quick.json`` instead, a ``BENCH_ONLY`` run ``-partial``, a ``BENCH_PEER=java`` run ``-java``, so
+none of them replaces the figures docs/benchmarks.md and the README quote). ``python -m bench.report
+--docs`` puts latest.json into docs/benchmarks.md and the README's bench table.
+
+Environment: BENCH_QUICK=1 (smoke run, under a minute), BENCH_PEER=0 (Growler only), BENCH_PEER=java
+(Iceberg's own REST server, bench/java_target.py, in the peer's place: ``make bench-java``),
 BENCH_AS_GRANTEE=1 (measure as a non-admin principal with namespace-level grants), BENCH_AUTH=none
 (Growler without authentication: what authentication costs),
 BENCH_ONLY=W12 (a comma-separated list: only those workloads; seeding and W8's listings still run),
@@ -41,8 +47,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import floor, goals, report, tails, wrk
+from bench import baseline, floor, goals, report, tails, wrk
 from bench.growler_target import GrowlerTarget
+from bench.java_target import JavaTarget
 from bench.peer_target import PeerTarget
 from bench.plan import NAMESPACES, Plan
 from bench.seeding import seed
@@ -137,9 +144,25 @@ def run_target(target: Target, plan: Plan, work_dir: Path) -> tuple[dict[str, An
     return summary, results
 
 
+def _baseline_wanted() -> bool:
+    """BENCH_BASELINE=0 skips the comparison with the reference commit (a full run does it otherwise)."""
+    return os.environ.get("BENCH_BASELINE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def run_kind(quick: bool, only: tuple[str, ...], peer_choice: str) -> str:
+    """Which results file a run writes: only a full run (every workload, the usual peer) replaces
+    latest.json, the figures docs/benchmarks.md and the README quote; the others keep their own."""
+    if quick:
+        return "quick"
+    if peer_choice == "java":
+        return "java"
+    return "partial" if only else "full"
+
+
 def main() -> int:
     quick = _env_flag("BENCH_QUICK")
-    with_peer = os.environ.get("BENCH_PEER", "1").strip() not in ("0", "false", "no", "off")
+    peer_choice = os.environ.get("BENCH_PEER", "1").strip().lower()
+    with_peer = peer_choice not in ("0", "false", "no", "off")
     only = tuple(w.strip().upper() for w in os.environ.get("BENCH_ONLY", "").split(",") if w.strip())
     plan = Plan.make(quick, int(os.environ.get("BENCH_SEED", "7")), int(os.environ.get("BENCH_WRK_THREADS", "1")), only)
     workers = int(os.environ.get("GROWLER_WORKERS") or 2)
@@ -174,7 +197,9 @@ def main() -> int:
     failed = False
     try:
         targets: list[Target] = [GrowlerTarget(root / "growler", workers)]
-        if with_peer:
+        if peer_choice == "java":  # Iceberg's own REST server (make bench-java), in the peer's place
+            targets.append(JavaTarget(root / "java"))
+        elif with_peer:
             targets.append(PeerTarget(root / "peer"))
         for target in targets:
             target.root.mkdir(parents=True, exist_ok=True)
@@ -192,6 +217,12 @@ def main() -> int:
             doc["results"]["floor"] = floor.measure(
                 root / "floor", plan, run_wrk, workers, doc["results"].get("growler", {}), log
             )
+        if run_kind(quick, plan.only, peer_choice) == "full" and not failed and _baseline_wanted():
+            log(f"baseline: A/B pairs against the reference commit {baseline.REFERENCE} (bench/baseline.py)")
+            try:
+                doc["baseline"] = baseline.measure()
+            except Exception as exc:  # noqa: BLE001 - the run's own figures stand without it
+                doc["baseline"] = {"failed": f"{type(exc).__name__}: {exc}"[:2000]}
     except KeyboardInterrupt:
         log("interrupted")
         return 130
@@ -202,7 +233,7 @@ def main() -> int:
             remove_root(root)
 
     growler = doc["results"].get("growler", {})
-    peer = doc["results"].get("peer", {})
+    peer = doc["results"].get("peer") or doc["results"].get("java") or {}
     doc["ratios"] = report.compute_ratios(growler, peer) if peer else {}
     doc["targets"] = goals.evaluate_targets(growler, peer, doc["results"].get("floor"))
     caps_g, caps_p = growler.get("capabilities") or {}, peer.get("capabilities") or {}
@@ -211,10 +242,12 @@ def main() -> int:
     doc["machine"]["loadavg_after"] = round(os.getloadavg()[0], 2)
 
     RESULTS_DIR.mkdir(exist_ok=True)
-    stamp = started.strftime("%Y%m%dT%H%M%SZ") + ("-quick" if quick else "")
+    kind = run_kind(quick, plan.only, peer_choice)
+    doc["kind"] = kind
+    stamp = started.strftime("%Y%m%dT%H%M%SZ") + ("" if kind == "full" else f"-{kind}")
     text = json.dumps(doc, indent=1, sort_keys=False) + "\n"
     (RESULTS_DIR / f"{stamp}.json").write_text(text)
-    latest = RESULTS_DIR / ("latest-quick.json" if quick else "latest.json")
+    latest = RESULTS_DIR / ("latest.json" if kind == "full" else f"latest-{kind}.json")
     tmp = latest.with_suffix(".json.tmp")
     tmp.write_text(text)
     tmp.replace(latest)
@@ -222,8 +255,8 @@ def main() -> int:
     print(report.render_markdown(doc))
     print()
     print(f"results: {RESULTS_DIR / f'{stamp}.json'} and {latest} ({doc['wall_s']} s)")
-    if not quick:
-        print("docs/benchmarks.md: python -m bench.report --docs")
+    if kind == "full":
+        print("docs/benchmarks.md and README.md: python -m bench.report --docs")
     return 1 if failed else 0
 
 

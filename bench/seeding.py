@@ -79,27 +79,31 @@ def seed(target: Target, plan: Plan, work_dir: Path) -> dict[str, Any]:
         for ns, name in ((NS_W6, "w6"), (NS_W7, "w7")):
             _expect(client.post(f"namespaces/{ns}/tables", json=bodies.create_table(name)), 200)
 
-        def create_small(i: int) -> None:
-            _expect(client.post(f"namespaces/{NS_W8_SMALL}/tables", json=bodies.create_table(f"t{i:03d}")), 200)
+        if plan.runs("W8"):  # BENCH_ONLY without W8: not 10,000 creates over HTTP on a peer
 
-        timed("w8_small_tables", _parallel, create_small, list(range(plan.w8_small)), plan.seed_concurrency)
+            def create_small(i: int) -> None:
+                _expect(client.post(f"namespaces/{NS_W8_SMALL}/tables", json=bodies.create_table(f"t{i:03d}")), 200)
 
-        if isinstance(target, GrowlerTarget):
-            info["w8_big_seeded_by"] = timed(
-                "w8_big_tables", target.bulk_tables, NS_W8_BIG, NS_W8_SMALL, "t000", plan.w8_big
-            )
-        else:
+            timed("w8_small_tables", _parallel, create_small, list(range(plan.w8_small)), plan.seed_concurrency)
 
-            def create_bulk(i: int) -> None:
-                _expect(client.post(f"namespaces/{NS_W8_BIG}/tables", json=bodies.create_table(f"bulk_{i:05d}")), 200)
+            if isinstance(target, GrowlerTarget):
+                info["w8_big_seeded_by"] = timed(
+                    "w8_big_tables", target.bulk_tables, NS_W8_BIG, NS_W8_SMALL, "t000", plan.w8_big
+                )
+            else:
 
-            timed("w8_big_tables", _parallel, create_bulk, list(range(1, plan.w8_big + 1)), plan.seed_concurrency)
-            info["w8_big_seeded_by"] = "http"
+                def create_bulk(i: int) -> None:
+                    _expect(
+                        client.post(f"namespaces/{NS_W8_BIG}/tables", json=bodies.create_table(f"bulk_{i:05d}")), 200
+                    )
 
-        info["w8_big_pages"] = page_paths(client, target, NS_W8_BIG, 100)
-        info["w8_small_pages"] = page_paths(client, target, NS_W8_SMALL, 100)
-        info["w8_big_tables"] = info["w8_big_pages"]["tables"]
-        info["w8_small_tables"] = info["w8_small_pages"]["tables"]
+                timed("w8_big_tables", _parallel, create_bulk, list(range(1, plan.w8_big + 1)), plan.seed_concurrency)
+                info["w8_big_seeded_by"] = "http"
+
+            info["w8_big_pages"] = page_paths(client, target, NS_W8_BIG, 100)
+            info["w8_small_pages"] = page_paths(client, target, NS_W8_SMALL, 100)
+            info["w8_big_tables"] = info["w8_big_pages"]["tables"]
+            info["w8_small_tables"] = info["w8_small_pages"]["tables"]
 
         response = _expect(client.get(f"namespaces/{NS_W3}/tables/wide"), 200)
         info["wide_bytes"] = len(response.content)

@@ -1,4 +1,4 @@
-"""The workloads W1-W13, the same for every target (bench/targets.py), on what bench/seeding.py made.
+"""The workloads W1-W14, the same for every target (bench/targets.py), on what bench/seeding.py made.
 
 Reads (W1-W4, W8) are driven by wrk; W5-W7 by bench/load.py in its own process. Every workload has
 a warm-up whose results are thrown away. After them, unless ``BENCH_ONLY`` chose some, the
@@ -16,7 +16,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from bench import bodies, history, planning, random_tables, tails, wrk
+from bench import bodies, history, million, planning, random_tables, tails, wrk
 from bench.growler_target import GrowlerTarget
 from bench.plan import NS_W1, NS_W3, NS_W5, NS_W6, NS_W7, Plan
 from bench.probe import probe
@@ -35,6 +35,7 @@ def run_wrk(
     duration_s: float | None = None,
     connections: int | None = None,
     warm: bool = True,
+    script: str = "pages.lua",
 ) -> dict[str, Any]:
     """wrk against ``path`` (or ``paths``); ``warm=False`` measures from the first request (W10)."""
     url = target.api(path) if path else target.base_url + "/"
@@ -47,11 +48,12 @@ def run_wrk(
     if paths:
         paths_file = work_dir / f"paths-{target.name}-{abs(hash(tuple(paths))) % 10**8}.txt"
         paths_file.write_text("\n".join(paths) + "\n")
-        kwargs.update(script="pages.lua", paths_file=paths_file)
+        kwargs.update(script=script, paths_file=paths_file)
     if warm and plan.warmup_s:
         wrk.run(url, duration_s=plan.warmup_s, **kwargs)  # warm-up, thrown away
     elif warm:  # quick mode: a few requests instead of wrk's shortest run (1 s)
-        for path in (paths or [urllib.parse.urlsplit(url).path])[:20]:
+        listed = paths if paths and script == "pages.lua" else [urllib.parse.urlsplit(url).path]
+        for path in listed[:20]:
             http_json("GET", target.base_url + path, headers=kwargs["headers"])
     before, generator_before = target.cpu_seconds(), _children_cpu()
     result = wrk.run(url, duration_s=duration_s or plan.duration_s, **kwargs)
@@ -241,6 +243,26 @@ def run_all(target: Target, plan: Plan, seeded: dict[str, Any], work_dir: Path, 
                 results.update(random_tables.measure(target, plan, run_wrk, catalog["paths"], work_dir))
             except Exception as exc:  # noqa: BLE001 - one broken workload must not lose the others
                 results["W13"] = {"failed": f"{type(exc).__name__}: {exc}"[:2000]}
+    if plan.runs("W14"):  # after W13, whose catalog it grows to 1,000,000 tables
+        log(f"{target.name}: W14")
+        if not isinstance(target, GrowlerTarget):
+            results["W14"] = not_available(
+                "its 1,000,000 tables would be created over HTTP (no database to insert into)"
+            )
+        else:
+            try:
+                with catalog_client(target, 1) as client:
+                    done = plan.w13_namespaces if seeded.get("w13_tables") else 0
+                    catalog = million.seed(target, plan, client, bodies, done)
+                    pages = million.listing_paths(client, target, plan)
+                seeded["w14_seeding_s"] = catalog["seeding_s"]
+                seeded["w14_tables"] = catalog["tables"]
+                seeded["w14_database"] = million.database_size(target)
+                results.update(million.measure(target, plan, run_wrk, catalog, pages, work_dir))
+            except Exception as exc:  # noqa: BLE001 - one broken workload must not lose the others
+                results["W14"] = {"failed": f"{type(exc).__name__}: {exc}"[:2000]}
+    if plan.runs("W9"):  # and once more at the very end: the workers after everything (issue 47)
+        results["W9_end"] = target.memory()
     if not plan.only:
         log(f"{target.name}: capability probe")
         results["capabilities"] = probe(target)

@@ -329,10 +329,19 @@ def test_every_name_bench_ab_imports_where_it_runs_exists():
     from pathlib import Path
 
     tree = ast.parse((Path(__file__).resolve().parents[2] / "bench" / "ab.py").read_text())
+    # the fallbacks in ``except ImportError:`` name where older checkouts (the reference commit
+    # bench/baseline.py serves) kept them, not this one's names
+    fallbacks = {
+        id(node)
+        for handler in ast.walk(tree)
+        if isinstance(handler, ast.ExceptHandler) and getattr(handler.type, "id", None) == "ImportError"
+        for node in ast.walk(handler)
+    }
     imported = [
         (node.module, alias.name)
         for node in ast.walk(tree)
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("bench")
+        if id(node) not in fallbacks
         for alias in node.names
     ]
     assert imported
