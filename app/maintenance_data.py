@@ -20,6 +20,7 @@ import io
 import secrets
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,7 +98,9 @@ class DataRewrite(ManifestRewrite):
     def _own(self, text: str) -> Location:
         return self.reachable.files.require(text, "data file", self.io.doing)
 
-    def write_data(self, plan: DataPlan) -> dict[str, Any]:
+    def write_data(self, plan: DataPlan, after_group: Callable[[list[Any]], None] | None = None) -> dict[str, Any]:
+        """Write the plan's groups again (``after_group`` is called after each: a job's progress,
+        and its commit point - a cancel or a protection mark stops it there, what it wrote forgotten)."""
         metadata = self.metadata
         snapshot_id = secrets.randbits(62) + 1
         sequence_number = metadata.last_sequence_number + 1
@@ -111,6 +114,8 @@ class DataRewrite(ManifestRewrite):
                 self.written.append(_location(data_file.file_path))
                 added.append(data_file)
             replaced |= {f.file_path for f in files}
+            if after_group is not None:
+                after_group(files)
         spec = metadata.spec()
         schema = metadata.schema()
         specs = metadata.specs()

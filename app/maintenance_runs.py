@@ -34,7 +34,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any
+from typing import Any, Protocol
 
 from app import maintenance_compaction as compaction
 from app import maintenance_data as data_compaction
@@ -49,6 +49,7 @@ from app.rules import maintenance as policy_rules
 from app.rules import table as table_rules
 from app.rules.requests.tables import CommitTableRequest
 from app.tables import TableService
+from storage.maintenance_jobs import ClaimedJob
 from storage.maintenance_rows import MaintenanceRows, RunRow, TableRef
 from storage.rows import EntryRow
 
@@ -61,11 +62,37 @@ SHOWN_FILES = 100  # a run's record lists this many of the files it removes (and
 
 # The lease of the run going on in this thread (checked before each commit and delete).
 _LEASE: ContextVar[TableLease | None] = ContextVar("maintenance_lease", default=None)
+SPARK_WATCH_S = 2.0  # how often a Spark job's guard looks at cancel, protection, drop and policy
 
 
 def current_lease() -> TableLease | None:
     """The lease of the run going on in this thread (what a hook called mid-run can look at)."""
     return _LEASE.get()
+
+
+class RunControl(Protocol):
+    """What a job's runner gives the executor: whether the job was asked to stop, and where its
+    progress goes (``storage.maintenance_jobs.MaintenanceJobs`` with the run's id)."""
+
+    def cancel_requested(self, run_id: int) -> bool: ...
+
+    def progress(self, run_id: int, progress: dict[str, Any]) -> None: ...
+
+
+@dataclass(frozen=True)
+class RunContext:
+    run_id: int
+    policy_type: str
+    control: RunControl | None
+
+
+# The run going on in this thread: its policy type (a revoked policy stops it) and, for a job,
+# its control (a cancel stops it; its progress is recorded).
+_RUN: ContextVar[RunContext | None] = ContextVar("maintenance_run", default=None)
+
+
+class RunCancelled(Exception):
+    """A cancel asked the run to stop: it stops at its next commit point, the commit not made."""
 
 
 class RunSkipped(Exception):
@@ -130,14 +157,45 @@ class MaintenanceExecutor:
                 self._recorded(table, lease, policy_type, False, trigger, int(time.time() * 1000))
         return len(policy_types)
 
+    def run_job(self, job: ClaimedJob, holder: str, control: RunControl) -> RunRow:
+        """A job a runner claimed (``storage.maintenance_jobs``): its table's lease was taken for
+        ``holder`` in the claim; renewed while the run goes on (the heartbeat), released after."""
+        lease = TableLease(self.rows, job.table.entry_id, self.lease_s, holder=holder)
+        with lease:
+            return self._recorded(
+                job.table,
+                lease,
+                job.policy_type,
+                job.dry_run,
+                "request",
+                int(time.time() * 1000),
+                run_id=job.run_id,
+                control=control,
+            )
+
     def _recorded(
-        self, table: TableRef, lease: TableLease, policy_type: str, dry_run: bool, trigger: str, now_ms: int
+        self,
+        table: TableRef,
+        lease: TableLease,
+        policy_type: str,
+        dry_run: bool,
+        trigger: str,
+        now_ms: int,
+        *,
+        run_id: int | None = None,
+        control: RunControl | None = None,
     ) -> RunRow:
-        run_id = self.rows.start_run(table.entry_id, policy_type, trigger, dry_run, lease.holder)
+        if run_id is None:
+            run_id = self.rows.start_run(table.entry_id, policy_type, trigger, dry_run, lease.holder)
         started = time.monotonic()
         token = _LEASE.set(lease)
+        run_token = _RUN.set(RunContext(run_id, policy_type, control))
         try:
             result = self._execute(table, policy_type, dry_run, now_ms)
+        except RunCancelled:
+            log.info("maintenance %s of %s cancelled", policy_type, table.name)
+            outcome = {"reason": "cancelled on request", "seconds": round(time.monotonic() - started, 3)}
+            return self.rows.finish_run(run_id, "cancelled", {}, outcome, 0, None)
         except RunSkipped as skipped:
             log.info("maintenance %s of %s skipped: %s", policy_type, table.name, skipped.reason)
             outcome = {**skipped.outcome, "reason": skipped.reason, "seconds": round(time.monotonic() - started, 3)}
@@ -149,6 +207,7 @@ class MaintenanceExecutor:
                 run_id, "failed", {}, {"seconds": time.monotonic() - started}, 0, f"{type(exc).__name__}: {message}"
             )
         finally:
+            _RUN.reset(run_token)
             _LEASE.reset(token)
         result.outcome["seconds"] = round(time.monotonic() - started, 3)
         return self.rows.finish_run(run_id, result.status, result.plan, result.outcome, result.removed, None)
@@ -157,9 +216,44 @@ class MaintenanceExecutor:
         """Before each commit and each delete: this run still holds the table
         (app/maintenance_lease.py), and the table may still be acted on (``_standing``)."""
         self._standing(table, plan, done)  # first: a drop also ends the lease, and says why
+        run = _RUN.get()
+        if run is not None:
+            if run.control is not None and run.control.cancel_requested(run.run_id):
+                raise RunCancelled()
+            self._still_enabled(table, run.policy_type, plan, done)
         lease = _LEASE.get()
         if lease is not None:
             lease.check()
+
+    def _still_enabled(
+        self, table: TableRef, policy_type: str, plan: dict[str, Any] | None, done: dict[str, Any] | None
+    ) -> None:
+        """RunSkipped when the policy the run executes no longer applies (detached, or switched off
+        with ``enable: false``) since the run started: a revoked policy stops it at its next commit
+        point, the commit not made."""
+        try:
+            properties = table_rules.parse_metadata(self.row(table).metadata).properties
+        except NoSuchTable:
+            raise RunSkipped("the table was dropped", plan or {}, done or {}) from None
+        policy = self.effective(table, properties).get(policy_type)
+        if policy is None or not policy.enabled:
+            raise RunSkipped(f"the {policy_type} policy was revoked during the run", plan or {}, done or {})
+
+    def _progress(self, groups_done: int, groups_total: int, bytes_done: int = 0, bytes_total: int = 0) -> None:
+        """A job's progress, recorded for its run (getMaintenanceRun, the console)."""
+        run = _RUN.get()
+        if run is None or run.control is None:
+            return
+        progress = {
+            "file-groups-done": groups_done,
+            "file-groups-total": groups_total,
+            "bytes-done": bytes_done,
+            "bytes-total": bytes_total,
+        }
+        try:
+            run.control.progress(run.run_id, progress)
+        except Exception as exc:  # noqa: BLE001 - progress is a view: never fails the run
+            log.warning("cannot record a maintenance run's progress: %s", type(exc).__name__)
 
     def _standing(
         self, table: TableRef, plan: dict[str, Any] | None = None, done: dict[str, Any] | None = None
@@ -294,6 +388,7 @@ class MaintenanceExecutor:
         if dry_run:
             return Outcome(shown, {"committed": False, "dry-run": True})
         rewrite = compaction.ManifestRewrite(self.objects, reachable.files, metadata)
+        self._progress(0, 1)
         return self._commit_rewrite(table, metadata, plan, shown, rewrite, lambda: rewrite.write(plan, target))
 
     def _compact_data(self, table: TableRef, policy: policy_rules.EffectivePolicy, dry_run: bool) -> Outcome:
@@ -314,18 +409,69 @@ class MaintenanceExecutor:
         if dry_run or not plan.groups:
             return Outcome(shown, {"committed": False, "dry-run": dry_run})
         rewrite = data_compaction.DataRewrite(self.objects, reachable.files, metadata, reachable)
-        return self._commit_rewrite(table, metadata, plan, shown, rewrite, lambda: rewrite.write_data(plan))
+        groups_total = len(plan.groups)
+        bytes_total = sum(f.file_size_in_bytes for files in plan.groups.values() for f in files)
+        done = [0, 0]
+
+        def after_group(files: list[Any]) -> None:
+            done[0] += 1
+            done[1] += sum(f.file_size_in_bytes for f in files)
+            self._progress(done[0], groups_total, done[1], bytes_total)
+            self._guard(table, shown, {"committed": False})
+
+        self._progress(0, groups_total, 0, bytes_total)
+        return self._commit_rewrite(
+            table, metadata, plan, shown, rewrite, lambda: rewrite.write_data(plan, after_group)
+        )
 
     def _compact_on_spark(self, table: TableRef, spark: SparkSettings, target: int, shown: dict[str, Any]) -> Outcome:
         """Iceberg's ``rewrite_data_files`` in a Spark job Growler starts (app/maintenance_spark.py);
         the job commits through the catalog like any writer, so the guard comes before it starts."""
         self._guard(table, shown, {"committed": False})
-        lease = _LEASE.get()
-        stop = lease.lost_signal if lease is not None else threading.Event()
+        stop = threading.Event()
+        stopped: list[BaseException] = []
+        watcher = threading.Thread(
+            target=self._watch_job, args=(table, shown, stop, stopped, _LEASE.get(), _RUN.get()), daemon=True
+        )
+        watcher.start()
         request = maintenance_spark.RewriteRequest(table.warehouse, (*table.namespace, table.name), target)
-        result = maintenance_spark.run_rewrite(spark, request, stop)
+        try:
+            result = maintenance_spark.run_rewrite(spark, request, stop)
+        except maintenance_spark.SparkJobFailed:
+            if stopped:  # killed because a cancel, a mark, a drop or a revoke stopped the run
+                raise stopped[0] from None
+            raise
+        finally:
+            stop.set()
+            watcher.join()
         done = {key.replace("_", "-"): value for key, value in result.items()}
         return Outcome(shown, {"committed": bool(result.get("rewritten_data_files_count")), "engine": "spark", **done})
+
+    def _watch_job(
+        self,
+        table: TableRef,
+        shown: dict[str, Any],
+        stop: threading.Event,
+        stopped: list[BaseException],
+        lease: TableLease | None,
+        run: RunContext | None,
+    ) -> None:
+        """While a Spark job runs, the run's guard every few seconds: a cancel, a protection mark, a
+        drop, a revoked policy or a lost lease kill the job (its commit, not made yet, is never
+        made: the job's process group dies with it) and the run records why."""
+        lease_token, run_token = _LEASE.set(lease), _RUN.set(run)
+        try:
+            while not stop.wait(SPARK_WATCH_S):
+                try:
+                    self._guard(table, shown, {"committed": False})
+                except (RunSkipped, RunCancelled, CatalogError) as exc:
+                    stopped.append(exc)
+                    stop.set()
+                except Exception as exc:  # noqa: BLE001 - the database away: the lease decides
+                    log.warning("cannot check a Spark job's table: %s", type(exc).__name__)
+        finally:
+            _RUN.reset(run_token)
+            _LEASE.reset(lease_token)
 
     def _commit_rewrite(
         self,
@@ -402,10 +548,13 @@ class MaintenanceExecutor:
     def _delete(self, table: TableRef, locations: list[Location], plan: dict[str, Any], done: dict[str, Any]) -> int:
         removed = 0
         batches = iter(locations)
+        total = -(-len(locations) // DELETE_BATCH)
         while batch := list(islice(batches, DELETE_BATCH)):
+            self._progress(removed // DELETE_BATCH, total)
             self._guard(table, plan, {**done, "files-removed": removed})
             self.objects.delete(batch)
             removed += len(batch)
+        self._progress(total, total)
         return removed
 
 

@@ -18,6 +18,7 @@ import psycopg
 import pytest
 
 from tests.api.authz_support import MANAGEMENT, PREFIX, securable_body
+from tests.api.maintenance_jobs_support import finished_run
 from tests.api.test_console import ESCAPED, SCRIPT, make_table, reader, sign_in
 
 TIMELINE = re.compile(r'id="table-events".*?</table>', re.S)
@@ -195,9 +196,7 @@ def test_the_maintenance_page_shows_policies_health_and_runs(browser, app) -> No
     body = {"policy-type": EXPIRY, "securable": securable_body("namespace", "test", ("kept",)), "content": expiry}
     assert admin.put(f"{MANAGEMENT}/maintenance/policies", json=body).status_code == 200
     table = f"{MANAGEMENT}/maintenance/warehouses/test/namespaces/kept/tables/t"
-    run = admin.post(f"{table}/runs", json={"policy-type": EXPIRY, "dry-run": True})
-    assert run.status_code == 200, run.text
-    run = run.json()
+    run = finished_run(admin, f"{table}/runs", {"policy-type": EXPIRY, "dry-run": True})
     # reached from the navigation, a namespace's page and a table's page
     assert 'href="/ui/maintenance"' in browser.get("/ui/").text
     assert 'id="namespace-maintenance-link"' in browser.get("/ui/w/test/namespace", params={"ns": "kept"}).text
