@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from app.edge.context import MAINTENANCE
-from tests.api.maintenance_jobs_support import finished_run
 from tests.api.authz_support import securable_body
+from tests.api.maintenance_jobs_support import finished_run
 from tests.api.tables_support import create_request
 
 M = "/management/v1"

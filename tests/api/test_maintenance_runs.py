@@ -24,8 +24,8 @@ from app.maintenance_lease import ABANDONED, LEASE_SECONDS
 from app.maintenance_runs import MaintenanceBusy, current_lease
 from app.rules.maintenance import SNAPSHOTS_BEFORE_DUE
 from tests.api.authz_support import securable_body
-from tests.api.maintenance_jobs_support import finished_run
 from tests.api.bin_support import protect, unprotect
+from tests.api.maintenance_jobs_support import finished_run
 from tests.api.tables_support import create_request, snapshot, table_url
 
 ROOT = Path(__file__).resolve().parents[2]
