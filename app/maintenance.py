@@ -24,6 +24,7 @@ from app.ground.events import audit
 from app.ground.lru import LruCache
 from app.maintenance_files import current_shape
 from app.maintenance_lease import ABANDONED
+from app.maintenance_options import InvalidRewrite, RewriteSettings
 from app.maintenance_runs import MaintenanceBusy, MaintenanceExecutor
 from app.management import parse_securable, securable_view
 from app.management_rights import ManagementRights
@@ -76,7 +77,9 @@ class MaintenanceService(ManagementRights):
         who = self.require_maintainer("attach-maintenance-policy", target, on)
         try:
             checked = policy_rules.validate(policy_type, request.content)
-        except policy_rules.InvalidPolicy as exc:
+            if policy_type == policy_rules.DATA_COMPACTION:  # thresholds, strategy, Spark resources
+                RewriteSettings.of(checked.get("config") or {})
+        except (policy_rules.InvalidPolicy, InvalidRewrite) as exc:
             raise BadRequest(str(exc)) from exc
         self.maintenance.attach(policy_type, on, checked)
         audit("attach-maintenance-policy", who, target)

@@ -38,6 +38,7 @@ from pyiceberg.manifest import (
 from app.ground.locations import Location, TableFiles
 from app.maintenance_compaction import ManifestRewrite
 from app.maintenance_files import Reachable
+from app.maintenance_options import RewriteSettings
 
 MAX_PARTITION_BYTES = 256 * 1024 * 1024
 MIN_FILES = 2
@@ -58,27 +59,38 @@ class DataPlan:
         }
 
 
-def plan_data(metadata: Any, reachable: Reachable, target: int) -> DataPlan | None:
+def plan_data(
+    metadata: Any, reachable: Reachable, target: int, rewrite: RewriteSettings | None = None
+) -> DataPlan | None:
+    """Per partition of the current spec, by the policy's thresholds (``RewriteSettings``): at
+    least ``min-input-files`` small data files (under ``min-file-size-bytes``, else 75% of the
+    target), or at least ``delete-file-threshold`` delete files. One planning pass over the current
+    snapshot's manifests; None when no partition needs a rewrite (a table in shape: no job)."""
+    rewrite = rewrite or RewriteSettings.of({})
     snapshot = metadata.current_snapshot()
     if snapshot is None or len(metadata.schemas) != 1:
         return None
     spec_id = metadata.default_spec_id
+    small_below = rewrite.small_below(target)
     small: dict[str, list[Any]] = {}
-    with_deletes: set[str] = set()
+    deletes: dict[str, int] = {}
     for manifest in reachable.manifests(snapshot.manifest_list):
         for entry in reachable.entries(manifest, live_only=True):
             data_file = entry.data_file
             key = f"{manifest.partition_spec_id}:{data_file.partition}"
             if data_file.content != DataFileContent.DATA:
-                with_deletes.add(key)
-            elif manifest.partition_spec_id == spec_id and data_file.file_size_in_bytes < target * 0.75:
+                deletes[key] = deletes.get(key, 0) + 1
+            elif manifest.partition_spec_id == spec_id and data_file.file_size_in_bytes < small_below:
                 small.setdefault(key, []).append(data_file)
     plan = DataPlan(snapshot.snapshot_id)
-    for key, files in small.items():
-        if len(files) < MIN_FILES:
-            continue
-        if key in with_deletes:
+    for key, count in deletes.items():
+        if count >= rewrite.delete_file_threshold:
             plan.skipped[key] = "has delete files (needs Spark)"
+    for key, files in small.items():
+        if key in plan.skipped or len(files) < max(rewrite.min_input_files, MIN_FILES):
+            continue
+        if rewrite.needs_spark:
+            plan.skipped[key] = f"{rewrite.strategy} (needs Spark)"
         elif sum(f.file_size_in_bytes for f in files) > MAX_PARTITION_BYTES:
             plan.skipped[key] = "larger than the in-process bound (needs Spark)"
         else:

@@ -44,6 +44,7 @@ from app.ground.locations import Location
 from app.ground.settings import SparkSettings
 from app.maintenance_files import Deletable, Reachable, parsed
 from app.maintenance_lease import LEASE_SECONDS, TableLease
+from app.maintenance_options import InvalidRewrite, RewriteSettings
 from app.maintenance_trigger import CommitTrigger
 from app.rules import maintenance as policy_rules
 from app.rules import table as table_rules
@@ -395,17 +396,22 @@ class MaintenanceExecutor:
         row = self.row(table)
         metadata = table_rules.parse_metadata(row.metadata)
         target = policy_rules.target_file_size(policy, metadata.properties)
+        try:
+            settings = RewriteSettings.of(policy.content.get("config") or {})
+        except InvalidRewrite as exc:
+            raise BadRequest(str(exc)) from exc
         reachable = self.reachable(row)  # every file of the current snapshot checked, Spark or not
-        plan = data_compaction.plan_data(metadata, reachable, target)
-        if plan is None:
-            return Outcome({"target-file-size-bytes": target}, {"committed": False, "reason": "nothing to compact"})
-        shown = {"target-file-size-bytes": target, **plan.view()}
+        plan = data_compaction.plan_data(metadata, reachable, target, settings)
+        described = {"target-file-size-bytes": target, "strategy": settings.strategy, "options": settings.options()}
+        if plan is None:  # a table in shape: one planning pass, no job
+            return Outcome(described, {"committed": False, "reason": "nothing to compact"})
+        shown = {**described, **plan.view()}
         spark = self.spark
-        if plan.skipped and spark.enabled:  # Spark rewrites the table, what one process could too
+        if plan.skipped and spark.enabled:  # Spark rewrites by the same thresholds (Iceberg's planner)
             shown["engine"] = "spark"
             if dry_run:
                 return Outcome(shown, {"committed": False, "dry-run": True})
-            return self._compact_on_spark(table, spark, target, shown)
+            return self._compact_on_spark(table, spark, target, shown, settings)
         if dry_run or not plan.groups:
             return Outcome(shown, {"committed": False, "dry-run": dry_run})
         rewrite = data_compaction.DataRewrite(self.objects, reachable.files, metadata, reachable)
@@ -424,7 +430,9 @@ class MaintenanceExecutor:
             table, metadata, plan, shown, rewrite, lambda: rewrite.write_data(plan, after_group)
         )
 
-    def _compact_on_spark(self, table: TableRef, spark: SparkSettings, target: int, shown: dict[str, Any]) -> Outcome:
+    def _compact_on_spark(
+        self, table: TableRef, spark: SparkSettings, target: int, shown: dict[str, Any], settings: RewriteSettings
+    ) -> Outcome:
         """Iceberg's ``rewrite_data_files`` in a Spark job Growler starts (app/maintenance_spark.py);
         the job commits through the catalog like any writer, so the guard comes before it starts."""
         self._guard(table, shown, {"committed": False})
@@ -434,7 +442,7 @@ class MaintenanceExecutor:
             target=self._watch_job, args=(table, shown, stop, stopped, _LEASE.get(), _RUN.get()), daemon=True
         )
         watcher.start()
-        request = maintenance_spark.RewriteRequest(table.warehouse, (*table.namespace, table.name), target)
+        request = maintenance_spark.RewriteRequest(table.warehouse, (*table.namespace, table.name), target, settings)
         try:
             result = maintenance_spark.run_rewrite(spark, request, stop)
         except maintenance_spark.SparkJobFailed:
