@@ -28,13 +28,11 @@ failed; a runner that lost its lease stops before its next commit or delete.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any, Protocol
+from typing import Any
 
 from app import maintenance_compaction as compaction
 from app import maintenance_data as data_compaction
@@ -42,6 +40,13 @@ from app import maintenance_spark
 from app.ground.errors import BadRequest, CatalogError, CommitFailed, NoSuchTable
 from app.ground.locations import Location
 from app.ground.settings import SparkSettings
+from app.maintenance_context import (
+    CURRENT_RUN,
+    RUN_LEASE,
+    RunCancelled,
+    RunContext,
+    RunControl,
+)
 from app.maintenance_files import Deletable, Reachable, parsed
 from app.maintenance_lease import LEASE_SECONDS, TableLease
 from app.maintenance_options import InvalidRewrite, RewriteSettings
@@ -59,41 +64,6 @@ log = logging.getLogger(__name__)
 MAX_REPLANS = 5
 DELETE_BATCH = 500
 SHOWN_FILES = 100  # a run's record lists this many of the files it removes (and counts them all)
-
-
-# The lease of the run going on in this thread (checked before each commit and delete).
-_LEASE: ContextVar[TableLease | None] = ContextVar("maintenance_lease", default=None)
-SPARK_WATCH_S = 2.0  # how often a Spark job's guard looks at cancel, protection, drop and policy
-
-
-def current_lease() -> TableLease | None:
-    """The lease of the run going on in this thread (what a hook called mid-run can look at)."""
-    return _LEASE.get()
-
-
-class RunControl(Protocol):
-    """What a job's runner gives the executor: whether the job was asked to stop, and where its
-    progress goes (``storage.maintenance_jobs.MaintenanceJobs`` with the run's id)."""
-
-    def cancel_requested(self, run_id: int) -> bool: ...
-
-    def progress(self, run_id: int, progress: dict[str, Any]) -> None: ...
-
-
-@dataclass(frozen=True)
-class RunContext:
-    run_id: int
-    policy_type: str
-    control: RunControl | None
-
-
-# The run going on in this thread: its policy type (a revoked policy stops it) and, for a job,
-# its control (a cancel stops it; its progress is recorded).
-_RUN: ContextVar[RunContext | None] = ContextVar("maintenance_run", default=None)
-
-
-class RunCancelled(Exception):
-    """A cancel asked the run to stop: it stops at its next commit point, the commit not made."""
 
 
 class RunSkipped(Exception):
@@ -189,8 +159,8 @@ class MaintenanceExecutor:
         if run_id is None:
             run_id = self.rows.start_run(table.entry_id, policy_type, trigger, dry_run, lease.holder)
         started = time.monotonic()
-        token = _LEASE.set(lease)
-        run_token = _RUN.set(RunContext(run_id, policy_type, control))
+        token = RUN_LEASE.set(lease)
+        run_token = CURRENT_RUN.set(RunContext(run_id, policy_type, control))
         try:
             result = self._execute(table, policy_type, dry_run, now_ms)
         except RunCancelled:
@@ -208,8 +178,8 @@ class MaintenanceExecutor:
                 run_id, "failed", {}, {"seconds": time.monotonic() - started}, 0, f"{type(exc).__name__}: {message}"
             )
         finally:
-            _RUN.reset(run_token)
-            _LEASE.reset(token)
+            CURRENT_RUN.reset(run_token)
+            RUN_LEASE.reset(token)
         result.outcome["seconds"] = round(time.monotonic() - started, 3)
         return self.rows.finish_run(run_id, result.status, result.plan, result.outcome, result.removed, None)
 
@@ -217,12 +187,12 @@ class MaintenanceExecutor:
         """Before each commit and each delete: this run still holds the table
         (app/maintenance_lease.py), and the table may still be acted on (``_standing``)."""
         self._standing(table, plan, done)  # first: a drop also ends the lease, and says why
-        run = _RUN.get()
+        run = CURRENT_RUN.get()
         if run is not None:
             if run.control is not None and run.control.cancel_requested(run.run_id):
                 raise RunCancelled()
             self._still_enabled(table, run.policy_type, plan, done)
-        lease = _LEASE.get()
+        lease = RUN_LEASE.get()
         if lease is not None:
             lease.check()
 
@@ -242,7 +212,7 @@ class MaintenanceExecutor:
 
     def _progress(self, groups_done: int, groups_total: int, bytes_done: int = 0, bytes_total: int = 0) -> None:
         """A job's progress, recorded for its run (getMaintenanceRun, the console)."""
-        run = _RUN.get()
+        run = CURRENT_RUN.get()
         if run is None or run.control is None:
             return
         progress = {
@@ -436,50 +406,17 @@ class MaintenanceExecutor:
         """Iceberg's ``rewrite_data_files`` in a Spark job Growler starts (app/maintenance_spark.py);
         the job commits through the catalog like any writer, so the guard comes before it starts."""
         self._guard(table, shown, {"committed": False})
-        stop = threading.Event()
-        stopped: list[BaseException] = []
-        watcher = threading.Thread(
-            target=self._watch_job, args=(table, shown, stop, stopped, _LEASE.get(), _RUN.get()), daemon=True
-        )
-        watcher.start()
         request = maintenance_spark.RewriteRequest(table.warehouse, (*table.namespace, table.name), target, settings)
-        try:
-            result = maintenance_spark.run_rewrite(spark, request, stop)
-        except maintenance_spark.SparkJobFailed:
-            if stopped:  # killed because a cancel, a mark, a drop or a revoke stopped the run
-                raise stopped[0] from None
-            raise
-        finally:
-            stop.set()
-            watcher.join()
+        # while the job runs, the guard every few seconds: a cancel, a protection mark, a drop, a
+        # revoked policy or a lost lease kill it (its commit, not made yet, is never made)
+        result = maintenance_spark.run_guarded(
+            spark,
+            request,
+            lambda: self._guard(table, shown, {"committed": False}),
+            (RunSkipped, RunCancelled, CatalogError),
+        )
         done = {key.replace("_", "-"): value for key, value in result.items()}
         return Outcome(shown, {"committed": bool(result.get("rewritten_data_files_count")), "engine": "spark", **done})
-
-    def _watch_job(
-        self,
-        table: TableRef,
-        shown: dict[str, Any],
-        stop: threading.Event,
-        stopped: list[BaseException],
-        lease: TableLease | None,
-        run: RunContext | None,
-    ) -> None:
-        """While a Spark job runs, the run's guard every few seconds: a cancel, a protection mark, a
-        drop, a revoked policy or a lost lease kill the job (its commit, not made yet, is never
-        made: the job's process group dies with it) and the run records why."""
-        lease_token, run_token = _LEASE.set(lease), _RUN.set(run)
-        try:
-            while not stop.wait(SPARK_WATCH_S):
-                try:
-                    self._guard(table, shown, {"committed": False})
-                except (RunSkipped, RunCancelled, CatalogError) as exc:
-                    stopped.append(exc)
-                    stop.set()
-                except Exception as exc:  # noqa: BLE001 - the database away: the lease decides
-                    log.warning("cannot check a Spark job's table: %s", type(exc).__name__)
-        finally:
-            _RUN.reset(run_token)
-            _LEASE.reset(lease_token)
 
     def _commit_rewrite(
         self,

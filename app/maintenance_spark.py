@@ -15,6 +15,7 @@ process group) past ``GROWLER_SPARK_TIMEOUT_S`` and when the runner's lease is l
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import os
@@ -22,7 +23,7 @@ import signal
 import subprocess
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ JOB_SCRIPT = Path(__file__).resolve().parent / "spark_rewrite_job.py"
 RESULT = "GROWLER_JOB_RESULT "
 TAIL_CHARS = 2000  # of the job's output kept for the run's error
 OUTPUT_LINES = 5000
+WATCH_S = 2.0  # how often a running job's guard looks at cancel, protection, drop, policy and lease
 
 
 class SparkJobFailed(CatalogError):
@@ -146,6 +148,43 @@ def run_rewrite(settings: SparkSettings, request: RewriteRequest, stop: threadin
                 return json.loads(line[len(RESULT) :])
     log.warning("spark rewrite job of %s exited with %s", request.table[-1], job.returncode)
     raise SparkJobFailed(f"The Spark job exited with status {job.returncode}: {_tail(text)}")
+
+
+def run_guarded(
+    settings: SparkSettings,
+    request: RewriteRequest,
+    guard: Callable[[], None],
+    stops: tuple[type[BaseException], ...],
+    every_s: float = WATCH_S,
+) -> dict[str, Any]:
+    """``run_rewrite`` with ``guard`` called every ``every_s`` in a watcher thread (in the caller's
+    context): when it raises one of ``stops``, the job is killed and that exception raised here.
+    Other errors (the database away a moment) are logged: the lease decides then."""
+    stop = threading.Event()
+    stopped: list[BaseException] = []
+    context = contextvars.copy_context()
+
+    def watch() -> None:
+        while not stop.wait(every_s):
+            try:
+                context.run(guard)
+            except stops as exc:
+                stopped.append(exc)
+                stop.set()
+            except Exception as exc:  # noqa: BLE001 - transient: the next look tries again
+                log.warning("cannot check a Spark job's table: %s", type(exc).__name__)
+
+    watcher = threading.Thread(target=watch, name="spark-job-guard", daemon=True)
+    watcher.start()
+    try:
+        return run_rewrite(settings, request, stop)
+    except SparkJobFailed:
+        if stopped:  # killed because the guard stopped the run: say why
+            raise stopped[0] from None
+        raise
+    finally:
+        stop.set()
+        watcher.join()
 
 
 def _tail(text: str) -> str:
