@@ -166,22 +166,24 @@ class MaintenanceExecutor:
         except RunCancelled:
             log.info("maintenance %s of %s cancelled", policy_type, table.name)
             outcome = {"reason": "cancelled on request", "seconds": round(time.monotonic() - started, 3)}
-            return self.rows.finish_run(run_id, "cancelled", {}, outcome, 0, None)
+            return self.rows.finish_run(run_id, "cancelled", {}, outcome, 0, None, lease.holder)
         except RunSkipped as skipped:
             log.info("maintenance %s of %s skipped: %s", policy_type, table.name, skipped.reason)
             outcome = {**skipped.outcome, "reason": skipped.reason, "seconds": round(time.monotonic() - started, 3)}
-            return self.rows.finish_run(run_id, "skipped", skipped.plan, outcome, 0, None)
+            return self.rows.finish_run(run_id, "skipped", skipped.plan, outcome, 0, None, lease.holder)
         except Exception as exc:  # noqa: BLE001 - every failure is recorded; the next run tries again
             log.warning("maintenance %s of %s failed: %s", policy_type, table.name, type(exc).__name__)
             message = exc.message if isinstance(exc, CatalogError) else str(exc)
-            return self.rows.finish_run(
-                run_id, "failed", {}, {"seconds": time.monotonic() - started}, 0, f"{type(exc).__name__}: {message}"
-            )
+            error = f"{type(exc).__name__}: {message}"
+            seconds = {"seconds": time.monotonic() - started}
+            return self.rows.finish_run(run_id, "failed", {}, seconds, 0, error, lease.holder)
         finally:
             CURRENT_RUN.reset(run_token)
             RUN_LEASE.reset(token)
         result.outcome["seconds"] = round(time.monotonic() - started, 3)
-        return self.rows.finish_run(run_id, result.status, result.plan, result.outcome, result.removed, None)
+        return self.rows.finish_run(
+            run_id, result.status, result.plan, result.outcome, result.removed, None, lease.holder
+        )
 
     def _guard(self, table: TableRef, plan: dict[str, Any] | None = None, done: dict[str, Any] | None = None) -> None:
         """Before each commit and each delete: this run still holds the table

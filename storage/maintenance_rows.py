@@ -303,13 +303,20 @@ class MaintenanceRows:
         outcome: dict[str, Any],
         files_removed: int,
         error: str | None,
+        holder: str | None = None,
     ) -> RunRow:
+        """Record the run's end - only while ``holder`` (when given) still holds it: a job put back
+        in the queue and taken over by another runner is never overwritten by the runner it left."""
         with self.db.connection() as conn:
             row = conn.execute(
                 "UPDATE maintenance_run SET status = %s, plan = %s, outcome = %s, files_removed = %s, error = %s,"
-                f" finished_at = now() WHERE id = %s RETURNING {RUN_COLUMNS}",
-                (status, json.dumps(plan), json.dumps(outcome), files_removed, error and error[:2000], run_id),
+                " finished_at = now() WHERE id = %s AND (%s::text IS NULL OR holder = %s)"
+                f" RETURNING {RUN_COLUMNS}",
+                (status, json.dumps(plan), json.dumps(outcome), files_removed, error and error[:2000], run_id)
+                + (holder, holder),
             ).fetchone()
+            if row is None:
+                row = conn.execute(f"SELECT {RUN_COLUMNS} FROM maintenance_run WHERE id = %s", (run_id,)).fetchone()
         return RunRow(**row)
 
     def forget_runs(self, older_than_s: float, limit: int = 10_000) -> int:
