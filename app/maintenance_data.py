@@ -73,18 +73,25 @@ def plan_data(
     spec_id = metadata.default_spec_id
     small_below = rewrite.small_below(target)
     small: dict[str, list[Any]] = {}
-    deletes: dict[str, int] = {}
+    delete_seqs: dict[str, list[int]] = {}
+    oldest_data: dict[str, int] = {}  # the partition's lowest data sequence number
     for manifest in reachable.manifests(snapshot.manifest_list):
         for entry in reachable.entries(manifest, live_only=True):
             data_file = entry.data_file
             key = f"{manifest.partition_spec_id}:{data_file.partition}"
+            seq = entry.sequence_number or 0
             if data_file.content != DataFileContent.DATA:
-                deletes[key] = deletes.get(key, 0) + 1
-            elif manifest.partition_spec_id == spec_id and data_file.file_size_in_bytes < small_below:
+                delete_seqs.setdefault(key, []).append(seq)
+                continue
+            oldest_data[key] = min(oldest_data.get(key, seq), seq)
+            if manifest.partition_spec_id == spec_id and data_file.file_size_in_bytes < small_below:
                 small.setdefault(key, []).append(data_file)
     plan = DataPlan(snapshot.snapshot_id)
-    for key, count in deletes.items():
-        if count >= rewrite.delete_file_threshold:
+    for key, seqs in delete_seqs.items():
+        # a delete file applies only to data files no newer than it: one older than every data file
+        # of its partition (left dangling by a rewrite that applied it) needs no rewrite
+        live = [seq for seq in seqs if key in oldest_data and oldest_data[key] <= seq]
+        if len(live) >= rewrite.delete_file_threshold:
             plan.skipped[key] = "has delete files (needs Spark)"
     for key, files in small.items():
         if key in plan.skipped or len(files) < max(rewrite.min_input_files, MIN_FILES):

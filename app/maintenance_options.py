@@ -136,6 +136,9 @@ class RewriteSettings:
             "min-input-files": str(self.min_input_files),
             "delete-file-threshold": str(self.delete_file_threshold),
             "partial-progress.enabled": str(self.partial_progress).lower(),
+            # the delete files a rewrite applied go with it: left dangling, they would make the
+            # table look as if it still needed one (Iceberg 1.7+)
+            "remove-dangling-deletes": "true",
         }
         if self.min_file_size_bytes is not None:
             options["min-file-size-bytes"] = str(self.min_file_size_bytes)

@@ -187,4 +187,5 @@ def test_compaction_runs_on_a_standalone_cluster_in_client_mode_and_cluster_mode
 
     # a table in shape: one planning pass, no job
     again = run_job(maintenance, "clustered")
-    assert again.status == "succeeded" and again.outcome["reason"] == "nothing to compact", again.outcome
+    assert again.status == "succeeded", (again.error, again.plan)
+    assert again.outcome.get("reason") == "nothing to compact", (again.plan, again.outcome)

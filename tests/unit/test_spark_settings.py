@@ -101,6 +101,7 @@ def test_rewrite_settings_read_icebergs_option_names_and_refuse_bad_values():
         "min-input-files": "2",
         "delete-file-threshold": "1",
         "partial-progress.enabled": "false",
+        "remove-dangling-deletes": "true",
     }
     assert default.procedure_args() == {} and not default.needs_spark
     assert default.small_below(1000) == 750
@@ -120,6 +121,7 @@ def test_rewrite_settings_read_icebergs_option_names_and_refuse_bad_values():
         "min-input-files": "5",
         "delete-file-threshold": "3",
         "partial-progress.enabled": "true",
+        "remove-dangling-deletes": "true",
         "min-file-size-bytes": "100",
         "partial-progress.max-commits": "4",
         "max-concurrent-file-group-rewrites": "8",
