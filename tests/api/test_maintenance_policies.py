@@ -170,3 +170,17 @@ def test_the_schedule_runs_enabled_policies_once_per_interval(client, table, app
     assert 3500 < due_in <= 3600
     service.run_due()  # not due again for an hour
     assert len(client.get(f"{TABLE}/runs").json()["runs"]) == 1
+
+
+def test_a_data_compaction_policy_with_a_config_that_cannot_run_is_refused(client, table):
+    catalog = {"type": "catalog"}
+    for config, key in (
+        ({"strategy": "shuffle"}, "strategy"),
+        ({"strategy": "z-order"}, "z-order-columns"),
+        ({"min-input-files": 0}, "min-input-files"),
+        ({"spark.executor-memory": "lots"}, "spark.executor-memory"),
+    ):
+        response = _attach(client, "system.data-compaction", catalog, {"enable": True, "config": config}, 400)
+        assert key in response.json()["error"]["message"], response.text
+    good = {"strategy": "sort", "sort-order": "id DESC", "min-input-files": 5, "spark.executor-memory": "2g"}
+    _attach(client, "system.data-compaction", catalog, {"enable": True, "config": good})
