@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
@@ -23,18 +24,21 @@ from app.ground.events import audit
 from app.ground.lru import LruCache
 from app.maintenance_files import current_shape
 from app.maintenance_lease import ABANDONED
-from app.maintenance_runs import MaintenanceExecutor
+from app.maintenance_options import InvalidRewrite, RewriteSettings
+from app.maintenance_runs import MaintenanceBusy, MaintenanceExecutor
 from app.management import parse_securable, securable_view
 from app.management_rights import ManagementRights
 from app.rules import maintenance as policy_rules
 from app.rules import table as table_rules
 from app.rules.requests.management import AttachPolicyRequest, DetachPolicyRequest, RunRequest, SecurableRef
+from storage.maintenance_jobs import Limits, MaintenanceJobs
 from storage.maintenance_rows import MaintenanceRows, RunRow, TableRef
 from storage.management_rows import ManagementRows, Securable
 
 log = logging.getLogger(__name__)
 
 MAX_RUNS_LISTED = 100
+MAX_QUEUED_PER_TABLE = 10  # jobs waiting on one table: a caller cannot fill the queue
 MAX_PARTITIONS_SHOWN = 1000
 DUE_BATCH = 20
 RUN_RETENTION_S = 30 * 86_400  # recorded runs are kept 30 days
@@ -46,12 +50,23 @@ SHAPES: LruCache[tuple[str, int], dict[str, Any]] = LruCache(64)
 
 class MaintenanceService(ManagementRights):
     def __init__(
-        self, executor: MaintenanceExecutor, rows: MaintenanceRows, grants: ManagementRows, *, authorizer: Authorizer
+        self,
+        executor: MaintenanceExecutor,
+        rows: MaintenanceRows,
+        grants: ManagementRows,
+        *,
+        authorizer: Authorizer,
+        jobs: MaintenanceJobs,
+        limits: Limits,
+        wake: Callable[[], None] = lambda: None,
     ) -> None:
         self.authorizer = authorizer  # required: no permissive default (app/management_rights.py)
         self.rows = grants  # ManagementRights reads roles through it
         self.maintenance = rows
         self.executor = executor
+        self.jobs = jobs  # a run asked for by hand is a job (app/maintenance_jobs.py)
+        self.limits = limits  # concurrent runs, overall and per warehouse: the schedule's too
+        self.wake = wake  # this worker's job runner, told a job was queued
         self._discovered_at = float("-inf")
 
     # -- policies ---------------------------------------------------------------------------
@@ -62,7 +77,9 @@ class MaintenanceService(ManagementRights):
         who = self.require_maintainer("attach-maintenance-policy", target, on)
         try:
             checked = policy_rules.validate(policy_type, request.content)
-        except policy_rules.InvalidPolicy as exc:
+            if policy_type == policy_rules.DATA_COMPACTION:  # thresholds, strategy, Spark resources
+                RewriteSettings.of(checked.get("config") or {})
+        except (policy_rules.InvalidPolicy, InvalidRewrite) as exc:
             raise BadRequest(str(exc)) from exc
         self.maintenance.attach(policy_type, on, checked)
         audit("attach-maintenance-policy", who, target)
@@ -95,13 +112,36 @@ class MaintenanceService(ManagementRights):
         ]
 
     def run(self, warehouse: str, namespace: tuple[str, ...], name: str, request: RunRequest) -> dict[str, Any]:
+        """Queue the run as a job (app/maintenance_jobs.py) and answer it at once, 'queued': the
+        caller follows it at its URL (getMaintenanceRun) and may cancel it."""
         policy_type, dry_run = request.policy_type, request.dry_run
         if policy_type not in policy_rules.POLICY_TYPES:
             raise BadRequest(f"Unknown policy type {policy_type!r}")
         table = self._table(warehouse, namespace, name)
-        row = self.executor.run(table, policy_type, dry_run=dry_run)
+        row = self.jobs.enqueue(table, policy_type, dry_run, _caller(), MAX_QUEUED_PER_TABLE)
+        if row is None:
+            raise MaintenanceBusy(f"The table already has {MAX_QUEUED_PER_TABLE} maintenance runs queued")
+        self.wake()
         target = {"table": ".".join((*table.namespace, table.name)), "warehouse": warehouse}
         audit("run-maintenance", _caller(), {**target, "policy-type": policy_type, "dry-run": dry_run, "run": row.id})
+        return run_view(row)
+
+    def get_run(self, warehouse: str, namespace: tuple[str, ...], name: str, run_id: int) -> dict[str, Any]:
+        table = self._table(warehouse, namespace, name)
+        row = self.jobs.get(table.entry_id, run_id)
+        if row is None:
+            raise NotFound(f"No maintenance run {run_id} of this table")
+        return run_view(row)
+
+    def cancel_run(self, warehouse: str, namespace: tuple[str, ...], name: str, run_id: int) -> dict[str, Any]:
+        """A queued job is cancelled at once; a running run stops at its next commit point (what
+        it had not committed is not committed); a finished run is answered as it is."""
+        table = self._table(warehouse, namespace, name)
+        row = self.jobs.cancel(table.entry_id, run_id)
+        if row is None:
+            raise NotFound(f"No maintenance run {run_id} of this table")
+        target = {"table": ".".join((*table.namespace, table.name)), "warehouse": warehouse, "run": run_id}
+        audit("cancel-maintenance-run", _caller(), target)
         return run_view(row)
 
     def runs(self, warehouse: str, namespace: tuple[str, ...], name: str, limit: int | None) -> list[dict[str, Any]]:
@@ -199,6 +239,8 @@ class MaintenanceService(ManagementRights):
     def _run_tables(self, tables: list[TableRef], by_commits: set[int]) -> int:
         ran = 0
         for table in tables:
+            if not self.jobs.has_room(table.entry_id, self.limits):
+                break  # the limits on concurrent runs: the table stays due for a later round
             try:
                 policies = self._effective(table)
                 enabled = [t for t in policy_rules.EXECUTABLE if t in policies and policies[t].enabled]
@@ -254,4 +296,8 @@ def run_view(row: RunRow) -> dict[str, Any]:
         view["finished-at"] = row.finished_at.isoformat()
     if row.error:
         view["error"] = row.error
+    if row.progress:
+        view["progress"] = row.progress
+    if row.cancel_requested:
+        view["cancel-requested"] = True
     return view

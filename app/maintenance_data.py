@@ -20,6 +20,7 @@ import io
 import secrets
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,7 @@ from pyiceberg.manifest import (
 from app.ground.locations import Location, TableFiles
 from app.maintenance_compaction import ManifestRewrite
 from app.maintenance_files import Reachable
+from app.maintenance_options import RewriteSettings
 
 MAX_PARTITION_BYTES = 256 * 1024 * 1024
 MIN_FILES = 2
@@ -54,27 +56,45 @@ class DataPlan:
         }
 
 
-def plan_data(metadata: Any, reachable: Reachable, target: int) -> DataPlan | None:
+def plan_data(
+    metadata: Any, reachable: Reachable, target: int, rewrite: RewriteSettings | None = None
+) -> DataPlan | None:
+    """Per partition of the current spec, by the policy's thresholds (``RewriteSettings``): at
+    least ``min-input-files`` small data files (under ``min-file-size-bytes``, else 75% of the
+    target), or at least ``delete-file-threshold`` delete files. One planning pass over the current
+    snapshot's manifests; None when no partition needs a rewrite (a table in shape: no job)."""
+    rewrite = rewrite or RewriteSettings.of({})
     snapshot = metadata.current_snapshot()
     if snapshot is None or len(metadata.schemas) != 1:
         return None
     spec_id = metadata.default_spec_id
+    small_below = rewrite.small_below(target)
     small: dict[str, list[Any]] = {}
-    with_deletes: set[str] = set()
+    delete_seqs: dict[str, list[int]] = {}
+    oldest_data: dict[str, int] = {}  # the partition's lowest data sequence number
     for manifest in reachable.manifests(snapshot.manifest_list):
         for entry in reachable.entries(manifest, live_only=True):
             data_file = entry.data_file
             key = f"{manifest.partition_spec_id}:{data_file.partition}"
+            seq = entry.sequence_number or 0
             if data_file.content != DataFileContent.DATA:
-                with_deletes.add(key)
-            elif manifest.partition_spec_id == spec_id and data_file.file_size_in_bytes < target * 0.75:
+                delete_seqs.setdefault(key, []).append(seq)
+                continue
+            oldest_data[key] = min(oldest_data.get(key, seq), seq)
+            if manifest.partition_spec_id == spec_id and data_file.file_size_in_bytes < small_below:
                 small.setdefault(key, []).append(data_file)
     plan = DataPlan(snapshot.snapshot_id)
-    for key, files in small.items():
-        if len(files) < MIN_FILES:
-            continue
-        if key in with_deletes:
+    for key, seqs in delete_seqs.items():
+        # a delete file applies only to data files no newer than it: one older than every data file
+        # of its partition (left dangling by a rewrite that applied it) needs no rewrite
+        live = [seq for seq in seqs if key in oldest_data and oldest_data[key] <= seq]
+        if len(live) >= rewrite.delete_file_threshold:
             plan.skipped[key] = "has delete files (needs Spark)"
+    for key, files in small.items():
+        if key in plan.skipped or len(files) < max(rewrite.min_input_files, MIN_FILES):
+            continue
+        if rewrite.needs_spark:
+            plan.skipped[key] = f"{rewrite.strategy} (needs Spark)"
         elif sum(f.file_size_in_bytes for f in files) > MAX_PARTITION_BYTES:
             plan.skipped[key] = "larger than the in-process bound (needs Spark)"
         else:
@@ -94,9 +114,11 @@ class DataRewrite(ManifestRewrite):
     def _own(self, text: str) -> Location:
         return self.reachable.files.require(text, "data file", self.io.doing)
 
-    def write_data(self, plan: DataPlan) -> dict[str, Any]:
+    def write_data(self, plan: DataPlan, after_group: Callable[[list[Any]], None] | None = None) -> dict[str, Any]:
+        """Write the plan's groups again (``after_group`` is called after each: a job's progress,
+        and its commit point - a cancel or a protection mark stops it there, what it wrote forgotten)."""
         # pyarrow (with numpy) is about 40 MB of every worker's memory: imported only by a data
-        # compaction that runs (tests/unit/test_lazy_imports.py holds a fresh worker to it)
+        # compaction that runs (tests/api/test_worker_imports.py holds a fresh worker to it)
         import pyarrow as pa
         import pyarrow.parquet as pq
         from pyiceberg.io.pyarrow import _dataframe_to_data_files
@@ -114,6 +136,8 @@ class DataRewrite(ManifestRewrite):
                 self.written.append(_location(data_file.file_path))
                 added.append(data_file)
             replaced |= {f.file_path for f in files}
+            if after_group is not None:
+                after_group(files)
         spec = metadata.spec()
         schema = metadata.schema()
         specs = metadata.specs()

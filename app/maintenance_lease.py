@@ -42,11 +42,13 @@ def new_holder() -> str:
 class TableLease:
     """Take with ``take()``; then ``with lease:`` renews it in the background and releases it."""
 
-    def __init__(self, rows: MaintenanceRows, entry_id: int, lease_s: float = LEASE_SECONDS) -> None:
+    def __init__(
+        self, rows: MaintenanceRows, entry_id: int, lease_s: float = LEASE_SECONDS, *, holder: str | None = None
+    ) -> None:
         self.rows = rows
         self.entry_id = entry_id
         self.lease_s = lease_s
-        self.holder = new_holder()
+        self.holder = holder or new_holder()  # given: a job's claim took the lease for it already
         self.next_due_s: float | None = None  # set before leaving: when the schedule wants the table next
         self._lost = threading.Event()
         self._done = threading.Event()

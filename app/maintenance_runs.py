@@ -28,10 +28,8 @@ failed; a runner that lost its lease stops before its next commit or delete.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
@@ -42,13 +40,22 @@ from app import maintenance_spark
 from app.ground.errors import BadRequest, CatalogError, CommitFailed, NoSuchTable
 from app.ground.locations import Location
 from app.ground.settings import SparkSettings
+from app.maintenance_context import (
+    CURRENT_RUN,
+    RUN_LEASE,
+    RunCancelled,
+    RunContext,
+    RunControl,
+)
 from app.maintenance_files import Deletable, Reachable, parsed
 from app.maintenance_lease import LEASE_SECONDS, TableLease
+from app.maintenance_options import InvalidRewrite, RewriteSettings
 from app.maintenance_trigger import CommitTrigger
 from app.rules import maintenance as policy_rules
 from app.rules import table as table_rules
 from app.rules.requests.tables import CommitTableRequest
 from app.tables import TableService
+from storage.maintenance_jobs import ClaimedJob
 from storage.maintenance_rows import MaintenanceRows, RunRow, TableRef
 from storage.rows import EntryRow
 
@@ -57,15 +64,6 @@ log = logging.getLogger(__name__)
 MAX_REPLANS = 5
 DELETE_BATCH = 500
 SHOWN_FILES = 100  # a run's record lists this many of the files it removes (and counts them all)
-
-
-# The lease of the run going on in this thread (checked before each commit and delete).
-_LEASE: ContextVar[TableLease | None] = ContextVar("maintenance_lease", default=None)
-
-
-def current_lease() -> TableLease | None:
-    """The lease of the run going on in this thread (what a hook called mid-run can look at)."""
-    return _LEASE.get()
 
 
 class RunSkipped(Exception):
@@ -130,36 +128,105 @@ class MaintenanceExecutor:
                 self._recorded(table, lease, policy_type, False, trigger, int(time.time() * 1000))
         return len(policy_types)
 
+    def run_job(self, job: ClaimedJob, holder: str, control: RunControl) -> RunRow:
+        """A job a runner claimed (``storage.maintenance_jobs``): its table's lease was taken for
+        ``holder`` in the claim; renewed while the run goes on (the heartbeat), released after."""
+        lease = TableLease(self.rows, job.table.entry_id, self.lease_s, holder=holder)
+        with lease:
+            return self._recorded(
+                job.table,
+                lease,
+                job.policy_type,
+                job.dry_run,
+                "request",
+                int(time.time() * 1000),
+                run_id=job.run_id,
+                control=control,
+            )
+
     def _recorded(
-        self, table: TableRef, lease: TableLease, policy_type: str, dry_run: bool, trigger: str, now_ms: int
+        self,
+        table: TableRef,
+        lease: TableLease,
+        policy_type: str,
+        dry_run: bool,
+        trigger: str,
+        now_ms: int,
+        *,
+        run_id: int | None = None,
+        control: RunControl | None = None,
     ) -> RunRow:
-        run_id = self.rows.start_run(table.entry_id, policy_type, trigger, dry_run, lease.holder)
+        if run_id is None:
+            run_id = self.rows.start_run(table.entry_id, policy_type, trigger, dry_run, lease.holder)
         started = time.monotonic()
-        token = _LEASE.set(lease)
+        token = RUN_LEASE.set(lease)
+        run_token = CURRENT_RUN.set(RunContext(run_id, policy_type, control))
         try:
             result = self._execute(table, policy_type, dry_run, now_ms)
+        except RunCancelled:
+            log.info("maintenance %s of %s cancelled", policy_type, table.name)
+            outcome = {"reason": "cancelled on request", "seconds": round(time.monotonic() - started, 3)}
+            return self.rows.finish_run(run_id, "cancelled", {}, outcome, 0, None, lease.holder)
         except RunSkipped as skipped:
             log.info("maintenance %s of %s skipped: %s", policy_type, table.name, skipped.reason)
             outcome = {**skipped.outcome, "reason": skipped.reason, "seconds": round(time.monotonic() - started, 3)}
-            return self.rows.finish_run(run_id, "skipped", skipped.plan, outcome, 0, None)
+            return self.rows.finish_run(run_id, "skipped", skipped.plan, outcome, 0, None, lease.holder)
         except Exception as exc:  # noqa: BLE001 - every failure is recorded; the next run tries again
             log.warning("maintenance %s of %s failed: %s", policy_type, table.name, type(exc).__name__)
             message = exc.message if isinstance(exc, CatalogError) else str(exc)
-            return self.rows.finish_run(
-                run_id, "failed", {}, {"seconds": time.monotonic() - started}, 0, f"{type(exc).__name__}: {message}"
-            )
+            error = f"{type(exc).__name__}: {message}"
+            seconds = {"seconds": time.monotonic() - started}
+            return self.rows.finish_run(run_id, "failed", {}, seconds, 0, error, lease.holder)
         finally:
-            _LEASE.reset(token)
+            CURRENT_RUN.reset(run_token)
+            RUN_LEASE.reset(token)
         result.outcome["seconds"] = round(time.monotonic() - started, 3)
-        return self.rows.finish_run(run_id, result.status, result.plan, result.outcome, result.removed, None)
+        return self.rows.finish_run(
+            run_id, result.status, result.plan, result.outcome, result.removed, None, lease.holder
+        )
 
     def _guard(self, table: TableRef, plan: dict[str, Any] | None = None, done: dict[str, Any] | None = None) -> None:
         """Before each commit and each delete: this run still holds the table
         (app/maintenance_lease.py), and the table may still be acted on (``_standing``)."""
         self._standing(table, plan, done)  # first: a drop also ends the lease, and says why
-        lease = _LEASE.get()
+        run = CURRENT_RUN.get()
+        if run is not None:
+            if run.control is not None and run.control.cancel_requested(run.run_id):
+                raise RunCancelled()
+            self._still_enabled(table, run.policy_type, plan, done)
+        lease = RUN_LEASE.get()
         if lease is not None:
             lease.check()
+
+    def _still_enabled(
+        self, table: TableRef, policy_type: str, plan: dict[str, Any] | None, done: dict[str, Any] | None
+    ) -> None:
+        """RunSkipped when the policy the run executes no longer applies (detached, or switched off
+        with ``enable: false``) since the run started: a revoked policy stops it at its next commit
+        point, the commit not made."""
+        try:
+            properties = table_rules.parse_metadata(self.row(table).metadata).properties
+        except NoSuchTable:
+            raise RunSkipped("the table was dropped", plan or {}, done or {}) from None
+        policy = self.effective(table, properties).get(policy_type)
+        if policy is None or not policy.enabled:
+            raise RunSkipped(f"the {policy_type} policy was revoked during the run", plan or {}, done or {})
+
+    def _progress(self, groups_done: int, groups_total: int, bytes_done: int = 0, bytes_total: int = 0) -> None:
+        """A job's progress, recorded for its run (getMaintenanceRun, the console)."""
+        run = CURRENT_RUN.get()
+        if run is None or run.control is None:
+            return
+        progress = {
+            "file-groups-done": groups_done,
+            "file-groups-total": groups_total,
+            "bytes-done": bytes_done,
+            "bytes-total": bytes_total,
+        }
+        try:
+            run.control.progress(run.run_id, progress)
+        except Exception as exc:  # noqa: BLE001 - progress is a view: never fails the run
+            log.warning("cannot record a maintenance run's progress: %s", type(exc).__name__)
 
     def _standing(
         self, table: TableRef, plan: dict[str, Any] | None = None, done: dict[str, Any] | None = None
@@ -294,36 +361,62 @@ class MaintenanceExecutor:
         if dry_run:
             return Outcome(shown, {"committed": False, "dry-run": True})
         rewrite = compaction.ManifestRewrite(self.objects, reachable.files, metadata)
+        self._progress(0, 1)
         return self._commit_rewrite(table, metadata, plan, shown, rewrite, lambda: rewrite.write(plan, target))
 
     def _compact_data(self, table: TableRef, policy: policy_rules.EffectivePolicy, dry_run: bool) -> Outcome:
         row = self.row(table)
         metadata = table_rules.parse_metadata(row.metadata)
         target = policy_rules.target_file_size(policy, metadata.properties)
+        try:
+            settings = RewriteSettings.of(policy.content.get("config") or {})
+        except InvalidRewrite as exc:
+            raise BadRequest(str(exc)) from exc
         reachable = self.reachable(row)  # every file of the current snapshot checked, Spark or not
-        plan = data_compaction.plan_data(metadata, reachable, target)
-        if plan is None:
-            return Outcome({"target-file-size-bytes": target}, {"committed": False, "reason": "nothing to compact"})
-        shown = {"target-file-size-bytes": target, **plan.view()}
+        plan = data_compaction.plan_data(metadata, reachable, target, settings)
+        described = {"target-file-size-bytes": target, "strategy": settings.strategy, "options": settings.options()}
+        if plan is None:  # a table in shape: one planning pass, no job
+            return Outcome(described, {"committed": False, "reason": "nothing to compact"})
+        shown = {**described, **plan.view()}
         spark = self.spark
-        if plan.skipped and spark.enabled:  # Spark rewrites the table, what one process could too
+        if plan.skipped and spark.enabled:  # Spark rewrites by the same thresholds (Iceberg's planner)
             shown["engine"] = "spark"
             if dry_run:
                 return Outcome(shown, {"committed": False, "dry-run": True})
-            return self._compact_on_spark(table, spark, target, shown)
+            return self._compact_on_spark(table, spark, target, shown, settings)
         if dry_run or not plan.groups:
             return Outcome(shown, {"committed": False, "dry-run": dry_run})
         rewrite = data_compaction.DataRewrite(self.objects, reachable.files, metadata, reachable)
-        return self._commit_rewrite(table, metadata, plan, shown, rewrite, lambda: rewrite.write_data(plan))
+        groups_total = len(plan.groups)
+        bytes_total = sum(f.file_size_in_bytes for files in plan.groups.values() for f in files)
+        done = [0, 0]
 
-    def _compact_on_spark(self, table: TableRef, spark: SparkSettings, target: int, shown: dict[str, Any]) -> Outcome:
+        def after_group(files: list[Any]) -> None:
+            done[0] += 1
+            done[1] += sum(f.file_size_in_bytes for f in files)
+            self._progress(done[0], groups_total, done[1], bytes_total)
+            self._guard(table, shown, {"committed": False})
+
+        self._progress(0, groups_total, 0, bytes_total)
+        return self._commit_rewrite(
+            table, metadata, plan, shown, rewrite, lambda: rewrite.write_data(plan, after_group)
+        )
+
+    def _compact_on_spark(
+        self, table: TableRef, spark: SparkSettings, target: int, shown: dict[str, Any], settings: RewriteSettings
+    ) -> Outcome:
         """Iceberg's ``rewrite_data_files`` in a Spark job Growler starts (app/maintenance_spark.py);
         the job commits through the catalog like any writer, so the guard comes before it starts."""
         self._guard(table, shown, {"committed": False})
-        lease = _LEASE.get()
-        stop = lease.lost_signal if lease is not None else threading.Event()
-        request = maintenance_spark.RewriteRequest(table.warehouse, (*table.namespace, table.name), target)
-        result = maintenance_spark.run_rewrite(spark, request, stop)
+        request = maintenance_spark.RewriteRequest(table.warehouse, (*table.namespace, table.name), target, settings)
+        # while the job runs, the guard every few seconds: a cancel, a protection mark, a drop, a
+        # revoked policy or a lost lease kill it (its commit, not made yet, is never made)
+        result = maintenance_spark.run_guarded(
+            spark,
+            request,
+            lambda: self._guard(table, shown, {"committed": False}),
+            (RunSkipped, RunCancelled, CatalogError),
+        )
         done = {key.replace("_", "-"): value for key, value in result.items()}
         return Outcome(shown, {"committed": bool(result.get("rewritten_data_files_count")), "engine": "spark", **done})
 
@@ -402,10 +495,13 @@ class MaintenanceExecutor:
     def _delete(self, table: TableRef, locations: list[Location], plan: dict[str, Any], done: dict[str, Any]) -> int:
         removed = 0
         batches = iter(locations)
+        total = -(-len(locations) // DELETE_BATCH)
         while batch := list(islice(batches, DELETE_BATCH)):
+            self._progress(removed // DELETE_BATCH, total)
             self._guard(table, plan, {**done, "files-removed": removed})
             self.objects.delete(batch)
             removed += len(batch)
+        self._progress(total, total)
         return removed
 
 

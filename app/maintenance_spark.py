@@ -15,6 +15,7 @@ process group) past ``GROWLER_SPARK_TIMEOUT_S`` and when the runner's lease is l
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import os
@@ -22,12 +23,14 @@ import signal
 import subprocess
 import threading
 from collections import deque
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from app.ground.errors import CatalogError
 from app.ground.settings import SparkSettings
+from app.maintenance_options import RewriteSettings
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +38,7 @@ JOB_SCRIPT = Path(__file__).resolve().parent / "spark_rewrite_job.py"
 RESULT = "GROWLER_JOB_RESULT "
 TAIL_CHARS = 2000  # of the job's output kept for the run's error
 OUTPUT_LINES = 5000
+WATCH_S = 2.0  # how often a running job's guard looks at cancel, protection, drop, policy and lease
 
 
 class SparkJobFailed(CatalogError):
@@ -46,43 +50,79 @@ class RewriteRequest:
     warehouse: str
     table: tuple[str, ...]  # namespace levels, then the name
     target_file_size: int
+    rewrite: RewriteSettings = field(default_factory=lambda: RewriteSettings.of({}))
 
 
-def rewrite_options(target_file_size: int) -> dict[str, str]:
-    """Iceberg's bin-pack toward the target; every file with a delete file is rewritten (applied)."""
-    return {
-        "target-file-size-bytes": str(target_file_size),
-        "min-input-files": "2",
-        "delete-file-threshold": "1",
-        "partial-progress.enabled": "false",  # one commit: all or nothing
-    }
+def rewrite_options(target_file_size: int, rewrite: RewriteSettings | None = None) -> dict[str, str]:
+    """Iceberg's rewrite toward the target, with the policy's thresholds (``RewriteSettings``):
+    by default every file with a delete file is rewritten (applied), in one commit."""
+    return {"target-file-size-bytes": str(target_file_size), **(rewrite or RewriteSettings.of({})).options()}
 
 
-def command(settings: SparkSettings) -> list[str]:
+# What the job's environment never carries over from Growler's: the catalog's own settings, its
+# database's and the warehouses' storage credentials (the job reads tables with the credentials
+# loadTable vends it, scoped to the table). Only the job's own credential is passed, on purpose.
+SCRUBBED_PREFIXES = ("GROWLER_", "AWS_", "PG", "DATABASE_URL", "MINIO_", "S3_")
+
+
+def job_environment(settings: SparkSettings, environ: Mapping[str, str]) -> dict[str, str]:
+    env = {key: value for key, value in environ.items() if not key.upper().startswith(SCRUBBED_PREFIXES)}
+    if settings.credential:
+        env["GROWLER_SPARK_CREDENTIAL"] = settings.credential
+    if settings.java_home:
+        env["JAVA_HOME"] = settings.java_home
+    return env
+
+
+def conf_pairs(settings: SparkSettings) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for item in filter(None, (item.strip() for item in settings.conf.split(","))):
+        key, _, value = item.partition("=")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def check_deploy(settings: SparkSettings) -> None:
+    """Spark refuses cluster deploy mode for Python applications on a standalone master (the job is
+    a Python file): refused here with a clear message rather than a spark-submit error."""
+    mode = conf_pairs(settings).get("spark.submit.deployMode", "client")
+    if mode not in ("client", "cluster"):
+        raise SparkJobFailed(f"spark.submit.deployMode must be client or cluster, not {mode!r}")
+    if mode == "cluster" and settings.master.startswith("spark://"):
+        raise SparkJobFailed(
+            "Cluster deploy mode is not supported for Python applications on a Spark standalone master"
+            " (spark://): use client mode (the default: the driver runs beside Growler, the executors on"
+            " the cluster), or YARN or Kubernetes for cluster mode"
+        )
+
+
+def command(settings: SparkSettings, rewrite: RewriteSettings | None = None) -> list[str]:
+    """spark-submit's arguments: the operator's conf first, then the policy's resources (a policy
+    near the table wins over the operator's defaults for its own job)."""
     args = [settings.submit, "--master", settings.master]
     if settings.jars:
         args += ["--jars", settings.jars]
-    for pair in filter(None, (item.strip() for item in settings.conf.split(","))):
-        args += ["--conf", pair]
+    explicit = conf_pairs(settings)
+    rewrite = rewrite or RewriteSettings.of({})
+    conf = {**explicit, **rewrite.resources(explicit, standalone=settings.master.startswith("spark://"))}
+    for key, value in conf.items():
+        args += ["--conf", f"{key}={value}"]
     return [*args, str(JOB_SCRIPT)]
 
 
 def run_rewrite(settings: SparkSettings, request: RewriteRequest, stop: threading.Event) -> dict[str, Any]:
     """Run the job to its end and answer the procedure's result row; SparkJobFailed otherwise."""
+    check_deploy(settings)
     body = {
         "uri": settings.catalog_uri,
         "warehouse": request.warehouse,
         "table": list(request.table),
-        "options": rewrite_options(request.target_file_size),
+        "options": rewrite_options(request.target_file_size, request.rewrite),
+        **request.rewrite.procedure_args(),
     }
-    env = dict(os.environ)
-    env.pop("GROWLER_SPARK_CREDENTIAL", None)
-    if settings.credential:
-        env["GROWLER_SPARK_CREDENTIAL"] = settings.credential
-    if settings.java_home:
-        env["JAVA_HOME"] = settings.java_home
+    env = job_environment(settings, os.environ)
     job = subprocess.Popen(  # noqa: S603 - the operator's spark-submit, arguments as a list
-        [*command(settings), json.dumps(body)],
+        [*command(settings, request.rewrite), json.dumps(body)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -108,6 +148,43 @@ def run_rewrite(settings: SparkSettings, request: RewriteRequest, stop: threadin
                 return json.loads(line[len(RESULT) :])
     log.warning("spark rewrite job of %s exited with %s", request.table[-1], job.returncode)
     raise SparkJobFailed(f"The Spark job exited with status {job.returncode}: {_tail(text)}")
+
+
+def run_guarded(
+    settings: SparkSettings,
+    request: RewriteRequest,
+    guard: Callable[[], None],
+    stops: tuple[type[BaseException], ...],
+    every_s: float = WATCH_S,
+) -> dict[str, Any]:
+    """``run_rewrite`` with ``guard`` called every ``every_s`` in a watcher thread (in the caller's
+    context): when it raises one of ``stops``, the job is killed and that exception raised here.
+    Other errors (the database away a moment) are logged: the lease decides then."""
+    stop = threading.Event()
+    stopped: list[BaseException] = []
+    context = contextvars.copy_context()
+
+    def watch() -> None:
+        while not stop.wait(every_s):
+            try:
+                context.run(guard)
+            except stops as exc:
+                stopped.append(exc)
+                stop.set()
+            except Exception as exc:  # noqa: BLE001 - transient: the next look tries again
+                log.warning("cannot check a Spark job's table: %s", type(exc).__name__)
+
+    watcher = threading.Thread(target=watch, name="spark-job-guard", daemon=True)
+    watcher.start()
+    try:
+        return run_rewrite(settings, request, stop)
+    except SparkJobFailed:
+        if stopped:  # killed because the guard stopped the run: say why
+            raise stopped[0] from None
+        raise
+    finally:
+        stop.set()
+        watcher.join()
 
 
 def _tail(text: str) -> str:

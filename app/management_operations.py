@@ -193,6 +193,12 @@ def _run_maintenance(gate: ManagementGate, call: Call) -> object:
     return gate.require_privilege("run-maintenance", _table_view(on), Privilege.MANAGE_MAINTENANCE, on)
 
 
+def _cancel_maintenance(gate: ManagementGate, call: Call) -> object:
+    """Cancelling a run takes what starting one takes: manage-maintenance on the table."""
+    on = _maintained_table(call)
+    return gate.require_privilege("cancel-maintenance-run", _table_view(on), Privilege.MANAGE_MAINTENANCE, on)
+
+
 # The management API's operations (openapi/management.yaml): the first check of each.
 MANAGEMENT_OPERATIONS: dict[str, Managed] = {
     "listPrincipals": Managed(lambda gate, call: gate.require_principal_directory("list-principals", {})),
@@ -272,5 +278,7 @@ MANAGEMENT_OPERATIONS: dict[str, Managed] = {
     "getEffectiveMaintenancePolicies": _table_reader("get-effective-maintenance-policies"),
     "listMaintenanceRuns": _table_reader("list-maintenance-runs"),
     "runMaintenance": Managed(_run_maintenance),
+    "getMaintenanceRun": _table_reader("get-maintenance-run"),
+    "cancelMaintenanceRun": Managed(_cancel_maintenance),
     "getTableHealth": _table_reader("get-table-health"),
 }

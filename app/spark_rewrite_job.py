@@ -49,8 +49,10 @@ def main() -> None:
     try:
         table = ".".join(quoted(part) for part in request["table"])
         options = ", ".join(f"{literal(k)}, {literal(str(v))}" for k, v in sorted(request["options"].items()))
+        named = [name for name in ("strategy", "sort_order") if request.get(name)]  # sort, z-order
+        extra = "".join(f", {name} => {literal(request[name])}" for name in named)
         rows = spark.sql(
-            f"CALL {CATALOG}.system.rewrite_data_files(table => {literal(table)}, options => map({options}))"
+            f"CALL {CATALOG}.system.rewrite_data_files(table => {literal(table)}{extra}, options => map({options}))"
         ).collect()
         result = rows[0].asDict() if rows else {}
     finally:

@@ -8,8 +8,9 @@ checks the caller and audits the change) - or one of ``RecycleBinService`` (app/
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
-from flask import current_app
+from flask import current_app, request
 
 from app.edge.context import EVENT_SINKS, MAINTENANCE, MANAGEMENT, PROTECTION, RECYCLE_BIN, namespace_arg
 from app.edge.responses import no_content
@@ -273,7 +274,17 @@ def list_maintenance_runs(warehouse: str, namespace: str, table: str, limit: int
 
 
 def run_maintenance(warehouse: str, namespace: str, table: str, body: RunRequest):
-    return maintenance().run(warehouse, namespace_arg(namespace), table, body), 200
+    run = maintenance().run(warehouse, namespace_arg(namespace), table, body)
+    location = quote(f"{request.path.rstrip('/')}/{run['id']}")  # a namespace's %1F stays encoded
+    return run, 202, {"Location": location}
+
+
+def get_maintenance_run(warehouse: str, namespace: str, table: str, run: int):
+    return maintenance().get_run(warehouse, namespace_arg(namespace), table, run), 200
+
+
+def cancel_maintenance_run(warehouse: str, namespace: str, table: str, run: int):
+    return maintenance().cancel_run(warehouse, namespace_arg(namespace), table, run), 200
 
 
 def get_table_health(warehouse: str, namespace: str, table: str):

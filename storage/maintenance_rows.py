@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -63,9 +63,27 @@ class RunRow:
     error: str | None
     started_at: datetime
     finished_at: datetime | None
+    progress: dict[str, Any] = field(default_factory=dict)  # a job's groups and bytes done of total
+    cancel_requested: bool = False
+    attempts: int = 0
 
 
-RUN_COLUMNS = "id, policy_type, trigger, dry_run, status, plan, outcome, files_removed, error, started_at, finished_at"
+RUN_COLUMNS = (
+    "id, policy_type, trigger, dry_run, status, plan, outcome, files_removed, error, started_at, finished_at,"
+    " progress, cancel_requested, attempts"
+)
+MAX_ATTEMPTS = 3  # a job whose runner died is taken over this many times at most, then failed
+# What becomes of a run left 'running' by a runner that died (its lease ran out): a job (queued by
+# a request: migration 0025) goes back to the queue for another runner, a few times at most; any
+# other run - and a job asked to stop - is failed with the reason given as %(abandoned)s.
+ABANDON_SET = (
+    "status = CASE WHEN {t}queued_at IS NOT NULL AND {t}attempts < %(attempts)s AND NOT {t}cancel_requested"
+    " THEN 'queued' ELSE 'failed' END,"
+    " error = CASE WHEN {t}queued_at IS NOT NULL AND {t}attempts < %(attempts)s AND NOT {t}cancel_requested"
+    " THEN NULL ELSE %(abandoned)s END,"
+    " finished_at = CASE WHEN {t}queued_at IS NOT NULL AND {t}attempts < %(attempts)s AND NOT {t}cancel_requested"
+    " THEN NULL ELSE now() END, holder = NULL"
+)
 
 
 class MaintenanceRows:
@@ -212,9 +230,9 @@ class MaintenanceRows:
             ).fetchone()
             if row is not None:
                 conn.execute(
-                    "UPDATE maintenance_run SET status = 'failed', error = %s, finished_at = now()"
-                    " WHERE entry_id = %s AND status = 'running'",
-                    (abandoned, entry_id),
+                    f"UPDATE maintenance_run SET {ABANDON_SET.format(t='')}"
+                    " WHERE entry_id = %(entry)s AND status = 'running'",
+                    {"abandoned": abandoned, "entry": entry_id, "attempts": MAX_ATTEMPTS},
                 )
         return row is not None
 
@@ -231,13 +249,14 @@ class MaintenanceRows:
 
     def abandon_runs(self, abandoned: str) -> int:
         """Mark failed every run still 'running' whose holder holds no live lease on its table (the
-        runner died, or its table was dropped under it); housekeeping's sweep."""
+        runner died, or its table was dropped under it) - a job goes back to the queue instead, a
+        few times at most (``ABANDON_SET``); housekeeping's sweep."""
         with self.db.connection() as conn:
             cursor = conn.execute(
-                "UPDATE maintenance_run r SET status = 'failed', error = %s, finished_at = now()"
+                f"UPDATE maintenance_run r SET {ABANDON_SET.format(t='r.')}"
                 " WHERE r.status = 'running' AND NOT EXISTS (SELECT 1 FROM maintenance_lease l"
                 " WHERE l.entry_id = r.entry_id AND l.holder = r.holder AND l.lease_until > now())",
-                (abandoned,),
+                {"abandoned": abandoned, "attempts": MAX_ATTEMPTS},
             )
         return cursor.rowcount
 
@@ -268,9 +287,11 @@ class MaintenanceRows:
     def start_run(self, entry_id: int, policy_type: str, trigger: str, dry_run: bool, holder: str) -> int:
         with self.db.connection() as conn:
             row = conn.execute(
-                "INSERT INTO maintenance_run (entry_id, policy_type, trigger, dry_run, status, holder)"
-                " VALUES (%s, %s, %s, %s, 'running', %s) RETURNING id",
-                (entry_id, policy_type, trigger, dry_run, holder),
+                "INSERT INTO maintenance_run (entry_id, policy_type, trigger, dry_run, status, holder, warehouse_id)"
+                " SELECT %(entry)s, %(type)s, %(trigger)s, %(dry)s, 'running', %(holder)s,"
+                " (SELECT n.warehouse_id FROM catalog_entry e JOIN namespace n ON n.id = e.namespace_id"
+                "  WHERE e.id = %(entry)s) RETURNING id",
+                {"entry": entry_id, "type": policy_type, "trigger": trigger, "dry": dry_run, "holder": holder},
             ).fetchone()
         return row["id"]
 
@@ -282,13 +303,20 @@ class MaintenanceRows:
         outcome: dict[str, Any],
         files_removed: int,
         error: str | None,
+        holder: str | None = None,
     ) -> RunRow:
+        """Record the run's end - only while ``holder`` (when given) still holds it: a job put back
+        in the queue and taken over by another runner is never overwritten by the runner it left."""
         with self.db.connection() as conn:
             row = conn.execute(
                 "UPDATE maintenance_run SET status = %s, plan = %s, outcome = %s, files_removed = %s, error = %s,"
-                f" finished_at = now() WHERE id = %s RETURNING {RUN_COLUMNS}",
-                (status, json.dumps(plan), json.dumps(outcome), files_removed, error and error[:2000], run_id),
+                " finished_at = now() WHERE id = %s AND (%s::text IS NULL OR holder = %s)"
+                f" RETURNING {RUN_COLUMNS}",
+                (status, json.dumps(plan), json.dumps(outcome), files_removed, error and error[:2000], run_id)
+                + (holder, holder),
             ).fetchone()
+            if row is None:
+                row = conn.execute(f"SELECT {RUN_COLUMNS} FROM maintenance_run WHERE id = %s", (run_id,)).fetchone()
         return RunRow(**row)
 
     def forget_runs(self, older_than_s: float, limit: int = 10_000) -> int:

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from flask import Blueprint, current_app, render_template, request
+from flask import Blueprint, current_app, redirect, render_template, request, url_for
+from werkzeug.wrappers import Response
 
 from app.console.common import authorize, name_arg, namespaces, ns_arg, ns_param, page_arg, size_arg
 from app.console.extras import TableAt, event_details, stamp
@@ -35,9 +36,10 @@ from app.events_feed import EventFeed
 from app.ground.errors import BadRequest, CatalogError, Forbidden, NotFound
 from app.maintenance import MaintenanceService
 from app.rules.identifiers import check_name, check_namespace
+from app.rules.maintenance import POLICY_TYPES
 from app.rules.requests import parse_request
 from app.rules.requests.events import QueryEventsRequest
-from app.rules.requests.management import SecurableRef, SecurableType
+from app.rules.requests.management import RunRequest, SecurableRef, SecurableType
 
 # The feed's operation types and object types (openapi/events.yaml), the filters' choices.
 OPERATION_TYPES = (
@@ -64,6 +66,8 @@ MAX_OBJECT = 1000  # characters of a typed identifier prefix
 def register(bp: Blueprint) -> None:
     bp.add_url_rule("/events", "events", events, methods=["GET"])
     bp.add_url_rule("/maintenance", "maintenance", maintenance, methods=["GET"])
+    bp.add_url_rule("/maintenance/run", "run_maintenance", run_maintenance, methods=["POST"])
+    bp.add_url_rule("/maintenance/cancel", "cancel_maintenance_run", cancel_maintenance_run, methods=["POST"])
 
 
 # -- events --------------------------------------------------------------------------------
@@ -186,13 +190,29 @@ class RunLine:
     plan: str
     outcome: str
     error: str
+    progress: str = ""  # a job's file groups and bytes done of total
+    active: bool = False  # queued or running: the console offers to cancel it
+    cancel_requested: bool = False
+
+
+def progress_text(progress: dict[str, Any] | None) -> str:
+    if not progress or not progress.get("file-groups-total"):
+        return ""
+    text = f"{progress['file-groups-done']} of {progress['file-groups-total']} file groups"
+    if progress.get("bytes-total"):
+        text += f", {_mib(progress['bytes-done'])} of {_mib(progress['bytes-total'])}"
+    return text
+
+
+def _mib(count: int) -> str:
+    return f"{count / 2**20:.1f} MiB"
 
 
 def run_line(run: dict[str, Any]) -> RunLine:
     """A run as ``run_view`` gives it, with its duration and its plan and outcome as JSON text."""
     started = datetime.fromisoformat(run["started-at"])
     finished = datetime.fromisoformat(run["finished-at"]) if run.get("finished-at") else None
-    duration = f"{(finished - started).total_seconds():.1f} s" if finished is not None else "running"
+    duration = f"{(finished - started).total_seconds():.1f} s" if finished is not None else run["status"]
     return RunLine(
         run["id"],
         stamp(started),
@@ -205,6 +225,9 @@ def run_line(run: dict[str, Any]) -> RunLine:
         json.dumps(run.get("plan"), indent=1, sort_keys=True) if run.get("plan") else "",
         json.dumps(run.get("outcome"), indent=1, sort_keys=True) if run.get("outcome") else "",
         run.get("error") or "",
+        progress_text(run.get("progress")),
+        run["status"] in ("queued", "running"),
+        bool(run.get("cancel-requested")),
     )
 
 
@@ -244,7 +267,45 @@ def maintenance() -> str:
         data=health,
         trouble=trouble,
         runs=[run_line(run) for run in runs],
+        policy_types=POLICY_TYPES,
     )
+
+
+def _table_args() -> tuple[str, tuple[str, ...], str, dict[str, Any]]:
+    """The table a maintenance form acts on (in its action's query string), and its API params."""
+    warehouse = (request.args.get("warehouse") or "").strip()
+    levels, name = ns_arg(), name_arg()
+    return warehouse, levels, name, {"warehouse": warehouse, "namespace": ns_param(levels), "table": name}
+
+
+def _back(warehouse: str, levels: tuple[str, ...], name: str) -> Response:
+    return redirect(url_for("console.maintenance", warehouse=warehouse, ns=ns_param(levels), name=name), code=303)
+
+
+def run_maintenance() -> Response:
+    """The "Run now" button: the management API's runMaintenance (a job, queued; the page shows it)."""
+    service: MaintenanceService = current_app.extensions[MAINTENANCE]
+    warehouse, levels, name, params = _table_args()
+    body = parse_request(
+        RunRequest,
+        {"policy-type": request.form.get("policy-type", ""), "dry-run": request.form.get("dry-run") == "yes"},
+    )
+    authorize("runMaintenance", params, body)
+    service.run(warehouse, levels, name, body)
+    return _back(warehouse, levels, name)
+
+
+def cancel_maintenance_run() -> Response:
+    """The Cancel button of a queued or running run: the management API's cancelMaintenanceRun."""
+    service: MaintenanceService = current_app.extensions[MAINTENANCE]
+    warehouse, levels, name, params = _table_args()
+    try:
+        run_id = int(request.args.get("run") or "")
+    except ValueError:
+        raise BadRequest("Which run?") from None
+    authorize("cancelMaintenanceRun", {**params, "run": run_id})
+    service.cancel_run(warehouse, levels, name, run_id)
+    return _back(warehouse, levels, name)
 
 
 def _health(service: MaintenanceService, table: TableAt) -> tuple[dict[str, Any] | None, str | None]:

@@ -86,6 +86,7 @@ from app.ground.settings import Settings
 from app.housekeeping import Housekeeper
 from app.idempotency import IdempotencyService
 from app.maintenance import MaintenanceService
+from app.maintenance_jobs import JobRunner, JobSettings
 from app.maintenance_runs import MaintenanceExecutor
 from app.management import ManagementService
 from app.namespaces import NamespaceService
@@ -107,6 +108,7 @@ from storage.functions import FunctionRepository
 from storage.grants import GrantRepository
 from storage.idempotency import IdempotencyRepository
 from storage.loop_reads import AsyncEntryReader
+from storage.maintenance_jobs import MaintenanceJobs
 from storage.maintenance_rows import MaintenanceRows
 from storage.management_rows import ManagementRows
 from storage.migrate import migrate
@@ -184,11 +186,19 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     objects.router = service.warehouses.store_for
     auth.state.listeners.append(service.warehouses.invalidate)
     maintenance_rows = MaintenanceRows(database)
+    maintenance_executor = MaintenanceExecutor(tables, maintenance_rows, settings.maintenance_interval_s)
+    maintenance_jobs = MaintenanceJobs(database)
+    job_settings = JobSettings.from_env()
+    # every run asked for by hand is a job this worker's runner (or any replica's) claims
+    job_runner = JobRunner(maintenance_executor, maintenance_jobs, job_settings)
     maintenance = MaintenanceService(
-        MaintenanceExecutor(tables, maintenance_rows, settings.maintenance_interval_s),
+        maintenance_executor,
         maintenance_rows,
         ManagementRows(database),
         authorizer=authorizer,
+        jobs=maintenance_jobs,
+        limits=job_settings.limits,
+        wake=job_runner.wake,
     )
     housekeeper.maintenance = maintenance.run_due  # the executor's schedule (app/maintenance.py)
     management = ManagementService(
@@ -220,6 +230,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
             auth.start,
             housekeeper.start,
             publisher.start,
+            job_runner.start,
         ]
     )
     startup.run(first_wait_s=STARTUP_WAIT_S)
@@ -242,6 +253,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         auth.stop()
         housekeeper.stop()
         publisher.stop()
+        job_runner.stop()
         planning.close()
         await async_database.close()
         database.close()

@@ -18,6 +18,7 @@ import psycopg
 import pytest
 
 from tests.api.authz_support import MANAGEMENT, PREFIX, securable_body
+from tests.api.maintenance_jobs_support import finished_run
 from tests.api.test_console import ESCAPED, SCRIPT, make_table, reader, sign_in
 
 TIMELINE = re.compile(r'id="table-events".*?</table>', re.S)
@@ -195,9 +196,7 @@ def test_the_maintenance_page_shows_policies_health_and_runs(browser, app) -> No
     body = {"policy-type": EXPIRY, "securable": securable_body("namespace", "test", ("kept",)), "content": expiry}
     assert admin.put(f"{MANAGEMENT}/maintenance/policies", json=body).status_code == 200
     table = f"{MANAGEMENT}/maintenance/warehouses/test/namespaces/kept/tables/t"
-    run = admin.post(f"{table}/runs", json={"policy-type": EXPIRY, "dry-run": True})
-    assert run.status_code == 200, run.text
-    run = run.json()
+    run = finished_run(admin, f"{table}/runs", {"policy-type": EXPIRY, "dry-run": True})
     # reached from the navigation, a namespace's page and a table's page
     assert 'href="/ui/maintenance"' in browser.get("/ui/").text
     assert 'id="namespace-maintenance-link"' in browser.get("/ui/w/test/namespace", params={"ns": "kept"}).text
@@ -226,3 +225,45 @@ def test_the_maintenance_page_shows_policies_health_and_runs(browser, app) -> No
     # the typed form of the warehouse page reaches the same page
     typed = browser.get("/ui/maintenance", params={"warehouse": "test", "dotted": "kept", "name": "t"})
     assert typed.status_code == 200 and f'id="run-{run["id"]}"' in typed.text
+
+
+def test_the_maintenance_page_runs_a_job_shows_it_queued_and_cancels_it(browser, app) -> None:
+    """The Run button queues a job (runMaintenance); while the table's lease is held elsewhere it
+    stays queued, the page shows it with a Cancel button, and the Cancel button cancels it."""
+    from app.edge.context import MAINTENANCE
+    from app.maintenance_lease import TableLease
+
+    admin = app.test_client()
+    make_table(admin, ["kept"], "t")
+    service = app.app.extensions[MAINTENANCE]
+    table = service.maintenance.table("test", ("kept",), "t")
+    held = TableLease(service.maintenance, table.entry_id, 600)
+    assert held.take()
+    try:
+        page_params = {"warehouse": "test", "ns": "kept", "name": "t"}
+        page = browser.get("/ui/maintenance", params=page_params)
+        token = re.search(r'id="run-maintenance".*?name="csrf" value="([^"]+)"', page.text, re.S).group(1)
+        ran = browser.post(
+            "/ui/maintenance/run",
+            params=page_params,
+            data={"csrf": token, "policy-type": EXPIRY, "dry-run": "yes"},
+            follow_redirects=False,
+        )
+        assert ran.status_code == 303, ran.text
+        (run,) = service.maintenance.runs(table.entry_id, 5)
+        assert run.status == "queued"
+        page = browser.get("/ui/maintenance", params=page_params)
+        row = re.search(rf'id="run-{run.id}".*?</tr>', page.text, re.S).group(0)
+        assert '<td class="run-status">queued' in row and 'class="cancel-run"' in row
+        token = re.search(r'name="csrf" value="([^"]+)"', row).group(1)
+        cancelled = browser.post(
+            "/ui/maintenance/cancel",
+            params={**page_params, "run": run.id},
+            data={"csrf": token},
+            follow_redirects=False,
+        )
+        assert cancelled.status_code == 303, cancelled.text
+        row = re.search(rf'id="run-{run.id}".*?</tr>', browser.get("/ui/maintenance", params=page_params).text, re.S)
+        assert '<td class="run-status">cancelled' in row.group(0) and 'class="cancel-run"' not in row.group(0)
+    finally:
+        service.maintenance.release_lease(table.entry_id, held.holder, None)

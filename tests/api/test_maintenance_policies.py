@@ -11,6 +11,7 @@ import pytest
 
 from app.edge.context import MAINTENANCE
 from tests.api.authz_support import securable_body
+from tests.api.maintenance_jobs_support import finished_run
 from tests.api.tables_support import create_request
 
 M = "/management/v1"
@@ -133,7 +134,7 @@ def test_manage_maintenance_decides_who_attaches_and_runs(client, table, princip
 
     principals.grant(caller, "manage-maintenance", "namespace", "test", ("db",))
     assert caller.client.put(f"{M}/maintenance/policies", json=body).status_code == 200
-    assert caller.client.post(f"{TABLE}/runs", json=run).status_code == 200
+    assert caller.client.post(f"{TABLE}/runs", json=run).status_code == 202
     # held on the namespace only: not on the warehouse above it
     above = {**body, "securable": securable_body("warehouse", "test")}
     assert caller.client.put(f"{M}/maintenance/policies", json=above).status_code == 403
@@ -148,10 +149,10 @@ def test_health_and_runs_of_an_empty_table(client, table):
     assert set(health["recommendations"]) == {EXPIRY, ORPHANS, "system.metadata-compaction", "system.data-compaction"}
 
     # without a policy a run is recorded as skipped, and listed
-    run = client.post(f"{TABLE}/runs", json={"policy-type": EXPIRY}).json()
+    run = finished_run(client, f"{TABLE}/runs", {"policy-type": EXPIRY})
     assert run["status"] == "skipped" and run["trigger"] == "request" and run["files-removed"] == 0
     _attach(client, "system.data-compaction", {"type": "catalog"}, {"enable": True})
-    compaction = client.post(f"{TABLE}/runs", json={"policy-type": "system.data-compaction"}).json()
+    compaction = finished_run(client, f"{TABLE}/runs", {"policy-type": "system.data-compaction"})
     assert compaction["status"] == "succeeded" and compaction["outcome"]["reason"] == "nothing to compact"
     runs = [r for r in client.get(f"{TABLE}/runs").json()["runs"] if r["trigger"] == "request"]
     assert [r["id"] for r in runs] == [compaction["id"], run["id"]]  # (the schedule may have run it too)
@@ -169,3 +170,17 @@ def test_the_schedule_runs_enabled_policies_once_per_interval(client, table, app
     assert 3500 < due_in <= 3600
     service.run_due()  # not due again for an hour
     assert len(client.get(f"{TABLE}/runs").json()["runs"]) == 1
+
+
+def test_a_data_compaction_policy_with_a_config_that_cannot_run_is_refused(client, table):
+    catalog = {"type": "catalog"}
+    for config, key in (
+        ({"strategy": "shuffle"}, "strategy"),
+        ({"strategy": "z-order"}, "z-order-columns"),
+        ({"min-input-files": 0}, "min-input-files"),
+        ({"spark.executor-memory": "lots"}, "spark.executor-memory"),
+    ):
+        response = _attach(client, "system.data-compaction", catalog, {"enable": True, "config": config}, 400)
+        assert key in response.json()["error"]["message"], response.text
+    good = {"strategy": "sort", "sort-order": "id DESC", "min-input-files": 5, "spark.executor-memory": "2g"}
+    _attach(client, "system.data-compaction", catalog, {"enable": True, "config": good})

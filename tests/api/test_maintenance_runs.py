@@ -20,11 +20,13 @@ from pathlib import Path
 import pytest
 
 from app.edge.context import MAINTENANCE
+from app.maintenance_context import current_lease
 from app.maintenance_lease import ABANDONED, LEASE_SECONDS
-from app.maintenance_runs import MaintenanceBusy, current_lease
+from app.maintenance_runs import MaintenanceBusy
 from app.rules.maintenance import SNAPSHOTS_BEFORE_DUE
 from tests.api.authz_support import securable_body
 from tests.api.bin_support import protect, unprotect
+from tests.api.maintenance_jobs_support import finished_run
 from tests.api.tables_support import create_request, snapshot, table_url
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -138,11 +140,11 @@ def test_every_policy_type_skips_a_protected_table_and_says_why(client, service,
         assert client.put(f"{M}/maintenance/policies", json=body).status_code == 200
     assert protect(client, *mark).status_code == 204
     for policy_type in POLICY_TYPES:
-        run = client.post(runs_url("a"), json={"policy-type": policy_type}).json()
+        run = finished_run(client, runs_url("a"), {"policy-type": policy_type})
         assert (run["status"], run["files-removed"]) == ("skipped", 0), run
         assert run["outcome"]["reason"] == f"protected ({reason}): maintenance leaves protected entries alone"
     assert unprotect(client, *mark).status_code == 204
-    run = client.post(runs_url("a"), json={"policy-type": "system.orphan-file-removal"}).json()
+    run = finished_run(client, runs_url("a"), {"policy-type": "system.orphan-file-removal"})
     assert run["status"] == "succeeded", run
 
 

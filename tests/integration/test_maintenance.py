@@ -509,3 +509,25 @@ def test_data_compaction_with_delete_files_runs_on_a_spark_job_growler_starts(sp
     assert sorted((row["id"], row["cat"]) for row in after.scan().to_arrow().to_pylist()) == expected
     spark.sql(f"REFRESH TABLE {table}")
     assert [tuple(row) for row in spark.sql(query).collect()] == expected
+
+
+def test_data_compaction_follows_the_policys_thresholds_and_a_table_in_shape_costs_no_rewrite(catalog, maintenance):
+    """Four small files per partition: min-input-files 5 leaves both partitions (nothing to
+    compact, one planning pass); 4 rewrites them; then the table is in shape and the next run
+    finds nothing. The dry run shows the options."""
+    table = create_sales(catalog)
+    for i in range(1, 9):
+        table.append(rows(i))  # eight files: four per partition
+    attach(maintenance, "system.data-compaction", "sales", {"enable": True, "config": {"min-input-files": 5}})
+    left = run(maintenance, "sales", "system.data-compaction", now_ms())
+    assert left.outcome == {"committed": False, "reason": "nothing to compact", "seconds": left.outcome["seconds"]}
+    assert left.plan["options"]["min-input-files"] == "5" and left.plan["strategy"] == "binpack"
+
+    attach(maintenance, "system.data-compaction", "sales", {"enable": True, "config": {"min-input-files": 4}})
+    dry = run(maintenance, "sales", "system.data-compaction", now_ms(), dry_run=True)
+    assert dry.plan["files-to-rewrite"] == 8 and dry.plan["options"]["min-input-files"] == "4"
+    done = run(maintenance, "sales", "system.data-compaction", now_ms())
+    assert done.outcome["committed"] is True, (done.error, done.outcome)
+    again = run(maintenance, "sales", "system.data-compaction", now_ms())
+    assert again.outcome["reason"] == "nothing to compact", again.outcome
+    assert len(list(catalog.load_table((NS, "sales")).scan().plan_files())) == 2

@@ -1,0 +1,158 @@
+"""Maintenance runs as jobs in PostgreSQL (SQL only; issue 49, migration 0025).
+
+A run asked for by hand is a row 'queued' here; job runners in every worker of every replica claim
+them (``claim``), run them under the table's lease (``storage.maintenance_rows``) and record their
+progress; a cancel marks a queued job 'cancelled' or asks a running one to stop. The rules (when a
+job may start, what a run does) live in ``app/maintenance_jobs.py`` and ``app/maintenance_runs.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from storage.db import Database
+from storage.maintenance_rows import ABANDON_SET, MAX_ATTEMPTS, RUN_COLUMNS, RunRow, TableRef
+
+# One claim at a time across the fleet: the limits are counted and the job taken in one
+# transaction under this advisory lock, so two runners never both see the last free slot.
+CLAIM_LOCK = 0x4D41494E  # "MAIN"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How many runs may go on at once: overall (the fleet) and per warehouse."""
+
+    total: int
+    per_warehouse: int
+
+
+@dataclass(frozen=True)
+class ClaimedJob:
+    run_id: int
+    table: TableRef
+    policy_type: str
+    dry_run: bool
+
+
+class MaintenanceJobs:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def enqueue(
+        self, table: TableRef, policy_type: str, dry_run: bool, requested_by: str | None, max_queued: int
+    ) -> RunRow | None:
+        """Queue a job; None when the table already has ``max_queued`` jobs waiting (or is gone)."""
+        with self.db.transaction() as conn:
+            # serialise the count and the insert per table (two requests never both see room)
+            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (CLAIM_LOCK, table.entry_id % 2**31))
+            row = conn.execute(
+                "INSERT INTO maintenance_run (entry_id, policy_type, trigger, dry_run, status, queued_at,"
+                " requested_by, warehouse_id)"
+                " SELECT e.id, %(type)s, 'request', %(dry)s, 'queued', now(), %(by)s, n.warehouse_id"
+                " FROM catalog_entry e JOIN namespace n ON n.id = e.namespace_id WHERE e.id = %(entry)s"
+                " AND (SELECT count(*) FROM maintenance_run q WHERE q.entry_id = e.id AND q.status = 'queued')"
+                " < %(max)s"
+                f" RETURNING {RUN_COLUMNS}",
+                {"entry": table.entry_id, "type": policy_type, "dry": dry_run, "by": requested_by, "max": max_queued},
+            ).fetchone()
+        return RunRow(**row) if row is not None else None
+
+    def get(self, entry_id: int, run_id: int) -> RunRow | None:
+        """The run, if it is one of this table's."""
+        with self.db.connection() as conn:
+            row = conn.execute(
+                f"SELECT {RUN_COLUMNS} FROM maintenance_run WHERE id = %s AND entry_id = %s", (run_id, entry_id)
+            ).fetchone()
+        return RunRow(**row) if row is not None else None
+
+    def cancel(self, entry_id: int, run_id: int) -> RunRow | None:
+        """A queued job is cancelled at once; a running run is asked to stop at its next commit
+        point (its runner records it 'cancelled'); a finished run stays as it is."""
+        with self.db.transaction() as conn:
+            row = conn.execute(
+                "UPDATE maintenance_run SET"
+                " status = CASE WHEN status = 'queued' THEN 'cancelled' ELSE status END,"
+                " finished_at = CASE WHEN status = 'queued' THEN now() ELSE finished_at END,"
+                " outcome = CASE WHEN status = 'queued' THEN '{\"reason\": \"cancelled before it started\"}'::jsonb"
+                "  ELSE outcome END,"
+                " cancel_requested = cancel_requested OR status IN ('queued', 'running')"
+                f" WHERE id = %s AND entry_id = %s RETURNING {RUN_COLUMNS}",
+                (run_id, entry_id),
+            ).fetchone()
+        return RunRow(**row) if row is not None else None
+
+    def cancel_requested(self, run_id: int) -> bool:
+        with self.db.connection() as conn:
+            row = conn.execute("SELECT cancel_requested FROM maintenance_run WHERE id = %s", (run_id,)).fetchone()
+        return row is None or bool(row["cancel_requested"])
+
+    def progress(self, run_id: int, progress: dict[str, Any]) -> None:
+        with self.db.connection() as conn:
+            conn.execute(
+                "UPDATE maintenance_run SET progress = %s WHERE id = %s AND status = 'running'",
+                (json.dumps(progress), run_id),
+            )
+
+    def has_room(self, entry_id: int, limits: Limits) -> bool:
+        """Whether one more run fits the limits now (the schedule asks before it runs a table; a
+        job's claim counts under the lock instead)."""
+        with self.db.connection() as conn:
+            row = conn.execute(
+                "SELECT (SELECT count(*) FROM maintenance_run WHERE status = 'running') AS total,"
+                " (SELECT count(*) FROM maintenance_run r WHERE r.status = 'running' AND r.warehouse_id ="
+                "  (SELECT n.warehouse_id FROM catalog_entry e JOIN namespace n ON n.id = e.namespace_id"
+                "   WHERE e.id = %s)) AS here",
+                (entry_id,),
+            ).fetchone()
+        return row["total"] < limits.total and row["here"] < limits.per_warehouse
+
+    def claim(self, holder: str, lease_s: float, limits: Limits, abandoned: str) -> ClaimedJob | None:
+        """The oldest queued job that fits the limits and whose table no runner holds: its table's
+        lease taken for ``holder`` and the job marked running, in one transaction. A queued job of a
+        table that is gone is recorded skipped on the way."""
+        with self.db.transaction() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (CLAIM_LOCK,))
+            conn.execute(
+                "UPDATE maintenance_run r SET status = 'skipped', finished_at = now(),"
+                ' outcome = \'{"reason": "the table was dropped"}\'::jsonb'
+                " WHERE r.status = 'queued' AND NOT EXISTS (SELECT 1 FROM catalog_entry e WHERE e.id = r.entry_id)"
+            )
+            row = conn.execute(
+                "WITH busy AS (SELECT warehouse_id, count(*) AS n FROM maintenance_run WHERE status = 'running'"
+                "  GROUP BY warehouse_id)"
+                " SELECT r.id, r.entry_id, r.policy_type, r.dry_run, w.name AS warehouse, n.path, e.name"
+                " FROM maintenance_run r JOIN catalog_entry e ON e.id = r.entry_id"
+                " JOIN namespace n ON n.id = e.namespace_id JOIN warehouse w ON w.id = n.warehouse_id"
+                " LEFT JOIN maintenance_lease l ON l.entry_id = r.entry_id"
+                " WHERE r.status = 'queued' AND coalesce(l.lease_until, '-infinity') <= now()"
+                " AND (SELECT coalesce(sum(n), 0) FROM busy) < %(total)s"
+                " AND coalesce((SELECT b.n FROM busy b WHERE b.warehouse_id = n.warehouse_id), 0) < %(per)s"
+                " ORDER BY r.id LIMIT 1 FOR UPDATE OF r SKIP LOCKED",
+                {"total": limits.total, "per": limits.per_warehouse},
+            ).fetchone()
+            if row is None:
+                return None
+            taken = conn.execute(
+                "INSERT INTO maintenance_lease (entry_id, holder, lease_until)"
+                " VALUES (%(entry)s, %(holder)s, now() + make_interval(secs => %(lease)s))"
+                " ON CONFLICT (entry_id) DO UPDATE SET holder = EXCLUDED.holder, lease_until = EXCLUDED.lease_until"
+                " WHERE maintenance_lease.lease_until <= now() RETURNING entry_id",
+                {"entry": row["entry_id"], "holder": holder, "lease": lease_s},
+            ).fetchone()
+            if taken is None:
+                return None
+            # what a runner that died left 'running' on this table: back to the queue, or failed
+            conn.execute(
+                f"UPDATE maintenance_run SET {ABANDON_SET.format(t='')}"
+                " WHERE entry_id = %(entry)s AND status = 'running'",
+                {"abandoned": abandoned, "entry": row["entry_id"], "attempts": MAX_ATTEMPTS},
+            )
+            conn.execute(
+                "UPDATE maintenance_run SET status = 'running', holder = %s, attempts = attempts + 1,"
+                " started_at = now() WHERE id = %s",
+                (holder, row["id"]),
+            )
+        table = TableRef(row["entry_id"], row["warehouse"], tuple(row["path"]), row["name"])
+        return ClaimedJob(row["id"], table, row["policy_type"], row["dry_run"])

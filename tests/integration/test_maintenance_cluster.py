@@ -1,0 +1,191 @@
+"""Data compaction on a real Spark standalone cluster (issue 49): one master and two workers from
+PySpark's own distribution (``spark-class org.apache.spark.deploy.master.Master`` / ``...Worker``),
+started and stopped by this module, small memory. Growler submits Iceberg's rewrite_data_files in
+client deploy mode (the driver beside Growler, the executors on the workers); the policy gives the
+executors' resources and thresholds. Cluster deploy mode for a Python job on a standalone master is refused by Spark:
+Growler refuses it first, with a clear message (and starts nothing).
+
+YARN and Kubernetes are not testable here (docs/maintenance.md gives their exact settings).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyspark
+import pytest
+
+from app.ground.settings import SparkSettings
+from tests.conftest import TEST_CREDENTIAL
+from tests.integration.spark_support import java17_home, spark_jars
+from tests.integration.test_maintenance import NS, attach, catalog, maintenance, now_ms, run  # noqa: F401 - fixtures
+
+SPARK_HOME = Path(pyspark.__file__).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(condition, what: str, timeout_s: float = 120.0):
+    deadline = time.monotonic() + timeout_s
+    while not (result := condition()):
+        assert time.monotonic() < deadline, what
+        threading.Event().wait(0.2)
+    return result
+
+
+class Cluster:
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.port = free_port()
+        self.url = f"spark://127.0.0.1:{self.port}"
+        self.processes: list[subprocess.Popen] = []
+        self.env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1"}
+        home = java17_home()
+        if home:
+            self.env["JAVA_HOME"] = home
+        self.env["PYSPARK_PYTHON"] = sys.executable
+
+    def start(self, name: str, *args: str) -> Path:
+        log = self.workdir / f"{name}.log"
+        with log.open("w") as out:
+            self.processes.append(
+                subprocess.Popen(  # noqa: S603 - PySpark's own launcher
+                    [str(SPARK_HOME / "bin" / "spark-class"), *args],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=self.env,
+                    start_new_session=True,
+                )
+            )
+        return log
+
+    def up(self) -> None:
+        master = self.start(
+            "master",
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--webui-port",
+            str(free_port()),
+        )
+        wait_for(lambda: "I have been elected leader" in master.read_text(), f"no master: {master.read_text()[-2000:]}")
+        for index in (1, 2):
+            work = self.workdir / f"worker{index}"
+            work.mkdir()
+            self.start(
+                f"worker{index}",
+                "org.apache.spark.deploy.worker.Worker",
+                "--host",
+                "127.0.0.1",
+                "--cores",
+                "1",
+                "--memory",
+                "1g",
+                "--webui-port",
+                str(free_port()),
+                "--work-dir",
+                str(work),
+                self.url,
+            )
+        wait_for(lambda: master.read_text().count("Registering worker") >= 2, "the workers never registered")
+
+    def down(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory) -> Iterator[Cluster]:
+    running = Cluster(tmp_path_factory.mktemp("spark-cluster"))
+    try:
+        running.up()
+        yield running
+    finally:
+        running.down()
+
+
+def settings_for(cluster: Cluster, server, conf: str = "") -> SparkSettings:
+    return SparkSettings(
+        submit=str(SPARK_HOME / "bin" / "spark-submit"),
+        master=cluster.url,
+        jars=",".join(spark_jars("3.5")),
+        conf=f"spark.pyspark.python={sys.executable},spark.ui.enabled=false,spark.driver.host=127.0.0.1,"
+        "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1" + (f",{conf}" if conf else ""),
+        java_home=java17_home() or "",
+        catalog_uri=server.url,
+        credential=TEST_CREDENTIAL,
+        timeout_s=600,
+    )
+
+
+def run_job(maintenance, name: str):  # noqa: F811 - the fixture's name
+    """The run, in this process's executor (the server's own runners have no Spark configured: a
+    job queued through the API could be claimed by one of them)."""
+    return run(maintenance, name, "system.data-compaction", now_ms())
+
+
+@pytest.mark.parametrize("spark", ["3.5"], indirect=True)
+def test_compaction_runs_on_a_standalone_cluster_in_client_mode_and_cluster_mode_is_refused(
+    spark,
+    server,
+    cluster,
+    catalog,  # noqa: F811 - the fixture
+    maintenance,  # noqa: F811 - the fixture
+):
+    table = f"growler.{NS}.clustered"
+    spark.sql(
+        f"CREATE TABLE {table} (id bigint, cat string) USING iceberg PARTITIONED BY (cat)"
+        " TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read')"
+    )
+    for low in (1, 4, 7, 10):
+        spark.sql(f"INSERT INTO {table} VALUES ({low}, 'a'), ({low + 1}, 'b'), ({low + 2}, 'a')")
+    spark.sql(f"DELETE FROM {table} WHERE id IN (3, 5)")
+    query = f"SELECT id, cat FROM {table} ORDER BY id"
+    expected = [tuple(row) for row in spark.sql(query).collect()]
+    files_before = len(list(catalog.load_table((NS, "clustered")).scan().plan_files()))
+    policy = {
+        "enable": True,
+        "config": {"spark.executor-memory": "512m", "spark.executor-instances": 2, "spark.shuffle-partitions": 2},
+    }
+    attach(maintenance, "system.data-compaction", "clustered", policy)
+
+    # cluster deploy mode of a Python job on a standalone master: refused before anything starts
+    maintenance.executor.spark = settings_for(cluster, server, "spark.submit.deployMode=cluster")
+    try:
+        refused = run_job(maintenance, "clustered")
+        assert refused.status == "failed" and "standalone" in (refused.error or ""), refused
+        maintenance.executor.spark = settings_for(cluster, server)
+        done = run_job(maintenance, "clustered")
+    finally:
+        maintenance.executor.spark = SparkSettings()
+    assert done.status == "succeeded", done.error
+    assert done.outcome["engine"] == "spark" and done.outcome["committed"] is True, done.outcome
+    assert done.plan["options"]["min-input-files"] == "2"
+    after = catalog.load_table((NS, "clustered"))
+    tasks = list(after.scan().plan_files())
+    assert len(tasks) < files_before and not any(task.delete_files for task in tasks)
+    assert sorted((row["id"], row["cat"]) for row in after.scan().to_arrow().to_pylist()) == expected
+    # the job ran on the cluster: its executors' logs are in the workers' directories
+    apps = [p for p in cluster.workdir.glob("worker*/app-*") if p.is_dir()]
+    assert apps, "no application ran on the workers"
+
+    # a table in shape: one planning pass, no job
+    again = run_job(maintenance, "clustered")
+    assert again.status == "succeeded", (again.error, again.plan)
+    assert again.outcome.get("reason") == "nothing to compact", (again.plan, again.outcome)
