@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from flask import current_app, request
+from flask import current_app
 
 from app.edge.context import EVENT_SINKS, MAINTENANCE, MANAGEMENT, PROTECTION, RECYCLE_BIN, namespace_arg
-from app.edge.responses import no_content
+from app.edge.responses import HttpRequest, no_content
 from app.event_sinks import EventSinks, dead_letter_view, sink_view
 from app.maintenance import MaintenanceService
 from app.management import ManagementService, grant_view, warehouse_view
@@ -273,9 +273,9 @@ def list_maintenance_runs(warehouse: str, namespace: str, table: str, limit: int
     return {"runs": maintenance().runs(warehouse, namespace_arg(namespace), table, limit)}, 200
 
 
-def run_maintenance(warehouse: str, namespace: str, table: str, body: RunRequest):
+def run_maintenance(warehouse: str, namespace: str, table: str, body: RunRequest, http: HttpRequest):
     run = maintenance().run(warehouse, namespace_arg(namespace), table, body)
-    location = quote(f"{request.path.rstrip('/')}/{run['id']}")  # a namespace's %1F stays encoded
+    location = quote(f"{http.path.rstrip('/')}/{run['id']}")  # a namespace's %1F stays encoded
     return run, 202, {"Location": location}
 
 

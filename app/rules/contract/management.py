@@ -429,28 +429,14 @@ class RunRequest(ContractModel):
     dry_run: Annotated[bool, Field(alias="dry-run")] = False
 
 
-class MaintenanceRun(ContractModel):
+class RunProgress(ContractModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    id: int
-    policy_type: Annotated[str, Field(alias="policy-type")]
-    trigger: Literal["schedule", "request", "commits"]
-    dry_run: Annotated[bool, Field(alias="dry-run")]
-    status: Literal["running", "succeeded", "failed", "skipped"]
-    plan: dict[str, Any]
-    outcome: dict[str, Any]
-    files_removed: Annotated[int, Field(alias="files-removed")]
-    error: str | None = None
-    started_at: Annotated[AwareDatetime, Field(alias="started-at")]
-    finished_at: Annotated[AwareDatetime | None, Field(alias="finished-at")] = None
-
-
-class ListRunsResponse(ContractModel):
-    model_config = ConfigDict(
-        extra="forbid",
-    )
-    runs: list[MaintenanceRun]
+    file_groups_done: Annotated[int | None, Field(alias="file-groups-done")] = None
+    file_groups_total: Annotated[int | None, Field(alias="file-groups-total")] = None
+    bytes_done: Annotated[int | None, Field(alias="bytes-done")] = None
+    bytes_total: Annotated[int | None, Field(alias="bytes-total")] = None
 
 
 class Snapshots(ContractModel):
@@ -472,23 +458,6 @@ class Partition(ContractModel):
     records: int
     bytes: int
     small_data_files: Annotated[int, Field(alias="small-data-files")]
-
-
-class TableHealth(ContractModel):
-    model_config = ConfigDict(
-        extra="forbid",
-    )
-    snapshots: Snapshots
-    manifests: Manifests
-    data_files: Annotated[int, Field(alias="data-files")]
-    delete_files: Annotated[int, Field(alias="delete-files")]
-    small_file_ratio: Annotated[float, Field(alias="small-file-ratio")]
-    target_file_size_bytes: Annotated[int, Field(alias="target-file-size-bytes")]
-    partitions: list[Partition]
-    last_runs: Annotated[list[MaintenanceRun], Field(alias="last-runs")]
-    recommendations: Annotated[
-        dict[str, str], Field(description="Per policy type, whether running it is worth it and why.")
-    ]
 
 
 class ErrorModel(ContractModel):
@@ -597,3 +566,46 @@ class ListWarehousesResponse(ContractModel):
         str | None,
         Field(alias="next-page-token", description="Opaque token for the next page; absent on the last page."),
     ] = None
+
+
+class MaintenanceRun(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    id: int
+    policy_type: Annotated[str, Field(alias="policy-type")]
+    trigger: Literal["schedule", "request", "commits"]
+    dry_run: Annotated[bool, Field(alias="dry-run")]
+    status: Literal["queued", "running", "succeeded", "failed", "skipped", "cancelled"]
+    plan: dict[str, Any]
+    outcome: dict[str, Any]
+    files_removed: Annotated[int, Field(alias="files-removed")]
+    error: str | None = None
+    progress: RunProgress | None = None
+    cancel_requested: Annotated[bool | None, Field(alias="cancel-requested")] = None
+    started_at: Annotated[AwareDatetime, Field(alias="started-at")]
+    finished_at: Annotated[AwareDatetime | None, Field(alias="finished-at")] = None
+
+
+class ListRunsResponse(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    runs: list[MaintenanceRun]
+
+
+class TableHealth(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    snapshots: Snapshots
+    manifests: Manifests
+    data_files: Annotated[int, Field(alias="data-files")]
+    delete_files: Annotated[int, Field(alias="delete-files")]
+    small_file_ratio: Annotated[float, Field(alias="small-file-ratio")]
+    target_file_size_bytes: Annotated[int, Field(alias="target-file-size-bytes")]
+    partitions: list[Partition]
+    last_runs: Annotated[list[MaintenanceRun], Field(alias="last-runs")]
+    recommendations: Annotated[
+        dict[str, str], Field(description="Per policy type, whether running it is worth it and why.")
+    ]
