@@ -10,9 +10,9 @@
 - **Idempotency keys** past their lifetime are forgotten, and so are **staged tables** whose
   create never committed (storage/staged.py): signing and STS stop serving their locations at
   expiry whether or not the row is gone yet. Metrics reports older than their retention go too
-  (app/metrics_reports.py), and change feed events older than ``GROWLER_EVENTS_RETENTION_S``
-  (app/events_feed.py).
-- **The recycle bin**: units whose retention ended are forgotten (app/recycle_bin.py), and the
+  (app/tables/metrics_reports.py), and change feed events older than ``GROWLER_EVENTS_RETENTION_S``
+  (app/events/feed.py).
+- **The recycle bin**: units whose retention ended are forgotten (app/recycle_bin/service.py), and the
   purge of their tables queued where it was asked at drop; a binned table's purge deletes only
   what it owns (every other entry, live or binned, is left alone) and forgets it once done.
 - **Maintenance**: at most once a minute per worker, the tables whose maintenance schedule is due
@@ -36,7 +36,7 @@ from typing import Any
 
 from app.ground import metrics
 from app.ground.locations import InvalidLocation, Location
-from app.metrics_reports import RETENTION_S as REPORT_RETENTION_S
+from app.tables.metrics_reports import RETENTION_S as REPORT_RETENTION_S
 from storage.events import EventRows
 from storage.idempotency import IdempotencyRepository
 from storage.objects import ObjectStore
@@ -259,7 +259,7 @@ def main() -> None:
     import json
 
     from app.ground.settings import Settings
-    from app.warehouses import WarehouseDirectory
+    from app.namespaces.warehouses import WarehouseDirectory
     from storage.build import build_storage
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -48,7 +48,7 @@ from app.maintenance_trigger import CommitTrigger
 from app.rules import maintenance as policy_rules
 from app.rules import table as table_rules
 from app.rules.requests.tables import CommitTableRequest
-from app.tables import TableService
+from app.tables.service import TableService
 from storage.maintenance_rows import MaintenanceRows, RunRow, TableRef
 from storage.rows import EntryRow
 

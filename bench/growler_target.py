@@ -115,7 +115,7 @@ class GrowlerTarget(Target):
         """From now on, speak for a principal that is not an admin: a role holding read, write,
         create and drop on each of ``namespaces`` (``BENCH_AS_GRANTEE=1``: authorization's cost)."""
         from app.ground.errors import NotFound
-        from app.principals import PrincipalService
+        from app.management.principals import PrincipalService
         from storage.db import Database
         from storage.management_rows import ManagementRows, Securable
         from storage.principals import PrincipalRepository

@@ -1,8 +1,8 @@
 """The management API (openapi/management.yaml, under /management/v1): thin handlers.
 
-Each parses its arguments, calls one ``ManagementService`` method (app/management.py, which
-checks the caller and audits the change) - or one of ``RecycleBinService`` (app/recycle_bin.py) or
-``ProtectionService`` (app/protection.py) - and renders the answer.
+Each parses its arguments, calls one ``ManagementService`` method (app/management/service.py, which
+checks the caller and audits the change) - or one of ``RecycleBinService`` (app/recycle_bin/service.py) or
+``ProtectionService`` (app/recycle_bin/protection.py) - and renders the answer.
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from typing import Any
 
 from flask import current_app
 
+from app.catalog.paging import Page
 from app.edge.context import EVENT_SINKS, MAINTENANCE, MANAGEMENT, PROTECTION, RECYCLE_BIN, namespace_arg, no_content
-from app.event_sinks import EventSinks, dead_letter_view, sink_view
+from app.events.sinks import EventSinks, dead_letter_view, sink_view
 from app.maintenance import MaintenanceService
-from app.management import ManagementService, grant_view, warehouse_view
-from app.paging import Page
-from app.principals import Credential
-from app.protection import ProtectionService, mark_view
-from app.recycle_bin import RecycleBinService, unit_view
+from app.management.principals import Credential
+from app.management.service import ManagementService, grant_view, warehouse_view
+from app.recycle_bin.protection import ProtectionService, mark_view
+from app.recycle_bin.service import RecycleBinService, unit_view
 from app.rules.requests.management import (
     AttachPolicyRequest,
     CreateEventSinkRequest,

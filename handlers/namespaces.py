@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from app.catalog.paging import namespaces_answer
 from app.edge.context import namespace_arg, namespaces, no_content
-from app.paging import namespaces_answer
 from app.rules.identifiers import check_namespace, decoded_separator
 from app.rules.requests.catalog import CreateNamespaceRequest
 from app.rules.requests.namespaces import UpdateNamespacePropertiesRequest

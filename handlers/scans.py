@@ -9,7 +9,7 @@ from flask import request
 from app.edge.context import namespace_arg, no_content, plans
 from app.ground.errors import BadRequest
 from app.rules.requests.scans import FetchScanTasksRequest, PlanTableScanRequest
-from app.storage_access import wants_vended_credentials
+from app.storage_access.delegation import wants_vended_credentials
 from handlers.tables import _name
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from flask import Response, request
 
+from app.catalog.paging import identifiers_answer
 from app.edge.context import namespace_arg, namespaces, no_content, plans, respond, signer, tables
 from app.edge.responses import parse_load_table, render_table, render_unregistered, table_name
-from app.paging import identifiers_answer
 from app.rules.requests.catalog import RenameTableRequest
 from app.rules.requests.tables import (
     CommitTableRequest,
@@ -15,8 +15,8 @@ from app.rules.requests.tables import (
     RemoteSignRequest,
     ReportMetricsRequest,
 )
-from app.storage_access import Delegation
-from app.tables import LoadedTable
+from app.storage_access.delegation import Delegation
+from app.tables.service import LoadedTable
 
 _name = table_name
 
@@ -93,7 +93,7 @@ def report_metrics(prefix: str, namespace: str, table: str, body: ReportMetricsR
 
 
 def sign_request(prefix: str, namespace: str, table: str, body: RemoteSignRequest):
-    """signRequest: the S3 request signed, or 403 with nothing signed (``app.signing``)."""
+    """signRequest: the S3 request signed, or 403 with nothing signed (``app.storage_access.signing``)."""
     signed = signer().sign(prefix, namespace_arg(namespace), _name(table), body)
     cache_control = "private" if signed.cacheable else "no-cache"
     return signed.body(), 200, {"Cache-Control": cache_control}

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from flask import Response
 
+from app.catalog.paging import identifiers_answer
 from app.edge.context import namespace_arg, no_content, respond, views
 from app.edge.responses import render_view, view_name
-from app.paging import identifiers_answer
 from app.rules.requests.catalog import RenameTableRequest
 from app.rules.requests.views import CommitViewRequest, CreateViewRequest, RegisterViewRequest
-from app.views import LoadedView
+from app.views.service import LoadedView
 
 _name = view_name
 

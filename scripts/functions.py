@@ -18,7 +18,7 @@ from app.edge.factory import build_functions, load_spec
 from app.ground.errors import CatalogError
 from app.ground.page_tokens import PageTokens, new_key
 from app.ground.settings import Settings
-from app.warehouses import WarehouseDirectory
+from app.namespaces.warehouses import WarehouseDirectory
 from storage.build import build_storage
 
 

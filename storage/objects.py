@@ -121,7 +121,7 @@ class S3ObjectStore:
     def send_presigned(self, method: str, uri: str, headers: dict[str, str], body: bytes) -> int:
         """Send a request signed elsewhere (by the remote signer), as a client would: its status.
 
-        Only the bulk-delete probe (app/bulk_deletes.py) uses it, to learn whether the store
+        Only the bulk-delete probe (app/storage_access/bulk_deletes.py) uses it, to learn whether the store
         checks a body against the signature that covers it.
         """
         with self._translated(f"send {method}"):
@@ -293,7 +293,7 @@ class LocalObjectStore:
 class RoutingObjectStore:
     """Chooses the store by the location: the local one for ``file:``, for ``s3://`` the store of
     the warehouse holding it when that warehouse has storage of its own (``router``, set by the
-    app: ``app.warehouses.WarehouseDirectory.store_for``), else the environment's S3 store."""
+    app: ``app.namespaces.warehouses.WarehouseDirectory.store_for``), else the environment's S3 store."""
 
     def __init__(self, s3: S3ObjectStore | None, local: LocalObjectStore | None = None) -> None:
         self.s3 = s3

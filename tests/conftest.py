@@ -42,7 +42,7 @@ TRUNCATE_CATALOG = (
     " UPDATE warehouse SET protected = false WHERE protected"
 )
 # Rows no request writes, changed by a clock: the change feed publisher's lease, renewed every 2 s
-# (app/publisher.py). "Nothing written" checks leave them out.
+# (app/events/publisher.py). "Nothing written" checks leave them out.
 HEARTBEAT_TABLES = frozenset({"event_publisher_lease"})
 # Spark's and PyIceberg's ``credential`` property for that admin (client id:secret).
 TEST_CREDENTIAL = f"{TEST_CLIENT_ID}:{TEST_CLIENT_SECRET}"
@@ -169,7 +169,7 @@ def services() -> Iterator[Services]:
         if s3 is not None:
             s3.stop()
         if postgres is not None:
-            from app.publisher import Publisher
+            from app.events.publisher import Publisher
             from storage.db import Database
 
             # the in-process apps' publishers stopped and their pools closed before their server;

@@ -31,7 +31,7 @@ from flask import Blueprint, current_app, render_template, request
 from app.console.common import authorize, name_arg, namespaces, ns_arg, ns_param, page_arg, size_arg
 from app.console.extras import TableAt, event_details, stamp
 from app.edge.context import EVENTS, MAINTENANCE
-from app.events_feed import EventFeed
+from app.events.feed import EventFeed
 from app.ground.errors import BadRequest, CatalogError, Forbidden, NotFound
 from app.maintenance import MaintenanceService
 from app.rules.identifiers import check_name, check_namespace

@@ -14,11 +14,11 @@ from app.edge.context import AUTHORIZER, EVENTS, MAINTENANCE, MANAGEMENT, NAMESP
 from app.ground.callers import current_principal
 from app.ground.errors import BadRequest, CatalogError
 from app.ground.text import UNIT_SEPARATOR
-from app.management import ManagementService
-from app.namespaces import NamespaceService
+from app.management.service import ManagementService
+from app.namespaces.service import NamespaceService
 from app.rules.identifiers import check_name, check_namespace
-from app.tables import TableService
-from app.views import ViewService
+from app.tables.service import TableService
+from app.views.service import ViewService
 
 # Optional parts built elsewhere (issue 38, item 5): (extension key, endpoint, label). The entry
 # shows when the app factory put a service under that key and the endpoint exists.
@@ -60,7 +60,7 @@ def authorizer() -> Authorizer:
 
 
 def authorize(operation_id: str, params: dict[str, Any], body: Any = None) -> None:
-    """A management operation's row of the one table (app/management_operations.py), checked as
+    """A management operation's row of the one table (app/management/operations.py), checked as
     the dispatcher checks it for the API: the console calls the same services after it."""
     authorizer().authorize(operation_id, params, body, management())
 

@@ -20,10 +20,10 @@ from flask import Blueprint, Response, current_app, redirect, render_template, r
 from app.console import common
 from app.console.common import PAGE_SIZE, namespaces, ns_param, page_arg
 from app.edge.context import EVENTS, MAINTENANCE, RECYCLE_BIN
-from app.events_feed import EventFeed
+from app.events.feed import EventFeed
 from app.ground.errors import BadRequest, CatalogError, Forbidden, NotFound
 from app.maintenance import MaintenanceService
-from app.recycle_bin import RecycleBinService
+from app.recycle_bin.service import RecycleBinService
 from app.rules.identifiers import check_namespace
 from app.rules.requests.management import UndropRequest
 

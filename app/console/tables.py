@@ -12,8 +12,8 @@ from app.console.extras import TableAt, table_sections
 from app.edge.context import PREVIEWS
 from app.ground.errors import BadRequest
 from app.ground.lru import LruCache
-from app.previews import PreviewService
-from app.tables import LoadedTable, LoadTableRequest
+from app.tables.previews import PreviewService
+from app.tables.service import LoadedTable, LoadTableRequest
 
 
 def register(bp: Blueprint) -> None:

@@ -10,14 +10,14 @@ from flask import Response, current_app
 
 from app.authorization import Authorizer
 from app.edge.responses import Rendered
-from app.events_feed import EventFeed
+from app.events.feed import EventFeed
 from app.functions import FunctionService
-from app.namespaces import NamespaceService
-from app.plans import PlanningService
+from app.namespaces.service import NamespaceService
 from app.rules.identifiers import parse_namespace
-from app.signing import RemoteSigner
-from app.tables import TableService
-from app.views import ViewService
+from app.storage_access.signing import RemoteSigner
+from app.tables.plans import PlanningService
+from app.tables.service import TableService
+from app.views.service import ViewService
 
 NAMESPACES = "growler.catalog"  # the key tests and tools already use
 TABLES = "growler.tables"
@@ -32,7 +32,7 @@ MANAGEMENT = "growler.management"
 RECYCLE_BIN = "growler.recycle-bin"
 PROTECTION = "growler.protection"
 CONSOLE_OIDC = "growler.console_oidc"  # True: the console signs in through the IdP too
-PREVIEWS = "growler.previews"  # the console's data preview (app/previews.py)
+PREVIEWS = "growler.previews"  # the console's data preview (app/tables/previews.py)
 EVENTS = "growler.events"
 EVENT_SINKS = "growler.event-sinks"
 PUBLISHER = "growler.publisher"

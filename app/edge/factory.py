@@ -74,8 +74,10 @@ from app.edge.resolver import (
 )
 from app.edge.startup import Startup, StartupGate
 from app.edge.validation import BoundedJSONProvider, validator_map
-from app.event_sinks import EventSinks
-from app.events_feed import EventFeed
+from app.events.feed import EventFeed
+from app.events.publisher import Publisher
+from app.events.sinks import EventSinks
+from app.events.webhooks import WebhookGuard
 from app.functions import FunctionService, function_metadata_schema
 from app.ground import limits, metrics
 from app.ground.errors import CatalogError
@@ -88,18 +90,16 @@ from app.housekeeping import Housekeeper
 from app.idempotency import IdempotencyService
 from app.maintenance import MaintenanceService
 from app.maintenance_runs import MaintenanceExecutor
-from app.management import ManagementService
-from app.namespaces import NamespaceService
-from app.plans import PlanningConfig, PlanningService
-from app.previews import PreviewService
-from app.protection import ProtectionService
-from app.publisher import Publisher
-from app.recycle_bin import RecycleBinService
-from app.signing import RemoteSigner
-from app.tables import TableService
-from app.views import ViewService
-from app.warehouses import WarehouseDirectory
-from app.webhooks import WebhookGuard
+from app.management.service import ManagementService
+from app.namespaces.service import NamespaceService
+from app.namespaces.warehouses import WarehouseDirectory
+from app.recycle_bin.protection import ProtectionService
+from app.recycle_bin.service import RecycleBinService
+from app.storage_access.signing import RemoteSigner
+from app.tables.plans import PlanningConfig, PlanningService
+from app.tables.previews import PreviewService
+from app.tables.service import TableService
+from app.views.service import ViewService
 from storage.build import build_storage
 from storage.db import AsyncDatabase, Database
 from storage.deliveries import DeliveryRows
@@ -203,7 +203,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     # The change feed's push delivery: every worker runs a publisher; the lease holder delivers.
     deliveries = DeliveryRows(database)
     box = SecretBox(settings.secrets_key) if settings.secrets_key else None
-    # Where webhooks may go (app/webhooks.py): checked when a sink is made and at every delivery.
+    # Where webhooks may go (app/events/webhooks.py): checked when a sink is made and at every delivery.
     webhook_guard = WebhookGuard(settings.webhook_allowed_networks, settings.database_url)
     publisher = Publisher(
         deliveries,

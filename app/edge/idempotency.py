@@ -2,7 +2,7 @@
 
 The edge decides what makes a request "the same" (method, path, query, body and the headers in
 ``OUTCOME_HEADERS``) and what of an answer may be kept: vended credentials are stripped before
-the answer is stored and vended anew when it is replayed (``app.storage_access``).
+the answer is stored and vended anew when it is replayed (``app.storage_access.delegation``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from app.edge.context import IDEMPOTENCY, TABLES
 from app.ground.callers import current_principal
 from app.idempotency import IdempotencyService, StoredResponse, fingerprint, owner, parse_key
 from app.rules.identifiers import parse_namespace
-from app.storage_access import attach_credentials, strip_credentials
+from app.storage_access.delegation import attach_credentials, strip_credentials
 
 KEPT_HEADERS = ("Content-Type", "ETag")
 # Request headers whose value changes the answer. Delegation decides whether credentials are

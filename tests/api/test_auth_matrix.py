@@ -18,7 +18,7 @@ import pytest
 from app.edge.context import AUTHORIZER
 from app.edge.factory import load_spec
 from app.edge.resolver import implemented_endpoints
-from app.principals import PrincipalService
+from app.management.principals import PrincipalService
 from storage.principals import PrincipalRepository
 from tests.api.authz_support import wait_for_version
 from tests.api.tables_support import create_request

@@ -14,7 +14,7 @@ from app.authorization import Authorizer
 from app.edge.context import AUTHORIZER
 from app.ground.callers import IDP, Principal, current_principal
 from app.rules.privileges import Kind, Privilege, Securable
-from app.s3_requests import READ, WRITE
+from app.storage_access.s3_requests import READ, WRITE
 from tests.api.authz_support import PREFIX, WAREHOUSE, catalog_state, database_version, denied
 from tests.api.tables_support import create_request
 
@@ -194,7 +194,7 @@ def test_read_only_callers_get_read_only_signing_and_credentials(app, principals
     """The signer's privileges hook and vended credentials: READ reads; writes need WRITE; a
     staged table (no row yet) is its stager's: CREATE on the namespace reads and writes it."""
     from app.edge.context import AUTHORIZER, TABLES
-    from app.signing import RemoteSigner
+    from app.storage_access.signing import RemoteSigner
 
     tables_service = app.app.extensions[TABLES]
     assert tables_service.authorizer is app.app.extensions[AUTHORIZER]

@@ -10,7 +10,7 @@ and one audit line of the refusal; never a 2xx. The whole database is compared b
 
 Public by design, and so left out: the token endpoint (getToken: how a caller gets credentials at
 all). The probes and the metrics (/healthz, /readyz, /metrics) are no operation of either yaml.
-A principal of our own may also rotate its own secret without a grant (app/management_rights.py):
+A principal of our own may also rotate its own secret without a grant (app/management/rights.py):
 ``{principal}`` here names someone else.
 """
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from app.edge.context import TABLES
-from app.table_memory import ParsedMetadataCache
+from app.tables.memory import ParsedMetadataCache
 from tests.api.tables_support import PREFIX, append, create_request, table_url, tables_url
 
 

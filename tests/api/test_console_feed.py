@@ -2,7 +2,7 @@
 the whole ASGI stack as tests/api/test_console.py drives the other pages.
 
 What each page may show is the API's answer: the events page reads the feed through the
-service behind ``POST /v1/{prefix}/events`` (app/events_feed.py) with its per-event filter, the
+service behind ``POST /v1/{prefix}/events`` (app/events/feed.py) with its per-event filter, the
 maintenance page the management API's maintenance service (app/maintenance.py) with its rights.
 """
 

@@ -1,4 +1,4 @@
-"""Least privilege in the management API (issue 33; app/management_rights.py).
+"""Least privilege in the management API (issue 33; app/management/rights.py).
 
 A matrix of every management operation x {administrator, holder of manage-grants on the catalog,
 plain principal} with the expected answer, and nothing changed when refused; then the rules one

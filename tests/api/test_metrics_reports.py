@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from app.ground.rates import TokenBuckets
-from app.metrics_reports import MAX_REPORT_BYTES, RETENTION_S
+from app.tables.metrics_reports import MAX_REPORT_BYTES, RETENTION_S
 from tests.api.tables_support import PREFIX, create_request, table_url, tables_url
 
 pytestmark = pytest.mark.usefixtures("clean_catalog")

@@ -18,10 +18,10 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from app import s3_requests
-from app.bulk_deletes import PROBE_FOLDER, probe
 from app.edge.context import SIGNER
 from app.ground.locations import Location
+from app.storage_access import s3_requests
+from app.storage_access.bulk_deletes import PROBE_FOLDER, probe
 from storage.objects import S3ObjectStore
 from tests.api.tables_support import create_request
 from tests.conftest import TEST_BUCKET
@@ -451,7 +451,7 @@ def test_a_copy_header_added_after_signing_is_refused_by_the_store(sclient, tabl
 def test_a_read_only_grant_signs_reads_only(sclient, signing_app, tables, signing_settings, monkeypatch):
     """The one place authorization will decide (``RemoteSigner.privileges``), exercised read-only."""
     from app.edge.factory import SIGNER
-    from app.s3_requests import READ
+    from app.storage_access.s3_requests import READ
 
     signer = signing_app.app.extensions[SIGNER]
     monkeypatch.setattr(signer, "privileges", lambda *_args: frozenset({READ}))

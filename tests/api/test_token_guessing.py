@@ -99,7 +99,7 @@ def test_an_address_guessing_many_client_ids_is_slowed_down(fresh_app, clock):
 @pytest.fixture
 def principals_for_guessing(app):
     """A principal of its own (its client id is what gets guessed at)."""
-    from app.principals import PrincipalService
+    from app.management.principals import PrincipalService
     from storage.db import Database
     from storage.principals import PrincipalRepository
 
@@ -115,7 +115,7 @@ def test_a_proven_secret_buys_no_token_once_rotated_elsewhere(settings, app, pri
     (poll_s), and the rotation is made by another process's service; the old secret is refused
     at once, the new one accepted."""
     from app.edge.factory import create_app
-    from app.principals import PrincipalService
+    from app.management.principals import PrincipalService
     from storage.principals import PrincipalRepository
 
     stale = create_app(settings, auth_settings_for_tests(poll_s=3600)).test_client()

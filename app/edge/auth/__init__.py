@@ -13,7 +13,7 @@ from app.edge.auth.middleware import PRINCIPAL, AuthMiddleware
 from app.edge.auth.oidc import OidcProvider
 from app.edge.auth.state import AuthState
 from app.edge.auth.tokens import TokenIssuer, TokenVerifier
-from app.principals import PrincipalService
+from app.management.principals import PrincipalService
 from storage.db import Database
 from storage.principals import PrincipalRepository
 

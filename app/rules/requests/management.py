@@ -7,9 +7,9 @@ for the API and the console, which builds these models from its forms. A field t
 out stays unset (``None``, or the yaml's default): an update changes only what it names.
 
 The enums come from their one home: ``Privilege`` (app/rules/privileges.py) for grants, and
-``SecurableType`` here for securables (app/management.py's ``SECURABLE_TYPES`` derives from it).
+``SecurableType`` here for securables (app/management/service.py's ``SECURABLE_TYPES`` derives from it).
 Policy types and credentials modes stay strings checked by the rules that own their lists
-(app/rules/maintenance.py ``POLICY_TYPES``, app/storage_access.py ``CREDENTIALS_MODES``). Secrets
+(app/rules/maintenance.py ``POLICY_TYPES``, app/storage_access/delegation.py ``CREDENTIALS_MODES``). Secrets
 (a webhook's key, a SASL password, storage keys) are ``SecretStr``: never in a repr or a dump.
 """
 
@@ -37,7 +37,7 @@ class SecurableType(StrEnum):
 class SecurableRef(IcebergBaseModel):
     """A securable named by its parts (the yaml's Securable, and ProtectionMark, whose warehouse
     is the path's). Which parts each type needs is the service's to check
-    (app/management.py ``parse_securable``, app/protection.py)."""
+    (app/management/service.py ``parse_securable``, app/recycle_bin/protection.py)."""
 
     type: SecurableType
     warehouse: str | None = None

@@ -75,7 +75,7 @@ class CommitTableRequest(IcebergBaseModel):
     """updateTable's body, and each table change of a transaction (which names its table).
 
     ``sent_requirements`` and ``sent_updates`` are the request's own JSON, kept for the change
-    feed only: an update-table event records what the client sent (app/change_events.py), not
+    feed only: an update-table event records what the client sent (app/events/changes.py), not
     what the models would write back (placeholder ids, defaults filled in)."""
 
     identifier: TableIdentifier | None = None
