@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import current_app
-
 from app.catalog.paging import Page
-from app.edge.context import EVENT_SINKS, MAINTENANCE, MANAGEMENT, PROTECTION, RECYCLE_BIN, namespace_arg, no_content
+from app.edge.context import namespace_arg, no_content, services
 from app.events.sinks import EventSinks, dead_letter_view, sink_view
 from app.maintenance import MaintenanceService
 from app.management.principals import Credential
@@ -35,15 +33,15 @@ from app.rules.requests.management import (
 
 
 def service() -> ManagementService:
-    return current_app.extensions[MANAGEMENT]
+    return services().management
 
 
 def recycle_bin() -> RecycleBinService:
-    return current_app.extensions[RECYCLE_BIN]
+    return services().recycle_bin
 
 
 def protection() -> ProtectionService:
-    return current_app.extensions[PROTECTION]
+    return services().protection
 
 
 def _listing(key: str, page: Page, render: Any = None) -> dict[str, Any]:
@@ -213,7 +211,7 @@ def unprotect_securable(warehouse: str, body: SecurableRef):
 
 
 def sinks() -> EventSinks:
-    return current_app.extensions[EVENT_SINKS]
+    return services().event_sinks
 
 
 def list_event_sinks():
@@ -242,7 +240,7 @@ def replay_dead_letters(sink: str):
 
 
 def maintenance() -> MaintenanceService:
-    return current_app.extensions[MAINTENANCE]
+    return services().maintenance
 
 
 def list_maintenance_policies(

@@ -6,7 +6,7 @@ from typing import Any
 
 from flask import request
 
-from app.edge.context import namespace_arg, no_content, plans
+from app.edge.context import namespace_arg, no_content, services
 from app.ground.errors import BadRequest
 from app.rules.requests.scans import FetchScanTasksRequest, PlanTableScanRequest
 from app.storage_access.delegation import wants_vended_credentials
@@ -27,19 +27,19 @@ def _plan_id(kwargs: dict[str, Any]) -> str:
 
 def plan_table_scan(prefix: str, namespace: str, table: str, body: PlanTableScanRequest | None = None, **_: Any):
     request = body if body is not None else PlanTableScanRequest()
-    return plans().plan(prefix, namespace_arg(namespace), _name(table), request, _vend()), 200
+    return services().plans.plan(prefix, namespace_arg(namespace), _name(table), request, _vend()), 200
 
 
 def fetch_planning_result(prefix: str, namespace: str, table: str, **kwargs: Any):
-    return plans().fetch(prefix, namespace_arg(namespace), _name(table), _plan_id(kwargs), _vend()), 200
+    return services().plans.fetch(prefix, namespace_arg(namespace), _name(table), _plan_id(kwargs), _vend()), 200
 
 
 def fetch_scan_tasks(prefix: str, namespace: str, table: str, body: FetchScanTasksRequest | None = None, **_: Any):
     if body is None:
         raise BadRequest("fetchScanTasks needs a plan-task")
-    return plans().tasks(prefix, namespace_arg(namespace), _name(table), body.plan_task), 200
+    return services().plans.tasks(prefix, namespace_arg(namespace), _name(table), body.plan_task), 200
 
 
 def cancel_planning(prefix: str, namespace: str, table: str, **kwargs: Any):
-    plans().cancel(prefix, namespace_arg(namespace), _name(table), _plan_id(kwargs))
+    services().plans.cancel(prefix, namespace_arg(namespace), _name(table), _plan_id(kwargs))
     return no_content()

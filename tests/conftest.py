@@ -21,6 +21,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from app.composition.services import services_of
 from app.edge.auth.config import AuthSettings
 from app.ground.settings import S3Settings, Settings, StsSettings, default_credentials_mode
 
@@ -275,7 +276,7 @@ def hard_policy(app, services: Services) -> Iterator[None]:
     def policy(mode: str) -> None:
         with psycopg.connect(services.database_url, autocommit=True) as conn:
             conn.execute("UPDATE warehouse SET deletion_policy = %s WHERE name = 'test'", (mode,))
-        app.app.extensions["growler.catalog"].warehouses.invalidate()
+        services_of(app.app).namespaces.warehouses.invalidate()
 
     policy("hard")
     yield

@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from flask import Blueprint, current_app, render_template, request
+from flask import Blueprint, render_template, request
 
 from app.console.common import authorize, name_arg, namespaces, ns_arg, ns_param, page_arg, size_arg
 from app.console.extras import TableAt, event_details, stamp
-from app.edge.context import EVENTS, MAINTENANCE
+from app.edge.context import services
 from app.events.feed import EventFeed
 from app.ground.errors import BadRequest, CatalogError, Forbidden, NotFound
 from app.maintenance import MaintenanceService
@@ -133,7 +133,7 @@ def _object_prefix() -> tuple[str, ...]:
 
 
 def events() -> str:
-    feed: EventFeed = current_app.extensions[EVENTS]
+    feed: EventFeed = services().events
     warehouse = (request.args.get("warehouse") or "").strip()
     if not warehouse:
         return render_template("console/events.html", warehouse=None, warehouses=namespaces().visible_warehouses())
@@ -209,7 +209,7 @@ def run_line(run: dict[str, Any]) -> RunLine:
 
 
 def maintenance() -> str:
-    service: MaintenanceService = current_app.extensions[MAINTENANCE]
+    service: MaintenanceService = services().maintenance
     warehouse = (request.args.get("warehouse") or "").strip()
     if not warehouse:
         return render_template("console/maintenance.html", warehouse=None, warehouses=namespaces().visible_warehouses())

@@ -1,82 +1,27 @@
-"""What every handler needs from the request context: the services and parsed identifiers.
+"""What every handler needs: the services (one typed object) and parsed identifiers.
 
-The keys under which the app factory puts each service into ``flask_app.extensions`` are defined
-here, so handlers (and the idempotency decorator) never import the factory.
+The composition root (app/composition) builds ``Services`` once and keeps it in the Flask app;
+handlers, the idempotency decorator and the console reach it through ``services()``, never
+through the factory.
 """
 
 from __future__ import annotations
 
 from flask import Response, current_app
 
-from app.authorization import Authorizer
+from app.composition.services import Services, services_of
 from app.edge.responses import Rendered
-from app.events.feed import EventFeed
-from app.functions import FunctionService
-from app.namespaces.service import NamespaceService
 from app.rules.identifiers import parse_namespace
-from app.storage_access.signing import RemoteSigner
-from app.tables.plans import PlanningService
-from app.tables.service import TableService
-from app.views.service import ViewService
 
-NAMESPACES = "growler.catalog"  # the key tests and tools already use
-TABLES = "growler.tables"
-VIEWS = "growler.views"
-ENDPOINTS = "growler.endpoints"
-IDEMPOTENCY = "growler.idempotency"
-FUNCTIONS = "growler.functions"
-PLANS = "growler.plans"
-SIGNER = "growler.signer"
-AUTHORIZER = "growler.authorizer"
-MANAGEMENT = "growler.management"
-RECYCLE_BIN = "growler.recycle-bin"
-PROTECTION = "growler.protection"
-CONSOLE_OIDC = "growler.console_oidc"  # True: the console signs in through the IdP too
-PREVIEWS = "growler.previews"  # the console's data preview (app/tables/previews.py)
-EVENTS = "growler.events"
-EVENT_SINKS = "growler.event-sinks"
-PUBLISHER = "growler.publisher"
-MAINTENANCE = "growler.maintenance"
+__all__ = ["Services", "namespace_arg", "no_content", "respond", "services"]
 
 
-def namespaces() -> NamespaceService:
-    return current_app.extensions[NAMESPACES]
-
-
-def tables() -> TableService:
-    return current_app.extensions[TABLES]
-
-
-def signer() -> RemoteSigner:
-    return current_app.extensions[SIGNER]
-
-
-def views() -> ViewService:
-    return current_app.extensions[VIEWS]
-
-
-def functions() -> FunctionService:
-    return current_app.extensions[FUNCTIONS]
-
-
-def events() -> EventFeed:
-    return current_app.extensions[EVENTS]
-
-
-def plans() -> PlanningService:
-    return current_app.extensions[PLANS]
-
-
-def authorizer() -> Authorizer:
-    return current_app.extensions[AUTHORIZER]
-
-
-def advertised_endpoints() -> list[str]:
-    return current_app.extensions[ENDPOINTS]
+def services() -> Services:
+    return services_of(current_app)
 
 
 def namespace_arg(raw: str) -> tuple[str, ...]:
-    return parse_namespace(raw, namespaces().settings.namespace_separator)
+    return parse_namespace(raw, services().namespaces.settings.namespace_separator)
 
 
 def respond(rendered: Rendered) -> Response:

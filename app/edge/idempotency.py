@@ -12,9 +12,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from flask import Response, current_app, make_response, request
+from flask import Response, make_response, request
 
-from app.edge.context import IDEMPOTENCY, TABLES
+from app.edge.context import services
 from app.ground.callers import current_principal
 from app.idempotency import IdempotencyService, StoredResponse, fingerprint, owner, parse_key
 from app.rules.identifiers import parse_namespace
@@ -42,7 +42,7 @@ def idempotent(operation_id: str, handler: Callable[..., Any]) -> Callable[..., 
             sent = StoredResponse(response.status_code, headers, response.get_data())
             return sent, _without_credentials(sent)
 
-        service: IdempotencyService = current_app.extensions[IDEMPOTENCY]
+        service: IdempotencyService = services().idempotency
         principal = owner(current_principal.get())  # keys are per principal
         stored, replayed = service.run_once(parse_key(raw_key), operation_id, _request_fingerprint(), run, principal)
         if replayed:
@@ -98,6 +98,6 @@ def _with_fresh_credentials(kept: StoredResponse, kwargs: dict[str, Any]) -> Sto
     if location is None or prefix is None:
         return StoredResponse(kept.status, headers, kept.body)
     body = json.loads(kept.body)
-    tables = current_app.extensions[TABLES]
+    tables = services().tables
     attach_credentials(body, tables.vend_for(prefix, location, _identifier(kwargs, tables.settings)))
     return StoredResponse(kept.status, headers, json.dumps(body, separators=(",", ":")).encode())

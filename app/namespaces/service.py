@@ -43,6 +43,7 @@ class NamespaceService:
         settings: Settings,
         repository: CatalogRepository,
         objects: ObjectStore,
+        warehouses: WarehouseDirectory,
         *,
         authorizer: Authorizer,
         page_tokens: PageTokens,
@@ -52,7 +53,7 @@ class NamespaceService:
         self.objects = objects
         self.authorizer = authorizer  # required: no permissive default (app/authorization.py)
         self.page_tokens = page_tokens  # the installation's key (one for all workers): app/edge/factory.py
-        self.warehouses = WarehouseDirectory(repository, settings)
+        self.warehouses = warehouses  # the same directory routes the object store (app/composition)
 
     # -- start-up and health ------------------------------------------------------------
 

@@ -57,6 +57,7 @@ class TableService(TableCommits):
         *,
         authorizer: Authorizer,
         page_tokens: PageTokens,
+        after_commit: Callable[[int, int, bool], None],
     ) -> None:
         super().__init__(settings, repository, objects, warehouses, authorizer=authorizer, page_tokens=page_tokens)
         self.purge_requested = threading.Event()
@@ -68,9 +69,10 @@ class TableService(TableCommits):
         self.commits = CommitLoop(repository, self.files, kind=TABLE, logged_files=logged_files)
         self.staged = StagedTables(repository.db)
         self.reports = MetricsReports(repository)
-        # Told (entry id, snapshot count) after each commit lands: maintenance's trigger
-        # (app/maintenance_trigger.py), in memory only - no database round trip on the commit path.
-        self.after_commit: Callable[[int, int, bool], None] = lambda _entry_id, _snapshots, _by_properties: None
+        # Told (entry id, snapshot count, sets history.expire.*) after each commit lands:
+        # maintenance's trigger (app/maintenance_trigger.py), in memory only - no database round
+        # trip on the commit path. Given at construction (app/composition), never installed later.
+        self.after_commit = after_commit
 
     # -- creating -----------------------------------------------------------------------
 

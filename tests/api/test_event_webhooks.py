@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from app.edge.context import PUBLISHER
+from app.composition.services import services_of
 from app.events.webhooks import DeliveryFailed, TargetRefused, WebhookGuard, WebhookTarget
 from scripts.processes import free_port
 from storage.db import database_endpoints
@@ -264,7 +264,7 @@ def default_app(settings, clean_catalog):
     from tests.conftest import authenticated
 
     app = authenticated(create_app(dataclasses.replace(settings, webhook_allowed_networks=())))
-    app.app.extensions[PUBLISHER].stop()
+    services_of(app.app).publisher.stop()
     return app
 
 

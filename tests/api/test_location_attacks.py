@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from app.composition.services import services_of
 from app.housekeeping import Housekeeper
 from storage.idempotency import IdempotencyRepository
 from storage.objects import S3ObjectStore
@@ -57,7 +58,7 @@ class Victims:
 
 @pytest.fixture
 def s3(app) -> TextStore:
-    return TextStore(app.app.extensions["growler.catalog"].objects)
+    return TextStore(services_of(app.app).namespaces.objects)
 
 
 @pytest.fixture
@@ -94,7 +95,7 @@ def commit(client, name: str, updates: list[dict[str, Any]]):
 
 def run_purges(app, db) -> None:
     """Every queued purge has run (by us or by the app's own housekeeping thread)."""
-    tables = app.app.extensions["growler.tables"]
+    tables = services_of(app.app).tables
     keeper = Housekeeper(
         tables.repository, tables.objects, IdempotencyRepository(tables.repository.db), threading.Event()
     )

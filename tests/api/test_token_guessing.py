@@ -17,6 +17,7 @@ import uuid
 
 import pytest
 
+from app.composition.services import services_of
 from app.edge.auth.endpoint import PER_ADDRESS, PER_CLIENT, SecretGuessing, TokenEndpoint
 from tests.conftest import auth_settings_for_tests, fetch_token
 
@@ -103,7 +104,7 @@ def principals_for_guessing(app):
     from storage.db import Database
     from storage.principals import PrincipalRepository
 
-    database = app.app.extensions["growler.tables"].repository.db
+    database = services_of(app.app).tables.repository.db
     assert isinstance(database, Database)
     credential = PrincipalService(PrincipalRepository(database)).create("guessed-" + uuid.uuid4().hex[:8])
     return credential.client_id, credential.secret
@@ -122,7 +123,7 @@ def test_a_proven_secret_buys_no_token_once_rotated_elsewhere(settings, app, pri
     client_id, secret = principals_for_guessing
     assert attempt(stale, client_id, secret).status_code == 200  # verified: now proven here
     assert attempt(stale, client_id, secret).status_code == 200  # the fast path
-    database = app.app.extensions["growler.tables"].repository.db
+    database = services_of(app.app).tables.repository.db
     rotated = PrincipalService(PrincipalRepository(database)).rotate(client_id)
     assert rotated is not None
     refused = attempt(stale, client_id, secret)

@@ -32,6 +32,7 @@ LAYERS = {
     "app.rules": "rules",
     "storage": "storage",
     "app.edge": "edge",
+    "app.composition": "edge",  # the composition root: builds every service (issue 48)
     "app.console": "edge",  # the web console (issue 38): Flask views over the services
     "handlers": "edge",
 }
@@ -183,7 +184,7 @@ def test_importing_the_rules_loads_no_web_framework_and_no_database_driver() -> 
 # everything; ``Authorizer.allow_all()`` is the one, named, way to choose that, and in the
 # server only where authentication is off.
 
-ALLOW_ALL_CALLERS = {"app.edge.factory"}  # GROWLER_AUTH=none; scripts and benchmarks are outside app/
+ALLOW_ALL_CALLERS = {"app.composition.storage"}  # GROWLER_AUTH=none; scripts and benchmarks are outside app/
 
 
 def _is_authorizer_type(annotation: ast.expr | None) -> bool:

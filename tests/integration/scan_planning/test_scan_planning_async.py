@@ -17,7 +17,7 @@ from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 from pyiceberg.table.snapshots import Operation
 from pyiceberg.types import LongType
 
-from app.edge.context import PLANS
+from app.composition.services import services_of
 from app.tables.plans import PlanningConfig
 from tests.integration.scan_planning.scan_planning_support import (
     NS,
@@ -34,7 +34,7 @@ from tests.integration.scan_planning.scan_planning_support import (
 
 @pytest.fixture
 def async_planning(app):
-    service = app.app.extensions[PLANS]
+    service = services_of(app.app).plans
     original = service.config
     service.config = PlanningConfig(async_min_files=1, page_size=4, lifetime_s=600)
     yield service
@@ -186,7 +186,7 @@ def test_equality_deletes_apply_to_older_data_files_of_their_partition(server, t
 def test_manifests_are_read_once_then_served_from_the_cache(server, table, app):
     client = app.test_client()
     path = f"/v1/{server.warehouse}/namespaces/{NS}/tables/{TABLE}/plan"
-    reader = app.app.extensions[PLANS].reader
+    reader = services_of(app.app).plans.reader
     first = client.post(path, json={"filter": {"type": "eq", "term": "category", "value": "b"}})
     assert first.status_code == 200
     reads = reader.reads
