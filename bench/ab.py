@@ -48,9 +48,14 @@ def serve(info_file: Path) -> None:
     from bench.seeding import _expect, append_sequentially, catalog_client
     from bench.targets import make_root, remove_root
 
-    _wrap_gunicorn()
     root = make_root()
-    target = GrowlerTarget(root / "growler", int(os.environ.get("GROWLER_WORKERS") or 2))
+    # AB_GUNICORN_CONF: another gunicorn config for the server, e.g. bench/gunicorn_yappi.py (a
+    # profiler wrapping the shipped one: ``calls``), handed to the target (not patched into it)
+    target = GrowlerTarget(
+        root / "growler",
+        int(os.environ.get("GROWLER_WORKERS") or 2),
+        gunicorn_conf=os.environ.get("AB_GUNICORN_CONF") or "gunicorn.conf.py",
+    )
     target.root.mkdir(parents=True)
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
@@ -78,19 +83,6 @@ def serve(info_file: Path) -> None:
     finally:
         target.stop()
         remove_root(root)
-
-
-def _wrap_gunicorn() -> None:
-    """AB_GUNICORN_CONF: another gunicorn config for the server, e.g. bench/gunicorn_yappi.py (a
-    profiler wrapping the shipped one: ``calls``)."""
-    import bench.targets
-
-    conf = os.environ.get("AB_GUNICORN_CONF")
-    if conf:
-        spawn = bench.targets.spawn_logged
-        bench.targets.spawn_logged = lambda argv, *args: spawn(
-            [conf if arg == "gunicorn.conf.py" else arg for arg in argv], *args
-        )
 
 
 def calls(old: Path, new: Path, requests_old: int, requests_new: int, top: int = 40) -> list[str]:

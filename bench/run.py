@@ -43,11 +43,12 @@ from typing import Any
 
 from bench import floor, goals, report, tails, wrk
 from bench.growler_target import GrowlerTarget
+from bench.measuring import run_wrk
 from bench.peer_target import PeerTarget
 from bench.plan import NAMESPACES, Plan
 from bench.seeding import seed
 from bench.targets import REPO, Target, http_json, make_root, remove_root
-from bench.workloads import run_all, run_wrk
+from bench.workloads import run_all
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 PEER_NOTES = [

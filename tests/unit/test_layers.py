@@ -48,9 +48,9 @@ MAY_IMPORT = {
 HEAVY = ("connexion", "flask", "psycopg", "psycopg_pool", "minio", "starlette", "a2wsgi")
 
 
-def _module_files() -> dict[str, Path]:
+def _module_files(packages: tuple[str, ...] = PACKAGES) -> dict[str, Path]:
     modules = {}
-    for package in PACKAGES:
+    for package in packages:
         for path in sorted((ROOT / package).rglob("*.py")):
             parts = list(path.relative_to(ROOT).with_suffix("").parts)
             if parts[-1] == "__init__":
@@ -67,8 +67,9 @@ def layer_of(module: str) -> str:
     return LAYERS[max(matches, key=len)]
 
 
-def _imports(module: str, path: Path) -> Iterator[tuple[int, str]]:
+def _imports(module: str, path: Path, known: dict[str, Path] | None = None) -> Iterator[tuple[int, str]]:
     """(line, imported module of this code base) for every import statement in the file."""
+    known = MODULES if known is None else known
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
@@ -79,11 +80,11 @@ def _imports(module: str, path: Path) -> Iterator[tuple[int, str]]:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
             # ``from app.ground import metrics`` imports the module app.ground.metrics
-            names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base for alias in node.names]
+            names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
         else:
             continue
         for name in names:
-            while name and name not in MODULES:
+            while name and name not in known:
                 name = name.rpartition(".")[0]
             if name:
                 yield node.lineno, name
@@ -468,3 +469,105 @@ def test_every_body_reaches_its_handler_as_a_model() -> None:
             if operation.has_body and found.get(operation.operation_id) is not None and operation.body_model is None:
                 untyped.append(operation.operation_id)
     assert untyped == []
+
+
+# -- wired once, packages by capability (issue 48) ----------------------------------------------
+
+# The benchmark and the scripts stand outside the layers, but are held to having no import circle
+# (bench/random_tables.py and bench/workloads.py imported each other: bench/measuring.py now).
+TOOLS = ("bench", "scripts")
+
+
+def test_no_import_circles_in_the_benchmark_and_the_scripts() -> None:
+    everything = {**MODULES, **_module_files(TOOLS)}
+    assert any(module.startswith("bench.") for module in everything)
+    graph = {
+        module: sorted({name for _, name in _imports(module, path, everything)} - {module})
+        for module, path in everything.items()
+    }
+    assert _circles(graph) == []
+
+
+def attributes_wired(source: str, functions: set[str], where: str = "<source>") -> list[str]:
+    """Every place that installs behaviour into another object after it was built:
+    ``other.attribute = <lambda | x.method | self.part.method>``, a method being a name in
+    ``functions`` (the functions the code base defines). Setting one's own attribute
+    (``self.x = ...``) or plain data (``lease.next_due_s = self.interval_s``, a name,
+    ``changes.last_id = spec.spec_id``) is not. A service is handed its collaborators and
+    callbacks at construction (app/composition)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+            continue
+        value = node.value
+        behaviour = isinstance(value, ast.Lambda) or (
+            isinstance(value, ast.Attribute)
+            and value.attr in functions
+            and not (isinstance(value.value, ast.Name) and value.value.id in ("self", "cls"))
+        )
+        if not behaviour:
+            continue
+        for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+            own = isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
+            if isinstance(target, ast.Attribute) and not own:
+                found.append(f"{where}:{node.lineno}: {ast.unparse(target)} = {ast.unparse(value)}")
+    return found
+
+
+def test_the_wiring_scan_finds_wiring() -> None:
+    """The three wirings issue 48 removed, and what is no wiring."""
+    methods = {"store_for", "run_due", "note", "spawn"}
+    assert attributes_wired("objects.router = service.warehouses.store_for\n", methods) != []
+    assert attributes_wired("housekeeper.maintenance = maintenance.run_due\n", methods) != []
+    late = "class E:\n    def __init__(self, tables):\n        tables.after_commit = self.trigger.note\n"
+    assert attributes_wired(late, methods) != []
+    assert attributes_wired("bench.targets.spawn_logged = lambda argv: spawn(argv)\n", methods) != []
+    assert attributes_wired("class S:\n    def __init__(self, t):\n        self.note = t.note\n", methods) == []
+    data = "lease.next_due_s = self.interval_s\ncount.commits = 0\nc.flag = flag\nc.last_id = spec.spec_id\n"
+    assert attributes_wired(data, methods) == []
+
+
+def test_nothing_is_wired_by_attribute_after_construction() -> None:
+    """No module of the server, the benchmark or the scripts sets a callable or a service on
+    another object: every dependency is a constructor argument, so the layer test sees it."""
+    everything = {**MODULES, **_module_files(TOOLS)}
+    trees = {path: ast.parse(path.read_text()) for path in everything.values()}
+    functions = {
+        node.name
+        for tree in trees.values()
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    assert {"store_for", "run_due", "note"} <= functions
+    found = [
+        problem
+        for path in everything.values()
+        for problem in attributes_wired(path.read_text(), functions, str(path.relative_to(ROOT)))
+    ]
+    assert found == []
+
+
+# The capabilities of the services floor, each a package of app/ (docs/design.md).
+CAPABILITIES = {"catalog", "tables", "views", "namespaces", "recycle_bin", "events", "management", "storage_access"}
+# Single-module capabilities kept flat; maintenance_* moves into app/maintenance/ (issue 48's
+# maintenance part, its own branch) and leaves this list then.
+FLAT = {"authorization", "functions", "housekeeping", "idempotency", "maintenance", "spark_rewrite_job"}
+PENDING_PACKAGE = "maintenance"
+
+
+def test_the_services_floor_is_packages_by_capability() -> None:
+    """No prefix acts as a folder in app/: its modules are packages by capability or one of the
+    few single-module capabilities; the composition root is the one place that builds them."""
+    top = {path.stem for path in (ROOT / "app").glob("*.py") if path.stem != "__init__"}
+    packages = {path.parent.name for path in (ROOT / "app").glob("*/__init__.py")}
+    assert CAPABILITIES <= packages
+    families = {stem.split("_")[0] for stem in top} & {stem.split("_")[0] for stem in top if "_" in stem}
+    assert families <= {PENDING_PACKAGE, "spark"}, families
+    assert top - {stem for stem in top if stem.startswith(PENDING_PACKAGE + "_")} <= FLAT
+    builders = {
+        module
+        for module, path in MODULES.items()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("TableService", "NamespaceService")
+    }
+    assert builders == {"app.composition.catalog"}
