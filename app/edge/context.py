@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from flask import Response, current_app
 
-from app.composition.services import Services, services_of
+from app.composition.services import SERVICES, Services
 from app.edge.responses import Rendered
 from app.rules.identifiers import parse_namespace
 
@@ -17,7 +17,7 @@ __all__ = ["Services", "namespace_arg", "no_content", "respond", "services"]
 
 
 def services() -> Services:
-    return services_of(current_app)
+    return current_app.extensions[SERVICES]
 
 
 def namespace_arg(raw: str) -> tuple[str, ...]:
