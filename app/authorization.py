@@ -3,7 +3,7 @@
 ``RULES`` is the one table of the rules, looked up by ``Authorizer.authorize`` for every
 operation: for each operationId of the catalog (``OPERATIONS``), the privilege it needs on which
 securable (``None``: only to see it); for each of the management API (``MANAGEMENT_OPERATIONS``),
-the right its gate checks first (``Managed``, app/management_rights.py). ``Authorizer.authorize`` applies it before
+the right its gate checks first (``Managed``, app/management/rights.py). ``Authorizer.authorize`` applies it before
 the operation runs - the dispatcher (app/edge/dispatch.py) checks it once for every catalog
 operation, on the event loop or in the handler's thread - so a refused request writes nothing.
 What is missing is 403 ``ForbiddenException`` when the caller can see the securable's container
@@ -49,7 +49,7 @@ from app.ground.errors import (
 )
 from app.ground.events import audit
 from app.ground.lru import LruCache
-from app.management_operations import MANAGEMENT_OPERATIONS, Managed, ManagementGate
+from app.management.operations import MANAGEMENT_OPERATIONS, Managed, ManagementGate
 from app.rules.calls import Call
 from app.rules.identifiers import format_namespace
 from app.rules.privileges import (
@@ -180,7 +180,7 @@ OPERATIONS: dict[str, Callable[[Call], Rule]] = {
     "listFunctions": _namespace(SEE),
     "loadFunction": lambda call: [(READ, call.entry(Kind.FUNCTION, "function"))],
     # The change feed (openapi/events.yaml): for a caller that sees the warehouse; each event is
-    # then shown only to a caller that may read its object (app/events_feed.py).
+    # then shown only to a caller that may read its object (app/events/feed.py).
     "queryEvents": lambda call: [(SEE, Securable.of_warehouse(call.warehouse))],
 }
 

@@ -17,17 +17,17 @@ from typing import Any
 import jsonschema
 
 from app.authorization import Authorizer
-from app.entries import EntryService
+from app.catalog.entries import EntryService
+from app.catalog.paging import Page, names_window, page_of_names
 from app.ground.errors import BadRequest, NoSuchFunction, NoSuchNamespace
 from app.ground.limits import load_json
 from app.ground.page_tokens import PageTokens
 from app.ground.settings import Settings
-from app.paging import Page, names_window, page_of_names
+from app.namespaces.warehouses import WarehouseDirectory
 from app.rules.function_metadata import check_function_metadata
 from app.rules.identifiers import check_name, format_namespace
 from app.rules.metadata_files import decode_metadata
 from app.rules.privileges import Kind, Privilege, Securable
-from app.warehouses import WarehouseDirectory
 from storage.functions import FunctionRepository, FunctionRow
 from storage.objects import ObjectNotFound, ObjectStore
 from storage.repository import CatalogRepository

@@ -10,9 +10,9 @@
 - **Idempotency keys** past their lifetime are forgotten, and so are **staged tables** whose
   create never committed (storage/staged.py): signing and STS stop serving their locations at
   expiry whether or not the row is gone yet. Metrics reports older than their retention go too
-  (app/metrics_reports.py), and change feed events older than ``GROWLER_EVENTS_RETENTION_S``
-  (app/events_feed.py).
-- **The recycle bin**: units whose retention ended are forgotten (app/recycle_bin.py), and the
+  (app/tables/metrics_reports.py), and change feed events older than ``GROWLER_EVENTS_RETENTION_S``
+  (app/events/feed.py).
+- **The recycle bin**: units whose retention ended are forgotten (app/recycle_bin/service.py), and the
   purge of their tables queued where it was asked at drop; a binned table's purge deletes only
   what it owns (every other entry, live or binned, is left alone) and forgets it once done.
 - **Maintenance**: at most once a minute per worker, the tables whose maintenance schedule is due
@@ -36,7 +36,7 @@ from typing import Any
 
 from app.ground import metrics
 from app.ground.locations import InvalidLocation, Location
-from app.metrics_reports import RETENTION_S as REPORT_RETENTION_S
+from app.tables.metrics_reports import RETENTION_S as REPORT_RETENTION_S
 from storage.events import EventRows
 from storage.idempotency import IdempotencyRepository
 from storage.objects import ObjectStore
@@ -66,6 +66,7 @@ class Housekeeper:
         idle_seconds: float = 10.0,
         expire_bin: Callable[[], int] | None = None,
         events_retention_s: float = 7 * 86_400,
+        maintenance: Callable[[bool], int] | None = None,
     ) -> None:
         self.repository = repository
         self.events = EventRows(repository.db)
@@ -80,8 +81,8 @@ class Housekeeper:
         self.expire_bin = expire_bin or (lambda: 0)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        # the maintenance schedule's step (set by the app: MaintenanceService.run_due)
-        self.maintenance: Callable[[bool], int] | None = None
+        # the maintenance schedule's step (MaintenanceService.run_due; None: a round by hand)
+        self.maintenance = maintenance
         self._maintenance_at = float("-inf")
 
     def start(self) -> None:
@@ -259,8 +260,8 @@ def main() -> None:
     import json
 
     from app.ground.settings import Settings
-    from app.warehouses import WarehouseDirectory
-    from storage.build import build_storage
+    from app.namespaces.warehouses import WarehouseDirectory
+    from storage.build import object_store, open_database
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -272,8 +273,8 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO)
     settings = Settings.from_env()
-    database, repository, objects = build_storage(settings)
-    objects.router = WarehouseDirectory(repository, settings).store_for  # each warehouse's own storage
+    database, repository = open_database(settings)
+    objects = object_store(settings, WarehouseDirectory(repository, settings))  # each warehouse's own storage
     # the recycle bin's expiry runs in the workers' housekeeping (it plans purges with the tables'
     # service, which a server builds): a round by hand runs the bin's queued purges, not its expiry
     housekeeper = Housekeeper(repository, objects, IdempotencyRepository(database), threading.Event())

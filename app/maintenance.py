@@ -2,7 +2,7 @@
 
 ``MaintenanceService`` is what the handlers call: attach, detach and list policies; a table's
 effective policies, its runs, its health report; a run on demand (or a dry run). Each operation's
-row of ``MANAGEMENT_OPERATIONS`` (app/management_operations.py) checks the caller's right first
+row of ``MANAGEMENT_OPERATIONS`` (app/management/operations.py) checks the caller's right first
 (``manage-maintenance`` to change or run, it or ``read`` to look); a policy's securable, known once
 the body is parsed, is checked here; each change writes one audit line. The executor
 (``app/maintenance_runs.py``) does the runs; ``run_due`` is the housekeeping step that runs every
@@ -26,8 +26,8 @@ from app.maintenance_files import current_shape
 from app.maintenance_lease import ABANDONED
 from app.maintenance_options import InvalidRewrite, RewriteSettings
 from app.maintenance_runs import MaintenanceBusy, MaintenanceExecutor
-from app.management import parse_securable, securable_view
-from app.management_rights import ManagementRights
+from app.management.rights import ManagementRights
+from app.management.service import parse_securable, securable_view
 from app.rules import maintenance as policy_rules
 from app.rules import table as table_rules
 from app.rules.requests.management import AttachPolicyRequest, DetachPolicyRequest, RunRequest, SecurableRef
@@ -60,7 +60,7 @@ class MaintenanceService(ManagementRights):
         limits: Limits,
         wake: Callable[[], None] = lambda: None,
     ) -> None:
-        self.authorizer = authorizer  # required: no permissive default (app/management_rights.py)
+        self.authorizer = authorizer  # required: no permissive default (app/management/rights.py)
         self.rows = grants  # ManagementRights reads roles through it
         self.maintenance = rows
         self.executor = executor

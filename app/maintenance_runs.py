@@ -54,7 +54,7 @@ from app.maintenance_trigger import CommitTrigger
 from app.rules import maintenance as policy_rules
 from app.rules import table as table_rules
 from app.rules.requests.tables import CommitTableRequest
-from app.tables import TableService
+from app.tables.service import TableService
 from storage.maintenance_jobs import ClaimedJob
 from storage.maintenance_rows import MaintenanceRows, RunRow, TableRef
 from storage.rows import EntryRow
@@ -87,16 +87,16 @@ class Outcome:
 
 
 class MaintenanceExecutor:
-    def __init__(self, tables: TableService, rows: MaintenanceRows, interval_s: float) -> None:
+    def __init__(self, tables: TableService, rows: MaintenanceRows, interval_s: float, trigger: CommitTrigger) -> None:
         self.tables = tables
         self.rows = rows
         self.objects = tables.objects
         self.interval_s = interval_s
         self.lease_s = LEASE_SECONDS  # a test shortens it
         self.spark = tables.settings.spark  # where data compaction beyond one process runs
-        # Commits tell it which tables to look at soon (app/maintenance_trigger.py); memory only.
-        self.trigger = CommitTrigger()
-        tables.after_commit = self.trigger.note
+        # Commits tell it which tables to look at soon (app/maintenance_trigger.py); memory only:
+        # the same trigger whose ``note`` the table service was built with (app/composition).
+        self.trigger = trigger
         # Called with the plan between planning and committing an expiry: where a test puts a
         # concurrent writer, deterministically (the run must then re-plan, never lose its commit).
         self.planned: Callable[[policy_rules.ExpiryPlan], None] = lambda _plan: None

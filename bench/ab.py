@@ -57,10 +57,15 @@ def serve(info_file: Path) -> None:
     except ImportError:
         from bench.workloads import NAMESPACE_PROPERTIES, NAMESPACES, _expect, append_sequentially
         from bench.workloads import _client as catalog_client
-
-    _wrap_gunicorn()
     root = make_root()
-    target = GrowlerTarget(root / "growler", int(os.environ.get("GROWLER_WORKERS") or 2))
+    # AB_GUNICORN_CONF: another gunicorn config for the server, e.g. bench/gunicorn_yappi.py (a
+    # profiler wrapping the shipped one: ``calls``), handed to the target (not patched into it)
+    conf = os.environ.get("AB_GUNICORN_CONF")
+    target = GrowlerTarget(
+        root / "growler",
+        int(os.environ.get("GROWLER_WORKERS") or 2),
+        **({"gunicorn_conf": conf} if conf else {}),  # an older checkout's target has no such argument
+    )
     target.root.mkdir(parents=True)
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
@@ -88,19 +93,6 @@ def serve(info_file: Path) -> None:
     finally:
         target.stop()
         remove_root(root)
-
-
-def _wrap_gunicorn() -> None:
-    """AB_GUNICORN_CONF: another gunicorn config for the server, e.g. bench/gunicorn_yappi.py (a
-    profiler wrapping the shipped one: ``calls``)."""
-    import bench.growler_target
-
-    conf = os.environ.get("AB_GUNICORN_CONF")
-    if conf:
-        spawn = bench.growler_target.spawn_logged
-        bench.growler_target.spawn_logged = lambda argv, *args: spawn(
-            [conf if arg == "gunicorn.conf.py" else arg for arg in argv], *args
-        )
 
 
 def calls(old: Path, new: Path, requests_old: int, requests_new: int, top: int = 40) -> list[str]:

@@ -32,13 +32,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from bench.machine import RESULTS_DIR
 from bench.targets import REPO
 
 REFERENCE = "e24938e"
 REFERENCE_NAME = "issue 47's baseline, 2026-11-27"
 THRESHOLD = 1.05
 WORKLOADS = ("W1", "W2", "W3", "W5", "W6")
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
 def _git(*args: str) -> str:

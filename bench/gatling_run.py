@@ -129,7 +129,7 @@ def summarize(report_dir: Path) -> dict[str, Any]:
 
 def main() -> int:
     from bench.growler_target import GrowlerTarget
-    from bench.run import machine
+    from bench.machine import machine
 
     target_dir = GATLING / "target"
     if not (target_dir / "classes").exists() or not (target_dir / "libs").exists():

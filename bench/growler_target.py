@@ -28,9 +28,10 @@ class GrowlerTarget(Target):
     name = "growler"
     label = "Growler"
 
-    def __init__(self, root: Path, workers: int) -> None:
+    def __init__(self, root: Path, workers: int, gunicorn_conf: str = "gunicorn.conf.py") -> None:
         super().__init__(root)
         self.workers = workers
+        self.gunicorn_conf = gunicorn_conf  # bench/ab.py's AB_GUNICORN_CONF: e.g. the yappi profiler's
         self.postgres: EmbeddedPostgres | None = None
         self.gunicorn: subprocess.Popen | None = None
         self.env: dict[str, str] = {}
@@ -69,7 +70,7 @@ class GrowlerTarget(Target):
 
     def _serve(self, env: dict[str, str]) -> None:
         """gunicorn with ``env``, every worker's app built; then the bench's token."""
-        self.gunicorn = spawn_logged([sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py"], REPO, env, self.root)
+        self.gunicorn = spawn_logged([sys.executable, "-m", "gunicorn", "-c", self.gunicorn_conf], REPO, env, self.root)
         port = int(env["GROWLER_BIND"].rsplit(":", 1)[1])
         started = self._log_count("Application startup complete")
         if not wait_for_http(self.gunicorn, LOCALHOST, port, 90.0):
@@ -115,7 +116,7 @@ class GrowlerTarget(Target):
         """From now on, speak for a principal that is not an admin: a role holding read, write,
         create and drop on each of ``namespaces`` (``BENCH_AS_GRANTEE=1``: authorization's cost)."""
         from app.ground.errors import NotFound
-        from app.principals import PrincipalService
+        from app.management.principals import PrincipalService
         from storage.db import Database
         from storage.management_rows import ManagementRows, Securable
         from storage.principals import PrincipalRepository

@@ -124,10 +124,10 @@ def main() -> None:
 
     from bench import bodies
     from bench.growler_target import GrowlerTarget
+    from bench.machine import RESULTS_DIR, machine
+    from bench.measuring import run_wrk
     from bench.plan import Plan
-    from bench.run import RESULTS_DIR, machine
     from bench.targets import make_root, remove_root
-    from bench.workloads import run_wrk
 
     quick = os.environ.get("BENCH_QUICK", "") == "1"
     plan = Plan.make(quick, int(os.environ.get("BENCH_SEED", "7")), 1)

@@ -95,9 +95,9 @@ def main() -> None:
 
     from bench import bodies
     from bench.growler_target import GrowlerTarget
+    from bench.measuring import run_wrk
     from bench.plan import Plan
     from bench.targets import make_root, remove_root
-    from bench.workloads import run_wrk
 
     quick = os.environ.get("BENCH_QUICK", "") == "1"
     # BENCH_W13_ENV='{"GROWLER_MAX_WORKER_RSS_MB": "130"}': settings on every line (experiments only)

@@ -50,13 +50,14 @@ from typing import Any
 from bench import baseline, floor, goals, report, tails, wrk
 from bench.growler_target import GrowlerTarget
 from bench.java_target import JavaTarget
+from bench.machine import RESULTS_DIR, machine
+from bench.measuring import run_wrk
 from bench.peer_target import PeerTarget
 from bench.plan import NAMESPACES, Plan
 from bench.seeding import seed
 from bench.targets import REPO, Target, http_json, make_root, remove_root
-from bench.workloads import run_all, run_wrk
+from bench.workloads import run_all
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
 PEER_NOTES = [
     "The peer keeps catalog state in its own filer (no PostgreSQL) and is one Go process that is also "
     "the S3 server; Growler runs PostgreSQL, SeaweedFS S3 and 2 gunicorn workers.",
@@ -76,26 +77,6 @@ def log(message: str) -> None:
 
 def _env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def machine() -> dict[str, Any]:
-    info: dict[str, Any] = {"cores": len(os.sched_getaffinity(0)), "logical_cpus": os.cpu_count()}
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                info["cpu_model"] = line.split(":", 1)[1].strip()
-                break
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                info["memory_gb"] = round(int(line.split()[1]) / 1024 / 1024, 1)
-        for line in Path("/etc/os-release").read_text().splitlines():
-            if line.startswith("PRETTY_NAME="):
-                info["os"] = line.split("=", 1)[1].strip('"')
-    except OSError:
-        pass
-    info["kernel"] = platform.release()
-    info["loadavg_before"] = round(os.getloadavg()[0], 2)
-    return info
 
 
 def growler_commit() -> str:

@@ -30,8 +30,8 @@ from app.authorization import Authorizer
 from app.ground.settings import S3Settings, Settings
 from app.rules.requests import parse_request
 from app.rules.requests.tables import RemoteSignRequest
-from app.signing import RemoteSigner
-from app.table_access import StorageScopeOf
+from app.storage_access.signing import RemoteSigner
+from app.tables.access import StorageScopeOf
 from storage.warehouses import WarehouseRow
 
 ENDPOINT = "http://127.0.0.1:8333"

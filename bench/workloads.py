@@ -8,73 +8,19 @@ capability probe (bench/probe.py).
 from __future__ import annotations
 
 import json
-import resource
 import subprocess
 import sys
 import time
-import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from bench import bodies, history, million, planning, random_tables, tails, wrk
+from bench import bodies, history, million, planning, random_tables, tails
 from bench.growler_target import GrowlerTarget
+from bench.measuring import cpu_per_request, run_wrk
 from bench.plan import NS_W1, NS_W3, NS_W5, NS_W6, NS_W7, Plan
 from bench.probe import probe
 from bench.seeding import catalog_client
 from bench.targets import REPO, Target, http_json
-
-
-def run_wrk(
-    target: Target,
-    plan: Plan,
-    path: str,
-    headers: dict[str, str] | None = None,
-    paths: list[str] | None = None,
-    work_dir: Path | None = None,
-    *,
-    duration_s: float | None = None,
-    connections: int | None = None,
-    warm: bool = True,
-    script: str = "pages.lua",
-) -> dict[str, Any]:
-    """wrk against ``path`` (or ``paths``); ``warm=False`` measures from the first request (W10)."""
-    url = target.api(path) if path else target.base_url + "/"
-    kwargs: dict[str, Any] = {
-        "connections": connections or plan.concurrency,
-        "threads": plan.wrk_threads,
-        "headers": {**target.headers, **(headers or {})},
-        "seed": plan.seed,
-    }
-    if paths:
-        paths_file = work_dir / f"paths-{target.name}-{abs(hash(tuple(paths))) % 10**8}.txt"
-        paths_file.write_text("\n".join(paths) + "\n")
-        kwargs.update(script=script, paths_file=paths_file)
-    if warm and plan.warmup_s:
-        wrk.run(url, duration_s=plan.warmup_s, **kwargs)  # warm-up, thrown away
-    elif warm:  # quick mode: a few requests instead of wrk's shortest run (1 s)
-        listed = paths if paths and script == "pages.lua" else [urllib.parse.urlsplit(url).path]
-        for path in listed[:20]:
-            http_json("GET", target.base_url + path, headers=kwargs["headers"])
-    before, generator_before = target.cpu_seconds(), _children_cpu()
-    result = wrk.run(url, duration_s=duration_s or plan.duration_s, **kwargs)
-    after, generator_after = target.cpu_seconds(), _children_cpu()
-    result["cpu_ms_per_request"] = cpu_per_request(before, after, result["requests"])
-    result["cpu_ms_per_request"]["generator"] = round(
-        (generator_after - generator_before) * 1000 / max(result["requests"], 1), 3
-    )
-    return result
-
-
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def cpu_per_request(before: dict[str, float], after: dict[str, float], requests: int) -> dict[str, float]:
-    """Server CPU milliseconds per request, by part, and their total (less noisy than req/s on a busy box)."""
-    per = {k: round((after[k] - before[k]) * 1000 / max(requests, 1), 3) for k in after}
-    per["server_total"] = round(sum(per.values()), 3)
-    return per
 
 
 def run_generator(target: Target, spec: dict[str, Any]) -> dict[str, Any]:

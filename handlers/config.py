@@ -1,11 +1,11 @@
 """GET /v1/config: how clients should talk to a warehouse."""
 
-from app.edge.context import advertised_endpoints, namespaces
+from app.edge.context import services
 
 
 def get_config(warehouse: str | None = None):
-    body = namespaces().config(warehouse, advertised_endpoints())
-    mode = namespaces().settings.scan_planning_mode
+    body = services().namespaces.config(warehouse, services().endpoints)
+    mode = services().namespaces.settings.scan_planning_mode
     if mode:  # a default: a client's own setting wins (clients that read only catalog properties: PyIceberg)
         body["defaults"]["scan-planning-mode"] = mode
     return body, 200

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 
-from app.edge.context import functions, namespace_arg
+from app.edge.context import namespace_arg, services
 from app.edge.responses import JSON, Rendered
 
 
 def list_functions(prefix: str, namespace: str, pageToken: str | None = None, pageSize: int | None = None):
     levels = namespace_arg(namespace)
-    page = functions().list_names(prefix, levels, pageToken, pageSize)
+    page = services().functions.list_names(prefix, levels, pageToken, pageSize)
     body = {"identifiers": [[*levels, name] for name in page.items]}  # CatalogObjectIdentifier: a path
     if page.next_page_token:
         body["next-page-token"] = page.next_page_token
@@ -18,6 +18,6 @@ def list_functions(prefix: str, namespace: str, pageToken: str | None = None, pa
 
 
 def load_function(prefix: str, namespace: str, function: str):
-    row = functions().load(prefix, namespace_arg(namespace), function)
+    row = services().functions.load(prefix, namespace_arg(namespace), function)
     body = f'{{"metadata-location":{json.dumps(row.metadata_location)},"metadata":{row.metadata}}}'
     return Rendered(200, body.encode(), {"Content-Type": JSON})

@@ -1,6 +1,6 @@
 """Liveness and readiness probes (outside the Iceberg spec)."""
 
-from app.edge.context import namespaces
+from app.edge.context import services
 
 
 def healthz():
@@ -8,4 +8,4 @@ def healthz():
 
 
 def readyz():
-    return {"status": "ready", "checks": namespaces().check_ready()}, 200
+    return {"status": "ready", "checks": services().namespaces.check_ready()}, 200

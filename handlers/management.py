@@ -1,8 +1,8 @@
 """The management API (openapi/management.yaml, under /management/v1): thin handlers.
 
-Each parses its arguments, calls one ``ManagementService`` method (app/management.py, which
-checks the caller and audits the change) - or one of ``RecycleBinService`` (app/recycle_bin.py) or
-``ProtectionService`` (app/protection.py) - and renders the answer.
+Each parses its arguments, calls one ``ManagementService`` method (app/management/service.py, which
+checks the caller and audits the change) - or one of ``RecycleBinService`` (app/recycle_bin/service.py) or
+``ProtectionService`` (app/recycle_bin/protection.py) - and renders the answer.
 """
 
 from __future__ import annotations
@@ -10,17 +10,15 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from flask import current_app
-
-from app.edge.context import EVENT_SINKS, MAINTENANCE, MANAGEMENT, PROTECTION, RECYCLE_BIN, namespace_arg
+from app.catalog.paging import Page
+from app.edge.context import namespace_arg, services
 from app.edge.responses import HttpRequest, no_content
-from app.event_sinks import EventSinks, dead_letter_view, sink_view
+from app.events.sinks import EventSinks, dead_letter_view, sink_view
 from app.maintenance import MaintenanceService
-from app.management import ManagementService, grant_view, warehouse_view
-from app.paging import Page
-from app.principals import Credential
-from app.protection import ProtectionService, mark_view
-from app.recycle_bin import RecycleBinService, unit_view
+from app.management.principals import Credential
+from app.management.service import ManagementService, grant_view, warehouse_view
+from app.recycle_bin.protection import ProtectionService, mark_view
+from app.recycle_bin.service import RecycleBinService, unit_view
 from app.rules.requests.management import (
     AttachPolicyRequest,
     CreateEventSinkRequest,
@@ -37,15 +35,15 @@ from app.rules.requests.management import (
 
 
 def service() -> ManagementService:
-    return current_app.extensions[MANAGEMENT]
+    return services().management
 
 
 def recycle_bin() -> RecycleBinService:
-    return current_app.extensions[RECYCLE_BIN]
+    return services().recycle_bin
 
 
 def protection() -> ProtectionService:
-    return current_app.extensions[PROTECTION]
+    return services().protection
 
 
 def _listing(key: str, page: Page, render: Any = None) -> dict[str, Any]:
@@ -215,7 +213,7 @@ def unprotect_securable(warehouse: str, body: SecurableRef):
 
 
 def sinks() -> EventSinks:
-    return current_app.extensions[EVENT_SINKS]
+    return services().event_sinks
 
 
 def list_event_sinks():
@@ -244,7 +242,7 @@ def replay_dead_letters(sink: str):
 
 
 def maintenance() -> MaintenanceService:
-    return current_app.extensions[MAINTENANCE]
+    return services().maintenance
 
 
 def list_maintenance_policies(

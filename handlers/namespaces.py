@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from app.edge.context import namespace_arg, namespaces
+from app.catalog.paging import namespaces_answer
+from app.edge.context import namespace_arg, services
 from app.edge.responses import no_content
-from app.paging import namespaces_answer
 from app.rules.identifiers import check_namespace, decoded_separator
 from app.rules.requests.catalog import CreateNamespaceRequest
 from app.rules.requests.namespaces import UpdateNamespacePropertiesRequest
@@ -12,28 +12,28 @@ from app.rules.requests.namespaces import UpdateNamespacePropertiesRequest
 
 def list_namespaces(prefix: str, parent: str | None = None, pageToken: str | None = None, pageSize: int | None = None):  # noqa: N803
     parent_levels = namespace_arg(parent) if parent is not None else None
-    return namespaces_answer(namespaces().list_namespaces(prefix, parent_levels, pageToken, pageSize)), 200
+    return namespaces_answer(services().namespaces.list_namespaces(prefix, parent_levels, pageToken, pageSize)), 200
 
 
 def create_namespace(prefix: str, body: CreateNamespaceRequest):
-    separator = decoded_separator(namespaces().settings.namespace_separator)
+    separator = decoded_separator(services().namespaces.settings.namespace_separator)
     namespace = check_namespace(list(body.namespace), separator)
-    return namespaces().create_namespace(prefix, namespace, body.properties), 200
+    return services().namespaces.create_namespace(prefix, namespace, body.properties), 200
 
 
 def load_namespace_metadata(prefix: str, namespace: str):
-    return namespaces().load_namespace(prefix, namespace_arg(namespace)), 200
+    return services().namespaces.load_namespace(prefix, namespace_arg(namespace)), 200
 
 
 def namespace_exists(prefix: str, namespace: str):
-    namespaces().require_namespace(prefix, namespace_arg(namespace))
+    services().namespaces.require_namespace(prefix, namespace_arg(namespace))
     return no_content()
 
 
 def drop_namespace(prefix: str, namespace: str):
-    namespaces().drop_namespace(prefix, namespace_arg(namespace))
+    services().namespaces.drop_namespace(prefix, namespace_arg(namespace))
     return no_content()
 
 
 def update_properties(prefix: str, namespace: str, body: UpdateNamespacePropertiesRequest):
-    return namespaces().update_namespace_properties(prefix, namespace_arg(namespace), body), 200
+    return services().namespaces.update_namespace_properties(prefix, namespace_arg(namespace), body), 200

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from app.edge.context import namespace_arg, namespaces, plans, signer, tables
+from app.catalog.paging import identifiers_answer
+from app.edge.context import namespace_arg, services
 from app.edge.responses import (
     HttpRequest,
     Rendered,
@@ -12,7 +13,6 @@ from app.edge.responses import (
     render_unregistered,
     table_name,
 )
-from app.paging import identifiers_answer
 from app.rules.requests.catalog import RenameTableRequest
 from app.rules.requests.tables import (
     CommitTableRequest,
@@ -21,8 +21,8 @@ from app.rules.requests.tables import (
     RemoteSignRequest,
     ReportMetricsRequest,
 )
-from app.storage_access import Delegation
-from app.tables import LoadedTable
+from app.storage_access.delegation import Delegation
+from app.tables.service import LoadedTable
 
 _name = table_name
 
@@ -37,15 +37,15 @@ def _table_response(loaded: LoadedTable) -> Rendered:
 
 def list_tables(prefix: str, namespace: str, pageToken: str | None = None, pageSize: int | None = None):
     levels = namespace_arg(namespace)
-    return identifiers_answer(levels, tables().list_names(prefix, levels, pageToken, pageSize)), 200
+    return identifiers_answer(levels, services().tables.list_names(prefix, levels, pageToken, pageSize)), 200
 
 
 def create_table(prefix: str, namespace: str, body: CreateTableRequest, http: HttpRequest):
-    return _table_response(tables().create_table(prefix, namespace_arg(namespace), body, _vend(http)))
+    return _table_response(services().tables.create_table(prefix, namespace_arg(namespace), body, _vend(http)))
 
 
 def register_table(prefix: str, namespace: str, body: RegisterTableRequest, http: HttpRequest):
-    return _table_response(tables().register_table(prefix, namespace_arg(namespace), body, _vend(http)))
+    return _table_response(services().tables.register_table(prefix, namespace_arg(namespace), body, _vend(http)))
 
 
 def load_table(prefix: str, namespace: str, table: str, http: HttpRequest, snapshots: str | None = None):
@@ -56,50 +56,50 @@ def load_table(prefix: str, namespace: str, table: str, http: HttpRequest, snaps
         snapshots=snapshots,
         delegation=http.header("X-Iceberg-Access-Delegation"),
         if_none_match=http.header("If-None-Match"),
-        separator=namespaces().settings.namespace_separator,
+        separator=services().namespaces.settings.namespace_separator,
     )
-    return render_table(tables().load(parsed))
+    return render_table(services().tables.load(parsed))
 
 
 def table_exists(prefix: str, namespace: str, table: str):
-    tables().require_exists(prefix, namespace_arg(namespace), _name(table))
+    services().tables.require_exists(prefix, namespace_arg(namespace), _name(table))
     return no_content()
 
 
 def update_table(prefix: str, namespace: str, table: str, body: CommitTableRequest):
-    return _table_response(tables().commit_table(prefix, namespace_arg(namespace), _name(table), body))
+    return _table_response(services().tables.commit_table(prefix, namespace_arg(namespace), _name(table), body))
 
 
 def drop_table(prefix: str, namespace: str, table: str, purgeRequested: bool = False):
-    tables().drop_table(prefix, namespace_arg(namespace), _name(table), purge=bool(purgeRequested))
+    services().tables.drop_table(prefix, namespace_arg(namespace), _name(table), purge=bool(purgeRequested))
     return no_content()
 
 
 def unregister_table(prefix: str, namespace: str, table: str):
-    unregistered = tables().unregister_table(prefix, namespace_arg(namespace), _name(table))
+    unregistered = services().tables.unregister_table(prefix, namespace_arg(namespace), _name(table))
     return render_unregistered(unregistered)
 
 
 def rename_table(prefix: str, body: RenameTableRequest):
-    tables().rename(prefix, body.source, body.destination)
+    services().tables.rename(prefix, body.source, body.destination)
     return no_content()
 
 
 def load_credentials(prefix: str, namespace: str, table: str, planId: str | None = None):
     if planId is not None:  # credentials for reading a scan plan's files
-        credentials = plans().credentials(prefix, namespace_arg(namespace), _name(table), planId)
+        credentials = services().plans.credentials(prefix, namespace_arg(namespace), _name(table), planId)
     else:
-        credentials = tables().load_credentials(prefix, namespace_arg(namespace), _name(table))
+        credentials = services().tables.load_credentials(prefix, namespace_arg(namespace), _name(table))
     return {"storage-credentials": credentials}, 200
 
 
 def report_metrics(prefix: str, namespace: str, table: str, body: ReportMetricsRequest):
-    tables().report_metrics(prefix, namespace_arg(namespace), _name(table), body)
+    services().tables.report_metrics(prefix, namespace_arg(namespace), _name(table), body)
     return no_content()
 
 
 def sign_request(prefix: str, namespace: str, table: str, body: RemoteSignRequest):
-    """signRequest: the S3 request signed, or 403 with nothing signed (``app.signing``)."""
-    signed = signer().sign(prefix, namespace_arg(namespace), _name(table), body)
+    """signRequest: the S3 request signed, or 403 with nothing signed (``app.storage_access.signing``)."""
+    signed = services().signer.sign(prefix, namespace_arg(namespace), _name(table), body)
     cache_control = "private" if signed.cacheable else "no-cache"
     return signed.body(), 200, {"Cache-Control": cache_control}

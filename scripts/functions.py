@@ -14,12 +14,13 @@ import argparse
 import sys
 
 from app.authorization import Authorizer
-from app.edge.factory import build_functions, load_spec
+from app.composition.catalog import build_functions
+from app.edge.factory import load_spec
 from app.ground.errors import CatalogError
 from app.ground.page_tokens import PageTokens, new_key
 from app.ground.settings import Settings
-from app.warehouses import WarehouseDirectory
-from storage.build import build_storage
+from app.namespaces.warehouses import WarehouseDirectory
+from storage.build import object_store, open_database
 
 
 def main(argv: list[str] | None = None, settings: Settings | None = None) -> int:
@@ -35,10 +36,10 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
     args = parser.parse_args(argv)
 
     settings = settings or Settings.from_env()
-    database, repository, objects = build_storage(settings)
+    database, repository = open_database(settings)
     try:
         warehouses = WarehouseDirectory(repository, settings)
-        objects.router = warehouses.store_for  # each warehouse's own storage
+        objects = object_store(settings, warehouses)  # each warehouse's own storage
         # The operator's tool: no caller to authorize (it holds the database's credentials anyway).
         # It lists nothing: a page token key of this process alone serves.
         functions = build_functions(

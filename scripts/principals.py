@@ -16,7 +16,7 @@ import os
 import sys
 
 from app.edge.auth.keys import new_key
-from app.principals import PrincipalService
+from app.management.principals import PrincipalService
 from storage.db import Database
 from storage.principals import PrincipalRepository
 

@@ -1,5 +1,5 @@
 """The recycle bin in PostgreSQL (SQL only): moving tables, views and namespace units out of the
-name space and back, and starting their purge (migration 0017; the rules are app/recycle_bin.py).
+name space and back, and starting their purge (migration 0017; the rules are app/recycle_bin/service.py).
 
 A part of ``CatalogRepository``. Each change is one transaction: ``bin_entry`` (a soft drop),
 ``bin_namespace`` (a recursive drop), ``undrop_unit`` and ``start_purge``. Rows keep their ids,

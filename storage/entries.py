@@ -42,7 +42,7 @@ LIST_ENTRIES = PAGE_UNDER.format(
     " ORDER BY name LIMIT %(limit)s"
 )
 
-# The console's search by name (app/entries.py, ``search_names``): the same keyset walk, rows whose
+# The console's search by name (app/catalog/entries.py, ``search_names``): the same keyset walk, rows whose
 # name contains the text (case-insensitively); a scan of one namespace's names, bounded by LIMIT.
 SEARCH_ENTRIES = PAGE_UNDER.format(
     page="SELECT name AS item FROM catalog_entry"

@@ -1,7 +1,7 @@
 """Metrics reports in PostgreSQL (SQL only): what clients send to reportMetrics, kept as sent.
 
 A part of ``CatalogRepository`` (which derives from ``MetricsReportRows``); the bounds a report
-is kept under (size, rate, age) live in ``app/metrics_reports.py``.
+is kept under (size, rate, age) live in ``app/tables/metrics_reports.py``.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
@@ -121,7 +121,7 @@ class S3ObjectStore:
     def send_presigned(self, method: str, uri: str, headers: dict[str, str], body: bytes) -> int:
         """Send a request signed elsewhere (by the remote signer), as a client would: its status.
 
-        Only the bulk-delete probe (app/bulk_deletes.py) uses it, to learn whether the store
+        Only the bulk-delete probe (app/storage_access/bulk_deletes.py) uses it, to learn whether the store
         checks a body against the signature that covers it.
         """
         with self._translated(f"send {method}"):
@@ -290,22 +290,33 @@ class LocalObjectStore:
         return None
 
 
+class StoreRouter(Protocol):
+    """The one question storage asks of the layers above it: which store holds an ``s3://``
+    location when its warehouse has storage of its own (None: the environment's). The app's
+    warehouse directory answers it (``app.namespaces.warehouses.WarehouseDirectory``); it is
+    handed to the store at construction, so no service is installed into storage afterwards."""
+
+    def store_for(self, location: Location) -> ObjectStore | None: ...
+
+
 class RoutingObjectStore:
     """Chooses the store by the location: the local one for ``file:``, for ``s3://`` the store of
-    the warehouse holding it when that warehouse has storage of its own (``router``, set by the
-    app: ``app.warehouses.WarehouseDirectory.store_for``), else the environment's S3 store."""
+    the warehouse holding it when that warehouse has storage of its own (``router``), else the
+    environment's S3 store."""
 
-    def __init__(self, s3: S3ObjectStore | None, local: LocalObjectStore | None = None) -> None:
+    def __init__(
+        self, s3: S3ObjectStore | None, local: LocalObjectStore | None = None, *, router: StoreRouter | None = None
+    ) -> None:
         self.s3 = s3
         self.local = local or LocalObjectStore()
-        self.router: Callable[[Location], ObjectStore | None] | None = None
+        self._router = router
 
     def _store(self, location: Location) -> ObjectStore:
         if not isinstance(location, Location):
             raise TypeError(f"object stores take a parsed Location, not {type(location).__name__}")
         if location.scheme == "file":
             return self.local
-        routed = self.router(location) if self.router is not None else None
+        routed = self._router.store_for(location) if self._router is not None else None
         if routed is not None:
             return routed
         if self.s3 is None:

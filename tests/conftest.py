@@ -21,6 +21,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from app.composition.services import services_of
 from app.edge.auth.config import AuthSettings
 from app.ground.settings import S3Settings, Settings, StsSettings, default_credentials_mode
 
@@ -42,7 +43,7 @@ TRUNCATE_CATALOG = (
     " UPDATE warehouse SET protected = false WHERE protected"
 )
 # Rows no request writes, changed by a clock: the change feed publisher's lease, renewed every 2 s
-# (app/publisher.py). "Nothing written" checks leave them out.
+# (app/events/publisher.py). "Nothing written" checks leave them out.
 HEARTBEAT_TABLES = frozenset({"event_publisher_lease"})
 # Spark's and PyIceberg's ``credential`` property for that admin (client id:secret).
 TEST_CREDENTIAL = f"{TEST_CLIENT_ID}:{TEST_CLIENT_SECRET}"
@@ -169,7 +170,7 @@ def services() -> Iterator[Services]:
         if s3 is not None:
             s3.stop()
         if postgres is not None:
-            from app.publisher import Publisher
+            from app.events.publisher import Publisher
             from storage.db import Database
 
             # the in-process apps' publishers stopped and their pools closed before their server;
@@ -275,7 +276,7 @@ def hard_policy(app, services: Services) -> Iterator[None]:
     def policy(mode: str) -> None:
         with psycopg.connect(services.database_url, autocommit=True) as conn:
             conn.execute("UPDATE warehouse SET deletion_policy = %s WHERE name = 'test'", (mode,))
-        app.app.extensions["growler.catalog"].warehouses.invalidate()
+        services_of(app.app).namespaces.warehouses.invalidate()
 
     policy("hard")
     yield

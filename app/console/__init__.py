@@ -5,7 +5,7 @@ under the same authorizer, as the principal of the session cookie that app/edge/
 verified. Pages work without JavaScript; the charts use uPlot, vendored under static/vendor.
 
 Extension points (app/console/common.py): the navigation shows an entry for each optional part
-whose service the app factory put into ``flask_app.extensions`` (``NAV_EXTENSIONS``: the recycle
+whose service is a field of ``Services`` (app/composition/services.py; ``NAV_EXTENSIONS``: the recycle
 bin, events, maintenance), and a table's page a section for each in ``TABLE_SECTIONS``; a feature
 registers its views on ``blueprint`` (endpoint names as listed) and a section's loader in
 ``SECTION_LOADERS``, adds its template under templates/console/ and its service, and its entry

@@ -26,13 +26,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from flask import Blueprint, current_app, redirect, render_template, request, url_for
+from flask import Blueprint, redirect, render_template, request, url_for
 from werkzeug.wrappers import Response
 
 from app.console.common import authorize, name_arg, namespaces, ns_arg, ns_param, page_arg, size_arg
 from app.console.extras import TableAt, event_details, stamp
-from app.edge.context import EVENTS, MAINTENANCE
-from app.events_feed import EventFeed
+from app.edge.context import services
+from app.events.feed import EventFeed
 from app.ground.errors import BadRequest, CatalogError, Forbidden, NotFound
 from app.maintenance import MaintenanceService
 from app.rules.identifiers import check_name, check_namespace
@@ -137,7 +137,7 @@ def _object_prefix() -> tuple[str, ...]:
 
 
 def events() -> str:
-    feed: EventFeed = current_app.extensions[EVENTS]
+    feed: EventFeed = services().events
     warehouse = (request.args.get("warehouse") or "").strip()
     if not warehouse:
         return render_template("console/events.html", warehouse=None, warehouses=namespaces().visible_warehouses())
@@ -232,7 +232,7 @@ def run_line(run: dict[str, Any]) -> RunLine:
 
 
 def maintenance() -> str:
-    service: MaintenanceService = current_app.extensions[MAINTENANCE]
+    service: MaintenanceService = services().maintenance
     warehouse = (request.args.get("warehouse") or "").strip()
     if not warehouse:
         return render_template("console/maintenance.html", warehouse=None, warehouses=namespaces().visible_warehouses())
@@ -284,7 +284,7 @@ def _back(warehouse: str, levels: tuple[str, ...], name: str) -> Response:
 
 def run_maintenance() -> Response:
     """The "Run now" button: the management API's runMaintenance (a job, queued; the page shows it)."""
-    service: MaintenanceService = current_app.extensions[MAINTENANCE]
+    service: MaintenanceService = services().maintenance
     warehouse, levels, name, params = _table_args()
     body = parse_request(
         RunRequest,
@@ -297,7 +297,7 @@ def run_maintenance() -> Response:
 
 def cancel_maintenance_run() -> Response:
     """The Cancel button of a queued or running run: the management API's cancelMaintenanceRun."""
-    service: MaintenanceService = current_app.extensions[MAINTENANCE]
+    service: MaintenanceService = services().maintenance
     warehouse, levels, name, params = _table_args()
     try:
         run_id = int(request.args.get("run") or "")

@@ -1,6 +1,6 @@
-"""Administration: principals, roles, members, grants and warehouses, through app/management.py.
+"""Administration: principals, roles, members, grants and warehouses, through app/management/service.py.
 
-Every action is the management API's method, so the same rights decide (app/management_rights.py):
+Every action is the management API's method, so the same rights decide (app/management/rights.py):
 a principal who may not manage gets the API's 403 as a page. A new or rotated secret is shown once,
 in the answer to the POST that made it (never stored, never in a URL, never cached); destructive
 actions need their form's confirmation box ticked.
@@ -14,7 +14,7 @@ from flask import Blueprint, Response, redirect, render_template, request, url_f
 
 from app.console.common import PAGE_SIZE, authorize, management, page_arg
 from app.ground.errors import BadRequest
-from app.management import PRIVILEGES, SECURABLE_TYPES, grant_view, warehouse_view
+from app.management.service import PRIVILEGES, SECURABLE_TYPES, grant_view, warehouse_view
 from app.rules.identifiers import check_namespace
 from app.rules.requests import parse_request
 from app.rules.requests.management import (

@@ -10,57 +10,57 @@ from werkzeug.exceptions import HTTPException
 
 from app.authorization import Authorizer
 from app.console import csrf
-from app.edge.context import AUTHORIZER, EVENTS, MAINTENANCE, MANAGEMENT, NAMESPACES, RECYCLE_BIN, TABLES, VIEWS
+from app.edge.context import services
 from app.ground.callers import current_principal
 from app.ground.errors import BadRequest, CatalogError
 from app.ground.text import UNIT_SEPARATOR
-from app.management import ManagementService
-from app.namespaces import NamespaceService
+from app.management.service import ManagementService
+from app.namespaces.service import NamespaceService
 from app.rules.identifiers import check_name, check_namespace
-from app.tables import TableService
-from app.views import ViewService
+from app.tables.service import TableService
+from app.views.service import ViewService
 
-# Optional parts built elsewhere (issue 38, item 5): (extension key, endpoint, label). The entry
-# shows when the app factory put a service under that key and the endpoint exists.
+# Parts built elsewhere (issue 38, item 5): (field of ``Services``, endpoint, label). The entry
+# shows when the endpoint exists.
 NAV_EXTENSIONS: list[tuple[str, str, str]] = [
-    (RECYCLE_BIN, "console.recycle_bin", "Recycle bin"),
-    (EVENTS, "console.events", "Events"),
-    (MAINTENANCE, "console.maintenance", "Maintenance"),
+    ("recycle_bin", "console.recycle_bin", "Recycle bin"),
+    ("events", "console.events", "Events"),
+    ("maintenance", "console.maintenance", "Maintenance"),
 ]
 # Sections other parts add to a table's page (the change events timeline, health and maintenance
-# runs, protection marks): (extension key, template, heading). A section shows when the app
-# factory put a service under its key and its loader (``SECTION_LOADERS``, filled by the part's
-# module: app/console/extras.py) gives data the caller may read; its template gets ``data``.
+# runs, protection marks): (field of ``Services``, template, heading). A section shows when its
+# loader (``SECTION_LOADERS``, filled by the part's module: app/console/extras.py) gives data the
+# caller may read; its template gets ``data``.
 TABLE_SECTIONS: list[tuple[str, str, str]] = [
-    (EVENTS, "console/table_events.html", "Change events"),
-    (MAINTENANCE, "console/table_maintenance.html", "Health and maintenance"),
+    ("events", "console/table_events.html", "Change events"),
+    ("maintenance", "console/table_maintenance.html", "Health and maintenance"),
 ]
 SECTION_LOADERS: dict[str, Callable[[Any, Any], Any]] = {}
 PAGE_SIZE = 100
 
 
 def namespaces() -> NamespaceService:
-    return current_app.extensions[NAMESPACES]
+    return services().namespaces
 
 
 def tables() -> TableService:
-    return current_app.extensions[TABLES]
+    return services().tables
 
 
 def views() -> ViewService:
-    return current_app.extensions[VIEWS]
+    return services().views
 
 
 def management() -> ManagementService:
-    return current_app.extensions[MANAGEMENT]
+    return services().management
 
 
 def authorizer() -> Authorizer:
-    return current_app.extensions[AUTHORIZER]
+    return services().authorizer
 
 
 def authorize(operation_id: str, params: dict[str, Any], body: Any = None) -> None:
-    """A management operation's row of the one table (app/management_operations.py), checked as
+    """A management operation's row of the one table (app/management/operations.py), checked as
     the dispatcher checks it for the API: the console calls the same services after it."""
     authorizer().authorize(operation_id, params, body, management())
 
@@ -110,9 +110,7 @@ def install_context(blueprint: Blueprint) -> None:
             "principal": principal.name if principal is not None else None,
             "csrf_token": csrf.token,
             "nav_extensions": [
-                (endpoint, label)
-                for key, endpoint, label in NAV_EXTENSIONS
-                if key in current_app.extensions and endpoint in current_app.view_functions
+                (endpoint, label) for _key, endpoint, label in NAV_EXTENSIONS if endpoint in current_app.view_functions
             ],
             "show_admin": _safe_is_admin(),
             "page_url": _page_url,

@@ -15,15 +15,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from flask import Blueprint, Response, current_app, redirect, render_template, request, url_for
+from flask import Blueprint, Response, redirect, render_template, request, url_for
 
 from app.console import common
 from app.console.common import PAGE_SIZE, namespaces, ns_param, page_arg
-from app.edge.context import EVENTS, MAINTENANCE, RECYCLE_BIN
-from app.events_feed import EventFeed
+from app.edge.context import services
+from app.events.feed import EventFeed
 from app.ground.errors import BadRequest, CatalogError, Forbidden, NotFound
 from app.maintenance import MaintenanceService
-from app.recycle_bin import RecycleBinService
+from app.recycle_bin.service import RecycleBinService
 from app.rules.identifiers import check_namespace
 from app.rules.requests.management import UndropRequest
 
@@ -35,12 +35,12 @@ TIMELINE_LIMIT = 50  # events a table page shows, newest first
 def register(bp: Blueprint) -> None:
     bp.add_url_rule("/bin", "recycle_bin", recycle_bin, methods=["GET"])
     bp.add_url_rule("/bin/<warehouse>/<int:unit_id>/undrop", "undrop", undrop, methods=["POST"])
-    common.SECTION_LOADERS[EVENTS] = _events_section
-    common.SECTION_LOADERS[MAINTENANCE] = _maintenance_section
+    common.SECTION_LOADERS["events"] = _events_section
+    common.SECTION_LOADERS["maintenance"] = _maintenance_section
 
 
 def _bin() -> RecycleBinService:
-    return current_app.extensions[RECYCLE_BIN]
+    return services().recycle_bin
 
 
 def stamp(value: datetime | None) -> str:
@@ -150,9 +150,7 @@ def table_sections(table: TableAt) -> list[tuple[str, str, Any, str | None]]:
     """The table page's extra sections the caller may read: (heading, template, data, trouble)."""
     found = []
     for key, template, heading in common.TABLE_SECTIONS:
-        if key not in current_app.extensions:
-            continue
-        data, trouble = load_section(key, current_app.extensions[key], table)
+        data, trouble = load_section(key, getattr(services(), key), table)
         if data is not None or trouble is not None:
             found.append((heading, template, data, trouble))
     return found

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, current_app, redirect, render_template, request, url_for
+from flask import Blueprint, Response, redirect, render_template, request, url_for
 
 from app.console.common import namespaces, ns_arg, ns_param, page_arg, size_arg, tables, views
 from app.edge.auth.console import OIDC_START, PREFIX, SESSION_COOKIE, SIGN_IN, safe_next
-from app.edge.context import CONSOLE_OIDC, ENDPOINTS
+from app.edge.context import services
 from app.rules.privileges import Kind
 
 SIGN_IN_ERRORS = {
@@ -28,13 +28,13 @@ def register(bp: Blueprint) -> None:
 
 def sign_in() -> str:
     error = SIGN_IN_ERRORS.get(request.args.get("error", ""))
-    own_tokens = "POST /v1/oauth/tokens" in current_app.extensions.get(ENDPOINTS, [])
+    own_tokens = "POST /v1/oauth/tokens" in services().endpoints
     return render_template(
         "console/sign_in.html",
         next=safe_next(request.args.get("next")),
         error=error,
         own_tokens=own_tokens,
-        idp=current_app.extensions.get(CONSOLE_OIDC, False),
+        idp=services().console_oidc,
         idp_start=OIDC_START,
         action=SIGN_IN,
     )

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 
-from flask import Blueprint, current_app, render_template, request, url_for
+from flask import Blueprint, render_template, request, url_for
 
 from app.console import table_model as model
 from app.console.common import name_arg, ns_arg, ns_param, tables, views
 from app.console.extras import TableAt, table_sections
-from app.edge.context import PREVIEWS
+from app.edge.context import services
 from app.ground.errors import BadRequest
 from app.ground.lru import LruCache
-from app.previews import PreviewService
-from app.tables import LoadedTable, LoadTableRequest
+from app.tables.previews import PreviewService
+from app.tables.service import LoadedTable, LoadTableRequest
 
 
 def register(bp: Blueprint) -> None:
@@ -78,7 +78,7 @@ def table(warehouse: str) -> str:
 def preview(warehouse: str) -> str:
     levels, name = ns_arg(), name_arg()
     snapshot = _snapshot_arg("snapshot")
-    previews: PreviewService = current_app.extensions[PREVIEWS]
+    previews: PreviewService = services().previews
     rows = previews.preview(warehouse, levels, name, snapshot)
     return render_template(
         "console/preview.html", warehouse=warehouse, levels=levels, name=name, snapshot=snapshot, rows=rows

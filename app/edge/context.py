@@ -1,78 +1,23 @@
-"""What every handler needs from the app context: the services and parsed identifiers.
+"""What every handler needs: the services (one typed object) and parsed identifiers.
 
-The keys under which the app factory puts each service into ``flask_app.extensions`` are defined
-here, so handlers (and the idempotency decorator) never import the factory.
+The composition root (app/composition) builds ``Services`` once and keeps it in the Flask app;
+handlers, the idempotency decorator and the console reach it through ``services()``, never
+through the factory. What a handler answers is rendered by the dispatcher (app/edge/responses.py).
 """
 
 from __future__ import annotations
 
 from flask import current_app
 
-from app.authorization import Authorizer
-from app.events_feed import EventFeed
-from app.functions import FunctionService
-from app.namespaces import NamespaceService
-from app.plans import PlanningService
+from app.composition.services import SERVICES, Services
 from app.rules.identifiers import parse_namespace
-from app.signing import RemoteSigner
-from app.tables import TableService
-from app.views import ViewService
 
-NAMESPACES = "growler.catalog"  # the key tests and tools already use
-TABLES = "growler.tables"
-VIEWS = "growler.views"
-ENDPOINTS = "growler.endpoints"
-IDEMPOTENCY = "growler.idempotency"
-FUNCTIONS = "growler.functions"
-PLANS = "growler.plans"
-SIGNER = "growler.signer"
-AUTHORIZER = "growler.authorizer"
-MANAGEMENT = "growler.management"
-RECYCLE_BIN = "growler.recycle-bin"
-PROTECTION = "growler.protection"
-CONSOLE_OIDC = "growler.console_oidc"  # True: the console signs in through the IdP too
-PREVIEWS = "growler.previews"  # the console's data preview (app/previews.py)
-EVENTS = "growler.events"
-EVENT_SINKS = "growler.event-sinks"
-PUBLISHER = "growler.publisher"
-MAINTENANCE = "growler.maintenance"
+__all__ = ["Services", "namespace_arg", "services"]
 
 
-def namespaces() -> NamespaceService:
-    return current_app.extensions[NAMESPACES]
-
-
-def tables() -> TableService:
-    return current_app.extensions[TABLES]
-
-
-def signer() -> RemoteSigner:
-    return current_app.extensions[SIGNER]
-
-
-def views() -> ViewService:
-    return current_app.extensions[VIEWS]
-
-
-def functions() -> FunctionService:
-    return current_app.extensions[FUNCTIONS]
-
-
-def events() -> EventFeed:
-    return current_app.extensions[EVENTS]
-
-
-def plans() -> PlanningService:
-    return current_app.extensions[PLANS]
-
-
-def authorizer() -> Authorizer:
-    return current_app.extensions[AUTHORIZER]
-
-
-def advertised_endpoints() -> list[str]:
-    return current_app.extensions[ENDPOINTS]
+def services() -> Services:
+    return current_app.extensions[SERVICES]
 
 
 def namespace_arg(raw: str) -> tuple[str, ...]:
-    return parse_namespace(raw, namespaces().settings.namespace_separator)
+    return parse_namespace(raw, services().namespaces.settings.namespace_separator)

@@ -10,7 +10,7 @@
   validators compiled once); anything else is read by connexion's own validation and argument
   parsing (``app.edge.contract``), whose problems are the API's 400 and 415 bodies.
 - **authorize**: the operation's row of ``RULES`` (``app.authorization``), once, before anything
-  runs: a catalog operation's privileges, or the management API's right (``app.management_rights``).
+  runs: a catalog operation's privileges, or the management API's right (``app.management.rights``).
 - **call**: the handler connexion's naming finds for the operationId (``handlers/``, behind the
   idempotency replay where the operation takes an ``Idempotency-Key``), in a thread - reads and
   writes in separate pools, so that a slow commit never queues a read - or, for the operations

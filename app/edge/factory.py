@@ -1,4 +1,4 @@
-"""The application factory: the one place that wires settings, storage, service and HTTP."""
+"""The application factory: the services wired by app/composition, then the HTTP app over them."""
 
 from __future__ import annotations
 
@@ -22,28 +22,13 @@ from connexion.middleware.security import SecurityMiddleware
 from connexion.options import SwaggerUIOptions
 from starlette.exceptions import HTTPException
 
-from app.authorization import Authorizer
-from app.edge.auth import Authentication, AuthMiddleware, AuthSettings
-from app.edge.context import (
-    AUTHORIZER,
-    CONSOLE_OIDC,
-    ENDPOINTS,
-    EVENT_SINKS,
-    EVENTS,
-    FUNCTIONS,
-    IDEMPOTENCY,
-    MAINTENANCE,
-    MANAGEMENT,
-    NAMESPACES,
-    PLANS,
-    PREVIEWS,
-    PROTECTION,
-    PUBLISHER,
-    RECYCLE_BIN,
-    SIGNER,
-    TABLES,
-    VIEWS,
-)
+from app.composition.catalog import build_catalog
+from app.composition.events import build_events
+from app.composition.maintenance import build_maintenance
+from app.composition.management import build_housekeeper, build_management
+from app.composition.services import SERVICES, Services
+from app.composition.storage import build_foundation
+from app.edge.auth import AuthMiddleware, AuthSettings
 from app.edge.contract import ContractReader
 from app.edge.dispatch import Dispatcher
 from app.edge.http import (
@@ -73,50 +58,16 @@ from app.edge.resolver import (
 )
 from app.edge.startup import Startup, StartupGate
 from app.edge.validation import BoundedJSONProvider, validator_map
-from app.event_sinks import EventSinks
-from app.events_feed import EventFeed
-from app.functions import FunctionService, function_metadata_schema
 from app.ground import limits, metrics
 from app.ground.errors import CatalogError
 from app.ground.events import configure_event_logs
-from app.ground.page_tokens import PageTokens
 from app.ground.page_tokens import new_key as new_page_key
-from app.ground.secrets import SecretBox
 from app.ground.settings import Settings
-from app.housekeeping import Housekeeper
-from app.idempotency import IdempotencyService
-from app.maintenance import MaintenanceService
-from app.maintenance_jobs import JobRunner, JobSettings
-from app.maintenance_runs import MaintenanceExecutor
-from app.management import ManagementService
-from app.namespaces import NamespaceService
-from app.plans import PlanningConfig, PlanningService
-from app.previews import PreviewService
-from app.protection import ProtectionService
-from app.publisher import Publisher
-from app.recycle_bin import RecycleBinService
-from app.signing import RemoteSigner
-from app.tables import TableService
-from app.views import ViewService
-from app.warehouses import WarehouseDirectory
-from app.webhooks import WebhookGuard
-from storage.build import build_storage
+from app.maintenance_trigger import CommitTrigger
 from storage.db import AsyncDatabase, Database
-from storage.deliveries import DeliveryRows
-from storage.events import EventRows
-from storage.functions import FunctionRepository
-from storage.grants import GrantRepository
-from storage.idempotency import IdempotencyRepository
 from storage.loop_reads import AsyncEntryReader
-from storage.maintenance_jobs import MaintenanceJobs
-from storage.maintenance_rows import MaintenanceRows
-from storage.management_rows import ManagementRows
 from storage.migrate import migrate
-from storage.objects import RoutingObjectStore
 from storage.page_keys import PageKeyRepository
-from storage.plans import PlanRepository
-from storage.protection_rows import ProtectionRows
-from storage.repository import CatalogRepository
 from storage.staged import AsyncPlacesReader
 
 log = logging.getLogger(__name__)
@@ -130,112 +81,56 @@ STARTUP_WAIT_S = 5.0
 
 
 def create_app(settings: Settings | None = None, auth_settings: AuthSettings | None = None) -> FlaskApp:
+    """The app: each capability wired by its builder (app/composition), then the HTTP app over them."""
     settings = settings or Settings.from_env()
     auth_settings = auth_settings or AuthSettings.from_env()  # refuses GROWLER_AUTH=none off loopback
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     configure_event_logs()  # request and commit lines: JSON
 
-    database, repository, objects = build_storage(settings)
-    auth = Authentication(auth_settings, database)
-    # Who may do what (app/authorization.py): its cache follows the version the auth state polls.
-    # Every service below takes it in its constructor (none has a default to fall back on).
-    if auth_settings.enabled:
-        authorizer = Authorizer(
-            GrantRepository(database),
-            lambda: auth.state.version,
-            namespace_separator=settings.namespace_separator,
-            default_warehouse=settings.warehouse,
-        )
-    else:  # GROWLER_AUTH=none (loopback only, AuthSettings.from_env): no caller, nothing to enforce
-        authorizer = Authorizer.allow_all()
-    # Page tokens are sealed with the installation's key (kept in PostgreSQL: storage/page_keys.py),
-    # so a token one worker or replica hands out is read by any other, and after a restart; start-up
-    # installs the key (until then, a listing is refused). Like the authorizer, every service that
-    # pages takes it in its constructor.
-    page_tokens = PageTokens()
-    service = NamespaceService(  # namespaces and warehouses
-        settings, repository, objects, authorizer=authorizer, page_tokens=page_tokens
-    )
-    tables = TableService(
-        settings, repository, objects, service.warehouses, authorizer=authorizer, page_tokens=page_tokens
-    )
-    views = ViewService(
-        settings, repository, objects, service.warehouses, authorizer=authorizer, page_tokens=page_tokens
-    )
-    idempotency_keys = IdempotencyRepository(database)
-    recycle_bin = RecycleBinService(
-        settings,
-        repository,
-        service.warehouses,
-        tables.owned_metadata_files,
-        tables.purge_requested,
-        authorizer=authorizer,
-        page_tokens=page_tokens,
-    )
-    protection = ProtectionService(ProtectionRows(database), service.warehouses, authorizer=authorizer)
-    housekeeper = Housekeeper(
-        repository,
-        objects,
-        idempotency_keys,
-        tables.purge_requested,
-        expire_bin=recycle_bin.expire_due,
-        events_retention_s=settings.events_retention_s,
-    )
-    # Object I/O goes to the store of the warehouse holding the location; every management change
-    # (a bump of auth_state.version, seen by the poll) drops the cached warehouses and routes.
-    objects.router = service.warehouses.store_for
-    auth.state.listeners.append(service.warehouses.invalidate)
-    maintenance_rows = MaintenanceRows(database)
-    maintenance_executor = MaintenanceExecutor(tables, maintenance_rows, settings.maintenance_interval_s)
-    maintenance_jobs = MaintenanceJobs(database)
-    job_settings = JobSettings.from_env()
-    # every run asked for by hand is a job this worker's runner (or any replica's) claims
-    job_runner = JobRunner(maintenance_executor, maintenance_jobs, job_settings)
-    maintenance = MaintenanceService(
-        maintenance_executor,
-        maintenance_rows,
-        ManagementRows(database),
-        authorizer=authorizer,
-        jobs=maintenance_jobs,
-        limits=job_settings.limits,
-        wake=job_runner.wake,
-    )
-    housekeeper.maintenance = maintenance.run_due  # the executor's schedule (app/maintenance.py)
-    management = ManagementService(
-        settings,
-        ManagementRows(database),
-        auth.principals,
-        service.warehouses,
-        authorizer=authorizer,
-        page_tokens=page_tokens,
-    )
-    # The change feed's push delivery: every worker runs a publisher; the lease holder delivers.
-    deliveries = DeliveryRows(database)
-    box = SecretBox(settings.secrets_key) if settings.secrets_key else None
-    # Where webhooks may go (app/webhooks.py): checked when a sink is made and at every delivery.
-    webhook_guard = WebhookGuard(settings.webhook_allowed_networks, settings.database_url)
-    publisher = Publisher(
-        deliveries,
-        lambda: box,
-        webhook_guard=webhook_guard,
-        nats_url=settings.events_nats_url,
-        backoff_s=settings.events_retry_base_s,
-    )
+    base = build_foundation(settings, auth_settings)
+    database, auth, page_tokens = base.database, base.auth, base.page_tokens
+    spec = load_spec()
+    trigger = CommitTrigger()  # maintenance's: the table service tells it of every commit
+    catalog = build_catalog(base, spec, after_commit=trigger.note)
+    maintenance = build_maintenance(base, catalog.tables, trigger)
+    management = build_management(base)
+    events = build_events(base)
+    housekeeper = build_housekeeper(base, catalog, maintenance.service)
     # PostgreSQL down at boot must not fail the worker (gunicorn would stop): see app/edge/startup.py.
     startup = Startup(
         [
             lambda: _migrate(settings.database_url),
-            service.ensure_default_warehouse,
+            catalog.namespaces.ensure_default_warehouse,
             lambda: page_tokens.install(PageKeyRepository(database).key(new_page_key())),
             auth.start,
             housekeeper.start,
-            publisher.start,
-            job_runner.start,
+            events.publisher.start,
+            maintenance.runner.start,
         ]
     )
     startup.run(first_wait_s=STARTUP_WAIT_S)
-    planning = PlanningService(tables, PlanRepository(database), PlanningConfig.from_env())
-    signer = RemoteSigner(settings, tables)
+    # getToken is served in front of connexion (app/edge/auth/endpoint.py), when Growler issues tokens
+    token_endpoint = ["POST /v1/oauth/tokens"] if auth.endpoint is not None else []
+    services = Services(
+        namespaces=catalog.namespaces,
+        tables=catalog.tables,
+        views=catalog.views,
+        functions=catalog.functions,
+        plans=catalog.plans,
+        signer=catalog.signer,
+        idempotency=catalog.idempotency,
+        recycle_bin=catalog.recycle_bin,
+        protection=catalog.protection,
+        management=management,
+        maintenance=maintenance.service,
+        events=events.feed,
+        event_sinks=events.sinks,
+        publisher=events.publisher,
+        previews=catalog.previews,
+        authorizer=base.authorizer,
+        endpoints=sorted([*implemented_endpoints(spec), *token_endpoint]),
+        console_oidc=auth.console_oidc is not None,
+    )
 
     async_database = AsyncDatabase(
         settings.database_url,
@@ -252,9 +147,9 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         startup.stop()
         auth.stop()
         housekeeper.stop()
-        publisher.stop()
-        job_runner.stop()
-        planning.close()
+        events.publisher.stop()
+        maintenance.runner.stop()
+        services.plans.close()
         await async_database.close()
         database.close()
 
@@ -272,7 +167,6 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         jsonifier=compact,
         swagger_ui_options=SwaggerUIOptions(swagger_ui=False, serve_spec=False),
     )
-    spec = load_spec()
     validators = validator_map(settings.limits)
     # The APIs: each yaml with its base path and handler modules. connexion gets each for its app
     # object (404s, 405s); the dispatcher serves every operation of each (app/edge/dispatch.py).
@@ -320,24 +214,28 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         "routes": RouteTable(operations),
         "handlers": handlers,
         "contract": ContractReader(validators, settings.limits),
-        "authorizer": authorizer,
+        "authorizer": services.authorizer,
         "gate": management,  # the management API's rights, which its MANAGEMENT_OPERATIONS rows call
         "flask_app": app.app,
         "serialize": compact.dumps,
         "threads": settings.pool_max_size,
         "loop_reads": [
-            LoadTableOnLoop(tables, AsyncEntryReader(async_database), settings.namespace_separator),
-            LoadNamespaceOnLoop(service, AsyncEntryReader(async_database), settings.namespace_separator, compact.dumps),
+            LoadTableOnLoop(services.tables, AsyncEntryReader(async_database), settings.namespace_separator),
+            LoadNamespaceOnLoop(
+                services.namespaces, AsyncEntryReader(async_database), settings.namespace_separator, compact.dumps
+            ),
             ListNamespacesOnLoop(
-                service, AsyncEntryReader(async_database), settings.namespace_separator, compact.dumps
+                services.namespaces, AsyncEntryReader(async_database), settings.namespace_separator, compact.dumps
             ),
             *(
                 ListEntriesOnLoop(
                     entries, AsyncEntryReader(async_database), settings.namespace_separator, compact.dumps
                 )
-                for entries in (tables, views)
+                for entries in (services.tables, services.views)
             ),
-            SignRequestOnLoop(signer, AsyncPlacesReader(async_database), settings.namespace_separator, compact.dumps),
+            SignRequestOnLoop(
+                services.signer, AsyncPlacesReader(async_database), settings.namespace_separator, compact.dumps
+            ),
         ],
     }
     app.add_middleware(Dispatcher, position=MiddlewarePosition.BEFORE_SWAGGER, **dispatcher_options)
@@ -353,45 +251,13 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     # as an error body without a Location.
     flask_app.url_map.merge_slashes = False
     flask_app.json = type("LimitedJSONProvider", (BoundedJSONProvider,), {"limits": settings.limits})(flask_app)
-    flask_app.extensions[NAMESPACES] = service
-    flask_app.extensions[TABLES] = tables
-    flask_app.extensions[VIEWS] = views
-    flask_app.extensions[IDEMPOTENCY] = IdempotencyService(idempotency_keys, settings.idempotency_lifetime_s)
-    flask_app.extensions[FUNCTIONS] = build_functions(
-        settings,
-        database,
-        repository,
-        objects,
-        service.warehouses,
-        spec,
-        authorizer=authorizer,
-        page_tokens=page_tokens,
-    )
-    flask_app.extensions[AUTHORIZER] = authorizer
-    flask_app.extensions[PLANS] = planning
-    flask_app.extensions[SIGNER] = signer
-    flask_app.extensions[MANAGEMENT] = management
-    flask_app.extensions[RECYCLE_BIN] = recycle_bin
-    flask_app.extensions[PROTECTION] = protection
-    flask_app.extensions[PUBLISHER] = publisher
-    flask_app.extensions[EVENT_SINKS] = EventSinks(
-        settings, deliveries, authorizer=authorizer, webhook_guard=webhook_guard
-    )
-    flask_app.extensions[EVENTS] = EventFeed(
-        settings, EventRows(database), service.warehouses, authorizer=authorizer, page_tokens=page_tokens
-    )
-    flask_app.extensions[MAINTENANCE] = maintenance
-    # getToken is served in front of connexion (app/edge/auth/endpoint.py), when Growler issues tokens
-    token_endpoint = ["POST /v1/oauth/tokens"] if auth.endpoint is not None else []
-    flask_app.extensions[ENDPOINTS] = sorted([*implemented_endpoints(spec), *token_endpoint])
+    flask_app.extensions[SERVICES] = services  # handlers and the console: app.edge.context.services()
     flask_app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
 
     # The console (issue 38) at /ui/: Flask views over the same services, its session checked by
     # AuthMiddleware (app/edge/auth/console.py).
     from app import console
 
-    flask_app.extensions[PREVIEWS] = PreviewService(tables)
-    flask_app.extensions[CONSOLE_OIDC] = auth.console_oidc is not None
     console.install(flask_app)
 
     from handlers import health
@@ -423,32 +289,6 @@ async def warm_up(database: Database, async_database: AsyncDatabase, *, ready: b
         (time.perf_counter() - started) * 1000,
         os.getpid(),
         async_database.pool.get_stats().get("pool_available", 0),
-    )
-
-
-def build_functions(
-    settings: Settings,
-    database: Database,
-    repository: CatalogRepository,
-    objects: RoutingObjectStore,
-    warehouses: WarehouseDirectory,
-    spec: dict,
-    *,
-    authorizer: Authorizer,
-    page_tokens: PageTokens,
-) -> FunctionService:
-    """The function service (the app and ``scripts.functions`` build it the same way; each says
-    which authorizer and page token key: the app's, or the script's explicit allow-all and a key
-    of its own process)."""
-    return FunctionService(
-        settings,
-        FunctionRepository(database),
-        repository,
-        objects,
-        warehouses,
-        function_metadata_schema(spec),
-        authorizer=authorizer,
-        page_tokens=page_tokens,
     )
 
 

@@ -2,7 +2,7 @@
 
 The edge decides what makes a request "the same" (method, path, query, body and the headers in
 ``OUTCOME_HEADERS``) and what of an answer may be kept: vended credentials are stripped before
-the answer is stored and vended anew when it is replayed (``app.storage_access``).
+the answer is stored and vended anew when it is replayed (``app.storage_access.delegation``).
 """
 
 from __future__ import annotations
@@ -12,14 +12,12 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from flask import current_app
-
-from app.edge.context import IDEMPOTENCY, TABLES
+from app.edge.context import services
 from app.edge.responses import HttpRequest, Rendered, render_result, wants_http
 from app.ground.callers import current_principal
 from app.idempotency import IdempotencyService, StoredResponse, fingerprint, owner, parse_key
 from app.rules.identifiers import parse_namespace
-from app.storage_access import attach_credentials, strip_credentials
+from app.storage_access.delegation import attach_credentials, strip_credentials
 
 KEPT_HEADERS = ("Content-Type", "ETag")
 # Request headers whose value changes the answer. Delegation decides whether credentials are
@@ -49,7 +47,7 @@ def idempotent(operation_id: str, handler: Callable[..., Any], serialize: Callab
             sent = StoredResponse(rendered.status, headers, rendered.body)
             return sent, _without_credentials(sent)
 
-        service: IdempotencyService = current_app.extensions[IDEMPOTENCY]
+        service: IdempotencyService = services().idempotency
         principal = owner(current_principal.get())  # keys are per principal
         stored, replayed = service.run_once(
             parse_key(raw_key), operation_id, _request_fingerprint(http), run, principal
@@ -104,6 +102,6 @@ def _with_fresh_credentials(kept: StoredResponse, kwargs: dict[str, Any]) -> Sto
     if location is None or prefix is None:
         return StoredResponse(kept.status, headers, kept.body)
     body = json.loads(kept.body)
-    tables = current_app.extensions[TABLES]
+    tables = services().tables
     attach_credentials(body, tables.vend_for(prefix, location, _identifier(kwargs, tables.settings)))
     return StoredResponse(kept.status, headers, json.dumps(body, separators=(",", ":")).encode())

@@ -7,7 +7,7 @@ cost more than the query, and the threads' contention for the GIL showed as a lo
 loadNamespaceMetadata is the other read every engine repeats (before creating or listing); the hand-off
 to a thread cost about 0.1 ms of CPU, a fifth of its answer.
 signRequest comes once per S3 request a job makes; for a table whose grant and location are
-cached, signing is pure computation (``app.signing``) and needs no I/O at all.
+cached, signing is pure computation (``app.storage_access.signing``) and needs no I/O at all.
 
 The dispatcher (``app.edge.dispatch``) has already routed the request, read its parameters (and
 signRequest's body) from the yaml and authorized it; what is here is only what makes the answer
@@ -29,15 +29,15 @@ from dataclasses import replace
 from typing import Any
 
 from app.authorization import Authorizer
+from app.catalog.entries import EntryService
+from app.catalog.paging import PageWindow, first_batch_page, identifiers_answer, namespaces_answer
 from app.edge.dispatch import InThread
 from app.edge.responses import JSON, Rendered, parse_load_table, render_table, table_name
-from app.entries import EntryService
 from app.ground.errors import CatalogError
-from app.namespaces import NamespaceService, namespace_answer
-from app.paging import PageWindow, first_batch_page, identifiers_answer, namespaces_answer
+from app.namespaces.service import NamespaceService, namespace_answer
 from app.rules.identifiers import parse_namespace
-from app.signing import RemoteSigner
-from app.tables import TABLE, TableService
+from app.storage_access.signing import RemoteSigner
+from app.tables.service import TABLE, TableService
 from storage.loop_reads import AsyncEntryReader
 from storage.staged import AsyncPlacesReader
 from storage.warehouses import WarehouseRow

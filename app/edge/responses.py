@@ -21,9 +21,9 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from app.rules.identifiers import check_name, parse_namespace
-from app.storage_access import Delegation, remote_signing_config
-from app.tables import LoadedTable, LoadTableRequest, NotModified
-from app.views import LoadedView
+from app.storage_access.delegation import Delegation, remote_signing_config
+from app.tables.service import LoadedTable, LoadTableRequest, NotModified
+from app.views.service import LoadedView
 
 JSON = "application/json"
 

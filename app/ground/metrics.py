@@ -91,7 +91,9 @@ PROTECTION_EVENTS = Counter(
     ["action", "kind"],
 )
 EVENTS_DELIVERED = Counter(
-    "growler_events_delivered", "Change feed events pushed to a sink and acknowledged (app/publisher.py)", ["sink"]
+    "growler_events_delivered",
+    "Change feed events pushed to a sink and acknowledged (app/events/publisher.py)",
+    ["sink"],
 )
 EVENTS_DELIVERY_FAILURES = Counter(
     "growler_events_delivery_failures",

@@ -51,7 +51,7 @@ def default_credentials_mode(env: Mapping[str, str]) -> str:
     STS endpoint: ``make run``'s embedded SeaweedFS has one) and ``remote-signing`` where none is.
 
     ``sts`` honours what each client asks for: ``vended-credentials`` gets table-scoped temporary
-    credentials, ``remote-signing`` the signer (app/storage_access.py).
+    credentials, ``remote-signing`` the signer (app/storage_access/delegation.py).
     """
     explicit = env.get("GROWLER_STORAGE_CREDENTIALS_MODE", "").strip().lower()
     if explicit:
@@ -201,10 +201,10 @@ class Settings:
     # how long a staged table (stage-create, a create transaction) may be written before its create
     # commits: signing and STS serve its location until then (storage/staged.py)
     stage_lifetime_s: int = 86_400
-    # how long the change feed keeps its events (app/events_feed.py); a continuation token older
+    # how long the change feed keeps its events (app/events/feed.py); a continuation token older
     # than that is answered 410 (GROWLER_EVENTS_RETENTION_S)
     events_retention_s: int = 7 * 86_400
-    # push delivery (app/publisher.py): a NATS JetStream server every event goes to (off when
+    # push delivery (app/events/publisher.py): a NATS JetStream server every event goes to (off when
     # unset; webhooks and more servers through the management API), and the first retry's delay
     events_nats_url: str | None = None
     events_retry_base_s: float = 0.5
@@ -219,7 +219,7 @@ class Settings:
     # ``scan-planning-mode`` told to clients (/v1/config defaults, every LoadTableResult's config):
     # "server", "client", or None to say nothing and leave the choice to each client
     scan_planning_mode: str | None = None
-    # how clients get at the default warehouse's storage (app/storage_access.py)
+    # how clients get at the default warehouse's storage (app/storage_access/delegation.py)
     storage_credentials_mode: str = "remote-signing"
     sts: StsSettings = field(default_factory=lambda: StsSettings())
     # Fernet key that encrypts the storage keys of warehouses made through the management API

@@ -1,7 +1,7 @@
 """One operation's parameters as the authorization rows read them: pure, no I/O.
 
 The dispatcher hands each operation's path and query values and its parsed body to its row
-(app/authorization.py for the catalog, app/management_operations.py for the management API);
+(app/authorization.py for the catalog, app/management/operations.py for the management API);
 both read them through this one type.
 """
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import psycopg
 
-from app.edge.context import AUTHORIZER
+from app.composition.services import services_of
 from storage.db import Database
 from storage.grants import GrantRepository
 from tests.conftest import TRUNCATE_CATALOG, fetch_token
@@ -80,7 +80,7 @@ class Principals:
 
     def settle(self, timeout_s: float = 5.0) -> None:
         """Until the app's authorizer decides at the database's current version (it polls it)."""
-        wait_for_version(lambda: self.app.app.extensions[AUTHORIZER]._version(), self.database_url, timeout_s)
+        wait_for_version(lambda: services_of(self.app.app).authorizer._version(), self.database_url, timeout_s)
 
 
 def securable_body(

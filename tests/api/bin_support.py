@@ -11,6 +11,7 @@ from typing import Any
 
 import psycopg
 
+from app.composition.services import services_of
 from app.housekeeping import Housekeeper
 from storage.idempotency import IdempotencyRepository
 
@@ -53,8 +54,8 @@ def _mark(kind: str, namespace: list[str] | None, name: str | None) -> dict[str,
 
 def housekeeper(app: Any) -> Housekeeper:
     """A housekeeper of the test's own over the app's services (the app's thread may run too)."""
-    tables = app.app.extensions["growler.tables"]
-    recycle_bin = app.app.extensions["growler.recycle-bin"]
+    tables = services_of(app.app).tables
+    recycle_bin = services_of(app.app).recycle_bin
     return Housekeeper(
         tables.repository,
         tables.objects,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from app.composition.services import services_of
 from tests.api.authz_support import Principals
 from tests.api.tables_support import PREFIX, TextStore
 
@@ -25,4 +26,4 @@ def ns(client):
 
 @pytest.fixture
 def s3(app):
-    return TextStore(app.app.extensions["growler.catalog"].objects)
+    return TextStore(services_of(app.app).namespaces.objects)

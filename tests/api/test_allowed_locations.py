@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from app.composition.services import services_of
 from app.ground.settings import Settings
 from app.housekeeping import Housekeeper
 from storage.idempotency import IdempotencyRepository
@@ -24,14 +25,14 @@ OTHER_BUCKET = "growler-test-other"
 
 @pytest.fixture
 def s3(app) -> TextStore:
-    return TextStore(app.app.extensions["growler.catalog"].objects)
+    return TextStore(services_of(app.app).namespaces.objects)
 
 
 @pytest.fixture
 def allowed(app, client, settings, tmp_path, unique):
     """The test warehouse with one allowed prefix in another bucket and one on the local disk."""
     S3ObjectStore(settings.s3).ensure_bucket(OTHER_BUCKET)
-    catalog = app.app.extensions["growler.catalog"]
+    catalog = services_of(app.app).namespaces
     s3_root = f"s3://{OTHER_BUCKET}/{unique}/allowed"
     local_root = tmp_path / "allowed"
     catalog.warehouses.remember(
@@ -184,7 +185,7 @@ def test_a_local_file_table_end_to_end(client, allowed, app, db, hard_policy):
     neighbour = root / "not-a-table.txt"
     neighbour.write_text("left alone")
     assert client.delete(table_url("local"), params={"purgeRequested": "true"}).status_code == 204
-    tables = app.app.extensions["growler.tables"]
+    tables = services_of(app.app).tables
     keeper = Housekeeper(
         tables.repository, tables.objects, IdempotencyRepository(tables.repository.db), threading.Event()
     )

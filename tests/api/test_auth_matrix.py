@@ -15,10 +15,10 @@ import uuid
 import psycopg
 import pytest
 
-from app.edge.context import AUTHORIZER
+from app.composition.services import services_of
 from app.edge.factory import load_spec
 from app.edge.resolver import implemented_endpoints
-from app.principals import PrincipalService
+from app.management.principals import PrincipalService
 from storage.principals import PrincipalRepository
 from tests.api.authz_support import wait_for_version
 from tests.api.tables_support import create_request
@@ -62,7 +62,7 @@ def _revoked_token(auth_app, token_forge, settings, action: str) -> str:
     # Refused from the poll that reads the version the change wrote: waited for as that version (a
     # condition; the timeout only stops a poll that never comes, so a slow machine cannot fail it),
     # then the next request must be refused.
-    wait_for_version(auth_app.app.extensions[AUTHORIZER]._version, settings.database_url, timeout_s=60)
+    wait_for_version(services_of(auth_app.app).authorizer._version, settings.database_url, timeout_s=60)
     assert client.get("/v1/config").status_code == 401, f"token still accepted after the principal was {action}"
     return token
 

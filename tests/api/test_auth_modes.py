@@ -8,9 +8,9 @@ import jwt
 import pytest
 from prometheus_client import REGISTRY
 
+from app.composition.services import services_of
 from app.edge.auth.config import AuthSettings, is_loopback_bind
 from app.edge.auth.keys import new_key
-from app.edge.context import AUTHORIZER
 from tests.api.authz_support import wait_for_version
 from tests.conftest import TEST_CLIENT_ID, TEST_KEY_PASSWORD, fetch_token
 
@@ -74,7 +74,7 @@ def test_key_rotation_keeps_old_tokens_valid(auth_app, admin_token, token_forge,
     # The app signs with the new key from the poll that reads the version the key's insert wrote:
     # waited for as that version (a condition; the timeout only stops a poll that never comes, so a
     # slow machine cannot fail it), then the next token must carry the new key.
-    wait_for_version(auth_app.app.extensions[AUTHORIZER]._version, settings.database_url, timeout_s=60)
+    wait_for_version(services_of(auth_app.app).authorizer._version, settings.database_url, timeout_s=60)
     new_token = fetch_token(anonymous)
     assert jwt.get_unverified_header(new_token)["kid"] != old_kid
     for token in (admin_token, new_token):

@@ -8,7 +8,7 @@ import psycopg
 import pytest
 
 from app.edge.auth.config import AuthSettings
-from app.principals import PrincipalService
+from app.management.principals import PrincipalService
 from storage.db import Database
 from storage.migrate import migrate
 from storage.principals import PrincipalRepository

@@ -11,10 +11,10 @@ import uuid
 import pytest
 
 from app.authorization import Authorizer
-from app.edge.context import AUTHORIZER
+from app.composition.services import services_of
 from app.ground.callers import IDP, Principal, current_principal
 from app.rules.privileges import Kind, Privilege, Securable
-from app.s3_requests import READ, WRITE
+from app.storage_access.s3_requests import READ, WRITE
 from tests.api.authz_support import PREFIX, WAREHOUSE, catalog_state, database_version, denied
 from tests.api.tables_support import create_request
 
@@ -193,11 +193,11 @@ def test_an_idp_token_holds_what_its_roles_claim_names(app, principals, settings
 def test_read_only_callers_get_read_only_signing_and_credentials(app, principals):
     """The signer's privileges hook and vended credentials: READ reads; writes need WRITE; a
     staged table (no row yet) is its stager's: CREATE on the namespace reads and writes it."""
-    from app.edge.context import AUTHORIZER, TABLES
-    from app.signing import RemoteSigner
+    from app.composition.services import services_of
+    from app.storage_access.signing import RemoteSigner
 
-    tables_service = app.app.extensions[TABLES]
-    assert tables_service.authorizer is app.app.extensions[AUTHORIZER]
+    tables_service = services_of(app.app).tables
+    assert tables_service.authorizer is services_of(app.app).authorizer
     signer = RemoteSigner(tables_service.settings, tables_service)
     caller = principals.new("signer")
     principals.grant(caller, "read", "warehouse", WAREHOUSE)
@@ -236,7 +236,7 @@ def test_a_revoke_takes_effect_at_the_first_poll_that_sees_it(admin, principals)
     assert reader.client.get(table_url("a.t")).status_code == 200  # cached now
     principals.revoke(reader, "read", "namespace", WAREHOUSE, ("a",), settle=False)
     revoked = database_version(principals.database_url)
-    seen = principals.app.app.extensions[AUTHORIZER]._version
+    seen = services_of(principals.app.app).authorizer._version
     hang_guard = time.monotonic() + 60
     while (seen() or 0) < revoked:  # before the poll read the revoke: allowed or not, either is fine
         reader.client.get(table_url("a.t"))

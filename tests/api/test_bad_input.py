@@ -6,6 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from app.composition.services import services_of
+
 NS = "/v1/test/namespaces"
 
 
@@ -170,7 +172,7 @@ def test_wrong_content_type(client, db):
 
 
 def test_unexpected_exception_is_a_500_without_stack_trace(client, app, monkeypatch, caplog):
-    service = app.app.extensions["growler.catalog"]
+    service = services_of(app.app).namespaces
 
     def explode(*_args, **_kwargs):
         raise RuntimeError("secret internals")

@@ -10,7 +10,7 @@ and one audit line of the refusal; never a 2xx. The whole database is compared b
 
 Public by design, and so left out: the token endpoint (getToken: how a caller gets credentials at
 all). The probes and the metrics (/healthz, /readyz, /metrics) are no operation of either yaml.
-A principal of our own may also rotate its own secret without a grant (app/management_rights.py):
+A principal of our own may also rotate its own secret without a grant (app/management/rights.py):
 ``{principal}`` here names someone else.
 """
 
@@ -301,28 +301,30 @@ def test_a_principal_without_any_grant_is_refused_every_operation_and_nothing_is
 
 def test_every_service_of_the_app_decides_with_the_apps_authorizer(app):
     """The services were handed the one authorizer the handlers use, and it enforces (it has grants to read)."""
-    from app.edge.context import AUTHORIZER, FUNCTIONS, MAINTENANCE, MANAGEMENT, NAMESPACES, SIGNER, TABLES, VIEWS
+    from app.composition.services import services_of
 
-    extensions = app.app.extensions
-    authorizer = extensions[AUTHORIZER]
+    services = services_of(app.app)
+    authorizer = services.authorizer
     assert authorizer.repository is not None
-    for key in (NAMESPACES, TABLES, VIEWS, FUNCTIONS, MANAGEMENT, MAINTENANCE):
-        assert extensions[key].authorizer is authorizer, key
-    assert extensions[SIGNER].tables.authorizer is authorizer
+    for key in ("namespaces", "tables", "views", "functions", "management", "maintenance"):
+        assert getattr(services, key).authorizer is authorizer, key
+    assert services.signer.tables.authorizer is authorizer
 
 
 def test_without_authentication_allowing_everything_is_the_factorys_explicit_choice(settings, clean_catalog):
     """GROWLER_AUTH=none (loopback only): the services get ``Authorizer.allow_all()`` - no grants
     read - and a caller without a token is served."""
+    from app.composition.services import services_of
     from app.edge.auth.config import AuthSettings
-    from app.edge.context import AUTHORIZER, MANAGEMENT, NAMESPACES, TABLES, VIEWS
     from app.edge.factory import create_app
 
     open_app = create_app(settings, AuthSettings(mode="none"))
-    extensions = open_app.app.extensions
-    authorizer = extensions[AUTHORIZER]
+    services = services_of(open_app.app)
+    authorizer = services.authorizer
     assert authorizer.repository is None
-    assert all(extensions[key].authorizer is authorizer for key in (NAMESPACES, TABLES, VIEWS, MANAGEMENT))
+    assert all(
+        s.authorizer is authorizer for s in (services.namespaces, services.tables, services.views, services.management)
+    )
     client = open_app.test_client()
     assert client.post(f"{PREFIX}/namespaces", json={"namespace": ["open"]}).status_code == 200
     assert client.get(f"{PREFIX}/namespaces").json()["namespaces"] == [["open"]]

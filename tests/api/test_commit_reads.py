@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.edge.context import TABLES
-from app.table_memory import ParsedMetadataCache
+from app.composition.services import services_of
+from app.tables.memory import ParsedMetadataCache
 from tests.api.tables_support import PREFIX, append, create_request, table_url, tables_url
 
 
@@ -15,7 +15,7 @@ from tests.api.tables_support import PREFIX, append, create_request, table_url, 
 def reads(app, client, monkeypatch) -> list[tuple[str | None, bool]]:
     """Each row read by the table service: (the version it said it had, whether the document came)."""
     assert client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]}).status_code == 200
-    repository = app.app.extensions[TABLES].repository
+    repository = services_of(app.app).tables.repository
     original = repository.load_entry
     seen: list[tuple[str | None, bool]] = []
 
@@ -49,7 +49,7 @@ def test_a_commit_after_this_workers_own_reads_no_document(client, reads):
 
 
 def test_a_commit_starts_from_another_workers_newer_version(app, client, reads, monkeypatch):
-    tables = app.app.extensions[TABLES]
+    tables = services_of(app.app).tables
     location = created(client)
     mine = append(client, table_url("t"), 1, 1, None, location)
     assert mine.status_code == 200
@@ -77,7 +77,7 @@ def test_a_commit_another_writer_made_hopeless_is_refused_before_the_document_is
 ):
     from app.rules.table import serialisation
 
-    tables = app.app.extensions[TABLES]
+    tables = services_of(app.app).tables
     location = created(client)
     mine = append(client, table_url("t"), 1, 1, None, location)
     this_worker = tables.parsed

@@ -2,7 +2,7 @@
 the whole ASGI stack as tests/api/test_console.py drives the other pages.
 
 What each page may show is the API's answer: the events page reads the feed through the
-service behind ``POST /v1/{prefix}/events`` (app/events_feed.py) with its per-event filter, the
+service behind ``POST /v1/{prefix}/events`` (app/events/feed.py) with its per-event filter, the
 maintenance page the management API's maintenance service (app/maintenance.py) with its rights.
 """
 
@@ -230,12 +230,12 @@ def test_the_maintenance_page_shows_policies_health_and_runs(browser, app) -> No
 def test_the_maintenance_page_runs_a_job_shows_it_queued_and_cancels_it(browser, app) -> None:
     """The Run button queues a job (runMaintenance); while the table's lease is held elsewhere it
     stays queued, the page shows it with a Cancel button, and the Cancel button cancels it."""
-    from app.edge.context import MAINTENANCE
+    from app.composition.services import services_of
     from app.maintenance_lease import TableLease
 
     admin = app.test_client()
     make_table(admin, ["kept"], "t")
-    service = app.app.extensions[MAINTENANCE]
+    service = services_of(app.app).maintenance
     table = service.maintenance.table("test", ("kept",), "t")
     held = TableLease(service.maintenance, table.entry_id, 600)
     assert held.take()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+from app.composition.services import services_of
 from app.ground.errors import ServiceUnavailable
 from app.ground.locations import Location
 from app.housekeeping import Housekeeper
@@ -12,7 +13,7 @@ from tests.api.tables_support import PREFIX, create_request, table_url, tables_u
 
 
 def housekeeper(app) -> Housekeeper:
-    tables = app.app.extensions["growler.tables"]
+    tables = services_of(app.app).tables
     return Housekeeper(
         tables.repository, tables.objects, IdempotencyRepository(tables.repository.db), threading.Event()
     )
@@ -31,7 +32,7 @@ def test_orphan_of_a_dead_worker_is_swept(client, app, db):
     """What a worker killed between writing the file and swapping the pointer leaves behind."""
     client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
     current = client.post(tables_url(), json=create_request("t")).json()
-    tables = app.app.extensions["growler.tables"]
+    tables = services_of(app.app).tables
     orphan = current["metadata"]["location"] + "/metadata/00001-dead-worker.metadata.json"
     tables.repository.record_pending([orphan])
     tables.objects.write_new(Location.parse(orphan), b"{}")
@@ -53,7 +54,7 @@ def test_orphan_of_a_dead_worker_is_swept(client, app, db):
 def test_failed_swap_deletes_its_file(client, app, monkeypatch):
     client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
     client.post(tables_url(), json=create_request("t"))
-    tables = app.app.extensions["growler.tables"]
+    tables = services_of(app.app).tables
     before = set(tables.objects.list(Location.parse("s3://growler-test-warehouse/")))
     monkeypatch.setattr(tables.repository, "swap_metadata", lambda swaps, before_commit, events: False)
     response = client.post(
@@ -93,7 +94,7 @@ def _set_property(client):
 def test_commit_outcome_unknown_only_when_it_cannot_be_known(client, app, monkeypatch):
     client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
     created = client.post(tables_url(), json=create_request("t")).json()
-    repository = app.app.extensions["growler.tables"].repository
+    repository = services_of(app.app).tables.repository
     _break_after_swap(monkeypatch, repository, committed=False, database_answers=False)
     response = _set_property(client)
     assert response.status_code == 500
@@ -105,7 +106,7 @@ def test_commit_outcome_unknown_only_when_it_cannot_be_known(client, app, monkey
 def test_outcome_is_looked_up_when_the_database_answers(client, app, monkeypatch):
     client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
     client.post(tables_url(), json=create_request("t"))
-    repository = app.app.extensions["growler.tables"].repository
+    repository = services_of(app.app).tables.repository
     _break_after_swap(monkeypatch, repository, committed=True, database_answers=True)
     response = _set_property(client)
     assert response.status_code == 200, response.text
@@ -155,7 +156,7 @@ class _WriteAfterTheSwap:
 def test_the_swap_runs_while_the_file_is_written_and_commits_after_it(client, app, db, monkeypatch):
     client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
     created = client.post(tables_url(), json=create_request("t")).json()
-    tables = app.app.extensions["growler.tables"]
+    tables = services_of(app.app).tables
     held = _WriteAfterTheSwap(monkeypatch, tables, db)
     response = _set_property(client)
     assert response.status_code == 200, response.text
@@ -170,7 +171,7 @@ def test_the_swap_runs_while_the_file_is_written_and_commits_after_it(client, ap
 def test_a_write_failing_under_the_swap_rolls_it_back(client, app, db, monkeypatch):
     client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
     created = client.post(tables_url(), json=create_request("t")).json()
-    tables = app.app.extensions["growler.tables"]
+    tables = services_of(app.app).tables
     before = set(tables.objects.list(Location.parse("s3://growler-test-warehouse/")))
     held = _WriteAfterTheSwap(monkeypatch, tables, db, fail=True)
     response = _set_property(client)
@@ -186,7 +187,7 @@ def test_a_lost_race_deletes_its_file_after_the_write_ends(client, app, db, monk
     there, not before - else the write would land after the delete and leave an orphan."""
     client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
     client.post(tables_url(), json=create_request("t"))
-    tables = app.app.extensions["growler.tables"]
+    tables = services_of(app.app).tables
     before = set(tables.objects.list(Location.parse("s3://growler-test-warehouse/")))
     _WriteAfterTheSwap(monkeypatch, tables, db, swap=lambda swaps, before_commit, events: False)
     response = _set_property(client)
@@ -197,7 +198,7 @@ def test_a_lost_race_deletes_its_file_after_the_write_ends(client, app, db, monk
 
 def test_a_create_inserts_while_its_file_is_written(client, app, db, monkeypatch):
     client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
-    tables = app.app.extensions["growler.tables"]
+    tables = services_of(app.app).tables
     real_insert, real_write = tables.repository.insert_entry, tables.objects.write_new
     inserted = threading.Event()
 
@@ -237,7 +238,7 @@ def test_a_name_the_store_says_is_taken_is_left_alone(client, app, db, monkeypat
 
     client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
     created = client.post(tables_url(), json=create_request("t")).json()
-    tables = app.app.extensions["growler.tables"]
+    tables = services_of(app.app).tables
     real_write = tables.objects.write_new
     taken: list[Location] = []
 

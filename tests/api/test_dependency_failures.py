@@ -8,6 +8,7 @@ from contextlib import contextmanager
 
 import pytest
 
+from app.composition.services import services_of
 from app.ground.locations import Location
 from tests.api.tables_support import PREFIX, create_request, table_url, tables_url
 
@@ -76,8 +77,8 @@ def test_database_frozen_during_the_swap_answers_commit_state_unknown(client, ap
 
     assert client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]}).status_code == 200
     assert client.post(tables_url(), json=create_request("t")).status_code == 200
-    tables = app.app.extensions["growler.tables"]
-    settings = app.app.extensions["growler.catalog"].settings
+    tables = services_of(app.app).tables
+    settings = services_of(app.app).namespaces.settings
     original_swap = tables.repository.swap_metadata
     freezing = frozen(services.postgres)
     database = tables.repository.db

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from app.composition.services import services_of
 from storage.events import EventRows
 from tests.api.authz_support import WAREHOUSE
 from tests.api.tables_support import PREFIX, append, create_request, table_url, tables_url
@@ -183,7 +184,7 @@ def test_a_commit_whose_connection_broke_has_its_event_exactly_if_it_took_effect
 
     client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
     client.post(tables_url(), json=create_request("t"))
-    repository = app.app.extensions["growler.tables"].repository
+    repository = services_of(app.app).tables.repository
     real_swap = repository.swap_metadata
     applied = []
 
@@ -208,7 +209,7 @@ def test_a_commit_retried_on_the_server_writes_one_event(client, app, monkeypatc
     retries, and only the winning attempt's transaction writes an event."""
     client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
     client.post(tables_url(), json=create_request("t"))
-    service = app.app.extensions["growler.tables"]
+    service = services_of(app.app).tables
     real_swap = service.repository.swap_metadata
     attempts = []
 
@@ -233,7 +234,7 @@ def test_a_failure_after_the_swap_before_the_commit_writes_no_event(client, app,
 
     client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
     client.post(tables_url(), json=create_request("t"))
-    tables = app.app.extensions["growler.tables"]
+    tables = services_of(app.app).tables
 
     def fail(*_args):
         raise ServiceUnavailable("Object storage is unavailable, retry later")
@@ -304,7 +305,7 @@ def test_a_token_past_the_retention_is_gone(client, app):
     client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
     token = feed(client)["continuation-token"]
     client.post(f"{PREFIX}/namespaces", json={"namespace": ["other"]})
-    rows = EventRows(app.app.extensions["growler.events"].rows.db)
+    rows = EventRows(services_of(app.app).events.rows.db)
     assert rows.prune(0) == 2
     gone = client.post(EVENTS, json={"continuation-token": token})
     assert gone.status_code == 410 and gone.json()["error"]["code"] == 410

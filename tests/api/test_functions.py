@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 
+from app.composition.services import services_of
 from app.ground.locations import Location
 from scripts import functions as functions_cli
 from tests.api.tables_support import PREFIX
@@ -75,12 +76,12 @@ def ns(client):
 
 @pytest.fixture
 def service(app):
-    return app.app.extensions["growler.functions"]
+    return services_of(app.app).functions
 
 
 @pytest.fixture
 def objects(app):
-    return app.app.extensions["growler.catalog"].objects
+    return services_of(app.app).namespaces.objects
 
 
 def put_file(objects, document, name: str | None = None, gz: bool = False) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import uuid
 
+from app.composition.services import services_of
 from app.ground.locations import Location
 from app.housekeeping import RETRY_BASE_SECONDS, Housekeeper
 from storage.idempotency import IdempotencyRepository
@@ -15,7 +16,7 @@ POISON = "s3://growler-no-such-bucket/warehouse/db/t/metadata/00001-poison.metad
 
 
 def housekeeper(app) -> Housekeeper:
-    tables = app.app.extensions["growler.tables"]
+    tables = services_of(app.app).tables
     return Housekeeper(
         tables.repository, tables.objects, IdempotencyRepository(tables.repository.db), threading.Event()
     )
@@ -29,7 +30,7 @@ def failures(client, task: str) -> float:
 
 
 def test_a_poison_pending_row_does_not_stop_the_sweeper_nor_key_expiry(client, app, db):
-    tables = app.app.extensions["growler.tables"]
+    tables = services_of(app.app).tables
     orphans = [f"s3://{TEST_BUCKET}/swept/{uuid.uuid4().hex}-{n}.metadata.json" for n in range(3)]
     expired_key = str(uuid.uuid4())
     # Counted before the poison row exists: the app's own housekeeping thread may fail on it (and

@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+from app.composition.services import services_of
 from tests.api.tables_support import PREFIX, create_request, mask_fresh_credentials, table_url, tables_url
 
 
@@ -113,7 +114,7 @@ def test_invalid_key_is_400(client):
 
 
 def test_server_error_is_not_kept(client, app, monkeypatch, db):
-    service = app.app.extensions["growler.catalog"]
+    service = services_of(app.app).namespaces
     real = service.create_namespace
     failures = []
 
@@ -132,7 +133,7 @@ def test_server_error_is_not_kept(client, app, monkeypatch, db):
 
 
 def test_concurrent_duplicates_run_once(client, app, monkeypatch, db):
-    service = app.app.extensions["growler.catalog"]
+    service = services_of(app.app).namespaces
     real = service.create_namespace
     started = threading.Event()
     release = threading.Event()
@@ -168,7 +169,7 @@ def test_expired_keys_are_forgotten(client, app, db):
     headers = {"Idempotency-Key": key()}
     client.post(f"{PREFIX}/namespaces", json={"namespace": ["old"]}, headers=headers)
     db.execute("UPDATE idempotency_key SET expires_at = now() - interval '1 second'")
-    service = app.app.extensions["growler.idempotency"]
+    service = services_of(app.app).idempotency
     # what housekeeping runs (app/housekeeping.py); the app's own housekeeper may get there first,
     # so the count is not asserted: only that the expired key is gone afterwards
     service.repository.delete_expired()

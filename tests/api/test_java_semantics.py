@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from app.composition.services import services_of
 from app.ground.locations import Location
 from tests.api.tables_support import PREFIX, create_request, table_url, tables_url
 from tests.conftest import TEST_BUCKET
@@ -50,7 +51,7 @@ def ns(client):
 
 @pytest.fixture
 def s3(app):
-    return app.app.extensions["growler.catalog"].objects
+    return services_of(app.app).namespaces.objects
 
 
 @pytest.fixture

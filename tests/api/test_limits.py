@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from app.composition.services import services_of
 from app.ground.limits import Limits
 from tests.api.tables_support import PREFIX, T_LOCATION, TextStore, create_request, snapshot, table_url, tables_url
 from tests.conftest import TEST_BUCKET, authenticated
@@ -38,7 +39,7 @@ def table(client) -> str:
 
 @pytest.fixture
 def s3(app):
-    return TextStore(app.app.extensions["growler.catalog"].objects)
+    return TextStore(services_of(app.app).namespaces.objects)
 
 
 @dataclasses.dataclass(frozen=True)

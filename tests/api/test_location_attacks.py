@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from app.composition.services import services_of
 from app.housekeeping import Housekeeper
 from storage.idempotency import IdempotencyRepository
 from storage.objects import S3ObjectStore
@@ -57,7 +58,7 @@ class Victims:
 
 @pytest.fixture
 def s3(app) -> TextStore:
-    return TextStore(app.app.extensions["growler.catalog"].objects)
+    return TextStore(services_of(app.app).namespaces.objects)
 
 
 @pytest.fixture
@@ -94,7 +95,7 @@ def commit(client, name: str, updates: list[dict[str, Any]]):
 
 def run_purges(app, db) -> None:
     """Every queued purge has run (by us or by the app's own housekeeping thread)."""
-    tables = app.app.extensions["growler.tables"]
+    tables = services_of(app.app).tables
     keeper = Housekeeper(
         tables.repository, tables.objects, IdempotencyRepository(tables.repository.db), threading.Event()
     )
@@ -300,9 +301,9 @@ def test_a_failed_write_deletes_only_what_it_created(client, victims, app, db, m
     victim_dir, victim_file = victims.first_location.rsplit("/", 1)
     taken = uuid.UUID(victim_file.removeprefix("00000-").removesuffix(".metadata.json"))
     real_uuid4 = uuid.uuid4
-    monkeypatch.setattr("app.entries.uuid.uuid4", lambda: taken)
+    monkeypatch.setattr("app.catalog.entries.uuid.uuid4", lambda: taken)
     response = client.post(tables_url(), json=create_request("evil", properties={"write.metadata.path": victim_dir}))
-    monkeypatch.setattr("app.entries.uuid.uuid4", real_uuid4)
+    monkeypatch.setattr("app.catalog.entries.uuid.uuid4", real_uuid4)
     assert response.status_code in (400, 409), response.text  # the victim's folder, or its file's name: taken
     assert client.head(table_url("evil")).status_code == 404
     pending = db.execute("SELECT count(*) FROM pending_object WHERE starts_with(location, %s)", (victim_dir,))

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from app.edge.context import MAINTENANCE
+from app.composition.services import services_of
 from app.maintenance_lease import ABANDONED, TableLease
 from storage.maintenance_jobs import Limits
 from tests.api.authz_support import securable_body
@@ -38,7 +38,7 @@ def service(app, client) -> Iterator:
     assert client.post("/v1/test/namespaces", json={"namespace": ["db"]}).status_code == 200
     for name in ("a", "b", "c"):
         assert client.post("/v1/test/namespaces/db/tables", json=create_request(name)).status_code == 200
-    maintenance = app.app.extensions[MAINTENANCE]
+    maintenance = services_of(app.app).maintenance
     yield maintenance
     maintenance.executor.planned = lambda _plan: None
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.edge.context import MAINTENANCE
+from app.composition.services import services_of
 from tests.api.authz_support import securable_body
 from tests.api.maintenance_jobs_support import finished_run
 from tests.api.tables_support import create_request
@@ -159,7 +159,7 @@ def test_health_and_runs_of_an_empty_table(client, table):
 
 
 def test_the_schedule_runs_enabled_policies_once_per_interval(client, table, app, db):
-    service = app.app.extensions[MAINTENANCE]
+    service = services_of(app.app).maintenance
     service.run_due()  # whatever an earlier test left due
     _attach(client, ORPHANS, securable_body("table", "test", ("db", "sub"), "t"), {"enable": True})
     service.run_due()  # (or the app's own housekeeping thread, if it came first: the same step)

@@ -3,7 +3,7 @@ never is (its runner finishes it later, and a finish of a deleted run would fail
 
 from __future__ import annotations
 
-from app.edge.context import MAINTENANCE
+from app.composition.services import services_of
 from tests.api.tables_support import create_request
 
 EXPIRY = "system.snapshot-expiry"
@@ -12,7 +12,7 @@ EXPIRY = "system.snapshot-expiry"
 def test_forgetting_old_runs_keeps_the_running_ones(app, client, db):
     assert client.post("/v1/test/namespaces", json={"namespace": ["db"]}).status_code == 200
     assert client.post("/v1/test/namespaces/db/tables", json=create_request("t")).status_code == 200
-    rows = app.app.extensions[MAINTENANCE].maintenance
+    rows = services_of(app.app).maintenance.maintenance
     entry_id = rows.table("test", ("db",), "t").entry_id
     running = rows.start_run(entry_id, EXPIRY, "request", False, "runner-a")
     finished = rows.start_run(entry_id, EXPIRY, "request", False, "runner-b")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from app.edge.context import MAINTENANCE
+from app.composition.services import services_of
 from app.maintenance_context import current_lease
 from app.maintenance_lease import ABANDONED, LEASE_SECONDS
 from app.maintenance_runs import MaintenanceBusy
@@ -43,7 +43,7 @@ def service(app, client):
     assert client.post("/v1/test/namespaces", json={"namespace": ["db"]}).status_code == 200
     for name in ("a", "b"):
         assert client.post("/v1/test/namespaces/db/tables", json=create_request(name)).status_code == 200
-    return app.app.extensions[MAINTENANCE]
+    return services_of(app.app).maintenance
 
 
 def wait_for(condition, what: str, timeout_s: float = 30.0):

@@ -1,4 +1,4 @@
-"""Least privilege in the management API (issue 33; app/management_rights.py).
+"""Least privilege in the management API (issue 33; app/management/rights.py).
 
 A matrix of every management operation x {administrator, holder of manage-grants on the catalog,
 plain principal} with the expected answer, and nothing changed when refused; then the rules one
@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from app.edge.context import AUTHORIZER
+from app.composition.services import services_of
 from app.ground.callers import IDP, Principal, current_principal
 from tests.api.authz_support import MANAGEMENT as M
 from tests.api.authz_support import WAREHOUSE, Caller, Principals, securable_body
@@ -268,7 +268,7 @@ def test_a_deleted_principals_memberships_go_and_never_reach_an_idp_user(app, pr
     assert principals.grants.holdings(holder.name).grants  # its role's grant, by membership
     # An IdP user carrying the same name holds nothing of it (only its token's roles claim counts).
     assert principals.grants.holdings(holder.name, (), own=False).grants == []
-    authorizer = app.app.extensions[AUTHORIZER]
+    authorizer = services_of(app.app).authorizer
     token = current_principal.set(Principal(holder.name, IDP))
     try:
         assert authorizer.grants().held == {}

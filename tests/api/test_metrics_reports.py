@@ -7,8 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from app.composition.services import services_of
 from app.ground.rates import TokenBuckets
-from app.metrics_reports import MAX_REPORT_BYTES, RETENTION_S
+from app.tables.metrics_reports import MAX_REPORT_BYTES, RETENTION_S
 from tests.api.tables_support import PREFIX, create_request, table_url, tables_url
 
 pytestmark = pytest.mark.usefixtures("clean_catalog")
@@ -48,10 +49,9 @@ def test_a_report_over_the_size_bound_is_refused(client, db, table):
 
 def test_a_principal_sending_too_fast_is_told_to_slow_down(client, app, db, table, monkeypatch):
     """A frozen clock: the burst is all a principal gets until time passes."""
-    from app.edge.context import TABLES
 
     now = [1000.0]
-    monkeypatch.setattr(app.app.extensions[TABLES].reports, "buckets", TokenBuckets(1.0, 2.0, clock=lambda: now[0]))
+    monkeypatch.setattr(services_of(app.app).tables.reports, "buckets", TokenBuckets(1.0, 2.0, clock=lambda: now[0]))
     db.execute("TRUNCATE metrics_report")
     assert [client.post(table, json=REPORT).status_code for _ in range(2)] == [204, 204]
     refused = client.post(table, json=REPORT)
@@ -86,7 +86,7 @@ def test_old_reports_are_expired_by_housekeeping(client, app, db, table):
         " WHERE id = (SELECT min(id) FROM metrics_report)",
         (RETENTION_S + 60,),
     )
-    tables = app.app.extensions["growler.tables"]
+    tables = services_of(app.app).tables
     keeper = Housekeeper(
         tables.repository, tables.objects, IdempotencyRepository(tables.repository.db), threading.Event()
     )

@@ -15,6 +15,7 @@ import pytest
 from minio.error import S3Error
 from prometheus_client import REGISTRY
 
+from app.composition.services import services_of
 from app.ground.locations import Location
 from storage.sts import session_policy
 from tests.api.bin_support import PROTECTIONS, M, bin_state, protect, unprotect
@@ -121,10 +122,10 @@ def test_a_protected_warehouse_is_not_deleted(client, settings):
 @pytest.fixture
 def refusing_deletes(app, db):
     db.execute("UPDATE warehouse SET refuse_deletes = true WHERE name = 'test'")
-    app.app.extensions["growler.catalog"].warehouses.invalidate()
+    services_of(app.app).namespaces.warehouses.invalidate()
     yield
     db.execute("UPDATE warehouse SET refuse_deletes = false WHERE name = 'test'")
-    app.app.extensions["growler.catalog"].warehouses.invalidate()
+    services_of(app.app).namespaces.warehouses.invalidate()
 
 
 def test_a_warehouse_refusing_deletes_signs_none_and_vends_no_delete(client, catalog, refusing_deletes, settings):

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
+from app.composition.services import services_of
 from storage.objects import S3ObjectStore
 from tests.api.bin_support import BIN, M, bin_state, held_rows, undrop, unit_of, units, until
 from tests.api.tables_support import PREFIX, TextStore, create_request, table_url, tables_url
@@ -39,7 +40,7 @@ def ns(client):
 
 @pytest.fixture
 def s3(app) -> TextStore:
-    return TextStore(app.app.extensions["growler.catalog"].objects)
+    return TextStore(services_of(app.app).namespaces.objects)
 
 
 def counted(action: str, kind: str) -> float:
@@ -133,13 +134,13 @@ def test_expiry_purges_only_where_asked_and_only_the_tables_own_files(client, ns
     for name in tables:
         s3.write_new(f"{tables[name]['metadata']['location']}/data/part-0.parquet", b"rows")
     db.execute("UPDATE warehouse SET retention_s = 1 WHERE name = 'test'")
-    app.app.extensions["growler.catalog"].warehouses.invalidate()
+    services_of(app.app).namespaces.warehouses.invalidate()
     try:
         assert client.delete(table_url("p"), params={"purgeRequested": "true"}).status_code == 204
         assert client.delete(table_url("kept")).status_code == 204
     finally:
         db.execute("UPDATE warehouse SET retention_s = 604800 WHERE name = 'test'")
-        app.app.extensions["growler.catalog"].warehouses.invalidate()
+        services_of(app.app).namespaces.warehouses.invalidate()
     assert client.delete(table_url("later"), params={"purgeRequested": "true"}).status_code == 204  # 7 days
     assert s3.exists(tables["p"]["metadata-location"])  # a purge waits for the end of the retention
     until(

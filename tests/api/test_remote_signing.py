@@ -18,10 +18,10 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from app import s3_requests
-from app.bulk_deletes import PROBE_FOLDER, probe
-from app.edge.context import SIGNER
+from app.composition.services import services_of
 from app.ground.locations import Location
+from app.storage_access import s3_requests
+from app.storage_access.bulk_deletes import PROBE_FOLDER, probe
 from storage.objects import S3ObjectStore
 from tests.api.tables_support import create_request
 from tests.conftest import TEST_BUCKET
@@ -200,7 +200,7 @@ def test_delete_objects_checks_every_key_and_is_refused_on_a_store_that_does_not
         refused = _sign(sclient, "POST", uri, headers, only_inside)
         _refused(refused)
         assert "does not check a request's body against its signature" in refused.json()["error"]["message"]
-    signer = signing_app.app.extensions[SIGNER]
+    signer = services_of(signing_app.app).signer
     assert signer.bulk_deletes.known(signer.tables.warehouses.get(WAREHOUSE)) is False
     assert store.exists(inside) and store.exists(outside)
 
@@ -215,7 +215,7 @@ def test_bulk_delete_probe_on_seaweedfs(signing_app, signing_settings, store):
     """The probe itself, against the real store: SeaweedFS deletes the victim canary under a
     signature made for the other (for either binding) and honours the genuine request; no canary
     is left behind."""
-    signer = signing_app.app.extensions[SIGNER]
+    signer = services_of(signing_app.app).signer
     warehouse = signer.tables.warehouses.get(WAREHOUSE)
     keys = signer.keys(warehouse)
     root = Location.parse(signing_settings.warehouse_location)
@@ -450,10 +450,9 @@ def test_a_copy_header_added_after_signing_is_refused_by_the_store(sclient, tabl
 
 def test_a_read_only_grant_signs_reads_only(sclient, signing_app, tables, signing_settings, monkeypatch):
     """The one place authorization will decide (``RemoteSigner.privileges``), exercised read-only."""
-    from app.edge.factory import SIGNER
-    from app.s3_requests import READ
+    from app.storage_access.s3_requests import READ
 
-    signer = signing_app.app.extensions[SIGNER]
+    signer = services_of(signing_app.app).signer
     monkeypatch.setattr(signer, "privileges", lambda *_args: frozenset({READ}))
     uri = _http_url(signing_settings, tables["tbl"] + "/data/x")
     assert _sign(sclient, "GET", uri).status_code == 200

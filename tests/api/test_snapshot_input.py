@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from app.composition.services import services_of
 from tests.api.tables_support import (
     PREFIX,
     T_LOCATION,
@@ -25,7 +26,7 @@ INT64_MIN = -(2**63)
 
 @pytest.fixture
 def s3(app) -> TextStore:
-    return TextStore(app.app.extensions["growler.catalog"].objects)
+    return TextStore(services_of(app.app).namespaces.objects)
 
 
 @pytest.fixture

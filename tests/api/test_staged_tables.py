@@ -106,7 +106,7 @@ def test_staged_credentials_are_vended_and_refreshed_for_the_staged_location(cli
 
 
 def test_an_expired_stage_is_refused_and_forgotten(client, settings, app, db):
-    from app.edge.context import TABLES
+    from app.composition.services import services_of
 
     assert client.post(f"{PREFIX}/namespaces", json={"namespace": ["ns"]}).status_code == 200
     location = stage(client, "old").json()["metadata"]["location"]
@@ -116,7 +116,7 @@ def test_an_expired_stage_is_refused_and_forgotten(client, settings, app, db):
     assert client.get(f"{PREFIX}/namespaces/ns/tables/old/credentials").status_code == 404
     # the app's own housekeeping thread may have forgotten it first (it runs every few seconds):
     # one of the two deleted it, and it is gone
-    assert app.app.extensions[TABLES].staged.delete_expired() in (0, 1)
+    assert services_of(app.app).tables.staged.delete_expired() in (0, 1)
     assert stages(db) == []
 
 

@@ -17,6 +17,7 @@ import uuid
 
 import pytest
 
+from app.composition.services import services_of
 from app.edge.auth.endpoint import PER_ADDRESS, PER_CLIENT, SecretGuessing, TokenEndpoint
 from tests.conftest import auth_settings_for_tests, fetch_token
 
@@ -99,11 +100,11 @@ def test_an_address_guessing_many_client_ids_is_slowed_down(fresh_app, clock):
 @pytest.fixture
 def principals_for_guessing(app):
     """A principal of its own (its client id is what gets guessed at)."""
-    from app.principals import PrincipalService
+    from app.management.principals import PrincipalService
     from storage.db import Database
     from storage.principals import PrincipalRepository
 
-    database = app.app.extensions["growler.tables"].repository.db
+    database = services_of(app.app).tables.repository.db
     assert isinstance(database, Database)
     credential = PrincipalService(PrincipalRepository(database)).create("guessed-" + uuid.uuid4().hex[:8])
     return credential.client_id, credential.secret
@@ -115,14 +116,14 @@ def test_a_proven_secret_buys_no_token_once_rotated_elsewhere(settings, app, pri
     (poll_s), and the rotation is made by another process's service; the old secret is refused
     at once, the new one accepted."""
     from app.edge.factory import create_app
-    from app.principals import PrincipalService
+    from app.management.principals import PrincipalService
     from storage.principals import PrincipalRepository
 
     stale = create_app(settings, auth_settings_for_tests(poll_s=3600)).test_client()
     client_id, secret = principals_for_guessing
     assert attempt(stale, client_id, secret).status_code == 200  # verified: now proven here
     assert attempt(stale, client_id, secret).status_code == 200  # the fast path
-    database = app.app.extensions["growler.tables"].repository.db
+    database = services_of(app.app).tables.repository.db
     rotated = PrincipalService(PrincipalRepository(database)).rotate(client_id)
     assert rotated is not None
     refused = attempt(stale, client_id, secret)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from app.composition.services import services_of
 from app.ground.locations import Location
 from app.rules.requests.tables import CommitTableRequest
 from tests.api.tables_support import PREFIX, create_request, table_url, tables_url
@@ -26,7 +27,7 @@ def change(name: str, requirements=None, **properties):
 
 
 def bucket_objects(app) -> set[str]:
-    return set(app.app.extensions["growler.catalog"].objects.list(Location.parse("s3://growler-test-warehouse/")))
+    return set(services_of(app.app).namespaces.objects.list(Location.parse("s3://growler-test-warehouse/")))
 
 
 def test_commits_every_table(client, three_tables):
@@ -84,7 +85,7 @@ def test_change_without_identifier_is_400(client, three_tables):
 
 def test_lost_race_is_retried_when_requirements_still_hold(client, app, three_tables, monkeypatch):
     """A concurrent commit lands between read and swap: the transaction re-reads and succeeds."""
-    tables = app.app.extensions["growler.tables"]
+    tables = services_of(app.app).tables
     real_prepare = tables._prepare
     interfered = []
 

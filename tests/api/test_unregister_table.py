@@ -6,6 +6,7 @@ import uuid
 
 import pytest
 
+from app.composition.services import services_of
 from app.ground.locations import Location
 from tests.api.tables_support import PREFIX, append, create_request, table_url, tables_url
 
@@ -18,7 +19,7 @@ def ns(client):
 
 @pytest.fixture
 def s3(app):
-    return app.app.extensions["growler.catalog"].objects
+    return services_of(app.app).namespaces.objects
 
 
 def unregister(client, name: str, **kwargs):
@@ -90,7 +91,7 @@ def test_missing_table_or_a_view_is_404(client, ns):
 def test_a_commit_racing_unregister_fails_and_leaves_no_file(client, ns, app, s3, monkeypatch):
     """The unregister lands between the commit's read and its compare-and-set (forced, not hoped for)."""
     client.post(tables_url(), json=create_request("t"))
-    service = app.app.extensions["growler.tables"]
+    service = services_of(app.app).tables
     location = client.get(table_url("t")).json()["metadata"]["location"]
     real_swap = service.repository.swap_metadata
     answers = []

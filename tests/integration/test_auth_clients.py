@@ -19,7 +19,7 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 
-from app.principals import PrincipalService
+from app.management.principals import PrincipalService
 from storage.db import Database
 from storage.principals import PrincipalRepository
 from tests.conftest import TEST_CLIENT_ID, TEST_CLIENT_SECRET, auth_env_for_tests

@@ -18,7 +18,7 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from app.edge.context import MAINTENANCE
+from app.composition.services import services_of
 from app.ground.locations import Location
 from app.ground.settings import SparkSettings
 from app.maintenance_runs import MaintenanceBusy
@@ -44,7 +44,7 @@ def catalog(server, clean_catalog):
 
 @pytest.fixture
 def maintenance(app):
-    service = app.app.extensions[MAINTENANCE]
+    service = services_of(app.app).maintenance
     yield service
     service.executor.planned = lambda _plan: None
 

@@ -133,7 +133,7 @@ def test_spark_round_trip_through_remote_signing(signing_server, signing_setting
     """Spark 3.5 and 4.1 with Iceberg 1.12: S3FileIO signs every request through ``/sign``
     (``s3.remote-signing-enabled``): create, insert, overwrite, delete, expire_snapshots (whose
     DeleteObjects Growler refuses here: SeaweedFS does not check a body against its signature, see
-    app/bulk_deletes.py), purge."""
+    app/storage_access/bulk_deletes.py), purge."""
     from tests.integration.spark_support import DRIVERS
 
     # rest-catalog-purge: Growler purges a dropped table's files. Left to Spark (Iceberg 1.12's

@@ -116,7 +116,7 @@ def test_guessers_leave_memory_bounded_and_a_good_client_gets_its_token(server):
         assert rss_kb(pid) - before[pid] < RSS_GROWTH_BOUND_KB, f"worker {pid} grew by {rss_kb(pid) - before[pid]} kB"
 
 
-ARGON2_MIB = 64  # argon2-cffi's RFC 9106 low-memory profile (app/principals.py)
+ARGON2_MIB = 64  # argon2-cffi's RFC 9106 low-memory profile (app/management/principals.py)
 # The stated bound for distributed guessers: the verifications at once, plus 48 MiB for 32
 # connections, buffers and the allocator's slack.
 MEMORY_BOUND_MIB = VERIFICATIONS_AT_ONCE * ARGON2_MIB + 48

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.table_memory import HeldDocument, HeldDocuments
+from app.tables.memory import HeldDocument, HeldDocuments
 
 
 def key(name: str) -> tuple[int, tuple[str, ...], str]:

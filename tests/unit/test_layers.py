@@ -33,6 +33,7 @@ LAYERS = {
     "app.rules": "rules",
     "storage": "storage",
     "app.edge": "edge",
+    "app.composition": "edge",  # the composition root: builds every service (issue 48)
     "app.console": "edge",  # the web console (issue 38): Flask views over the services
     "handlers": "edge",
 }
@@ -48,9 +49,9 @@ MAY_IMPORT = {
 HEAVY = ("connexion", "flask", "psycopg", "psycopg_pool", "minio", "starlette", "a2wsgi")
 
 
-def _module_files() -> dict[str, Path]:
+def _module_files(packages: tuple[str, ...] = PACKAGES) -> dict[str, Path]:
     modules = {}
-    for package in PACKAGES:
+    for package in packages:
         for path in sorted((ROOT / package).rglob("*.py")):
             parts = list(path.relative_to(ROOT).with_suffix("").parts)
             if parts[-1] == "__init__":
@@ -67,8 +68,9 @@ def layer_of(module: str) -> str:
     return LAYERS[max(matches, key=len)]
 
 
-def _imports(module: str, path: Path) -> Iterator[tuple[int, str]]:
+def _imports(module: str, path: Path, known: dict[str, Path] | None = None) -> Iterator[tuple[int, str]]:
     """(line, imported module of this code base) for every import statement in the file."""
+    known = MODULES if known is None else known
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
@@ -79,11 +81,11 @@ def _imports(module: str, path: Path) -> Iterator[tuple[int, str]]:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
             # ``from app.ground import metrics`` imports the module app.ground.metrics
-            names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base for alias in node.names]
+            names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
         else:
             continue
         for name in names:
-            while name and name not in MODULES:
+            while name and name not in known:
                 name = name.rpartition(".")[0]
             if name:
                 yield node.lineno, name
@@ -94,7 +96,7 @@ GRAPH = {module: sorted({name for _, name in _imports(module, path)} - {module})
 
 def test_every_module_has_a_layer() -> None:
     assert {layer_of(module) for module in MODULES} <= set(MAY_IMPORT)
-    assert "app.tables" in MODULES and "storage.repository" in MODULES  # the walk found the code
+    assert "app.tables.service" in MODULES and "storage.repository" in MODULES  # the walk found the code
 
 
 def test_imports_go_down_the_layers_only() -> None:
@@ -184,7 +186,7 @@ def test_importing_the_rules_loads_no_web_framework_and_no_database_driver() -> 
 # everything; ``Authorizer.allow_all()`` is the one, named, way to choose that, and in the
 # server only where authentication is off.
 
-ALLOW_ALL_CALLERS = {"app.edge.factory"}  # GROWLER_AUTH=none; scripts and benchmarks are outside app/
+ALLOW_ALL_CALLERS = {"app.composition.storage"}  # GROWLER_AUTH=none; scripts and benchmarks are outside app/
 
 
 def _is_authorizer_type(annotation: ast.expr | None) -> bool:
@@ -324,7 +326,7 @@ def test_authorizers_are_handed_to_constructors_never_assigned_later() -> None:
         for problem in authorizers_set_outside_constructors(path.read_text(), str(path.relative_to(ROOT)))
     ]
     assert found == []
-    assert "self.authorizer = authorizer" in MODULES["app.namespaces"].read_text()  # the scan saw one
+    assert "self.authorizer = authorizer" in MODULES["app.namespaces.service"].read_text()  # the scan saw one
 
 
 def test_allowing_everything_is_chosen_only_where_authentication_is_off() -> None:
@@ -353,7 +355,7 @@ def privilege_lists(source: str, names: set[str], where: str = "<source>") -> li
 def test_the_privilege_list_exists_once() -> None:
     """``Privilege`` (app/rules/privileges.py) is the list; the management API derives its own
     from it (the yaml's enum: tests/unit/test_privileges.py). No module spells the names out again."""
-    from app.management import PRIVILEGES
+    from app.management.service import PRIVILEGES
     from app.rules.privileges import Privilege
 
     names = {privilege.value for privilege in Privilege}
@@ -484,3 +486,105 @@ def test_handlers_return_values_and_take_the_request_as_an_argument() -> None:
         if forbidden.search(path.read_text())
     ]
     assert offenders == []
+
+
+# -- wired once, packages by capability (issue 48) ----------------------------------------------
+
+# The benchmark and the scripts stand outside the layers, but are held to having no import circle
+# (bench/random_tables.py and bench/workloads.py imported each other: bench/measuring.py now).
+TOOLS = ("bench", "scripts")
+
+
+def test_no_import_circles_in_the_benchmark_and_the_scripts() -> None:
+    everything = {**MODULES, **_module_files(TOOLS)}
+    assert any(module.startswith("bench.") for module in everything)
+    graph = {
+        module: sorted({name for _, name in _imports(module, path, everything)} - {module})
+        for module, path in everything.items()
+    }
+    assert _circles(graph) == []
+
+
+def attributes_wired(source: str, functions: set[str], where: str = "<source>") -> list[str]:
+    """Every place that installs behaviour into another object after it was built:
+    ``other.attribute = <lambda | x.method | self.part.method>``, a method being a name in
+    ``functions`` (the functions the code base defines). Setting one's own attribute
+    (``self.x = ...``) or plain data (``lease.next_due_s = self.interval_s``, a name,
+    ``changes.last_id = spec.spec_id``) is not. A service is handed its collaborators and
+    callbacks at construction (app/composition)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+            continue
+        value = node.value
+        behaviour = isinstance(value, ast.Lambda) or (
+            isinstance(value, ast.Attribute)
+            and value.attr in functions
+            and not (isinstance(value.value, ast.Name) and value.value.id in ("self", "cls"))
+        )
+        if not behaviour:
+            continue
+        for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+            own = isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
+            if isinstance(target, ast.Attribute) and not own:
+                found.append(f"{where}:{node.lineno}: {ast.unparse(target)} = {ast.unparse(value)}")
+    return found
+
+
+def test_the_wiring_scan_finds_wiring() -> None:
+    """The three wirings issue 48 removed, and what is no wiring."""
+    methods = {"store_for", "run_due", "note", "spawn"}
+    assert attributes_wired("objects.router = service.warehouses.store_for\n", methods) != []
+    assert attributes_wired("housekeeper.maintenance = maintenance.run_due\n", methods) != []
+    late = "class E:\n    def __init__(self, tables):\n        tables.after_commit = self.trigger.note\n"
+    assert attributes_wired(late, methods) != []
+    assert attributes_wired("bench.targets.spawn_logged = lambda argv: spawn(argv)\n", methods) != []
+    assert attributes_wired("class S:\n    def __init__(self, t):\n        self.note = t.note\n", methods) == []
+    data = "lease.next_due_s = self.interval_s\ncount.commits = 0\nc.flag = flag\nc.last_id = spec.spec_id\n"
+    assert attributes_wired(data, methods) == []
+
+
+def test_nothing_is_wired_by_attribute_after_construction() -> None:
+    """No module of the server, the benchmark or the scripts sets a callable or a service on
+    another object: every dependency is a constructor argument, so the layer test sees it."""
+    everything = {**MODULES, **_module_files(TOOLS)}
+    trees = {path: ast.parse(path.read_text()) for path in everything.values()}
+    functions = {
+        node.name
+        for tree in trees.values()
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    assert {"store_for", "run_due", "note"} <= functions
+    found = [
+        problem
+        for path in everything.values()
+        for problem in attributes_wired(path.read_text(), functions, str(path.relative_to(ROOT)))
+    ]
+    assert found == []
+
+
+# The capabilities of the services floor, each a package of app/ (docs/design.md).
+CAPABILITIES = {"catalog", "tables", "views", "namespaces", "recycle_bin", "events", "management", "storage_access"}
+# Single-module capabilities kept flat; maintenance_* moves into app/maintenance/ (issue 48's
+# maintenance part, its own branch) and leaves this list then.
+FLAT = {"authorization", "functions", "housekeeping", "idempotency", "maintenance", "spark_rewrite_job"}
+PENDING_PACKAGE = "maintenance"
+
+
+def test_the_services_floor_is_packages_by_capability() -> None:
+    """No prefix acts as a folder in app/: its modules are packages by capability or one of the
+    few single-module capabilities; the composition root is the one place that builds them."""
+    top = {path.stem for path in (ROOT / "app").glob("*.py") if path.stem != "__init__"}
+    packages = {path.parent.name for path in (ROOT / "app").glob("*/__init__.py")}
+    assert CAPABILITIES <= packages
+    families = {stem.split("_")[0] for stem in top} & {stem.split("_")[0] for stem in top if "_" in stem}
+    assert families <= {PENDING_PACKAGE, "spark"}, families
+    assert top - {stem for stem in top if stem.startswith(PENDING_PACKAGE + "_")} <= FLAT
+    builders = {
+        module
+        for module, path in MODULES.items()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("TableService", "NamespaceService")
+    }
+    assert builders == {"app.composition.catalog"}

@@ -89,7 +89,7 @@ def test_a_function_holds_what_its_namespace_holds():
 
 def test_delegation_gives_only_what_one_holds_and_roles_only_whole():
     """manage-grants delegates the privileges held on the securable and below; a role is managed
-    only by who could give every grant it holds (app/management_rights.py reads these)."""
+    only by who could give every grant it holds (app/management/rights.py reads these)."""
     owner = held((Privilege.MANAGE_GRANTS, ns("a")), (R, ns("a")))
     assert owner.manages_grants() and not EffectiveGrants().manages_grants()
     assert owner.may_grant(R, ns("a")) and owner.may_grant(R, table("a", "t"))
@@ -103,7 +103,7 @@ def test_delegation_gives_only_what_one_holds_and_roles_only_whole():
 
 def test_held_within_a_node_is_on_it_above_it_or_below_it():
     """What a management row checks before the stored unit or the body says where exactly (an
-    undrop, a mark, a policy: app/management_operations.py): the privilege anywhere in the node."""
+    undrop, a mark, a policy: app/management/operations.py): the privilege anywhere in the node."""
     undrop = Privilege.UNDROP
     below = held((undrop, table("a", "t")))
     assert below.holds_within(undrop, Securable.of_warehouse("wh"))

@@ -8,7 +8,7 @@ import zlib
 
 import pytest
 
-from app.s3_requests import (
+from app.storage_access.s3_requests import (
     READ,
     WRITE,
     RefusedRequest,

@@ -1,4 +1,4 @@
-"""Growler's SigV4 (``app.signing.SigV4``) signs exactly as minio's ``sign_v4_s3`` does.
+"""Growler's SigV4 (``app.storage_access.signing.SigV4``) signs exactly as minio's ``sign_v4_s3`` does.
 
 The remote signer derives the signing key once per day and region and takes the request's
 canonical path and query as they are; the signatures must still be minio's, byte for byte.
@@ -13,7 +13,7 @@ import pytest
 from minio.credentials import Credentials
 from minio.signer import sign_v4_s3
 
-from app.signing import SigV4
+from app.storage_access.signing import SigV4
 
 ACCESS, SECRET = "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
 CASES = [

@@ -6,6 +6,8 @@ request is authenticated. See app/edge/auth/config.py for the modes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from app.edge.auth.config import AuthSettings
 from app.edge.auth.console import ConsoleOidc
 from app.edge.auth.endpoint import TokenEndpoint
@@ -13,7 +15,7 @@ from app.edge.auth.middleware import PRINCIPAL, AuthMiddleware
 from app.edge.auth.oidc import OidcProvider
 from app.edge.auth.state import AuthState
 from app.edge.auth.tokens import TokenIssuer, TokenVerifier
-from app.principals import PrincipalService
+from app.management.principals import PrincipalService
 from storage.db import Database
 from storage.principals import PrincipalRepository
 
@@ -21,11 +23,13 @@ __all__ = ["PRINCIPAL", "AuthMiddleware", "AuthSettings", "Authentication"]
 
 
 class Authentication:
-    def __init__(self, settings: AuthSettings, database: Database) -> None:
+    def __init__(
+        self, settings: AuthSettings, database: Database, listeners: tuple[Callable[[], None], ...] = ()
+    ) -> None:
         self.settings = settings
         repository = PrincipalRepository(database)
         self.principals = PrincipalService(repository)
-        self.state = AuthState(repository, settings)
+        self.state = AuthState(repository, settings, listeners)  # caches a management change drops
         oidc = OidcProvider(settings) if settings.enabled and settings.oidc_issuer else None
         self.console_oidc = (
             ConsoleOidc(

@@ -51,7 +51,7 @@ from app.edge.http import raw_headers, send_response
 from app.ground.errors import CatalogError
 from app.ground.lru import LruCache
 from app.ground.rates import TokenBuckets
-from app.principals import PrincipalService
+from app.management.principals import PrincipalService
 
 PATH = "/v1/oauth/tokens"
 CLIENT_CREDENTIALS = "client_credentials"

@@ -23,7 +23,12 @@ log = logging.getLogger(__name__)
 
 
 class AuthState:
-    def __init__(self, repository: PrincipalRepository, settings: AuthSettings) -> None:
+    def __init__(
+        self,
+        repository: PrincipalRepository,
+        settings: AuthSettings,
+        listeners: tuple[Callable[[], None], ...] = (),
+    ) -> None:
         self.repository = repository
         self.settings = settings
         self.principals: dict[str, PrincipalState] = {}
@@ -34,8 +39,8 @@ class AuthState:
         self._thread: threading.Thread | None = None
         self._last_load = float("-inf")  # never loaded (the monotonic clock may be near 0 after boot)
         # Called after each reload that saw the version move: other caches that every management
-        # change must drop (warehouse rows, authorization decisions) subscribe here.
-        self.listeners: list[Callable[[], None]] = []
+        # change must drop (the warehouse directory's rows and routes), given at construction.
+        self.listeners = listeners
 
     def start(self) -> None:
         """Make the first signing key if there is none (one worker wins), load, and start polling."""

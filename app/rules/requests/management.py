@@ -14,7 +14,7 @@ lists are tuples; secrets (a webhook's key, a SASL password, storage keys) are `
 never in a repr or a dump; a securable has ``view()`` and a warehouse's request ``given()``
 (app/rules/contract/shapes.py). A protection mark's body is parsed as a Securable (its warehouse
 is the path's). Policy types and credentials modes are the yaml's enums, checked again by the
-rules that own their lists (app/rules/maintenance.py ``POLICY_TYPES``, app/storage_access.py
+rules that own their lists (app/rules/maintenance.py ``POLICY_TYPES``, app/storage_access/delegation.py
 ``CREDENTIALS_MODES``).
 """
 

@@ -84,7 +84,7 @@ class CommitTableRequest(contract.CommitTableRequest):
     """updateTable's body, and each table change of a transaction (which names its table).
 
     ``sent_requirements`` and ``sent_updates`` are the request's own JSON, kept for the change
-    feed only: an update-table event records what the client sent (app/change_events.py), not
+    feed only: an update-table event records what the client sent (app/events/changes.py), not
     what the models would write back (placeholder ids, defaults filled in)."""
 
     sent_requirements: list[dict[str, Any]] = Field(default_factory=list, exclude=True, repr=False)

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from app.composition.services import services_of
 from app.ground.locations import Location
 from storage.objects import S3ObjectStore
 from storage.placement import _LOCK_SEED, _prefixes
@@ -29,7 +30,7 @@ OTHER_BUCKET = "growler-test-other"
 
 @pytest.fixture
 def s3(app) -> TextStore:
-    return TextStore(app.app.extensions["growler.catalog"].objects)
+    return TextStore(services_of(app.app).namespaces.objects)
 
 
 @pytest.fixture
@@ -105,7 +106,7 @@ def test_the_holder_is_named_only_to_a_caller_who_sees_it(app, client, home, pri
     location): a restorer holding undrop on ``db`` only is not told its name."""
     S3ObjectStore(settings.s3).ensure_bucket(OTHER_BUCKET)
     shared = f"s3://{OTHER_BUCKET}/{unique}/shared"
-    catalog = app.app.extensions["growler.catalog"]
+    catalog = services_of(app.app).namespaces
     catalog.warehouses.remember(
         catalog.repository.upsert_warehouse(
             settings.warehouse,

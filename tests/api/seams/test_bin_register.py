@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import pytest
 
+from app.composition.services import services_of
 from tests.api.bin_support import BIN, bin_state, protect, undrop, units, until
 from tests.api.tables_support import PREFIX, TextStore, append, create_request, error_type, table_url, tables_url
 from tests.api.test_recycle_bin import VIEW_BODY
@@ -30,7 +31,7 @@ def ns(client):
 
 @pytest.fixture
 def s3(app) -> TextStore:
-    return TextStore(app.app.extensions["growler.catalog"].objects)
+    return TextStore(services_of(app.app).namespaces.objects)
 
 
 def test_a_dropped_tables_last_metadata_file_registered_again(client, ns, db):

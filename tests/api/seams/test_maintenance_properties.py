@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.edge.context import MAINTENANCE
+from app.composition.services import services_of
 from app.rules.maintenance import SNAPSHOTS_BEFORE_DUE
 from tests.api.tables_support import create_request, snapshot, table_url, tables_url
 
@@ -22,7 +22,7 @@ EXPIRY_PROPERTIES = {"history.expire.min-snapshots-to-keep": "100", "history.exp
 
 @pytest.fixture
 def service(app, client, ns):
-    maintenance = app.app.extensions[MAINTENANCE]
+    maintenance = services_of(app.app).maintenance
     maintenance.run_due()  # what earlier tests left due or counted; the hourly discovery done now
     return maintenance
 

@@ -39,7 +39,7 @@ from pyiceberg.manifest import ManifestEntry, ManifestEntryStatus, write_manifes
 from pyiceberg.table import CommitTableRequest, CommitTableResponse, Table, TableIdentifier
 from pyiceberg.table.metadata import TableMetadataUtil
 
-from app.edge.context import MAINTENANCE
+from app.composition.services import services_of
 from app.ground.locations import Location
 from storage.management_rows import Securable
 from storage.objects import S3ObjectStore
@@ -332,7 +332,7 @@ def test_no_reader_opens_or_hands_out_another_tables_files(app, scene, store, at
     assert "file-scan-tasks" not in planned.text
 
     # maintenance: every policy type's run fails with the reason, nothing committed or deleted
-    maintenance = app.app.extensions[MAINTENANCE]
+    maintenance = services_of(app.app).maintenance
     table = maintenance.maintenance.table("test", ("a",), "mine")
     maintenance.maintenance.schedule(table.entry_id, 86_400)  # the schedule stays off: the test runs it
     for policy_type in POLICIES:
@@ -457,7 +457,7 @@ def test_a_tables_own_data_path_is_read_and_another_tables_is_refused(app, scene
     assert page.status_code == 200, page.text
     assert all(row["secret"] in page.text for row in DATA_PATH_ROWS)
 
-    maintenance = app.app.extensions[MAINTENANCE]
+    maintenance = services_of(app.app).maintenance
     entry = maintenance.maintenance.table("test", ("a",), "paths")
     maintenance.maintenance.schedule(entry.entry_id, 86_400)  # the schedule stays off: the test runs it
     content = {"enable": True, "config": {"max_snapshot_age_days": 1, "min_snapshot_to_keep": 1}}

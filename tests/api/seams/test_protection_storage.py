@@ -22,6 +22,7 @@ import minio
 import pytest
 from minio.error import S3Error
 
+from app.composition.services import services_of
 from app.ground.locations import Location
 from tests.api.bin_support import BIN, bin_state, protect, unit_of, units, unprotect, until
 from tests.api.tables_support import PREFIX, bucket_objects, create_request, table_url, tables_url
@@ -256,7 +257,7 @@ def test_expiry_waits_while_a_mark_holds_the_unit(client, table, db, app):
     try:
         db.execute("UPDATE bin_unit SET expires_at = now() - interval '1 hour' WHERE name <> 'x'")  # the oldest
         db.execute("UPDATE bin_unit SET expires_at = now() - interval '1 minute' WHERE name = 'x'")
-        app.app.extensions["growler.recycle-bin"].expire_due(limit=1)  # one at a time: x's turn comes
+        services_of(app.app).recycle_bin.expire_due(limit=1)  # one at a time: x's turn comes
         listed = {u["name"]: u for u in units(client)}
         assert "x" not in listed or listed["x"]["purging-since"] is not None  # expired: its purge queued
         held = [listed["t"], listed["other"]]

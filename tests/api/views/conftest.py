@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from app.composition.services import services_of
 from tests.api.tables_support import PREFIX, TextStore
 from tests.api.views.views_support import NS
 
@@ -17,9 +18,9 @@ def ns(client):
 
 @pytest.fixture
 def s3(app):
-    return TextStore(app.app.extensions["growler.catalog"].objects)
+    return TextStore(services_of(app.app).namespaces.objects)
 
 
 @pytest.fixture
 def views(app):
-    return app.app.extensions["growler.views"]
+    return services_of(app.app).views

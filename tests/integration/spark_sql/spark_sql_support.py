@@ -42,7 +42,7 @@ class Access:
 
     ``bulk_deletes``: whether its DeleteObjects requests go through. Through remote signing on
     SeaweedFS they do not: the store does not check a body against its signature, so Growler's
-    probe refuses to sign them (app/bulk_deletes.py) and Spark's procedures leave the files.
+    probe refuses to sign them (app/storage_access/bulk_deletes.py) and Spark's procedures leave the files.
     """
 
     catalog: str

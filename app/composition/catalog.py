@@ -1,0 +1,98 @@
+"""The catalog's capabilities: namespaces, tables, views, the recycle bin, protection marks,
+functions, scan planning, remote signing, idempotency and the console's previews."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from app.authorization import Authorizer
+from app.composition.storage import Foundation
+from app.functions import FunctionService, function_metadata_schema
+from app.ground.page_tokens import PageTokens
+from app.ground.settings import Settings
+from app.idempotency import IdempotencyService
+from app.namespaces.service import NamespaceService
+from app.namespaces.warehouses import WarehouseDirectory
+from app.recycle_bin.protection import ProtectionService
+from app.recycle_bin.service import RecycleBinService
+from app.storage_access.signing import RemoteSigner
+from app.tables.plans import PlanningConfig, PlanningService
+from app.tables.previews import PreviewService
+from app.tables.service import TableService
+from app.views.service import ViewService
+from storage.db import Database
+from storage.functions import FunctionRepository
+from storage.idempotency import IdempotencyRepository
+from storage.objects import RoutingObjectStore
+from storage.plans import PlanRepository
+from storage.protection_rows import ProtectionRows
+from storage.repository import CatalogRepository
+
+
+@dataclass(frozen=True)
+class Catalog:
+    namespaces: NamespaceService
+    tables: TableService
+    views: ViewService
+    recycle_bin: RecycleBinService
+    protection: ProtectionService
+    functions: FunctionService
+    plans: PlanningService
+    signer: RemoteSigner
+    idempotency: IdempotencyService
+    idempotency_keys: IdempotencyRepository  # the housekeeper expires them
+    previews: PreviewService
+
+
+def build_catalog(base: Foundation, spec: dict, *, after_commit: Callable[[int, int, bool], None]) -> Catalog:
+    """``after_commit``: told (entry id, snapshots, sets history.expire.*) after each table
+    commit lands (maintenance's trigger, app/composition/maintenance.py)."""
+    settings, repository, objects, warehouses = base.settings, base.repository, base.objects, base.warehouses
+    shared = {"authorizer": base.authorizer, "page_tokens": base.page_tokens}
+    namespaces = NamespaceService(settings, repository, objects, warehouses, **shared)
+    tables = TableService(settings, repository, objects, warehouses, **shared, after_commit=after_commit)
+    views = ViewService(settings, repository, objects, warehouses, **shared)
+    recycle_bin = RecycleBinService(
+        settings, repository, warehouses, tables.owned_metadata_files, tables.purge_requested, **shared
+    )
+    idempotency_keys = IdempotencyRepository(base.database)
+    return Catalog(
+        namespaces=namespaces,
+        tables=tables,
+        views=views,
+        recycle_bin=recycle_bin,
+        protection=ProtectionService(ProtectionRows(base.database), warehouses, authorizer=base.authorizer),
+        functions=build_functions(settings, base.database, repository, objects, warehouses, spec, **shared),
+        plans=PlanningService(tables, PlanRepository(base.database), PlanningConfig.from_env()),
+        signer=RemoteSigner(settings, tables),
+        idempotency=IdempotencyService(idempotency_keys, settings.idempotency_lifetime_s),
+        idempotency_keys=idempotency_keys,
+        previews=PreviewService(tables),
+    )
+
+
+def build_functions(
+    settings: Settings,
+    database: Database,
+    repository: CatalogRepository,
+    objects: RoutingObjectStore,
+    warehouses: WarehouseDirectory,
+    spec: dict,
+    *,
+    authorizer: Authorizer,
+    page_tokens: PageTokens,
+) -> FunctionService:
+    """The function service (the app and ``scripts.functions`` build it the same way; each says
+    which authorizer and page token key: the app's, or the script's explicit allow-all and a key
+    of its own process)."""
+    return FunctionService(
+        settings,
+        FunctionRepository(database),
+        repository,
+        objects,
+        warehouses,
+        function_metadata_schema(spec),
+        authorizer=authorizer,
+        page_tokens=page_tokens,
+    )

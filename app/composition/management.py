@@ -1,0 +1,33 @@
+"""The management API's service and the housekeeper (handed every step it runs at construction)."""
+
+from __future__ import annotations
+
+from app.composition.catalog import Catalog
+from app.composition.storage import Foundation
+from app.housekeeping import Housekeeper
+from app.maintenance import MaintenanceService
+from app.management.service import ManagementService
+from storage.management_rows import ManagementRows
+
+
+def build_management(base: Foundation) -> ManagementService:
+    return ManagementService(
+        base.settings,
+        ManagementRows(base.database),
+        base.auth.principals,
+        base.warehouses,
+        authorizer=base.authorizer,
+        page_tokens=base.page_tokens,
+    )
+
+
+def build_housekeeper(base: Foundation, catalog: Catalog, maintenance: MaintenanceService) -> Housekeeper:
+    return Housekeeper(
+        base.repository,
+        base.objects,
+        catalog.idempotency_keys,
+        catalog.tables.purge_requested,
+        expire_bin=catalog.recycle_bin.expire_due,
+        events_retention_s=base.settings.events_retention_s,
+        maintenance=maintenance.run_due,  # the executor's schedule (app/maintenance.py)
+    )

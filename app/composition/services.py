@@ -1,0 +1,56 @@
+"""``Services``: everything a handler, the console or a tool reaches, typed, in one object.
+
+The composition root builds it once and keeps it under one key of the Flask app's
+``extensions`` (``services_of``); handlers reach it through ``app.edge.context.services()``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from app.authorization import Authorizer
+from app.events.feed import EventFeed
+from app.events.publisher import Publisher
+from app.events.sinks import EventSinks
+from app.functions import FunctionService
+from app.idempotency import IdempotencyService
+from app.maintenance import MaintenanceService
+from app.management.service import ManagementService
+from app.namespaces.service import NamespaceService
+from app.recycle_bin.protection import ProtectionService
+from app.recycle_bin.service import RecycleBinService
+from app.storage_access.signing import RemoteSigner
+from app.tables.plans import PlanningService
+from app.tables.previews import PreviewService
+from app.tables.service import TableService
+from app.views.service import ViewService
+
+SERVICES = "growler.services"  # the one key of flask_app.extensions
+
+
+@dataclass(frozen=True)
+class Services:
+    namespaces: NamespaceService  # namespaces, config, the warehouse directory
+    tables: TableService
+    views: ViewService
+    functions: FunctionService
+    plans: PlanningService
+    signer: RemoteSigner
+    idempotency: IdempotencyService
+    recycle_bin: RecycleBinService
+    protection: ProtectionService
+    management: ManagementService
+    maintenance: MaintenanceService
+    events: EventFeed
+    event_sinks: EventSinks
+    publisher: Publisher
+    previews: PreviewService  # the console's data preview
+    authorizer: Authorizer
+    endpoints: list[str]  # what getConfig advertises
+    console_oidc: bool  # True: the console signs in through the IdP too
+
+
+def services_of(flask_app: Any) -> Services:
+    """The services of a Flask app the composition root built."""
+    return flask_app.extensions[SERVICES]

@@ -1,0 +1,1 @@
+"""Events: what a change records, the change feed, push delivery (publisher, NATS, Kafka, webhooks)."""

@@ -1,0 +1,1 @@
+"""Namespaces and the warehouse directory (warehouses and their object stores)."""

@@ -1,0 +1,193 @@
+"""How a table's storage is reached: the config and credentials loadTable and loadCredentials
+answer with, the staged tables that signing and STS serve before their create commits, and what a
+table's name holds for them (``storage_scope``). A part of ``TableService`` (which derives from
+``TableStorageAccess``), kept apart for size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.ground.callers import current_principal
+from app.ground.errors import Forbidden
+from app.rules import table as rules
+from app.rules.identifiers import format_namespace
+from app.rules.privileges import Kind, Privilege, Securable
+from app.storage_access.delegation import (
+    STS,
+    Delegation,
+    answer_with,
+    client_storage_config,
+    credentials_mode,
+    refresh_config,
+    signing_config,
+    storage_credentials,
+)
+from storage.rows import EntryRow
+from storage.staged import StagedTable, StagedTables, StoragePlaces
+from storage.warehouses import WarehouseRow
+
+TABLE = "table"
+
+
+@dataclass(frozen=True)
+class StorageScopeOf:
+    """Where one table's objects are, for signing and vending: the folders it owns
+    (``rules.stored_roots``: its location first), or each of its live stages' (oldest first)."""
+
+    places: tuple[tuple[str, ...], ...]
+    staged: bool
+    # a protection mark covers the table (on it, a namespace or the warehouse): nothing signed or
+    # vended deletes its files (docs/recycle-bin.md "Protection")
+    protected: bool = False
+
+    @property
+    def locations(self) -> tuple[str, ...]:
+        """Every folder of the scope (what signing serves)."""
+        return tuple(root for roots in self.places for root in roots)
+
+
+class TableStorageAccess:
+    staged: StagedTables  # set by TableService
+
+    def vends(self, warehouse: WarehouseRow, delegation: Delegation) -> bool:
+        """Whether answering with this delegation vends credentials: that may call out (STS, the
+        warehouse's keys, the caller's grants), so it is no work for an event loop."""
+        return answer_with(warehouse, self.settings, delegation) == "credentials"
+
+    def load_credentials(self, prefix: str, namespace: tuple[str, ...], name: str) -> list[dict[str, Any]]:
+        """loadCredentials: for the table, or - before its create commits - for its live stages.
+
+        The operation's rule lets in READ on the table or CREATE on its namespace (a stager's
+        privilege); which of the two this needs depends on what the name holds, decided here.
+        """
+        warehouse = self.warehouses.get(prefix)
+        scope = self.storage_scope(warehouse, namespace, name)
+        if scope.staged:  # one credential: Java's refresh takes exactly one (the newest stage)
+            return self._credentials(warehouse, scope.places[-1], True, True, protected=scope.protected)
+        if not self.authorizer.may(Privilege.READ, Securable.of_entry(Kind.TABLE, prefix, namespace, name)):
+            raise Forbidden(f"Principal lacks read on table {prefix}:{format_namespace((*namespace, name))}")
+        write = self.may_write(warehouse.name, namespace, name)
+        return self._credentials(warehouse, scope.places[0], True, write, protected=scope.protected)
+
+    def storage_scope(
+        self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str, places: StoragePlaces | None = None
+    ) -> StorageScopeOf:
+        """Where the table's objects are: its row's location, or - while it has no row - those of
+        its live stages, which only a caller with CREATE on the namespace may use (else the 404).
+
+        ``places``: what the name holds, read by the caller (on the event loop); else read here,
+        one query either way: never a location cached from before a drop, rename or move.
+        """
+        if places is None:
+            places = self.staged.places(warehouse.id, namespace, name)
+        if places.kind == TABLE and places.place:
+            roots = tuple(rules.stored_roots(*places.place))
+            return StorageScopeOf((roots,), staged=False, protected=places.protected)
+        if places.kind is None and places.staged and self.may_stage(warehouse.name, namespace):
+            staged = tuple(tuple(rules.stored_roots(*place)) for place in places.staged)
+            return StorageScopeOf(staged, staged=True, protected=places.protected)
+        raise self.missing(namespace, name)
+
+    @staticmethod
+    def row_roots(row: EntryRow) -> list[str]:
+        """The folders a table's row says it owns (``rules.stored_roots``: location first)."""
+        return rules.stored_roots(row.location, row.metadata_location.rsplit("/", 1)[0], row.data_path)
+
+    def may_stage(self, warehouse: str, namespace: tuple[str, ...]) -> bool:
+        return self.authorizer.may(Privilege.CREATE, Securable.of_namespace(warehouse, namespace))
+
+    def vend_for(
+        self, prefix: str, location: str, identifier: tuple[tuple[str, ...], str] | None = None
+    ) -> list[dict[str, Any]]:
+        """Credentials for a table location this catalog answered with before (an idempotent replay):
+        for the folders the table (or its stage) at that location owns now, else the location alone."""
+        warehouse = self.warehouses.get(prefix)
+        write = identifier is not None and self.may_write(prefix, *identifier, creating=True)
+        roots: list[str] = [location]
+        protected = None  # no identifier: nothing to be protected, nothing vended that writes
+        if identifier is not None:
+            places = self.staged.places(warehouse.id, *identifier)
+            protected = places.protected
+            for place in [*([places.place] if places.place else []), *places.staged]:
+                if place[0] == location:
+                    roots = rules.stored_roots(*place)
+        return self._credentials(warehouse, roots, True, write, identifier, protected=protected)
+
+    def _stage(self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str, metadata: Any) -> None:
+        """Record a staged table (storage/staged.py) so signing and STS serve its location until
+        its create commits; refused, with nothing written, where it overlaps a live entry."""
+        caller = current_principal.get()
+        stage = StagedTable(
+            metadata.location,
+            rules.metadata_directory(metadata),
+            caller.name if caller else None,
+            rules.data_path(metadata.properties or {}),
+        )
+        self.staged.record(warehouse.id, namespace, name, stage, self.settings.stage_lifetime_s)
+
+    def _client_config(self, warehouse: WarehouseRow, credentials: list[dict[str, Any]]) -> dict[str, str]:
+        """Where the bytes are, plus - only when this request asked for delegation - the keys.
+
+        The keys travel in ``config`` as well as in ``storage-credentials``: the Java S3FileIO
+        deletes through a client for the bucket root, which no table-prefix credential matches,
+        and PyIceberg matches credentials against a metadata-location a staged table lacks.
+        ``scan-planning-mode`` (``GROWLER_SCAN_PLANNING_MODE``) is where the spec puts it, in the
+        table's config; Java's client (1.11+) honours it over its own catalog property.
+        """
+        config = client_storage_config(warehouse)
+        if self.settings.scan_planning_mode:
+            config["scan-planning-mode"] = self.settings.scan_planning_mode
+        return {**config, **credentials[0]["config"]} if credentials else config
+
+    def _credentials(
+        self,
+        warehouse: WarehouseRow,
+        roots: Sequence[str],
+        vend: bool,
+        write: bool,
+        identifier: tuple[tuple[str, ...], str] | None = None,
+        *,
+        protected: bool | None = None,
+    ) -> list[dict[str, Any]]:
+        """For the folders a table owns (``rules.table_roots``, its location first). ``write``
+        False: read-only credentials (an STS session policy without writes).
+
+        ``protected``: whether a protection mark covers the table (its session policy then has no
+        s3:DeleteObject, as in a warehouse that refuses deletes); None: read for ``identifier``
+        (one query, only when STS credentials that could write are vended: the call to STS that
+        follows costs more), never taken from a cache.
+        """
+        if not vend:
+            return []
+        if protected is None:
+            sts_writer = write and identifier is not None and credentials_mode(warehouse, self.settings) == STS
+            protected = sts_writer and self.staged.places(warehouse.id, *identifier).protected
+        s3 = self.warehouses.s3_settings(warehouse)
+        return storage_credentials(self.settings, warehouse, roots, s3, write=write, delete=not protected)
+
+    def _storage_access(
+        self,
+        warehouse: WarehouseRow,
+        identifier: tuple[tuple[str, ...], str],
+        roots: Sequence[str],
+        delegation: Delegation,
+        creating: bool = False,
+    ) -> tuple[dict[str, str], list[dict[str, Any]]]:
+        """The client config and credentials for the access the request asked for (none, vended
+        credentials or remote signing), in the warehouse's credentials mode; credentials serve the
+        folders the table owns (``roots``: ``rules.table_roots``, its location first)."""
+        answer = answer_with(warehouse, self.settings, delegation)
+        if answer == "signing":
+            namespace, name = identifier
+            config = self._client_config(warehouse, [])
+            return {**config, **signing_config(self.settings, warehouse.name, namespace, name)}, []
+        vend = answer == "credentials"
+        write = vend and self.may_write(warehouse.name, *identifier, creating=creating)
+        credentials = self._credentials(warehouse, roots, vend, write, identifier)
+        config = self._client_config(warehouse, credentials)
+        if any("s3.session-token-expires-at-ms" in credential["config"] for credential in credentials):
+            config.update(refresh_config(self.settings, warehouse.name, *identifier))
+        return config, credentials

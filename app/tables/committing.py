@@ -1,0 +1,334 @@
+"""updateTable and commitTransaction: a table's next version, prepared with the rules and handed
+to the commit loop (``app.catalog.commits``).
+
+A part of ``TableService`` (``app.tables.service``, which derives from ``TableCommits``), kept apart for
+size. The commit follows ARCHITECTURE.md: read the row (one query), apply the pure rules, write a
+new metadata object (never overwriting), then compare-and-set the pointer in PostgreSQL. A lost
+race re-reads and re-applies while the requirements still hold; the losing file is deleted. The
+requests come parsed (``app.rules.requests.tables``): requirements and updates are PyIceberg's
+models by the time they get here.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from app.catalog.commits import CommitLanes, CommitLoop, NewVersion
+from app.catalog.deletion import refusals_counted
+from app.catalog.entries import now_ms
+from app.events import changes as change_events
+from app.ground.errors import AlreadyExists, BadRequest, CommitFailed, NoSuchTable
+from app.ground.events import CommitRecorder
+from app.ground.locations import InvalidLocation, Location
+from app.rules import table as rules
+from app.rules.identifiers import check_name, check_namespace, format_namespace
+from app.rules.maintenance import sets_expiry
+from app.rules.requests.tables import CommitTableRequest, CommitTransactionRequest, TableChangeRequest
+from app.tables.access import TABLE
+from app.tables.loading import LoadedTable, TableLoading
+from app.tables.memory import EntryKey, ParsedMetadataCache
+from storage.entries import NewEntry
+from storage.events import ChangeEvent
+from storage.rows import EntryRow
+from storage.warehouses import WarehouseRow
+
+log = logging.getLogger(__name__)
+# What a protection mark refuses a commit that moves a table's files (its location, metadata
+# directory or data path): the message's "Cannot change the location of db.t: ...".
+MOVE = "change the location of"
+
+
+@dataclass(frozen=True)
+class TableChange:
+    """One table's share of a commit: which table, and the parsed request."""
+
+    namespace: tuple[str, ...]
+    name: str
+    commit: CommitTableRequest
+
+    @classmethod
+    def of(cls, change: TableChangeRequest) -> TableChange:
+        """A table change of a transaction, which names its table."""
+        identifier = change.identifier
+        return cls(check_namespace(list(identifier.namespace)), check_name(identifier.name, "table name"), change)
+
+
+@dataclass(frozen=True)
+class PreparedCommit:
+    key: EntryKey
+    row: EntryRow | None
+    base: Any
+    new: Any
+    text: str
+
+
+class TableCommits(TableLoading):
+    # set by TableService
+    lanes: CommitLanes
+    commits: CommitLoop
+    parsed: ParsedMetadataCache
+    snapshot_json: rules.SnapshotJson
+    after_commit: Callable[[int, int, bool], None]  # entry id, snapshots, sets history.expire.*
+
+    def commit_table(
+        self, prefix: str, namespace: tuple[str, ...], name: str, commit: CommitTableRequest
+    ) -> LoadedTable:
+        """updateTable (and the maintenance's own commits)."""
+        warehouse = self.warehouses.get(prefix)
+        change = TableChange(namespace, check_name(name, "table name"), commit)
+        return self._commit_with_retries(warehouse, [change])[0]
+
+    def commit_transaction(self, prefix: str, request: CommitTransactionRequest) -> None:
+        """Several tables, all or nothing (``POST /v1/{prefix}/transactions/commit``)."""
+        warehouse = self.warehouses.get(prefix)
+        parsed = [TableChange.of(change) for change in request.table_changes]
+        named = [(change.namespace, change.name) for change in parsed]
+        if len(set(named)) != len(named):
+            raise BadRequest("A transaction may name each table only once")
+        if not parsed:
+            raise BadRequest("A transaction needs at least one table change")
+        self._commit_with_retries(warehouse, parsed)
+
+    def _commit_with_retries(self, warehouse: WarehouseRow, changes: list[TableChange]) -> list[LoadedTable]:
+        names = [format_namespace((*c.namespace, c.name)) for c in changes]
+        with refusals_counted(TABLE), CommitRecorder(warehouse.name, names) as recorder:  # metrics + a log line
+            return self.commits.run(
+                lambda: self._attempt_in_lane(warehouse, changes, recorder), ", ".join(names), recorder.retried
+            )
+
+    def _attempt_in_lane(
+        self, warehouse: WarehouseRow, changes: list[TableChange], recorder: CommitRecorder
+    ) -> list[LoadedTable] | None:
+        """A single-table attempt waits for this worker's other commits to the table (CommitLanes).
+
+        Transactions do not: holding several lanes could deadlock, and they are rare.
+        """
+        if len(changes) != 1:
+            return self._attempt_commit(warehouse, changes, recorder)
+        with self.lanes.lane((warehouse.id, changes[0].namespace, changes[0].name)):
+            return self._attempt_commit(warehouse, changes, recorder)
+
+    def _attempt_commit(
+        self, warehouse: WarehouseRow, changes: list[TableChange], recorder: CommitRecorder | None = None
+    ) -> list[LoadedTable] | None:
+        """One optimistic attempt; None when a concurrent commit won the compare-and-set."""
+        prepared = [self._prepare(warehouse, change, allow_create=len(changes) == 1) for change in changes]
+        if prepared[0].row is None:
+            created = self._create_from_commit(warehouse, changes[0], prepared[0])
+            if recorder is not None:
+                recorder.locations = [(None, created.metadata_location)]
+            return [created]
+        changed = [p for p in prepared if p.text != p.row.metadata]
+        versions = [self._new_version(warehouse, p) for p in changed]
+        if versions and not self.commits.publish(versions, self._commit_events(warehouse, changes, changed, versions)):
+            return None
+        written = [version.location for version in versions]
+        for p, location in zip(changed, written, strict=True):
+            self.parsed.remember(location, p.text, p.new, (p.key, p.row.id))
+            self.files.forget(self._owned_previous_files(p, location))
+            self.after_commit(p.row.id, len(p.new.snapshots), sets_expiry(p.new.properties))
+        locations = dict(zip(map(id, changed), written, strict=True))
+        results = []
+        for p in prepared:
+            location = locations.get(id(p), p.row.metadata_location)
+            results.append(LoadedTable(location, p.text, {}, [], self.load_etag(location)))
+        if recorder is not None:
+            old = [p.row.metadata_location for p in prepared]
+            recorder.locations = list(zip(old, [r.metadata_location for r in results], strict=True))
+        return results
+
+    @staticmethod
+    def _commit_events(
+        warehouse: WarehouseRow, changes: list[TableChange], changed: list[PreparedCommit], versions: list[NewVersion]
+    ) -> list[ChangeEvent]:
+        """One update-table event per table the commit changes (a transaction's share a request id)."""
+        by_key = {(warehouse.id, change.namespace, change.name): change.commit for change in changes}
+        return change_events.events_of(
+            warehouse.id,
+            [
+                change_events.committed(
+                    TABLE,
+                    p.key[1],
+                    p.key[2],
+                    p.row.uuid,
+                    by_key[p.key].sent_requirements,
+                    by_key[p.key].sent_updates,
+                    p.row.metadata_location,
+                    version.location,
+                )
+                for p, version in zip(changed, versions, strict=True)
+            ],
+        )
+
+    def _prepare(self, warehouse: WarehouseRow, change: TableChange, allow_create: bool) -> PreparedCommit:
+        """Read the current row (one query) and apply the pure rules to it."""
+        qualified = format_namespace((*change.namespace, change.name))
+        key = (warehouse.id, change.namespace, change.name)
+        commit = change.commit
+        row, base = self._read_base(key, rules.screen_for(commit.requirements))
+        creating = commit.creates
+        if row is not None and row.kind != TABLE:
+            if creating and allow_create:  # a create transaction over a view (Java: the same 409)
+                raise self._name_taken(change.namespace, change.name, row.kind)
+            raise NoSuchTable(f"Table does not exist: {qualified} is a view")
+        if row is None and not (creating and allow_create):
+            raise NoSuchTable(f"Table does not exist: {qualified}")
+        default_location = None
+        if row is None:  # staged create: a location unless the updates set one
+            namespace_properties = self._require_namespace(warehouse, change.namespace)
+            default_location = self._location_for(
+                warehouse, change.namespace, change.name, str(uuid.uuid4()), None, namespace_properties
+            )
+        new = rules.commit(
+            base,
+            commit.requirements,
+            commit.updates,
+            base_location=row.metadata_location if row else None,
+            now_ms=now_ms(),
+            default_location=default_location,
+        )
+        self._require_inside_warehouse(warehouse, new.location, "location")
+        self._require_inside_warehouse(warehouse, rules.metadata_directory(new), "write.metadata.path")
+        data_path = rules.data_path(new.properties or {})
+        if data_path:  # a moving commit's folders meet the home where it claims them (EntryService._moved)
+            self._require_inside_warehouse(warehouse, data_path, "write.data.path")
+        own = rules.table_files(new)  # a snapshot names only the table's own manifest lists
+        for manifest_list in rules.added_manifest_lists(commit.updates):
+            own.require(manifest_list, "manifest-list")
+        if row is None:
+            if new.location != default_location:  # a create that names its location
+                self._require_home(warehouse, change.namespace, namespace_properties, new.location, "location")
+            self._require_own_folders(warehouse, change.namespace, namespace_properties, new)
+        return PreparedCommit(key, row, base, new, rules.to_json(new, self.snapshot_json))
+
+    def _read_base(self, key: EntryKey, screen: Callable[[dict[str, Any]], None]) -> tuple[EntryRow | None, Any]:
+        """The entry's row and parsed metadata; the document is read only if it is not known here
+        (it is, after this worker's previous commit to the table: the usual case). A document
+        that must be parsed is first shown to ``screen``: a commit another writer made hopeless
+        is refused before the parse."""
+        seen = self.parsed.latest(key)
+        row = self.repository.load_entry(*key, unless_at=seen.location if seen else None)
+        if row is None or row.kind != TABLE:  # a view: the caller refuses it without its document
+            return row, None
+        if seen is not None and row.metadata_location == seen.location:
+            if row.id == seen.entry_id:
+                return replace(row, metadata=seen.text), seen.metadata
+            row = self.repository.load_entry(*key)  # another entry at that version: its own text
+            if row is None:
+                return None, None
+        return row, self.parsed.parse(row.metadata_location, row.metadata, (key, row.id), screen)
+
+    def _create_from_commit(
+        self, warehouse: WarehouseRow, change: TableChange, prepared: PreparedCommit
+    ) -> LoadedTable:
+        """A staged create (``assert-create``) becomes a table: first version of its metadata."""
+        new, text = prepared.new, prepared.text
+        metadata_location = self._metadata_location(new, rules.next_metadata_version(None))
+        data_path = rules.data_path(new.properties or {})
+        entry = NewEntry(change.name, TABLE, str(new.table_uuid), new.location, metadata_location, text, data_path)
+
+        def name_taken(exc: AlreadyExists) -> Exception:
+            existing_kind = self._kind_at(warehouse, change.namespace, change.name)
+            if existing_kind != TABLE:
+                return self._name_taken(change.namespace, change.name, existing_kind)
+            qualified = format_namespace((*change.namespace, change.name))
+            return CommitFailed(f"Requirement failed: table already exists: {qualified}")
+
+        created = change_events.entry_change(
+            "create-table", TABLE, change.namespace, change.name, entry.uuid, updates=change.commit.sent_updates
+        )
+        events = change_events.events_of(warehouse.id, [created])
+        self._insert_new(warehouse, change.namespace, entry, events, name_taken)
+        return LoadedTable(metadata_location, text, {}, [], self.load_etag(metadata_location))
+
+    def _metadata_location(self, metadata: Any, version: int) -> str:
+        return self._new_metadata_file(rules.metadata_directory(metadata), version, metadata.properties or {})
+
+    def _new_version(self, warehouse: WarehouseRow, prepared: PreparedCommit) -> NewVersion:
+        """A commit that moves where a protected table's files are is refused before any file is
+        written, and again in the swap's transaction (a mark set meanwhile)."""
+        refused = MOVE if rules.relocates(prepared.base, prepared.new) else None
+        if refused is not None:
+            self.repository.refuse_if_entry_protected(refused, prepared.row.id)
+        file = self._next_location(prepared)
+        _, namespace, name = prepared.key
+        data_path = rules.data_path(prepared.new.properties or {})
+        named = [("location", prepared.new.location), ("write.metadata.path", file.rsplit("/", 1)[0])]
+        if data_path:
+            named.append(("write.data.path", data_path))
+        placed = self._moved(warehouse, namespace, name, prepared.row, named)
+        return NewVersion(
+            prepared.row, file, prepared.text, prepared.new.location, placed, data_path, refused_when_protected=refused
+        )
+
+    def _require_own_folders(
+        self,
+        warehouse: WarehouseRow,
+        namespace: tuple[str, ...],
+        namespace_properties: dict[str, str],
+        metadata: Any,
+        metadata_location: str | None = None,
+    ) -> None:
+        """A new table's metadata directory (that of ``metadata_location``, a registered file, when
+        given) and data path (``write.data.path``, when set): inside the warehouse's allowed
+        locations, and inside its namespace's home unless inside its own location - a folder a
+        caller names is never another entry's (storage/placement.py claims them with the table)."""
+        self._require_inside_warehouse(warehouse, rules.metadata_directory(metadata), "write.metadata.path")
+        named = [("metadata directory", metadata_location.rsplit("/", 1)[0])] if metadata_location else []
+        if not metadata_location:
+            named.append(("write.metadata.path", rules.metadata_directory(metadata)))
+        data_path = rules.data_path(metadata.properties or {})
+        if data_path:
+            self._require_inside_warehouse(warehouse, data_path, "write.data.path")
+            named.append(("write.data.path", data_path))
+        own = [Location.parse(metadata.location, "location")]
+        self._require_homes(warehouse, namespace, namespace_properties, named, own)
+
+    def _next_location(self, prepared: PreparedCommit) -> str:
+        """Where the next version of a prepared commit's table goes."""
+        return self._metadata_location(prepared.new, rules.next_metadata_version(prepared.row.metadata_location))
+
+    def _owned_previous_files(self, prepared: PreparedCommit, written: str) -> list[str]:
+        """``write.metadata.delete-after-commit``: the previous metadata files that fell out of the log
+        and that this table owns - inside its own metadata directory (before or after the commit),
+        not the file just written, and only while no other table or view shares that directory and
+        no protection mark covers the table (its files are then deleted by nothing)."""
+        candidates = rules.metadata_files_to_delete(prepared.base, prepared.new)
+        if not candidates:
+            return []
+        try:
+            roots = list(
+                dict.fromkeys(Location.parse(rules.metadata_directory(m)) for m in (prepared.base, prepared.new))
+            )
+        except InvalidLocation:
+            return []
+        owned = [text for text in candidates if text != written and within_any(text, roots)]
+        if not owned:
+            return []
+        protected_by = self.repository.protection_of_entry(prepared.row.id)
+        if protected_by is not None:
+            log.info("not deleting %d previous metadata files: %s", len(owned), protected_by)
+            return []
+        shared = self.repository.entries_overlapping(roots, exclude_id=prepared.row.id)
+        if shared:
+            log.info("not deleting %d previous metadata files: their directory is shared", len(owned))
+            return []
+        return owned
+
+
+def logged_files(row: EntryRow) -> list[str]:
+    """The metadata files a stored table document names as its predecessors (``metadata-log``)."""
+    return [entry["metadata-file"] for entry in json.loads(row.metadata).get("metadata-log", [])]
+
+
+def within_any(text: str, roots: list[Location]) -> bool:
+    try:
+        location = Location.parse(text)
+    except InvalidLocation:
+        return False
+    return any(location.is_within(root) and location != root for root in roots)

@@ -1,0 +1,114 @@
+"""loadTable: the parsed request, its answers (the table, or NotModified) and their ETags.
+
+A part of ``TableService`` (``app.tables.service``, which derives from ``TableLoading``), kept apart for
+size; the answers are importable from ``app.tables.service`` too. The handler and the event loop's
+``LoadTableOnLoop`` (``app/edge/loop_reads.py``) both answer through ``TableLoading.answer``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from app.catalog.entries import EntryService
+from app.rules import table as rules
+from app.storage_access.delegation import NO_DELEGATION, Delegation
+from app.tables.access import TableStorageAccess
+from app.tables.memory import IssuedETags
+from storage.rows import EntryRow
+from storage.warehouses import WarehouseRow
+
+
+@dataclass(frozen=True)
+class LoadTableRequest:
+    """A parsed loadTable: the table, the variant of the answer asked for, and the client's ETag."""
+
+    prefix: str
+    namespace: tuple[str, ...]
+    name: str
+    snapshots: str | None = None
+    delegation: Delegation = NO_DELEGATION
+    if_none_match: str | None = None
+
+
+@dataclass(frozen=True)
+class NotModified:
+    """loadTable's answer when the client's ``If-None-Match`` names what it would get (304)."""
+
+    etag: str
+    metadata_location: str
+
+
+@dataclass(frozen=True)
+class LoadedTable:
+    """What loadTable answers; ``metadata`` is the stored JSON text, not re-parsed
+    (``app.edge.responses`` renders it)."""
+
+    metadata_location: str | None
+    metadata: str
+    config: dict[str, str]
+    credentials: list[dict[str, Any]]
+    etag: str | None = None
+
+
+def etag_for(metadata_location: str, variant: str) -> str:
+    digest = hashlib.sha256(f"{metadata_location}|{variant}".encode()).hexdigest()[:32]
+    return f'"{digest}"'
+
+
+def load_etag(
+    metadata_location: str, snapshots: str | None, delegation: Delegation, planning_mode: str | None = None
+) -> str:
+    """loadTable's ETag: the metadata version and what of it the response shows.
+
+    The configured ``scan-planning-mode`` is in the response's config, so it is part of the tag:
+    after a restart with another mode, a client's cached table (and config) is not revalidated.
+    """
+    variant = f"{snapshots or 'all'}|{delegation.variant}"
+    return etag_for(metadata_location, f"{variant}|{planning_mode}" if planning_mode else variant)
+
+
+def etag_matches(if_none_match: str | None, etag: str) -> bool:
+    if not if_none_match:
+        return False
+    candidates = {tag.strip().removeprefix("W/") for tag in if_none_match.split(",")}
+    return "*" in candidates or etag in candidates
+
+
+class TableLoading(TableStorageAccess, EntryService):
+    issued: IssuedETags  # set by TableService: lets loadTable on the event loop skip unchanged documents
+
+    def load(self, request: LoadTableRequest) -> LoadedTable | NotModified:
+        """loadTable: the table as asked for, or NotModified when the client already has it."""
+        warehouse = self.warehouses.get(request.prefix)
+        return self.answer(warehouse, self._require_entry(warehouse, request.namespace, request.name), request)
+
+    def answer(self, warehouse: WarehouseRow, row: EntryRow, request: LoadTableRequest) -> LoadedTable | NotModified:
+        """loadTable's answer for a row already read (here, or on the event loop: app/edge/loop_reads.py)."""
+        not_modified = self.not_modified(row, request)
+        if not_modified is not None:
+            return not_modified
+        metadata = row.metadata
+        if request.snapshots == "refs":
+            metadata = json.dumps(rules.refs_only(json.loads(metadata)), separators=(",", ":"))
+        identifier = (request.namespace, request.name)
+        config, credentials = self._storage_access(warehouse, identifier, self.row_roots(row), request.delegation)
+        etag = self.load_etag(row.metadata_location, request.snapshots, request.delegation)
+        self.issued.remember(etag, row.metadata_location)
+        return LoadedTable(row.metadata_location, metadata, config, credentials, etag)
+
+    def not_modified(self, row: EntryRow, request: LoadTableRequest) -> NotModified | None:
+        """NotModified when the client's ETag is that of the answer; needs the row's location only."""
+        etag = self.load_etag(row.metadata_location, request.snapshots, request.delegation)
+        if not etag_matches(request.if_none_match, etag):
+            return None
+        self.issued.remember(etag, row.metadata_location)
+        return NotModified(etag, row.metadata_location)
+
+    def load_etag(
+        self, metadata_location: str, snapshots: str | None = None, delegation: Delegation = NO_DELEGATION
+    ) -> str:
+        """The ETag of loadTable's answer (and of the other answers carrying the same metadata)."""
+        return load_etag(metadata_location, snapshots, delegation, self.settings.scan_planning_mode)

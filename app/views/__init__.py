@@ -1,0 +1,1 @@
+"""Views: the view service."""

@@ -1,0 +1,180 @@
+"""View operations: list, create, load, replace (commit), drop, rename, register.
+
+The same shape as ``app.tables.service``: read the row (one query), apply the pure rules
+(``app.rules.view``), write a new metadata object (never overwriting), then compare-and-set
+the pointer in PostgreSQL. A lost race re-reads and re-applies while the requirements still hold;
+the losing file is deleted. Tables and views share one identifier space (one ``catalog_entry``
+row per name): a view is never found as a table, nor a table as a view.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, field
+
+from app.authorization import Authorizer
+from app.catalog.commits import CommitLoop, NewVersion
+from app.catalog.deletion import is_soft
+from app.catalog.entries import EntryService, now_ms
+from app.events import changes as change_events
+from app.ground.errors import (
+    NoSuchView,
+)
+from app.ground.locations import Location
+from app.ground.page_tokens import PageTokens
+from app.ground.settings import Settings
+from app.namespaces.warehouses import WarehouseDirectory
+from app.rules import view as rules
+from app.rules.identifiers import (
+    check_name,
+    format_namespace,
+)
+from app.rules.requests.views import CommitViewRequest, CreateViewRequest, RegisterViewRequest
+from storage.entries import NewEntry
+from storage.objects import ObjectStore
+from storage.repository import CatalogRepository
+from storage.warehouses import WarehouseRow
+
+log = logging.getLogger(__name__)
+
+VIEW = "view"
+
+
+@dataclass(frozen=True)
+class LoadedView:
+    """What loadView answers; ``metadata`` is the stored JSON text, not re-parsed."""
+
+    metadata_location: str
+    metadata: str
+    config: dict[str, str] = field(default_factory=dict)
+
+
+class ViewService(EntryService):
+    kind = VIEW
+    not_found = NoSuchView
+
+    def __init__(
+        self,
+        settings: Settings,
+        repository: CatalogRepository,
+        objects: ObjectStore,
+        warehouses: WarehouseDirectory,
+        *,
+        authorizer: Authorizer,
+        page_tokens: PageTokens,
+    ) -> None:
+        super().__init__(settings, repository, objects, warehouses, authorizer=authorizer, page_tokens=page_tokens)
+        self.commits = CommitLoop(repository, self.files, kind=VIEW)
+
+    # -- reading ------------------------------------------------------------------------
+
+    def load_view(self, prefix: str, namespace: tuple[str, ...], name: str) -> LoadedView:
+        warehouse = self.warehouses.get(prefix)
+        row = self._require_entry(warehouse, namespace, name)
+        return LoadedView(row.metadata_location, row.metadata)
+
+    # -- creating -----------------------------------------------------------------------
+
+    def create_view(self, prefix: str, namespace: tuple[str, ...], request: CreateViewRequest) -> LoadedView:
+        warehouse = self.warehouses.get(prefix)
+        name = check_name(request.name, "view name")
+        properties = self._require_namespace(warehouse, namespace)
+        view_uuid = str(uuid.uuid4())
+        location = self._location_for(warehouse, namespace, name, view_uuid, request.location, properties)
+        metadata = rules.new_view_metadata(request.definition, location=location, now_ms=now_ms(), view_uuid=view_uuid)
+        directory = rules.metadata_directory(metadata)
+        self._require_inside_warehouse(warehouse, directory, "write.metadata.path")
+        self._require_homes(
+            warehouse, namespace, properties, [("write.metadata.path", directory)], [Location.parse(location)]
+        )
+        self._require_name_free(warehouse, namespace, name)
+        text = rules.to_json(metadata)
+        metadata_location = self._metadata_location(metadata, rules.next_metadata_version(None))
+        entry = NewEntry(name, VIEW, view_uuid, location, metadata_location, text)
+        self._insert_new(warehouse, namespace, entry, self._created_events(warehouse, namespace, entry))
+        return LoadedView(metadata_location, text)
+
+    def register_view(self, prefix: str, namespace: tuple[str, ...], request: RegisterViewRequest) -> LoadedView:
+        """A view from an existing metadata file; ``overwrite`` (a Growler extension, as for
+        registerTable) repoints an existing view, never a table."""
+        warehouse = self.warehouses.get(prefix)
+        name = check_name(request.name, "view name")
+        metadata_location = request.metadata_location
+        properties = self._require_namespace(warehouse, namespace)
+        metadata = rules.parse_view_metadata(self._read_metadata_file(warehouse, metadata_location))
+        self._require_inside_warehouse(warehouse, metadata["location"], "location")
+        self._require_home(warehouse, namespace, properties, metadata["location"], "location")
+        self._require_inside_warehouse(warehouse, rules.metadata_directory(metadata), "write.metadata.path")
+        named = [("metadata directory", metadata_location.rsplit("/", 1)[0])]
+        self._require_homes(warehouse, namespace, properties, named, [Location.parse(metadata["location"])])
+        text = rules.to_json(metadata)
+        entry = NewEntry(name, VIEW, metadata["view-uuid"], metadata["location"], metadata_location, text)
+        # the proposal has no register-view: a registered view is created, as far as a consumer knows
+        events = self._created_events(warehouse, namespace, entry)
+        self._register(warehouse, namespace, entry, request.overwrite, events)
+        return LoadedView(metadata_location, text)
+
+    # -- committing ---------------------------------------------------------------------
+
+    def replace_view(
+        self,
+        prefix: str,
+        namespace: tuple[str, ...],
+        name: str,
+        request: CommitViewRequest,
+    ) -> LoadedView:
+        warehouse = self.warehouses.get(prefix)
+        check_name(name, "view name")
+        return self.commits.run(
+            lambda: self._attempt_replace(warehouse, namespace, name, request),
+            f"view {format_namespace((*namespace, name))}",
+        )
+
+    def _attempt_replace(
+        self,
+        warehouse: WarehouseRow,
+        namespace: tuple[str, ...],
+        name: str,
+        request: CommitViewRequest,
+    ) -> LoadedView | None:
+        """One optimistic attempt; None when a concurrent commit won the compare-and-set."""
+        row = self._require_entry(warehouse, namespace, name)
+        base = rules.parse_view_metadata(row.metadata)
+        new = rules.commit(base, request.requirements, request.updates, now_ms=now_ms())
+        text = rules.to_json(new)
+        if text == row.metadata:  # nothing changed: no new version
+            return LoadedView(row.metadata_location, row.metadata)
+        self._require_inside_warehouse(warehouse, new["location"], "location")
+        self._require_inside_warehouse(warehouse, rules.metadata_directory(new), "write.metadata.path")
+        location = self._metadata_location(new, rules.next_metadata_version(row.metadata_location))
+        named = [("location", new["location"]), ("write.metadata.path", location.rsplit("/", 1)[0])]
+        placed = self._moved(warehouse, namespace, name, row, named)
+        sent_requirements = [requirement.sent for requirement in request.requirements]
+        sent_updates = [update.sent for update in request.updates]
+        change = change_events.committed(
+            VIEW, namespace, name, row.uuid, sent_requirements, sent_updates, row.metadata_location, location
+        )
+        events = change_events.events_of(warehouse.id, [change])
+        if not self.commits.publish([NewVersion(row, location, text, new["location"], placed)], events):
+            return None
+        return LoadedView(location, text)
+
+    # -- dropping and renaming ----------------------------------------------------------
+
+    def drop_view(self, prefix: str, namespace: tuple[str, ...], name: str) -> None:
+        """Remove the view from the catalog; its metadata files stay (as Java's catalogs do)."""
+        warehouse = self.warehouses.get(prefix)
+        events = self._dropped_events(warehouse, namespace, name)
+        if is_soft(warehouse):
+            row = self.drop_into_bin(warehouse, namespace, name, purge=False, action="drop", events=events)
+        else:
+            row = self.drop_at_once(warehouse, namespace, name, action="drop", events=events)
+        if row is None:
+            self._require_namespace(warehouse, namespace)
+            raise self.missing(namespace, name)
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _metadata_location(self, metadata: rules.ViewMetadata, version: int) -> str:
+        return self._new_metadata_file(rules.metadata_directory(metadata), version, metadata["properties"])
