@@ -79,66 +79,29 @@ LANGUAGE plpgsql STABLE AS $$
 DECLARE
     i integer;
 BEGIN
-    RETURN QUERY SELECT e.id, e.kind, e.uuid::text, e.location, e.metadata_location, e.data_path, false
-        FROM catalog_entry e WHERE e.id IS DISTINCT FROM p_me
-        AND (rtrim(regexp_replace(e.location, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE "C" = ANY(p_at);
-    RETURN QUERY SELECT e.id, e.kind, e.uuid::text, e.location, e.metadata_location, e.data_path, false
-        FROM catalog_entry e WHERE e.id IS DISTINCT FROM p_me
-        AND (regexp_replace(regexp_replace(e.metadata_location, '^[A-Za-z0-9]+:/*', ''), '/[^/]*$', '')) COLLATE "C"
-            = ANY(p_at);
-    RETURN QUERY SELECT e.id, e.kind, e.uuid::text, e.location, e.metadata_location, e.data_path, false
-        FROM catalog_entry e WHERE e.id IS DISTINCT FROM p_me AND e.data_path IS NOT NULL
-        AND (rtrim(regexp_replace(e.data_path, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE "C" = ANY(p_at);
+    -- One statement per root and kind of row (a BitmapOr of the six index scans); a holder found
+    -- by several roots comes back once per root (the caller keeps one).
     FOR i IN 1 .. coalesce(array_length(p_lo, 1), 0) LOOP
         RETURN QUERY SELECT e.id, e.kind, e.uuid::text, e.location, e.metadata_location, e.data_path, false
-            FROM catalog_entry e WHERE e.id IS DISTINCT FROM p_me
-            AND (rtrim(regexp_replace(e.location, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE "C" >= p_lo[i]
-            AND (rtrim(regexp_replace(e.location, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE "C" < p_hi[i];
-        RETURN QUERY SELECT e.id, e.kind, e.uuid::text, e.location, e.metadata_location, e.data_path, false
-            FROM catalog_entry e WHERE e.id IS DISTINCT FROM p_me
-            AND (regexp_replace(regexp_replace(e.metadata_location, '^[A-Za-z0-9]+:/*', ''), '/[^/]*$', ''))
-                COLLATE "C" >= p_lo[i]
-            AND (regexp_replace(regexp_replace(e.metadata_location, '^[A-Za-z0-9]+:/*', ''), '/[^/]*$', ''))
-                COLLATE "C" < p_hi[i];
-        RETURN QUERY SELECT e.id, e.kind, e.uuid::text, e.location, e.metadata_location, e.data_path, false
-            FROM catalog_entry e WHERE e.id IS DISTINCT FROM p_me AND e.data_path IS NOT NULL
-            AND (rtrim(regexp_replace(e.data_path, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE "C" >= p_lo[i]
-            AND (rtrim(regexp_replace(e.data_path, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE "C" < p_hi[i];
-    END LOOP;
-    IF p_binned = 'none' THEN
-        RETURN;
-    END IF;
-    RETURN QUERY SELECT e.id, e.kind, e.uuid::text, e.location, e.metadata_location, e.data_path, true
-        FROM bin_entry e WHERE e.id IS DISTINCT FROM p_me
-        AND (rtrim(regexp_replace(e.location, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE "C" = ANY(p_at)
-        AND (p_binned = 'all' OR EXISTS (SELECT 1 FROM bin_unit u WHERE u.id = e.unit_id AND u.purging_since IS NOT NULL));
-    RETURN QUERY SELECT e.id, e.kind, e.uuid::text, e.location, e.metadata_location, e.data_path, true
-        FROM bin_entry e WHERE e.id IS DISTINCT FROM p_me
-        AND (regexp_replace(regexp_replace(e.metadata_location, '^[A-Za-z0-9]+:/*', ''), '/[^/]*$', '')) COLLATE "C"
-            = ANY(p_at)
-        AND (p_binned = 'all' OR EXISTS (SELECT 1 FROM bin_unit u WHERE u.id = e.unit_id AND u.purging_since IS NOT NULL));
-    RETURN QUERY SELECT e.id, e.kind, e.uuid::text, e.location, e.metadata_location, e.data_path, true
-        FROM bin_entry e WHERE e.id IS DISTINCT FROM p_me AND e.data_path IS NOT NULL
-        AND (rtrim(regexp_replace(e.data_path, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE "C" = ANY(p_at)
-        AND (p_binned = 'all' OR EXISTS (SELECT 1 FROM bin_unit u WHERE u.id = e.unit_id AND u.purging_since IS NOT NULL));
-    FOR i IN 1 .. coalesce(array_length(p_lo, 1), 0) LOOP
-        RETURN QUERY SELECT e.id, e.kind, e.uuid::text, e.location, e.metadata_location, e.data_path, true
-            FROM bin_entry e WHERE e.id IS DISTINCT FROM p_me
-            AND (rtrim(regexp_replace(e.location, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE "C" >= p_lo[i]
-            AND (rtrim(regexp_replace(e.location, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE "C" < p_hi[i]
-            AND (p_binned = 'all' OR EXISTS (SELECT 1 FROM bin_unit u WHERE u.id = e.unit_id AND u.purging_since IS NOT NULL));
-        RETURN QUERY SELECT e.id, e.kind, e.uuid::text, e.location, e.metadata_location, e.data_path, true
-            FROM bin_entry e WHERE e.id IS DISTINCT FROM p_me
-            AND (regexp_replace(regexp_replace(e.metadata_location, '^[A-Za-z0-9]+:/*', ''), '/[^/]*$', ''))
-                COLLATE "C" >= p_lo[i]
-            AND (regexp_replace(regexp_replace(e.metadata_location, '^[A-Za-z0-9]+:/*', ''), '/[^/]*$', ''))
-                COLLATE "C" < p_hi[i]
-            AND (p_binned = 'all' OR EXISTS (SELECT 1 FROM bin_unit u WHERE u.id = e.unit_id AND u.purging_since IS NOT NULL));
-        RETURN QUERY SELECT e.id, e.kind, e.uuid::text, e.location, e.metadata_location, e.data_path, true
-            FROM bin_entry e WHERE e.id IS DISTINCT FROM p_me AND e.data_path IS NOT NULL
-            AND (rtrim(regexp_replace(e.data_path, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE "C" >= p_lo[i]
-            AND (rtrim(regexp_replace(e.data_path, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE "C" < p_hi[i]
-            AND (p_binned = 'all' OR EXISTS (SELECT 1 FROM bin_unit u WHERE u.id = e.unit_id AND u.purging_since IS NOT NULL));
+            FROM catalog_entry e WHERE e.id IS DISTINCT FROM p_me AND (
+                (rtrim(regexp_replace(e.location, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE "C" = ANY(p_at)
+             OR (regexp_replace(regexp_replace(e.metadata_location, '^[A-Za-z0-9]+:/*', ''), '/[^/]*$', '')) COLLATE "C" = ANY(p_at)
+             OR (e.data_path IS NOT NULL AND (rtrim(regexp_replace(e.data_path, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE "C" = ANY(p_at))
+             OR ((rtrim(regexp_replace(e.location, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE "C" >= p_lo[i] AND (rtrim(regexp_replace(e.location, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE "C" < p_hi[i])
+             OR ((regexp_replace(regexp_replace(e.metadata_location, '^[A-Za-z0-9]+:/*', ''), '/[^/]*$', '')) COLLATE "C" >= p_lo[i] AND (regexp_replace(regexp_replace(e.metadata_location, '^[A-Za-z0-9]+:/*', ''), '/[^/]*$', '')) COLLATE "C" < p_hi[i])
+             OR (e.data_path IS NOT NULL AND (rtrim(regexp_replace(e.data_path, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE "C" >= p_lo[i] AND (rtrim(regexp_replace(e.data_path, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE "C" < p_hi[i]));
+        IF p_binned <> 'none' THEN
+            RETURN QUERY SELECT e.id, e.kind, e.uuid::text, e.location, e.metadata_location, e.data_path, true
+                FROM bin_entry e WHERE e.id IS DISTINCT FROM p_me AND (
+                (rtrim(regexp_replace(e.location, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE "C" = ANY(p_at)
+             OR (regexp_replace(regexp_replace(e.metadata_location, '^[A-Za-z0-9]+:/*', ''), '/[^/]*$', '')) COLLATE "C" = ANY(p_at)
+             OR (e.data_path IS NOT NULL AND (rtrim(regexp_replace(e.data_path, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE "C" = ANY(p_at))
+             OR ((rtrim(regexp_replace(e.location, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE "C" >= p_lo[i] AND (rtrim(regexp_replace(e.location, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE "C" < p_hi[i])
+             OR ((regexp_replace(regexp_replace(e.metadata_location, '^[A-Za-z0-9]+:/*', ''), '/[^/]*$', '')) COLLATE "C" >= p_lo[i] AND (regexp_replace(regexp_replace(e.metadata_location, '^[A-Za-z0-9]+:/*', ''), '/[^/]*$', '')) COLLATE "C" < p_hi[i])
+             OR (e.data_path IS NOT NULL AND (rtrim(regexp_replace(e.data_path, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE "C" >= p_lo[i] AND (rtrim(regexp_replace(e.data_path, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE "C" < p_hi[i]))
+            AND (p_binned = 'all' OR EXISTS (SELECT 1 FROM bin_unit u WHERE u.id = e.unit_id
+                AND u.purging_since IS NOT NULL));
+        END IF;
     END LOOP;
 END $$;
 
