@@ -213,21 +213,8 @@ def _namespace_places(
             paths.update(_SEP.join(levels[:depth]) for depth in range(1, len(levels) + 1))
             ranges.append((_SEP.join(levels), _SEP.join([*levels[:-1], levels[-1] + "\x01"])))
     rows = conn.execute(
-        "SELECT n.path, n.properties->>'location' AS explicit FROM namespace n"
-        " WHERE n.warehouse_id = %(wh)s AND n.properties ? 'location'"
-        " UNION SELECT n.path, n.properties->>'location' FROM unnest(%(paths)s::text[]) p"
-        ' JOIN namespace n ON n.warehouse_id = %(wh)s AND n.path = (string_to_array(p, %(sep)s) COLLATE "C")'
-        " UNION SELECT n.path, n.properties->>'location' FROM unnest(%(lo)s::text[], %(hi)s::text[]) r(lo, hi)"
-        ' JOIN namespace n ON n.warehouse_id = %(wh)s AND n.path >= (string_to_array(r.lo, %(sep)s) COLLATE "C")'
-        '  AND n.path < (string_to_array(r.hi, %(sep)s) COLLATE "C")',
-        {
-            "wh": warehouse_id,
-            "paths": sorted(paths),
-            "lo": [lo for lo, _ in ranges],
-            "hi": [hi for _, hi in ranges],
-            "sep": _SEP,
-        },
-        prepare=False,  # planned for its values: the ranges and paths are index scans
+        "SELECT path, explicit FROM namespace_places(%s, %s, %s, %s, %s)",  # migration 0024: index lookups
+        (warehouse_id, sorted(paths), [lo for lo, _ in ranges], [hi for _, hi in ranges], _SEP),
     ).fetchall()
     places = []
     for row in rows:

@@ -122,3 +122,29 @@ BEGIN
         END IF;
     END LOOP;
 END $$;
+
+-- The namespaces whose location may overlap a claimed one (storage/placement.py
+-- ``_namespace_places``): those with an explicit location, those at one of p_paths (a root's
+-- levels under the warehouse location, and their prefixes), and those in [p_lo[i], p_hi[i]) (the
+-- levels joined by p_sep). Was one UNION statement planned for its values on every create
+-- (0.3-0.5 ms of planning for 0.1 ms of execution); here each part is a fixed statement on the
+-- (warehouse_id, path) key, planned once per connection. A namespace may come back twice.
+CREATE FUNCTION namespace_places(p_wh bigint, p_paths text[], p_lo text[], p_hi text[], p_sep text)
+RETURNS TABLE (path text[], explicit text)
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+DECLARE
+    i integer;
+BEGIN
+    RETURN QUERY SELECT n.path::text[], n.properties->>'location' FROM namespace n
+        WHERE n.warehouse_id = p_wh AND n.properties ? 'location';
+    FOR i IN 1 .. coalesce(array_length(p_paths, 1), 0) LOOP
+        RETURN QUERY SELECT n.path::text[], n.properties->>'location' FROM namespace n
+            WHERE n.warehouse_id = p_wh AND n.path = (string_to_array(p_paths[i], p_sep) COLLATE "C");
+    END LOOP;
+    FOR i IN 1 .. coalesce(array_length(p_lo, 1), 0) LOOP
+        RETURN QUERY SELECT n.path::text[], n.properties->>'location' FROM namespace n
+            WHERE n.warehouse_id = p_wh AND n.path >= (string_to_array(p_lo[i], p_sep) COLLATE "C")
+            AND n.path < (string_to_array(p_hi[i], p_sep) COLLATE "C");
+    END LOOP;
+END $$;
