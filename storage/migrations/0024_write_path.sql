@@ -74,7 +74,13 @@ END $$;
 CREATE FUNCTION location_holders(p_at text[], p_lo text[], p_hi text[], p_me bigint, p_binned text)
 RETURNS TABLE (id bigint, kind text, uuid text, location text, metadata_location text, data_path text,
     binned boolean)
-LANGUAGE plpgsql STABLE AS $$
+LANGUAGE plpgsql STABLE
+-- Generic plans from the first call: a plan for its values costs more than the lookup itself (the
+-- six expression indexes matched anew), and PostgreSQL plans a statement for its values five
+-- times per connection before it considers a generic plan - with a pool of 20-30 connections,
+-- a third of a W5 run's creates paid that. The generic plan is the same BitmapOr of index scans.
+SET plan_cache_mode = force_generic_plan
+AS $$
 #variable_conflict use_column
 DECLARE
     i integer;
@@ -131,7 +137,9 @@ END $$;
 -- (warehouse_id, path) key, planned once per connection. A namespace may come back twice.
 CREATE FUNCTION namespace_places(p_wh bigint, p_paths text[], p_lo text[], p_hi text[], p_sep text)
 RETURNS TABLE (path text[], explicit text)
-LANGUAGE plpgsql STABLE AS $$
+LANGUAGE plpgsql STABLE
+SET plan_cache_mode = force_generic_plan  -- as location_holders: index lookups whatever the values
+AS $$
 #variable_conflict use_column
 DECLARE
     i integer;
