@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from app.ground.errors import AlreadyExists
 from storage.db import Database
-from storage.events import StoredEvent
+from storage.events import StoredEvent, horizon
 
 _EVENT_COLUMNS = (
     "e.stream, e.position, e.event_id::text AS event_id, e.request_id, e.request_event_count, e.created_at,"
@@ -75,11 +76,7 @@ class DeliveryRows:
             ).fetchone()
             if row is None:
                 raise AlreadyExists(f"Event sink already exists: {name}")
-            conn.execute(
-                "INSERT INTO event_sink_cursor (sink_id, stream, position)"
-                " SELECT %s, stream, last_position FROM event_stream",
-                (row["id"],),
-            )
+            _start_at_the_end(conn, row["id"])
         return SinkRow(**row)
 
     def sinks(self) -> list[SinkRow]:
@@ -105,11 +102,7 @@ class DeliveryRows:
                 (name, kind, url),
             ).fetchone()
             if row["made"]:
-                conn.execute(
-                    "INSERT INTO event_sink_cursor (sink_id, stream, position)"
-                    " SELECT %s, stream, last_position FROM event_stream ON CONFLICT DO NOTHING",
-                    (row["id"],),
-                )
+                _start_at_the_end(conn, row["id"])
 
     # -- dead letters --------------------------------------------------------------------
 
@@ -188,15 +181,20 @@ class DeliveryRows:
         """The next events of every stream after the sink's cursors, in position order per stream
         (a stream the sink has no cursor for yet starts at its beginning)."""
         with self.db.connection() as conn:
+            # Each stream's horizon first, one statement (and one lock) at a time: events past it
+            # may still be joined by smaller positions, so they wait for the next round.
+            streams = [row["stream"] for row in conn.execute("SELECT stream FROM event_stream ORDER BY stream")]
+            ends = [horizon(conn, stream) for stream in streams]
             rows = (
                 conn.cursor(row_factory=dict_row)
                 .execute(
-                    f"SELECT {_EVENT_COLUMNS} FROM event_stream s"
+                    f"SELECT {_EVENT_COLUMNS} FROM unnest(%(streams)s::bigint[], %(ends)s::bigint[]) s(stream, horizon)"
                     " LEFT JOIN event_sink_cursor c ON c.sink_id = %(sink)s AND c.stream = s.stream"
                     " CROSS JOIN LATERAL (SELECT * FROM change_event e WHERE e.stream = s.stream"
-                    "   AND e.position > coalesce(c.position, 0) ORDER BY e.position LIMIT %(limit)s) e"
+                    "   AND e.position > coalesce(c.position, 0) AND e.position <= s.horizon"
+                    "   ORDER BY e.position LIMIT %(limit)s) e"
                     " ORDER BY e.stream, e.position",
-                    {"sink": sink_id, "limit": limit},
+                    {"sink": sink_id, "limit": limit, "streams": streams, "ends": ends},
                 )
                 .fetchall()
             )
@@ -242,3 +240,15 @@ class DeliveryRows:
                 (sink_id,),
             ).fetchone()
         return row["oldest"] if row else None
+
+
+def _start_at_the_end(conn: psycopg.Connection, sink_id: int) -> None:
+    """A new sink's cursors at every stream's horizon, in the caller's transaction: it receives
+    what commits after it (a stream born later starts at its beginning). One stream at a time, in
+    order; each stream's lock is held to the end of the transaction (short: it writes a few rows)."""
+    streams = [row["stream"] for row in conn.execute("SELECT stream FROM event_stream ORDER BY stream")]
+    for stream in streams:
+        conn.execute(
+            "INSERT INTO event_sink_cursor (sink_id, stream, position) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+            (sink_id, stream, horizon(conn, stream)),
+        )

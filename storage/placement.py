@@ -127,9 +127,11 @@ def _lock(conn: psycopg.Connection, roots: list[Location]) -> None:
             exclusive = depth == len(prefixes) - 1
             known = modes.get(prefix)
             modes[prefix] = (depth, exclusive or (known is not None and known[1]))
-    for prefix, (_, exclusive) in sorted(modes.items(), key=lambda item: (item[1][0], item[0])):
-        function = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
-        conn.execute(f"SELECT {function}(hashtextextended(%s, %s))", (prefix, _LOCK_SEED))
+    ordered = sorted(modes.items(), key=lambda item: (item[1][0], item[0]))
+    conn.execute(
+        "SELECT lock_locations(%s, %s, %s)",  # migration 0024: one round trip, in this order
+        ([prefix for prefix, _ in ordered], [exclusive for _, (_, exclusive) in ordered], _LOCK_SEED),
+    )
 
 
 def _trimmed(column: str) -> str:
@@ -160,8 +162,7 @@ def _overlapping_stages(
         f"  OR starts_with(r || '/', {_trimmed('s.metadata_path')} || '/')"
         f"  OR starts_with({_trimmed('s.data_path')} || '/', r || '/')"
         f"  OR starts_with(r || '/', {_trimmed('s.data_path')} || '/'))",
-        {"roots": [bare(root) for root in roots]},
-        prepare=False,
+        {"roots": [bare(root) for root in roots]},  # prepared: a scan of the live stages, whatever the values
     ).fetchall()
     found = []
     for row in rows:
@@ -212,21 +213,8 @@ def _namespace_places(
             paths.update(_SEP.join(levels[:depth]) for depth in range(1, len(levels) + 1))
             ranges.append((_SEP.join(levels), _SEP.join([*levels[:-1], levels[-1] + "\x01"])))
     rows = conn.execute(
-        "SELECT n.path, n.properties->>'location' AS explicit FROM namespace n"
-        " WHERE n.warehouse_id = %(wh)s AND n.properties ? 'location'"
-        " UNION SELECT n.path, n.properties->>'location' FROM unnest(%(paths)s::text[]) p"
-        ' JOIN namespace n ON n.warehouse_id = %(wh)s AND n.path = (string_to_array(p, %(sep)s) COLLATE "C")'
-        " UNION SELECT n.path, n.properties->>'location' FROM unnest(%(lo)s::text[], %(hi)s::text[]) r(lo, hi)"
-        ' JOIN namespace n ON n.warehouse_id = %(wh)s AND n.path >= (string_to_array(r.lo, %(sep)s) COLLATE "C")'
-        '  AND n.path < (string_to_array(r.hi, %(sep)s) COLLATE "C")',
-        {
-            "wh": warehouse_id,
-            "paths": sorted(paths),
-            "lo": [lo for lo, _ in ranges],
-            "hi": [hi for _, hi in ranges],
-            "sep": _SEP,
-        },
-        prepare=False,  # planned for its values: the ranges and paths are index scans
+        "SELECT path, explicit FROM namespace_places(%s, %s, %s, %s, %s)",  # migration 0024: index lookups
+        (warehouse_id, sorted(paths), [lo for lo, _ in ranges], [hi for _, hi in ranges], _SEP),
     ).fetchall()
     places = []
     for row in rows:
@@ -360,43 +348,6 @@ def claim_restored_namespaces(conn: psycopg.Connection, warehouse_id: int, top: 
 _SEP = "\x1f"  # joins a path's levels into one text (levels hold no control characters)
 
 
-# A location, a metadata directory and a data path as the indexes of 0014 and 0023 hold them
-# (bucket/key, no trailing slash; the data path's index holds only the rows that have one).
-_LOCATION_KEY = "(rtrim(regexp_replace(location, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE \"C\""
-_METADATA_KEY = (
-    "(regexp_replace(regexp_replace(metadata_location, '^[A-Za-z0-9]+:/*', ''), '/[^/]*$', '')) COLLATE \"C\""
-)
-_DATA_KEY = "(rtrim(regexp_replace(data_path, '^[A-Za-z0-9]+:/*', ''), '/')) COLLATE \"C\""
-_ENTRY = "SELECT e.id, e.kind, e.uuid::text AS uuid, e.location, e.metadata_location, '' AS metadata, e.data_path"
-# Which binned entries a reading takes (with the live ones): all, those whose purge runs, none.
-_BINNED = {
-    "all": "bin_entry e",
-    "purging": "bin_entry e JOIN bin_unit u ON u.id = e.unit_id AND u.purging_since IS NOT NULL",
-    "none": None,
-}
-
-
-def _overlapping_query(count: int, binned: str) -> str:
-    """At or above one of ``count`` roots: the key is one of the roots' prefixes (``%(at)s``);
-    under root i: the key lies in [``%(lo_i)s``, ``%(hi_i)s``) - "0" follows "/" in byte order.
-    Index scans only, whatever the table's size; the ranges are written out (no join on an
-    array), and the statement is planned for its values each time (never a generic plan, which
-    for a range on an array's elements was a scan of every row and regular expression)."""
-    conditions = []
-    for key in (_LOCATION_KEY, _METADATA_KEY, _DATA_KEY):
-        some = "e.data_path IS NOT NULL AND " if key is _DATA_KEY else ""  # the partial index's rows
-        conditions.append(f"{some}{key} = ANY(%(at)s)")
-        conditions += [f"({some}{key} >= %(lo_{i})s AND {key} < %(hi_{i})s)" for i in range(count)]
-    sources = [("catalog_entry e", "false")]
-    if _BINNED[binned] is not None:
-        sources.append((str(_BINNED[binned]), "true"))
-    return " UNION ".join(
-        f"{_ENTRY}, {flag} AS binned FROM {rows} WHERE e.id IS DISTINCT FROM %(me)s AND {condition}"
-        for rows, flag in sources
-        for condition in conditions
-    )
-
-
 def _overlaps(
     conn: psycopg.Connection, roots: list[Location], exclude_id: int | None, binned: str
 ) -> list[tuple[EntryRow, bool]]:
@@ -411,10 +362,14 @@ def _overlaps(
         return []
     keys = [bare(root) for root in roots]
     above = sorted({"/".join(key.split("/")[:depth]) for key in keys for depth in range(1, key.count("/") + 2)})
-    params: dict[str, object] = {"me": exclude_id, "at": above}
-    for i, key in enumerate(keys):
-        params[f"lo_{i}"], params[f"hi_{i}"] = key + "/", key + "0"
-    rows = conn.execute(_overlapping_query(len(keys), binned), params, prepare=False).fetchall()
+    # At or above a root: the key is one of its prefixes; under root i: the key lies in
+    # [key_i + "/", key_i + "0") - "0" follows "/" in byte order. Index scans only, whatever the
+    # table's size, each of them a statement of migration 0024's function, planned once.
+    rows = conn.execute(
+        "SELECT id, kind, uuid, location, metadata_location, '' AS metadata, data_path, binned"
+        " FROM location_holders(%s, %s, %s, %s, %s)",
+        (above, [key + "/" for key in keys], [key + "0" for key in keys], exclude_id, binned),
+    ).fetchall()
     found: dict[int, tuple[EntryRow, bool]] = {}
     for row in rows:
         is_binned = row.pop("binned")

@@ -69,13 +69,11 @@ def test_a_table_timeline_finds_its_events_however_old_through_the_uuid_index(br
     uuid = created["metadata"]["table-uuid"]
     stream = db.execute("SELECT stream FROM change_event WHERE object_uuid = %s", (uuid,)).fetchone()[0]
     db.execute(
-        "WITH counter AS (UPDATE event_stream SET last_position = last_position + 101000 WHERE stream = %(s)s"
-        "  RETURNING last_position)"
-        " INSERT INTO change_event (stream, position, event_id, request_id, request_event_count,"
+        "INSERT INTO change_event (stream, position, event_id, request_id, request_event_count,"
         "  operation_type, object_type, namespace, name, object_uuid, operation)"
-        " SELECT %(s)s, counter.last_position - 101000 + i, gen_random_uuid(), 'bulk', 1, 'update-table', 'table',"
+        " SELECT %(s)s, nextval('change_event_position'), gen_random_uuid(), 'bulk', 1, 'update-table', 'table',"
         "  ARRAY['old'], 'busy', '00000000-0000-4000-8000-000000000001', '{}'"
-        " FROM counter, generate_series(1, 101000) AS i",
+        " FROM generate_series(1, 101000) AS i",
         {"s": stream},
     )
     db.execute("ANALYZE change_event")

@@ -137,7 +137,7 @@ def test_every_event_reaches_kafka_in_table_order_through_a_broker_restart(serve
 
     def newest(conn: psycopg.Connection) -> int:
         return conn.execute(
-            "SELECT s.last_position FROM event_stream s JOIN warehouse w ON w.id = s.stream WHERE w.name = %s",
+            "SELECT max(e.position) FROM change_event e JOIN warehouse w ON w.id = e.stream WHERE w.name = %s",
             (server.warehouse,),
         ).fetchone()[0]
 
