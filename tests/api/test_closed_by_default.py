@@ -50,6 +50,7 @@ PATH_VALUES = {
     "warehouse": WAREHOUSE,
     "unit": "1",  # a recycle bin unit
     "sink": "hook",
+    "run": "1",  # a maintenance run
 }
 # ... and for every required query parameter.
 QUERY_VALUES = {"type": "catalog", "recursive": "true"}
