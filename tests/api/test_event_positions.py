@@ -17,6 +17,7 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
+from app.composition.services import services_of
 from storage.events import ChangeEvent, EventQuery, EventRows, record_events
 from tests.api.authz_support import WAREHOUSE
 from tests.api.tables_support import PREFIX
@@ -49,7 +50,7 @@ def test_a_reader_never_skips_a_smaller_position_committed_later(client, app, se
     # the stream's row exists (its first event writes it, and a second writer would wait for that)
     db.execute("INSERT INTO event_stream (stream) VALUES (%s)", (stream,))
     first, second = event(stream), event(stream)
-    pool = app.app.extensions["growler.events"].rows.db
+    pool = services_of(app.app).events.rows.db
     with (
         psycopg.connect(services.database_url, row_factory=dict_row) as a,
         psycopg.connect(services.database_url, row_factory=dict_row) as b,
@@ -91,7 +92,7 @@ def test_a_reader_never_skips_a_smaller_position_committed_later(client, app, se
 
 def test_a_rolled_back_writer_leaves_a_gap_readers_step_over(client, app, services, db):
     stream = db.execute("SELECT id FROM warehouse WHERE name = %s", (WAREHOUSE,)).fetchone()[0]
-    rows = EventRows(app.app.extensions["growler.events"].rows.db, wait_ms=60_000)
+    rows = EventRows(services_of(app.app).events.rows.db, wait_ms=60_000)
     kept = event(stream)
     with psycopg.connect(services.database_url, row_factory=dict_row) as a:
         record_events(a, [event(stream)])
