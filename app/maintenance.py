@@ -17,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from app.authorization import Authorizer
 from app.ground.callers import current_principal
 from app.ground.errors import BadRequest, NotFound
 from app.ground.events import audit
@@ -33,7 +32,7 @@ from app.rules import table as table_rules
 from app.rules.requests.management import AttachPolicyRequest, DetachPolicyRequest, RunRequest, SecurableRef
 from storage.maintenance_jobs import Limits, MaintenanceJobs
 from storage.maintenance_rows import MaintenanceRows, RunRow, TableRef
-from storage.management_rows import ManagementRows, Securable
+from storage.management_rows import Securable
 
 log = logging.getLogger(__name__)
 
@@ -48,20 +47,18 @@ RUN_RETENTION_S = 30 * 86_400  # recorded runs are kept 30 days
 SHAPES: LruCache[tuple[str, int], dict[str, Any]] = LruCache(64)
 
 
-class MaintenanceService(ManagementRights):
+class MaintenanceService:
     def __init__(
         self,
         executor: MaintenanceExecutor,
         rows: MaintenanceRows,
-        grants: ManagementRows,
         *,
-        authorizer: Authorizer,
+        rights: ManagementRights,
         jobs: MaintenanceJobs,
         limits: Limits,
         wake: Callable[[], None] = lambda: None,
     ) -> None:
-        self.authorizer = authorizer  # required: no permissive default (app/management/rights.py)
-        self.rows = grants  # ManagementRights reads roles through it
+        self.rights = rights  # the management API's rights (app/management/rights.py)
         self.maintenance = rows
         self.executor = executor
         self.jobs = jobs  # a run asked for by hand is a job (app/maintenance_jobs.py)
@@ -74,7 +71,7 @@ class MaintenanceService(ManagementRights):
     def attach(self, request: AttachPolicyRequest) -> dict[str, Any]:
         policy_type, target = request.policy_type, policy_target(request)
         on = _policy_securable(request.securable)
-        who = self.require_maintainer("attach-maintenance-policy", target, on)
+        who = self.rights.require_maintainer("attach-maintenance-policy", target, on)
         try:
             checked = policy_rules.validate(policy_type, request.content)
             if policy_type == policy_rules.DATA_COMPACTION:  # thresholds, strategy, Spark resources
@@ -88,14 +85,14 @@ class MaintenanceService(ManagementRights):
     def detach(self, request: DetachPolicyRequest) -> None:
         policy_type, target = request.policy_type, policy_target(request)
         on = _policy_securable(request.securable)
-        who = self.require_maintainer("detach-maintenance-policy", target, on)
+        who = self.rights.require_maintainer("detach-maintenance-policy", target, on)
         if not self.maintenance.detach(policy_type, on):
             raise NotFound(f"No {policy_type} policy is attached there")
         audit("detach-maintenance-policy", who, target)
 
     def attached(self, securable: SecurableRef) -> list[dict[str, Any]]:
         on = _policy_securable(securable)
-        self.require_maintenance_reader("list-maintenance-policies", {"securable": securable.view()}, on)
+        self.rights.require_maintenance_reader("list-maintenance-policies", {"securable": securable.view()}, on)
         return [
             {"policy-type": p.policy_type, "securable": securable_view(on), "content": p.content}
             for p in self.maintenance.attached_at(on)

@@ -399,7 +399,7 @@ class MaintenanceExecutor:
 
         self._progress(0, groups_total, 0, bytes_total)
         return self._commit_rewrite(
-            table, metadata, plan, shown, rewrite, lambda: rewrite.write_data(plan, after_group)
+            table, metadata, plan, shown, rewrite.manifests, lambda: rewrite.write_data(plan, after_group)
         )
 
     def _compact_on_spark(

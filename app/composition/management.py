@@ -16,7 +16,7 @@ def build_management(base: Foundation) -> ManagementService:
         ManagementRows(base.database),
         base.auth.principals,
         base.warehouses,
-        authorizer=base.authorizer,
+        rights=base.rights,
         page_tokens=base.page_tokens,
     )
 
