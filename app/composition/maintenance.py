@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.composition.storage import Foundation
-from app.maintenance import MaintenanceService
-from app.maintenance_jobs import JobRunner, JobSettings
-from app.maintenance_runs import MaintenanceExecutor
-from app.maintenance_trigger import CommitTrigger
+from app.maintenance.jobs import JobRunner, JobSettings
+from app.maintenance.runs import MaintenanceExecutor
+from app.maintenance.service import MaintenanceService
+from app.maintenance.trigger import CommitTrigger
 from app.tables.service import TableService
 from storage.maintenance_jobs import MaintenanceJobs
 from storage.maintenance_rows import MaintenanceRows

@@ -63,7 +63,7 @@ from app.ground.errors import CatalogError
 from app.ground.events import configure_event_logs
 from app.ground.page_tokens import new_key as new_page_key
 from app.ground.settings import Settings
-from app.maintenance_trigger import CommitTrigger
+from app.maintenance.trigger import CommitTrigger
 from storage.db import AsyncDatabase, Database
 from storage.loop_reads import AsyncEntryReader
 from storage.migrate import migrate

@@ -91,7 +91,7 @@ class TableCommitter:
         self.lanes = CommitLanes()
         self.commits = CommitLoop(repository, entries.files, kind=TABLE, logged_files=logged_files)
         # Told (entry id, snapshot count, sets history.expire.*) after each commit lands:
-        # maintenance's trigger (app/maintenance_trigger.py), in memory only - no database round
+        # maintenance's trigger (app/maintenance/trigger.py), in memory only - no database round
         # trip on the commit path. Given at construction (app/composition), never installed later.
         self.after_commit = after_commit
 

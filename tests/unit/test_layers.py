@@ -565,11 +565,19 @@ def test_nothing_is_wired_by_attribute_after_construction() -> None:
 
 
 # The capabilities of the services floor, each a package of app/ (docs/design.md).
-CAPABILITIES = {"catalog", "tables", "views", "namespaces", "recycle_bin", "events", "management", "storage_access"}
-# Single-module capabilities kept flat; maintenance_* moves into app/maintenance/ (issue 48's
-# maintenance part, its own branch) and leaves this list then.
-FLAT = {"authorization", "functions", "housekeeping", "idempotency", "maintenance", "spark_rewrite_job"}
-PENDING_PACKAGE = "maintenance"
+CAPABILITIES = {
+    "catalog",
+    "tables",
+    "views",
+    "namespaces",
+    "recycle_bin",
+    "events",
+    "management",
+    "storage_access",
+    "maintenance",
+}
+# Single-module capabilities kept flat.
+FLAT = {"authorization", "functions", "housekeeping", "idempotency"}
 
 
 def test_the_services_floor_is_packages_by_capability() -> None:
@@ -579,8 +587,8 @@ def test_the_services_floor_is_packages_by_capability() -> None:
     packages = {path.parent.name for path in (ROOT / "app").glob("*/__init__.py")}
     assert CAPABILITIES <= packages
     families = {stem.split("_")[0] for stem in top} & {stem.split("_")[0] for stem in top if "_" in stem}
-    assert families <= {PENDING_PACKAGE, "spark"}, families
-    assert top - {stem for stem in top if stem.startswith(PENDING_PACKAGE + "_")} <= FLAT
+    assert families == set(), families
+    assert top <= FLAT
     builders = {
         module
         for module, path in MODULES.items()

@@ -1,10 +1,10 @@
-"""The commit trigger of maintenance (app/maintenance_trigger.py): a table past the threshold is
+"""The commit trigger of maintenance (app/maintenance/trigger.py): a table past the threshold is
 made due at once, at most once per interval; one past it within the interval is made due by the
 first round after it, without waiting for another commit."""
 
 from __future__ import annotations
 
-from app.maintenance_trigger import CommitTrigger
+from app.maintenance.trigger import CommitTrigger
 from app.rules.maintenance import COMMIT_TRIGGER_EVERY_S, COMMITS_BEFORE_DUE, SNAPSHOTS_BEFORE_DUE
 
 

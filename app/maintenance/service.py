@@ -5,7 +5,7 @@ effective policies, its runs, its health report; a run on demand (or a dry run).
 row of ``MANAGEMENT_OPERATIONS`` (app/management/operations.py) checks the caller's right first
 (``manage-maintenance`` to change or run, it or ``read`` to look); a policy's securable, known once
 the body is parsed, is checked here; each change writes one audit line. The executor
-(``app/maintenance_runs.py``) does the runs; ``run_due`` is the housekeeping step that runs every
+(``app/maintenance/runs.py``) does the runs; ``run_due`` is the housekeeping step that runs every
 enabled, executable policy of the tables whose schedule is due.
 """
 
@@ -21,10 +21,10 @@ from app.ground.callers import current_principal
 from app.ground.errors import BadRequest, NotFound
 from app.ground.events import audit
 from app.ground.lru import LruCache
-from app.maintenance_files import current_shape
-from app.maintenance_lease import ABANDONED
-from app.maintenance_options import InvalidRewrite, RewriteSettings
-from app.maintenance_runs import MaintenanceBusy, MaintenanceExecutor
+from app.maintenance.files import current_shape
+from app.maintenance.lease import ABANDONED
+from app.maintenance.options import InvalidRewrite, RewriteSettings
+from app.maintenance.runs import MaintenanceBusy, MaintenanceExecutor
 from app.management.rights import ManagementRights
 from app.management.service import parse_securable, securable_view
 from app.rules import maintenance as policy_rules
@@ -61,7 +61,7 @@ class MaintenanceService:
         self.rights = rights  # the management API's rights (app/management/rights.py)
         self.maintenance = rows
         self.executor = executor
-        self.jobs = jobs  # a run asked for by hand is a job (app/maintenance_jobs.py)
+        self.jobs = jobs  # a run asked for by hand is a job (app/maintenance/jobs.py)
         self.limits = limits  # concurrent runs, overall and per warehouse: the schedule's too
         self.wake = wake  # this worker's job runner, told a job was queued
         self._discovered_at = float("-inf")
@@ -109,7 +109,7 @@ class MaintenanceService:
         ]
 
     def run(self, warehouse: str, namespace: tuple[str, ...], name: str, request: RunRequest) -> dict[str, Any]:
-        """Queue the run as a job (app/maintenance_jobs.py) and answer it at once, 'queued': the
+        """Queue the run as a job (app/maintenance/jobs.py) and answer it at once, 'queued': the
         caller follows it at its URL (getMaintenanceRun) and may cancel it."""
         policy_type, dry_run = request.policy_type, request.dry_run
         if policy_type not in policy_rules.POLICY_TYPES:
@@ -215,7 +215,7 @@ class MaintenanceService:
         a run could start, logged) and the table is looked at again an interval later. Tables that
         set expiry only by their properties are discovered once an interval (it reads every document).
 
-        The tables commits made due (app/maintenance_trigger.py) come first, with the trigger
+        The tables commits made due (app/maintenance/trigger.py) come first, with the trigger
         ``commits``; housekeeping calls this every round with ``full`` only once a minute: the
         other rounds run just those (their query reads only their rows).
         """

@@ -33,9 +33,9 @@ from pyiceberg.manifest import (
 )
 
 from app.ground.locations import Location, TableFiles
-from app.maintenance_compaction import ManifestRewrite
-from app.maintenance_files import Reachable
-from app.maintenance_options import RewriteSettings
+from app.maintenance.compaction import ManifestRewrite
+from app.maintenance.files import Reachable
+from app.maintenance.options import RewriteSettings
 
 MAX_PARTITION_BYTES = 256 * 1024 * 1024
 MIN_FILES = 2
