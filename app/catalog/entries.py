@@ -19,10 +19,11 @@ from typing import Any
 
 from app.authorization import Authorizer
 from app.catalog.commits import MetadataFiles
-from app.catalog.deletion import HARD, SOFT, bin_drop, recorded, refusals_counted
+from app.catalog.deletion import HARD, SOFT, bin_drop, recorded
 from app.catalog.paging import Page, PageWindow, fill_page, names_window
 from app.events import changes as change_events
 from app.ground.errors import AlreadyExists, BadRequest, CatalogError, NoSuchNamespace
+from app.ground.events import refusals_counted
 from app.ground.limits import check_metadata_schemas, load_json
 from app.ground.locations import InvalidLocation, Location, is_allowed, safe_segment
 from app.ground.page_tokens import PageTokens

@@ -3,7 +3,6 @@ functions, scan planning, remote signing, idempotency and the console's previews
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.authorization import Authorizer
@@ -21,7 +20,7 @@ from app.recycle_bin.service import RecycleBinService
 from app.rules import table as table_rules
 from app.storage_access.signing import RemoteSigner
 from app.tables.access import TABLE, TableStorageAccess
-from app.tables.committing import TableCommitter
+from app.tables.committing import AfterCommit, TableCommitter
 from app.tables.loading import TableLoader
 from app.tables.memory import HeldDocuments, IssuedETags, ParsedMetadataCache
 from app.tables.metrics_reports import MetricsReports
@@ -54,8 +53,8 @@ class Catalog:
     previews: PreviewService
 
 
-def build_catalog(base: Foundation, spec: dict, *, after_commit: Callable[[int, int, bool], None]) -> Catalog:
-    """``after_commit``: told (entry id, snapshots, sets history.expire.*) after each table
+def build_catalog(base: Foundation, spec: dict, *, after_commit: AfterCommit) -> Catalog:
+    """``after_commit``: told (entry id, snapshots, its properties) after each table
     commit lands (maintenance's trigger, app/composition/maintenance.py)."""
     settings, repository, objects, warehouses = base.settings, base.repository, base.objects, base.warehouses
     shared = {"authorizer": base.authorizer, "page_tokens": base.page_tokens}
@@ -89,7 +88,7 @@ def build_catalog(base: Foundation, spec: dict, *, after_commit: Callable[[int, 
     )
 
 
-def build_tables(base: Foundation, *, after_commit: Callable[[int, int, bool], None]) -> TableService:
+def build_tables(base: Foundation, *, after_commit: AfterCommit) -> TableService:
     """The table service and its parts, each given what it needs: the table entries, storage
     access, the loader and the committer share one parsed-metadata cache and one ETag memory."""
     settings, repository, warehouses = base.settings, base.repository, base.warehouses

@@ -21,10 +21,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from app.catalog.deletion import HARD, SOFT, bin_drop, is_soft, recorded, refusals_counted
+from app.catalog.deletion import HARD, SOFT, bin_drop, is_soft, recorded
 from app.catalog.paging import Page, PageWindow
 from app.events import changes as change_events
 from app.ground.errors import BadRequest, LocationTaken, NoSuchWarehouse, NotFound, PurgeStarted
+from app.ground.events import refusals_counted
 from app.ground.page_tokens import PageTokens, scope
 from app.ground.settings import Settings
 from app.management.rights import ManagementRights

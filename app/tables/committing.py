@@ -15,21 +15,19 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from app.catalog.commits import CommitLanes, CommitLoop, NewVersion
-from app.catalog.deletion import refusals_counted
 from app.catalog.entries import Entries, now_ms
 from app.events import changes as change_events
 from app.ground.errors import AlreadyExists, BadRequest, CommitFailed, NoSuchTable
-from app.ground.events import CommitRecorder
+from app.ground.events import CommitRecorder, refusals_counted
 from app.ground.locations import InvalidLocation, Location
 from app.namespaces.warehouses import WarehouseDirectory
 from app.rules import table as rules
 from app.rules.identifiers import check_name, check_namespace, format_namespace
-from app.rules.maintenance import sets_expiry
 from app.rules.requests.tables import CommitTableRequest, CommitTransactionRequest, TableChangeRequest
 from app.tables.access import TABLE
 from app.tables.loading import LoadedTable, TableLoader
@@ -41,6 +39,8 @@ from storage.rows import EntryRow
 from storage.warehouses import WarehouseRow
 
 log = logging.getLogger(__name__)
+# Told (entry id, snapshot count, the new metadata's properties) after each commit lands.
+AfterCommit = Callable[[int, int, Mapping[str, str]], None]
 # What a protection mark refuses a commit that moves a table's files (its location, metadata
 # directory or data path): the message's "Cannot change the location of db.t: ...".
 MOVE = "change the location of"
@@ -80,7 +80,7 @@ class TableCommitter:
         parsed: ParsedMetadataCache,
         snapshot_json: rules.SnapshotJson,
         *,
-        after_commit: Callable[[int, int, bool], None],
+        after_commit: AfterCommit,
     ) -> None:
         self.repository = repository
         self.warehouses = warehouses
@@ -90,7 +90,7 @@ class TableCommitter:
         self.snapshot_json = snapshot_json  # the one ``parsed`` reuses: a commit's snapshots serialised once
         self.lanes = CommitLanes()
         self.commits = CommitLoop(repository, entries.files, kind=TABLE, logged_files=logged_files)
-        # Told (entry id, snapshot count, sets history.expire.*) after each commit lands:
+        # Told (entry id, snapshot count, properties) after each commit lands:
         # maintenance's trigger (app/maintenance/trigger.py), in memory only - no database round
         # trip on the commit path. Given at construction (app/composition), never installed later.
         self.after_commit = after_commit
@@ -151,7 +151,7 @@ class TableCommitter:
         for p, location in zip(changed, written, strict=True):
             self.parsed.remember(location, p.text, p.new, (p.key, p.row.id))
             self.entries.files.forget(self._owned_previous_files(p, location))
-            self.after_commit(p.row.id, len(p.new.snapshots), sets_expiry(p.new.properties))
+            self.after_commit(p.row.id, len(p.new.snapshots), p.new.properties)
         locations = dict(zip(map(id, changed), written, strict=True))
         results = []
         for p in prepared:

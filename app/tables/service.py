@@ -18,15 +18,11 @@ from typing import Any
 
 from app.catalog.deletion import is_soft
 from app.catalog.entries import Entries, now_ms
-from app.catalog.paging import Page
 from app.ground.locations import InvalidLocation, Location
 from app.namespaces.warehouses import WarehouseDirectory
 from app.rules import table as rules
 from app.rules.identifiers import check_name
-from app.rules.requests.catalog import TableIdentifier
 from app.rules.requests.tables import (
-    CommitTableRequest,
-    CommitTransactionRequest,
     CreateTableRequest,
     RegisterTableRequest,
     ReportMetricsRequest,
@@ -75,34 +71,15 @@ class TableService:
         self.staged = access.staged
         self.reports = reports
         self.purge_requested = threading.Event()  # a hard drop with purge wakes the purger
-
-    # -- what the handlers call of the parts ------------------------------------------------
-
-    def load(self, request: LoadTableRequest) -> LoadedTable | NotModified:
-        return self.loader.load(request)
-
-    def commit_table(
-        self, prefix: str, namespace: tuple[str, ...], name: str, commit: CommitTableRequest
-    ) -> LoadedTable:
-        """updateTable (and the maintenance's own commits)."""
-        return self.committer.commit_table(prefix, namespace, name, commit)
-
-    def commit_transaction(self, prefix: str, request: CommitTransactionRequest) -> None:
-        self.committer.commit_transaction(prefix, request)
-
-    def load_credentials(self, prefix: str, namespace: tuple[str, ...], name: str) -> list[dict[str, Any]]:
-        return self.access.load_credentials(prefix, namespace, name)
-
-    def list_names(
-        self, prefix: str, namespace: tuple[str, ...], page_token: str | None, page_size: int | None
-    ) -> Page:
-        return self.entries.list_names(prefix, namespace, page_token, page_size)
-
-    def require_exists(self, prefix: str, namespace: tuple[str, ...], name: str) -> None:
-        self.entries.require_exists(prefix, namespace, name)
-
-    def rename(self, prefix: str, source: TableIdentifier, destination: TableIdentifier) -> None:
-        self.entries.rename(prefix, source, destination)
+        # What the handlers call of the parts: the parts' own methods, so a call goes straight to
+        # the part that does the work, no delegation in between (scripts/trace_handoffs.py).
+        self.load = loader.load
+        self.commit_table = committer.commit_table  # updateTable (and maintenance's commits)
+        self.commit_transaction = committer.commit_transaction
+        self.load_credentials = access.load_credentials
+        self.list_names = entries.list_names
+        self.require_exists = entries.require_exists
+        self.rename = entries.rename
 
     # -- creating -----------------------------------------------------------------------
 

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from app.catalog.commits import CommitLoop, NewVersion
 from app.catalog.deletion import is_soft
 from app.catalog.entries import Entries, now_ms
-from app.catalog.paging import Page
 from app.events import changes as change_events
 from app.ground.locations import Location
 from app.namespaces.warehouses import WarehouseDirectory
@@ -25,7 +24,6 @@ from app.rules.identifiers import (
     check_name,
     format_namespace,
 )
-from app.rules.requests.catalog import TableIdentifier
 from app.rules.requests.views import CommitViewRequest, CreateViewRequest, RegisterViewRequest
 from storage.entries import NewEntry
 from storage.repository import CatalogRepository
@@ -51,19 +49,10 @@ class ViewService:
         self.warehouses = warehouses
         self.entries = entries  # the view entries: names, locations, drops (app/catalog/entries.py)
         self.commits = CommitLoop(repository, entries.files, kind=VIEW)
-
-    # -- what the handlers call of the entries ---------------------------------------------
-
-    def list_names(
-        self, prefix: str, namespace: tuple[str, ...], page_token: str | None, page_size: int | None
-    ) -> Page:
-        return self.entries.list_names(prefix, namespace, page_token, page_size)
-
-    def require_exists(self, prefix: str, namespace: tuple[str, ...], name: str) -> None:
-        self.entries.require_exists(prefix, namespace, name)
-
-    def rename(self, prefix: str, source: TableIdentifier, destination: TableIdentifier) -> None:
-        self.entries.rename(prefix, source, destination)
+        # What the handlers call of the entries: their own methods (no delegation in between).
+        self.list_names = entries.list_names
+        self.require_exists = entries.require_exists
+        self.rename = entries.rename
 
     # -- reading ------------------------------------------------------------------------
 

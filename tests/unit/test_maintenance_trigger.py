@@ -57,10 +57,10 @@ def test_the_trigger_remembers_which_tables_set_expiry_by_their_properties() -> 
     ``history.expire.*`` (housekeeping makes them known to maintenance with the due mark)."""
     clock = Clock()
     trigger = CommitTrigger(clock)
-    trigger.note(1, SNAPSHOTS_BEFORE_DUE, True)
+    trigger.note(1, SNAPSHOTS_BEFORE_DUE, {"history.expire.max-snapshot-age-ms": "1000"})
     trigger.note(2, SNAPSHOTS_BEFORE_DUE)
-    trigger.note(3, SNAPSHOTS_BEFORE_DUE, True)
-    trigger.note(3, SNAPSHOTS_BEFORE_DUE, False)  # its last commit removed them
+    trigger.note(3, SNAPSHOTS_BEFORE_DUE, {"history.expire.max-snapshot-age-ms": "1000"})
+    trigger.note(3, SNAPSHOTS_BEFORE_DUE, {"write.format.default": "parquet"})  # its last commit removed them
     due = trigger.take()
     assert due == [1, 2, 3]
     assert trigger.by_properties(due) == [1]
