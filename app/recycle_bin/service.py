@@ -1,6 +1,6 @@
 """The recycle bin (issue 35): list, undrop, purge at once, recursive namespace drop, expiry.
 
-Soft drops of tables and views happen in the catalog's own operations (``EntryService.drop_into_bin``);
+Soft drops of tables and views happen in the catalog's own operations (``Entries.drop_into_bin``);
 this service is the management API's side (openapi/management.yaml, ``handlers/management.py``)
 and housekeeping's (``expire_due``). Who may do what (app/management/rights.py, decided first):
 
