@@ -5,7 +5,8 @@ each a class of its own module: the table entries (``app.catalog.entries.Entries
 locations, drops), storage access (``app.tables.access``: config, credentials, staged tables),
 the loader (``app.tables.loading``: loadTable and its answers, importable from here) and the
 committer (``app.tables.committing``: updateTable and commitTransaction). What the handlers call
-is here; the other services (scan planning, signing, previews) may call a part.
+is here (the parts' own methods, bound at construction: no delegation in between); the
+other services (scan planning, signing, previews) may call a part.
 Requests come parsed (``app.rules.requests.tables``).
 """
 
