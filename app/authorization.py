@@ -133,7 +133,7 @@ def _namespace(privilege: Privilege | None) -> Callable[[Call], list[Need]]:
 def _table_or_stage(call: Call) -> Rule:
     """Storage access (signing, credentials) to a table, or to a staged one before its create
     commits: READ on the table, or CREATE on its namespace (what staging it needed). Which of
-    the two the answer needs depends on whether the table has a row: ``TableService.storage_scope``."""
+    the two the answer needs depends on whether the table has a row: ``TableStorageAccess.storage_scope``."""
     table = call.entry(Kind.TABLE, "table")
     return [AnyOf(((READ, table), (CREATE, table.container())))]
 

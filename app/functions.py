@@ -17,7 +17,7 @@ from typing import Any
 import jsonschema
 
 from app.authorization import Authorizer
-from app.catalog.entries import EntryService
+from app.catalog.entries import Entries
 from app.catalog.paging import Page, names_window, page_of_names
 from app.ground.errors import BadRequest, NoSuchFunction, NoSuchNamespace
 from app.ground.limits import load_json
@@ -106,7 +106,7 @@ class FunctionService:
         """Put an existing, valid function metadata file into the catalog under ``name``."""
         warehouse = self.warehouses.get(prefix)
         name = check_name(name, "function name")
-        location = EntryService._require_inside_warehouse(warehouse, metadata_location, "metadata-location")
+        location = Entries.require_inside_warehouse(warehouse, metadata_location, "metadata-location")
         limits = self.settings.limits
         try:
             text = decode_metadata(self.objects.read(location, limits.max_metadata_bytes), limits.max_inflated_bytes)

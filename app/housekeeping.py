@@ -16,8 +16,8 @@
   purge of their tables queued where it was asked at drop; a binned table's purge deletes only
   what it owns (every other entry, live or binned, is left alone) and forgets it once done.
 - **Maintenance**: at most once a minute per worker, the tables whose maintenance schedule is due
-  get their enabled policies run (``app/maintenance.py``; a lease keeps it to one runner a table);
-  every round, the tables this worker's commits made due (``app/maintenance_trigger.py``).
+  get their enabled policies run (``app/maintenance/service.py``; a lease keeps it to one runner a table);
+  every round, the tables this worker's commits made due (``app/maintenance/trigger.py``).
 
 Every step, and every row within a step, fails on its own: a row that keeps failing is counted
 (``growler_housekeeping_failures``), logged, and retried with a growing delay; the others go on.

@@ -10,7 +10,7 @@ requests instead of thousands.
 
 W11_expiry (issue 37, Growler only: the peer executes no maintenance): the same growth to the top
 level on a second table with a snapshot-expiry policy keeping ``EXPIRY_KEEP`` attached through the
-management API. The growth's commits make the table due (app/maintenance_trigger.py) and the
+management API. The growth's commits make the table due (app/maintenance/trigger.py) and the
 server's housekeeping expires it; the workload waits (polling the table) until it is back to the
 policy's count, then the same writer commits the same appends as W11, measured. A commit there
 must cost what a commit at ``EXPIRY_KEEP`` snapshots costs.

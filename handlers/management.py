@@ -14,7 +14,7 @@ from app.catalog.paging import Page
 from app.edge.context import namespace_arg, services
 from app.edge.responses import HttpRequest, no_content
 from app.events.sinks import EventSinks, dead_letter_view, sink_view
-from app.maintenance import MaintenanceService
+from app.maintenance.service import MaintenanceService
 from app.management.principals import Credential
 from app.management.service import ManagementService, grant_view, warehouse_view
 from app.recycle_bin.protection import ProtectionService, mark_view
@@ -238,7 +238,7 @@ def replay_dead_letters(sink: str):
     return no_content()
 
 
-# -- maintenance (issue 37; app/maintenance.py) ---------------------------------------------
+# -- maintenance (issue 37; app/maintenance/service.py) ---------------------------------------------
 
 
 def maintenance() -> MaintenanceService:

@@ -3,7 +3,7 @@
 A run asked for by hand is a row 'queued' here; job runners in every worker of every replica claim
 them (``claim``), run them under the table's lease (``storage.maintenance_rows``) and record their
 progress; a cancel marks a queued job 'cancelled' or asks a running one to stop. The rules (when a
-job may start, what a run does) live in ``app/maintenance_jobs.py`` and ``app/maintenance_runs.py``.
+job may start, what a run does) live in ``app/maintenance/jobs.py`` and ``app/maintenance/runs.py``.
 """
 
 from __future__ import annotations

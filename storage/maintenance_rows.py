@@ -179,7 +179,7 @@ class MaintenanceRows:
         return [TableRef(row["id"], row["warehouse"], tuple(row["path"]), row["name"]) for row in rows]
 
     def mark_due(self, entry_ids: list[int], by_properties: Sequence[int] = ()) -> list[int]:
-        """Make these tables due now (commits made them: app/maintenance_trigger.py); only those
+        """Make these tables due now (commits made them: app/maintenance/trigger.py); only those
         maintenance knows (a lease row: a table with a policy and no row is due anyway), and those
         of ``by_properties`` (their metadata sets ``history.expire.*``: the commit said so), which
         become known here - the schedule would find them only at its next discovery. Marked
@@ -215,7 +215,7 @@ class MaintenanceRows:
         that both saw it due run it once.
 
         Taken, the table's runs still 'running' were left by a runner whose lease ran out (it died:
-        a live one renews its lease, app/maintenance_lease.py): they are marked failed with
+        a live one renews its lease, app/maintenance/lease.py): they are marked failed with
         ``abandoned`` as their error, in the same transaction.
         """
         with self.db.transaction() as conn:

@@ -156,7 +156,7 @@ class NewVersion:
     location: str
     text: str
     entry_location: str
-    placed: Claim | None = None  # what it newly owns when it moves (EntryService._moved)
+    placed: Claim | None = None  # what it newly owns when it moves (Entries.moved)
     data_path: str | None = None  # a table's data path after the commit (app/rules/table/files.py)
     refused_when_protected: str | None = None  # the action a protection mark refuses (MetadataSwap's)
 

@@ -1,21 +1,19 @@
 """What every deleting operation shares (issue 35): the warehouse's policy, who drops, and one
 log line and one count per drop, undrop, expiry, purge, protection change and refusal.
 
-The operations themselves are the services' (``EntryService.drop_into_bin``, ``TableService.drop_table``,
+The operations themselves are the services' (``Entries.drop_into_bin``, ``TableService.drop_table``,
 ``ViewService.drop_view``, app/recycle_bin/service.py, app/recycle_bin/protection.py); each calls ``recorded`` once its
-transaction committed, so a change event (issue 36) can be written next to it.
+transaction committed, so a change event (issue 36) can be written next to it. A refusal by a
+protection mark is counted by ``app.ground.events.refusals_counted``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 from app.ground import metrics
 from app.ground.callers import current_principal
-from app.ground.errors import Protected
 from storage.bin_rows import BinDrop
 from storage.warehouses import WarehouseRow
 
@@ -47,14 +45,3 @@ def recorded(action: str, kind: str, policy: str, target: dict[str, Any]) -> Non
 def protection_changed(action: str, kind: str, target: dict[str, Any]) -> None:
     metrics.PROTECTION_EVENTS.labels(action, kind).inc()
     log.info("%s %s", action, kind, extra={"fields": {"event": action, "by": caller(), **target}})
-
-
-@contextlib.contextmanager
-def refusals_counted(kind: str) -> Iterator[None]:
-    """Counts (and logs) an operation refused because something is protected, then re-raises."""
-    try:
-        yield
-    except Protected as exc:
-        metrics.PROTECTION_EVENTS.labels("refused", kind).inc()
-        log.warning("refused: %s", exc.message, extra={"fields": {"event": "protected-refusal", "by": caller()}})
-        raise

@@ -1,10 +1,11 @@
 """What tables and views have in common: one identifier space, locations, registered files.
 
-``TableService`` and ``ViewService`` derive from ``EntryService``; each adds its own metadata
-rules (``app.rules.table`` / ``app.rules.view``). The shared parts: listing with keyset
-pagination, existence, rename, locations kept inside the warehouse, reading a registered
-metadata file, and inserting a new entry with its first file. The commit loop is
-``app.catalog.commits``, which the services compose (``self.files`` here, ``self.commits`` there).
+``TableService`` and ``ViewService`` are each given an ``Entries`` of their kind at construction
+(app/composition/catalog.py) and add their own metadata rules (``app.rules.table`` /
+``app.rules.view``). The shared part: listing with keyset pagination, existence, rename,
+locations kept inside the warehouse, reading a registered metadata file, and inserting a new
+entry with its first file. The commit loop is ``app.catalog.commits``, which the services
+compose (``Entries.files`` here, their ``commits`` there).
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ from typing import Any
 
 from app.authorization import Authorizer
 from app.catalog.commits import MetadataFiles
-from app.catalog.deletion import HARD, SOFT, bin_drop, recorded, refusals_counted
+from app.catalog.deletion import HARD, SOFT, bin_drop, recorded
 from app.catalog.paging import Page, PageWindow, fill_page, names_window
 from app.events import changes as change_events
 from app.ground.errors import AlreadyExists, BadRequest, CatalogError, NoSuchNamespace
+from app.ground.events import refusals_counted
 from app.ground.limits import check_metadata_schemas, load_json
 from app.ground.locations import InvalidLocation, Location, is_allowed, safe_segment
 from app.ground.page_tokens import PageTokens
@@ -54,12 +56,13 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class EntryService:
-    kind: str = ""  # "table" or "view": the catalog_entry kind this service owns
-    not_found: type[CatalogError] = CatalogError
+class Entries:
+    """The entries of one kind: a part of ``TableService`` or ``ViewService``, not a base class."""
 
     def __init__(
         self,
+        kind: str,
+        not_found: type[CatalogError],
         settings: Settings,
         repository: CatalogRepository,
         objects: ObjectStore,
@@ -68,6 +71,8 @@ class EntryService:
         authorizer: Authorizer,
         page_tokens: PageTokens,
     ) -> None:
+        self.kind = kind  # "table" or "view": the catalog_entry kind these are
+        self.not_found = not_found  # the kind's 404
         self.settings = settings
         self.repository = repository
         self.objects = objects
@@ -200,17 +205,17 @@ class EntryService:
         except NoSuchNamespace as exc:
             raise NoSuchNamespace(f"{cannot} {exc.message}") from exc
         except AlreadyExists as exc:
-            raise AlreadyExists(f"{cannot} {self._kind_at(warehouse, *dst).capitalize()} already exists") from exc
+            raise AlreadyExists(f"{cannot} {self.kind_at(warehouse, *dst).capitalize()} already exists") from exc
         if not renamed:
-            self._require_namespace(warehouse, src[0])
+            self.require_namespace(warehouse, src[0])
             raise self.not_found(f"{cannot} {self.kind.capitalize()} does not exist")
 
-    # -- helpers for the subclasses -----------------------------------------------------
+    # -- helpers for the services --------------------------------------------------------
 
     def missing(self, namespace: tuple[str, ...], name: str) -> CatalogError:
         return self.not_found(f"{self.kind.capitalize()} does not exist: {format_namespace((*namespace, name))}")
 
-    def _require_entry(self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str) -> EntryRow:
+    def require_entry(self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str) -> EntryRow:
         """The row of this kind, in one query.
 
         A miss is the entity's own 404 even when the namespace is missing too: that is the only
@@ -222,24 +227,24 @@ class EntryService:
             raise self.missing(namespace, name)
         return row
 
-    def _require_namespace(self, warehouse: WarehouseRow, namespace: tuple[str, ...]) -> dict[str, str]:
+    def require_namespace(self, warehouse: WarehouseRow, namespace: tuple[str, ...]) -> dict[str, str]:
         """The namespace's properties (one round trip, as an existence check costs); 404 if missing."""
         try:
             return self.repository.namespace_properties(warehouse.id, namespace)
         except NoSuchNamespace:
             raise NoSuchNamespace(f"Namespace does not exist: {format_namespace(namespace)}") from None
 
-    def _require_name_free(self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str) -> None:
+    def require_name_free(self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str) -> None:
         row = self.repository.load_entry(warehouse.id, namespace, name)
         if row is not None:
-            raise self._name_taken(namespace, name, row.kind)
+            raise self.name_taken(namespace, name, row.kind)
 
-    def _kind_at(self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str) -> str:
+    def kind_at(self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str) -> str:
         """The kind of the entry holding a name a write just found taken (this kind if it went again)."""
         row = self.repository.load_entry(warehouse.id, namespace, name)
         return row.kind if row is not None else self.kind
 
-    def _name_taken(self, namespace: tuple[str, ...], name: str, existing_kind: str) -> AlreadyExists:
+    def name_taken(self, namespace: tuple[str, ...], name: str, existing_kind: str) -> AlreadyExists:
         """Java's wording (``BaseMetastoreViewCatalog``, ``InMemoryCatalog``): ``Table already
         exists: ns.t`` over its own kind, ``View with same name already exists: ns.t`` over the other."""
         qualified = format_namespace((*namespace, name))
@@ -247,7 +252,7 @@ class EntryService:
             return AlreadyExists(f"{self.kind.capitalize()} already exists: {qualified}")
         return AlreadyExists(f"{existing_kind.capitalize()} with same name already exists: {qualified}")
 
-    def _location_for(
+    def location_for(
         self,
         warehouse: WarehouseRow,
         namespace: tuple[str, ...],
@@ -262,18 +267,18 @@ class EntryService:
         inside the warehouse's allowed locations."""
         if requested:
             location = str(requested).rstrip("/")
-            self._require_inside_warehouse(warehouse, location, "location")
-            self._require_home(warehouse, namespace, namespace_properties, location, "location")
+            self.require_inside_warehouse(warehouse, location, "location")
+            self.require_home(warehouse, namespace, namespace_properties, location, "location")
             return location
         parent = str(namespace_properties.get("location") or "").rstrip("/")
         if parent:
-            self._require_inside_warehouse(warehouse, parent, "namespace location")
+            self.require_inside_warehouse(warehouse, parent, "namespace location")
         else:
             parent = default_namespace_location(warehouse, namespace)
         # The uuid suffix keeps a re-created table or view from ever sharing files with a dropped one.
         return f"{parent}/{safe_segment(name)}-{entry_uuid.replace('-', '')}"
 
-    def _require_home(
+    def require_home(
         self,
         warehouse: WarehouseRow,
         namespace: tuple[str, ...],
@@ -295,7 +300,7 @@ class EntryService:
             "other allowed locations"
         )
 
-    def _require_homes(
+    def require_homes(
         self,
         warehouse: WarehouseRow,
         namespace: tuple[str, ...],
@@ -308,9 +313,9 @@ class EntryService:
         (``own``: its location, checked itself where it is given)."""
         for what, location in named:
             if not any(Location.parse(location, what).is_within(root) for root in own):
-                self._require_home(warehouse, namespace, namespace_properties, location, what)
+                self.require_home(warehouse, namespace, namespace_properties, location, what)
 
-    def _claim(
+    def claim(
         self,
         warehouse: WarehouseRow,
         namespace: tuple[str, ...],
@@ -323,7 +328,7 @@ class EntryService:
         parsed = dict.fromkeys(Location.parse(root) for root in roots)
         return Claim(tuple(parsed), warehouse.id, namespace, entry.name, entry_id, self.kind)
 
-    def _moved(
+    def moved(
         self,
         warehouse: WarehouseRow,
         namespace: tuple[str, ...],
@@ -344,9 +349,9 @@ class EntryService:
         added = [(what, text) for what, text in named if not any(Location.parse(text).is_within(o) for o in old)]
         if not added:
             return None
-        properties = self._require_namespace(warehouse, namespace)
+        properties = self.require_namespace(warehouse, namespace)
         for what, text in added:
-            self._require_home(warehouse, namespace, properties, text, what)
+            self.require_home(warehouse, namespace, properties, text, what)
         roots = dict.fromkeys(Location.parse(text) for _, text in named)
         return Claim(tuple(roots), warehouse.id, namespace, name, row.id, self.kind)
 
@@ -356,7 +361,7 @@ class EntryService:
         return [Location.parse(text, "allowed location") for text in (warehouse.location, *warehouse.allowed_locations)]
 
     @classmethod
-    def _require_inside_warehouse(cls, warehouse: WarehouseRow, location: str, what: str) -> Location:
+    def require_inside_warehouse(cls, warehouse: WarehouseRow, location: str, what: str) -> Location:
         """Every location Growler writes to, reads from or purges: valid (``app.ground.locations``) and
         strictly under the warehouse location or one of its allowed locations, by segments."""
         parsed = Location.parse(location, what)
@@ -366,7 +371,7 @@ class EntryService:
             raise BadRequest(f"The {what} {location!r} is outside the warehouse's allowed locations ({allowed})")
         return parsed
 
-    def _created_events(
+    def created_events(
         self, warehouse: WarehouseRow, namespace: tuple[str, ...], entry: NewEntry, operation_type: str | None = None
     ) -> list[ChangeEvent]:
         """The event of a new entry (create, or register with ``operation_type``)."""
@@ -377,7 +382,7 @@ class EntryService:
             )
         return change_events.events_of(warehouse.id, [change])
 
-    def _dropped_events(
+    def dropped_events(
         self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str, **fields: Any
     ) -> Callable[[EntryRow], list[ChangeEvent]]:
         """The events of a drop, made in its transaction from the row it removed."""
@@ -389,13 +394,13 @@ class EntryService:
         return events
 
     @staticmethod
-    def _new_metadata_file(directory: str, version: int, properties: dict[str, str]) -> str:
+    def new_metadata_file(directory: str, version: int, properties: dict[str, str]) -> str:
         """Where the next metadata file goes: a fresh uuid in its name, never an existing object."""
         return metadata_file_location(directory, version, properties, str(uuid.uuid4()))
 
-    def _read_metadata_file(self, warehouse: WarehouseRow, location: str) -> str:
+    def read_metadata_file(self, warehouse: WarehouseRow, location: str) -> str:
         """registerTable/registerView: the text of an existing metadata file in the warehouse."""
-        parsed = self._require_inside_warehouse(warehouse, location, "metadata-location")
+        parsed = self.require_inside_warehouse(warehouse, location, "metadata-location")
         try:
             limits = self.settings.limits
             text = decode_metadata(self.objects.read(parsed, limits.max_metadata_bytes), limits.max_inflated_bytes)
@@ -406,7 +411,7 @@ class EntryService:
         except (UnicodeDecodeError, OSError, EOFError) as exc:
             raise BadRequest(f"Not a valid {self.kind} metadata file: {location}") from exc
 
-    def _register(
+    def register(
         self,
         warehouse: WarehouseRow,
         namespace: tuple[str, ...],
@@ -414,16 +419,16 @@ class EntryService:
         overwrite: bool,
         events: Sequence[ChangeEvent],
     ) -> None:
-        placed = self._claim(warehouse, namespace, entry)
+        placed = self.claim(warehouse, namespace, entry)
         try:
             if overwrite:
                 self.repository.replace_entry(warehouse.id, namespace, entry, placed, events=events)
             else:
                 self.repository.insert_entry(warehouse.id, namespace, entry, placed=placed, events=events)
         except AlreadyExists as exc:
-            raise self._name_taken(namespace, entry.name, self._kind_at(warehouse, namespace, entry.name)) from exc
+            raise self.name_taken(namespace, entry.name, self.kind_at(warehouse, namespace, entry.name)) from exc
 
-    def _insert_new(
+    def insert_new(
         self,
         warehouse: WarehouseRow,
         namespace: tuple[str, ...],
@@ -438,7 +443,7 @@ class EntryService:
         create/register.
         """
 
-        placed = self._claim(warehouse, namespace, entry)
+        placed = self.claim(warehouse, namespace, entry)
 
         def insert(written: Callable[[], None]) -> bool:
             try:
@@ -448,7 +453,7 @@ class EntryService:
             except AlreadyExists as exc:
                 if name_taken is not None:
                     raise name_taken(exc) from exc
-                raise self._name_taken(namespace, entry.name, self._kind_at(warehouse, namespace, entry.name)) from exc
+                raise self.name_taken(namespace, entry.name, self.kind_at(warehouse, namespace, entry.name)) from exc
             return True
 
         self.files.commit_with([(entry.metadata_location, entry.metadata)], insert)

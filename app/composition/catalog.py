@@ -3,12 +3,13 @@ functions, scan planning, remote signing, idempotency and the console's previews
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.authorization import Authorizer
+from app.catalog.entries import Entries
 from app.composition.storage import Foundation
 from app.functions import FunctionService, function_metadata_schema
+from app.ground.errors import NoSuchTable, NoSuchView
 from app.ground.page_tokens import PageTokens
 from app.ground.settings import Settings
 from app.idempotency import IdempotencyService
@@ -16,11 +17,17 @@ from app.namespaces.service import NamespaceService
 from app.namespaces.warehouses import WarehouseDirectory
 from app.recycle_bin.protection import ProtectionService
 from app.recycle_bin.service import RecycleBinService
+from app.rules import table as table_rules
 from app.storage_access.signing import RemoteSigner
+from app.tables.access import TABLE, TableStorageAccess
+from app.tables.committing import AfterCommit, TableCommitter
+from app.tables.loading import TableLoader
+from app.tables.memory import HeldDocuments, IssuedETags, ParsedMetadataCache
+from app.tables.metrics_reports import MetricsReports
 from app.tables.plans import PlanningConfig, PlanningService
 from app.tables.previews import PreviewService
 from app.tables.service import TableService
-from app.views.service import ViewService
+from app.views.service import VIEW, ViewService
 from storage.db import Database
 from storage.functions import FunctionRepository
 from storage.idempotency import IdempotencyRepository
@@ -28,6 +35,7 @@ from storage.objects import RoutingObjectStore
 from storage.plans import PlanRepository
 from storage.protection_rows import ProtectionRows
 from storage.repository import CatalogRepository
+from storage.staged import StagedTables
 
 
 @dataclass(frozen=True)
@@ -45,16 +53,24 @@ class Catalog:
     previews: PreviewService
 
 
-def build_catalog(base: Foundation, spec: dict, *, after_commit: Callable[[int, int, bool], None]) -> Catalog:
-    """``after_commit``: told (entry id, snapshots, sets history.expire.*) after each table
+def build_catalog(base: Foundation, spec: dict, *, after_commit: AfterCommit) -> Catalog:
+    """``after_commit``: told (entry id, snapshots, its properties) after each table
     commit lands (maintenance's trigger, app/composition/maintenance.py)."""
     settings, repository, objects, warehouses = base.settings, base.repository, base.objects, base.warehouses
     shared = {"authorizer": base.authorizer, "page_tokens": base.page_tokens}
     namespaces = NamespaceService(settings, repository, objects, warehouses, **shared)
-    tables = TableService(settings, repository, objects, warehouses, **shared, after_commit=after_commit)
-    views = ViewService(settings, repository, objects, warehouses, **shared)
+    tables = build_tables(base, after_commit=after_commit)
+    views = ViewService(
+        repository, warehouses, Entries(VIEW, NoSuchView, settings, repository, objects, warehouses, **shared)
+    )
     recycle_bin = RecycleBinService(
-        settings, repository, warehouses, tables.owned_metadata_files, tables.purge_requested, **shared
+        settings,
+        repository,
+        warehouses,
+        tables.owned_metadata_files,
+        tables.purge_requested,
+        rights=base.rights,
+        page_tokens=base.page_tokens,
     )
     idempotency_keys = IdempotencyRepository(base.database)
     return Catalog(
@@ -62,13 +78,39 @@ def build_catalog(base: Foundation, spec: dict, *, after_commit: Callable[[int, 
         tables=tables,
         views=views,
         recycle_bin=recycle_bin,
-        protection=ProtectionService(ProtectionRows(base.database), warehouses, authorizer=base.authorizer),
+        protection=ProtectionService(ProtectionRows(base.database), warehouses, rights=base.rights),
         functions=build_functions(settings, base.database, repository, objects, warehouses, spec, **shared),
         plans=PlanningService(tables, PlanRepository(base.database), PlanningConfig.from_env()),
-        signer=RemoteSigner(settings, tables),
+        signer=RemoteSigner(settings, tables.access),
         idempotency=IdempotencyService(idempotency_keys, settings.idempotency_lifetime_s),
         idempotency_keys=idempotency_keys,
         previews=PreviewService(tables),
+    )
+
+
+def build_tables(base: Foundation, *, after_commit: AfterCommit) -> TableService:
+    """The table service and its parts, each given what it needs: the table entries, storage
+    access, the loader and the committer share one parsed-metadata cache and one ETag memory."""
+    settings, repository, warehouses = base.settings, base.repository, base.warehouses
+    entries = Entries(
+        TABLE,
+        NoSuchTable,
+        settings,
+        repository,
+        base.objects,
+        warehouses,
+        authorizer=base.authorizer,
+        page_tokens=base.page_tokens,
+    )
+    access = TableStorageAccess(settings, warehouses, base.authorizer, entries, StagedTables(repository.db))
+    loader = TableLoader(settings, warehouses, entries, access, IssuedETags())
+    snapshot_json = table_rules.SnapshotJson()
+    parsed = ParsedMetadataCache(snapshot_json=snapshot_json)
+    committer = TableCommitter(
+        repository, warehouses, entries, loader, parsed, snapshot_json, after_commit=after_commit
+    )
+    return TableService(
+        warehouses, entries, access, loader, committer, held=HeldDocuments(), reports=MetricsReports(repository)
     )
 
 

@@ -36,7 +36,7 @@ def build_events(base: Foundation) -> Events:
             authorizer=base.authorizer,
             page_tokens=base.page_tokens,
         ),
-        sinks=EventSinks(settings, deliveries, authorizer=base.authorizer, webhook_guard=webhook_guard),
+        sinks=EventSinks(settings, deliveries, rights=base.rights, webhook_guard=webhook_guard),
         publisher=Publisher(
             deliveries,
             lambda: box,

@@ -11,14 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.composition.storage import Foundation
-from app.maintenance import MaintenanceService
-from app.maintenance_jobs import JobRunner, JobSettings
-from app.maintenance_runs import MaintenanceExecutor
-from app.maintenance_trigger import CommitTrigger
+from app.maintenance.jobs import JobRunner, JobSettings
+from app.maintenance.runs import MaintenanceExecutor
+from app.maintenance.service import MaintenanceService
+from app.maintenance.trigger import CommitTrigger
 from app.tables.service import TableService
 from storage.maintenance_jobs import MaintenanceJobs
 from storage.maintenance_rows import MaintenanceRows
-from storage.management_rows import ManagementRows
 
 
 @dataclass(frozen=True)
@@ -36,8 +35,7 @@ def build_maintenance(base: Foundation, tables: TableService, trigger: CommitTri
     service = MaintenanceService(
         executor,
         rows,
-        ManagementRows(base.database),
-        authorizer=base.authorizer,
+        rights=base.rights,
         jobs=jobs,
         limits=job_settings.limits,
         wake=runner.wake,

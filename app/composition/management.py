@@ -5,7 +5,7 @@ from __future__ import annotations
 from app.composition.catalog import Catalog
 from app.composition.storage import Foundation
 from app.housekeeping import Housekeeper
-from app.maintenance import MaintenanceService
+from app.maintenance.service import MaintenanceService
 from app.management.service import ManagementService
 from storage.management_rows import ManagementRows
 
@@ -16,7 +16,7 @@ def build_management(base: Foundation) -> ManagementService:
         ManagementRows(base.database),
         base.auth.principals,
         base.warehouses,
-        authorizer=base.authorizer,
+        rights=base.rights,
         page_tokens=base.page_tokens,
     )
 
@@ -29,5 +29,5 @@ def build_housekeeper(base: Foundation, catalog: Catalog, maintenance: Maintenan
         catalog.tables.purge_requested,
         expire_bin=catalog.recycle_bin.expire_due,
         events_retention_s=base.settings.events_retention_s,
-        maintenance=maintenance.run_due,  # the executor's schedule (app/maintenance.py)
+        maintenance=maintenance.run_due,  # the executor's schedule (app/maintenance/service.py)
     )

@@ -15,7 +15,7 @@ from app.events.publisher import Publisher
 from app.events.sinks import EventSinks
 from app.functions import FunctionService
 from app.idempotency import IdempotencyService
-from app.maintenance import MaintenanceService
+from app.maintenance.service import MaintenanceService
 from app.management.service import ManagementService
 from app.namespaces.service import NamespaceService
 from app.recycle_bin.protection import ProtectionService

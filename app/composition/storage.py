@@ -8,10 +8,12 @@ from app.authorization import Authorizer
 from app.edge.auth import Authentication, AuthSettings
 from app.ground.page_tokens import PageTokens
 from app.ground.settings import Settings
+from app.management.rights import ManagementRights
 from app.namespaces.warehouses import WarehouseDirectory
 from storage.build import object_store, open_database
 from storage.db import Database
 from storage.grants import GrantRepository
+from storage.management_rows import ManagementRows
 from storage.objects import RoutingObjectStore
 from storage.repository import CatalogRepository
 
@@ -26,6 +28,7 @@ class Foundation:
     auth: Authentication
     authorizer: Authorizer
     page_tokens: PageTokens
+    rights: ManagementRights  # the management API's rights, on ``authorizer``'s grants
 
 
 def build_foundation(settings: Settings, auth_settings: AuthSettings) -> Foundation:
@@ -50,4 +53,5 @@ def build_foundation(settings: Settings, auth_settings: AuthSettings) -> Foundat
     # Page tokens are sealed with the installation's key (kept in PostgreSQL: storage/page_keys.py),
     # so a token one worker or replica hands out is read by any other, and after a restart; start-up
     # installs the key (until then, a listing is refused). Every service that pages takes it.
-    return Foundation(settings, database, repository, warehouses, objects, auth, authorizer, PageTokens())
+    rights = ManagementRights(authorizer, ManagementRows(database))
+    return Foundation(settings, database, repository, warehouses, objects, auth, authorizer, PageTokens(), rights)

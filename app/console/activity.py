@@ -34,7 +34,7 @@ from app.console.extras import TableAt, event_details, stamp
 from app.edge.context import services
 from app.events.feed import EventFeed
 from app.ground.errors import BadRequest, CatalogError, Forbidden, NotFound
-from app.maintenance import MaintenanceService
+from app.maintenance.service import MaintenanceService
 from app.rules.identifiers import check_name, check_namespace
 from app.rules.maintenance import POLICY_TYPES
 from app.rules.requests import parse_request

@@ -62,7 +62,7 @@ def authorizer() -> Authorizer:
 def authorize(operation_id: str, params: dict[str, Any], body: Any = None) -> None:
     """A management operation's row of the one table (app/management/operations.py), checked as
     the dispatcher checks it for the API: the console calls the same services after it."""
-    authorizer().authorize(operation_id, params, body, management())
+    authorizer().authorize(operation_id, params, body, management().rights)
 
 
 def is_admin() -> bool:

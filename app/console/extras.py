@@ -22,7 +22,7 @@ from app.console.common import PAGE_SIZE, namespaces, ns_param, page_arg
 from app.edge.context import services
 from app.events.feed import EventFeed
 from app.ground.errors import BadRequest, CatalogError, Forbidden, NotFound
-from app.maintenance import MaintenanceService
+from app.maintenance.service import MaintenanceService
 from app.recycle_bin.service import RecycleBinService
 from app.rules.identifiers import check_namespace
 from app.rules.requests.management import UndropRequest

@@ -68,7 +68,7 @@ def namespace(warehouse: str) -> str:
     which = request.args.get("list", "")
     children = service.list_namespaces(warehouse, levels, page_arg() if which == "namespace" else "", size_arg())
     listed = {}
-    for kind, entries in ((Kind.TABLE, tables()), (Kind.VIEW, views())):
+    for kind, entries in ((Kind.TABLE, tables().entries), (Kind.VIEW, views().entries)):
         token = page_arg() if which == kind.value else ""
         if query:
             listed[kind.value] = entries.search_names(warehouse, levels, query, token, size_arg())

@@ -88,7 +88,7 @@ def preview(warehouse: str) -> str:
 def view(warehouse: str) -> str:
     levels, name = ns_arg(), name_arg()
     service = views()
-    service.authorizer.authorize("loadView", {"prefix": warehouse, "namespace": ns_param(levels), "view": name})
+    service.entries.authorizer.authorize("loadView", {"prefix": warehouse, "namespace": ns_param(levels), "view": name})
     loaded = service.load_view(warehouse, levels, name)
     metadata = json.loads(loaded.metadata)
     return render_template(

@@ -63,7 +63,7 @@ from app.ground.errors import CatalogError
 from app.ground.events import configure_event_logs
 from app.ground.page_tokens import new_key as new_page_key
 from app.ground.settings import Settings
-from app.maintenance_trigger import CommitTrigger
+from app.maintenance.trigger import CommitTrigger
 from storage.db import AsyncDatabase, Database
 from storage.loop_reads import AsyncEntryReader
 from storage.migrate import migrate
@@ -215,7 +215,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         "handlers": handlers,
         "contract": ContractReader(validators, settings.limits),
         "authorizer": services.authorizer,
-        "gate": management,  # the management API's rights, which its MANAGEMENT_OPERATIONS rows call
+        "gate": base.rights,  # the management API's rights, which its MANAGEMENT_OPERATIONS rows call
         "flask_app": app.app,
         "serialize": compact.dumps,
         "threads": settings.pool_max_size,
@@ -231,7 +231,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
                 ListEntriesOnLoop(
                     entries, AsyncEntryReader(async_database), settings.namespace_separator, compact.dumps
                 )
-                for entries in (services.tables, services.views)
+                for entries in (services.tables.entries, services.views.entries)
             ),
             SignRequestOnLoop(
                 services.signer, AsyncPlacesReader(async_database), settings.namespace_separator, compact.dumps

@@ -103,5 +103,5 @@ def _with_fresh_credentials(kept: StoredResponse, kwargs: dict[str, Any]) -> Sto
         return StoredResponse(kept.status, headers, kept.body)
     body = json.loads(kept.body)
     tables = services().tables
-    attach_credentials(body, tables.vend_for(prefix, location, _identifier(kwargs, tables.settings)))
+    attach_credentials(body, tables.access.vend_for(prefix, location, _identifier(kwargs, tables.settings)))
     return StoredResponse(kept.status, headers, json.dumps(body, separators=(",", ":")).encode())

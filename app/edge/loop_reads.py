@@ -12,7 +12,7 @@ cached, signing is pure computation (``app.storage_access.signing``) and needs n
 The dispatcher (``app.edge.dispatch``) has already routed the request, read its parameters (and
 signRequest's body) from the yaml and authorized it; what is here is only what makes the answer
 cheap. The service and the rendering are the handlers' (``handlers/tables.py``): the same
-``parse_load_table``, ``TableService.answer`` and ``render_table``, ``RemoteSigner.sign`` and the
+``parse_load_table``, ``TableLoader.answer`` and ``render_table``, ``RemoteSigner.sign`` and the
 app's JSON serialiser. An error raised here is rendered by connexion's exception handling, like
 the handler's (a missing table: its 404, from the one row read). Anything that would need a
 thread - a warehouse not cached yet, no asyncio pool on this loop (a test client), a listing's
@@ -29,7 +29,7 @@ from dataclasses import replace
 from typing import Any
 
 from app.authorization import Authorizer
-from app.catalog.entries import EntryService
+from app.catalog.entries import Entries
 from app.catalog.paging import PageWindow, first_batch_page, identifiers_answer, namespaces_answer
 from app.edge.dispatch import InThread
 from app.edge.responses import JSON, Rendered, parse_load_table, render_table, table_name
@@ -81,7 +81,7 @@ class LoadTableOnLoop:
         unless_at = known if held is None else held.location
         row = await self.reader.load_entry(warehouse.id, request.namespace, request.name, unless_at=unless_at)
         if row is None or row.kind != TABLE:
-            raise self.tables.missing(request.namespace, request.name)  # the handler's 404, read once
+            raise self.tables.entries.missing(request.namespace, request.name)  # the handler's 404, read once
         if held is not None and row.metadata_location == held.location:
             if row.id != held.entry_id:
                 return None  # another entry at that version (a name taken again): the handler reads it all
@@ -89,10 +89,10 @@ class LoadTableOnLoop:
         elif row.metadata_location != known:
             self.tables.held.keep(key, row.id, row.metadata_location, row.metadata)
         if row.metadata_location != known:
-            if self.tables.vends(warehouse, request.delegation):  # may call STS: not on the event loop
-                return render_table(await in_thread(self.tables.answer, warehouse, row, request))
-            return render_table(self.tables.answer(warehouse, row, request))
-        not_modified = self.tables.not_modified(row, request)
+            if self.tables.access.vends(warehouse, request.delegation):  # may call STS: not on the event loop
+                return render_table(await in_thread(self.tables.loader.answer, warehouse, row, request))
+            return render_table(self.tables.loader.answer(warehouse, row, request))
+        not_modified = self.tables.loader.not_modified(row, request)
         # still at that version, but the client's ETag is for another variant: the handler reads it all
         return render_table(not_modified) if not_modified is not None else None
 
@@ -105,7 +105,7 @@ class _JsonReadOnLoop(ABC):
 
     def __init__(
         self,
-        service: NamespaceService | EntryService,
+        service: NamespaceService | Entries,
         reader: AsyncEntryReader,
         namespace_separator: str,
         serialize: Callable[[Any], str],
@@ -196,10 +196,10 @@ class ListEntriesOnLoop(_PageOnLoop):
     """listTables' or listViews' page (``service.kind``), read on the event loop (a missing
     namespace: the handler's 404)."""
 
-    service: EntryService
+    service: Entries
 
     def __init__(
-        self, service: EntryService, reader: AsyncEntryReader, namespace_separator: str, serialize: Callable[[Any], str]
+        self, service: Entries, reader: AsyncEntryReader, namespace_separator: str, serialize: Callable[[Any], str]
     ) -> None:
         super().__init__(service, reader, namespace_separator, serialize)
         self.operation_id = "listTables" if service.kind == TABLE else "listViews"

@@ -18,7 +18,6 @@ import re
 from typing import Any
 from urllib.parse import urlparse
 
-from app.authorization import Authorizer
 from app.events.kafka import bootstrap_servers, valid_topic_template
 from app.events.webhooks import WebhookGuard
 from app.ground.errors import BadRequest, NotFound
@@ -58,18 +57,18 @@ def dead_letter_view(row: DeadLetter) -> dict[str, Any]:
     }
 
 
-class EventSinks(ManagementRights):
+class EventSinks:
     def __init__(
-        self, settings: Settings, rows: DeliveryRows, *, authorizer: Authorizer, webhook_guard: WebhookGuard
+        self, settings: Settings, rows: DeliveryRows, *, rights: ManagementRights, webhook_guard: WebhookGuard
     ) -> None:
-        self.authorizer = authorizer  # required: no permissive default (app/management/rights.py)
+        self.rights = rights  # the management API's rights (app/management/rights.py)
         self.rows = rows
         self.webhook_guard = webhook_guard  # where a webhook may go: the publisher's rule (app/events/webhooks.py)
         self._box = SecretBox(settings.secrets_key) if settings.secrets_key else None
 
     def create(self, request: CreateEventSinkRequest) -> SinkRow:
         name, kind, url = request.name, request.kind, request.url
-        who = self.caller()
+        who = self.rights.caller()
         if not SINK_NAME.fullmatch(name) or name.startswith("env-"):
             raise BadRequest(f"Invalid event sink name {name!r}: letters, digits, '.', '_', '-', not env-*")
         if kind == "kafka":
@@ -133,7 +132,7 @@ class EventSinks(ManagementRights):
         return self.rows.sinks()
 
     def delete(self, name: str) -> None:
-        who = self.caller()
+        who = self.rights.caller()
         if not self.rows.delete_sink(name):
             raise NotFound(f"Event sink does not exist: {name}")
         audit("delete-event-sink", who, {"sink": name})
@@ -142,7 +141,7 @@ class EventSinks(ManagementRights):
         return self.rows.dead_letters(self._sink(name).id, None, 1000)
 
     def replay(self, name: str) -> int:
-        who = self.caller()
+        who = self.rights.caller()
         count = self.rows.request_replay(self._sink(name).id)
         audit("replay-dead-letters", who, {"sink": name, "count": count})
         return count

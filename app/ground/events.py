@@ -7,16 +7,19 @@ No framework here: both stand on this module.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
 import sys
 import time
+from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Any
 
 from app.ground import metrics
-from app.ground.errors import CatalogError, CommitFailed, CommitStateUnknown
+from app.ground.callers import current_principal
+from app.ground.errors import CatalogError, CommitFailed, CommitStateUnknown, Protected
 
 REQUEST_LOGGER = "growler.request"
 COMMIT_LOGGER = "growler.commit"
@@ -167,3 +170,19 @@ def _outcome(exc: BaseException | None) -> str:
     if isinstance(exc, CatalogError) and exc.code < 500:
         return "rejected"
     return "failed"
+
+
+@contextlib.contextmanager
+def refusals_counted(kind: str) -> Iterator[None]:
+    """Counts (and logs: logger growler.recycle_bin) an operation refused because something is
+    protected (docs/recycle-bin.md "Protection"), then re-raises. Here, beside the commit
+    recorder it wraps a commit with, so a commit hands off to no deletion module for it."""
+    try:
+        yield
+    except Protected as exc:
+        metrics.PROTECTION_EVENTS.labels("refused", kind).inc()
+        principal = current_principal.get()
+        by = principal.name if principal is not None else None
+        fields = {"event": "protected-refusal", "by": by}
+        logging.getLogger("growler.recycle_bin").warning("refused: %s", exc.message, extra={"fields": fields})
+        raise

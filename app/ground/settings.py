@@ -109,7 +109,7 @@ class StsSettings:
 
 @dataclass(frozen=True)
 class SparkSettings:
-    """Where data compaction beyond the in-process bound runs (app/maintenance_spark.py): a Spark
+    """Where data compaction beyond the in-process bound runs (app/maintenance/spark.py): a Spark
     job Growler starts with ``submit`` (spark-submit of a Spark installation) on ``master``, with
     the Iceberg runtime ``jars``, as a client of this catalog at ``catalog_uri`` signed in with the
     principal ``credential`` (client id:secret, given to the job in its environment only). Off

@@ -271,7 +271,7 @@ MANAGEMENT_OPERATIONS: dict[str, Managed] = {
     "deleteEventSink": _sinks("delete-event-sink", _sink),
     "listDeadLetters": _sinks("list-dead-letters", _sink),
     "replayDeadLetters": _sinks("replay-dead-letters", _sink),
-    # maintenance (app/maintenance.py)
+    # maintenance (app/maintenance/service.py)
     "listMaintenancePolicies": Managed(_policies_reader),
     "attachMaintenancePolicy": _policies("attach-maintenance-policy", Privilege.MANAGE_MAINTENANCE),
     "detachMaintenancePolicy": _policies("detach-maintenance-policy", Privilege.MANAGE_MAINTENANCE),

@@ -57,11 +57,13 @@ def rules_securable(stored: StoredSecurable) -> Securable:
 
 
 class ManagementRights:
-    """The gate of the management API, mixed into ``ManagementService`` (whose constructor sets
-    both fields: the authorizer is a required argument there, with no permissive default)."""
+    """The gate of the management API: built once (app/composition/storage.py) and given to every
+    service that checks it (management, maintenance, the recycle bin, protection, event sinks) and
+    to the dispatcher, which runs the ``MANAGEMENT_OPERATIONS`` rows against it."""
 
-    authorizer: Authorizer
-    rows: ManagementRows
+    def __init__(self, authorizer: Authorizer, rows: ManagementRows) -> None:
+        self.authorizer = authorizer  # required: no permissive default
+        self.rows = rows  # a role's grants (``require_role_manager``)
 
     def _require(
         self, action: str, target: dict[str, Any], allowed: Callable[[EffectiveGrants], bool], refusal: str

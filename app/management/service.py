@@ -17,7 +17,6 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlparse
 
-from app.authorization import Authorizer
 from app.catalog.paging import Page, PageWindow
 from app.events.changes import management_events
 from app.ground.errors import AlreadyExists, BadRequest, CatalogError, NoSuchWarehouse, NotFound, Protected
@@ -63,7 +62,7 @@ class WarehouseNotEmpty(CatalogError):
     code, error_type = 409, "WarehouseNotEmptyException"
 
 
-class ManagementService(ManagementRights):
+class ManagementService:
     def __init__(
         self,
         settings: Settings,
@@ -71,10 +70,10 @@ class ManagementService(ManagementRights):
         principals: PrincipalService,
         warehouses: WarehouseDirectory,
         *,
-        authorizer: Authorizer,
+        rights: ManagementRights,
         page_tokens: PageTokens,
     ) -> None:
-        self.authorizer = authorizer  # required: no permissive default (app/management/rights.py)
+        self.rights = rights  # the management API's rights (app/management/rights.py)
         self.page_tokens = page_tokens  # the installation's key (one for all workers): app/edge/factory.py
         self.settings = settings
         self.rows = rows
@@ -89,7 +88,7 @@ class ManagementService(ManagementRights):
 
     def create_principal(self, request: CreatePrincipalRequest) -> Credential:
         name, admin = request.name, request.admin
-        who = self.caller()
+        who = self.rights.caller()
         if not CLIENT_ID.match(name):
             raise BadRequest(f"Invalid principal name {name!r}: letters, digits, '.', '_', '@', '-', at most 128")
         events = management_events("x-create-principal", {"principal": name, "admin": admin})
@@ -111,7 +110,7 @@ class ManagementService(ManagementRights):
         return {"name": row.client_id, "admin": row.is_admin, "roles": self.rows.roles_of(name)}
 
     def rotate_principal(self, name: str) -> Credential:
-        who = self.caller()
+        who = self.rights.caller()
         events = management_events("x-rotate-principal", {"principal": name})  # never the secret
         credential = self.principals.rotate(name, events=events) if CLIENT_ID.match(name) else None
         if credential is None:
@@ -120,7 +119,7 @@ class ManagementService(ManagementRights):
         return credential
 
     def delete_principal(self, name: str) -> None:
-        who = self.caller()
+        who = self.rights.caller()
         if who is not None and name == who:
             raise BadRequest("A principal cannot delete itself")
         events = management_events("x-delete-principal", {"principal": name})
@@ -132,7 +131,7 @@ class ManagementService(ManagementRights):
 
     def create_role(self, request: CreateRoleRequest) -> dict[str, Any]:
         name = request.name
-        who = self.caller()
+        who = self.rights.caller()
         if not ROLE_NAME.match(name):
             raise BadRequest(f"Invalid role name {name!r}: letters, digits, '.', '_', '@', '-', at most 128")
         row = self.rows.create_role(name, events=management_events("x-create-role", {"role": name}))
@@ -151,13 +150,13 @@ class ManagementService(ManagementRights):
         return {"name": row.name, "created-at": row.created_at}
 
     def delete_role(self, name: str) -> None:
-        who = self.caller()
+        who = self.rights.caller()
         if not self.rows.delete_role(name, events=management_events("x-delete-role", {"role": name})):
             raise NoSuchRole(f"Role does not exist: {name}")
         self._changed("delete-role", who, {"role": name})
 
     def assign_role(self, role: str, principal: str) -> None:
-        who = self.caller()
+        who = self.rights.caller()
         self._require_principal(principal)
         target = {"role": role, "principal": principal}
         added = self.rows.add_member(role, principal, events=management_events("x-assign-role", target))
@@ -167,7 +166,7 @@ class ManagementService(ManagementRights):
             self._changed("assign-role", who, {"role": role, "principal": principal})
 
     def revoke_role(self, role: str, principal: str) -> None:
-        who = self.caller()
+        who = self.rights.caller()
         target = {"role": role, "principal": principal}
         removed = self.rows.remove_member(role, principal, events=management_events("x-revoke-role", target))
         if removed is None:
@@ -196,7 +195,7 @@ class ManagementService(ManagementRights):
         privilege, on = request.privilege, parse_securable(request.securable)
         target = grant_target(role, request)
         _grantable(privilege, on)
-        who = self.require_grantor("grant", target, privilege, on)
+        who = self.rights.require_grantor("grant", target, privilege, on)
         row = self.rows.add_grant(role, privilege.value, on, events=management_events("x-grant", target))
         self._changed("grant", who, target)
         return row
@@ -204,7 +203,7 @@ class ManagementService(ManagementRights):
     def revoke(self, role: str, request: GrantRequest) -> None:
         privilege, on = request.privilege, parse_securable(request.securable)
         target = grant_target(role, request)
-        who = self.require_grantor("revoke", target, privilege, on)
+        who = self.rights.require_grantor("revoke", target, privilege, on)
         if not self.rows.remove_grant(role, privilege.value, on, events=management_events("x-revoke", target)):
             raise NotFound(f"Role {role} holds no grant of {privilege.value} on that {on.type}")
         self._changed("revoke", who, target)
@@ -215,7 +214,7 @@ class ManagementService(ManagementRights):
 
     def grants_on(self, securable: SecurableRef, page_token: str | None, page_size: int | None) -> Page:
         parsed = parse_securable(securable)
-        self.require_grants_reader("list-grants", {"securable": securable.view()}, parsed)
+        self.rights.require_grants_reader("list-grants", {"securable": securable.view()}, parsed)
         window = self._window(scope("listGrantsOn", securable_view(parsed)), page_token, page_size)
         return self._page_of_grants(window, lambda after, limit: self.rows.grants_on(parsed, after, limit))
 
@@ -223,7 +222,7 @@ class ManagementService(ManagementRights):
 
     def create_warehouse(self, request: CreateWarehouseRequest) -> WarehouseRow:
         name = request.name
-        who = self.caller()
+        who = self.rights.caller()
         if not WAREHOUSE_NAME.match(name) or name in RESERVED_PREFIXES:
             raise BadRequest(f"Invalid warehouse name {name!r}: letters, digits, '_', '.', '-', at most 63")
         location, allowed = self._locations(name, request.location, list(request.allowed_locations or ()))
@@ -246,7 +245,7 @@ class ManagementService(ManagementRights):
         return self._warehouse(name)
 
     def update_warehouse(self, name: str, request: UpdateWarehouseRequest) -> WarehouseRow:
-        who = self.caller()
+        who = self.rights.caller()
         self._refuse_default(name)
         current = self._warehouse(name)
         allowed_given = request.allowed_locations
@@ -273,7 +272,7 @@ class ManagementService(ManagementRights):
         return row
 
     def delete_warehouse(self, name: str) -> None:
-        who = self.caller()
+        who = self.rights.caller()
         self._refuse_default(name)
         outcome = self.rows.delete_warehouse(name, events=management_events("x-delete-warehouse", {"warehouse": name}))
         if outcome == "missing":

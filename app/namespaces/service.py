@@ -241,7 +241,7 @@ class NamespaceService:
 
 def default_namespace_location(warehouse: WarehouseRow, namespace: tuple[str, ...]) -> str:
     """The warehouse root plus the namespace path: the directory under which tables created
-    without a location land (``EntryService._location_for``)."""
+    without a location land (``Entries.location_for``)."""
     return f"{warehouse.location.rstrip('/')}/{'/'.join(safe_segment(level) for level in namespace)}"
 
 

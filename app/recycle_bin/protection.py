@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.authorization import Authorizer
 from app.catalog.deletion import protection_changed
 from app.events.changes import management_events
 from app.ground.errors import BadRequest, NoSuchWarehouse, NotFound
@@ -34,11 +33,11 @@ from storage.warehouses import WarehouseRow
 KINDS = ("warehouse", "namespace", "table", "view")
 
 
-class ProtectionService(ManagementRights):
-    def __init__(self, rows: ProtectionRows, warehouses: WarehouseDirectory, *, authorizer: Authorizer) -> None:
+class ProtectionService:
+    def __init__(self, rows: ProtectionRows, warehouses: WarehouseDirectory, *, rights: ManagementRights) -> None:
         self.marks_rows = rows
         self.warehouses = warehouses
-        self.authorizer = authorizer  # required: no permissive default (app/management/rights.py)
+        self.rights = rights  # the management API's rights (app/management/rights.py)
 
     def protect(self, warehouse_name: str, securable: SecurableRef) -> None:
         self._set(warehouse_name, securable, True)
@@ -53,7 +52,7 @@ class ProtectionService(ManagementRights):
         action = "protect" if protected else "unprotect"
         stored = _parse(warehouse_name, securable)
         target = {"warehouse": warehouse_name, **mark_view(ProtectionMark(stored.type, stored.namespace, stored.name))}
-        self.require_privilege(action, target, Privilege.MANAGE_GRANTS, rules_securable(stored))
+        self.rights.require_privilege(action, target, Privilege.MANAGE_GRANTS, rules_securable(stored))
         warehouse = self._warehouse(warehouse_name)
         events = management_events(f"x-{action}", target)
         self.marks_rows.set_mark(warehouse.id, stored.type, stored.namespace, stored.name, protected, events=events)

@@ -1,6 +1,6 @@
 """The recycle bin (issue 35): list, undrop, purge at once, recursive namespace drop, expiry.
 
-Soft drops of tables and views happen in the catalog's own operations (``EntryService.drop_into_bin``);
+Soft drops of tables and views happen in the catalog's own operations (``Entries.drop_into_bin``);
 this service is the management API's side (openapi/management.yaml, ``handlers/management.py``)
 and housekeeping's (``expire_due``). Who may do what (app/management/rights.py, decided first):
 
@@ -21,11 +21,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from app.authorization import Authorizer
-from app.catalog.deletion import HARD, SOFT, bin_drop, is_soft, recorded, refusals_counted
+from app.catalog.deletion import HARD, SOFT, bin_drop, is_soft, recorded
 from app.catalog.paging import Page, PageWindow
 from app.events import changes as change_events
 from app.ground.errors import BadRequest, LocationTaken, NoSuchWarehouse, NotFound, PurgeStarted
+from app.ground.events import refusals_counted
 from app.ground.page_tokens import PageTokens, scope
 from app.ground.settings import Settings
 from app.management.rights import ManagementRights
@@ -45,7 +45,7 @@ EXPIRE_BATCH = 100
 PurgeFiles = Callable[[EntryRow], tuple[str | None, list[str]]]
 
 
-class RecycleBinService(ManagementRights):
+class RecycleBinService:
     def __init__(
         self,
         settings: Settings,
@@ -54,7 +54,7 @@ class RecycleBinService(ManagementRights):
         purge_files: PurgeFiles,
         purge_requested: threading.Event,
         *,
-        authorizer: Authorizer,
+        rights: ManagementRights,
         page_tokens: PageTokens,
     ) -> None:
         self.settings = settings
@@ -62,7 +62,7 @@ class RecycleBinService(ManagementRights):
         self.warehouses = warehouses
         self.purge_files = purge_files  # TableService.owned_metadata_files
         self.purge_requested = purge_requested  # wakes the housekeeper
-        self.authorizer = authorizer  # required: no permissive default (app/management/rights.py)
+        self.rights = rights  # the management API's rights (app/management/rights.py)
         self.page_tokens = page_tokens
 
     # -- reading -------------------------------------------------------------------------------
@@ -89,14 +89,14 @@ class RecycleBinService(ManagementRights):
         unit = self.repository.bin_unit(warehouse.id, unit_id)
         source = _home(warehouse_name, unit) if unit else Securable.of_warehouse(warehouse_name)
         target = {"warehouse": warehouse_name, "id": unit_id}
-        self.require_privilege("undrop", target, Privilege.UNDROP, source)
+        self.rights.require_privilege("undrop", target, Privilege.UNDROP, source)
         if unit is None:
             raise NotFound(f"Nothing in the bin of warehouse {warehouse_name} with id {unit_id}")
         namespace, name = self._destination(unit, request)
         moved = namespace != unit.namespace or name != unit.name
         if moved:
             back = BinUnitRow(**{**unit.__dict__, "namespace": namespace, "name": name})
-            self.require_privilege("undrop", target, Privilege.UNDROP, _home(warehouse_name, back))
+            self.rights.require_privilege("undrop", target, Privilege.UNDROP, _home(warehouse_name, back))
         events = change_events.events_of(
             warehouse.id,
             [change_events.bin_change("undrop", unit.kind, namespace, name, unit.uuid, origin=list(unit.namespace))],
@@ -202,7 +202,7 @@ class RecycleBinService(ManagementRights):
         holder = refused.holder
         qualified = ".".join((*holder.namespace, holder.name))
         kind = Kind.VIEW if holder.kind == "view" else Kind.TABLE
-        visible = holder.warehouse_id == warehouse.id and self.authorizer.sees(
+        visible = holder.warehouse_id == warehouse.id and self.rights.authorizer.sees(
             Securable.of_entry(kind, warehouse.name, holder.namespace, holder.name)
         )
         named = f"{holder.kind} {qualified}" if visible else "another table, view or staged table"
@@ -233,7 +233,7 @@ class RecycleBinService(ManagementRights):
         try:
             return self.warehouses.get(name)
         except NoSuchWarehouse:
-            self.require_privilege(action, {"warehouse": name}, Privilege.UNDROP, Securable.of_warehouse(name))
+            self.rights.require_privilege(action, {"warehouse": name}, Privilege.UNDROP, Securable.of_warehouse(name))
             raise NotFound(f"Warehouse does not exist: {name}") from None
 
 

@@ -25,6 +25,7 @@ while younger than the maximum age.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -168,7 +169,7 @@ def effective(attachments: list[Attachment], properties: dict[str, str]) -> dict
     return {policy_type: policy for policy_type, (_, policy) in found.items()}
 
 
-def sets_expiry(properties: dict[str, str]) -> bool:
+def sets_expiry(properties: Mapping[str, str]) -> bool:
     """Whether the table's properties set ``history.expire.*`` (its own snapshot-expiry policy)."""
     return any(key in properties for key in EXPIRY_PROPERTIES)
 

@@ -92,7 +92,9 @@ class SignedRequest:
 class RemoteSigner:
     def __init__(self, settings: Settings, tables: Any) -> None:
         self.settings = settings
-        self.tables = tables  # app.tables.service.TableService: its warehouses, rows and stages
+        # app.tables.access.TableStorageAccess (TableService.access): the warehouses, what a
+        # table's name holds (its row or its stages) and the authorizer
+        self.tables = tables
         self._keys: dict[str, tuple[WarehouseRow, WarehouseKeys]] = {}
         self.bulk_deletes = BulkDeleteTrust(lambda row: S3ObjectStore(tables.warehouses.s3_settings(row)))
 

@@ -1,7 +1,8 @@
 """How a table's storage is reached: the config and credentials loadTable and loadCredentials
 answer with, the staged tables that signing and STS serve before their create commits, and what a
-table's name holds for them (``storage_scope``). A part of ``TableService`` (which derives from
-``TableStorageAccess``), kept apart for size.
+table's name holds for them (``storage_scope``). A part ``TableService`` is given at
+construction (app/composition/catalog.py); the loader uses it too, scan planning and signing
+reach it through ``TableService.access``.
 """
 
 from __future__ import annotations
@@ -10,8 +11,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.authorization import Authorizer
+from app.catalog.entries import Entries
 from app.ground.callers import current_principal
 from app.ground.errors import Forbidden
+from app.ground.settings import Settings
+from app.namespaces.warehouses import WarehouseDirectory
 from app.rules import table as rules
 from app.rules.identifiers import format_namespace
 from app.rules.privileges import Kind, Privilege, Securable
@@ -50,7 +55,19 @@ class StorageScopeOf:
 
 
 class TableStorageAccess:
-    staged: StagedTables  # set by TableService
+    def __init__(
+        self,
+        settings: Settings,
+        warehouses: WarehouseDirectory,
+        authorizer: Authorizer,
+        entries: Entries,
+        staged: StagedTables,
+    ) -> None:
+        self.settings = settings
+        self.warehouses = warehouses
+        self.authorizer = authorizer
+        self.entries = entries  # the table entries: who may write one, and the 404 of a missing one
+        self.staged = staged
 
     def vends(self, warehouse: WarehouseRow, delegation: Delegation) -> bool:
         """Whether answering with this delegation vends credentials: that may call out (STS, the
@@ -66,11 +83,11 @@ class TableStorageAccess:
         warehouse = self.warehouses.get(prefix)
         scope = self.storage_scope(warehouse, namespace, name)
         if scope.staged:  # one credential: Java's refresh takes exactly one (the newest stage)
-            return self._credentials(warehouse, scope.places[-1], True, True, protected=scope.protected)
+            return self.credentials(warehouse, scope.places[-1], True, True, protected=scope.protected)
         if not self.authorizer.may(Privilege.READ, Securable.of_entry(Kind.TABLE, prefix, namespace, name)):
             raise Forbidden(f"Principal lacks read on table {prefix}:{format_namespace((*namespace, name))}")
-        write = self.may_write(warehouse.name, namespace, name)
-        return self._credentials(warehouse, scope.places[0], True, write, protected=scope.protected)
+        write = self.entries.may_write(warehouse.name, namespace, name)
+        return self.credentials(warehouse, scope.places[0], True, write, protected=scope.protected)
 
     def storage_scope(
         self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str, places: StoragePlaces | None = None
@@ -89,7 +106,7 @@ class TableStorageAccess:
         if places.kind is None and places.staged and self.may_stage(warehouse.name, namespace):
             staged = tuple(tuple(rules.stored_roots(*place)) for place in places.staged)
             return StorageScopeOf(staged, staged=True, protected=places.protected)
-        raise self.missing(namespace, name)
+        raise self.entries.missing(namespace, name)
 
     @staticmethod
     def row_roots(row: EntryRow) -> list[str]:
@@ -105,7 +122,7 @@ class TableStorageAccess:
         """Credentials for a table location this catalog answered with before (an idempotent replay):
         for the folders the table (or its stage) at that location owns now, else the location alone."""
         warehouse = self.warehouses.get(prefix)
-        write = identifier is not None and self.may_write(prefix, *identifier, creating=True)
+        write = identifier is not None and self.entries.may_write(prefix, *identifier, creating=True)
         roots: list[str] = [location]
         protected = None  # no identifier: nothing to be protected, nothing vended that writes
         if identifier is not None:
@@ -114,9 +131,9 @@ class TableStorageAccess:
             for place in [*([places.place] if places.place else []), *places.staged]:
                 if place[0] == location:
                     roots = rules.stored_roots(*place)
-        return self._credentials(warehouse, roots, True, write, identifier, protected=protected)
+        return self.credentials(warehouse, roots, True, write, identifier, protected=protected)
 
-    def _stage(self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str, metadata: Any) -> None:
+    def stage(self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str, metadata: Any) -> None:
         """Record a staged table (storage/staged.py) so signing and STS serve its location until
         its create commits; refused, with nothing written, where it overlaps a live entry."""
         caller = current_principal.get()
@@ -142,7 +159,7 @@ class TableStorageAccess:
             config["scan-planning-mode"] = self.settings.scan_planning_mode
         return {**config, **credentials[0]["config"]} if credentials else config
 
-    def _credentials(
+    def credentials(
         self,
         warehouse: WarehouseRow,
         roots: Sequence[str],
@@ -168,7 +185,7 @@ class TableStorageAccess:
         s3 = self.warehouses.s3_settings(warehouse)
         return storage_credentials(self.settings, warehouse, roots, s3, write=write, delete=not protected)
 
-    def _storage_access(
+    def storage_access(
         self,
         warehouse: WarehouseRow,
         identifier: tuple[tuple[str, ...], str],
@@ -185,8 +202,8 @@ class TableStorageAccess:
             config = self._client_config(warehouse, [])
             return {**config, **signing_config(self.settings, warehouse.name, namespace, name)}, []
         vend = answer == "credentials"
-        write = vend and self.may_write(warehouse.name, *identifier, creating=creating)
-        credentials = self._credentials(warehouse, roots, vend, write, identifier)
+        write = vend and self.entries.may_write(warehouse.name, *identifier, creating=creating)
+        credentials = self.credentials(warehouse, roots, vend, write, identifier)
         config = self._client_config(warehouse, credentials)
         if any("s3.session-token-expires-at-ms" in credential["config"] for credential in credentials):
             config.update(refresh_config(self.settings, warehouse.name, *identifier))

@@ -1,8 +1,9 @@
 """updateTable and commitTransaction: a table's next version, prepared with the rules and handed
 to the commit loop (``app.catalog.commits``).
 
-A part of ``TableService`` (``app.tables.service``, which derives from ``TableCommits``), kept apart for
-size. The commit follows ARCHITECTURE.md: read the row (one query), apply the pure rules, write a
+``TableCommitter`` is a part ``TableService`` is given at construction
+(app/composition/catalog.py); maintenance commits through ``TableService.commit_table`` too.
+The commit follows ARCHITECTURE.md: read the row (one query), apply the pure rules, write a
 new metadata object (never overwriting), then compare-and-set the pointer in PostgreSQL. A lost
 race re-reads and re-applies while the requirements still hold; the losing file is deleted. The
 requests come parsed (``app.rules.requests.tables``): requirements and updates are PyIceberg's
@@ -14,30 +15,32 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from app.catalog.commits import CommitLanes, CommitLoop, NewVersion
-from app.catalog.deletion import refusals_counted
-from app.catalog.entries import now_ms
+from app.catalog.entries import Entries, now_ms
 from app.events import changes as change_events
 from app.ground.errors import AlreadyExists, BadRequest, CommitFailed, NoSuchTable
-from app.ground.events import CommitRecorder
+from app.ground.events import CommitRecorder, refusals_counted
 from app.ground.locations import InvalidLocation, Location
+from app.namespaces.warehouses import WarehouseDirectory
 from app.rules import table as rules
 from app.rules.identifiers import check_name, check_namespace, format_namespace
-from app.rules.maintenance import sets_expiry
 from app.rules.requests.tables import CommitTableRequest, CommitTransactionRequest, TableChangeRequest
 from app.tables.access import TABLE
-from app.tables.loading import LoadedTable, TableLoading
+from app.tables.loading import LoadedTable, TableLoader
 from app.tables.memory import EntryKey, ParsedMetadataCache
 from storage.entries import NewEntry
 from storage.events import ChangeEvent
+from storage.repository import CatalogRepository
 from storage.rows import EntryRow
 from storage.warehouses import WarehouseRow
 
 log = logging.getLogger(__name__)
+# Told (entry id, snapshot count, the new metadata's properties) after each commit lands.
+AfterCommit = Callable[[int, int, Mapping[str, str]], None]
 # What a protection mark refuses a commit that moves a table's files (its location, metadata
 # directory or data path): the message's "Cannot change the location of db.t: ...".
 MOVE = "change the location of"
@@ -67,13 +70,30 @@ class PreparedCommit:
     text: str
 
 
-class TableCommits(TableLoading):
-    # set by TableService
-    lanes: CommitLanes
-    commits: CommitLoop
-    parsed: ParsedMetadataCache
-    snapshot_json: rules.SnapshotJson
-    after_commit: Callable[[int, int, bool], None]  # entry id, snapshots, sets history.expire.*
+class TableCommitter:
+    def __init__(
+        self,
+        repository: CatalogRepository,
+        warehouses: WarehouseDirectory,
+        entries: Entries,
+        loader: TableLoader,
+        parsed: ParsedMetadataCache,
+        snapshot_json: rules.SnapshotJson,
+        *,
+        after_commit: AfterCommit,
+    ) -> None:
+        self.repository = repository
+        self.warehouses = warehouses
+        self.entries = entries
+        self.loader = loader  # the ETag of the answer
+        self.parsed = parsed  # parsed documents by location, shared with loading and scan planning
+        self.snapshot_json = snapshot_json  # the one ``parsed`` reuses: a commit's snapshots serialised once
+        self.lanes = CommitLanes()
+        self.commits = CommitLoop(repository, entries.files, kind=TABLE, logged_files=logged_files)
+        # Told (entry id, snapshot count, properties) after each commit lands:
+        # maintenance's trigger (app/maintenance/trigger.py), in memory only - no database round
+        # trip on the commit path. Given at construction (app/composition), never installed later.
+        self.after_commit = after_commit
 
     def commit_table(
         self, prefix: str, namespace: tuple[str, ...], name: str, commit: CommitTableRequest
@@ -130,13 +150,13 @@ class TableCommits(TableLoading):
         written = [version.location for version in versions]
         for p, location in zip(changed, written, strict=True):
             self.parsed.remember(location, p.text, p.new, (p.key, p.row.id))
-            self.files.forget(self._owned_previous_files(p, location))
-            self.after_commit(p.row.id, len(p.new.snapshots), sets_expiry(p.new.properties))
+            self.entries.files.forget(self._owned_previous_files(p, location))
+            self.after_commit(p.row.id, len(p.new.snapshots), p.new.properties)
         locations = dict(zip(map(id, changed), written, strict=True))
         results = []
         for p in prepared:
             location = locations.get(id(p), p.row.metadata_location)
-            results.append(LoadedTable(location, p.text, {}, [], self.load_etag(location)))
+            results.append(LoadedTable(location, p.text, {}, [], self.loader.load_etag(location)))
         if recorder is not None:
             old = [p.row.metadata_location for p in prepared]
             recorder.locations = list(zip(old, [r.metadata_location for r in results], strict=True))
@@ -174,14 +194,14 @@ class TableCommits(TableLoading):
         creating = commit.creates
         if row is not None and row.kind != TABLE:
             if creating and allow_create:  # a create transaction over a view (Java: the same 409)
-                raise self._name_taken(change.namespace, change.name, row.kind)
+                raise self.entries.name_taken(change.namespace, change.name, row.kind)
             raise NoSuchTable(f"Table does not exist: {qualified} is a view")
         if row is None and not (creating and allow_create):
             raise NoSuchTable(f"Table does not exist: {qualified}")
         default_location = None
         if row is None:  # staged create: a location unless the updates set one
-            namespace_properties = self._require_namespace(warehouse, change.namespace)
-            default_location = self._location_for(
+            namespace_properties = self.entries.require_namespace(warehouse, change.namespace)
+            default_location = self.entries.location_for(
                 warehouse, change.namespace, change.name, str(uuid.uuid4()), None, namespace_properties
             )
         new = rules.commit(
@@ -192,18 +212,18 @@ class TableCommits(TableLoading):
             now_ms=now_ms(),
             default_location=default_location,
         )
-        self._require_inside_warehouse(warehouse, new.location, "location")
-        self._require_inside_warehouse(warehouse, rules.metadata_directory(new), "write.metadata.path")
+        self.entries.require_inside_warehouse(warehouse, new.location, "location")
+        self.entries.require_inside_warehouse(warehouse, rules.metadata_directory(new), "write.metadata.path")
         data_path = rules.data_path(new.properties or {})
-        if data_path:  # a moving commit's folders meet the home where it claims them (EntryService._moved)
-            self._require_inside_warehouse(warehouse, data_path, "write.data.path")
+        if data_path:  # a moving commit's folders meet the home where it claims them (Entries.moved)
+            self.entries.require_inside_warehouse(warehouse, data_path, "write.data.path")
         own = rules.table_files(new)  # a snapshot names only the table's own manifest lists
         for manifest_list in rules.added_manifest_lists(commit.updates):
             own.require(manifest_list, "manifest-list")
         if row is None:
             if new.location != default_location:  # a create that names its location
-                self._require_home(warehouse, change.namespace, namespace_properties, new.location, "location")
-            self._require_own_folders(warehouse, change.namespace, namespace_properties, new)
+                self.entries.require_home(warehouse, change.namespace, namespace_properties, new.location, "location")
+            self.require_own_folders(warehouse, change.namespace, namespace_properties, new)
         return PreparedCommit(key, row, base, new, rules.to_json(new, self.snapshot_json))
 
     def _read_base(self, key: EntryKey, screen: Callable[[dict[str, Any]], None]) -> tuple[EntryRow | None, Any]:
@@ -228,14 +248,14 @@ class TableCommits(TableLoading):
     ) -> LoadedTable:
         """A staged create (``assert-create``) becomes a table: first version of its metadata."""
         new, text = prepared.new, prepared.text
-        metadata_location = self._metadata_location(new, rules.next_metadata_version(None))
+        metadata_location = self.metadata_location_of(new, rules.next_metadata_version(None))
         data_path = rules.data_path(new.properties or {})
         entry = NewEntry(change.name, TABLE, str(new.table_uuid), new.location, metadata_location, text, data_path)
 
         def name_taken(exc: AlreadyExists) -> Exception:
-            existing_kind = self._kind_at(warehouse, change.namespace, change.name)
+            existing_kind = self.entries.kind_at(warehouse, change.namespace, change.name)
             if existing_kind != TABLE:
-                return self._name_taken(change.namespace, change.name, existing_kind)
+                return self.entries.name_taken(change.namespace, change.name, existing_kind)
             qualified = format_namespace((*change.namespace, change.name))
             return CommitFailed(f"Requirement failed: table already exists: {qualified}")
 
@@ -243,11 +263,11 @@ class TableCommits(TableLoading):
             "create-table", TABLE, change.namespace, change.name, entry.uuid, updates=change.commit.sent_updates
         )
         events = change_events.events_of(warehouse.id, [created])
-        self._insert_new(warehouse, change.namespace, entry, events, name_taken)
-        return LoadedTable(metadata_location, text, {}, [], self.load_etag(metadata_location))
+        self.entries.insert_new(warehouse, change.namespace, entry, events, name_taken)
+        return LoadedTable(metadata_location, text, {}, [], self.loader.load_etag(metadata_location))
 
-    def _metadata_location(self, metadata: Any, version: int) -> str:
-        return self._new_metadata_file(rules.metadata_directory(metadata), version, metadata.properties or {})
+    def metadata_location_of(self, metadata: Any, version: int) -> str:
+        return self.entries.new_metadata_file(rules.metadata_directory(metadata), version, metadata.properties or {})
 
     def _new_version(self, warehouse: WarehouseRow, prepared: PreparedCommit) -> NewVersion:
         """A commit that moves where a protected table's files are is refused before any file is
@@ -261,12 +281,12 @@ class TableCommits(TableLoading):
         named = [("location", prepared.new.location), ("write.metadata.path", file.rsplit("/", 1)[0])]
         if data_path:
             named.append(("write.data.path", data_path))
-        placed = self._moved(warehouse, namespace, name, prepared.row, named)
+        placed = self.entries.moved(warehouse, namespace, name, prepared.row, named)
         return NewVersion(
             prepared.row, file, prepared.text, prepared.new.location, placed, data_path, refused_when_protected=refused
         )
 
-    def _require_own_folders(
+    def require_own_folders(
         self,
         warehouse: WarehouseRow,
         namespace: tuple[str, ...],
@@ -278,20 +298,20 @@ class TableCommits(TableLoading):
         given) and data path (``write.data.path``, when set): inside the warehouse's allowed
         locations, and inside its namespace's home unless inside its own location - a folder a
         caller names is never another entry's (storage/placement.py claims them with the table)."""
-        self._require_inside_warehouse(warehouse, rules.metadata_directory(metadata), "write.metadata.path")
+        self.entries.require_inside_warehouse(warehouse, rules.metadata_directory(metadata), "write.metadata.path")
         named = [("metadata directory", metadata_location.rsplit("/", 1)[0])] if metadata_location else []
         if not metadata_location:
             named.append(("write.metadata.path", rules.metadata_directory(metadata)))
         data_path = rules.data_path(metadata.properties or {})
         if data_path:
-            self._require_inside_warehouse(warehouse, data_path, "write.data.path")
+            self.entries.require_inside_warehouse(warehouse, data_path, "write.data.path")
             named.append(("write.data.path", data_path))
         own = [Location.parse(metadata.location, "location")]
-        self._require_homes(warehouse, namespace, namespace_properties, named, own)
+        self.entries.require_homes(warehouse, namespace, namespace_properties, named, own)
 
     def _next_location(self, prepared: PreparedCommit) -> str:
         """Where the next version of a prepared commit's table goes."""
-        return self._metadata_location(prepared.new, rules.next_metadata_version(prepared.row.metadata_location))
+        return self.metadata_location_of(prepared.new, rules.next_metadata_version(prepared.row.metadata_location))
 
     def _owned_previous_files(self, prepared: PreparedCommit, written: str) -> list[str]:
         """``write.metadata.delete-after-commit``: the previous metadata files that fell out of the log

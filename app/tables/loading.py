@@ -1,8 +1,8 @@
 """loadTable: the parsed request, its answers (the table, or NotModified) and their ETags.
 
-A part of ``TableService`` (``app.tables.service``, which derives from ``TableLoading``), kept apart for
-size; the answers are importable from ``app.tables.service`` too. The handler and the event loop's
-``LoadTableOnLoop`` (``app/edge/loop_reads.py``) both answer through ``TableLoading.answer``.
+``TableLoader`` is a part ``TableService`` is given at construction (app/composition/catalog.py);
+the answers are importable from ``app.tables.service`` too. The handler and the event loop's
+``LoadTableOnLoop`` (``app/edge/loop_reads.py``) both answer through ``TableLoader.answer``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from app.catalog.entries import EntryService
+from app.catalog.entries import Entries
+from app.ground.settings import Settings
+from app.namespaces.warehouses import WarehouseDirectory
 from app.rules import table as rules
 from app.storage_access.delegation import NO_DELEGATION, Delegation
 from app.tables.access import TableStorageAccess
@@ -77,13 +79,25 @@ def etag_matches(if_none_match: str | None, etag: str) -> bool:
     return "*" in candidates or etag in candidates
 
 
-class TableLoading(TableStorageAccess, EntryService):
-    issued: IssuedETags  # set by TableService: lets loadTable on the event loop skip unchanged documents
+class TableLoader:
+    def __init__(
+        self,
+        settings: Settings,
+        warehouses: WarehouseDirectory,
+        entries: Entries,
+        access: TableStorageAccess,
+        issued: IssuedETags,
+    ) -> None:
+        self.settings = settings
+        self.warehouses = warehouses
+        self.entries = entries
+        self.access = access
+        self.issued = issued  # lets loadTable on the event loop skip unchanged documents
 
     def load(self, request: LoadTableRequest) -> LoadedTable | NotModified:
         """loadTable: the table as asked for, or NotModified when the client already has it."""
         warehouse = self.warehouses.get(request.prefix)
-        return self.answer(warehouse, self._require_entry(warehouse, request.namespace, request.name), request)
+        return self.answer(warehouse, self.entries.require_entry(warehouse, request.namespace, request.name), request)
 
     def answer(self, warehouse: WarehouseRow, row: EntryRow, request: LoadTableRequest) -> LoadedTable | NotModified:
         """loadTable's answer for a row already read (here, or on the event loop: app/edge/loop_reads.py)."""
@@ -94,7 +108,9 @@ class TableLoading(TableStorageAccess, EntryService):
         if request.snapshots == "refs":
             metadata = json.dumps(rules.refs_only(json.loads(metadata)), separators=(",", ":"))
         identifier = (request.namespace, request.name)
-        config, credentials = self._storage_access(warehouse, identifier, self.row_roots(row), request.delegation)
+        config, credentials = self.access.storage_access(
+            warehouse, identifier, self.access.row_roots(row), request.delegation
+        )
         etag = self.load_etag(row.metadata_location, request.snapshots, request.delegation)
         self.issued.remember(etag, row.metadata_location)
         return LoadedTable(row.metadata_location, metadata, config, credentials, etag)

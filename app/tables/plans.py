@@ -186,7 +186,9 @@ class PlanningService:
         plan = self._plan(plan_id, row)
         if plan.status not in ("submitted", "completed"):
             raise NoSuchPlanId(f"Plan does not exist: {plan_id} (it is {plan.status})")
-        return self.tables._credentials(warehouse, self.tables.row_roots(row), True, write=False)  # a plan is read
+        return self.tables.access.credentials(
+            warehouse, self.tables.access.row_roots(row), True, write=False
+        )  # a plan is read
 
     def close(self) -> None:
         """Stop planning: running plans stop at their next check and are reported interrupted."""
@@ -197,7 +199,7 @@ class PlanningService:
 
     def _table(self, prefix: str, namespace: tuple[str, ...], name: str) -> tuple[WarehouseRow, EntryRow]:
         warehouse = self.tables.warehouses.get(prefix)
-        return warehouse, self.tables._require_entry(warehouse, namespace, name)
+        return warehouse, self.tables.entries.require_entry(warehouse, namespace, name)
 
     def _plan(self, plan_id: str, row: EntryRow) -> PlanRow:
         plan = self.plans.load(plan_id, self.config.stale_after_s) if _is_uuid(plan_id) else None
@@ -216,8 +218,8 @@ class PlanningService:
             body["plan-id"] = plan_id
         if pages > 1:
             body["plan-tasks"] = [f"{plan_id}:{page}" for page in range(1, pages)]
-        credentials = self.tables._credentials(
-            warehouse, self.tables.row_roots(row), vend, write=False
+        credentials = self.tables.access.credentials(
+            warehouse, self.tables.access.row_roots(row), vend, write=False
         )  # a plan is read
         if credentials:
             body["storage-credentials"] = credentials

@@ -13,17 +13,11 @@ import logging
 import uuid
 from dataclasses import dataclass, field
 
-from app.authorization import Authorizer
 from app.catalog.commits import CommitLoop, NewVersion
 from app.catalog.deletion import is_soft
-from app.catalog.entries import EntryService, now_ms
+from app.catalog.entries import Entries, now_ms
 from app.events import changes as change_events
-from app.ground.errors import (
-    NoSuchView,
-)
 from app.ground.locations import Location
-from app.ground.page_tokens import PageTokens
-from app.ground.settings import Settings
 from app.namespaces.warehouses import WarehouseDirectory
 from app.rules import view as rules
 from app.rules.identifiers import (
@@ -32,7 +26,6 @@ from app.rules.identifiers import (
 )
 from app.rules.requests.views import CommitViewRequest, CreateViewRequest, RegisterViewRequest
 from storage.entries import NewEntry
-from storage.objects import ObjectStore
 from storage.repository import CatalogRepository
 from storage.warehouses import WarehouseRow
 
@@ -50,28 +43,22 @@ class LoadedView:
     config: dict[str, str] = field(default_factory=dict)
 
 
-class ViewService(EntryService):
-    kind = VIEW
-    not_found = NoSuchView
-
-    def __init__(
-        self,
-        settings: Settings,
-        repository: CatalogRepository,
-        objects: ObjectStore,
-        warehouses: WarehouseDirectory,
-        *,
-        authorizer: Authorizer,
-        page_tokens: PageTokens,
-    ) -> None:
-        super().__init__(settings, repository, objects, warehouses, authorizer=authorizer, page_tokens=page_tokens)
-        self.commits = CommitLoop(repository, self.files, kind=VIEW)
+class ViewService:
+    def __init__(self, repository: CatalogRepository, warehouses: WarehouseDirectory, entries: Entries) -> None:
+        self.repository = repository
+        self.warehouses = warehouses
+        self.entries = entries  # the view entries: names, locations, drops (app/catalog/entries.py)
+        self.commits = CommitLoop(repository, entries.files, kind=VIEW)
+        # What the handlers call of the entries: their own methods (no delegation in between).
+        self.list_names = entries.list_names
+        self.require_exists = entries.require_exists
+        self.rename = entries.rename
 
     # -- reading ------------------------------------------------------------------------
 
     def load_view(self, prefix: str, namespace: tuple[str, ...], name: str) -> LoadedView:
         warehouse = self.warehouses.get(prefix)
-        row = self._require_entry(warehouse, namespace, name)
+        row = self.entries.require_entry(warehouse, namespace, name)
         return LoadedView(row.metadata_location, row.metadata)
 
     # -- creating -----------------------------------------------------------------------
@@ -79,20 +66,20 @@ class ViewService(EntryService):
     def create_view(self, prefix: str, namespace: tuple[str, ...], request: CreateViewRequest) -> LoadedView:
         warehouse = self.warehouses.get(prefix)
         name = check_name(request.name, "view name")
-        properties = self._require_namespace(warehouse, namespace)
+        properties = self.entries.require_namespace(warehouse, namespace)
         view_uuid = str(uuid.uuid4())
-        location = self._location_for(warehouse, namespace, name, view_uuid, request.location, properties)
+        location = self.entries.location_for(warehouse, namespace, name, view_uuid, request.location, properties)
         metadata = rules.new_view_metadata(request.definition, location=location, now_ms=now_ms(), view_uuid=view_uuid)
         directory = rules.metadata_directory(metadata)
-        self._require_inside_warehouse(warehouse, directory, "write.metadata.path")
-        self._require_homes(
+        self.entries.require_inside_warehouse(warehouse, directory, "write.metadata.path")
+        self.entries.require_homes(
             warehouse, namespace, properties, [("write.metadata.path", directory)], [Location.parse(location)]
         )
-        self._require_name_free(warehouse, namespace, name)
+        self.entries.require_name_free(warehouse, namespace, name)
         text = rules.to_json(metadata)
         metadata_location = self._metadata_location(metadata, rules.next_metadata_version(None))
         entry = NewEntry(name, VIEW, view_uuid, location, metadata_location, text)
-        self._insert_new(warehouse, namespace, entry, self._created_events(warehouse, namespace, entry))
+        self.entries.insert_new(warehouse, namespace, entry, self.entries.created_events(warehouse, namespace, entry))
         return LoadedView(metadata_location, text)
 
     def register_view(self, prefix: str, namespace: tuple[str, ...], request: RegisterViewRequest) -> LoadedView:
@@ -101,18 +88,18 @@ class ViewService(EntryService):
         warehouse = self.warehouses.get(prefix)
         name = check_name(request.name, "view name")
         metadata_location = request.metadata_location
-        properties = self._require_namespace(warehouse, namespace)
-        metadata = rules.parse_view_metadata(self._read_metadata_file(warehouse, metadata_location))
-        self._require_inside_warehouse(warehouse, metadata["location"], "location")
-        self._require_home(warehouse, namespace, properties, metadata["location"], "location")
-        self._require_inside_warehouse(warehouse, rules.metadata_directory(metadata), "write.metadata.path")
+        properties = self.entries.require_namespace(warehouse, namespace)
+        metadata = rules.parse_view_metadata(self.entries.read_metadata_file(warehouse, metadata_location))
+        self.entries.require_inside_warehouse(warehouse, metadata["location"], "location")
+        self.entries.require_home(warehouse, namespace, properties, metadata["location"], "location")
+        self.entries.require_inside_warehouse(warehouse, rules.metadata_directory(metadata), "write.metadata.path")
         named = [("metadata directory", metadata_location.rsplit("/", 1)[0])]
-        self._require_homes(warehouse, namespace, properties, named, [Location.parse(metadata["location"])])
+        self.entries.require_homes(warehouse, namespace, properties, named, [Location.parse(metadata["location"])])
         text = rules.to_json(metadata)
         entry = NewEntry(name, VIEW, metadata["view-uuid"], metadata["location"], metadata_location, text)
         # the proposal has no register-view: a registered view is created, as far as a consumer knows
-        events = self._created_events(warehouse, namespace, entry)
-        self._register(warehouse, namespace, entry, request.overwrite, events)
+        events = self.entries.created_events(warehouse, namespace, entry)
+        self.entries.register(warehouse, namespace, entry, request.overwrite, events)
         return LoadedView(metadata_location, text)
 
     # -- committing ---------------------------------------------------------------------
@@ -139,17 +126,17 @@ class ViewService(EntryService):
         request: CommitViewRequest,
     ) -> LoadedView | None:
         """One optimistic attempt; None when a concurrent commit won the compare-and-set."""
-        row = self._require_entry(warehouse, namespace, name)
+        row = self.entries.require_entry(warehouse, namespace, name)
         base = rules.parse_view_metadata(row.metadata)
         new = rules.commit(base, request.requirements, request.updates, now_ms=now_ms())
         text = rules.to_json(new)
         if text == row.metadata:  # nothing changed: no new version
             return LoadedView(row.metadata_location, row.metadata)
-        self._require_inside_warehouse(warehouse, new["location"], "location")
-        self._require_inside_warehouse(warehouse, rules.metadata_directory(new), "write.metadata.path")
+        self.entries.require_inside_warehouse(warehouse, new["location"], "location")
+        self.entries.require_inside_warehouse(warehouse, rules.metadata_directory(new), "write.metadata.path")
         location = self._metadata_location(new, rules.next_metadata_version(row.metadata_location))
         named = [("location", new["location"]), ("write.metadata.path", location.rsplit("/", 1)[0])]
-        placed = self._moved(warehouse, namespace, name, row, named)
+        placed = self.entries.moved(warehouse, namespace, name, row, named)
         sent_requirements = [requirement.sent for requirement in request.requirements]
         sent_updates = [update.sent for update in request.updates]
         change = change_events.committed(
@@ -165,16 +152,16 @@ class ViewService(EntryService):
     def drop_view(self, prefix: str, namespace: tuple[str, ...], name: str) -> None:
         """Remove the view from the catalog; its metadata files stay (as Java's catalogs do)."""
         warehouse = self.warehouses.get(prefix)
-        events = self._dropped_events(warehouse, namespace, name)
+        events = self.entries.dropped_events(warehouse, namespace, name)
         if is_soft(warehouse):
-            row = self.drop_into_bin(warehouse, namespace, name, purge=False, action="drop", events=events)
+            row = self.entries.drop_into_bin(warehouse, namespace, name, purge=False, action="drop", events=events)
         else:
-            row = self.drop_at_once(warehouse, namespace, name, action="drop", events=events)
+            row = self.entries.drop_at_once(warehouse, namespace, name, action="drop", events=events)
         if row is None:
-            self._require_namespace(warehouse, namespace)
-            raise self.missing(namespace, name)
+            self.entries.require_namespace(warehouse, namespace)
+            raise self.entries.missing(namespace, name)
 
     # -- helpers ------------------------------------------------------------------------
 
     def _metadata_location(self, metadata: rules.ViewMetadata, version: int) -> str:
-        return self._new_metadata_file(rules.metadata_directory(metadata), version, metadata["properties"])
+        return self.entries.new_metadata_file(rules.metadata_directory(metadata), version, metadata["properties"])

@@ -12,7 +12,7 @@ import json
 import sys
 import threading
 
-from app.maintenance_lease import TableLease
+from app.maintenance.lease import TableLease
 from storage.db import Database
 from storage.maintenance_rows import MaintenanceRows
 

@@ -197,19 +197,19 @@ def test_read_only_callers_get_read_only_signing_and_credentials(app, principals
     from app.storage_access.signing import RemoteSigner
 
     tables_service = services_of(app.app).tables
-    assert tables_service.authorizer is services_of(app.app).authorizer
-    signer = RemoteSigner(tables_service.settings, tables_service)
+    assert tables_service.access.authorizer is services_of(app.app).authorizer
+    signer = RemoteSigner(tables_service.settings, tables_service.access)
     caller = principals.new("signer")
     principals.grant(caller, "read", "warehouse", WAREHOUSE)
     token = current_principal.set(Principal(caller.name, "growler"))
     try:
         assert signer.privileges(WAREHOUSE, ("a",), "t", staged=False) == frozenset({READ})
         assert signer.privileges(WAREHOUSE, ("a",), "t", staged=True) == frozenset()
-        assert not tables_service.may_write(WAREHOUSE, ("a",), "t")
+        assert not tables_service.entries.may_write(WAREHOUSE, ("a",), "t")
         principals.grant(caller, "write", "warehouse", WAREHOUSE)
         assert signer.privileges(WAREHOUSE, ("a",), "t", staged=False) == frozenset({READ, WRITE})
         assert signer.privileges(WAREHOUSE, ("a",), "t", staged=True) == frozenset()
-        assert tables_service.may_write(WAREHOUSE, ("a",), "t")
+        assert tables_service.entries.may_write(WAREHOUSE, ("a",), "t")
         principals.grant(caller, "create", "warehouse", WAREHOUSE)
         assert signer.privileges(WAREHOUSE, ("a",), "t", staged=True) == frozenset({READ, WRITE})
     finally:

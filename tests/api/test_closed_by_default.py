@@ -300,6 +300,23 @@ def test_a_principal_without_any_grant_is_refused_every_operation_and_nothing_is
     assert len(CHECKED) == len(OPERATIONS) - len(PUBLIC)  # every operation but the public one was called
 
 
+def deciders(services) -> dict:
+    """The authorizer each service (or the part of it that decides) was built with."""
+    return {
+        "namespaces": services.namespaces.authorizer,
+        "tables.entries": services.tables.entries.authorizer,
+        "tables.access": services.tables.access.authorizer,
+        "views.entries": services.views.entries.authorizer,
+        "functions": services.functions.authorizer,
+        "management.rights": services.management.rights.authorizer,
+        "maintenance.rights": services.maintenance.rights.authorizer,
+        "recycle_bin.rights": services.recycle_bin.rights.authorizer,
+        "protection.rights": services.protection.rights.authorizer,
+        "event_sinks.rights": services.event_sinks.rights.authorizer,
+        "signer": services.signer.tables.authorizer,
+    }
+
+
 def test_every_service_of_the_app_decides_with_the_apps_authorizer(app):
     """The services were handed the one authorizer the handlers use, and it enforces (it has grants to read)."""
     from app.composition.services import services_of
@@ -307,9 +324,8 @@ def test_every_service_of_the_app_decides_with_the_apps_authorizer(app):
     services = services_of(app.app)
     authorizer = services.authorizer
     assert authorizer.repository is not None
-    for key in ("namespaces", "tables", "views", "functions", "management", "maintenance"):
-        assert getattr(services, key).authorizer is authorizer, key
-    assert services.signer.tables.authorizer is authorizer
+    for key, decides in deciders(services).items():
+        assert decides is authorizer, key
 
 
 def test_without_authentication_allowing_everything_is_the_factorys_explicit_choice(settings, clean_catalog):
@@ -323,9 +339,7 @@ def test_without_authentication_allowing_everything_is_the_factorys_explicit_cho
     services = services_of(open_app.app)
     authorizer = services.authorizer
     assert authorizer.repository is None
-    assert all(
-        s.authorizer is authorizer for s in (services.namespaces, services.tables, services.views, services.management)
-    )
+    assert all(decides is authorizer for decides in deciders(services).values())
     client = open_app.test_client()
     assert client.post(f"{PREFIX}/namespaces", json={"namespace": ["open"]}).status_code == 200
     assert client.get(f"{PREFIX}/namespaces").json()["namespaces"] == [["open"]]

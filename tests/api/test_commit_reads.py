@@ -54,10 +54,10 @@ def test_a_commit_starts_from_another_workers_newer_version(app, client, reads, 
     mine = append(client, table_url("t"), 1, 1, None, location)
     assert mine.status_code == 200
     this_worker = tables.parsed
-    monkeypatch.setattr(tables, "parsed", ParsedMetadataCache())  # another worker: knows nothing
+    monkeypatch.setattr(tables.committer, "parsed", ParsedMetadataCache())  # another worker: knows nothing
     theirs = append(client, table_url("t"), 2, 2, 1, location)
     assert theirs.status_code == 200
-    monkeypatch.setattr(tables, "parsed", this_worker)  # back: this worker still holds version 1
+    monkeypatch.setattr(tables.committer, "parsed", this_worker)  # back: this worker still holds version 1
     reads.clear()
     stale = append(client, table_url("t"), 3, 2, 1, location)  # a client that missed the other commit
     assert stale.status_code == 409
@@ -81,9 +81,9 @@ def test_a_commit_another_writer_made_hopeless_is_refused_before_the_document_is
     location = created(client)
     mine = append(client, table_url("t"), 1, 1, None, location)
     this_worker = tables.parsed
-    monkeypatch.setattr(tables, "parsed", ParsedMetadataCache())  # another worker commits
+    monkeypatch.setattr(tables.committer, "parsed", ParsedMetadataCache())  # another worker commits
     assert append(client, table_url("t"), 2, 2, 1, location).status_code == 200
-    monkeypatch.setattr(tables, "parsed", this_worker)
+    monkeypatch.setattr(tables.committer, "parsed", this_worker)
     parsed: list[object] = []
     original = serialisation.metadata_from_dict
     monkeypatch.setattr(serialisation, "metadata_from_dict", lambda *a: parsed.append(a) or original(*a))

@@ -3,7 +3,7 @@ the whole ASGI stack as tests/api/test_console.py drives the other pages.
 
 What each page may show is the API's answer: the events page reads the feed through the
 service behind ``POST /v1/{prefix}/events`` (app/events/feed.py) with its per-event filter, the
-maintenance page the management API's maintenance service (app/maintenance.py) with its rights.
+maintenance page the management API's maintenance service (app/maintenance/service.py) with its rights.
 """
 
 from __future__ import annotations
@@ -229,7 +229,7 @@ def test_the_maintenance_page_runs_a_job_shows_it_queued_and_cancels_it(browser,
     """The Run button queues a job (runMaintenance); while the table's lease is held elsewhere it
     stays queued, the page shows it with a Cancel button, and the Cancel button cancels it."""
     from app.composition.services import services_of
-    from app.maintenance_lease import TableLease
+    from app.maintenance.lease import TableLease
 
     admin = app.test_client()
     make_table(admin, ["kept"], "t")

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 import pytest
 
 from app.composition.services import services_of
-from app.maintenance_lease import ABANDONED, TableLease
+from app.maintenance.lease import ABANDONED, TableLease
 from storage.maintenance_jobs import Limits
 from tests.api.authz_support import securable_body
 from tests.api.bin_support import protect

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from app.composition.services import services_of
-from app.maintenance_context import current_lease
-from app.maintenance_lease import ABANDONED, LEASE_SECONDS
-from app.maintenance_runs import MaintenanceBusy
+from app.maintenance.context import current_lease
+from app.maintenance.lease import ABANDONED, LEASE_SECONDS
+from app.maintenance.runs import MaintenanceBusy
 from app.rules.maintenance import SNAPSHOTS_BEFORE_DUE
 from tests.api.authz_support import securable_body
 from tests.api.bin_support import protect, unprotect

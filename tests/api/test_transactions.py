@@ -86,7 +86,7 @@ def test_change_without_identifier_is_400(client, three_tables):
 def test_lost_race_is_retried_when_requirements_still_hold(client, app, three_tables, monkeypatch):
     """A concurrent commit lands between read and swap: the transaction re-reads and succeeds."""
     tables = services_of(app.app).tables
-    real_prepare = tables._prepare
+    real_prepare = tables.committer._prepare
     interfered = []
 
     def prepare_then_interfere(warehouse, table_change, allow_create):
@@ -97,7 +97,7 @@ def test_lost_race_is_retried_when_requirements_still_hold(client, app, three_ta
             tables.commit_table("test", ("db",), "b", interfering)
         return prepared
 
-    monkeypatch.setattr(tables, "_prepare", prepare_then_interfere)
+    monkeypatch.setattr(tables.committer, "_prepare", prepare_then_interfere)
     response = client.post(COMMIT, json={"table-changes": [change("a", x="1"), change("b", y="2")]})
     assert response.status_code == 204, response.text
     props = client.get(table_url("b")).json()["metadata"]["properties"]

@@ -2,7 +2,7 @@
 
 pyarrow (with numpy) was about 40 MB of each worker's RSS, imported at startup by data compaction's
 module although only a compaction that runs uses it (issue 47: at most 150 MB per worker). It is
-imported where it is used (``app/maintenance_data.py``, ``storage/previews.py``); this holds a
+imported where it is used (``app/maintenance/data.py``, ``storage/previews.py``); this holds a
 worker built as gunicorn builds it (``create_app`` in a new interpreter) to that.
 """
 

@@ -21,7 +21,7 @@ import pytest
 from app.composition.services import services_of
 from app.ground.locations import Location
 from app.ground.settings import SparkSettings
-from app.maintenance_runs import MaintenanceBusy
+from app.maintenance.runs import MaintenanceBusy
 from app.rules.maintenance import DAY_MS
 from storage.management_rows import Securable
 from tests.api.bin_support import protect, undrop, unit_of, unprotect

@@ -565,11 +565,19 @@ def test_nothing_is_wired_by_attribute_after_construction() -> None:
 
 
 # The capabilities of the services floor, each a package of app/ (docs/design.md).
-CAPABILITIES = {"catalog", "tables", "views", "namespaces", "recycle_bin", "events", "management", "storage_access"}
-# Single-module capabilities kept flat; maintenance_* moves into app/maintenance/ (issue 48's
-# maintenance part, its own branch) and leaves this list then.
-FLAT = {"authorization", "functions", "housekeeping", "idempotency", "maintenance", "spark_rewrite_job"}
-PENDING_PACKAGE = "maintenance"
+CAPABILITIES = {
+    "catalog",
+    "tables",
+    "views",
+    "namespaces",
+    "recycle_bin",
+    "events",
+    "management",
+    "storage_access",
+    "maintenance",
+}
+# Single-module capabilities kept flat.
+FLAT = {"authorization", "functions", "housekeeping", "idempotency"}
 
 
 def test_the_services_floor_is_packages_by_capability() -> None:
@@ -579,8 +587,8 @@ def test_the_services_floor_is_packages_by_capability() -> None:
     packages = {path.parent.name for path in (ROOT / "app").glob("*/__init__.py")}
     assert CAPABILITIES <= packages
     families = {stem.split("_")[0] for stem in top} & {stem.split("_")[0] for stem in top if "_" in stem}
-    assert families <= {PENDING_PACKAGE, "spark"}, families
-    assert top - {stem for stem in top if stem.startswith(PENDING_PACKAGE + "_")} <= FLAT
+    assert families == set(), families
+    assert top <= FLAT
     builders = {
         module
         for module, path in MODULES.items()
@@ -588,3 +596,90 @@ def test_the_services_floor_is_packages_by_capability() -> None:
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("TableService", "NamespaceService")
     }
     assert builders == {"app.composition.catalog"}
+
+
+# What a class of app/ may derive from in another module: kinds of values, not services
+# (exceptions, Protocols, enums, pydantic models, named tuples); a dataclass base is a value too.
+VALUE_BASES = {
+    "Exception",
+    "BaseException",
+    "Protocol",
+    "Enum",
+    "StrEnum",
+    "IntEnum",
+    "Flag",
+    "BaseModel",
+    "RootModel",
+    "IcebergBaseModel",  # PyIceberg's pydantic base
+    "NamedTuple",
+    "TypedDict",
+}
+
+
+def cross_module_bases(sources: dict[str, str]) -> list[str]:
+    """``module.Class <- other.Base`` for every class of ``sources`` (module -> text) deriving from a
+    class another of them defines, unless that base is a value (``VALUE_BASES``, followed through
+    the modules, or a dataclass). A service is composed of parts given at construction: a base
+    class in another file spreads one object over several files and hides who sets what."""
+    trees = {module: ast.parse(text) for module, text in sources.items()}
+    classes = {
+        (m, node.name): node for m, tree in trees.items() for node in tree.body if isinstance(node, ast.ClassDef)
+    }
+    imported = {
+        m: {alias.asname or alias.name: (node.module, alias.name) for alias in node.names}
+        for m, tree in trees.items()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module
+    }
+
+    def resolve(module: str, base: ast.expr) -> tuple[str, str] | str:
+        if isinstance(base, ast.Name):
+            if (module, base.id) in classes:
+                return module, base.id
+            found = imported.get(module, {}).get(base.id)
+            return found if found in classes else base.id
+        if isinstance(base, ast.Attribute):
+            return base.attr
+        if isinstance(base, ast.Subscript):
+            return resolve(module, base.value)
+        return ""
+
+    def is_value(key: tuple[str, str], seen: frozenset = frozenset()) -> bool:
+        node = classes[key]
+        decorators = {getattr(d.func if isinstance(d, ast.Call) else d, "id", "") for d in node.decorator_list}
+        if "dataclass" in decorators or key[1].endswith(("Error", "Exception")):
+            return True
+        for base in node.bases:
+            found = resolve(key[0], base)
+            if found in VALUE_BASES or (
+                isinstance(found, tuple) and found not in seen and is_value(found, seen | {key})
+            ):
+                return True
+        return False
+
+    return [
+        f"{module}.{name} <- {found[0]}.{found[1]}"
+        for (module, name), node in classes.items()
+        for base in node.bases
+        if isinstance(found := resolve(module, base), tuple) and found[0] != module and not is_value(found)
+    ]
+
+
+def test_the_base_class_scan_finds_services_built_on_other_modules() -> None:
+    """A service deriving from another module's class is found; values across modules are not."""
+    sources = {
+        "app.a": "class EntryService:\n    pass\n\nclass NotFound(Exception):\n    pass\n",
+        "app.b": "from app.a import EntryService\n\nclass TableService(EntryService):\n    pass\n",
+        "app.c": "from app.a import NotFound\n\nclass NoSuchTable(NotFound):\n    pass\n",
+        "app.d": "from pydantic import BaseModel\n\nclass Shape(BaseModel):\n    pass\n",
+        "app.e": "from app.d import Shape\n\nclass Table(Shape):\n    pass\n\nclass Local(Table):\n    pass\n",
+    }
+    assert cross_module_bases(sources) == ["app.b.TableService <- app.a.EntryService"]
+
+
+def test_no_service_derives_from_a_class_of_another_module() -> None:
+    """Services are composed of parts passed in at construction (issue 48), never a chain of
+    base classes across files: ``TableService`` holds its entries, storage access, loader and
+    committer; the management API's rights are a part of every service that checks them."""
+    sources = {module: path.read_text() for module, path in MODULES.items() if module.startswith("app")}
+    assert cross_module_bases(sources) == []

@@ -1,11 +1,11 @@
-"""The job runner's settings (app/maintenance_jobs.py): the limits on concurrent maintenance runs
+"""The job runner's settings (app/maintenance/jobs.py): the limits on concurrent maintenance runs
 and the idle poll, with their defaults, and refused when out of bounds."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.maintenance_jobs import JobSettings
+from app.maintenance.jobs import JobSettings
 from storage.maintenance_jobs import Limits
 
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from app.ground.locations import Location
-from app.maintenance_files import Deletable
+from app.maintenance.files import Deletable
 from app.rules import maintenance as rules
 from app.rules.maintenance import DAY_MS, Attachment, EffectivePolicy, ExpirySettings, plan_expiry
 

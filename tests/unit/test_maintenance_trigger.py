@@ -1,10 +1,10 @@
-"""The commit trigger of maintenance (app/maintenance_trigger.py): a table past the threshold is
+"""The commit trigger of maintenance (app/maintenance/trigger.py): a table past the threshold is
 made due at once, at most once per interval; one past it within the interval is made due by the
 first round after it, without waiting for another commit."""
 
 from __future__ import annotations
 
-from app.maintenance_trigger import CommitTrigger
+from app.maintenance.trigger import CommitTrigger
 from app.rules.maintenance import COMMIT_TRIGGER_EVERY_S, COMMITS_BEFORE_DUE, SNAPSHOTS_BEFORE_DUE
 
 
@@ -57,10 +57,10 @@ def test_the_trigger_remembers_which_tables_set_expiry_by_their_properties() -> 
     ``history.expire.*`` (housekeeping makes them known to maintenance with the due mark)."""
     clock = Clock()
     trigger = CommitTrigger(clock)
-    trigger.note(1, SNAPSHOTS_BEFORE_DUE, True)
+    trigger.note(1, SNAPSHOTS_BEFORE_DUE, {"history.expire.max-snapshot-age-ms": "1000"})
     trigger.note(2, SNAPSHOTS_BEFORE_DUE)
-    trigger.note(3, SNAPSHOTS_BEFORE_DUE, True)
-    trigger.note(3, SNAPSHOTS_BEFORE_DUE, False)  # its last commit removed them
+    trigger.note(3, SNAPSHOTS_BEFORE_DUE, {"history.expire.max-snapshot-age-ms": "1000"})
+    trigger.note(3, SNAPSHOTS_BEFORE_DUE, {"write.format.default": "parquet"})  # its last commit removed them
     due = trigger.take()
     assert due == [1, 2, 3]
     assert trigger.by_properties(due) == [1]

@@ -1,4 +1,4 @@
-"""The Spark job settings of data compaction (app/ground/settings.py, app/maintenance_spark.py):
+"""The Spark job settings of data compaction (app/ground/settings.py, app/maintenance/spark.py):
 off unless both the spark-submit and the catalog URI are set; the credential never in a repr nor on
 the job's command line."""
 
@@ -9,8 +9,8 @@ import re
 import pytest
 
 from app.ground.settings import SparkSettings
-from app.maintenance_options import InvalidRewrite, RewriteSettings
-from app.maintenance_spark import JOB_SCRIPT, SparkJobFailed, check_deploy, command, job_environment, rewrite_options
+from app.maintenance.options import InvalidRewrite, RewriteSettings
+from app.maintenance.spark import JOB_SCRIPT, SparkJobFailed, check_deploy, command, job_environment, rewrite_options
 
 
 def test_spark_is_off_by_default_and_the_credential_stays_out_of_reprs_and_command_lines():

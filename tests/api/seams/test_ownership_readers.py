@@ -370,7 +370,7 @@ def test_a_plan_in_the_background_fails_the_same_way(scene, store):
 
 
 def _run(maintenance: Any, table: Any, policy_type: str, now_ms: int) -> Any:
-    from app.maintenance_runs import MaintenanceBusy
+    from app.maintenance.runs import MaintenanceBusy
 
     deadline = time.monotonic() + 30
     while True:

@@ -232,9 +232,9 @@ class RaceBeforeWrite:
     def __init__(self, monkeypatch, views, interloper) -> None:
         self.interloper, self.fired = interloper, False
         self.written: list[str] = []
-        self.real_objects, self.real_repository = views.objects, views.files.repository
-        monkeypatch.setattr(views.files, "objects", self)
-        monkeypatch.setattr(views.files, "repository", self)
+        self.real_objects, self.real_repository = views.entries.objects, views.entries.files.repository
+        monkeypatch.setattr(views.entries.files, "objects", self)
+        monkeypatch.setattr(views.entries.files, "repository", self)
 
     def record_pending(self, locations: list[str]) -> None:
         if not self.fired:

@@ -105,14 +105,14 @@ class ManifestRewrite:
                 require_own_entries(self.io, entries)  # else the run fails: its files deleted, no commit
                 for entry in entries:
                     if writer is None:
-                        writer = self._manifest_writer(specs[spec_id], schema, snapshot_id)
+                        writer = self.manifest_writer(specs[spec_id], schema, snapshot_id)
                     writer.existing(entry)
                     if writer.tell() >= target:
-                        new_manifests.append(self._close(writer))
+                        new_manifests.append(self.close(writer))
                         writer = None
             if writer is not None:
-                new_manifests.append(self._close(writer))
-        list_location = self._location(f"snap-{snapshot_id}-1-{uuid.uuid4()}.avro")
+                new_manifests.append(self.close(writer))
+        list_location = self.location(f"snap-{snapshot_id}-1-{uuid.uuid4()}.avro")
         with write_manifest_list(
             metadata.format_version,
             self.io.new_output(list_location.uri),
@@ -144,8 +144,8 @@ class ManifestRewrite:
         }
         return snapshot
 
-    def _manifest_writer(self, spec: Any, schema: Any, snapshot_id: int) -> Any:
-        location = self._location(f"{uuid.uuid4()}-m0.avro")
+    def manifest_writer(self, spec: Any, schema: Any, snapshot_id: int) -> Any:
+        location = self.location(f"{uuid.uuid4()}-m0.avro")
         writer = write_manifest(
             self.metadata.format_version, spec, schema, self.io.new_output(location.uri), snapshot_id, "gzip"
         )
@@ -154,11 +154,11 @@ class ManifestRewrite:
         return writer
 
     @staticmethod
-    def _close(writer: Any) -> ManifestFile:
+    def close(writer: Any) -> ManifestFile:
         writer.__exit__(None, None, None)
         return writer.to_manifest_file()
 
-    def _location(self, name: str) -> Location:
+    def location(self, name: str) -> Location:
         return self.directory.child(name)
 
     def forget(self) -> None:

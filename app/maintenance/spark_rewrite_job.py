@@ -1,7 +1,7 @@
-"""The Spark job data compaction starts beyond the in-process bound (app/maintenance_spark.py).
+"""The Spark job data compaction starts beyond the in-process bound (app/maintenance/spark.py).
 
 Run by ``spark-submit`` of the configured Spark installation, never imported by Growler itself:
-``spark-submit [options] app/spark_rewrite_job.py '<json request>'``. The request names the
+``spark-submit [options] app/maintenance/spark_rewrite_job.py '<json request>'``. The request names the
 catalog's URI, the warehouse, the table (namespace levels and name) and the procedure's options;
 the principal's credential comes in the environment (``GROWLER_SPARK_CREDENTIAL``), never on a
 command line. The job configures an Iceberg REST catalog over Growler (storage from loadTable's

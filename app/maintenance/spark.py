@@ -1,10 +1,10 @@
 """Data compaction on Spark: Growler starts a Spark job for what one process should not rewrite.
 
-Partitions with delete files, or beyond the in-process bound (app/maintenance_data.py), need
+Partitions with delete files, or beyond the in-process bound (app/maintenance/data.py), need
 Iceberg's ``rewrite_data_files``: its bin-pack applies delete files while it rewrites and its
 commit validates against concurrent writes. When ``GROWLER_SPARK_SUBMIT`` and
 ``GROWLER_SPARK_CATALOG_URI`` are set (``SparkSettings``), the executor runs
-``app/spark_rewrite_job.py`` with that spark-submit on ``GROWLER_SPARK_MASTER`` (a cluster, or
+``app/maintenance/spark_rewrite_job.py`` with that spark-submit on ``GROWLER_SPARK_MASTER`` (a cluster, or
 ``local[N]``), the jars of ``GROWLER_SPARK_JOB_JARS`` and the ``--conf`` of
 ``GROWLER_SPARK_CONF``, as a client of this catalog signed in with ``GROWLER_SPARK_CREDENTIAL`` (a
 principal that may write the table; passed in the job's environment only, never logged). The job
@@ -30,7 +30,7 @@ from typing import Any
 
 from app.ground.errors import CatalogError
 from app.ground.settings import SparkSettings
-from app.maintenance_options import RewriteSettings
+from app.maintenance.options import RewriteSettings
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The run going on in a thread, as the maintenance executor's guards see it (issue 49).
 
-A run's lease (``app/maintenance_lease.py``: checked before each commit and delete), and for a
+A run's lease (``app/maintenance/lease.py``: checked before each commit and delete), and for a
 job its control (``RunControl``: a cancel stops it at its next commit point; its progress is
 recorded) and its policy type (a revoked policy stops it). Context variables, so a hook called
 mid-run (a test's barrier) and the Spark job's watcher thread (``contextvars.copy_context``) see
@@ -13,7 +13,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from app.maintenance_lease import TableLease
+from app.maintenance.lease import TableLease
 
 # The lease of the run going on in this thread (checked before each commit and delete).
 RUN_LEASE: ContextVar[TableLease | None] = ContextVar("maintenance_lease", default=None)

@@ -5,7 +5,7 @@ effective policies, its runs, its health report; a run on demand (or a dry run).
 row of ``MANAGEMENT_OPERATIONS`` (app/management/operations.py) checks the caller's right first
 (``manage-maintenance`` to change or run, it or ``read`` to look); a policy's securable, known once
 the body is parsed, is checked here; each change writes one audit line. The executor
-(``app/maintenance_runs.py``) does the runs; ``run_due`` is the housekeeping step that runs every
+(``app/maintenance/runs.py``) does the runs; ``run_due`` is the housekeeping step that runs every
 enabled, executable policy of the tables whose schedule is due.
 """
 
@@ -17,15 +17,14 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from app.authorization import Authorizer
 from app.ground.callers import current_principal
 from app.ground.errors import BadRequest, NotFound
 from app.ground.events import audit
 from app.ground.lru import LruCache
-from app.maintenance_files import current_shape
-from app.maintenance_lease import ABANDONED
-from app.maintenance_options import InvalidRewrite, RewriteSettings
-from app.maintenance_runs import MaintenanceBusy, MaintenanceExecutor
+from app.maintenance.files import current_shape
+from app.maintenance.lease import ABANDONED
+from app.maintenance.options import InvalidRewrite, RewriteSettings
+from app.maintenance.runs import MaintenanceBusy, MaintenanceExecutor
 from app.management.rights import ManagementRights
 from app.management.service import parse_securable, securable_view
 from app.rules import maintenance as policy_rules
@@ -33,7 +32,7 @@ from app.rules import table as table_rules
 from app.rules.requests.management import AttachPolicyRequest, DetachPolicyRequest, RunRequest, SecurableRef
 from storage.maintenance_jobs import Limits, MaintenanceJobs
 from storage.maintenance_rows import MaintenanceRows, RunRow, TableRef
-from storage.management_rows import ManagementRows, Securable
+from storage.management_rows import Securable
 
 log = logging.getLogger(__name__)
 
@@ -48,23 +47,21 @@ RUN_RETENTION_S = 30 * 86_400  # recorded runs are kept 30 days
 SHAPES: LruCache[tuple[str, int], dict[str, Any]] = LruCache(64)
 
 
-class MaintenanceService(ManagementRights):
+class MaintenanceService:
     def __init__(
         self,
         executor: MaintenanceExecutor,
         rows: MaintenanceRows,
-        grants: ManagementRows,
         *,
-        authorizer: Authorizer,
+        rights: ManagementRights,
         jobs: MaintenanceJobs,
         limits: Limits,
         wake: Callable[[], None] = lambda: None,
     ) -> None:
-        self.authorizer = authorizer  # required: no permissive default (app/management/rights.py)
-        self.rows = grants  # ManagementRights reads roles through it
+        self.rights = rights  # the management API's rights (app/management/rights.py)
         self.maintenance = rows
         self.executor = executor
-        self.jobs = jobs  # a run asked for by hand is a job (app/maintenance_jobs.py)
+        self.jobs = jobs  # a run asked for by hand is a job (app/maintenance/jobs.py)
         self.limits = limits  # concurrent runs, overall and per warehouse: the schedule's too
         self.wake = wake  # this worker's job runner, told a job was queued
         self._discovered_at = float("-inf")
@@ -74,7 +71,7 @@ class MaintenanceService(ManagementRights):
     def attach(self, request: AttachPolicyRequest) -> dict[str, Any]:
         policy_type, target = request.policy_type, policy_target(request)
         on = _policy_securable(request.securable)
-        who = self.require_maintainer("attach-maintenance-policy", target, on)
+        who = self.rights.require_maintainer("attach-maintenance-policy", target, on)
         try:
             checked = policy_rules.validate(policy_type, request.content)
             if policy_type == policy_rules.DATA_COMPACTION:  # thresholds, strategy, Spark resources
@@ -88,14 +85,14 @@ class MaintenanceService(ManagementRights):
     def detach(self, request: DetachPolicyRequest) -> None:
         policy_type, target = request.policy_type, policy_target(request)
         on = _policy_securable(request.securable)
-        who = self.require_maintainer("detach-maintenance-policy", target, on)
+        who = self.rights.require_maintainer("detach-maintenance-policy", target, on)
         if not self.maintenance.detach(policy_type, on):
             raise NotFound(f"No {policy_type} policy is attached there")
         audit("detach-maintenance-policy", who, target)
 
     def attached(self, securable: SecurableRef) -> list[dict[str, Any]]:
         on = _policy_securable(securable)
-        self.require_maintenance_reader("list-maintenance-policies", {"securable": securable.view()}, on)
+        self.rights.require_maintenance_reader("list-maintenance-policies", {"securable": securable.view()}, on)
         return [
             {"policy-type": p.policy_type, "securable": securable_view(on), "content": p.content}
             for p in self.maintenance.attached_at(on)
@@ -112,7 +109,7 @@ class MaintenanceService(ManagementRights):
         ]
 
     def run(self, warehouse: str, namespace: tuple[str, ...], name: str, request: RunRequest) -> dict[str, Any]:
-        """Queue the run as a job (app/maintenance_jobs.py) and answer it at once, 'queued': the
+        """Queue the run as a job (app/maintenance/jobs.py) and answer it at once, 'queued': the
         caller follows it at its URL (getMaintenanceRun) and may cancel it."""
         policy_type, dry_run = request.policy_type, request.dry_run
         if policy_type not in policy_rules.POLICY_TYPES:
@@ -218,7 +215,7 @@ class MaintenanceService(ManagementRights):
         a run could start, logged) and the table is looked at again an interval later. Tables that
         set expiry only by their properties are discovered once an interval (it reads every document).
 
-        The tables commits made due (app/maintenance_trigger.py) come first, with the trigger
+        The tables commits made due (app/maintenance/trigger.py) come first, with the trigger
         ``commits``; housekeeping calls this every round with ``full`` only once a minute: the
         other rounds run just those (their query reads only their rows).
         """

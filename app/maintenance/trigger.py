@@ -1,11 +1,11 @@
 """Maintenance triggered after commits (issue 37), without a database round trip per commit.
 
-The commit path (``TableService.after_commit``) tells ``CommitTrigger.note`` the table's id, its
-snapshot count and whether its new metadata sets ``history.expire.*`` (read from the properties the
-commit has in hand) once a commit has landed: a counter in this worker's memory, under a lock. When the
-rule says so (``app.rules.maintenance.past_commit_threshold``: enough commits, or a long history,
-and ``COMMIT_TRIGGER_EVERY_S`` since the table was last made due) the
-table is put on a short list. Housekeeping's next round (within its idle wait: 10 s) takes the
+The commit path (``TableCommitter.after_commit``) tells ``CommitTrigger.note`` the table's id, its
+snapshot count and its new metadata's properties (those the commit has in hand; whether they set
+``history.expire.*`` is maintenance's rule, read here) once a commit has landed: a counter in this
+worker's memory, under a lock. When the rule says so (``app.rules.maintenance.past_commit_threshold``:
+enough commits, or a long history, and ``COMMIT_TRIGGER_EVERY_S`` since the table was last made due)
+the table is put on a short list. Housekeeping's next round (within its idle wait: 10 s) takes the
 list, makes those tables due in PostgreSQL in one statement (``MaintenanceRows.mark_due``) and runs
 them first, with the trigger ``commits``. A table configured by its ``history.expire.*`` properties
 alone is made known to maintenance there (its schedule row written), so it is run as soon as a
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from app.rules import maintenance as policy_rules
@@ -44,9 +44,10 @@ class CommitTrigger:
         self._due: set[int] = set()
         self._waiting: set[int] = set()  # past the threshold, within the interval of their last look
 
-    def note(self, entry_id: int, snapshots: int, by_properties: bool = False) -> None:
-        """A commit landed on the table (called by the commit path: memory only); ``by_properties``:
-        its new metadata sets ``history.expire.*`` (a snapshot-expiry policy of its own)."""
+    def note(self, entry_id: int, snapshots: int, properties: Mapping[str, str] | None = None) -> None:
+        """A commit landed on the table (called by the commit path: memory only); ``properties``:
+        its new metadata's, which may set ``history.expire.*`` (a snapshot-expiry policy of its own)."""
+        by_properties = policy_rules.sets_expiry(properties or {})
         now = self._clock()
         with self._lock:
             count = self._counts.get(entry_id)

@@ -3,7 +3,7 @@
 Every worker of every replica runs a ``JobRunner``: a thread that claims the oldest queued job that
 fits the limits on concurrent runs (overall and per warehouse, counted under one advisory lock in
 ``storage/maintenance_jobs.py``) and whose table no runner holds, and runs it under the table's
-lease (``app/maintenance_lease.py``): the lease's renewal is the job's heartbeat. So the request
+lease (``app/maintenance/lease.py``): the lease's renewal is the job's heartbeat. So the request
 holds no connection or worker while a compaction runs; each table's run happens once across the
 fleet; queued work spreads over whichever runners are free; and a job survives the instance that
 queued it - any runner claims it. A runner that died mid-job stops renewing: once its lease ran
@@ -29,8 +29,8 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from app.maintenance_lease import ABANDONED, new_holder
-from app.maintenance_runs import MaintenanceExecutor
+from app.maintenance.lease import ABANDONED, new_holder
+from app.maintenance.runs import MaintenanceExecutor
 from storage.maintenance_jobs import Limits, MaintenanceJobs
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ run plans and records exactly what it would do, and changes nothing.
 
 Neither holds the commit lane longer than its one commit; the reads and deletes run outside it.
 
-The lease is renewed while the run lives (``app/maintenance_lease.py``): a runner that died leaves
+The lease is renewed while the run lives (``app/maintenance/lease.py``): a runner that died leaves
 its run 'running' only until its lease runs out, then the next runner (or housekeeping) marks it
 failed; a runner that lost its lease stops before its next commit or delete.
 """
@@ -34,23 +34,23 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from app import maintenance_compaction as compaction
-from app import maintenance_data as data_compaction
-from app import maintenance_spark
 from app.ground.errors import BadRequest, CatalogError, CommitFailed, NoSuchTable
 from app.ground.locations import Location
 from app.ground.settings import SparkSettings
-from app.maintenance_context import (
+from app.maintenance import compaction
+from app.maintenance import data as data_compaction
+from app.maintenance import spark as maintenance_spark
+from app.maintenance.context import (
     CURRENT_RUN,
     RUN_LEASE,
     RunCancelled,
     RunContext,
     RunControl,
 )
-from app.maintenance_files import Deletable, Reachable, parsed
-from app.maintenance_lease import LEASE_SECONDS, TableLease
-from app.maintenance_options import InvalidRewrite, RewriteSettings
-from app.maintenance_trigger import CommitTrigger
+from app.maintenance.files import Deletable, Reachable, parsed
+from app.maintenance.lease import LEASE_SECONDS, TableLease
+from app.maintenance.options import InvalidRewrite, RewriteSettings
+from app.maintenance.trigger import CommitTrigger
 from app.rules import maintenance as policy_rules
 from app.rules import table as table_rules
 from app.rules.requests.tables import CommitTableRequest
@@ -94,7 +94,7 @@ class MaintenanceExecutor:
         self.interval_s = interval_s
         self.lease_s = LEASE_SECONDS  # a test shortens it
         self.spark = tables.settings.spark  # where data compaction beyond one process runs
-        # Commits tell it which tables to look at soon (app/maintenance_trigger.py); memory only:
+        # Commits tell it which tables to look at soon (app/maintenance/trigger.py); memory only:
         # the same trigger whose ``note`` the table service was built with (app/composition).
         self.trigger = trigger
         # Called with the plan between planning and committing an expiry: where a test puts a
@@ -187,7 +187,7 @@ class MaintenanceExecutor:
 
     def _guard(self, table: TableRef, plan: dict[str, Any] | None = None, done: dict[str, Any] | None = None) -> None:
         """Before each commit and each delete: this run still holds the table
-        (app/maintenance_lease.py), and the table may still be acted on (``_standing``)."""
+        (app/maintenance/lease.py), and the table may still be acted on (``_standing``)."""
         self._standing(table, plan, done)  # first: a drop also ends the lease, and says why
         run = CURRENT_RUN.get()
         if run is not None:
@@ -399,13 +399,13 @@ class MaintenanceExecutor:
 
         self._progress(0, groups_total, 0, bytes_total)
         return self._commit_rewrite(
-            table, metadata, plan, shown, rewrite, lambda: rewrite.write_data(plan, after_group)
+            table, metadata, plan, shown, rewrite.manifests, lambda: rewrite.write_data(plan, after_group)
         )
 
     def _compact_on_spark(
         self, table: TableRef, spark: SparkSettings, target: int, shown: dict[str, Any], settings: RewriteSettings
     ) -> Outcome:
-        """Iceberg's ``rewrite_data_files`` in a Spark job Growler starts (app/maintenance_spark.py);
+        """Iceberg's ``rewrite_data_files`` in a Spark job Growler starts (app/maintenance/spark.py);
         the job commits through the catalog like any writer, so the guard comes before it starts."""
         self._guard(table, shown, {"committed": False})
         request = maintenance_spark.RewriteRequest(table.warehouse, (*table.namespace, table.name), target, settings)

@@ -1,6 +1,6 @@
 """What a data-compaction policy says about how to rewrite (issue 49): thresholds, strategy, and
-the Spark job's resources. Pure: no I/O; read by the planner (app/maintenance_data.py), the Spark
-job's command (app/maintenance_spark.py), and checked when a policy is attached.
+the Spark job's resources. Pure: no I/O; read by the planner (app/maintenance/data.py), the Spark
+job's command (app/maintenance/spark.py), and checked when a policy is attached.
 
 The policy's ``config`` takes Iceberg's own ``rewrite_data_files`` option names, so an operator who
 knows Iceberg reads them as they are:

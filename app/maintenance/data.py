@@ -33,9 +33,9 @@ from pyiceberg.manifest import (
 )
 
 from app.ground.locations import Location, TableFiles
-from app.maintenance_compaction import ManifestRewrite
-from app.maintenance_files import Reachable
-from app.maintenance_options import RewriteSettings
+from app.maintenance.compaction import ManifestRewrite
+from app.maintenance.files import Reachable
+from app.maintenance.options import RewriteSettings
 
 MAX_PARTITION_BYTES = 256 * 1024 * 1024
 MIN_FILES = 2
@@ -102,11 +102,17 @@ def plan_data(
     return plan if plan.groups or plan.skipped else None
 
 
-class DataRewrite(ManifestRewrite):
-    """Writes the new data files, manifests and manifest list of one plan (``self.written``)."""
+class DataRewrite:
+    """Writes the new data files, manifests and manifest list of one plan: the manifests through a
+    ``ManifestRewrite`` (``self.manifests``), whose ``written`` lists every file, data files too,
+    and whose ``forget`` deletes them when the run does not commit."""
 
     def __init__(self, objects: Any, files: TableFiles, metadata: Any, reachable: Reachable) -> None:
-        super().__init__(objects, files, metadata)
+        self.manifests = ManifestRewrite(objects, files, metadata)
+        self.metadata = metadata
+        self.objects = objects
+        self.io = self.manifests.io
+        self.written = self.manifests.written
         self.reachable = reachable
         # data files go under the table's location (PyIceberg's location provider names them)
         self.data_io = type(self.io)(objects, files, _location(metadata.location), self.io.doing)
@@ -148,17 +154,17 @@ class DataRewrite(ManifestRewrite):
             if manifest.content != ManifestContent.DATA or not any(e.data_file.file_path in replaced for e in entries):
                 manifests.append(manifest)
                 continue
-            writer = self._manifest_writer(specs[manifest.partition_spec_id], schema, snapshot_id)
+            writer = self.manifests.manifest_writer(specs[manifest.partition_spec_id], schema, snapshot_id)
             for entry in entries:
                 (writer.delete if entry.data_file.file_path in replaced else writer.existing)(entry)
-            manifests.append(self._close(writer))
-        writer = self._manifest_writer(spec, schema, snapshot_id)
+            manifests.append(self.manifests.close(writer))
+        writer = self.manifests.manifest_writer(spec, schema, snapshot_id)
         for data_file in added:
             writer.add(
                 ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=snapshot_id, data_file=data_file)
             )
-        manifests.insert(0, self._close(writer))
-        list_location = self._location(f"snap-{snapshot_id}-1-{uuid.uuid4()}.avro")
+        manifests.insert(0, self.manifests.close(writer))
+        list_location = self.manifests.location(f"snap-{snapshot_id}-1-{uuid.uuid4()}.avro")
         with write_manifest_list(
             metadata.format_version,
             self.io.new_output(list_location.uri),

@@ -1,0 +1,1 @@
+"""Table maintenance (issue 37): policies, the executor and its runs, jobs, the rewrites, Spark."""
