@@ -36,7 +36,7 @@ class WarehouseRow:
     name: str
     location: str
     storage: dict[str, Any]
-    # extra prefixes where tables and views may live (see app.ground.locations / EntryService)
+    # extra prefixes where tables and views may live (see app.ground.locations / Entries)
     allowed_locations: tuple[str, ...] = field(default=())
     # The warehouse's own storage keys, encrypted (app/ground/secrets.py); None: the environment's.
     storage_secret: bytes | None = field(default=None, repr=False, compare=False)
