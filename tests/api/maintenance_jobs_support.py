@@ -35,3 +35,19 @@ def wait_finished(client: Any, location: str, timeout_s: float = 60.0) -> dict[s
 
 def finished_run(client: Any, runs_url: str, body: dict[str, Any], timeout_s: float = 60.0) -> dict[str, Any]:
     return wait_finished(client, queue_run(client, runs_url, body), timeout_s)
+
+
+def only_this_apps_runner(service: Any) -> None:
+    """Stop the job runners of every other app this test session built on the same database.
+
+    Every app starts a runner (as every worker of every replica does), and tests that build an app
+    of their own (a setting changed, a second client) leave theirs polling. Any runner may claim a
+    job - that is the design - but the barriers and hooks these tests install are in one app's
+    executor, so a job claimed by another app's runner would pass them by. The runner of a thread
+    is the object whose ``_loop`` it runs; this app's is the one its service wakes.
+    """
+    own = service.wake.__self__
+    for thread in threading.enumerate():
+        runner = getattr(getattr(thread, "_target", None), "__self__", None)
+        if thread.name == "maintenance-jobs" and runner is not None and runner is not own:
+            runner.stop()

@@ -21,7 +21,7 @@ from app.maintenance.lease import ABANDONED, TableLease
 from storage.maintenance_jobs import Limits
 from tests.api.authz_support import securable_body
 from tests.api.bin_support import protect
-from tests.api.maintenance_jobs_support import finished_run, queue_run, wait_finished
+from tests.api.maintenance_jobs_support import finished_run, only_this_apps_runner, queue_run, wait_finished
 from tests.api.tables_support import create_request, table_url
 from tests.api.test_maintenance_runs import commit_snapshots, wait_for
 
@@ -39,6 +39,7 @@ def service(app, client) -> Iterator:
     for name in ("a", "b", "c"):
         assert client.post("/v1/test/namespaces/db/tables", json=create_request(name)).status_code == 200
     maintenance = services_of(app.app).maintenance
+    only_this_apps_runner(maintenance)
     yield maintenance
     maintenance.executor.planned = lambda _plan: None
 

@@ -26,7 +26,7 @@ from app.maintenance.runs import MaintenanceBusy
 from app.rules.maintenance import SNAPSHOTS_BEFORE_DUE
 from tests.api.authz_support import securable_body
 from tests.api.bin_support import protect, unprotect
-from tests.api.maintenance_jobs_support import finished_run
+from tests.api.maintenance_jobs_support import finished_run, only_this_apps_runner
 from tests.api.tables_support import create_request, snapshot, table_url
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +43,9 @@ def service(app, client):
     assert client.post("/v1/test/namespaces", json={"namespace": ["db"]}).status_code == 200
     for name in ("a", "b"):
         assert client.post("/v1/test/namespaces/db/tables", json=create_request(name)).status_code == 200
-    return services_of(app.app).maintenance
+    maintenance = services_of(app.app).maintenance
+    only_this_apps_runner(maintenance)
+    return maintenance
 
 
 def wait_for(condition, what: str, timeout_s: float = 30.0):

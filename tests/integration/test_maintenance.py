@@ -25,6 +25,7 @@ from app.maintenance.runs import MaintenanceBusy
 from app.rules.maintenance import DAY_MS
 from storage.management_rows import Securable
 from tests.api.bin_support import protect, undrop, unit_of, unprotect
+from tests.api.maintenance_jobs_support import only_this_apps_runner
 from tests.api.tables_support import create_request
 from tests.conftest import TEST_BUCKET, TEST_CREDENTIAL
 from tests.integration.commit_barrier import CommitBarrierProxy
@@ -45,6 +46,7 @@ def catalog(server, clean_catalog):
 @pytest.fixture
 def maintenance(app):
     service = services_of(app.app).maintenance
+    only_this_apps_runner(service)
     yield service
     service.executor.planned = lambda _plan: None
 
