@@ -14,9 +14,10 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -162,8 +163,7 @@ def services() -> Iterator[Services]:
             secret_key = os.environ["GROWLER_TEST_S3_SECRET_KEY"]
         else:
             # as `make run` starts it: with its STS (the product's default credentials mode is sts)
-            s3 = EmbeddedS3(root / "s3", free_port(), TEST_ACCESS_KEY, TEST_SECRET_KEY, sts=True)
-            s3.start()
+            s3 = _start_s3(EmbeddedS3, root, free_port)
             endpoint, access_key, secret_key = s3.endpoint, TEST_ACCESS_KEY, TEST_SECRET_KEY
         yield Services(database_url, endpoint, access_key, secret_key, postgres, s3, admin_database_url)
     finally:
@@ -182,6 +182,21 @@ def services() -> Iterator[Services]:
                 database.close()
             postgres.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _start_s3(embedded_s3: type, root: Path, free_port: Callable[[], int]) -> Any:
+    """The session's SeaweedFS on a throwaway port, with its STS. A port free when picked may be
+    taken before weed binds it (make test's two sessions pick theirs at the same moment; seen in
+    a full run: "Port allocation failed ... for S3"): then again on other ports, in a fresh folder."""
+    for attempt in range(3):
+        s3 = embedded_s3(root / f"s3-{attempt}", free_port(), TEST_ACCESS_KEY, TEST_SECRET_KEY, sts=True)
+        try:
+            return s3.start()
+        except RuntimeError as exc:
+            s3.stop()
+            if "port in use" not in str(exc) or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
 
 
 def _sts_env(services: Services) -> dict[str, str]:
