@@ -10,7 +10,6 @@ could not even take its position while A was open (B's lock wait fails the test)
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 
 import psycopg
@@ -21,6 +20,7 @@ from app.composition.services import services_of
 from storage.events import ChangeEvent, EventQuery, EventRows, record_events
 from tests.api.authz_support import WAREHOUSE
 from tests.api.tables_support import PREFIX
+from tests.integration.proc_support import wait_for  # the suite's one condition poll
 
 pytestmark = pytest.mark.usefixtures("clean_catalog")
 
@@ -36,13 +36,6 @@ def event(stream: int) -> ChangeEvent:
         operation={"operation-type": "update-namespace-properties", "namespace": ["x"]},
         namespace=("x",),
     )
-
-
-def wait_for(condition, what: str, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 def test_a_reader_never_skips_a_smaller_position_committed_later(client, app, services, db):
