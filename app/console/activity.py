@@ -24,7 +24,7 @@ import json
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, get_args
 
 from flask import Blueprint, redirect, render_template, request, url_for
 from werkzeug.wrappers import Response
@@ -35,29 +35,17 @@ from app.edge.context import services
 from app.events.feed import EventFeed
 from app.ground.errors import BadRequest, CatalogError, Forbidden, NotFound
 from app.maintenance.service import MaintenanceService
+from app.rules.contract.events import CatalogObjectType, EventOperationType
 from app.rules.identifiers import check_name, check_namespace
 from app.rules.maintenance import POLICY_TYPES
 from app.rules.requests import parse_request
 from app.rules.requests.events import QueryEventsRequest
 from app.rules.requests.management import RunRequest, SecurableRef, SecurableType
 
-# The feed's operation types and object types (openapi/events.yaml), the filters' choices.
-OPERATION_TYPES = (
-    "create-table",
-    "register-table",
-    "drop-table",
-    "update-table",
-    "rename-table",
-    "create-view",
-    "drop-view",
-    "update-view",
-    "rename-view",
-    "create-namespace",
-    "update-namespace-properties",
-    "drop-namespace",
-    "custom",
-)
-OBJECT_TYPES = ("namespace", "table", "view")
+# The feed's operation types and object types, the filters' choices: the contract's own lists
+# (openapi/events.yaml, generated into app/rules/contract/events.py).
+OPERATION_TYPES: tuple[str, ...] = get_args(EventOperationType.model_fields["root"].annotation)
+OBJECT_TYPES: tuple[str, ...] = get_args(CatalogObjectType.model_fields["root"].annotation)
 SINCE = {"": None, "1h": 3600, "24h": 86_400, "7d": 7 * 86_400, "30d": 30 * 86_400}
 MAX_TOKEN = 1024  # as the endpoint's continuation-token (openapi/events.yaml)
 MAX_OBJECT = 1000  # characters of a typed identifier prefix
