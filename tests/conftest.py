@@ -12,6 +12,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -241,11 +242,49 @@ def settings(services: Services) -> Settings:
     )
 
 
+# The threads every app starts (housekeeping, the feed's publisher, the maintenance job runner,
+# the auth state's poll, a start-up retried in the background), by name.
+APP_LOOPS = frozenset(
+    {"growler-housekeeping", "growler-events-publisher", "maintenance-jobs", "growler-auth-state", "growler-startup"}
+)
+_session_loops: list[Any] = []  # the owners of the session apps' loops: kept running
+
+
+def app_loops() -> list[Any]:
+    """The objects whose loop an app's background thread runs now (each has ``stop()``)."""
+    return [
+        owner
+        for thread in threading.enumerate()
+        if thread.name in APP_LOOPS and (owner := getattr(getattr(thread, "_target", None), "__self__", None))
+    ]
+
+
+def session_app(build: Callable[[], Any]) -> Any:
+    """Build an app that lives for the whole session: its loops outlive every module."""
+    before = {id(owner) for owner in app_loops()}
+    built = build()
+    _session_loops.extend(owner for owner in app_loops() if id(owner) not in before)
+    return built
+
+
+@pytest.fixture(scope="module", autouse=True)
+def stop_apps_built_by_tests() -> Iterator[None]:
+    """An app a test module built (a setting changed, a second client) stops its loops when the
+    module ends, as a worker's shutdown does: left running, its housekeeping would claim the next
+    modules' purges with its own settings (a purge it cannot do is put off a minute) and its polls
+    would take the machine's time for the rest of the session."""
+    yield
+    kept = {id(owner) for owner in _session_loops}
+    for owner in app_loops():
+        if id(owner) not in kept:
+            owner.stop()
+
+
 @pytest.fixture(scope="session")
 def app(settings: Settings):
     from app.edge.factory import create_app
 
-    return authenticated(create_app(settings))
+    return session_app(lambda: authenticated(create_app(settings)))
 
 
 @pytest.fixture
@@ -333,7 +372,7 @@ def auth_app(settings: Settings, app):
     """An app with authentication on (own tokens), beside ``app``; polls the auth state often."""
     from app.edge.factory import create_app
 
-    return create_app(settings, auth_settings_for_tests(poll_s=0.1))
+    return session_app(lambda: create_app(settings, auth_settings_for_tests(poll_s=0.1)))
 
 
 def fetch_token(client, client_id: str = TEST_CLIENT_ID, secret: str = TEST_CLIENT_SECRET) -> str:
