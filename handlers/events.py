@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from app.edge.context import services
+from app.composition.services import Services
 from app.rules.requests.events import QueryEventsRequest
 
 
-def query_events(prefix: str, body: QueryEventsRequest):
-    page = services().events.query(prefix, body)
+def query_events(services: Services, prefix: str, body: QueryEventsRequest):
+    page = services.events.query(prefix, body)
     return {"continuation-token": page.continuation_token, "events": page.events}, 200

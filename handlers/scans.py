@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.edge.context import namespace_arg, services
+from app.composition.services import Services
 from app.edge.responses import HttpRequest, no_content
 from app.ground.errors import BadRequest
+from app.rules.identifiers import parse_namespace, table_name
 from app.rules.requests.scans import FetchScanTasksRequest, PlanTableScanRequest
 from app.storage_access.delegation import wants_vended_credentials
-from handlers.tables import _name
 
 
 def _vend(http: HttpRequest) -> bool:
@@ -25,22 +25,44 @@ def _plan_id(kwargs: dict[str, Any]) -> str:
 
 
 def plan_table_scan(
-    prefix: str, namespace: str, table: str, http: HttpRequest, body: PlanTableScanRequest | None = None, **_: Any
+    services: Services,
+    prefix: str,
+    namespace: str,
+    table: str,
+    http: HttpRequest,
+    body: PlanTableScanRequest | None = None,
+    **_: Any,
 ):
     request = body if body is not None else PlanTableScanRequest()
-    return services().plans.plan(prefix, namespace_arg(namespace), _name(table), request, _vend(http)), 200
+    return services.plans.plan(
+        prefix, parse_namespace(namespace, services.namespace_separator), table_name(table), request, _vend(http)
+    ), 200
 
 
-def fetch_planning_result(prefix: str, namespace: str, table: str, http: HttpRequest, **kwargs: Any):
-    return services().plans.fetch(prefix, namespace_arg(namespace), _name(table), _plan_id(kwargs), _vend(http)), 200
+def fetch_planning_result(
+    services: Services, prefix: str, namespace: str, table: str, http: HttpRequest, **kwargs: Any
+):
+    return services.plans.fetch(
+        prefix,
+        parse_namespace(namespace, services.namespace_separator),
+        table_name(table),
+        _plan_id(kwargs),
+        _vend(http),
+    ), 200
 
 
-def fetch_scan_tasks(prefix: str, namespace: str, table: str, body: FetchScanTasksRequest | None = None, **_: Any):
+def fetch_scan_tasks(
+    services: Services, prefix: str, namespace: str, table: str, body: FetchScanTasksRequest | None = None, **_: Any
+):
     if body is None:
         raise BadRequest("fetchScanTasks needs a plan-task")
-    return services().plans.tasks(prefix, namespace_arg(namespace), _name(table), body.plan_task), 200
+    return services.plans.tasks(
+        prefix, parse_namespace(namespace, services.namespace_separator), table_name(table), body.plan_task
+    ), 200
 
 
-def cancel_planning(prefix: str, namespace: str, table: str, **kwargs: Any):
-    services().plans.cancel(prefix, namespace_arg(namespace), _name(table), _plan_id(kwargs))
+def cancel_planning(services: Services, prefix: str, namespace: str, table: str, **kwargs: Any):
+    services.plans.cancel(
+        prefix, parse_namespace(namespace, services.namespace_separator), table_name(table), _plan_id(kwargs)
+    )
     return no_content()

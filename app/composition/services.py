@@ -1,7 +1,8 @@
 """``Services``: everything a handler, the console or a tool reaches, typed, in one object.
 
-The composition root builds it once and keeps it under one key of the Flask app's
-``extensions`` (``services_of``); handlers reach it through ``app.edge.context.services()``.
+The composition root builds it once; the dispatcher hands it to every handler as its
+``services`` argument, and the console, the probes and tools find it under one key of the Flask
+app's ``extensions`` (``services_of``, ``app.edge.context.services()``).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class Services:
     authorizer: Authorizer
     endpoints: list[str]  # what getConfig advertises
     console_oidc: bool  # True: the console signs in through the IdP too
+    namespace_separator: str  # the advertised one (URL-encoded): handlers parse path namespaces with it
 
 
 def services_of(flask_app: Any) -> Services:

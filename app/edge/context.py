@@ -1,8 +1,8 @@
-"""What every handler needs: the services (one typed object) and parsed identifiers.
+"""The services where no dispatcher hands them over: the console's Flask views and the probes.
 
 The composition root (app/composition) builds ``Services`` once and keeps it in the Flask app;
-handlers, the idempotency decorator and the console reach it through ``services()``, never
-through the factory. What a handler answers is rendered by the dispatcher (app/edge/responses.py).
+the dispatcher hands it to every handler that names a ``services`` parameter, and the console
+(Flask views, in Flask's app context) reaches it through ``services()``, never through the factory.
 """
 
 from __future__ import annotations
@@ -10,14 +10,9 @@ from __future__ import annotations
 from flask import current_app
 
 from app.composition.services import SERVICES, Services
-from app.rules.identifiers import parse_namespace
 
-__all__ = ["Services", "namespace_arg", "services"]
+__all__ = ["Services", "services"]
 
 
 def services() -> Services:
     return current_app.extensions[SERVICES]
-
-
-def namespace_arg(raw: str) -> tuple[str, ...]:
-    return parse_namespace(raw, services().namespaces.settings.namespace_separator)

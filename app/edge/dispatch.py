@@ -20,8 +20,10 @@
   answer, ``(data, status[, headers])`` - that the dispatcher sends as it is or serialises with
   the app's Jsonifier (``app.edge.responses.render_result``); no framework response is built.
   A handler that needs more of the request than its parameters (a header the yaml does not
-  pass, the raw body) names an ``http`` parameter and gets the ``HttpRequest``; no Flask request
-  context is built. Errors are raised to the exception handling around it (``app.edge.http``).
+  pass, the raw body) names an ``http`` parameter and gets the ``HttpRequest``; one that names
+  ``services`` gets the one ``Services`` (app/composition/services.py) the dispatcher was built
+  with. No Flask request or app context is built. Errors are raised to the exception handling
+  around it (``app.edge.http``).
 
 Adding an operation: declare it in a yaml, write its handler (``handlers/``, named after the
 operationId) and its row (``OPERATIONS``, or ``MANAGEMENT_OPERATIONS``); the dispatcher serves it (docs/design.md).
@@ -36,15 +38,15 @@ from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
-from flask import Flask
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.authorization import Authorizer, ManagementGate
+from app.composition.services import Services
 from app.edge.contract import ContractReader
 from app.edge.http import raw_headers, read_body, replay, send_rendered, send_response
 from app.edge.observability import ROUTING_CONTEXT
 from app.edge.operations import Operation, RouteTable, Unreadable
-from app.edge.responses import JSON, HttpRequest, Rendered, render_result, wants_http
+from app.edge.responses import JSON, HttpRequest, Rendered, render_result, takes
 from app.ground.errors import UnsupportedOperation
 
 InThread = Callable[..., Awaitable[Any]]  # runs a call in the dispatcher's threads, in the request's context
@@ -78,7 +80,7 @@ class Dispatcher:
         contract: ContractReader,
         authorizer: Authorizer,
         gate: ManagementGate,
-        flask_app: Flask,
+        services: Services,
         serialize: Callable[[Any], str],
         threads: int,
         loop_reads: Iterable[LoopRead] = (),
@@ -89,10 +91,11 @@ class Dispatcher:
         self.contract = contract  # connexion's reading, for what the compiled reader leaves
         self.authorizer = authorizer
         self.gate = gate  # the management API's rights: its operations' rows call them
-        self.wants_http = frozenset(op for op, handler in handlers.items() if wants_http(handler))
+        self.wants_http = frozenset(op for op, handler in handlers.items() if takes(handler, "http"))
+        self.wants_services = frozenset(op for op, handler in handlers.items() if takes(handler, "services"))
         self.loop_reads = {read.operation_id: read for read in loop_reads}
         self.contract_found = False
-        self.flask_app = flask_app  # its app context: handlers still find their services in current_app
+        self.services = services  # handed to every handler that names a ``services`` parameter
         self.serialize = serialize  # the app's Jsonifier.dumps: the bytes connexion would write
         self.readers = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="growler-read")
         self.writers = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="growler-write")
@@ -240,8 +243,9 @@ class Dispatcher:
             self.authorizer.authorize(operation.operation_id, kwargs, kwargs.get("body"), self.gate)
         if operation.operation_id in self.wants_http:
             kwargs["http"] = _http_request(scope, data)
-        with self.flask_app.app_context():
-            result = handler(**kwargs)
+        if operation.operation_id in self.wants_services:
+            kwargs["services"] = self.services
+        result = handler(**kwargs)
         rendered = render_result(result, self.serialize)
         if operation.response_check is not None and rendered.headers.get("Content-Type") == JSON:
             operation.response_check(rendered.status, rendered.body)

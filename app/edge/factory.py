@@ -130,6 +130,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         authorizer=base.authorizer,
         endpoints=sorted([*implemented_endpoints(spec), *token_endpoint]),
         console_oidc=auth.console_oidc is not None,
+        namespace_separator=settings.namespace_separator,
     )
 
     async_database = AsyncDatabase(
@@ -216,7 +217,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         "contract": ContractReader(validators, settings.limits),
         "authorizer": services.authorizer,
         "gate": base.rights,  # the management API's rights, which its MANAGEMENT_OPERATIONS rows call
-        "flask_app": app.app,
+        "services": services,
         "serialize": compact.dumps,
         "threads": settings.pool_max_size,
         "loop_reads": [
@@ -251,7 +252,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     # as an error body without a Location.
     flask_app.url_map.merge_slashes = False
     flask_app.json = type("LimitedJSONProvider", (BoundedJSONProvider,), {"limits": settings.limits})(flask_app)
-    flask_app.extensions[SERVICES] = services  # handlers and the console: app.edge.context.services()
+    flask_app.extensions[SERVICES] = services  # the console and the probes: app.edge.context.services()
     flask_app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
 
     # The console (issue 38) at /ui/: Flask views over the same services, its session checked by

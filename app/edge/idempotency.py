@@ -12,8 +12,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from app.edge.context import services
-from app.edge.responses import HttpRequest, Rendered, render_result, wants_http
+from app.composition.services import Services
+from app.edge.responses import HttpRequest, Rendered, render_result, takes
 from app.ground.callers import current_principal
 from app.idempotency import IdempotencyService, StoredResponse, fingerprint, owner, parse_key
 from app.rules.identifiers import parse_namespace
@@ -30,13 +30,17 @@ VENDED_FOR = "X-Growler-Vended-For"
 
 def idempotent(operation_id: str, handler: Callable[..., Any], serialize: Callable[[Any], str]) -> Callable[..., Any]:
     """``handler`` behind the replay; it takes the request (``http``) for the key and the
-    fingerprint, and passes it on to a handler that takes it too."""
-    passes_http = wants_http(handler)
+    fingerprint and the services (``services``) for the stored answers, and passes them on to a
+    handler that takes them too."""
+    passes_http = takes(handler, "http")
+    passes_services = takes(handler, "services")
 
     @functools.wraps(handler)
-    def with_idempotency_key(*args: Any, http: HttpRequest, **kwargs: Any) -> Any:
+    def with_idempotency_key(*args: Any, http: HttpRequest, services: Services, **kwargs: Any) -> Any:
         if passes_http:
             kwargs["http"] = http
+        if passes_services:
+            kwargs["services"] = services
         raw_key = http.header("Idempotency-Key")
         if not raw_key:
             return handler(*args, **kwargs)
@@ -47,13 +51,13 @@ def idempotent(operation_id: str, handler: Callable[..., Any], serialize: Callab
             sent = StoredResponse(rendered.status, headers, rendered.body)
             return sent, _without_credentials(sent)
 
-        service: IdempotencyService = services().idempotency
+        service: IdempotencyService = services.idempotency
         principal = owner(current_principal.get())  # keys are per principal
         stored, replayed = service.run_once(
             parse_key(raw_key), operation_id, _request_fingerprint(http), run, principal
         )
         if replayed:
-            stored = _with_fresh_credentials(stored, kwargs)
+            stored = _with_fresh_credentials(services, stored, kwargs)
         headers = dict(stored.headers)
         if replayed:
             headers["Idempotent-Replayed"] = "true"
@@ -93,7 +97,7 @@ def _without_credentials(sent: StoredResponse) -> StoredResponse:
     return StoredResponse(sent.status, {**sent.headers, VENDED_FOR: location}, compact)
 
 
-def _with_fresh_credentials(kept: StoredResponse, kwargs: dict[str, Any]) -> StoredResponse:
+def _with_fresh_credentials(services: Services, kept: StoredResponse, kwargs: dict[str, Any]) -> StoredResponse:
     """A replay of an answer whose credentials were stripped gets them vended anew, for this caller
     (writable only if it may write the table, as the first answer was)."""
     headers = dict(kept.headers)
@@ -102,6 +106,6 @@ def _with_fresh_credentials(kept: StoredResponse, kwargs: dict[str, Any]) -> Sto
     if location is None or prefix is None:
         return StoredResponse(kept.status, headers, kept.body)
     body = json.loads(kept.body)
-    tables = services().tables
+    tables = services.tables
     attach_credentials(body, tables.access.vend_for(prefix, location, _identifier(kwargs, tables.settings)))
     return StoredResponse(kept.status, headers, json.dumps(body, separators=(",", ":")).encode())

@@ -32,10 +32,10 @@ from app.authorization import Authorizer
 from app.catalog.entries import Entries
 from app.catalog.paging import PageWindow, first_batch_page, identifiers_answer, namespaces_answer
 from app.edge.dispatch import InThread
-from app.edge.responses import JSON, Rendered, parse_load_table, render_table, table_name
+from app.edge.responses import JSON, Rendered, parse_load_table, render_table
 from app.ground.errors import CatalogError
 from app.namespaces.service import NamespaceService, namespace_answer
-from app.rules.identifiers import parse_namespace
+from app.rules.identifiers import parse_namespace, table_name
 from app.storage_access.signing import RemoteSigner
 from app.tables.service import TABLE, TableService
 from storage.loop_reads import AsyncEntryReader

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
 
-from app.rules.identifiers import check_name, parse_namespace
+from app.rules.identifiers import parse_namespace, table_name
 from app.storage_access.delegation import Delegation, remote_signing_config
 from app.tables.service import LoadedTable, LoadTableRequest, NotModified
 from app.views.service import LoadedView
@@ -43,22 +43,28 @@ def no_content() -> Rendered:
 
 
 def render_result(result: Any, serialize: Callable[[Any], str]) -> Rendered:
-    """A handler's answer as the response to send: a ``Rendered`` as it is; a ``(data, status[,
-    headers])`` tuple or a bare value (status 200) as JSON, serialised with the app's ``serialize``
+    """A handler's answer as the response to send: a ``Rendered`` as it is; a table or a view as
+    the service answered it (``render_table``, ``render_view``); a ``(data, status[, headers])``
+    tuple or a bare value (status 200) as JSON, serialised with the app's ``serialize``
     (connexion's Jsonifier, compact); a None body stays empty."""
     if isinstance(result, Rendered):
         return result
+    if isinstance(result, (LoadedTable, NotModified)):
+        return render_table(result)
+    if isinstance(result, LoadedView):
+        return render_view(result)
     data, status, extra = (*result, {})[:3] if isinstance(result, tuple) else (result, 200, {})
     body = serialize(data).encode() if data is not None else b""
     return Rendered(status, body, {"Content-Type": JSON, **extra})
 
 
-def wants_http(handler: Callable[..., Any] | None) -> bool:
-    """Whether a handler (or a decorator around it, ``functools.wraps``'s chain) names an ``http``
-    parameter: the dispatcher passes those the request (``HttpRequest``)."""
+def takes(handler: Callable[..., Any] | None, parameter: str) -> bool:
+    """Whether a handler (or a decorator around it, ``functools.wraps``'s chain) names
+    ``parameter``: the dispatcher passes ``http`` (the ``HttpRequest``) and ``services`` (the one
+    ``Services``) to the handlers that name them."""
     while handler is not None:
         code = getattr(handler, "__code__", None)
-        if code is not None and "http" in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]:
+        if code is not None and parameter in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]:
             return True
         handler = getattr(handler, "__wrapped__", None)
     return False
@@ -89,16 +95,6 @@ class HttpRequest:
         return parse_qsl(
             self.query.decode("utf-8", "replace"), keep_blank_values=True, encoding="utf-8", errors="replace"
         )
-
-
-def table_name(raw: str) -> str:
-    """The table name from the path, held to the rules of created names (a NUL must not reach the database)."""
-    return check_name(raw, "table name")
-
-
-def view_name(raw: str) -> str:
-    """The view name from the path, held to the rules of created names."""
-    return check_name(raw, "view name")
 
 
 def parse_load_table(

@@ -31,6 +31,16 @@ def check_name(name: str, what: str = "name") -> str:
     return name
 
 
+def table_name(raw: str) -> str:
+    """A table name from the path, held to the rules of created names (a NUL must not reach the database)."""
+    return check_name(raw, "table name")
+
+
+def view_name(raw: str) -> str:
+    """A view name from the path, held to the rules of created names."""
+    return check_name(raw, "view name")
+
+
 def check_namespace(levels: list[str] | tuple[str, ...], separator: str = UNIT_SEPARATOR) -> tuple[str, ...]:
     """Validate the levels of a namespace given as a list (request bodies)."""
     if not levels:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import json
 
-from app.edge.responses import JSON, HttpRequest, Rendered, no_content, render_result, wants_http
+from app.edge.responses import JSON, HttpRequest, Rendered, no_content, render_result, takes
 
 
 def _serialize(value: object) -> str:
@@ -51,5 +51,6 @@ def test_handlers_that_name_http_get_the_request_through_their_decorators() -> N
     @functools.wraps(reading)
     def passing(*args: object, **kwargs: object) -> None: ...
 
-    assert not wants_http(plain) and not wants_http(None)
-    assert wants_http(reading) and wants_http(wrapper) and wants_http(passing)
+    assert not takes(plain, "http") and not takes(None, "http")
+    assert takes(reading, "http") and takes(wrapper, "http") and takes(passing, "http")
+    assert not takes(reading, "services") and takes(plain, "prefix")
