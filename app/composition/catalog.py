@@ -107,7 +107,13 @@ def build_tables(base: Foundation, *, after_commit: AfterCommit) -> TableService
     snapshot_json = table_rules.SnapshotJson()
     parsed = ParsedMetadataCache(snapshot_json=snapshot_json)
     committer = TableCommitter(
-        repository, warehouses, entries, loader, parsed, snapshot_json, after_commit=after_commit
+        repository,
+        warehouses,
+        entries,
+        parsed,
+        snapshot_json,
+        after_commit=after_commit,
+        planning_mode=settings.scan_planning_mode,
     )
     return TableService(
         warehouses, entries, access, loader, committer, held=HeldDocuments(), reports=MetricsReports(repository)

@@ -21,8 +21,9 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from app.rules.identifiers import parse_namespace, table_name
+from app.rules.table.answers import LoadedTable, NotModified
 from app.storage_access.delegation import Delegation, remote_signing_config
-from app.tables.service import LoadedTable, LoadTableRequest, NotModified
+from app.tables.loading import LoadTableRequest
 from app.views.service import LoadedView
 
 JSON = "application/json"

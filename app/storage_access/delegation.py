@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import quote
 
 from app.ground.settings import S3Settings, Settings
+from app.rules.table.answers import PLAIN
 from storage.warehouses import WarehouseRow
 
 VENDED_CREDENTIALS = "vended-credentials"
@@ -59,7 +60,7 @@ class Delegation:
         """For ETags: responses to different delegations differ."""
         if self.signing:
             return "vended+signing" if self.vended else "signing"
-        return "vended" if self.vended else "plain"
+        return "vended" if self.vended else PLAIN
 
 
 NO_DELEGATION = Delegation()

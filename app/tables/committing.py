@@ -29,8 +29,8 @@ from app.namespaces.warehouses import WarehouseDirectory
 from app.rules import table as rules
 from app.rules.identifiers import check_name, check_namespace, format_namespace
 from app.rules.requests.tables import CommitTableRequest, CommitTransactionRequest, TableChangeRequest
+from app.rules.table.answers import LoadedTable, load_etag
 from app.tables.access import TABLE
-from app.tables.loading import LoadedTable, TableLoader
 from app.tables.memory import EntryKey, ParsedMetadataCache
 from storage.entries import NewEntry
 from storage.events import ChangeEvent
@@ -76,16 +76,16 @@ class TableCommitter:
         repository: CatalogRepository,
         warehouses: WarehouseDirectory,
         entries: Entries,
-        loader: TableLoader,
         parsed: ParsedMetadataCache,
         snapshot_json: rules.SnapshotJson,
         *,
         after_commit: AfterCommit,
+        planning_mode: str | None,
     ) -> None:
         self.repository = repository
         self.warehouses = warehouses
         self.entries = entries
-        self.loader = loader  # the ETag of the answer
+        self.planning_mode = planning_mode  # in the answer's ETag, as loadTable's (app.rules.table.answers)
         self.parsed = parsed  # parsed documents by location, shared with loading and scan planning
         self.snapshot_json = snapshot_json  # the one ``parsed`` reuses: a commit's snapshots serialised once
         self.lanes = CommitLanes()
@@ -156,7 +156,7 @@ class TableCommitter:
         results = []
         for p in prepared:
             location = locations.get(id(p), p.row.metadata_location)
-            results.append(LoadedTable(location, p.text, {}, [], self.loader.load_etag(location)))
+            results.append(LoadedTable(location, p.text, {}, [], self._etag(location)))
         if recorder is not None:
             old = [p.row.metadata_location for p in prepared]
             recorder.locations = list(zip(old, [r.metadata_location for r in results], strict=True))
@@ -264,7 +264,11 @@ class TableCommitter:
         )
         events = change_events.events_of(warehouse.id, [created])
         self.entries.insert_new(warehouse, change.namespace, entry, events, name_taken)
-        return LoadedTable(metadata_location, text, {}, [], self.loader.load_etag(metadata_location))
+        return LoadedTable(metadata_location, text, {}, [], self._etag(metadata_location))
+
+    def _etag(self, metadata_location: str) -> str:
+        """The ETag of the answer: loadTable's for the same version, all snapshots, nothing delegated."""
+        return load_etag(metadata_location, None, planning_mode=self.planning_mode)
 
     def metadata_location_of(self, metadata: Any, version: int) -> str:
         return self.entries.new_metadata_file(rules.metadata_directory(metadata), version, metadata.properties or {})

@@ -1,21 +1,21 @@
-"""loadTable: the parsed request, its answers (the table, or NotModified) and their ETags.
+"""loadTable: the parsed request, and its answer (the table, or NotModified: values of
+``app.rules.table.answers``, with their ETags) for it.
 
-``TableLoader`` is a part ``TableService`` is given at construction (app/composition/catalog.py);
-the answers are importable from ``app.tables.service`` too. The handler and the event loop's
-``LoadTableOnLoop`` (``app/edge/loop_reads.py``) both answer through ``TableLoader.answer``.
+``TableLoader`` is a part ``TableService`` is given at construction (app/composition/catalog.py).
+The handler and the event loop's ``LoadTableOnLoop`` (``app/edge/loop_reads.py``) both answer
+through ``TableLoader.answer``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
 
 from app.catalog.entries import Entries
 from app.ground.settings import Settings
 from app.namespaces.warehouses import WarehouseDirectory
 from app.rules import table as rules
+from app.rules.table.answers import LoadedTable, NotModified, etag_matches, load_etag
 from app.storage_access.delegation import NO_DELEGATION, Delegation
 from app.tables.access import TableStorageAccess
 from app.tables.memory import IssuedETags
@@ -33,50 +33,6 @@ class LoadTableRequest:
     snapshots: str | None = None
     delegation: Delegation = NO_DELEGATION
     if_none_match: str | None = None
-
-
-@dataclass(frozen=True)
-class NotModified:
-    """loadTable's answer when the client's ``If-None-Match`` names what it would get (304)."""
-
-    etag: str
-    metadata_location: str
-
-
-@dataclass(frozen=True)
-class LoadedTable:
-    """What loadTable answers; ``metadata`` is the stored JSON text, not re-parsed
-    (``app.edge.responses`` renders it)."""
-
-    metadata_location: str | None
-    metadata: str
-    config: dict[str, str]
-    credentials: list[dict[str, Any]]
-    etag: str | None = None
-
-
-def etag_for(metadata_location: str, variant: str) -> str:
-    digest = hashlib.sha256(f"{metadata_location}|{variant}".encode()).hexdigest()[:32]
-    return f'"{digest}"'
-
-
-def load_etag(
-    metadata_location: str, snapshots: str | None, delegation: Delegation, planning_mode: str | None = None
-) -> str:
-    """loadTable's ETag: the metadata version and what of it the response shows.
-
-    The configured ``scan-planning-mode`` is in the response's config, so it is part of the tag:
-    after a restart with another mode, a client's cached table (and config) is not revalidated.
-    """
-    variant = f"{snapshots or 'all'}|{delegation.variant}"
-    return etag_for(metadata_location, f"{variant}|{planning_mode}" if planning_mode else variant)
-
-
-def etag_matches(if_none_match: str | None, etag: str) -> bool:
-    if not if_none_match:
-        return False
-    candidates = {tag.strip().removeprefix("W/") for tag in if_none_match.split(",")}
-    return "*" in candidates or etag in candidates
 
 
 class TableLoader:
@@ -127,4 +83,4 @@ class TableLoader:
         self, metadata_location: str, snapshots: str | None = None, delegation: Delegation = NO_DELEGATION
     ) -> str:
         """The ETag of loadTable's answer (and of the other answers carrying the same metadata)."""
-        return load_etag(metadata_location, snapshots, delegation, self.settings.scan_planning_mode)
+        return load_etag(metadata_location, snapshots, delegation.variant, self.settings.scan_planning_mode)

@@ -28,10 +28,11 @@ from app.rules.requests.tables import (
     RegisterTableRequest,
     ReportMetricsRequest,
 )
+from app.rules.table.answers import LoadedTable, NotModified
 from app.storage_access.delegation import NO_DELEGATION, Delegation
 from app.tables.access import TABLE, TableStorageAccess
 from app.tables.committing import TableCommitter, within_any
-from app.tables.loading import LoadedTable, LoadTableRequest, NotModified, TableLoader
+from app.tables.loading import LoadTableRequest, TableLoader
 from app.tables.memory import HeldDocuments
 from app.tables.metrics_reports import MetricsReports
 from storage.entries import NewEntry

@@ -18,7 +18,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 
 from app.edge.responses import render_table, render_unregistered
 from app.rules.contract.catalog import LoadTableResult, UnregisterTableResult
-from app.tables.loading import LoadedTable
+from app.rules.table.answers import LoadedTable
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "s", StringType(), required=False))
 METADATA = new_table_metadata(
