@@ -616,6 +616,17 @@ VALUE_BASES = {
 }
 
 
+def _imported_names(trees: dict[str, ast.Module]) -> dict[str, dict[str, tuple[str, str]]]:
+    """Per module, every name a ``from x import y`` statement of it binds: name -> (x, y)."""
+    imported: dict[str, dict[str, tuple[str, str]]] = {}
+    for module, tree in trees.items():
+        names = imported.setdefault(module, {})
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names.update({alias.asname or alias.name: (node.module, alias.name) for alias in node.names})
+    return imported
+
+
 def cross_module_bases(sources: dict[str, str]) -> list[str]:
     """``module.Class <- other.Base`` for every class of ``sources`` (module -> text) deriving from a
     class another of them defines, unless that base is a value (``VALUE_BASES``, followed through
@@ -625,12 +636,7 @@ def cross_module_bases(sources: dict[str, str]) -> list[str]:
     classes = {
         (m, node.name): node for m, tree in trees.items() for node in tree.body if isinstance(node, ast.ClassDef)
     }
-    imported = {
-        m: {alias.asname or alias.name: (node.module, alias.name) for alias in node.names}
-        for m, tree in trees.items()
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom) and node.module
-    }
+    imported = _imported_names(trees)
 
     def resolve(module: str, base: ast.expr) -> tuple[str, str] | str:
         if isinstance(base, ast.Name):
@@ -683,3 +689,234 @@ def test_no_service_derives_from_a_class_of_another_module() -> None:
     committer; the management API's rights are a part of every service that checks them."""
     sources = {module: path.read_text() for module, path in MODULES.items() if module.startswith("app")}
     assert cross_module_bases(sources) == []
+
+
+# -- one file per layer per operation (issue 48) ------------------------------------------------
+#
+# A newcomer follows an operation by its name: its handler in one handlers/ module, its row in
+# the one authorization table (RULES: OPERATIONS and MANAGEMENT_OPERATIONS, a row each), the
+# service methods its handler calls each defined in one module, all of one app/ package (the
+# operation's capability). Derived from the code: the dispatcher's operation -> handler mapping,
+# the rows' dict literals, and the ``Services`` fields the handlers call through, followed to the
+# class whose method runs (a service hands out a part's method as its own in its __init__:
+# ``self.commit_table = committer.commit_table``).
+
+SERVICES_MODULE = "app.composition.services"
+# Answered in front of the dispatcher, by the authentication middleware (app/edge/auth/endpoint.py):
+# no handler, no row.
+NOT_DISPATCHED = {"getToken"}
+
+
+def _classes_and_imports(
+    trees: dict[str, ast.Module],
+) -> tuple[dict[tuple[str, str], ast.ClassDef], dict[str, dict[str, tuple[str, str]]]]:
+    classes = {(m, n.name): n for m, tree in trees.items() for n in tree.body if isinstance(n, ast.ClassDef)}
+    return classes, _imported_names(trees)
+
+
+def _class_named(module: str, annotation: ast.expr | None, classes: dict, imported: dict) -> tuple[str, str] | None:
+    """The class an annotation names (``TableService``, ``"TableService"``), as (module, name)."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        annotation = ast.parse(annotation.value, mode="eval").body
+    if not isinstance(annotation, ast.Name):
+        return None
+    if (module, annotation.id) in classes:
+        return module, annotation.id
+    found = imported.get(module, {}).get(annotation.id)
+    return found if found in classes else None
+
+
+def method_homes(
+    trees: dict[str, ast.Module], owner: tuple[str, str], method: str, classes: dict, imported: dict
+) -> list[str]:
+    """The modules whose class defines the method that runs for ``owner.method``: the class's own
+    ``def``, or the part's whose method the class hands out in ``__init__`` (``self.m = part.m``,
+    ``part`` an annotated parameter). More than one: the method is split across files."""
+    node = classes[owner]
+    homes = [owner[0]] if any(isinstance(i, ast.FunctionDef) and i.name == method for i in node.body) else []
+    init = next((i for i in node.body if isinstance(i, ast.FunctionDef) and i.name == "__init__"), None)
+    if init is not None:
+        parameters = {a.arg: a.annotation for a in [*init.args.args, *init.args.kwonlyargs]}
+        for statement in ast.walk(init):
+            if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+                continue
+            target, value = statement.targets[0], statement.value
+            if not (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+                and target.attr == method
+                and isinstance(value, ast.Attribute)
+                and isinstance(value.value, ast.Name)
+            ):
+                continue
+            part = _class_named(owner[0], parameters.get(value.value.id), classes, imported)
+            homes += method_homes(trees, part, value.attr, classes, imported) if part else [f"? {ast.unparse(value)}"]
+    return homes
+
+
+def service_calls(function: ast.FunctionDef) -> list[tuple[str, str]]:
+    """(Services field, method) of every ``services.<field>.<method>(...)`` a handler makes."""
+    return [
+        (node.func.value.attr, node.func.attr)
+        for node in ast.walk(function)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Attribute)
+        and isinstance(node.func.value.value, ast.Name)
+        and node.func.value.value.id == "services"
+    ]
+
+
+def package_of(module: str) -> str:
+    """The app/ package a module belongs to (``app.tables``), or the module itself if flat."""
+    parts = module.split(".")
+    return ".".join(parts[:2])
+
+
+def operations_split(sources: dict[str, str], operation_ids: set[str]) -> list[str]:
+    """Every operation of ``operation_ids`` whose handler, authorization row or service is not in
+    one place: its handler defined in several handlers/ modules (or none), its row keyed in
+    several modules (or none), a service method it calls defined in several modules (or not
+    found), or its service methods spread over several app/ packages. ``sources``: module ->
+    text, the handlers, app/ and ``app.composition.services`` among them."""
+    trees = {module: ast.parse(text) for module, text in sources.items()}
+    classes, imported = _classes_and_imports(trees)
+    services_class = classes[(SERVICES_MODULE, "Services")]
+    fields = {
+        item.target.id: _class_named(SERVICES_MODULE, item.annotation, classes, imported)
+        for item in services_class.body
+        if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+    }
+    handlers = {
+        (module, node.name): node
+        for module, tree in trees.items()
+        if module.startswith("handlers.")
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+    }
+    rows: dict[str, set[str]] = {}
+    for module, tree in trees.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Dict):
+                for key in node.keys:
+                    if isinstance(key, ast.Constant) and key.value in operation_ids:
+                        rows.setdefault(key.value, set()).add(module)
+    from app.edge.resolver import handler_name
+
+    problems = []
+    for operation_id in sorted(operation_ids - NOT_DISPATCHED):
+        name = handler_name(operation_id)
+        homes = sorted(module for module, function in handlers if function == name)
+        if len(homes) != 1:
+            problems.append(f"{operation_id}: handler {name} in {homes or 'no module'}")
+        if len(rows.get(operation_id, ())) != 1:
+            problems.append(f"{operation_id}: authorization row in {sorted(rows.get(operation_id, ())) or 'no module'}")
+        packages = set()
+        for home in homes:
+            for field, method in service_calls(handlers[(home, name)]):
+                owner = fields.get(field)
+                found = method_homes(trees, owner, method, classes, imported) if owner else []
+                if len(found) != 1:
+                    problems.append(f"{operation_id}: services.{field}.{method} in {found or 'no module'}")
+                packages |= {package_of(module) for module in found}
+        if len(packages) > 1:
+            problems.append(f"{operation_id}: service methods in {sorted(packages)}")
+    return problems
+
+
+def test_the_operation_scan_finds_an_operation_split_across_files() -> None:
+    """A handler in two modules, a row in two tables, a service method defined twice (a part's
+    method handed out, and a delegation left in the service), and services of two packages."""
+    services = "from app.t.service import TableService\n\nclass Services:\n    tables: TableService\n"
+    service = (
+        "from app.t.committing import Committer\n\nclass TableService:\n"
+        "    def __init__(self, committer: Committer):\n        self.commit_table = committer.commit_table\n"
+    )
+    committer = "class Committer:\n    def commit_table(self, body):\n        return body\n"
+    handler = "def update_table(services, body):\n    return services.tables.commit_table(body)\n"
+    rows = "OPERATIONS = {'updateTable': 1}\n"
+    sound = {
+        SERVICES_MODULE: services,
+        "app.t.service": service,
+        "app.t.committing": committer,
+        "handlers.tables": handler,
+        "app.authorization": rows,
+    }
+    assert operations_split(sound, {"updateTable"}) == []
+    assert operations_split({**sound, "handlers.views": handler}, {"updateTable"}) == [
+        "updateTable: handler update_table in ['handlers.tables', 'handlers.views']"
+    ]
+    assert operations_split({**sound, "app.management.operations": rows}, {"updateTable"}) == [
+        "updateTable: authorization row in ['app.authorization', 'app.management.operations']"
+    ]
+    delegating = service + "\n    def commit_table(self, body):\n        return self.committer.commit_table(body)\n"
+    assert operations_split({**sound, "app.t.service": delegating}, {"updateTable"}) == [
+        "updateTable: services.tables.commit_table in ['app.t.service', 'app.t.committing']"
+    ]
+    elsewhere = service.replace("app.t.committing", "app.u.committing")
+    assert (
+        operations_split(
+            {**sound, "app.t.service": elsewhere, "app.u.committing": committer, "app.t.committing": ""},
+            {"updateTable"},
+        )
+        == []
+    )  # one package: app.u
+    two = handler + "\ndef _also(services):\n    pass\n"
+    assert operations_split({**sound, "handlers.tables": two}, {"updateTable"}) == []
+    mixed = (
+        "def update_table(services, body):\n    services.tables.commit_table(body)\n"
+        "    return services.views.commit_table(body)\n"
+    )
+    both = {
+        **sound,
+        SERVICES_MODULE: "from app.v.service import ViewService\n" + services + "    views: ViewService\n",
+        "app.v.service": "class ViewService:\n    def commit_table(self, body):\n        pass\n",
+        "handlers.tables": mixed,
+    }
+    assert operations_split(both, {"updateTable"}) == ["updateTable: service methods in ['app.t', 'app.v']"]
+    assert operations_split({**sound, "handlers.tables": ""}, {"updateTable"}) == [
+        "updateTable: handler update_table in no module"
+    ]
+
+
+def test_each_operation_has_one_file_per_layer() -> None:
+    """For every operation of openapi/catalog.yaml, management.yaml and events.yaml: one handler
+    module (the one the dispatcher calls), one authorization row (in RULES), and service methods
+    each defined in one module, all of one app/ package."""
+    from app.authorization import RULES
+    from app.edge.factory import handlers_of, served_apis
+
+    served = {path.name for path in (ROOT / "openapi").glob("*.yaml")}
+    assert {"catalog.yaml", "management.yaml", "events.yaml"} <= served
+    operation_ids: set[str] = set()
+    dispatched: dict[str, str] = {}
+    for api_spec, _, modules in served_apis():
+        for operation_id, handler in handlers_of(api_spec, modules).items():
+            operation_ids.add(operation_id)
+            while handler is not None and hasattr(handler, "__wrapped__"):  # the idempotency replay
+                handler = handler.__wrapped__
+            if handler is not None:
+                dispatched[operation_id] = handler.__module__
+    assert "updateTable" in operation_ids and "queryEvents" in operation_ids and "createPrincipal" in operation_ids
+    assert set(dispatched) == operation_ids - NOT_DISPATCHED  # every operation has its handler
+    assert set(RULES) == operation_ids - NOT_DISPATCHED  # ... and its row
+    sources = {
+        module: path.read_text()
+        for module, path in MODULES.items()
+        if module.startswith(("handlers.", "app.")) and not module.startswith(("app.rules.", "app.ground."))
+    }
+    assert operations_split(sources, operation_ids) == []
+    trees = {module: ast.parse(text) for module, text in sources.items()}
+    classes, imported = _classes_and_imports(trees)
+    table_service = ("app.tables.service", "TableService")  # the scan follows a part's method handed out
+    assert method_homes(trees, table_service, "commit_table", classes, imported) == ["app.tables.committing"]
+    assert method_homes(trees, table_service, "create_table", classes, imported) == ["app.tables.service"]
+    for operation_id, module in dispatched.items():  # the handler found by name is the one dispatched
+        assert f"def {handler_name_of(operation_id)}(" in MODULES[module].read_text(), operation_id
+
+
+def handler_name_of(operation_id: str) -> str:
+    from app.edge.resolver import handler_name
+
+    return handler_name(operation_id)
