@@ -95,7 +95,9 @@ def render(doc: dict[str, Any]) -> str:
         "",
         f"- **Compaction**: {run.get('status')} in {_n(comp.get('wall_s'))} s wall time (request to finished run; "
         f"the run's own {_n((run.get('outcome') or {}).get('seconds'))} s), "
-        f"{_n(comp.get('spark_applications'))} Spark application(s) on the cluster.",
+        f"{_n(comp.get('spark_applications'))} Spark application(s) on the cluster; the job rewrote "
+        f"{_n((run.get('outcome') or {}).get('rewritten-data-files-count'))} data files into "
+        f"{_n((run.get('outcome') or {}).get('added-data-files-count'))}.",
         f"- **Second run** on the compacted table: {again_run.get('status')} in {_n(again.get('wall_s'))} s "
         f"wall time, outcome `{json.dumps(again_run.get('outcome') or {}, sort_keys=True)}`; "
         f"{_n(again.get('spark_applications'))} Spark application(s) started, "
@@ -113,8 +115,9 @@ def render(doc: dict[str, Any]) -> str:
         f"- The query: `{qb.get('query', '-')}`; the Spark figure is the second of two runs in one local[2] "
         "session (the first in brackets), DuckDB's the second of two fresh connections.",
     ]
-    if "duckdb_failed" in qb:
-        lines.append(f"- DuckDB failed: {qb['duckdb_failed']}")
+    for when, q in (("before", qb), ("after", qa)):
+        if "duckdb_failed" in q:
+            lines.append(f"- DuckDB failed {when} compaction: {q['duckdb_failed']}")
     return "\n".join(lines)
 
 
