@@ -40,6 +40,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -269,7 +270,9 @@ def second_run(management: Management, cluster: SparkCluster) -> dict[str, Any]:
     }
 
 
-def measure(root: Path, shape: dict[str, int], plan: Plan) -> dict[str, Any]:
+def measure(root: Path, shape: dict[str, int], plan: Plan, results: dict[str, Any], checkpoint: Any) -> None:
+    """Every phase in turn into ``results``; ``checkpoint()`` after each (the document on disk holds
+    what was measured so far, should a later phase fail or the run be stopped)."""
     cluster = SparkCluster(root / "spark-cluster")
     bind = f"{LOCALHOST}:{free_port()}"
     target = GrowlerTarget(
@@ -281,48 +284,47 @@ def measure(root: Path, shape: dict[str, int], plan: Plan) -> dict[str, Any]:
     target.root.mkdir(parents=True)
     work_dir = root / "work"
     work_dir.mkdir()
-    results: dict[str, Any] = {}
+    results["settings"] = {
+        "spark_master": "spark://127.0.0.1 (standalone)",
+        "cluster": {"workers": cluster.workers, "cores_each": cluster.cores, "memory_each": cluster.memory},
+        "policy": POLICY_CONFIG,
+        "reads": {"connections": plan.concurrency, "seconds": READ_SECONDS, "warmup_s": plan.warmup_s},
+    }
+
+    def phase(name: str, value: dict[str, Any]) -> dict[str, Any]:
+        results[name] = value
+        log(f"{name}: {json.dumps(value, default=str)[:3000]}")
+        checkpoint()
+        return value
+
     spark: SparkClient | None = None
     try:
         cluster.up()
         log(f"Spark cluster up at {cluster.url}")
         target.start()
         log(f"Growler up at {target.base_url}")
+        results["settings"]["growler"] = target.settings()
         management = Management(target)
         spark = SparkClient(target.base_url, WAREHOUSE, f"{CLIENT_ID}:{CLIENT_SECRET}")
         start = time.perf_counter()
-        results["setup"] = write_table(spark, shape)
-        results["setup"]["seconds"] = round(time.perf_counter() - start, 1)
-        results["before"] = table_state(spark)
-        log(f"table written: {results['before']}")
-        results["queries_before"] = queries(spark, target)
-        log(f"queries before: {results['queries_before']}")
-        results["reads_without"] = reads(target, plan, work_dir)
+        setup = write_table(spark, shape)
+        phase("setup", {**setup, "seconds": round(time.perf_counter() - start, 1)})
+        phase("before", table_state(spark))
+        phase("queries_before", queries(spark, target))
+        phase("reads_without", reads(target, plan, work_dir))
         keep_off_schedule(target)
         management.attach_policy()
-        results["compaction"] = compaction(management, cluster, target, plan, work_dir)
-        log(f"compaction: {results['compaction']['wall_s']} s, {results['compaction']['run']['status']}")
-        results["after"] = table_state(spark)
-        results["queries_after"] = queries(spark, target)
-        log(f"queries after: {results['queries_after']}")
-        results["second_run"] = second_run(management, cluster)
-        results["second_run"]["snapshot_unchanged"] = (
-            table_state(spark)["current_snapshot"] == results["after"]["current_snapshot"]
-        )
-        log(f"second run: {results['second_run']['wall_s']} s, {results['second_run']['run'].get('outcome')}")
+        phase("compaction", compaction(management, cluster, target, plan, work_dir))
+        after = phase("after", table_state(spark))
+        phase("queries_after", queries(spark, target))
+        again = second_run(management, cluster)
+        again["snapshot_unchanged"] = table_state(spark)["current_snapshot"] == after["current_snapshot"]
+        phase("second_run", again)
     finally:
         if spark is not None:
             spark.stop()
         target.stop()
         cluster.down()
-    results["settings"] = {
-        "growler": target.settings(),
-        "spark_master": cluster.url.split(":")[0] + "://127.0.0.1 (standalone)",
-        "cluster": {"workers": cluster.workers, "cores_each": cluster.cores, "memory_each": cluster.memory},
-        "policy": POLICY_CONFIG,
-        "reads": {"connections": plan.concurrency, "seconds": READ_SECONDS, "warmup_s": plan.warmup_s},
-    }
-    return results
 
 
 def main() -> int:
@@ -335,12 +337,24 @@ def main() -> int:
         "machine": machine(),
         "versions": {"growler_commit": growler_commit()},
         "shape": shape,
+        "results": {},
     }
     doc["busy_machine"] = doc["machine"]["loadavg_before"] > 0.5 * doc["machine"]["cores"]
+    RESULTS_DIR.mkdir(exist_ok=True)
+    out = RESULTS_DIR / f"{started.replace(':', '').replace('-', '')}-maintenance.json"
+
+    def checkpoint() -> None:
+        doc["machine"]["loadavg_after"] = round(os.getloadavg()[0], 2)
+        out.write_text(json.dumps(doc, indent=1, default=str) + "\n")
+
+    def on_signal(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_signal)
     root = make_root()
     try:
-        doc["results"] = measure(root, shape, plan)
-    except Exception as exc:  # noqa: BLE001 - recorded with the logs kept, the figures so far lost
+        measure(root, shape, plan, doc["results"], checkpoint)
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - recorded, with what was measured so far
         doc["failed"] = f"{type(exc).__name__}: {exc}"[:4000]
         log(f"failed: {doc['failed']} (logs kept in {root})")
         os.environ["BENCH_KEEP"] = "1"
@@ -349,13 +363,9 @@ def main() -> int:
             log(f"kept {root}")
         else:
             remove_root(root)
-    doc["machine"]["loadavg_after"] = round(os.getloadavg()[0], 2)
-    RESULTS_DIR.mkdir(exist_ok=True)
-    text = json.dumps(doc, indent=1, default=str) + "\n"
-    out = RESULTS_DIR / f"{started.replace(':', '').replace('-', '')}-maintenance.json"
-    out.write_text(text)
+    checkpoint()
     if "failed" not in doc:
-        (RESULTS_DIR / "latest-maintenance.json").write_text(text)
+        (RESULTS_DIR / "latest-maintenance.json").write_text(out.read_text())
     from bench.maintenance_report import render
 
     print(render(doc))

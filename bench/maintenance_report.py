@@ -61,9 +61,9 @@ def _machine(doc: dict[str, Any]) -> str:
 
 def render(doc: dict[str, Any]) -> str:
     """The Measured section's body from one results document."""
-    if "failed" in doc:
-        return f"Run {doc.get('started_at', '?')} failed: {doc['failed']}"
     res = doc.get("results") or {}
+    if "failed" in doc and not res.get("before"):
+        return f"Run {doc.get('started_at', '?')} failed: {doc['failed']}"
     shape = doc.get("shape") or {}
     settings = res.get("settings") or {}
     before, after = res.get("before") or {}, res.get("after") or {}
@@ -72,7 +72,9 @@ def render(doc: dict[str, Any]) -> str:
     run, again_run = comp.get("run") or {}, again.get("run") or {}
     cluster = settings.get("cluster") or {}
     files = shape.get("tasks_per_append", 0) * shape.get("partitions", 0)
+    stopped = [f"**The run stopped early** ({doc['failed']}): a `-` was not measured.", ""] if "failed" in doc else []
     lines = [
+        *stopped,
         f"Run {doc.get('started_at', '?')}, Growler {(doc.get('versions') or {}).get('growler_commit', '?')}; "
         f"{_machine(doc)}.",
         "",
@@ -93,12 +95,12 @@ def render(doc: dict[str, Any]) -> str:
         f"| DuckDB query, s | {_best(qb.get('duckdb_s')) if 'duckdb_s' in qb else 'failed'} "
         f"| {_best(qa.get('duckdb_s')) if 'duckdb_s' in qa else 'failed'} |",
         "",
-        f"- **Compaction**: {run.get('status')} in {_n(comp.get('wall_s'))} s wall time (request to finished run; "
+        f"- **Compaction**: {run.get('status', '-')} in {_n(comp.get('wall_s'))} s wall time (request to finished run; "
         f"the run's own {_n((run.get('outcome') or {}).get('seconds'))} s), "
         f"{_n(comp.get('spark_applications'))} Spark application(s) on the cluster; the job rewrote "
         f"{_n((run.get('outcome') or {}).get('rewritten-data-files-count'))} data files into "
         f"{_n((run.get('outcome') or {}).get('added-data-files-count'))}.",
-        f"- **Second run** on the compacted table: {again_run.get('status')} in {_n(again.get('wall_s'))} s "
+        f"- **Second run** on the compacted table: {again_run.get('status', '-')} in {_n(again.get('wall_s'))} s "
         f"wall time, outcome `{json.dumps(again_run.get('outcome') or {}, sort_keys=True)}`; "
         f"{_n(again.get('spark_applications'))} Spark application(s) started, "
         + ("no new snapshot (no commit)." if again.get("snapshot_unchanged") else "**a new snapshot**."),
@@ -129,11 +131,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.maintenance_report")
     parser.add_argument("results", nargs="?", default=str(LATEST))
     parser.add_argument("--docs", action="store_true", help="rewrite docs/maintenance.md's Measured block")
+    parser.add_argument("--partial", action="store_true", help="with --docs: a run stopped early, as far as it got")
     args = parser.parse_args(argv)
     doc = json.loads(Path(args.results).read_text())
     if args.docs:
-        if "failed" in doc:
-            raise SystemExit(f"{args.results} is a failed run: not put into the docs")
+        if "failed" in doc and not args.partial:
+            raise SystemExit(f"{args.results} is a failed run: not put into the docs (--partial: what it measured)")
         update_page(doc)
         print(f"docs/maintenance.md updated from {args.results}")
     else:

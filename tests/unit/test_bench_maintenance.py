@@ -89,3 +89,14 @@ def test_docs_block_is_replaced_and_a_failed_run_is_refused(tmp_path: Path):
     failed.write_text('{"failed": "RuntimeError: boom"}')
     with pytest.raises(SystemExit):
         maintenance_report.main([str(failed), "--docs"])
+
+
+def test_a_run_stopped_early_shows_what_it_measured_and_says_so():
+    doc = document(failed="KeyboardInterrupt: ")
+    del doc["results"]["second_run"]
+    text = maintenance_report.render(doc)
+    assert text.startswith("**The run stopped early** (KeyboardInterrupt: )")
+    assert "| data files | 10,000 | 8 |" in text and "**Second run** on the compacted table: - in - s" in text
+    assert maintenance_report.render({"failed": "RuntimeError: boom", "results": {}}).endswith(
+        "failed: RuntimeError: boom"
+    )
