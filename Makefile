@@ -20,6 +20,8 @@
 #   make bench-java     Growler beside Iceberg's own REST server (Java, JDBC on SQLite), no auth
 #   make bench-ab OLD=<rev>  server CPU per request of <rev> against this checkout, A/B pairs
 #   make bench-gatling  Apache Polaris's Gatling benchmarks against Growler (bench/gatling/)
+#   make bench-maintenance  compaction of a 10,000-small-file table on a Spark standalone cluster
+#                       (issue 49; about an hour on 2 busy cores); docs/maintenance.md's Measured section
 #   make clean          remove local data (.growler) and caches; keeps .venv
 #   make distclean      clean + remove .venv and .venv-spark4
 
@@ -158,7 +160,7 @@ echo "mvn not found: installing maven"; \
 $(call apt_install,maven)
 endef
 
-.PHONY: help venv venv-test run test lint models bench bench-java bench-ab bench-gatling clean distclean image helm
+.PHONY: help venv venv-test run test lint models bench bench-java bench-ab bench-gatling bench-maintenance clean distclean image helm
 .PHONY: spark-jars venv-spark4 example keycloak test-deps rck
 
 help:
@@ -365,6 +367,17 @@ bench: venv-test
 	@$(call ensure_postgres,GROWLER_BENCH_NO_EXTERNAL_DATABASE)
 	@$(call ensure_wrk)
 	$(VPY) -m bench.run
+
+# Issue 49's measurement (bench/maintenance.py): Growler as make bench starts it (STS on), a Spark
+# standalone cluster (scripts/spark_cluster.py), a table of 10,000 small files written by Spark, its
+# compaction through the management API's runMaintenance, queries in Spark and DuckDB, the no-op
+# second run, reads during compaction. Not in `make bench` (it takes long); MBENCH_* sizes in the
+# module's docstring. Writes bench/results/latest-maintenance.json, then docs/maintenance.md's block.
+bench-maintenance: venv-test spark-jars
+	@$(call ensure_postgres,GROWLER_BENCH_NO_EXTERNAL_DATABASE)
+	@$(call ensure_wrk)
+	GROWLER_SPARK_JARS=$(abspath $(SPARK_JARS_DIR)) GROWLER_SPARK_JAVA_HOME=$(SPARK_JAVA_HOME) $(VPY) -m bench.maintenance
+	$(VPY) -m bench.maintenance_report --docs
 
 # Iceberg's REST reference server (RESTCatalogServer, iceberg-open-api's test-fixtures) and what it runs
 # on (Jetty 12, sqlite-jdbc, S3FileIO): bench/java/pom.xml resolved into .cache/bench-java-<version>,

@@ -19,7 +19,7 @@ from bench.targets import LOCALHOST, REPO, WAREHOUSE, Target, http_json
 from scripts.postgres import EmbeddedPostgres, find_pg_bin
 from scripts.processes import free_port, stop_process_group
 from scripts.run import DEV_S3_ACCESS_KEY, DEV_S3_SECRET_KEY, wait_for_http, warehouse_bucket
-from scripts.seaweedfs import EmbeddedS3
+from scripts.seaweedfs import STS_ROLE_ARN, EmbeddedS3
 
 UNAUTHENTICATED = os.environ.get("BENCH_AUTH") == "none"  # GROWLER_AUTH=none: the cost of authentication
 
@@ -28,10 +28,22 @@ class GrowlerTarget(Target):
     name = "growler"
     label = "Growler"
 
-    def __init__(self, root: Path, workers: int, gunicorn_conf: str = "gunicorn.conf.py") -> None:
+    def __init__(
+        self,
+        root: Path,
+        workers: int,
+        gunicorn_conf: str = "gunicorn.conf.py",
+        sts: bool = False,
+        extra_env: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(root)
         self.workers = workers
         self.gunicorn_conf = gunicorn_conf  # bench/ab.py's AB_GUNICORN_CONF: e.g. the yappi profiler's
+        # bench/maintenance.py: SeaweedFS's STS on and Growler in ``sts`` mode, as ``make run`` (clients
+        # asking for vended credentials - DuckDB, the Spark job - get table-scoped ones), and the
+        # GROWLER_SPARK_* settings; the other workloads keep remote signing and no Spark
+        self.sts = sts
+        self.extra_env = dict(extra_env or {})
         self.postgres: EmbeddedPostgres | None = None
         self.gunicorn: subprocess.Popen | None = None
         self.env: dict[str, str] = {}
@@ -60,11 +72,14 @@ class GrowlerTarget(Target):
         self.postgres = EmbeddedPostgres(self.root / "postgres", free_port())
         self.postgres.start()
         env["GROWLER_DATABASE_URL"] = self.postgres.url
-        self.s3 = EmbeddedS3(self.root / "s3", free_port(), DEV_S3_ACCESS_KEY, DEV_S3_SECRET_KEY)
+        self.s3 = EmbeddedS3(self.root / "s3", free_port(), DEV_S3_ACCESS_KEY, DEV_S3_SECRET_KEY, sts=self.sts)
+        if self.sts:
+            env["GROWLER_STS_ROLE_ARN"] = STS_ROLE_ARN
         self.s3.start()
         env["GROWLER_S3_ENDPOINT"] = self.s3.endpoint
         self.s3.ensure_bucket(warehouse_bucket(env["GROWLER_WAREHOUSE_LOCATION"]))
         env["GROWLER_BIND"] = f"{LOCALHOST}:{free_port()}"
+        env.update(self.extra_env)  # may name GROWLER_BIND itself (the Spark job's catalog URI is on it)
         self.env = env
         self._serve(env)
 

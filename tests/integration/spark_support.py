@@ -33,6 +33,7 @@ import threading
 from multiprocessing.connection import Listener
 from pathlib import Path
 
+from scripts.spark_cluster import java17_home  # noqa: F401 - shared with the bench; the tests import it from here
 from tests.conftest import TEST_CREDENTIAL
 from tests.integration.spark_driver import ROW
 
@@ -76,17 +77,6 @@ def line_python(line: str) -> str:
             f"no Spark 4.1 interpreter at {python}: run `make venv-spark4` (or set GROWLER_SPARK4_PYTHON)"
         )
     return python
-
-
-def java17_home() -> str | None:
-    """Spark 3.5 runs on Java 8/11/17, 4.1 on 17/21: GROWLER_SPARK_JAVA_HOME, else an installed JDK 17."""
-    explicit = os.environ.get("GROWLER_SPARK_JAVA_HOME")
-    if explicit:
-        return explicit
-    for candidate in sorted(glob.glob("/usr/lib/jvm/java-17-openjdk*")) + sorted(glob.glob("/usr/lib/jvm/*17*")):
-        if os.path.exists(os.path.join(candidate, "bin", "java")):
-            return candidate
-    return os.environ.get("JAVA_HOME")
 
 
 def spark_env() -> dict[str, str]:

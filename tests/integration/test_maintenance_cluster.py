@@ -10,109 +10,23 @@ YARN and Kubernetes are not testable here (docs/maintenance.md gives their exact
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
-from pathlib import Path
 
-import pyspark
 import pytest
 
 from app.ground.settings import SparkSettings
+from scripts.spark_cluster import SparkCluster, spark_home
 from tests.conftest import TEST_CREDENTIAL
 from tests.integration.spark_support import java17_home, spark_jars
 from tests.integration.test_maintenance import NS, attach, catalog, maintenance, now_ms, run  # noqa: F401 - fixtures
 
-SPARK_HOME = Path(pyspark.__file__).parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(condition, what: str, timeout_s: float = 120.0):
-    deadline = time.monotonic() + timeout_s
-    while not (result := condition()):
-        assert time.monotonic() < deadline, what
-        threading.Event().wait(0.2)
-    return result
-
-
-class Cluster:
-    def __init__(self, workdir: Path) -> None:
-        self.workdir = workdir
-        self.port = free_port()
-        self.url = f"spark://127.0.0.1:{self.port}"
-        self.processes: list[subprocess.Popen] = []
-        self.env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1"}
-        home = java17_home()
-        if home:
-            self.env["JAVA_HOME"] = home
-        self.env["PYSPARK_PYTHON"] = sys.executable
-
-    def start(self, name: str, *args: str) -> Path:
-        log = self.workdir / f"{name}.log"
-        with log.open("w") as out:
-            self.processes.append(
-                subprocess.Popen(  # noqa: S603 - PySpark's own launcher
-                    [str(SPARK_HOME / "bin" / "spark-class"), *args],
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    env=self.env,
-                    start_new_session=True,
-                )
-            )
-        return log
-
-    def up(self) -> None:
-        master = self.start(
-            "master",
-            "org.apache.spark.deploy.master.Master",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--webui-port",
-            str(free_port()),
-        )
-        wait_for(lambda: "I have been elected leader" in master.read_text(), f"no master: {master.read_text()[-2000:]}")
-        for index in (1, 2):
-            work = self.workdir / f"worker{index}"
-            work.mkdir()
-            self.start(
-                f"worker{index}",
-                "org.apache.spark.deploy.worker.Worker",
-                "--host",
-                "127.0.0.1",
-                "--cores",
-                "1",
-                "--memory",
-                "1g",
-                "--webui-port",
-                str(free_port()),
-                "--work-dir",
-                str(work),
-                self.url,
-            )
-        wait_for(lambda: master.read_text().count("Registering worker") >= 2, "the workers never registered")
-
-    def down(self) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+SPARK_HOME = spark_home()
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory) -> Iterator[Cluster]:
-    running = Cluster(tmp_path_factory.mktemp("spark-cluster"))
+def cluster(tmp_path_factory) -> Iterator[SparkCluster]:
+    running = SparkCluster(tmp_path_factory.mktemp("spark-cluster"), java_home=java17_home())
     try:
         running.up()
         yield running
@@ -120,7 +34,7 @@ def cluster(tmp_path_factory) -> Iterator[Cluster]:
         running.down()
 
 
-def settings_for(cluster: Cluster, server, conf: str = "") -> SparkSettings:
+def settings_for(cluster: SparkCluster, server, conf: str = "") -> SparkSettings:
     return SparkSettings(
         submit=str(SPARK_HOME / "bin" / "spark-submit"),
         master=cluster.url,
@@ -182,8 +96,7 @@ def test_compaction_runs_on_a_standalone_cluster_in_client_mode_and_cluster_mode
     assert len(tasks) < files_before and not any(task.delete_files for task in tasks)
     assert sorted((row["id"], row["cat"]) for row in after.scan().to_arrow().to_pylist()) == expected
     # the job ran on the cluster: its executors' logs are in the workers' directories
-    apps = [p for p in cluster.workdir.glob("worker*/app-*") if p.is_dir()]
-    assert apps, "no application ran on the workers"
+    assert cluster.applications(), "no application ran on the workers"
 
     # a table in shape: one planning pass, no job
     again = run_job(maintenance, "clustered")
