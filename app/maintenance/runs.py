@@ -394,7 +394,8 @@ class MaintenanceExecutor:
         self, table: TableRef, spark: SparkSettings, target: int, shown: dict[str, Any], settings: RewriteSettings
     ) -> Outcome:
         """Iceberg's ``rewrite_data_files`` in a Spark job Growler starts (app/maintenance/spark.py);
-        the job commits through the catalog like any writer, so the guard comes before it starts."""
+        the job commits through the catalog like any writer, so the guard comes before it starts.
+        The job's progress lines (file groups and bytes done of total) are the run's progress."""
         self._guard(table, shown, {"committed": False})
         request = maintenance_spark.RewriteRequest(table.warehouse, (*table.namespace, table.name), target, settings)
         # while the job runs, the guard every few seconds: a cancel, a protection mark, a drop, a
@@ -404,6 +405,12 @@ class MaintenanceExecutor:
             request,
             lambda: self._guard(table, shown, {"committed": False}),
             (RunSkipped, RunCancelled, CatalogError),
+            progress=lambda reported: self._progress(
+                reported["file-groups-done"],
+                reported["file-groups-total"],
+                reported["bytes-done"],
+                reported["bytes-total"],
+            ),
         )
         done = {key.replace("_", "-"): value for key, value in result.items()}
         return Outcome(shown, {"committed": bool(result.get("rewritten_data_files_count")), "engine": "spark", **done})
