@@ -9,7 +9,8 @@ commit validates against concurrent writes. When ``GROWLER_SPARK_SUBMIT`` and
 ``GROWLER_SPARK_CONF``, as a client of this catalog signed in with ``GROWLER_SPARK_CREDENTIAL`` (a
 principal that may write the table; passed in the job's environment only, never logged). The job
 commits through the REST API like any writer: a concurrent writer that conflicts makes the
-procedure fail, and the run is recorded as failed, nothing half done. The job is killed (its whole
+procedure fail, and the run is recorded as failed, the call it was in not committed (each of the
+job's commits is a complete rewrite of its partitions). The job is killed (its whole
 process group) past ``GROWLER_SPARK_TIMEOUT_S`` and when the runner's lease is lost.
 
 The job reports its progress as it goes: a ``GROWLER_JOB_PROGRESS {json}`` line on its output
