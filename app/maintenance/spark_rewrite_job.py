@@ -96,30 +96,46 @@ def batches(items: list[Any], count: int) -> list[list[Any]]:
 
 
 def plan_calls(spark: Any, table: str, options: dict[str, str]) -> tuple[list[str | None], list[int]]:
-    """The ``where`` of each call and the bytes it covers; ``[None]`` (one call, the whole table)
-    when the table cannot be split by identity partitions."""
+    """The ``where`` of each call and the bytes it covers (``choose_calls``), from one grouped read
+    of the table's ``files`` metadata table."""
     files = spark.table(f"{CATALOG}.{table}.files")
-    columns = set(spark.table(f"{CATALOG}.{table}").columns)
-    whole = files.selectExpr("coalesce(sum(file_size_in_bytes), 0) AS bytes").collect()[0]["bytes"]
-    if "partition" not in files.columns:
+    if "partition" not in files.columns:  # unpartitioned: one call
+        whole = files.selectExpr("coalesce(sum(file_size_in_bytes), 0) AS bytes").collect()[0]["bytes"]
         return [None], [int(whole)]
     names = list(files.schema["partition"].dataType.fieldNames())
-    specs = files.select("spec_id").distinct().count()
-    if not names or specs > 1 or not set(names) <= columns:
-        return [None], [int(whole)]
     rows = spark.sql(
-        f"SELECT partition, count_if(content = 0) AS data_files, count_if(content <> 0) AS delete_files,"
-        f" coalesce(max(CASE WHEN content = 0 THEN file_size_in_bytes END), 0) AS largest,"
-        f" sum(file_size_in_bytes) AS bytes FROM {CATALOG}.{table}.files GROUP BY partition"
+        "SELECT spec_id, partition, count_if(content = 0) AS data_files, count_if(content <> 0) AS delete_files,"
+        " coalesce(max(CASE WHEN content = 0 THEN file_size_in_bytes END), 0) AS largest,"
+        f" sum(file_size_in_bytes) AS bytes FROM {CATALOG}.{table}.files GROUP BY spec_id, partition"
     ).collect()
+    stats = [
+        {
+            "spec_id": row["spec_id"],
+            "partition": tuple(row["partition"]),
+            **{key: int(row[key]) for key in ("data_files", "delete_files", "largest", "bytes")},
+        }
+        for row in rows
+    ]
+    return choose_calls(names, set(spark.table(f"{CATALOG}.{table}").columns), stats, options)
+
+
+def choose_calls(
+    names: list[str], columns: set[str], partitions: list[dict[str, Any]], options: dict[str, str]
+) -> tuple[list[str | None], list[int]]:
+    """Per batch of the partitions the rewrite may touch, its ``where`` and bytes (at most
+    ``MAX_CALLS``; none when no partition needs a look); ``[None]`` - one call, the whole table -
+    when the partitions cannot be named: a field that is not an identity (its name is no column),
+    files in several specs, a value with no literal."""
+    whole = sum(p["bytes"] for p in partitions)
+    if not names or len({p["spec_id"] for p in partitions}) > 1 or not set(names) <= columns:
+        return [None], [whole]
     chosen = []
-    for row in sorted(rows, key=lambda r: str(tuple(r["partition"]))):
-        stats = {key: int(row[key]) for key in ("data_files", "delete_files", "largest", "bytes")}
+    for stats in sorted(partitions, key=lambda p: str(p["partition"])):
         if not needs_look(stats, options):
             continue
-        where = partition_filter(names, tuple(row["partition"]))
+        where = partition_filter(names, stats["partition"])
         if where is None:
-            return [None], [int(whole)]
+            return [None], [whole]
         chosen.append((where, stats["bytes"]))
     if not chosen:
         return [], []

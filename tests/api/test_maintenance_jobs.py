@@ -19,6 +19,7 @@ from contextlib import contextmanager
 import pytest
 
 from app.composition.services import services_of
+from app.housekeeping import Housekeeper
 from app.maintenance.lease import ABANDONED, TableLease
 from storage.maintenance_jobs import Limits
 from tests.api.authz_support import securable_body
@@ -26,6 +27,7 @@ from tests.api.bin_support import protect
 from tests.api.maintenance_jobs_support import finished_run, only_this_apps_runner, queue_run, wait_finished
 from tests.api.tables_support import create_request, table_url
 from tests.api.test_maintenance_runs import commit_snapshots, wait_for
+from tests.conftest import app_loops
 
 M = "/management/v1"
 EXPIRY = "system.snapshot-expiry"
@@ -261,6 +263,12 @@ def test_a_table_holds_at_most_ten_queued_jobs(client, service):
         service.maintenance.release_lease(a.entry_id, held.holder)
 
 
+def _service_of(loop: object) -> object | None:
+    """The maintenance service whose due-work pass a housekeeper runs (None: another loop)."""
+    step = getattr(loop, "maintenance", None) if isinstance(loop, Housekeeper) else None
+    return getattr(step, "__self__", None)
+
+
 def test_two_due_work_passes_racing_on_two_apps_queue_one_job(client, service, settings, db):
     """Two replicas (two apps on one database) whose housekeeping both see table a due at the same
     moment: each pass is held between seeing it due and queueing its jobs until both are there,
@@ -284,7 +292,11 @@ def test_two_due_work_passes_racing_on_two_apps_queue_one_job(client, service, s
 
         return hook
 
-    service.due_seen, other.due_seen = held("this"), held("other")
+    # every due-work pass of this process is held, the housekeeping of apps other tests built
+    # included: none may queue the table before the two passes of the test have both seen it due
+    everyone = {id(m): m for m in [service, other, *map(_service_of, app_loops())] if m is not None}
+    for maintenance in everyone.values():
+        maintenance.due_seen = held({id(service): "this", id(other): "other"}.get(id(maintenance), "another"))
     try:
         body = {"policy-type": ORPHANS, "securable": securable_body("table", "test", ("db",), "a")}
         assert client.put(f"{M}/maintenance/policies", json={**body, "content": {"enable": True}}).status_code == 200
@@ -298,7 +310,8 @@ def test_two_due_work_passes_racing_on_two_apps_queue_one_job(client, service, s
             due_pass.join()
     finally:
         release.set()
-        service.due_seen = other.due_seen = lambda _table: None
+        for maintenance in everyone.values():
+            maintenance.due_seen = lambda _table: None
     jobs = db.execute("SELECT policy_type, trigger FROM maintenance_run WHERE entry_id = %s", (a.entry_id,)).fetchall()
     assert jobs == [(ORPHANS, "schedule")]
     assert service.run_due() == 0  # and the table is not due again before its interval
