@@ -179,8 +179,10 @@ def test_commits_past_the_threshold_make_a_table_due_and_housekeeping_runs_it(cl
     assert client.get(runs_url("a")).json()["runs"] == []
     commit_snapshots(client, "a", SNAPSHOTS_BEFORE_DUE, 1, head)  # the commit that crosses it
 
-    assert service.run_due(full=False) == 1  # housekeeping's next round (not the minute's full one) queues it
-    (queued,) = client.get(runs_url("a")).json()["runs"]
+    # housekeeping's next round (not the minute's full one) queues it: this call, or the app's own
+    # housekeeping thread when its round came first (the same step; one job either way)
+    assert service.run_due(full=False) in (0, 1)
+    (queued,) = wait_for(lambda: client.get(runs_url("a")).json()["runs"], "the table was never queued")
     run = wait_finished(client, f"{runs_url('a')}/{queued['id']}")  # a job runner runs it
     assert (run["trigger"], run["status"], run["outcome"]["committed"]) == ("commits", "succeeded", True), run
     assert len(run["plan"]["expired-snapshot-ids"]) == SNAPSHOTS_BEFORE_DUE - 100
