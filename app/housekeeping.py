@@ -16,8 +16,10 @@
   purge of their tables queued where it was asked at drop; a binned table's purge deletes only
   what it owns (every other entry, live or binned, is left alone) and forgets it once done.
 - **Maintenance**: at most once a minute per worker, the tables whose maintenance schedule is due
-  get their enabled policies run (``app/maintenance/service.py``; a lease keeps it to one runner a table);
-  every round, the tables this worker's commits made due (``app/maintenance/trigger.py``).
+  get their enabled policies queued as jobs (``app/maintenance/service.py``; once per table across
+  the fleet), every round the tables this worker's commits made due (``app/maintenance/trigger.py``).
+  The step only queues: the job runners of every worker of every replica run the jobs
+  (``app/maintenance/jobs.py``), so a long compaction never holds up this thread's other steps.
 
 Every step, and every row within a step, fails on its own: a row that keeps failing is counted
 (``growler_housekeeping_failures``), logged, and retried with a growing delay; the others go on.
@@ -81,7 +83,8 @@ class Housekeeper:
         self.expire_bin = expire_bin or (lambda: 0)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        # the maintenance schedule's step (MaintenanceService.run_due; None: a round by hand)
+        # the maintenance schedule's due-work pass, which queues jobs (MaintenanceService.run_due;
+        # None: a round by hand)
         self.maintenance = maintenance
         self._maintenance_at = float("-inf")
 
@@ -115,11 +118,12 @@ class Housekeeper:
                 "expire-reports", lambda: self.repository.delete_old_metrics_reports(REPORT_RETENTION_S)
             ),
             "expired-events": self._step("expire-events", lambda: self.events.prune(self.events_retention_s)),
-            "maintenance-runs": self._step("maintenance", self._maintenance_due),
+            "maintenance-queued": self._step("maintenance", self._maintenance_due),
         }
 
     def _maintenance_due(self) -> int:
-        """Every round: the tables commits made due; once a minute also the schedule's full look."""
+        """Every round: queue the jobs of the tables commits made due; once a minute also the
+        schedule's full look. Returns the jobs queued."""
         if self.maintenance is None:
             return 0
         full = time.monotonic() - self._maintenance_at >= MAINTENANCE_EVERY_SECONDS

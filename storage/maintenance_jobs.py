@@ -1,9 +1,10 @@
-"""Maintenance runs as jobs in PostgreSQL (SQL only; issue 49, migration 0025).
+"""Maintenance runs as jobs in PostgreSQL (SQL only; issue 49, migrations 0025 and 0026).
 
-A run asked for by hand is a row 'queued' here; job runners in every worker of every replica claim
-them (``claim``), run them under the table's lease (``storage.maintenance_rows``) and record their
-progress; a cancel marks a queued job 'cancelled' or asks a running one to stop. The rules (when a
-job may start, what a run does) live in ``app/maintenance/jobs.py`` and ``app/maintenance/runs.py``.
+A run asked for by hand (``enqueue``) and a due table's scheduled runs (``enqueue_due``) are rows
+'queued' here; job runners in every worker of every replica claim them (``claim``), run them under
+the table's lease (``storage.maintenance_rows``) and record their progress; a cancel marks a queued
+job 'cancelled' or asks a running one to stop. The rules (when a job may start, what a run does)
+live in ``app/maintenance/jobs.py``, ``app/maintenance/service.py`` and ``app/maintenance/runs.py``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class ClaimedJob:
     table: TableRef
     policy_type: str
     dry_run: bool
+    trigger: str  # 'request' (asked for by hand), 'schedule' or 'commits' (queued by the due-work pass)
 
 
 class MaintenanceJobs:
@@ -58,6 +60,36 @@ class MaintenanceJobs:
                 {"entry": table.entry_id, "type": policy_type, "dry": dry_run, "by": requested_by, "max": max_queued},
             ).fetchone()
         return RunRow(**row) if row is not None else None
+
+    def enqueue_due(self, table: TableRef, policy_types: list[str], trigger: str, next_due_s: float) -> list[RunRow]:
+        """Queue the due table's scheduled runs, one job per policy type, and put its schedule
+        ``next_due_s`` on - once per table however many passes (workers, replicas) saw it due.
+
+        One statement. It first takes the table's turn: its schedule row moved on only while it is
+        still due, under that row's lock, so of two passes racing the second finds it not due any
+        more and queues nothing. A type with a queued or running job of its own (scheduled, or a
+        request that is no dry run) gets no second one; the partial unique index of migration 0026
+        (one scheduled job per table and type at a time) makes a duplicate a conflict that does
+        nothing, whatever path it came by. Returns the jobs queued (none: not due any more, or
+        every type already has its job)."""
+        with self.db.transaction() as conn:
+            rows = conn.execute(
+                "WITH turn AS ("
+                " INSERT INTO maintenance_lease (entry_id, next_due_at)"
+                " SELECT e.id, now() + make_interval(secs => %(next)s) FROM catalog_entry e WHERE e.id = %(entry)s"
+                " ON CONFLICT (entry_id) DO UPDATE SET next_due_at = EXCLUDED.next_due_at"
+                " WHERE maintenance_lease.next_due_at <= now() RETURNING entry_id)"
+                " INSERT INTO maintenance_run"
+                " (entry_id, policy_type, trigger, dry_run, status, queued_at, warehouse_id)"
+                " SELECT e.id, t.policy_type, %(trigger)s, false, 'queued', now(), n.warehouse_id"
+                " FROM turn JOIN catalog_entry e ON e.id = turn.entry_id JOIN namespace n ON n.id = e.namespace_id"
+                " CROSS JOIN unnest(%(types)s::text[]) AS t(policy_type)"
+                " WHERE NOT EXISTS (SELECT 1 FROM maintenance_run q WHERE q.entry_id = e.id"
+                "  AND q.policy_type = t.policy_type AND q.status IN ('queued', 'running') AND NOT q.dry_run)"
+                f" ON CONFLICT DO NOTHING RETURNING {RUN_COLUMNS}",
+                {"entry": table.entry_id, "next": next_due_s, "trigger": trigger, "types": policy_types},
+            ).fetchall()
+        return sorted((RunRow(**row) for row in rows), key=lambda run: run.id)
 
     def get(self, entry_id: int, run_id: int) -> RunRow | None:
         """The run, if it is one of this table's."""
@@ -95,19 +127,6 @@ class MaintenanceJobs:
                 (json.dumps(progress), run_id),
             )
 
-    def has_room(self, entry_id: int, limits: Limits) -> bool:
-        """Whether one more run fits the limits now (the schedule asks before it runs a table; a
-        job's claim counts under the lock instead)."""
-        with self.db.connection() as conn:
-            row = conn.execute(
-                "SELECT (SELECT count(*) FROM maintenance_run WHERE status = 'running') AS total,"
-                " (SELECT count(*) FROM maintenance_run r WHERE r.status = 'running' AND r.warehouse_id ="
-                "  (SELECT n.warehouse_id FROM catalog_entry e JOIN namespace n ON n.id = e.namespace_id"
-                "   WHERE e.id = %s)) AS here",
-                (entry_id,),
-            ).fetchone()
-        return row["total"] < limits.total and row["here"] < limits.per_warehouse
-
     def claim(self, holder: str, lease_s: float, limits: Limits, abandoned: str) -> ClaimedJob | None:
         """The oldest queued job that fits the limits and whose table no runner holds: its table's
         lease taken for ``holder`` and the job marked running, in one transaction. A queued job of a
@@ -122,7 +141,7 @@ class MaintenanceJobs:
             row = conn.execute(
                 "WITH busy AS (SELECT warehouse_id, count(*) AS n FROM maintenance_run WHERE status = 'running'"
                 "  GROUP BY warehouse_id)"
-                " SELECT r.id, r.entry_id, r.policy_type, r.dry_run, w.name AS warehouse, n.path, e.name"
+                " SELECT r.id, r.entry_id, r.policy_type, r.dry_run, r.trigger, w.name AS warehouse, n.path, e.name"
                 " FROM maintenance_run r JOIN catalog_entry e ON e.id = r.entry_id"
                 " JOIN namespace n ON n.id = e.namespace_id JOIN warehouse w ON w.id = n.warehouse_id"
                 " LEFT JOIN maintenance_lease l ON l.entry_id = r.entry_id"
@@ -155,4 +174,4 @@ class MaintenanceJobs:
                 (holder, row["id"]),
             )
         table = TableRef(row["entry_id"], row["warehouse"], tuple(row["path"]), row["name"])
-        return ClaimedJob(row["id"], table, row["policy_type"], row["dry_run"])
+        return ClaimedJob(row["id"], table, row["policy_type"], row["dry_run"], row["trigger"])

@@ -66,16 +66,18 @@ class RunRow:
     progress: dict[str, Any] = field(default_factory=dict)  # a job's groups and bytes done of total
     cancel_requested: bool = False
     attempts: int = 0
+    requested_by: str | None = None  # the principal who asked (a request); None for the schedule's
 
 
 RUN_COLUMNS = (
     "id, policy_type, trigger, dry_run, status, plan, outcome, files_removed, error, started_at, finished_at,"
-    " progress, cancel_requested, attempts"
+    " progress, cancel_requested, attempts, requested_by"
 )
 MAX_ATTEMPTS = 3  # a job whose runner died is taken over this many times at most, then failed
 # What becomes of a run left 'running' by a runner that died (its lease ran out): a job (queued by
-# a request: migration 0025) goes back to the queue for another runner, a few times at most; any
-# other run - and a job asked to stop - is failed with the reason given as %(abandoned)s.
+# a request or by the schedule: migrations 0025, 0026) goes back to the queue for another runner, a
+# few times at most; any other run - and a job asked to stop - is failed with the reason given as
+# %(abandoned)s.
 ABANDON_SET = (
     "status = CASE WHEN {t}queued_at IS NOT NULL AND {t}attempts < %(attempts)s AND NOT {t}cancel_requested"
     " THEN 'queued' ELSE 'failed' END,"
@@ -209,14 +211,13 @@ class MaintenanceRows:
 
     # -- the lease --------------------------------------------------------------------------
 
-    def take_lease(self, entry_id: int, holder: str, lease_s: float, *, abandoned: str, due_only: bool = False) -> bool:
+    def take_lease(self, entry_id: int, holder: str, lease_s: float, *, abandoned: str) -> bool:
         """Hold the table for ``lease_s`` unless another runner holds it now (any worker, any
-        replica); with ``due_only`` (the schedule), also unless its schedule is not due: two workers
-        that both saw it due run it once.
+        replica).
 
         Taken, the table's runs still 'running' were left by a runner whose lease ran out (it died:
         a live one renews its lease, app/maintenance/lease.py): they are marked failed with
-        ``abandoned`` as their error, in the same transaction.
+        ``abandoned`` as their error (a job: back to the queue), in the same transaction.
         """
         with self.db.transaction() as conn:
             row = conn.execute(
@@ -224,9 +225,8 @@ class MaintenanceRows:
                 " SELECT %(entry)s, %(holder)s, now() + make_interval(secs => %(lease)s)"
                 " WHERE EXISTS (SELECT 1 FROM catalog_entry WHERE id = %(entry)s)"
                 " ON CONFLICT (entry_id) DO UPDATE SET holder = EXCLUDED.holder, lease_until = EXCLUDED.lease_until"
-                " WHERE maintenance_lease.lease_until <= now()"
-                " AND (NOT %(due_only)s OR maintenance_lease.next_due_at <= now()) RETURNING entry_id",
-                {"entry": entry_id, "holder": holder, "lease": lease_s, "due_only": due_only},
+                " WHERE maintenance_lease.lease_until <= now() RETURNING entry_id",
+                {"entry": entry_id, "holder": holder, "lease": lease_s},
             ).fetchone()
             if row is not None:
                 conn.execute(
@@ -260,15 +260,13 @@ class MaintenanceRows:
             )
         return cursor.rowcount
 
-    def release_lease(self, entry_id: int, holder: str, next_due_s: float | None) -> None:
-        """Let the table go; ``next_due_s`` (when given) is when the schedule wants it again."""
+    def release_lease(self, entry_id: int, holder: str) -> None:
+        """Let the table go (when the schedule wants it next was set when its jobs were queued)."""
         with self.db.connection() as conn:
             conn.execute(
-                "UPDATE maintenance_lease SET lease_until = '-infinity', holder = NULL,"
-                " next_due_at = CASE WHEN %(next)s::float8 IS NULL THEN next_due_at"
-                " ELSE now() + make_interval(secs => %(next)s) END"
-                " WHERE entry_id = %(entry)s AND holder = %(holder)s",
-                {"entry": entry_id, "holder": holder, "next": next_due_s},
+                "UPDATE maintenance_lease SET lease_until = '-infinity', holder = NULL"
+                " WHERE entry_id = %s AND holder = %s",
+                (entry_id, holder),
             )
 
     def schedule(self, entry_id: int, next_due_s: float) -> None:

@@ -1,9 +1,10 @@
 """Table maintenance: the commit trigger, the executor, the job runner and the service.
 
 The trigger is built before the catalog: the table service is handed its ``note`` as
-``after_commit`` at construction; the executor gets the same trigger. Every run asked for by
-hand is a job in PostgreSQL (storage/maintenance_jobs.py) that this worker's runner - or any
-replica's - claims; the service wakes this worker's runner when it queues one.
+``after_commit`` at construction; the executor gets the same trigger. Every run - asked for by
+hand, or queued by housekeeping's due-work pass - is a job in PostgreSQL
+(storage/maintenance_jobs.py) that this worker's runner - or any replica's - claims; the service
+wakes this worker's runner when it queues one.
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ def build_maintenance(base: Foundation, tables: TableService, trigger: CommitTri
         rows,
         rights=base.rights,
         jobs=jobs,
-        limits=job_settings.limits,
         wake=runner.wake,
     )
     return Maintenance(service, runner)

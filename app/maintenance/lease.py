@@ -49,13 +49,12 @@ class TableLease:
         self.entry_id = entry_id
         self.lease_s = lease_s
         self.holder = holder or new_holder()  # given: a job's claim took the lease for it already
-        self.next_due_s: float | None = None  # set before leaving: when the schedule wants the table next
         self._lost = threading.Event()
         self._done = threading.Event()
         self._renewer: threading.Thread | None = None
 
-    def take(self, due_only: bool = False) -> bool:
-        return self.rows.take_lease(self.entry_id, self.holder, self.lease_s, abandoned=ABANDONED, due_only=due_only)
+    def take(self) -> bool:
+        return self.rows.take_lease(self.entry_id, self.holder, self.lease_s, abandoned=ABANDONED)
 
     @property
     def lost(self) -> bool:
@@ -83,7 +82,7 @@ class TableLease:
         if self._renewer is not None:
             self._renewer.join()
         if not self._lost.is_set():
-            self.rows.release_lease(self.entry_id, self.holder, self.next_due_s)
+            self.rows.release_lease(self.entry_id, self.holder)
 
     def _renew(self) -> None:
         while not self._done.wait(self.lease_s / 3):

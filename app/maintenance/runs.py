@@ -1,8 +1,8 @@
 """The maintenance executor: runs a table's effective policy, once, recorded, under a lease.
 
-One runner per table at a time, across workers and replicas: a run first takes the table's lease
-row in PostgreSQL (``maintenance_lease``); whoever holds it, the others skip the table (the
-schedule) or answer 409 (a request). Every run is recorded - its plan, its outcome, the files it
+One runner per table at a time, across workers and replicas: a run holds the table's lease row in
+PostgreSQL (``maintenance_lease``; a job's claim takes it, app/maintenance/jobs.py); while it is
+held no other job of the table is claimed. Every run is recorded - its plan, its outcome, the files it
 removed, how long, its error - whether it succeeded, failed, was skipped or was a dry run. A dry
 run plans and records exactly what it would do, and changes nothing.
 
@@ -115,22 +115,10 @@ class MaintenanceExecutor:
         with lease:
             return self._recorded(table, lease, policy_type, dry_run, "request", now_ms or int(time.time() * 1000))
 
-    def run_scheduled(self, table: TableRef, policy_types: list[str], trigger: str = "schedule") -> int | None:
-        """The schedule's turn on a table: every type given, under one lease taken only while the
-        table is due (two workers that both saw it due run it once); the next turn an interval
-        later. None when another runner holds it or it is no longer due."""
-        lease = TableLease(self.rows, table.entry_id, self.lease_s)
-        if not lease.take(due_only=True):
-            return None
-        lease.next_due_s = self.interval_s
-        with lease:
-            for policy_type in policy_types:
-                self._recorded(table, lease, policy_type, False, trigger, int(time.time() * 1000))
-        return len(policy_types)
-
     def run_job(self, job: ClaimedJob, holder: str, control: RunControl) -> RunRow:
-        """A job a runner claimed (``storage.maintenance_jobs``): its table's lease was taken for
-        ``holder`` in the claim; renewed while the run goes on (the heartbeat), released after."""
+        """A job a runner claimed (``storage.maintenance_jobs``) - asked for by hand or queued by the
+        schedule: its table's lease was taken for ``holder`` in the claim; renewed while the run
+        goes on (the heartbeat), released after."""
         lease = TableLease(self.rows, job.table.entry_id, self.lease_s, holder=holder)
         with lease:
             return self._recorded(
@@ -138,7 +126,7 @@ class MaintenanceExecutor:
                 lease,
                 job.policy_type,
                 job.dry_run,
-                "request",
+                job.trigger,
                 int(time.time() * 1000),
                 run_id=job.run_id,
                 control=control,
@@ -406,7 +394,8 @@ class MaintenanceExecutor:
         self, table: TableRef, spark: SparkSettings, target: int, shown: dict[str, Any], settings: RewriteSettings
     ) -> Outcome:
         """Iceberg's ``rewrite_data_files`` in a Spark job Growler starts (app/maintenance/spark.py);
-        the job commits through the catalog like any writer, so the guard comes before it starts."""
+        the job commits through the catalog like any writer, so the guard comes before it starts.
+        The job's progress lines (file groups and bytes done of total) are the run's progress."""
         self._guard(table, shown, {"committed": False})
         request = maintenance_spark.RewriteRequest(table.warehouse, (*table.namespace, table.name), target, settings)
         # while the job runs, the guard every few seconds: a cancel, a protection mark, a drop, a
@@ -416,6 +405,12 @@ class MaintenanceExecutor:
             request,
             lambda: self._guard(table, shown, {"committed": False}),
             (RunSkipped, RunCancelled, CatalogError),
+            progress=lambda reported: self._progress(
+                reported["file-groups-done"],
+                reported["file-groups-total"],
+                reported["bytes-done"],
+                reported["bytes-total"],
+            ),
         )
         done = {key.replace("_", "-"): value for key, value in result.items()}
         return Outcome(shown, {"committed": bool(result.get("rewritten_data_files_count")), "engine": "spark", **done})

@@ -5,8 +5,12 @@ effective policies, its runs, its health report; a run on demand (or a dry run).
 row of ``MANAGEMENT_OPERATIONS`` (app/management/operations.py) checks the caller's right first
 (``manage-maintenance`` to change or run, it or ``read`` to look); a policy's securable, known once
 the body is parsed, is checked here; each change writes one audit line. The executor
-(``app/maintenance/runs.py``) does the runs; ``run_due`` is the housekeeping step that runs every
-enabled, executable policy of the tables whose schedule is due.
+(``app/maintenance/runs.py``) does the runs. ``run_due`` is housekeeping's due-work pass: it only
+queues jobs - one per enabled, executable policy type of each table whose schedule is due, once per
+table across the fleet (``MaintenanceJobs.enqueue_due``) - and the job runners of every worker of
+every replica execute them (app/maintenance/jobs.py), within the limits on concurrent runs, with
+progress, cancel and the stops at commit points of any job: due work spreads over the fleet instead
+of running inside one worker's housekeeping round.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from app.management.service import parse_securable, securable_view
 from app.rules import maintenance as policy_rules
 from app.rules import table as table_rules
 from app.rules.requests.management import AttachPolicyRequest, DetachPolicyRequest, RunRequest, SecurableRef
-from storage.maintenance_jobs import Limits, MaintenanceJobs
+from storage.maintenance_jobs import MaintenanceJobs
 from storage.maintenance_rows import MaintenanceRows, RunRow, TableRef
 from storage.management_rows import Securable
 
@@ -55,16 +59,17 @@ class MaintenanceService:
         *,
         rights: ManagementRights,
         jobs: MaintenanceJobs,
-        limits: Limits,
         wake: Callable[[], None] = lambda: None,
     ) -> None:
         self.rights = rights  # the management API's rights (app/management/rights.py)
         self.maintenance = rows
         self.executor = executor
-        self.jobs = jobs  # a run asked for by hand is a job (app/maintenance/jobs.py)
-        self.limits = limits  # concurrent runs, overall and per warehouse: the schedule's too
+        self.jobs = jobs  # every run is a job (app/maintenance/jobs.py), the schedule's too
         self.wake = wake  # this worker's job runner, told a job was queued
         self._discovered_at = float("-inf")
+        # Called with a due table between the pass seeing it due and queueing its jobs: where a
+        # test holds two passes (two replicas) at once, deterministically (one set of jobs results).
+        self.due_seen: Callable[[TableRef], None] = lambda _table: None
 
     # -- policies ---------------------------------------------------------------------------
 
@@ -210,14 +215,16 @@ class MaintenanceService:
     # -- the schedule -----------------------------------------------------------------------
 
     def run_due(self, full: bool = True) -> int:
-        """Run every enabled, executable policy of the tables whose schedule is due (a step of
-        housekeeping). A table another runner holds is skipped; each failure is recorded (or, before
-        a run could start, logged) and the table is looked at again an interval later. Tables that
-        set expiry only by their properties are discovered once an interval (it reads every document).
+        """Queue the runs of every table whose schedule is due (housekeeping's due-work pass): a job
+        per enabled, executable policy type, run by whichever job runner of the fleet claims it.
+        Returns how many jobs were queued. A table is queued once however many passes see it due
+        (``MaintenanceJobs.enqueue_due``) and is looked at again an interval later; one whose
+        policies cannot be read is logged and put off an interval too. Tables that set expiry only
+        by their properties are discovered once an interval (it reads every document).
 
         The tables commits made due (app/maintenance/trigger.py) come first, with the trigger
         ``commits``; housekeeping calls this every round with ``full`` only once a minute: the
-        other rounds run just those (their query reads only their rows).
+        other rounds queue just those (their query reads only their rows).
         """
         committed = self.executor.trigger.take()
         if committed:
@@ -225,31 +232,32 @@ class MaintenanceService:
         if not full:
             if not committed:
                 return 0
-            return self._run_tables(self.maintenance.due_tables(DUE_BATCH, False, only=committed), set(committed))
+            return self._enqueue(self.maintenance.due_tables(DUE_BATCH, False, only=committed), set(committed))
         self.abandon_dead_runs()
         discover = time.monotonic() - self._discovered_at >= self.executor.interval_s
         if discover:
             self._discovered_at = time.monotonic()
             self.maintenance.forget_runs(RUN_RETENTION_S)
-        return self._run_tables(self.maintenance.due_tables(DUE_BATCH, discover_properties=discover), set(committed))
+        return self._enqueue(self.maintenance.due_tables(DUE_BATCH, discover_properties=discover), set(committed))
 
-    def _run_tables(self, tables: list[TableRef], by_commits: set[int]) -> int:
-        ran = 0
+    def _enqueue(self, tables: list[TableRef], by_commits: set[int]) -> int:
+        queued = 0
         for table in tables:
-            if not self.jobs.has_room(table.entry_id, self.limits):
-                break  # the limits on concurrent runs: the table stays due for a later round
             try:
                 policies = self._effective(table)
                 enabled = [t for t in policy_rules.EXECUTABLE if t in policies and policies[t].enabled]
-                trigger = "commits" if table.entry_id in by_commits else "schedule"
-                if not enabled or self.executor.run_scheduled(table, enabled, trigger) is None:
+                if not enabled:
                     self.maintenance.schedule(table.entry_id, self.executor.interval_s)
                     continue
-                ran += len(enabled)
+                self.due_seen(table)
+                trigger = "commits" if table.entry_id in by_commits else "schedule"
+                queued += len(self.jobs.enqueue_due(table, enabled, trigger, self.executor.interval_s))
             except Exception as exc:  # noqa: BLE001 - one table's trouble never stops the others
                 log.warning("scheduled maintenance of %s failed: %s", table.name, type(exc).__name__)
                 self.maintenance.schedule(table.entry_id, self.executor.interval_s)
-        return ran
+        if queued:
+            self.wake()  # this worker's runner looks at the queue now; the others at their next poll
+        return queued
 
     def abandon_dead_runs(self) -> int:
         """Mark failed the runs their runner left 'running' when it died (its lease ran out): the
@@ -289,6 +297,8 @@ def run_view(row: RunRow) -> dict[str, Any]:
         "files-removed": row.files_removed,
         "started-at": row.started_at.isoformat(),
     }
+    if row.requested_by is not None:
+        view["requested-by"] = row.requested_by
     if row.finished_at is not None:
         view["finished-at"] = row.finished_at.isoformat()
     if row.error:

@@ -9,8 +9,14 @@ commit validates against concurrent writes. When ``GROWLER_SPARK_SUBMIT`` and
 ``GROWLER_SPARK_CONF``, as a client of this catalog signed in with ``GROWLER_SPARK_CREDENTIAL`` (a
 principal that may write the table; passed in the job's environment only, never logged). The job
 commits through the REST API like any writer: a concurrent writer that conflicts makes the
-procedure fail, and the run is recorded as failed, nothing half done. The job is killed (its whole
+procedure fail, and the run is recorded as failed, the call it was in not committed (each of the
+job's commits is a complete rewrite of its partitions). The job is killed (its whole
 process group) past ``GROWLER_SPARK_TIMEOUT_S`` and when the runner's lease is lost.
+
+The job reports its progress as it goes: a ``GROWLER_JOB_PROGRESS {json}`` line on its output
+before its first call of the procedure and after each (file groups and bytes done of total: see
+spark_rewrite_job.py). They are read while the job runs and handed to ``progress`` - the
+executor records them as the run's RunProgress, so getMaintenanceRun shows the job moving.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ log = logging.getLogger(__name__)
 
 JOB_SCRIPT = Path(__file__).resolve().parent / "spark_rewrite_job.py"
 RESULT = "GROWLER_JOB_RESULT "
+PROGRESS = "GROWLER_JOB_PROGRESS "
+PROGRESS_KEYS = ("file-groups-done", "file-groups-total", "bytes-done", "bytes-total")
 TAIL_CHARS = 2000  # of the job's output kept for the run's error
 OUTPUT_LINES = 5000
 WATCH_S = 2.0  # how often a running job's guard looks at cancel, protection, drop, policy and lease
@@ -110,8 +118,27 @@ def command(settings: SparkSettings, rewrite: RewriteSettings | None = None) -> 
     return [*args, str(JOB_SCRIPT)]
 
 
-def run_rewrite(settings: SparkSettings, request: RewriteRequest, stop: threading.Event) -> dict[str, Any]:
-    """Run the job to its end and answer the procedure's result row; SparkJobFailed otherwise."""
+def progress_of(line: str) -> dict[str, int] | None:
+    """A job's progress line (it may follow other output on its line: Spark's logs share the pipe);
+    None for any other line, or one that does not parse."""
+    at = line.find(PROGRESS)
+    if at < 0:
+        return None
+    try:
+        reported = json.loads(line[at + len(PROGRESS) :])
+        return {key: int(reported[key]) for key in PROGRESS_KEYS}
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def run_rewrite(
+    settings: SparkSettings,
+    request: RewriteRequest,
+    stop: threading.Event,
+    progress: Callable[[dict[str, int]], None] = lambda _progress: None,
+) -> dict[str, Any]:
+    """Run the job to its end and answer the procedure's result row; SparkJobFailed otherwise.
+    Each progress line the job prints is handed to ``progress`` as it comes (in the reader thread)."""
     check_deploy(settings)
     body = {
         "uri": settings.catalog_uri,
@@ -130,7 +157,18 @@ def run_rewrite(settings: SparkSettings, request: RewriteRequest, stop: threadin
         start_new_session=True,  # its own process group: killed whole (the JVM and its Python)
     )
     output: deque[str] = deque(maxlen=OUTPUT_LINES)  # Spark logs a lot: the last lines only
-    reader = threading.Thread(target=lambda: output.extend(job.stdout or []), daemon=True)
+
+    def read() -> None:
+        for line in job.stdout or []:
+            output.append(line)
+            reported = progress_of(line)
+            if reported is not None:
+                try:
+                    progress(reported)
+                except Exception as exc:  # noqa: BLE001 - progress is a view: never fails the job
+                    log.warning("cannot record a Spark job's progress: %s", type(exc).__name__)
+
+    reader = threading.Thread(target=read, name="spark-job-output", daemon=True)
     reader.start()
     waited = 0.0
     while job.poll() is None:
@@ -156,13 +194,16 @@ def run_guarded(
     guard: Callable[[], None],
     stops: tuple[type[BaseException], ...],
     every_s: float = WATCH_S,
+    progress: Callable[[dict[str, int]], None] = lambda _progress: None,
 ) -> dict[str, Any]:
     """``run_rewrite`` with ``guard`` called every ``every_s`` in a watcher thread (in the caller's
     context): when it raises one of ``stops``, the job is killed and that exception raised here.
-    Other errors (the database away a moment) are logged: the lease decides then."""
+    Other errors (the database away a moment) are logged: the lease decides then. ``progress`` is
+    called with each progress line of the job, in the caller's context as well (the run's)."""
     stop = threading.Event()
     stopped: list[BaseException] = []
     context = contextvars.copy_context()
+    progress_context = contextvars.copy_context()  # (one context is entered by one thread at a time)
 
     def watch() -> None:
         while not stop.wait(every_s):
@@ -177,7 +218,7 @@ def run_guarded(
     watcher = threading.Thread(target=watch, name="spark-job-guard", daemon=True)
     watcher.start()
     try:
-        return run_rewrite(settings, request, stop)
+        return run_rewrite(settings, request, stop, lambda reported: progress_context.run(progress, reported))
     except SparkJobFailed:
         if stopped:  # killed because the guard stopped the run: say why
             raise stopped[0] from None

@@ -8,16 +8,36 @@ command line. The job configures an Iceberg REST catalog over Growler (storage f
 config and vended credentials, like any client), calls Iceberg's ``rewrite_data_files``
 procedure - whose commit goes through Growler's commit loop and validates against concurrent
 writes with Iceberg's rewrite semantics - and prints one ``GROWLER_JOB_RESULT {json}`` line.
+
+**Progress.** Iceberg's procedure says nothing until it returns, so the job splits the work itself
+where it can: when every field of the table's partition spec is an identity (its data files all in
+one spec), it reads the ``files`` metadata table once, keeps the partitions the rewrite may touch
+(at least ``min-input-files`` data files, a delete file, or a data file beyond
+``max-file-size-bytes``) and calls the procedure once per batch of them (at most ``MAX_CALLS``
+calls, each with a ``where`` naming its partitions' values), printing one
+``GROWLER_JOB_PROGRESS {json}`` line before the first and after each: file groups (batches) and
+bytes (of the data and delete files in them) done of total. Each call is one commit, as with
+Iceberg's ``partial-progress.enabled``: a job stopped between calls leaves the batches it committed
+committed (every commit a complete rewrite: the same rows), and the next run plans from there.
+Any other table (unpartitioned, transforms, several specs) is one call, reported as one group.
 """
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import json
 import os
 import sys
+from typing import Any
 
 CATALOG = "growler_maintenance"
 RESULT = "GROWLER_JOB_RESULT "
+PROGRESS = "GROWLER_JOB_PROGRESS "
+MAX_CALLS = 64  # calls of the procedure per job at most: the partitions are batched to fit
+ICEBERG_MIN_INPUT_FILES = 5  # Iceberg's default when the options say nothing
+MAX_SIZE_SHARE = 1.8  # Iceberg's max-file-size-bytes default: 180% of the target
+COUNTS = ("rewritten_data_files_count", "added_data_files_count", "rewritten_bytes_count", "failed_data_files_count")
 
 
 def quoted(part: str) -> str:
@@ -26,6 +46,112 @@ def quoted(part: str) -> str:
 
 def literal(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def value_literal(value: Any) -> str | None:
+    """A partition value as a Spark SQL literal; None when it has none this job writes."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float | decimal.Decimal):
+        return repr(value) if isinstance(value, float) else str(value)
+    if isinstance(value, str):
+        return literal(value)
+    if isinstance(value, datetime.datetime):
+        return f"TIMESTAMP {literal(value.isoformat(sep=' '))}"
+    if isinstance(value, datetime.date):
+        return f"DATE {literal(value.isoformat())}"
+    return None
+
+
+def partition_filter(names: list[str], values: tuple[Any, ...]) -> str | None:
+    """``where`` of one partition of identity fields: every column equal to its value (or null)."""
+    terms = []
+    for name, value in zip(names, values, strict=True):
+        if value is None:
+            terms.append(f"{quoted(name)} IS NULL")
+            continue
+        text = value_literal(value)
+        if text is None:
+            return None
+        terms.append(f"{quoted(name)} = {text}")
+    return "(" + " AND ".join(terms) + ")"
+
+
+def needs_look(stats: dict[str, int], options: dict[str, str]) -> bool:
+    """Whether the procedure may rewrite something in a partition (a superset of its planner's
+    choice: enough data files for a group, a delete file, or a file to split)."""
+    target = int(options.get("target-file-size-bytes", "0") or 0)
+    max_size = int(options.get("max-file-size-bytes", "0") or 0) or int(target * MAX_SIZE_SHARE)
+    min_input = int(options.get("min-input-files", ICEBERG_MIN_INPUT_FILES))
+    return (
+        stats["data_files"] >= min(min_input, 2)
+        or stats["delete_files"] > 0
+        or (max_size > 0 and stats["largest"] > max_size)
+    )
+
+
+def batches(items: list[Any], count: int) -> list[list[Any]]:
+    size = -(-len(items) // count)
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def plan_calls(spark: Any, table: str, options: dict[str, str]) -> tuple[list[str | None], list[int]]:
+    """The ``where`` of each call and the bytes it covers (``choose_calls``), from one grouped read
+    of the table's ``files`` metadata table."""
+    files = spark.table(f"{CATALOG}.{table}.files")
+    if "partition" not in files.columns:  # unpartitioned: one call
+        whole = files.selectExpr("coalesce(sum(file_size_in_bytes), 0) AS bytes").collect()[0]["bytes"]
+        return [None], [int(whole)]
+    names = list(files.schema["partition"].dataType.fieldNames())
+    rows = spark.sql(
+        "SELECT spec_id, partition, count_if(content = 0) AS data_files, count_if(content <> 0) AS delete_files,"
+        " coalesce(max(CASE WHEN content = 0 THEN file_size_in_bytes END), 0) AS largest,"
+        f" sum(file_size_in_bytes) AS bytes FROM {CATALOG}.{table}.files GROUP BY spec_id, partition"
+    ).collect()
+    stats = [
+        {
+            "spec_id": row["spec_id"],
+            "partition": tuple(row["partition"]),
+            **{key: int(row[key]) for key in ("data_files", "delete_files", "largest", "bytes")},
+        }
+        for row in rows
+    ]
+    return choose_calls(names, set(spark.table(f"{CATALOG}.{table}").columns), stats, options)
+
+
+def choose_calls(
+    names: list[str], columns: set[str], partitions: list[dict[str, Any]], options: dict[str, str]
+) -> tuple[list[str | None], list[int]]:
+    """Per batch of the partitions the rewrite may touch, its ``where`` and bytes (at most
+    ``MAX_CALLS``; none when no partition needs a look); ``[None]`` - one call, the whole table -
+    when the partitions cannot be named: a field that is not an identity (its name is no column),
+    files in several specs, a value with no literal."""
+    whole = sum(p["bytes"] for p in partitions)
+    if not names or len({p["spec_id"] for p in partitions}) > 1 or not set(names) <= columns:
+        return [None], [whole]
+    chosen = []
+    for stats in sorted(partitions, key=lambda p: str(p["partition"])):
+        if not needs_look(stats, options):
+            continue
+        where = partition_filter(names, stats["partition"])
+        if where is None:
+            return [None], [whole]
+        chosen.append((where, stats["bytes"]))
+    if not chosen:
+        return [], []
+    grouped = batches(chosen, MAX_CALLS)
+    return [" OR ".join(w for w, _ in group) for group in grouped], [sum(b for _, b in group) for group in grouped]
+
+
+def report(done: int, total: int, bytes_done: int, bytes_total: int, **more: Any) -> None:
+    progress = {
+        "file-groups-done": done,
+        "file-groups-total": total,
+        "bytes-done": bytes_done,
+        "bytes-total": bytes_total,
+        **more,
+    }
+    print(PROGRESS + json.dumps(progress), flush=True)
 
 
 def main() -> None:
@@ -46,15 +172,27 @@ def main() -> None:
     if credential:
         builder = builder.config(f"{prefix}.credential", credential)
     spark = builder.getOrCreate()
+    result: dict[str, Any] = dict.fromkeys(COUNTS, 0)  # (none: a table the rewrite finds in shape)
     try:
         table = ".".join(quoted(part) for part in request["table"])
         options = ", ".join(f"{literal(k)}, {literal(str(v))}" for k, v in sorted(request["options"].items()))
         named = [name for name in ("strategy", "sort_order") if request.get(name)]  # sort, z-order
         extra = "".join(f", {name} => {literal(request[name])}" for name in named)
-        rows = spark.sql(
-            f"CALL {CATALOG}.system.rewrite_data_files(table => {literal(table)}{extra}, options => map({options}))"
-        ).collect()
-        result = rows[0].asDict() if rows else {}
+        calls, sizes = plan_calls(spark, table, {k: str(v) for k, v in request["options"].items()})
+        total_bytes = sum(sizes)
+        report(0, len(calls), 0, total_bytes)
+        done_bytes = 0
+        for index, (where, size) in enumerate(zip(calls, sizes, strict=True), start=1):
+            narrowed = f", where => {literal(where)}" if where is not None else ""
+            rows = spark.sql(
+                f"CALL {CATALOG}.system.rewrite_data_files(table => {literal(table)}{extra}{narrowed},"
+                f" options => map({options}))"
+            ).collect()
+            for key, value in (rows[0].asDict() if rows else {}).items():
+                if isinstance(value, int):
+                    result[key] = result.get(key, 0) + value
+            done_bytes += size
+            report(index, len(calls), done_bytes, total_bytes)
     finally:
         spark.stop()
     print(RESULT + json.dumps(result, default=str), flush=True)

@@ -264,4 +264,4 @@ def test_the_maintenance_page_runs_a_job_shows_it_queued_and_cancels_it(browser,
         row = re.search(rf'id="run-{run.id}".*?</tr>', browser.get("/ui/maintenance", params=page_params).text, re.S)
         assert '<td class="run-status">cancelled' in row.group(0) and 'class="cancel-run"' not in row.group(0)
     finally:
-        service.maintenance.release_lease(table.entry_id, held.holder, None)
+        service.maintenance.release_lease(table.entry_id, held.holder)

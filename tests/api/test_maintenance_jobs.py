@@ -2,7 +2,9 @@
 job runner (the app's own, or any replica's), can be cancelled; a cancel, a protection mark, a
 drop or a revoked policy stops a running job at its commit point, the commit not made; a job
 whose runner died goes back to the queue and is taken over; the limits on concurrent runs hold
-and a queued job is claimed once.
+and a queued job is claimed once. The schedule's runs are jobs too: housekeeping's due-work pass
+only queues them, once per table however many replicas' passes race, and they are followed and
+cancelled at the same URL.
 
 The commit point is forced with a barrier: the executor's ``planned`` hook, called between an
 expiry's plan and its commit, blocks the runner until the test has acted.
@@ -17,6 +19,7 @@ from contextlib import contextmanager
 import pytest
 
 from app.composition.services import services_of
+from app.housekeeping import Housekeeper
 from app.maintenance.lease import ABANDONED, TableLease
 from storage.maintenance_jobs import Limits
 from tests.api.authz_support import securable_body
@@ -24,9 +27,11 @@ from tests.api.bin_support import protect
 from tests.api.maintenance_jobs_support import finished_run, only_this_apps_runner, queue_run, wait_finished
 from tests.api.tables_support import create_request, table_url
 from tests.api.test_maintenance_runs import commit_snapshots, wait_for
+from tests.conftest import app_loops
 
 M = "/management/v1"
 EXPIRY = "system.snapshot-expiry"
+ORPHANS = "system.orphan-file-removal"
 
 
 def runs_url(name: str) -> str:
@@ -95,7 +100,7 @@ def test_a_run_is_a_job_answered_202_with_its_url_and_followed_there(client, ser
     response = client.post(runs_url("a"), json={"policy-type": EXPIRY})
     assert response.status_code == 202, response.text
     queued = response.json()
-    assert (queued["status"], queued["trigger"]) == ("queued", "request")
+    assert (queued["status"], queued["trigger"], queued["requested-by"]) == ("queued", "request", "test-admin"), queued
     run = wait_finished(client, response.headers["Location"])
     assert (run["id"], run["status"], run["outcome"]["committed"]) == (queued["id"], "succeeded", True), run
     assert run["progress"] == {"file-groups-done": 0, "file-groups-total": 0, "bytes-done": 0, "bytes-total": 0}
@@ -175,7 +180,7 @@ def test_a_queued_job_is_cancelled_at_once_and_never_runs(client, service, db):
         cancelled = client.post(f"{location}/cancel").json()
         assert (cancelled["status"], cancelled["outcome"]["reason"]) == ("cancelled", "cancelled before it started")
     finally:
-        service.maintenance.release_lease(a.entry_id, held.holder, None)
+        service.maintenance.release_lease(a.entry_id, held.holder)
     # another job on the table runs (the queue moved on), and the cancelled one stayed cancelled
     assert finished_run(client, runs_url("a"), {"policy-type": EXPIRY})["status"] == "succeeded"
     assert client.get(location).json()["status"] == "cancelled"
@@ -198,7 +203,7 @@ def busy_warehouse(service, db, names=("b", "c")) -> Iterator[None]:
     finally:
         for lease in leases:
             db.execute("UPDATE maintenance_run SET status = 'failed' WHERE holder = %s", (lease.holder,))
-            service.maintenance.release_lease(lease.entry_id, lease.holder, None)
+            service.maintenance.release_lease(lease.entry_id, lease.holder)
 
 
 def test_a_job_whose_runner_died_goes_back_to_the_queue_and_is_taken_over(client, service, db):
@@ -225,8 +230,6 @@ def test_the_limits_on_concurrent_runs_and_a_job_is_claimed_once(client, service
         queued = service.jobs.enqueue(c, EXPIRY, True, None, 10)
         assert service.jobs.claim("x", 60, Limits(2, 2), ABANDONED) is None  # overall
         assert service.jobs.claim("x", 60, Limits(10, 2), ABANDONED) is None  # per warehouse
-        assert not service.jobs.has_room(c.entry_id, Limits(10, 2))
-        assert service.jobs.has_room(c.entry_id, Limits(10, 3))
         claims: list = []
         barrier = threading.Barrier(2)
 
@@ -257,4 +260,102 @@ def test_a_table_holds_at_most_ten_queued_jobs(client, service):
         refused = client.post(runs_url("a"), json={"policy-type": EXPIRY, "dry-run": True})
         assert refused.status_code == 409, refused.text
     finally:
-        service.maintenance.release_lease(a.entry_id, held.holder, None)
+        service.maintenance.release_lease(a.entry_id, held.holder)
+
+
+def _service_of(loop: object) -> object | None:
+    """The maintenance service whose due-work pass a housekeeper runs (None: another loop)."""
+    step = getattr(loop, "maintenance", None) if isinstance(loop, Housekeeper) else None
+    return getattr(step, "__self__", None)
+
+
+def test_two_due_work_passes_racing_on_two_apps_queue_one_job(client, service, settings, db):
+    """Two replicas (two apps on one database) whose housekeeping both see table a due at the same
+    moment: each pass is held between seeing it due and queueing its jobs until both are there,
+    then let go together - one job results, whoever wins (enforced in SQL: the table's turn taken
+    under its schedule row's lock, and one scheduled job per table and type at a time)."""
+    from app.edge.factory import create_app
+
+    other = services_of(create_app(settings).app).maintenance
+    a = service.maintenance.table("test", ("db",), "a")
+    arrived: list[str] = []
+    seen = threading.Condition()
+    release = threading.Event()
+
+    def held(name: str) -> Callable[[object], None]:
+        def hook(table) -> None:
+            if table.entry_id == a.entry_id:  # (another app's housekeeping may be one of the passes)
+                with seen:
+                    arrived.append(name)
+                    seen.notify_all()
+                assert release.wait(60), "the test never let the passes go on"
+
+        return hook
+
+    # every due-work pass of this process is held, the housekeeping of apps other tests built
+    # included: none may queue the table before the two passes of the test have both seen it due
+    everyone = {id(m): m for m in [service, other, *map(_service_of, app_loops())] if m is not None}
+    for maintenance in everyone.values():
+        maintenance.due_seen = held({id(service): "this", id(other): "other"}.get(id(maintenance), "another"))
+    try:
+        body = {"policy-type": ORPHANS, "securable": securable_body("table", "test", ("db",), "a")}
+        assert client.put(f"{M}/maintenance/policies", json={**body, "content": {"enable": True}}).status_code == 200
+        passes = [threading.Thread(target=maintenance.run_due) for maintenance in (service, other)]
+        for due_pass in passes:
+            due_pass.start()
+        with seen:
+            assert seen.wait_for(lambda: {"this", "other"} <= set(arrived), 60), arrived
+        release.set()
+        for due_pass in passes:
+            due_pass.join()
+    finally:
+        release.set()
+        for maintenance in everyone.values():
+            maintenance.due_seen = lambda _table: None
+    jobs = db.execute("SELECT policy_type, trigger FROM maintenance_run WHERE entry_id = %s", (a.entry_id,)).fetchall()
+    assert jobs == [(ORPHANS, "schedule")]
+    assert service.run_due() == 0  # and the table is not due again before its interval
+    due_in = db.execute(
+        "SELECT extract(epoch FROM next_due_at - now()) FROM maintenance_lease WHERE entry_id = %s", (a.entry_id,)
+    ).fetchone()[0]
+    assert due_in > 60
+
+
+def scheduled_run(client, service, table, after: int = 0) -> str:
+    """Make the table due, run the due-work pass (or let the app's housekeeping beat it to it):
+    the URL of the scheduled run queued, newer than run ``after``."""
+    service.maintenance.schedule(table.entry_id, 0)
+    service.run_due()
+    runs = wait_for(
+        lambda: [r for r in client.get(runs_url(table.name)).json()["runs"] if r["id"] > after],
+        "the due table was never queued",
+    )
+    (run,) = runs
+    assert (run["trigger"], run["policy-type"], "requested-by" in run) == ("schedule", EXPIRY, False), run
+    return f"{runs_url(table.name)}/{run['id']}"
+
+
+def test_a_scheduled_run_is_a_job_with_progress_that_can_be_cancelled(client, service):
+    expirable(client, service)
+    a = service.maintenance.table("test", ("db",), "a")
+    point = CommitPoint()
+    service.executor.planned = point
+    location = scheduled_run(client, service, a)
+    assert point.reached.wait(60), "the scheduled job never reached its commit point"
+    try:
+        running = client.get(location).json()  # a job runner runs it, at the run's URL
+        assert (running["status"], running["trigger"]) == ("running", "schedule"), running
+        answer = client.post(f"{location}/cancel")
+        assert answer.status_code == 200, answer.text
+        assert (answer.json()["status"], answer.json()["cancel-requested"]) == ("running", True)
+    finally:
+        point.go.set()
+    run = wait_finished(client, location)
+    assert (run["status"], run["outcome"]["reason"]) == ("cancelled", "cancelled on request"), run
+    assert snapshots_of(client) == 3  # the commit it had not made is not made
+
+    service.executor.planned = lambda _plan: None
+    again = wait_finished(client, scheduled_run(client, service, a, int(location.rsplit("/", 1)[1])))
+    assert (again["status"], again["outcome"]["committed"]) == ("succeeded", True), again
+    assert again["progress"] == {"file-groups-done": 0, "file-groups-total": 0, "bytes-done": 0, "bytes-total": 0}
+    assert snapshots_of(client) == 1

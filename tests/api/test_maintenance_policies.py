@@ -11,7 +11,7 @@ import pytest
 
 from app.composition.services import services_of
 from tests.api.authz_support import securable_body
-from tests.api.maintenance_jobs_support import finished_run
+from tests.api.maintenance_jobs_support import finished_run, wait_finished
 from tests.api.tables_support import create_request
 
 M = "/management/v1"
@@ -163,6 +163,8 @@ def test_the_schedule_runs_enabled_policies_once_per_interval(client, table, app
     service.run_due()  # whatever an earlier test left due
     _attach(client, ORPHANS, securable_body("table", "test", ("db", "sub"), "t"), {"enable": True})
     service.run_due()  # (or the app's own housekeeping thread, if it came first: the same step)
+    (queued,) = client.get(f"{TABLE}/runs").json()["runs"]  # a job, run by a job runner
+    wait_finished(client, f"{TABLE}/runs/{queued['id']}")
     runs = client.get(f"{TABLE}/runs").json()["runs"]
     assert [(r["policy-type"], r["trigger"], r["status"]) for r in runs] == [(ORPHANS, "schedule", "succeeded")]
     assert runs[0]["files-removed"] == 0  # a fresh table has nothing older than the floor

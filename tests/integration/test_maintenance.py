@@ -21,8 +21,10 @@ import pytest
 from app.composition.services import services_of
 from app.ground.locations import Location
 from app.ground.settings import SparkSettings
+from app.maintenance.lease import TableLease
 from app.maintenance.runs import MaintenanceBusy
 from app.rules.maintenance import DAY_MS
+from storage.maintenance_jobs import ClaimedJob
 from storage.management_rows import Securable
 from tests.api.bin_support import protect, undrop, unit_of, unprotect
 from tests.api.maintenance_jobs_support import only_this_apps_runner
@@ -68,6 +70,42 @@ def run(maintenance, name: str, policy_type: str, now_ms: int, dry_run: bool = F
         except MaintenanceBusy:  # a background run holds the table: wait for its lease to go
             assert time.monotonic() < deadline, "the table's maintenance lease was never released"
             threading.Event().wait(0.05)
+
+
+class RecordedControl:
+    """A job's control (``RunControl``) that stores progress as a job runner's does - where
+    getMaintenanceRun reads it - and records every update it is given: the hook that shows the
+    updates came while the run went on, not only at its end."""
+
+    def __init__(self, jobs) -> None:
+        self.jobs = jobs
+        self.updates: list[dict] = []
+
+    def cancel_requested(self, run_id: int) -> bool:
+        return self.jobs.cancel_requested(run_id)
+
+    def progress(self, run_id: int, progress: dict) -> None:
+        self.updates.append(dict(progress))
+        self.jobs.progress(run_id, progress)
+
+
+def run_as_job(maintenance, name: str, policy_type: str, control: RecordedControl):
+    """The run as a job runner runs one - its row 'running' under the table's lease, progress and
+    cancel through ``control`` - claimed by this process (the server's runners, which have no Spark
+    configured, never see it queued)."""
+    table = maintenance.maintenance.table("test", (NS,), name)
+    lease = TableLease(maintenance.maintenance, table.entry_id, maintenance.executor.lease_s)
+    deadline = time.monotonic() + 30
+    while not lease.take():  # a background run holds the table: wait for its lease to go
+        assert time.monotonic() < deadline, "the table's maintenance lease was never released"
+        threading.Event().wait(0.05)
+    run_id = maintenance.maintenance.start_run(table.entry_id, policy_type, "request", False, lease.holder)
+    job = ClaimedJob(run_id, table, policy_type, False, "request")
+    return maintenance.executor.run_job(job, lease.holder, control)
+
+
+def done_entry(maintenance, name: str) -> int:
+    return maintenance.maintenance.table("test", (NS,), name).entry_id
 
 
 def reachable_files(table) -> set[str]:
@@ -464,7 +502,8 @@ def test_orphan_removal_after_a_take_over_leaves_the_binned_tables_files_until_i
 def test_data_compaction_with_delete_files_runs_on_a_spark_job_growler_starts(spark, server, catalog, maintenance):
     """A partitioned table with delete files (merge-on-read, written by the shared driver) is beyond
     the in-process bound: the executor starts spark-submit with Iceberg's rewrite_data_files, the
-    job commits through the server like any writer; fewer files, the deletes applied, same rows."""
+    job commits through the server like any writer; fewer files, the deletes applied, same rows.
+    Run as a job, its progress moves while the Spark job runs (a line per file group it reports)."""
     table = f"growler.{NS}.deleted"
     spark.sql(
         f"CREATE TABLE {table} (id bigint, cat string) USING iceberg PARTITIONED BY (cat)"
@@ -498,12 +537,21 @@ def test_data_compaction_with_delete_files_runs_on_a_spark_job_growler_starts(sp
     try:
         dry = run(maintenance, "deleted", "system.data-compaction", now_ms(), dry_run=True)
         assert dry.plan["engine"] == "spark" and dry.outcome["committed"] is False
-        done = run(maintenance, "deleted", "system.data-compaction", now_ms())
+        control = RecordedControl(maintenance.jobs)
+        done = run_as_job(maintenance, "deleted", "system.data-compaction", control)
     finally:
         maintenance.executor.spark = SparkSettings()
     assert done.status == "succeeded", done.error
     assert done.outcome["engine"] == "spark" and done.outcome["committed"] is True, done.outcome
     assert done.outcome["rewritten-data-files-count"] >= 2 and done.outcome["failed-data-files-count"] == 0
+    # the job reported its progress as it went: a file group (one call of the procedure per
+    # partition here, a and b) at a time, recorded while it ran; the run ends at its totals
+    final = maintenance.jobs.get(done_entry(maintenance, "deleted"), done.id).progress
+    assert final["file-groups-total"] == 2 and final["file-groups-done"] == 2, final
+    assert final["bytes-done"] == final["bytes-total"] > 0, final
+    assert control.updates[-1] == final, control.updates
+    middle = [u for u in control.updates if 0 < u["file-groups-done"] < u["file-groups-total"]]
+    assert middle and 0 < middle[0]["bytes-done"] < final["bytes-total"], control.updates
 
     after = catalog.load_table((NS, "deleted"))
     tasks = list(after.scan().plan_files())

@@ -574,7 +574,19 @@ class MaintenanceRun(ContractModel):
     )
     id: int
     policy_type: Annotated[str, Field(alias="policy-type")]
-    trigger: Literal["schedule", "request", "commits"]
+    trigger: Annotated[
+        Literal["schedule", "request", "commits"],
+        Field(
+            description="Who asked for the run - `request` (a principal, named in `requested-by`), `schedule` (the table's schedule was due) or `commits` (commits past the threshold made it due). Every run is a job, whoever asked; the schedule's are queued by housekeeping and run by the job runners of the fleet like any other."
+        ),
+    ]
+    requested_by: Annotated[
+        str | None,
+        Field(
+            alias="requested-by",
+            description="The principal who asked for the run (trigger `request`); absent for the schedule's runs.",
+        ),
+    ] = None
     dry_run: Annotated[bool, Field(alias="dry-run")]
     status: Literal["queued", "running", "succeeded", "failed", "skipped", "cancelled"]
     plan: dict[str, Any]
