@@ -19,6 +19,9 @@ from tests.conftest import TEST_CREDENTIAL, auth_env_for_tests
 from tests.integration.bearer import BEARER, BearerForTestServers
 
 REPO = Path(__file__).resolve().parents[2]
+# A hang guard for a server's start, not a speed: two workers took over 60 s to boot on a machine
+# at load 25 (a busy CI host is not much better).
+START_TIMEOUT_S = 180
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -90,7 +93,7 @@ def start_server(
     server = Server(f"http://127.0.0.1:{port}", settings.warehouse, process, log_path)
     if bearer:
         BEARER.register(server.url)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"gunicorn exited with {process.returncode}:\n{server.log()}")
