@@ -45,14 +45,20 @@ MIN_FILES = 2
 class DataPlan:
     snapshot_id: int
     groups: dict[str, list[Any]] = field(default_factory=dict)  # partition -> data files to rewrite
-    skipped: dict[str, str] = field(default_factory=dict)  # partition -> why not
+    skipped: dict[str, str] = field(default_factory=dict)  # partition -> why not in process
+    for_spark: dict[str, int] = field(default_factory=dict)  # skipped partition -> its files Spark takes on
 
-    def view(self) -> dict[str, Any]:
+    def view(self, on_spark: bool = False) -> dict[str, Any]:
+        """The plan as a run records it. On Spark, the skipped partitions are rewritten too (the
+        job gets the whole table), so they count among the partitions and files to rewrite."""
+        partitions = {key: len(files) for key, files in self.groups.items()}
+        if on_spark:
+            partitions.update(self.for_spark)
         return {
             "based-on-snapshot-id": self.snapshot_id,
-            "partitions": {key: len(files) for key, files in sorted(self.groups.items())},
-            "files-to-rewrite": sum(len(files) for files in self.groups.values()),
-            "skipped": dict(sorted(self.skipped.items())),
+            "partitions": dict(sorted(partitions.items())),
+            "files-to-rewrite": sum(partitions.values()),
+            ("needs-spark" if on_spark else "skipped"): dict(sorted(self.skipped.items())),
         }
 
 
@@ -72,6 +78,7 @@ def plan_data(
     small: dict[str, list[Any]] = {}
     delete_seqs: dict[str, list[int]] = {}
     oldest_data: dict[str, int] = {}  # the partition's lowest data sequence number
+    data_files: dict[str, int] = {}  # the partition's live data files
     for manifest in reachable.manifests(snapshot.manifest_list):
         for entry in reachable.entries(manifest, live_only=True):
             data_file = entry.data_file
@@ -81,6 +88,7 @@ def plan_data(
                 delete_seqs.setdefault(key, []).append(seq)
                 continue
             oldest_data[key] = min(oldest_data.get(key, seq), seq)
+            data_files[key] = data_files.get(key, 0) + 1
             if manifest.partition_spec_id == spec_id and data_file.file_size_in_bytes < small_below:
                 small.setdefault(key, []).append(data_file)
     plan = DataPlan(snapshot.snapshot_id)
@@ -90,6 +98,7 @@ def plan_data(
         live = [seq for seq in seqs if key in oldest_data and oldest_data[key] <= seq]
         if len(live) >= rewrite.delete_file_threshold:
             plan.skipped[key] = "has delete files (needs Spark)"
+            plan.for_spark[key] = data_files.get(key, 0)
     for key, files in small.items():
         if key in plan.skipped or len(files) < max(rewrite.min_input_files, MIN_FILES):
             continue
@@ -99,6 +108,8 @@ def plan_data(
             plan.skipped[key] = "larger than the in-process bound (needs Spark)"
         else:
             plan.groups[key] = files
+            continue
+        plan.for_spark[key] = len(files)
     return plan if plan.groups or plan.skipped else None
 
 

@@ -365,9 +365,10 @@ class MaintenanceExecutor:
         described = {"target-file-size-bytes": target, "strategy": settings.strategy, "options": settings.options()}
         if plan is None:  # a table in shape: one planning pass, no job
             return Outcome(described, {"committed": False, "reason": "nothing to compact"})
-        shown = {**described, **plan.view()}
         spark = self.spark
-        if plan.skipped and spark.enabled:  # Spark rewrites by the same thresholds (Iceberg's planner)
+        on_spark = bool(plan.skipped) and spark.enabled
+        shown = {**described, **plan.view(on_spark)}
+        if on_spark:  # Spark rewrites by the same thresholds (Iceberg's planner)
             shown["engine"] = "spark"
             if dry_run:
                 return Outcome(shown, {"committed": False, "dry-run": True})

@@ -537,6 +537,9 @@ def test_data_compaction_with_delete_files_runs_on_a_spark_job_growler_starts(sp
     try:
         dry = run(maintenance, "deleted", "system.data-compaction", now_ms(), dry_run=True)
         assert dry.plan["engine"] == "spark" and dry.outcome["committed"] is False
+        # what the job takes on is the plan: every data file of both partitions (they have deletes)
+        assert dry.plan["files-to-rewrite"] == files_before and len(dry.plan["partitions"]) == 2, dry.plan
+        assert set(dry.plan["needs-spark"].values()) == {"has delete files (needs Spark)"}
         control = RecordedControl(maintenance.jobs)
         done = run_as_job(maintenance, "deleted", "system.data-compaction", control)
     finally:
