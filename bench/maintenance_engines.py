@@ -13,19 +13,18 @@ loadTable (vended, table-scoped credentials).
 from __future__ import annotations
 
 import glob
-import importlib.util
 import os
 import time
 from pathlib import Path
 from typing import Any
 
 from bench.targets import REPO
+from scripts.duckdb_growler import attached
 from scripts.spark_cluster import java17_home
 
 CATALOG = "growler"
 RUNTIME_JAR = "iceberg-spark-runtime-3.5_2.12-*.jar"
 AWS_BUNDLE = "iceberg-aws-bundle-*.jar"
-DUCKDB_EXTENSIONS = ("httpfs", "avro", "iceberg")
 
 
 def spark_jars() -> list[str]:
@@ -92,38 +91,11 @@ class SparkClient:
         self.session.stop()
 
 
-def _extension_file(name: str) -> str:
-    import duckdb
-
-    spec = importlib.util.find_spec(f"duckdb_extension_{name}")
-    if spec is None or spec.origin is None:
-        raise RuntimeError(f"duckdb-extension-{name} is not installed (requirements-test.txt)")
-    path = Path(spec.origin).parent / "extensions" / f"v{duckdb.__version__}" / f"{name}.duckdb_extension"
-    if not path.is_file():
-        raise RuntimeError(f"no {path}")
-    return str(path)
-
-
 def duckdb_query(base_url: str, warehouse: str, client_id: str, secret: str, query: str) -> tuple[float, list[Any]]:
     """``query`` (naming the table ``growler.<namespace>.<table>``) in a fresh in-memory DuckDB
     attached to Growler; the seconds it took (attaching not included) and its rows."""
-    import duckdb
-
-    con = duckdb.connect()
+    con = attached(base_url, warehouse, client_id, secret)
     try:
-        con.execute("SET autoinstall_known_extensions = false")
-        con.execute("SET autoload_known_extensions = false")
-        for name in DUCKDB_EXTENSIONS:
-            con.execute(f"INSTALL '{_extension_file(name)}'")
-            con.execute(f"LOAD {name}")
-        con.execute(
-            f"CREATE SECRET growler_secret (TYPE iceberg, CLIENT_ID '{client_id}', CLIENT_SECRET '{secret}',"
-            f" OAUTH2_SERVER_URI '{base_url}/v1/oauth/tokens')"
-        )
-        con.execute(
-            f"ATTACH '{warehouse}' AS growler (TYPE iceberg, ENDPOINT '{base_url}', SECRET growler_secret,"
-            " ACCESS_DELEGATION_MODE 'vended_credentials')"
-        )
         start = time.perf_counter()
         rows = con.execute(query).fetchall()
         return time.perf_counter() - start, rows

@@ -33,9 +33,7 @@ and ``<secret>`` are the two halves of ``.growler/credential``, ``client_id:secr
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Iterator
-from pathlib import Path
 
 import duckdb
 import pyarrow as pa
@@ -44,6 +42,7 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType
 
+from scripts.duckdb_growler import attached
 from tests.conftest import TEST_ACCESS_KEY, TEST_CLIENT_ID, TEST_CLIENT_SECRET, TEST_CREDENTIAL
 
 NS = "ducks"
@@ -52,16 +51,6 @@ SCHEMA = Schema(
     NestedField(2, "name", StringType(), required=False),
     NestedField(3, "weight", DoubleType(), required=False),
 )
-EXTENSIONS = ("httpfs", "avro", "iceberg")
-
-
-def extension_file(name: str) -> str:
-    """The extension binary shipped in the ``duckdb-extension-<name>`` wheel, for this DuckDB."""
-    spec = importlib.util.find_spec(f"duckdb_extension_{name}")
-    assert spec is not None and spec.origin is not None, f"duckdb-extension-{name} is not installed"
-    path = Path(spec.origin).parent / "extensions" / f"v{duckdb.__version__}" / f"{name}.duckdb_extension"
-    assert path.is_file(), path
-    return str(path)
 
 
 def birds(*rows: tuple[int, str, float]) -> list[dict]:
@@ -78,29 +67,8 @@ def catalog(server, clean_catalog) -> RestCatalog:
 @pytest.fixture
 def duck(server) -> Iterator[duckdb.DuckDBPyConnection]:
     """An in-memory DuckDB with Growler's default warehouse attached as ``growler``."""
-    con = duckdb.connect()
+    con = attached(server.url, server.warehouse, TEST_CLIENT_ID, TEST_CLIENT_SECRET)
     try:
-        con.execute("SET autoinstall_known_extensions = false")
-        con.execute("SET autoload_known_extensions = false")
-        for name in EXTENSIONS:
-            con.execute(f"INSTALL '{extension_file(name)}'")
-            con.execute(f"LOAD {name}")
-        con.execute(
-            f"""CREATE SECRET growler_secret (
-                TYPE iceberg,
-                CLIENT_ID '{TEST_CLIENT_ID}',
-                CLIENT_SECRET '{TEST_CLIENT_SECRET}',
-                OAUTH2_SERVER_URI '{server.url}/v1/oauth/tokens'
-            )"""
-        )
-        con.execute(
-            f"""ATTACH '{server.warehouse}' AS growler (
-                TYPE iceberg,
-                ENDPOINT '{server.url}',
-                SECRET growler_secret,
-                ACCESS_DELEGATION_MODE 'vended_credentials'
-            )"""
-        )
         yield con
     finally:
         con.close()
