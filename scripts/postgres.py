@@ -234,6 +234,11 @@ class EmbeddedPostgres(Service):
             # with fsync off a commit is just a write() to the page cache, and it keeps
             # committed data safe when a (fault) test SIGKILLs the server.
             argv += ["-c", "fsync=off", "-c", "full_page_writes=off"]
+        # GROWLER_PG_SETTINGS: more server settings, space-separated name=value pairs (e.g.
+        # "shared_preload_libraries=pg_stat_statements" to see a workload's statements, or the
+        # sizes docs/operations.md gives for a million tables); they come last, so they win.
+        for setting in os.environ.get("GROWLER_PG_SETTINGS", "").split():
+            argv += ["-c", setting]
         with open(self.log_path, "ab") as log:
             log.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(argv)}\n".encode())
         with signals_deferred():

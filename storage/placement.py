@@ -355,7 +355,7 @@ def _overlaps(
     (any warehouse) whose location, metadata directory (that of its current metadata file) or data
     path overlaps one of ``roots``.
 
-    SQL narrows the rows by text, on the indexes of 0014 (scheme spellings and trailing slashes
+    SQL narrows the rows by text, on the key columns of 0027 (scheme spellings and trailing slashes
     ignored); the model decides. The documents themselves are not read.
     """
     if not roots:

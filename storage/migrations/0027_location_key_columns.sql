@@ -1,0 +1,66 @@
+-- The location keys of 0014, 0017 and 0023 as stored generated columns (issue 47).
+--
+-- Every create looks up the entries at, under or above its location (location_holders, 0024) by
+-- these keys. As index expressions they were computed anew for every row a plan read: the
+-- planner prices regexp_replace like an addition, so while a warehouse holds a few hundred tables
+-- the generic plan a connection keeps (force_generic_plan) is a scan of every row with six regular
+-- expressions each - 17-35 ms of PostgreSQL's CPU per create at 300-600 tables (auto_explain on
+-- W5), the plan never revisited as the table grows. Stored, a key is computed once when its row is
+-- written; a scan compares plain text, and the indexes are plain btrees on the columns.
+
+ALTER TABLE catalog_entry
+    ADD COLUMN location_key text COLLATE "C"
+        GENERATED ALWAYS AS (rtrim(regexp_replace(location, '^[A-Za-z0-9]+:/*', ''), '/')) STORED,
+    ADD COLUMN metadata_dir_key text COLLATE "C"
+        GENERATED ALWAYS AS (regexp_replace(regexp_replace(metadata_location, '^[A-Za-z0-9]+:/*', ''), '/[^/]*$', '')) STORED,
+    ADD COLUMN data_path_key text COLLATE "C"
+        GENERATED ALWAYS AS (rtrim(regexp_replace(data_path, '^[A-Za-z0-9]+:/*', ''), '/')) STORED;
+
+ALTER TABLE bin_entry
+    ADD COLUMN location_key text COLLATE "C"
+        GENERATED ALWAYS AS (rtrim(regexp_replace(location, '^[A-Za-z0-9]+:/*', ''), '/')) STORED,
+    ADD COLUMN metadata_dir_key text COLLATE "C"
+        GENERATED ALWAYS AS (regexp_replace(regexp_replace(metadata_location, '^[A-Za-z0-9]+:/*', ''), '/[^/]*$', '')) STORED,
+    ADD COLUMN data_path_key text COLLATE "C"
+        GENERATED ALWAYS AS (rtrim(regexp_replace(data_path, '^[A-Za-z0-9]+:/*', ''), '/')) STORED;
+
+DROP INDEX catalog_entry_location_key, catalog_entry_metadata_dir_key, catalog_entry_data_path_key,
+    bin_entry_location_key, bin_entry_metadata_dir_key, bin_entry_data_path_key;
+
+CREATE INDEX catalog_entry_location_key ON catalog_entry (location_key);
+CREATE INDEX catalog_entry_metadata_dir_key ON catalog_entry (metadata_dir_key);
+CREATE INDEX catalog_entry_data_path_key ON catalog_entry (data_path_key) WHERE data_path_key IS NOT NULL;
+CREATE INDEX bin_entry_location_key ON bin_entry (location_key);
+CREATE INDEX bin_entry_metadata_dir_key ON bin_entry (metadata_dir_key);
+CREATE INDEX bin_entry_data_path_key ON bin_entry (data_path_key) WHERE data_path_key IS NOT NULL;
+
+-- location_holders (0024) on the columns: the same rows, the same order of statements.
+CREATE OR REPLACE FUNCTION location_holders(p_at text[], p_lo text[], p_hi text[], p_me bigint, p_binned text)
+RETURNS TABLE (id bigint, kind text, uuid text, location text, metadata_location text, data_path text,
+    binned boolean)
+LANGUAGE plpgsql STABLE
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+DECLARE
+    i integer;
+BEGIN
+    FOR i IN 1 .. coalesce(array_length(p_lo, 1), 0) LOOP
+        RETURN QUERY SELECT e.id, e.kind, e.uuid::text, e.location, e.metadata_location, e.data_path, false
+            FROM catalog_entry e WHERE e.id IS DISTINCT FROM p_me AND (
+                e.location_key = ANY(p_at) OR e.metadata_dir_key = ANY(p_at) OR e.data_path_key = ANY(p_at)
+             OR (e.location_key >= p_lo[i] AND e.location_key < p_hi[i])
+             OR (e.metadata_dir_key >= p_lo[i] AND e.metadata_dir_key < p_hi[i])
+             OR (e.data_path_key >= p_lo[i] AND e.data_path_key < p_hi[i]));
+        IF p_binned <> 'none' THEN
+            RETURN QUERY SELECT e.id, e.kind, e.uuid::text, e.location, e.metadata_location, e.data_path, true
+                FROM bin_entry e WHERE e.id IS DISTINCT FROM p_me AND (
+                    e.location_key = ANY(p_at) OR e.metadata_dir_key = ANY(p_at) OR e.data_path_key = ANY(p_at)
+                 OR (e.location_key >= p_lo[i] AND e.location_key < p_hi[i])
+                 OR (e.metadata_dir_key >= p_lo[i] AND e.metadata_dir_key < p_hi[i])
+                 OR (e.data_path_key >= p_lo[i] AND e.data_path_key < p_hi[i]))
+                AND (p_binned = 'all' OR EXISTS (SELECT 1 FROM bin_unit u WHERE u.id = e.unit_id
+                    AND u.purging_since IS NOT NULL));
+        END IF;
+    END LOOP;
+END $$;
