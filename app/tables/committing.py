@@ -226,7 +226,7 @@ class TableCommitter:
             self.require_own_folders(warehouse, change.namespace, namespace_properties, new)
         return PreparedCommit(key, row, base, new, rules.to_json(new, self.snapshot_json))
 
-    def _read_base(self, key: EntryKey, screen: Callable[[dict[str, Any]], None]) -> tuple[EntryRow | None, Any]:
+    def _read_base(self, key: EntryKey, screen: rules.Screen) -> tuple[EntryRow | None, Any]:
         """The entry's row and parsed metadata; the document is read only if it is not known here
         (it is, after this worker's previous commit to the table: the usual case). A document
         that must be parsed is first shown to ``screen``: a commit another writer made hopeless

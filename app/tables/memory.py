@@ -46,23 +46,46 @@ class ParsedMetadataCache:
         self.snapshot_json = snapshot_json  # snapshots serialised before are reused when parsing
         self._entries: LruCache[str, tuple[str, Any]] = LruCache(capacity)
         self._latest: LruCache[EntryKey, tuple[int, str]] = LruCache(capacity)  # entry id, location
+        # The requirement fields of documents screened but not parsed (their commits were hopeless):
+        # the next hopeless commit against the same version - with N writers on a table, up to
+        # N-1 of them after every commit - is refused without decoding the document again.
+        self._screened: LruCache[str, tuple[str, rules.DocumentFields | None]] = LruCache(capacity)
 
     def parse(
         self,
         location: str,
         text: str,
         seen: tuple[EntryKey, int] | None = None,
-        screen: Callable[[dict[str, Any]], None] | None = None,
+        screen: rules.Screen | None = None,
     ) -> Any:
         """The parsed document; ``seen`` (the entry's name and id) makes it the entry's latest;
-        ``screen`` sees the decoded document first when it is not held here (``rules.parse_metadata``)."""
+        ``screen`` decides on the document's requirement fields first when the document is not
+        held here (``rules.parse_metadata``), on the fields held when they are."""
         cached = self._entries.get(location)
         if cached is not None and cached[0] == text:
             metadata = cached[1]
         else:
-            metadata = rules.parse_metadata(text, screen, self.snapshot_json)
+            metadata = rules.parse_metadata(text, self._screening(location, text, screen), self.snapshot_json)
         self.remember(location, text, metadata, seen)
         return metadata
+
+    def _screening(
+        self, location: str, text: str, screen: rules.Screen | None
+    ) -> Callable[[dict[str, Any]], None] | None:
+        """``screen`` on the fields held for this version, else a hook that reads and keeps them."""
+        if screen is None:
+            return None
+        held = self._screened.get(location)
+        if held is not None and held[0] == text:
+            screen.refute(held[1])  # passes: the requirements hold, the parse follows
+            return None
+
+        def hook(document: dict[str, Any]) -> None:
+            fields = rules.document_fields(document)
+            self._screened.put(location, (text, fields))
+            screen.refute(fields)
+
+        return hook
 
     def remember(self, location: str, text: str, metadata: Any, seen: tuple[EntryKey, int] | None = None) -> None:
         self._entries.put(location, (text, metadata))

@@ -101,3 +101,40 @@ def test_a_commit_another_writer_made_hopeless_is_refused_before_the_document_is
     assert parsed == []  # ...and refused on its decoded fields, without the model
     assert append(client, table_url("t"), 3, 3, 2, location).status_code == 200  # a client that is up to date
     assert len(parsed) == 1  # the base is parsed once, for the commit that can win
+
+
+def test_writers_refused_against_one_version_decode_its_document_once(app, client, reads, monkeypatch):
+    """N writers on a table: after each commit, up to N-1 of them try against the version before.
+    The first hopeless commit decodes the new version's document; the next ones are refused on the
+    fields this worker read from it then - the same error, and the winner's commit still lands."""
+    import json
+
+    tables = services_of(app.app).tables
+    location = created(client)
+    assert append(client, table_url("t"), 1, 1, None, location).status_code == 200
+    this_worker = tables.parsed
+    monkeypatch.setattr(tables.committer, "parsed", ParsedMetadataCache())  # another worker commits
+    theirs = append(client, table_url("t"), 2, 2, 1, location)
+    assert theirs.status_code == 200
+    monkeypatch.setattr(tables.committer, "parsed", this_worker)
+    decoded: list[int] = []
+    loads = json.loads
+
+    def counting_loads(text, *args, **kwargs):
+        if isinstance(text, str) and '"metadata-log"' in text and '"last-sequence-number"' in text:
+            decoded.append(len(text))  # a stored metadata document (not a request body)
+        return loads(text, *args, **kwargs)
+
+    monkeypatch.setattr(json, "loads", counting_loads)
+
+    stale = [append(client, table_url("t"), 10 + n, 2, 1, location) for n in range(3)]
+
+    assert [(r.status_code, r.json()["error"]["message"]) for r in stale] == [
+        (409, "Requirement failed: branch main has changed: expected id 1 != 2")
+    ] * 3
+    assert len(decoded) == 1  # the newer version, once
+    winner = append(client, table_url("t"), 3, 3, 2, location)  # up to date: the document is parsed now
+    assert winner.status_code == 200, winner.text
+    assert len(decoded) == 2
+    assert [s["snapshot-id"] for s in winner.json()["metadata"]["snapshots"]] == [1, 2, 3]
+    assert winner.json()["metadata"]["metadata-log"][-1]["metadata-file"] == theirs.json()["metadata-location"]

@@ -62,9 +62,9 @@ from app.rules.table.files import (
 )
 from app.rules.table.models import TableMetadata, TableUpdate
 from app.rules.table.requests import TableRequirement, parse_requirements, parse_updates
-from app.rules.table.requirements import check_requirements
+from app.rules.table.requirements import DocumentFields, check_requirements, document_fields
 from app.rules.table.serialisation import SnapshotJson, current_location, parse_metadata, refs_only, table_uuid, to_json
-from app.rules.table.updates import apply_updates, commit, screen_for
+from app.rules.table.updates import Screen, apply_updates, commit, screen_for
 
 __all__ = [
     "DATA_PATH_PROPERTIES",
@@ -74,8 +74,11 @@ __all__ = [
     "TableUpdate",
     "added_manifest_lists",
     "apply_updates",
+    "DocumentFields",
+    "Screen",
     "check_requirements",
     "commit",
+    "document_fields",
     "current_location",
     "data_path",
     "files_of_entry",

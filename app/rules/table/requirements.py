@@ -125,7 +125,7 @@ class _Ref:
 
 
 @dataclass(frozen=True)
-class _DocumentFields:
+class DocumentFields:
     """The fields the checks read, as the parsed model would hold them."""
 
     table_uuid: uuid.UUID
@@ -150,12 +150,18 @@ def refute_with_document(document: dict[str, Any], requirements: Iterable[TableR
     and v3 require, with the type the model would give it (the refs filled in as the model
     fills them in); otherwise the full parse and ``check_requirements`` decide, as before.
     """
-    fields = _fields_of(document)
+    refute_with_fields(document_fields(document), requirements)
+
+
+def refute_with_fields(fields: DocumentFields | None, requirements: Iterable[TableRequirement]) -> None:
+    """``refute_with_document`` on the fields read from a document before (``document_fields``)."""
     if fields is not None:
         check_requirements(fields, requirements)  # type: ignore[arg-type]  # the same attributes
 
 
-def _fields_of(document: dict[str, Any]) -> _DocumentFields | None:
+def document_fields(document: dict[str, Any]) -> DocumentFields | None:
+    """The fields the requirement checks read, from a decoded document; None when the document
+    does not decide them (the full parse and ``check_requirements`` then do)."""
     if document.get("format-version") not in (2, 3):
         return None
     ints = [document.get(name) for name in _INT_FIELDS]
@@ -175,7 +181,7 @@ def _fields_of(document: dict[str, Any]) -> _DocumentFields | None:
         table_uuid = uuid.UUID(raw_uuid)
     except ValueError:
         return None
-    return _DocumentFields(table_uuid, parsed_refs, *ints)
+    return DocumentFields(table_uuid, parsed_refs, *ints)
 
 
 def _is_int(value: Any) -> bool:

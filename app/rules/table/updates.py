@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from pyiceberg.table.metadata import (
@@ -40,7 +41,12 @@ from app.rules.table.models import (
     RemoveEncryptionKeyUpdate,
     TableUpdate,
 )
-from app.rules.table.requirements import check_requirements, refute_with_document
+from app.rules.table.requirements import (
+    DocumentFields,
+    check_requirements,
+    refute_with_document,
+    refute_with_fields,
+)
 from app.rules.table.schemas import SCHEMA_UPDATES
 from app.rules.table.serialisation import as_lossless, check_refs, metadata_from_dict, to_dict
 from app.rules.table.snapshots import SNAPSHOT_UPDATES, correct_snapshot_log
@@ -266,17 +272,26 @@ def _int_property(properties: dict[str, str], key: str, default: int) -> int:
         return default
 
 
-def screen_for(requirements: list[TableRequirement]) -> Callable[[dict[str, Any]], None]:
+@dataclass(frozen=True)
+class Screen:
     """What ``commit`` would refuse first, decided on the base's decoded document before it is
     parsed (``parse_metadata``'s ``screen``): a requirement the document refutes (409), with
     ``commit``'s own errors. A commit that another writer made hopeless then costs a JSON decode
-    instead of a parse of the table's history. (The requirements and updates were parsed with
-    the request: a malformed one was refused before.)"""
+    instead of a parse of the table's history - or nothing, when the fields of that version were
+    read before (``refute``: the workers' parse cache keeps them). (The requirements and updates
+    were parsed with the request: a malformed one was refused before.)"""
 
-    def screen(document: dict[str, Any]) -> None:
-        refute_with_document(document, requirements)
+    requirements: list[TableRequirement]
 
-    return screen
+    def __call__(self, document: dict[str, Any]) -> None:
+        refute_with_document(document, self.requirements)
+
+    def refute(self, fields: DocumentFields | None) -> None:
+        refute_with_fields(fields, self.requirements)
+
+
+def screen_for(requirements: list[TableRequirement]) -> Screen:
+    return Screen(requirements)
 
 
 def commit(
