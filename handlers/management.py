@@ -2,7 +2,7 @@
 
 Each parses its arguments, calls one ``ManagementService`` method (app/management/service.py, which
 checks the caller and audits the change) - or one of ``RecycleBinService`` (app/recycle_bin/service.py) or
-``ProtectionService`` (app/recycle_bin/protection.py) - and renders the answer.
+``ProtectionService`` (app/protection/service.py) - and renders the answer.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from urllib.parse import quote
 from app.catalog.paging import Page
 from app.composition.services import Services
 from app.edge.responses import HttpRequest, no_content
-from app.events.sinks import dead_letter_view, sink_view
+from app.event_sinks.service import dead_letter_view, sink_view
 from app.management.principals import Credential
 from app.management.service import grant_view, warehouse_view
-from app.recycle_bin.protection import mark_view
+from app.protection.service import mark_view
 from app.recycle_bin.service import unit_view
 from app.rules.identifiers import parse_namespace
 from app.rules.requests.management import (

@@ -34,7 +34,7 @@ def plan_table_scan(
     **_: Any,
 ):
     request = body if body is not None else PlanTableScanRequest()
-    return services.plans.plan(
+    return services.planning.plan(
         prefix, parse_namespace(namespace, services.namespace_separator), table_name(table), request, _vend(http)
     ), 200
 
@@ -42,7 +42,7 @@ def plan_table_scan(
 def fetch_planning_result(
     services: Services, prefix: str, namespace: str, table: str, http: HttpRequest, **kwargs: Any
 ):
-    return services.plans.fetch(
+    return services.planning.fetch(
         prefix,
         parse_namespace(namespace, services.namespace_separator),
         table_name(table),
@@ -56,13 +56,13 @@ def fetch_scan_tasks(
 ):
     if body is None:
         raise BadRequest("fetchScanTasks needs a plan-task")
-    return services.plans.tasks(
+    return services.planning.tasks(
         prefix, parse_namespace(namespace, services.namespace_separator), table_name(table), body.plan_task
     ), 200
 
 
 def cancel_planning(services: Services, prefix: str, namespace: str, table: str, **kwargs: Any):
-    services.plans.cancel(
+    services.planning.cancel(
         prefix, parse_namespace(namespace, services.namespace_separator), table_name(table), _plan_id(kwargs)
     )
     return no_content()

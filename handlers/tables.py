@@ -87,7 +87,7 @@ def rename_table(services: Services, prefix: str, body: RenameTableRequest):
 def load_credentials(services: Services, prefix: str, namespace: str, table: str, planId: str | None = None):
     levels = parse_namespace(namespace, services.namespace_separator)
     if planId is not None:  # credentials for reading a scan plan's files
-        credentials = services.plans.credentials(prefix, levels, table_name(table), planId)
+        credentials = services.planning.credentials(prefix, levels, table_name(table), planId)
     else:
         credentials = services.tables.load_credentials(prefix, levels, table_name(table))
     return {"storage-credentials": credentials}, 200

@@ -13,11 +13,15 @@ thread and in the metadata writers' threads the commit hands its files to.
   counts every such crossing.
 
 Issue 48 measured 28 modules and 67 hand-offs on the flat floor. Prints JSON (``--list`` adds the
-modules and hand-offs themselves): ``modules`` counts every Growler module, ``working_modules``
-those outside the pure rules and the ground floor (``app.rules``, ``app.ground``: no I/O; what
-of them a commit runs is its rules - requirements, updates, serialisation - and small values).
+modules and hand-offs themselves, ``--chain`` the functions crossing each hand-off and how often):
+``modules`` counts every Growler module, ``working_modules`` those outside the pure rules and the
+ground floor (``app.rules``, ``app.ground``: no I/O; what of them a commit runs is its rules -
+requirements, updates, serialisation - and small values).
 2026-12-06, after issue 48's third pass: 32 modules (14 working), 54 hand-offs; before it 35
-(18), 59.
+(18), 59. Those counts include the warm-up append (the pools' threads were traced from the start):
+traced alone, as this script now does, the same code passes 32 modules (14), 52 hand-offs, 126
+calls. 2026-12-07, after the fourth pass (the new metadata file's location in one step): 32
+(14), 51, 125.
 """
 
 from __future__ import annotations
@@ -44,32 +48,48 @@ ACCESS_KEY, SECRET_KEY = "growler-trace", "growler-trace-secret"
 
 class Trace:
     """The profile function: records only while a traced handler runs (``recording``), in the
-    handler's thread and the metadata writers' (their names start with ``metadata-write``)."""
+    handler's thread and the metadata writers' (their names start with ``metadata-write``), and
+    only a handler called while ``armed``: the pools' threads carry the profile from the start
+    (``threading.setprofile``), so the warm-up append would be recorded too (it was, until
+    2026-12-07: every call counted twice, and the warm-up's first parse of the document added
+    its hand-offs)."""
 
     def __init__(self) -> None:
+        self.armed = False
         self.recording = False
         self.handler_frame: FrameType | None = None
         self.modules: set[str] = set()
         self.handoffs: set[tuple[str, str]] = set()
+        # (caller module, callee module) -> {(caller function, callee function): calls}
+        self.chain: dict[tuple[str, str], dict[tuple[str, str], int]] = {}
         self.calls = 0
         self._lock = threading.Lock()
 
     def __call__(self, frame: FrameType, event: str, _arg: Any) -> None:
         if event == "call":
             code = frame.f_code
-            if not self.recording and code.co_name == HANDLER[0] and code.co_filename.endswith(HANDLER[1]):
+            if (
+                self.armed
+                and not self.recording
+                and code.co_name == HANDLER[0]
+                and code.co_filename.endswith(HANDLER[1])
+            ):
                 self.recording, self.handler_frame = True, frame
             if not self.recording or not self._traced_thread(frame):
                 return
             module = frame.f_globals.get("__name__", "")
             if not module.startswith(OURS):
                 return
-            caller = self._nearest_ours(frame.f_back)
+            caller_frame = self._nearest_ours(frame.f_back)
+            caller = caller_frame.f_globals.get("__name__", "") if caller_frame is not None else None
             with self._lock:
                 self.modules.add(module)
-                if caller is not None and caller != module:
+                if caller_frame is not None and caller != module:
                     self.handoffs.add((caller, module))
                     self.calls += 1
+                    functions = (_function(caller_frame), _function(frame))
+                    pairs = self.chain.setdefault((caller, module), {})
+                    pairs[functions] = pairs.get(functions, 0) + 1
         elif event == "return" and frame is self.handler_frame:
             self.recording, self.handler_frame = False, None
 
@@ -85,13 +105,17 @@ class Trace:
         return False
 
     @staticmethod
-    def _nearest_ours(frame: FrameType | None) -> str | None:
+    def _nearest_ours(frame: FrameType | None) -> FrameType | None:
         while frame is not None:
-            module = frame.f_globals.get("__name__", "")
-            if module.startswith(OURS):
-                return module
+            if frame.f_globals.get("__name__", "").startswith(OURS):
+                return frame
             frame = frame.f_back
         return None
+
+
+def _function(frame: FrameType) -> str:
+    """The function a frame runs, with its class where the code has one (``Class.method``)."""
+    return getattr(frame.f_code, "co_qualname", frame.f_code.co_name)
 
 
 @contextmanager
@@ -146,9 +170,11 @@ def trace_one_append(database_url: str, endpoint: str) -> Trace:
         snapshot = bodies.snapshot_id(rng)
         body = bodies.append(location, snapshot, sequence_number, parent)
         if sequence_number == 2:
+            trace.armed = True
             sys.setprofile(trace)
         answer = client.post("/v1/trace/namespaces/db/tables/t", json=body)
         sys.setprofile(None)
+        trace.armed = False
         assert answer.status_code == 200, answer.text
         parent = snapshot
     threading.setprofile(None)  # type: ignore[arg-type]
@@ -158,6 +184,11 @@ def trace_one_append(database_url: str, endpoint: str) -> Trace:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--list", action="store_true", help="list the modules and hand-offs too")
+    parser.add_argument(
+        "--chain",
+        action="store_true",
+        help="list, for every hand-off, the functions that cross it (caller -> callee: calls)",
+    )
     options = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="growler-trace-"))
     try:
@@ -176,6 +207,11 @@ def main(argv: list[str]) -> int:
         report["module_list"] = sorted(trace.modules)
         report["working_module_list"] = working
         report["handoff_list"] = [f"{a} -> {b}" for a, b in sorted(trace.handoffs)]
+    if options.chain:
+        report["chain"] = {
+            f"{a} -> {b}": [f"{f} -> {g}: {n}" for (f, g), n in sorted(trace.chain[(a, b)].items())]
+            for a, b in sorted(trace.chain)
+        }
     print(json.dumps(report, indent=2))
     return 0
 

@@ -103,7 +103,7 @@ def effective_statement_timeout_ms(statement_timeout_ms: int, timeout_s: float) 
 def database_endpoints(url: str) -> list[tuple[str, int]]:
     """The hosts and ports a connection string names (libpq's lists: ``host=a,b port=5432,5433``
     or ``postgresql://a:5432,b:5433/db``); a Unix socket's directory is no network endpoint and is
-    left out. For the webhook rule (app/events/webhooks.py): no webhook may target the database."""
+    left out. For the webhook rule (app/publisher/webhooks.py): no webhook may target the database."""
     params = conninfo_to_dict(url)
     hosts = [h.strip() for h in str(params.get("hostaddr") or params.get("host") or "").split(",")]
     ports = [p.strip() for p in str(params.get("port") or "").split(",")]

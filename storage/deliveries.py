@@ -1,5 +1,5 @@
 """Push delivery of the change feed in PostgreSQL (SQL only): sinks, their cursors, dead letters,
-and the publisher's lease (app/events/publisher.py).
+and the publisher's lease (app/publisher/service.py).
 
 One publisher at a time delivers, across every worker and replica: the one holding the lease row
 (renewed well inside its lifetime; taken over by another once it lapses, e.g. after a SIGKILL).

@@ -1,4 +1,4 @@
-"""Scan plans and their pages of tasks in PostgreSQL (SQL only; the rules are in app/tables/plans.py).
+"""Scan plans and their pages of tasks in PostgreSQL (SQL only; the rules are in app/planning/service.py).
 
 Every read filters out expired plans, so an expired plan is unknown at once; the rows themselves
 are deleted a few at a time whenever a plan is created.

@@ -2,7 +2,7 @@
 
 Object I/O, so it lives here: the metadata the catalog holds is parsed by PyIceberg and a scan
 limited to ``limit`` rows reads the data files from the warehouse's store with Growler's own
-keys (the caller's right to read was checked by the service, app/tables/previews.py). Growler's keys
+keys (the caller's right to read was checked by the service, app/previews/service.py). Growler's keys
 reach further than the caller's, so every file the scan opens must be the table's own
 (``TableFiles``): the manifest list, each manifest, each data and delete file is checked before
 it is read, and one outside the table's locations refuses the preview (``ForeignFile``) with

@@ -45,7 +45,7 @@ TRUNCATE_CATALOG = (
     " UPDATE warehouse SET protected = false WHERE protected"
 )
 # Rows no request writes, changed by a clock: the change feed publisher's lease, renewed every 2 s
-# (app/events/publisher.py). "Nothing written" checks leave them out.
+# (app/publisher/service.py). "Nothing written" checks leave them out.
 HEARTBEAT_TABLES = frozenset({"event_publisher_lease"})
 # Spark's and PyIceberg's ``credential`` property for that admin (client id:secret).
 TEST_CREDENTIAL = f"{TEST_CLIENT_ID}:{TEST_CLIENT_SECRET}"
@@ -171,7 +171,7 @@ def services() -> Iterator[Services]:
         if s3 is not None:
             s3.stop()
         if postgres is not None:
-            from app.events.publisher import Publisher
+            from app.publisher.service import Publisher
             from storage.db import Database
 
             # the in-process apps' publishers stopped and their pools closed before their server;

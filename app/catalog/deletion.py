@@ -2,7 +2,7 @@
 log line and one count per drop, undrop, expiry, purge, protection change and refusal.
 
 The operations themselves are the services' (``Entries.drop_into_bin``, ``TableService.drop_table``,
-``ViewService.drop_view``, app/recycle_bin/service.py, app/recycle_bin/protection.py); each calls ``recorded`` once its
+``ViewService.drop_view``, app/recycle_bin/service.py, app/protection/service.py); each calls ``recorded`` once its
 transaction committed, so a change event (issue 36) can be written next to it. A refusal by a
 protection mark is counted by ``app.ground.events.refusals_counted``.
 """

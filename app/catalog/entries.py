@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -35,7 +34,7 @@ from app.rules.identifiers import (
     check_namespace,
     format_namespace,
 )
-from app.rules.metadata_files import decode_metadata, metadata_file_location
+from app.rules.metadata_files import decode_metadata
 from app.rules.privileges import Kind, Privilege, Securable
 from app.rules.requests.catalog import TableIdentifier
 from app.rules.table.files import stored_roots
@@ -392,11 +391,6 @@ class Entries:
             return change_events.events_of(warehouse.id, [change])
 
         return events
-
-    @staticmethod
-    def new_metadata_file(directory: str, version: int, properties: dict[str, str]) -> str:
-        """Where the next metadata file goes: a fresh uuid in its name, never an existing object."""
-        return metadata_file_location(directory, version, properties, str(uuid.uuid4()))
 
     def read_metadata_file(self, warehouse: WarehouseRow, location: str) -> str:
         """registerTable/registerView: the text of an existing metadata file in the warehouse."""

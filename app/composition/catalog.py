@@ -15,7 +15,9 @@ from app.ground.settings import Settings
 from app.idempotency import IdempotencyService
 from app.namespaces.service import NamespaceService
 from app.namespaces.warehouses import WarehouseDirectory
-from app.recycle_bin.protection import ProtectionService
+from app.planning.service import PlanningConfig, PlanningService
+from app.previews.service import PreviewService
+from app.protection.service import ProtectionService
 from app.recycle_bin.service import RecycleBinService
 from app.rules import table as table_rules
 from app.storage_access.signing import RemoteSigner
@@ -24,8 +26,6 @@ from app.tables.committing import AfterCommit, TableCommitter
 from app.tables.loading import TableLoader
 from app.tables.memory import HeldDocuments, IssuedETags, ParsedMetadataCache
 from app.tables.metrics_reports import MetricsReports
-from app.tables.plans import PlanningConfig, PlanningService
-from app.tables.previews import PreviewService
 from app.tables.service import TableService
 from app.views.service import VIEW, ViewService
 from storage.db import Database
@@ -46,7 +46,7 @@ class Catalog:
     recycle_bin: RecycleBinService
     protection: ProtectionService
     functions: FunctionService
-    plans: PlanningService
+    planning: PlanningService
     signer: RemoteSigner
     idempotency: IdempotencyService
     idempotency_keys: IdempotencyRepository  # the housekeeper expires them
@@ -80,7 +80,7 @@ def build_catalog(base: Foundation, spec: dict, *, after_commit: AfterCommit) ->
         recycle_bin=recycle_bin,
         protection=ProtectionService(ProtectionRows(base.database), warehouses, rights=base.rights),
         functions=build_functions(settings, base.database, repository, objects, warehouses, spec, **shared),
-        plans=PlanningService(tables, PlanRepository(base.database), PlanningConfig.from_env()),
+        planning=PlanningService(tables, PlanRepository(base.database), PlanningConfig.from_env()),
         signer=RemoteSigner(settings, tables.access),
         idempotency=IdempotencyService(idempotency_keys, settings.idempotency_lifetime_s),
         idempotency_keys=idempotency_keys,

@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.composition.storage import Foundation
+from app.event_sinks.service import EventSinks
 from app.events.feed import EventFeed
-from app.events.publisher import Publisher
-from app.events.sinks import EventSinks
-from app.events.webhooks import WebhookGuard
 from app.ground.secrets import SecretBox
+from app.publisher.service import Publisher
+from app.publisher.webhooks import WebhookGuard
 from storage.deliveries import DeliveryRows
 from storage.events import EventRows
 
@@ -26,7 +26,7 @@ def build_events(base: Foundation) -> Events:
     settings = base.settings
     deliveries = DeliveryRows(base.database)
     box = SecretBox(settings.secrets_key) if settings.secrets_key else None
-    # Where webhooks may go (app/events/webhooks.py): checked when a sink is made and at every delivery.
+    # Where webhooks may go (app/publisher/webhooks.py): checked when a sink is made and at every delivery.
     webhook_guard = WebhookGuard(settings.webhook_allowed_networks, settings.database_url)
     return Events(
         feed=EventFeed(

@@ -11,19 +11,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.authorization import Authorizer
+from app.event_sinks.service import EventSinks
 from app.events.feed import EventFeed
-from app.events.publisher import Publisher
-from app.events.sinks import EventSinks
 from app.functions import FunctionService
 from app.idempotency import IdempotencyService
 from app.maintenance.service import MaintenanceService
 from app.management.service import ManagementService
 from app.namespaces.service import NamespaceService
-from app.recycle_bin.protection import ProtectionService
+from app.planning.service import PlanningService
+from app.previews.service import PreviewService
+from app.protection.service import ProtectionService
+from app.publisher.service import Publisher
 from app.recycle_bin.service import RecycleBinService
 from app.storage_access.signing import RemoteSigner
-from app.tables.plans import PlanningService
-from app.tables.previews import PreviewService
 from app.tables.service import TableService
 from app.views.service import ViewService
 
@@ -32,20 +32,24 @@ SERVICES = "growler.services"  # the one key of flask_app.extensions
 
 @dataclass(frozen=True)
 class Services:
+    """One field per capability, each the one public service class of its app/ package (the field
+    names the package, ``signer`` excepted: app/storage_access; the flat modules app/functions.py,
+    app/idempotency.py; tests/unit/test_layers_services.py holds one service class a package)."""
+
     namespaces: NamespaceService  # namespaces, config, the warehouse directory
     tables: TableService
     views: ViewService
     functions: FunctionService
-    plans: PlanningService
-    signer: RemoteSigner
+    planning: PlanningService  # scan planning
+    signer: RemoteSigner  # remote signing (app/storage_access)
     idempotency: IdempotencyService
     recycle_bin: RecycleBinService
-    protection: ProtectionService
+    protection: ProtectionService  # protection marks
     management: ManagementService
     maintenance: MaintenanceService
-    events: EventFeed
+    events: EventFeed  # the change feed
     event_sinks: EventSinks
-    publisher: Publisher
+    publisher: Publisher  # push delivery (a loop, started and stopped with the worker)
     previews: PreviewService  # the console's data preview
     authorizer: Authorizer
     endpoints: list[str]  # what getConfig advertises

@@ -12,7 +12,7 @@ from app.console.extras import TableAt, table_sections
 from app.edge.context import services
 from app.ground.errors import BadRequest
 from app.ground.lru import LruCache
-from app.tables.previews import PreviewService
+from app.previews.service import PreviewService
 from app.tables.service import LoadedTable, LoadTableRequest
 
 

@@ -116,7 +116,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         tables=catalog.tables,
         views=catalog.views,
         functions=catalog.functions,
-        plans=catalog.plans,
+        planning=catalog.planning,
         signer=catalog.signer,
         idempotency=catalog.idempotency,
         recycle_bin=catalog.recycle_bin,
@@ -150,7 +150,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         housekeeper.stop()
         events.publisher.stop()
         maintenance.runner.stop()
-        services.plans.close()
+        services.planning.close()
         await async_database.close()
         database.close()
 

@@ -1,1 +1,1 @@
-"""Events: what a change records, the change feed, push delivery (publisher, NATS, Kafka, webhooks)."""
+"""The change feed: what a change records (written in its transaction) and the feed's endpoint and retention."""

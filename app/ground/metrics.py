@@ -92,7 +92,7 @@ PROTECTION_EVENTS = Counter(
 )
 EVENTS_DELIVERED = Counter(
     "growler_events_delivered",
-    "Change feed events pushed to a sink and acknowledged (app/events/publisher.py)",
+    "Change feed events pushed to a sink and acknowledged (app/publisher/service.py)",
     ["sink"],
 )
 EVENTS_DELIVERY_FAILURES = Counter(

@@ -204,7 +204,7 @@ class Settings:
     # how long the change feed keeps its events (app/events/feed.py); a continuation token older
     # than that is answered 410 (GROWLER_EVENTS_RETENTION_S)
     events_retention_s: int = 7 * 86_400
-    # push delivery (app/events/publisher.py): a NATS JetStream server every event goes to (off when
+    # push delivery (app/publisher/service.py): a NATS JetStream server every event goes to (off when
     # unset; webhooks and more servers through the management API), and the first retry's delay
     events_nats_url: str | None = None
     events_retry_base_s: float = 0.5

@@ -244,7 +244,7 @@ MANAGEMENT_OPERATIONS: dict[str, Managed] = {
     ),
     "updateWarehouse": _warehouse_admin("update-warehouse"),
     "deleteWarehouse": _warehouse_admin("delete-warehouse"),
-    # the recycle bin and protection (app/recycle_bin/service.py, app/recycle_bin/protection.py)
+    # the recycle bin and protection (app/recycle_bin/service.py, app/protection/service.py)
     "listBin": Managed(_list_bin),
     "undropBinUnit": Managed(_undrop),
     "purgeBinUnit": Managed(
@@ -265,7 +265,7 @@ MANAGEMENT_OPERATIONS: dict[str, Managed] = {
     ),
     "protectSecurable": _mark("protect"),
     "unprotectSecurable": _mark("unprotect"),
-    # the change feed's push sinks (app/events/sinks.py): administrators'
+    # the change feed's push sinks (app/event_sinks/service.py): administrators'
     "listEventSinks": _sinks("list-event-sinks"),
     "createEventSink": _sinks("create-event-sink", lambda call: {"sink": call.body.name, "kind": call.body.kind}),
     "deleteEventSink": _sinks("delete-event-sink", _sink),

@@ -23,7 +23,7 @@ that is parsed. The rules:
   and holders of ``manage-grants`` on the catalog read them (never their keys).
 - **Recycle bin** (app/recycle_bin/service.py): listing and undrop need ``undrop`` where the unit was (and
   where it comes back); a recursive drop needs ``drop`` on the namespace; a purge at once is for
-  administrators. **Protection** (app/recycle_bin/protection.py): setting, removing and listing marks need
+  administrators. **Protection** (app/protection/service.py): setting, removing and listing marks need
   ``manage-grants`` on the securable (the warehouse for listing).
 - **Maintenance** (issue 37): attaching or detaching a policy, and running maintenance, needs
   ``manage-maintenance`` on the securable (inherited from above, like every privilege). A policy

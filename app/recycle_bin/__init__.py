@@ -1,1 +1,1 @@
-"""The recycle bin (list, undrop, purge, recursive drop, expiry) and protection marks."""
+"""The recycle bin: list, undrop, purge, recursive drop, expiry."""

@@ -1,4 +1,4 @@
-"""Which network addresses a webhook may be delivered to (app/events/webhooks.py checks every address a
+"""Which network addresses a webhook may be delivered to (app/publisher/webhooks.py checks every address a
 webhook's host resolves to, at creation and again at each delivery, and the one connected to).
 
 A webhook is a URL an administrator hands Growler, and Growler then sends requests there from

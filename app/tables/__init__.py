@@ -1,2 +1,2 @@
 """Tables: the table service (create, load, commit, drop), its storage access, what a worker
-remembers, metrics reports, scan planning, the console's previews."""
+remembers, metrics reports."""

@@ -28,6 +28,7 @@ from app.ground.locations import InvalidLocation, Location
 from app.namespaces.warehouses import WarehouseDirectory
 from app.rules import table as rules
 from app.rules.identifiers import check_name, check_namespace, format_namespace
+from app.rules.metadata_files import metadata_file_location
 from app.rules.requests.tables import CommitTableRequest, CommitTransactionRequest, TableChangeRequest
 from app.rules.table.answers import LoadedTable, load_etag
 from app.tables.access import TABLE
@@ -156,7 +157,8 @@ class TableCommitter:
         results = []
         for p in prepared:
             location = locations.get(id(p), p.row.metadata_location)
-            results.append(LoadedTable(location, p.text, {}, [], self._etag(location)))
+            etag = load_etag(location, None, planning_mode=self.planning_mode)  # loadTable's: all snapshots
+            results.append(LoadedTable(location, p.text, {}, [], etag))
         if recorder is not None:
             old = [p.row.metadata_location for p in prepared]
             recorder.locations = list(zip(old, [r.metadata_location for r in results], strict=True))
@@ -248,7 +250,7 @@ class TableCommitter:
     ) -> LoadedTable:
         """A staged create (``assert-create``) becomes a table: first version of its metadata."""
         new, text = prepared.new, prepared.text
-        metadata_location = self.metadata_location_of(new, rules.next_metadata_version(None))
+        metadata_location = new_metadata_location(new, rules.next_metadata_version(None))
         data_path = rules.data_path(new.properties or {})
         entry = NewEntry(change.name, TABLE, str(new.table_uuid), new.location, metadata_location, text, data_path)
 
@@ -264,14 +266,8 @@ class TableCommitter:
         )
         events = change_events.events_of(warehouse.id, [created])
         self.entries.insert_new(warehouse, change.namespace, entry, events, name_taken)
-        return LoadedTable(metadata_location, text, {}, [], self._etag(metadata_location))
-
-    def _etag(self, metadata_location: str) -> str:
-        """The ETag of the answer: loadTable's for the same version, all snapshots, nothing delegated."""
-        return load_etag(metadata_location, None, planning_mode=self.planning_mode)
-
-    def metadata_location_of(self, metadata: Any, version: int) -> str:
-        return self.entries.new_metadata_file(rules.metadata_directory(metadata), version, metadata.properties or {})
+        etag = load_etag(metadata_location, None, planning_mode=self.planning_mode)  # loadTable's: all snapshots
+        return LoadedTable(metadata_location, text, {}, [], etag)
 
     def _new_version(self, warehouse: WarehouseRow, prepared: PreparedCommit) -> NewVersion:
         """A commit that moves where a protected table's files are is refused before any file is
@@ -279,7 +275,7 @@ class TableCommitter:
         refused = MOVE if rules.relocates(prepared.base, prepared.new) else None
         if refused is not None:
             self.repository.refuse_if_entry_protected(refused, prepared.row.id)
-        file = self._next_location(prepared)
+        file = new_metadata_location(prepared.new, rules.next_metadata_version(prepared.row.metadata_location))
         _, namespace, name = prepared.key
         data_path = rules.data_path(prepared.new.properties or {})
         named = [("location", prepared.new.location), ("write.metadata.path", file.rsplit("/", 1)[0])]
@@ -313,10 +309,6 @@ class TableCommitter:
         own = [Location.parse(metadata.location, "location")]
         self.entries.require_homes(warehouse, namespace, namespace_properties, named, own)
 
-    def _next_location(self, prepared: PreparedCommit) -> str:
-        """Where the next version of a prepared commit's table goes."""
-        return self.metadata_location_of(prepared.new, rules.next_metadata_version(prepared.row.metadata_location))
-
     def _owned_previous_files(self, prepared: PreparedCommit, written: str) -> list[str]:
         """``write.metadata.delete-after-commit``: the previous metadata files that fell out of the log
         and that this table owns - inside its own metadata directory (before or after the commit),
@@ -343,6 +335,13 @@ class TableCommitter:
             log.info("not deleting %d previous metadata files: their directory is shared", len(owned))
             return []
         return owned
+
+
+def new_metadata_location(metadata: Any, version: int) -> str:
+    """Where a table's metadata file of ``version`` goes: in its metadata directory, a fresh uuid
+    in its name, so never an existing object."""
+    directory = rules.metadata_directory(metadata)
+    return metadata_file_location(directory, version, metadata.properties or {}, str(uuid.uuid4()))
 
 
 def logged_files(row: EntryRow) -> list[str]:

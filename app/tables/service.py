@@ -31,7 +31,7 @@ from app.rules.requests.tables import (
 from app.rules.table.answers import LoadedTable, NotModified
 from app.storage_access.delegation import NO_DELEGATION, Delegation
 from app.tables.access import TABLE, TableStorageAccess
-from app.tables.committing import TableCommitter, within_any
+from app.tables.committing import TableCommitter, new_metadata_location, within_any
 from app.tables.loading import LoadTableRequest, TableLoader
 from app.tables.memory import HeldDocuments
 from app.tables.metrics_reports import MetricsReports
@@ -109,7 +109,7 @@ class TableService:
             config, credentials = self.access.storage_access(warehouse, (namespace, name), roots, delegation, True)
             return LoadedTable(None, text, config, credentials)
         config, credentials = self.access.storage_access(warehouse, (namespace, name), roots, delegation, True)
-        metadata_location = self.committer.metadata_location_of(metadata, rules.next_metadata_version(None))
+        metadata_location = new_metadata_location(metadata, rules.next_metadata_version(None))
         entry = self._new_entry(name, metadata, metadata_location, text)
         self.entries.insert_new(warehouse, namespace, entry, self.entries.created_events(warehouse, namespace, entry))
         return LoadedTable(metadata_location, text, config, credentials, self.loader.load_etag(metadata_location))

@@ -24,6 +24,7 @@ from app.rules.identifiers import (
     check_name,
     format_namespace,
 )
+from app.rules.metadata_files import metadata_file_location
 from app.rules.requests.views import CommitViewRequest, CreateViewRequest, RegisterViewRequest
 from storage.entries import NewEntry
 from storage.repository import CatalogRepository
@@ -164,4 +165,7 @@ class ViewService:
     # -- helpers ------------------------------------------------------------------------
 
     def _metadata_location(self, metadata: rules.ViewMetadata, version: int) -> str:
-        return self.entries.new_metadata_file(rules.metadata_directory(metadata), version, metadata["properties"])
+        """Where the view's metadata file of ``version`` goes: a fresh uuid in its name, never an
+        existing object."""
+        directory = rules.metadata_directory(metadata)
+        return metadata_file_location(directory, version, metadata["properties"], str(uuid.uuid4()))

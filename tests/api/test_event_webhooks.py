@@ -1,8 +1,8 @@
-"""Push delivery to webhooks (app/events/publisher.py), configured through the management API: a receiver
+"""Push delivery to webhooks (app/publisher/service.py), configured through the management API: a receiver
 that fails, times out and recovers gets every event once acknowledged, in order, signed; a
 receiver that keeps failing leaves dead letters an administrator lists and replays; the example
 receiver (examples/webhook_receiver.py) verifies signatures as written. Where a webhook may go
-(app/events/webhooks.py): by default no loopback, link-local, private or database address, refused with a
+(app/publisher/webhooks.py): by default no loopback, link-local, private or database address, refused with a
 400 at creation and checked again at every delivery, redirects never followed. (The suite's
 settings allow loopback, where its receivers listen: tests/conftest.py.)"""
 
@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from app.composition.services import services_of
-from app.events.webhooks import DeliveryFailed, TargetRefused, WebhookGuard, WebhookTarget
+from app.publisher.webhooks import DeliveryFailed, TargetRefused, WebhookGuard, WebhookTarget
 from scripts.processes import free_port
 from storage.db import database_endpoints
 from tests.api.tables_support import PREFIX, append, create_request, table_url, tables_url

@@ -1,4 +1,4 @@
-"""Push delivery to Kafka (app/events/publisher.py, app/events/kafka.py) through the suite's gunicorn
+"""Push delivery to Kafka (app/publisher/service.py, app/publisher/kafka.py) through the suite's gunicorn
 server and a real Apache Kafka broker (KRaft, tests/integration/kafka_support.py): committers write
 to three tables while the broker is stopped and started again mid-stream. Every event of the feed
 reaches the topic, each table's records in their feed order, under the table's uuid as key (so in

@@ -1,4 +1,4 @@
-"""Push delivery to NATS JetStream (app/events/publisher.py) through a real gunicorn server and Debian's
+"""Push delivery to NATS JetStream (app/publisher/service.py) through a real gunicorn server and Debian's
 nats-server: committers write to three tables while the worker holding the publisher's lease
 and another worker are SIGKILLed and nats-server is stopped and started again mid-stream. Every
 event of the feed reaches JetStream, each table's events in their feed order, and a repeat only
@@ -77,7 +77,7 @@ def gunicorn_publishes():
     """The suite's in-process apps publish too (they share the database; the api tests build many):
     stopped here, so the lease goes to a gunicorn worker, the process this test kills; started
     again afterwards."""
-    from app.events.publisher import Publisher
+    from app.publisher.service import Publisher
 
     stopped = Publisher.running()
     for publisher in stopped:

@@ -1,4 +1,4 @@
-"""The change feed's push format (app/events/publisher.py, app/events/kafka.py): CloudEvents, NATS
+"""The change feed's push format (app/publisher/service.py, app/publisher/kafka.py): CloudEvents, NATS
 subjects, Kafka records (topic, key, headers) and bootstrap servers, signatures, filters."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import hmac
 import json
 from datetime import UTC, datetime
 
-from app.events.kafka import bootstrap_servers, valid_topic_template
-from app.events.publisher import cloud_event, kafka_record, matches, subject
-from app.events.webhooks import signature
+from app.publisher.kafka import bootstrap_servers, valid_topic_template
+from app.publisher.service import cloud_event, kafka_record, matches, subject
+from app.publisher.webhooks import signature
 from storage.events import StoredEvent
 
 

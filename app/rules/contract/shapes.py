@@ -56,7 +56,7 @@ class ContractModel(IcebergBaseModel):
 class SecurableShape(ContractModel):
     """The base of the management yaml's Securable (scripts/models.py's base class map): a
     securable named by its parts. Which parts each type needs is the service's to check
-    (app/management/service.py ``parse_securable``, app/recycle_bin/protection.py)."""
+    (app/management/service.py ``parse_securable``, app/protection/service.py)."""
 
     def view(self) -> dict[str, Any]:
         """As the request named it (audit lines, change events): the parts given, JSON values."""

@@ -18,7 +18,7 @@ from pyiceberg.table.snapshots import Operation
 from pyiceberg.types import LongType
 
 from app.composition.services import services_of
-from app.tables.plans import PlanningConfig
+from app.planning.service import PlanningConfig
 from tests.integration.scan_planning.scan_planning_support import (
     NS,
     SCHEMA,
@@ -34,7 +34,7 @@ from tests.integration.scan_planning.scan_planning_support import (
 
 @pytest.fixture
 def async_planning(app):
-    service = services_of(app.app).plans
+    service = services_of(app.app).planning
     original = service.config
     service.config = PlanningConfig(async_min_files=1, page_size=4, lifetime_s=600)
     yield service
@@ -186,7 +186,7 @@ def test_equality_deletes_apply_to_older_data_files_of_their_partition(server, t
 def test_manifests_are_read_once_then_served_from_the_cache(server, table, app):
     client = app.test_client()
     path = f"/v1/{server.warehouse}/namespaces/{NS}/tables/{TABLE}/plan"
-    reader = services_of(app.app).plans.reader
+    reader = services_of(app.app).planning.reader
     first = client.post(path, json={"filter": {"type": "eq", "term": "category", "value": "b"}})
     assert first.status_code == 200
     reads = reader.reads
@@ -229,7 +229,7 @@ def test_submitted_plan_of_a_dead_worker_is_reported_failed(server, table, servi
                 (plan_id, entry_id, age),
             )
     assert httpx.get(f"{url}/{live_id}").json() == {"status": "submitted"}
-    # a 200 FailedPlanningResult, status and error, as Java's and PyIceberg's clients read it (app/tables/plans.py)
+    # a 200 FailedPlanningResult, status and error, as Java's and PyIceberg's clients read it (app/planning/service.py)
     for _ in range(2):
         failed = httpx.get(f"{url}/{dead_id}")
         assert failed.status_code == 200, failed.text
@@ -336,7 +336,7 @@ def test_thousands_of_files_submitted_polled_elsewhere_paginated(server, table, 
 
 def test_background_planning_is_bounded(server, table, app, async_planning):
     """With every planning thread held, a worker queues a bounded number of plans, then says 503."""
-    from app.tables.plans import MAX_QUEUED_PER_THREAD
+    from app.planning.service import MAX_QUEUED_PER_THREAD
 
     async_planning.config = PlanningConfig(async_min_files=1, page_size=4, threads=1)
     limit = MAX_QUEUED_PER_THREAD

@@ -17,13 +17,13 @@ backoff up to its ``max_attempts``; the event is then a dead letter (listed and 
 administrator through the management API) and the sink moves on - the one exception to order. A
 NATS sink never gives up: JetStream is the durable log consumers read, so it waits for it.
 
-A Kafka sink (app/events/kafka.py) delivers a batch at a time instead: the round's records are
+A Kafka sink (app/publisher/kafka.py) delivers a batch at a time instead: the round's records are
 produced together by an idempotent producer (one object's records in one partition, in order) and
 the cursors move once the brokers acknowledged every one; like NATS, it waits for the brokers.
 
 Webhook requests carry ``X-Growler-Signature: sha256=<hex>``, the HMAC-SHA256 of the body with
 the sink's secret (kept encrypted: app/ground/secrets.py), and go only to addresses the webhook
-rule allows, checked again at every delivery (app/events/webhooks.py).
+rule allows, checked again at every delivery (app/publisher/webhooks.py).
 """
 
 from __future__ import annotations
@@ -45,10 +45,10 @@ from cloudevents.core.bindings.http import to_structured_event
 from cloudevents.core.v1.event import CloudEvent
 
 from app.events.feed import rendered
-from app.events.kafka import ID_HEADER, INSTALLATION, KafkaRecord, KafkaSettings, KafkaTarget, record_key, topic
-from app.events.webhooks import DeliveryFailed, WebhookGuard, WebhookTarget
 from app.ground import metrics
 from app.ground.secrets import SecretBox
+from app.publisher.kafka import ID_HEADER, INSTALLATION, KafkaRecord, KafkaSettings, KafkaTarget, record_key, topic
+from app.publisher.webhooks import DeliveryFailed, WebhookGuard, WebhookTarget
 from storage.deliveries import DeliveryRows, SinkRow
 from storage.events import MANAGEMENT_STREAM, StoredEvent
 
@@ -101,7 +101,7 @@ def cloud_event(warehouse: str, event: StoredEvent) -> tuple[dict[str, str], byt
 
 def kafka_record(topic_template: str, warehouse: str, event: StoredEvent) -> KafkaRecord:
     """The event as a Kafka record: the structured-mode CloudEvent as its value, the object's
-    identity as its key, its id in the ``ce_id`` header (app/events/kafka.py)."""
+    identity as its key, its id in the ``ce_id`` header (app/publisher/kafka.py)."""
     message = kafka_binding.to_structured_event(CloudEvent(_attributes(warehouse, event), rendered(event)))
     headers = {**message.headers, ID_HEADER: event.event_id.encode()}
     if event.stream == MANAGEMENT_STREAM:
@@ -321,7 +321,7 @@ class Publisher:
         backoff_s: float = 0.5,
     ) -> None:
         self.rows = rows
-        self.webhook_guard = webhook_guard  # where webhooks may go (app/events/webhooks.py): no default
+        self.webhook_guard = webhook_guard  # where webhooks may go (app/publisher/webhooks.py): no default
         self.secrets = secrets
         self.nats_url = nats_url
         self.backoff_s = backoff_s

@@ -1,5 +1,5 @@
 """Webhook targets: where a webhook sink may send its events, checked when the sink is created
-and again at every delivery, and the delivery itself (app/events/publisher.py runs it).
+and again at every delivery, and the delivery itself (app/publisher/service.py runs it).
 
 Which addresses are targets is the rule of app/rules/network_targets.py (no loopback, link-local,
 private, ... address, nor the database's, unless ``GROWLER_WEBHOOK_ALLOWED_NETWORKS`` names it).

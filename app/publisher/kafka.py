@@ -1,4 +1,4 @@
-"""The change feed's Kafka sink (app/events/publisher.py delivers, this module talks to the brokers).
+"""The change feed's Kafka sink (app/publisher/service.py delivers, this module talks to the brokers).
 
 Each event is one record: the value is the CloudEvent in structured JSON mode (the CloudEvents
 Kafka binding: ``content-type: application/cloudevents+json``), the key the object's identity

@@ -6,7 +6,7 @@ Administrators only: a sink receives every event of the warehouses its filters n
 operator's integration, not a caller's view). A webhook's signing secret and a Kafka sink's SASL
 password are stored encrypted with ``GROWLER_SECRETS_KEY`` (app/ground/secrets.py) and never
 returned; a Kafka sink refuses SASL PLAIN without TLS (it would send the password in the clear). A
-webhook's host must resolve to addresses the webhook rule allows (app/events/webhooks.py: no loopback,
+webhook's host must resolve to addresses the webhook rule allows (app/publisher/webhooks.py: no loopback,
 link-local, private or database address unless ``GROWLER_WEBHOOK_ALLOWED_NETWORKS`` names it),
 checked here and again at every delivery. Changes are audited and recorded on the installation's
 change feed like every management change.
@@ -18,13 +18,13 @@ import re
 from typing import Any
 from urllib.parse import urlparse
 
-from app.events.kafka import bootstrap_servers, valid_topic_template
-from app.events.webhooks import WebhookGuard
 from app.ground.errors import BadRequest, NotFound
 from app.ground.events import audit
 from app.ground.secrets import SecretBox
 from app.ground.settings import Settings
 from app.management.rights import ManagementRights
+from app.publisher.kafka import bootstrap_servers, valid_topic_template
+from app.publisher.webhooks import WebhookGuard
 from app.rules.requests.management import CreateEventSinkRequest, KafkaSinkSettings
 from storage.deliveries import DeadLetter, DeliveryRows, SinkRow
 
@@ -63,7 +63,7 @@ class EventSinks:
     ) -> None:
         self.rights = rights  # the management API's rights (app/management/rights.py)
         self.rows = rows
-        self.webhook_guard = webhook_guard  # where a webhook may go: the publisher's rule (app/events/webhooks.py)
+        self.webhook_guard = webhook_guard  # where a webhook may go: the publisher's rule (app/publisher/webhooks.py)
         self._box = SecretBox(settings.secrets_key) if settings.secrets_key else None
 
     def create(self, request: CreateEventSinkRequest) -> SinkRow:

@@ -1,0 +1,1 @@
+"""Scan planning as the REST spec runs it (planTableScan, fetchPlanningResult, fetchScanTasks, cancelPlanning)."""

@@ -1,0 +1,1 @@
+"""The console's data preview: a table's first rows, under the caller's READ."""

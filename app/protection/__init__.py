@@ -1,0 +1,1 @@
+"""Deletion protection marks on a warehouse, namespace, table or view (set, remove, list)."""
