@@ -127,12 +127,28 @@ class TableCommitter:
     ) -> list[LoadedTable] | None:
         """A single-table attempt waits for this worker's other commits to the table (CommitLanes).
 
-        Transactions do not: holding several lanes could deadlock, and they are rare.
+        Transactions do not: holding several lanes could deadlock, and they are rare. A commit
+        that finds the lane taken is first checked against the current row, and refused there
+        when another writer made it hopeless: with N writers on a table most attempts are such,
+        and each would otherwise hold up, in turn, the one commit that can win (W7). The attempt
+        in the lane reads the row again (without its document, which this worker then holds), so
+        what it decides on is still current; a free lane costs no extra read.
         """
         if len(changes) != 1:
             return self._attempt_commit(warehouse, changes, recorder)
-        with self.lanes.lane((warehouse.id, changes[0].namespace, changes[0].name)):
+        key = (warehouse.id, changes[0].namespace, changes[0].name)
+        lane = self.lanes.lane(key)
+        if not lane.acquire(blocking=False):
+            commit = changes[0].commit
+            if not commit.creates:
+                _, base = self._read_base(key, rules.screen_for(commit.requirements))  # CommitFailed: hopeless
+                if base is not None:  # held here: not screened, checked
+                    rules.check_requirements(base, commit.requirements)
+            lane.acquire()
+        try:
             return self._attempt_commit(warehouse, changes, recorder)
+        finally:
+            lane.release()
 
     def _attempt_commit(
         self, warehouse: WarehouseRow, changes: list[TableChange], recorder: CommitRecorder | None = None
