@@ -134,10 +134,6 @@ def _lock(conn: psycopg.Connection, roots: list[Location]) -> None:
     )
 
 
-def _trimmed(column: str) -> str:
-    return f"rtrim(regexp_replace({column}, '^[A-Za-z0-9]+:/*', ''), '/')"
-
-
 def _stage_holder(conn: psycopg.Connection, c: Claim) -> Holder | None:
     """A live stage other than one of the claim's own name overlapping a root."""
     for warehouse_id, path, name, places in _overlapping_stages(conn, list(c.roots)):
@@ -154,15 +150,8 @@ def _overlapping_stages(
     ``roots`` by text (the caller compares the parsed places): (warehouse, namespace, name, places
     or None when a stored one does not parse)."""
     rows = conn.execute(
-        "SELECT n.warehouse_id, n.path, s.name, s.location, s.metadata_path, s.data_path FROM staged_table s"
-        " JOIN namespace n ON n.id = s.namespace_id, unnest(%(roots)s::text[]) r WHERE s.expires_at > now()"
-        f" AND (starts_with({_trimmed('s.location')} || '/', r || '/')"
-        f"  OR starts_with(r || '/', {_trimmed('s.location')} || '/')"
-        f"  OR starts_with({_trimmed('s.metadata_path')} || '/', r || '/')"
-        f"  OR starts_with(r || '/', {_trimmed('s.metadata_path')} || '/')"
-        f"  OR starts_with({_trimmed('s.data_path')} || '/', r || '/')"
-        f"  OR starts_with(r || '/', {_trimmed('s.data_path')} || '/'))",
-        {"roots": [bare(root) for root in roots]},  # prepared: a scan of the live stages, whatever the values
+        "SELECT warehouse_id, path, name, location, metadata_path, data_path FROM stages_overlapping(%s)",
+        ([bare(root) for root in roots],),  # migration 0027: a scan of the live stages, planned once
     ).fetchall()
     found = []
     for row in rows:

@@ -301,9 +301,9 @@ def test_a_failed_write_deletes_only_what_it_created(client, victims, app, db, m
     victim_dir, victim_file = victims.first_location.rsplit("/", 1)
     taken = uuid.UUID(victim_file.removeprefix("00000-").removesuffix(".metadata.json"))
     real_uuid4 = uuid.uuid4
-    monkeypatch.setattr("app.catalog.entries.uuid.uuid4", lambda: taken)
+    monkeypatch.setattr("app.tables.committing.uuid.uuid4", lambda: taken)
     response = client.post(tables_url(), json=create_request("evil", properties={"write.metadata.path": victim_dir}))
-    monkeypatch.setattr("app.catalog.entries.uuid.uuid4", real_uuid4)
+    monkeypatch.setattr("app.tables.committing.uuid.uuid4", real_uuid4)
     assert response.status_code in (400, 409), response.text  # the victim's folder, or its file's name: taken
     assert client.head(table_url("evil")).status_code == 404
     pending = db.execute("SELECT count(*) FROM pending_object WHERE starts_with(location, %s)", (victim_dir,))
