@@ -170,7 +170,7 @@ class RunLine:
     id: int
     started: str
     policy_type: str
-    trigger: str
+    trigger: str  # what started it, with the principal who asked for it when one did
     dry_run: bool
     status: str
     duration: str
@@ -205,7 +205,7 @@ def run_line(run: dict[str, Any]) -> RunLine:
         run["id"],
         stamp(started),
         run["policy-type"],
-        run["trigger"],
+        f"{run['trigger']} by {run['requested-by']}" if run.get("requested-by") else run["trigger"],
         bool(run["dry-run"]),
         run["status"],
         duration,

@@ -253,6 +253,7 @@ def test_the_maintenance_page_runs_a_job_shows_it_queued_and_cancels_it(browser,
         page = browser.get("/ui/maintenance", params=page_params)
         row = re.search(rf'id="run-{run.id}".*?</tr>', page.text, re.S).group(0)
         assert '<td class="run-status">queued' in row and 'class="cancel-run"' in row
+        assert '<td class="run-trigger">request by test-admin</td>' in row  # who asked for it
         token = re.search(r'name="csrf" value="([^"]+)"', row).group(1)
         cancelled = browser.post(
             "/ui/maintenance/cancel",
