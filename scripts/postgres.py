@@ -236,7 +236,7 @@ class EmbeddedPostgres(Service):
             argv += ["-c", "fsync=off", "-c", "full_page_writes=off"]
         # GROWLER_PG_SETTINGS: more server settings, space-separated name=value pairs (e.g.
         # "shared_preload_libraries=pg_stat_statements" to see a workload's statements, or the
-        # sizes docs/operations.md gives for a million tables); they come last, so they win.
+        # sizes docs/deployment.md gives for a large catalog); they come last, so they win.
         for setting in os.environ.get("GROWLER_PG_SETTINGS", "").split():
             argv += ["-c", setting]
         with open(self.log_path, "ab") as log:

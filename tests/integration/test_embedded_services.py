@@ -309,6 +309,16 @@ def test_orphans_of_a_dead_run_are_stopped_on_start(service_root: Path):
                 pass
 
 
+def test_postgres_takes_the_settings_it_is_given(pg: EmbeddedPostgres, monkeypatch: pytest.MonkeyPatch):
+    """GROWLER_PG_SETTINGS (docs/deployment.md: a large catalog's sizes) reaches the server, after
+    the settings of its own: ``max_connections`` given there wins over the embedded server's."""
+    monkeypatch.setenv("GROWLER_PG_SETTINGS", "shared_buffers=64MB max_connections=150 track_io_timing=on")
+    with pg, psycopg.connect(pg.url, autocommit=True) as conn:
+        shown = {name: conn.execute(f"SHOW {name}").fetchone()[0] for name in ("shared_buffers", "track_io_timing")}
+        assert shown == {"shared_buffers": "64MB", "track_io_timing": "on"}
+        assert conn.execute("SHOW max_connections").fetchone()[0] == "150"
+
+
 def test_postgres_is_set_up_like_production(pg: EmbeddedPostgres):
     """Password authentication with generated secrets; the catalog's role is no superuser."""
     with pg:
