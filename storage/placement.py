@@ -69,11 +69,14 @@ class Holder:
 def claim(conn: psycopg.Connection, claims: list[Claim]) -> None:
     """Lock and check ``claims`` inside the caller's transaction; BadRequest (the transaction rolls
     back: nothing written) when a location is taken. The message names no other entry, and says
-    what to do next. A binned entry is passed over unless its purge runs (docs/recycle-bin.md)."""
-    _lock(conn, [root for c in claims for root in c.roots])
+    what to do next. A binned entry is passed over unless its purge runs (docs/recycle-bin.md).
+
+    Two round trips for a claim (a create's): the locks with the warehouses' locations, then the
+    entries, stages and namespaces it may meet, read together after the locks (``claim_lookup``)."""
+    bases = _lock(conn, [root for c in claims for root in c.roots], sorted({c.warehouse_id for c in claims}))
     for c in claims:
-        found = _overlaps(conn, list(c.roots), c.entry_id, binned="purging")
-        if any(not binned for _, binned in found) or _stage_holder(conn, c) or _namespace_overlaps(conn, c):
+        found, stages, places = _claim_lookup(conn, c, bases[c.warehouse_id])
+        if any(not binned for _, binned in found) or _stage_in_the_way(c, stages) or _namespace_in_the_way(c, places):
             raise BadRequest(
                 f"Cannot place {c.shown()}: the location is another table's, view's, staged table's or "
                 "namespace's, or overlaps one. Give it a location of its own, or none for a new folder "
@@ -84,6 +87,32 @@ def claim(conn: psycopg.Connection, claims: list[Claim]) -> None:
                 f"Cannot place {c.shown()}: a dropped table's files there are being purged (the warehouse's "
                 "recycle bin lists it as purging). Try again once its purge finished, or give it another location"
             )
+
+
+def _claim_lookup(
+    conn: psycopg.Connection, c: Claim, base: Location
+) -> tuple[list[tuple[EntryRow, bool]], list[StageRow], list[tuple[Path, Location]]]:
+    """What ``_overlaps`` (purging binned entries), ``_overlapping_stages`` and ``_namespace_places``
+    read for one claim, in one statement (migration 0027's ``claim_lookup`` calls their functions)."""
+    roots = list(c.roots)
+    above, lo, hi = _holder_keys(roots)
+    paths, ns_lo, ns_hi = _namespace_keys(base, roots)
+    rows = conn.execute(
+        "SELECT * FROM claim_lookup(%s, %s, %s, %s, 'purging', %s, %s, %s, %s, %s, %s)",
+        (above, lo, hi, c.entry_id, [bare(root) for root in roots], c.warehouse_id, paths, ns_lo, ns_hi, _SEP),
+    ).fetchall()
+    by_source: dict[str, list[dict]] = {"entry": [], "stage": [], "namespace": []}
+    for row in rows:
+        by_source[row.pop("source")].append(row)
+    entries = [
+        {key: row[key] for key in ("id", "kind", "uuid", "location", "metadata_location", "data_path", "binned")}
+        for row in by_source["entry"]
+    ]
+    return (
+        _holders_from(entries, roots),
+        _stages_from(by_source["stage"]),
+        _places_from(by_source["namespace"], base),
+    )
 
 
 def lock(conn: psycopg.Connection, roots: list[Location]) -> None:
@@ -119,7 +148,9 @@ def _prefixes(root: Location) -> list[str]:
     return [base + "/" + "/".join(root.segments[:depth]) for depth in range(0, len(root.segments) + 1)]
 
 
-def _lock(conn: psycopg.Connection, roots: list[Location]) -> None:
+def _lock(conn: psycopg.Connection, roots: list[Location], warehouses: list[int] | None = None) -> dict[int, Location]:
+    """Take the claims' locks on ``roots``; with them, in the same round trip, the locations of
+    ``warehouses`` (a claim needs its warehouse's for the namespaces' default layout)."""
     modes: dict[str, tuple[int, bool]] = {}  # prefix -> (depth, exclusive)
     for root in roots:
         prefixes = _prefixes(root)
@@ -128,32 +159,42 @@ def _lock(conn: psycopg.Connection, roots: list[Location]) -> None:
             known = modes.get(prefix)
             modes[prefix] = (depth, exclusive or (known is not None and known[1]))
     ordered = sorted(modes.items(), key=lambda item: (item[1][0], item[0]))
-    conn.execute(
-        "SELECT lock_locations(%s, %s, %s)",  # migration 0024: one round trip, in this order
-        ([prefix for prefix, _ in ordered], [exclusive for _, (_, exclusive) in ordered], _LOCK_SEED),
-    )
+    row = conn.execute(
+        "SELECT lock_locations(%s, %s, %s),"  # migration 0024: one round trip, in this order
+        " (SELECT coalesce(json_object_agg(id, location), '{}') FROM warehouse WHERE id = ANY(%s)) AS bases",
+        ([prefix for prefix, _ in ordered], [exclusive for _, (_, exclusive) in ordered], _LOCK_SEED, warehouses or []),
+    ).fetchone()
+    return {int(key): Location.parse(location.rstrip("/")) for key, location in row["bases"].items()}
+
+
+StageRow = tuple[int, Path, str, "list[Location] | None"]  # warehouse, namespace, name, places (None: unparsable)
 
 
 def _stage_holder(conn: psycopg.Connection, c: Claim) -> Holder | None:
     """A live stage other than one of the claim's own name overlapping a root."""
-    for warehouse_id, path, name, places in _overlapping_stages(conn, list(c.roots)):
+    return _stage_in_the_way(c, _overlapping_stages(conn, list(c.roots)))
+
+
+def _stage_in_the_way(c: Claim, stages: list[StageRow]) -> Holder | None:
+    for warehouse_id, path, name, places in stages:
         if (warehouse_id, path, name) != (c.warehouse_id, c.namespace, c.name):
             if places is None or any(place.overlaps(root) for place in places for root in c.roots):
                 return Holder("staged table", warehouse_id, path, name)
     return None
 
 
-def _overlapping_stages(
-    conn: psycopg.Connection, roots: list[Location]
-) -> list[tuple[int, Path, str, list[Location] | None]]:
+def _overlapping_stages(conn: psycopg.Connection, roots: list[Location]) -> list[StageRow]:
     """Live stages whose location, metadata path or data path is at, under or above one of
-    ``roots`` by text (the caller compares the parsed places): (warehouse, namespace, name, places
-    or None when a stored one does not parse)."""
+    ``roots`` by text (the caller compares the parsed places)."""
     rows = conn.execute(
         "SELECT warehouse_id, path, name, location, metadata_path, data_path FROM stages_overlapping(%s)",
         ([bare(root) for root in roots],),  # migration 0027: a scan of the live stages, planned once
     ).fetchall()
-    found = []
+    return _stages_from(rows)
+
+
+def _stages_from(rows: list[dict]) -> list[StageRow]:
+    found: list[StageRow] = []
     for row in rows:
         try:
             places: list[Location] | None = [
@@ -165,10 +206,10 @@ def _overlapping_stages(
     return found
 
 
-def _namespace_overlaps(conn: psycopg.Connection, c: Claim) -> bool:
+def _namespace_in_the_way(c: Claim, places: list[tuple[Path, Location]]) -> bool:
     """Another namespace's location overlapping a root, or a root containing its own namespace's
     (or an ancestor's) location."""
-    for path, place in _namespace_places(conn, c.warehouse_id, list(c.roots)):
+    for path, place in places:
         own_line = c.namespace[: len(path)] == path
         for root in c.roots:
             if place.is_within(root) or (not own_line and root.is_within(place)):
@@ -187,24 +228,32 @@ def namespace_place(warehouse_location: str, path: Path, explicit: str | None) -
 def _namespace_places(
     conn: psycopg.Connection, warehouse_id: int, roots: list[Location]
 ) -> list[tuple[Path, Location]]:
-    """The namespaces of the warehouse whose location may overlap one of ``roots``, with it.
-
-    Read narrowly: the namespaces with an explicit location, and by the layout those whose path is
-    a root's path under the warehouse location or a prefix of it (index lookups) or starts with it
-    (an index range). A level whose name ``safe_segment`` changes is matched by its folder's name.
-    """
+    """The namespaces of the warehouse whose location may overlap one of ``roots``, with it."""
     warehouse = conn.execute("SELECT location FROM warehouse WHERE id = %s", (warehouse_id,)).fetchone()
     base = Location.parse(warehouse["location"].rstrip("/"))
+    paths, lo, hi = _namespace_keys(base, roots)
+    rows = conn.execute(
+        "SELECT path, explicit FROM namespace_places(%s, %s, %s, %s, %s)",  # migration 0024: index lookups
+        (warehouse_id, paths, lo, hi, _SEP),
+    ).fetchall()
+    return _places_from(rows, base)
+
+
+def _namespace_keys(base: Location, roots: list[Location]) -> tuple[list[str], list[str], list[str]]:
+    """Read narrowly: the namespaces with an explicit location (always), and by the layout those
+    whose path is a root's path under the warehouse location or a prefix of it (index lookups) or
+    starts with it (an index range). A level whose name ``safe_segment`` changes is matched by its
+    folder's name. (paths, range starts, range ends), levels joined by ``_SEP``."""
     paths, ranges = set(), []
     for root in roots:
         if root.is_within(base) and root != base:
             levels = list(root.segments[len(base.segments) :])
             paths.update(_SEP.join(levels[:depth]) for depth in range(1, len(levels) + 1))
             ranges.append((_SEP.join(levels), _SEP.join([*levels[:-1], levels[-1] + "\x01"])))
-    rows = conn.execute(
-        "SELECT path, explicit FROM namespace_places(%s, %s, %s, %s, %s)",  # migration 0024: index lookups
-        (warehouse_id, sorted(paths), [lo for lo, _ in ranges], [hi for _, hi in ranges], _SEP),
-    ).fetchall()
+    return sorted(paths), [lo for lo, _ in ranges], [hi for _, hi in ranges]
+
+
+def _places_from(rows: list[dict], base: Location) -> list[tuple[Path, Location]]:
     places = []
     for row in rows:
         path = tuple(row["path"])
@@ -349,20 +398,29 @@ def _overlaps(
     """
     if not roots:
         return []
+    above, lo, hi = _holder_keys(roots)
+    rows = conn.execute(
+        "SELECT id, kind, uuid, location, metadata_location, data_path, binned"
+        " FROM location_holders(%s, %s, %s, %s, %s)",
+        (above, lo, hi, exclude_id, binned),
+    ).fetchall()
+    return _holders_from(rows, roots)
+
+
+def _holder_keys(roots: list[Location]) -> tuple[list[str], list[str], list[str]]:
+    """At or above a root: the key is one of its prefixes; under root i: the key lies in
+    [key_i + "/", key_i + "0") - "0" follows "/" in byte order. Index scans only, whatever the
+    table's size, each of them a statement of migration 0027's function, planned once."""
     keys = [bare(root) for root in roots]
     above = sorted({"/".join(key.split("/")[:depth]) for key in keys for depth in range(1, key.count("/") + 2)})
-    # At or above a root: the key is one of its prefixes; under root i: the key lies in
-    # [key_i + "/", key_i + "0") - "0" follows "/" in byte order. Index scans only, whatever the
-    # table's size, each of them a statement of migration 0024's function, planned once.
-    rows = conn.execute(
-        "SELECT id, kind, uuid, location, metadata_location, '' AS metadata, data_path, binned"
-        " FROM location_holders(%s, %s, %s, %s, %s)",
-        (above, [key + "/" for key in keys], [key + "0" for key in keys], exclude_id, binned),
-    ).fetchall()
+    return above, [key + "/" for key in keys], [key + "0" for key in keys]
+
+
+def _holders_from(rows: list[dict], roots: list[Location]) -> list[tuple[EntryRow, bool]]:
     found: dict[int, tuple[EntryRow, bool]] = {}
     for row in rows:
         is_binned = row.pop("binned")
-        entry = EntryRow(**row)
+        entry = EntryRow(**row, metadata="")
         try:
             places = entry_places(entry)
         except InvalidLocation:  # stored before locations were checked: counts as overlapping
