@@ -27,6 +27,7 @@ from app.rules.requests.management import (
     CreateWarehouseRequest,
     DetachPolicyRequest,
     GrantRequest,
+    RunReport,
     RunRequest,
     SecurableRef,
     UndropRequest,
@@ -291,6 +292,14 @@ def cancel_maintenance_run(services: Services, warehouse: str, namespace: str, t
     return services.maintenance.cancel_run(
         warehouse, parse_namespace(namespace, services.namespace_separator), table, run
     ), 200
+
+
+def report_maintenance_run(
+    services: Services, warehouse: str, namespace: str, table: str, run: int, body: RunReport, http: HttpRequest
+):
+    levels = parse_namespace(namespace, services.namespace_separator)
+    token = http.header("X-Growler-Run-Token") or ""
+    return services.maintenance.report_run(warehouse, levels, table, run, token, body), 200
 
 
 def get_table_health(services: Services, warehouse: str, namespace: str, table: str):

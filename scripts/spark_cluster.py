@@ -133,6 +133,10 @@ class SparkCluster:
         """The applications that ran executors on the workers (one directory each per worker)."""
         return sorted(p for p in self.workdir.glob("worker*/app-*") if p.is_dir())
 
+    def drivers(self) -> list[Path]:
+        """The drivers the workers ran (cluster deploy mode): one work directory each."""
+        return sorted(p for p in self.workdir.glob("worker*/driver-*") if p.is_dir())
+
     def registered_applications(self) -> int:
         """How many applications the master accepted so far (its "Registering app" log lines)."""
         return self.master_log.read_text(errors="replace").count("Registering app ")

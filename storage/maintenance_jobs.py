@@ -38,6 +38,16 @@ class ClaimedJob:
     trigger: str  # 'request' (asked for by hand), 'schedule' or 'commits' (queued by the due-work pass)
 
 
+@dataclass(frozen=True)
+class ReportAnswer:
+    """What a job's report found: the run (this table's?), the token (the one issued?), its state."""
+
+    found: bool
+    token_holds: bool
+    running: bool
+    cancel_requested: bool
+
+
 class MaintenanceJobs:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -126,6 +136,59 @@ class MaintenanceJobs:
                 "UPDATE maintenance_run SET progress = %s WHERE id = %s AND status = 'running'",
                 (json.dumps(progress), run_id),
             )
+
+    def issue_report_token(self, run_id: int, token_hash: bytes) -> None:
+        """The report token of the job about to be submitted for the running run (its SHA-256 only),
+        replacing any earlier one: a job submitted before (a runner that died) can no longer report."""
+        with self.db.connection() as conn:
+            conn.execute(
+                "UPDATE maintenance_run SET report_token_hash = %s, job_result = NULL"
+                " WHERE id = %s AND status = 'running'",
+                (token_hash, run_id),
+            )
+
+    def record_report(
+        self,
+        entry_id: int,
+        run_id: int,
+        token_hash: bytes,
+        progress: dict[str, Any] | None,
+        result: dict[str, Any] | None,
+    ) -> ReportAnswer:
+        """A job's report, written only when the run is this table's, still running, and the token
+        is the one issued to the job (all in the statement: a refused report writes nothing)."""
+        with self.db.connection() as conn:
+            row = conn.execute(
+                "WITH run AS (SELECT id, status, report_token_hash FROM maintenance_run"
+                "  WHERE id = %(run)s AND entry_id = %(entry)s),"
+                " reported AS (UPDATE maintenance_run m SET progress = coalesce(%(progress)s::jsonb, m.progress),"
+                "  job_result = coalesce(%(result)s::jsonb, m.job_result)"
+                "  FROM run WHERE m.id = run.id AND run.status = 'running' AND run.report_token_hash = %(token)s"
+                "  RETURNING m.cancel_requested)"
+                " SELECT run.status, run.report_token_hash = %(token)s AS token_holds,"
+                "  (SELECT cancel_requested FROM reported) AS cancel_requested FROM run",
+                {
+                    "run": run_id,
+                    "entry": entry_id,
+                    "token": token_hash,
+                    "progress": json.dumps(progress) if progress is not None else None,
+                    "result": json.dumps(result) if result is not None else None,
+                },
+            ).fetchone()
+        if row is None:
+            return ReportAnswer(found=False, token_holds=False, running=False, cancel_requested=False)
+        return ReportAnswer(
+            found=True,
+            token_holds=bool(row["token_holds"]),
+            running=row["status"] == "running",
+            cancel_requested=bool(row["cancel_requested"]),
+        )
+
+    def job_result(self, run_id: int) -> dict[str, Any] | None:
+        """What the run's job reported as its end (its result or its error), if it did."""
+        with self.db.connection() as conn:
+            row = conn.execute("SELECT job_result FROM maintenance_run WHERE id = %s", (run_id,)).fetchone()
+        return row["job_result"] if row is not None else None
 
     def claim(self, holder: str, lease_s: float, limits: Limits, abandoned: str) -> ClaimedJob | None:
         """The oldest queued job that fits the limits and whose table no runner holds: its table's

@@ -32,6 +32,11 @@ class RunControl(Protocol):
 
     def progress(self, run_id: int, progress: dict[str, Any]) -> None: ...
 
+    # a cluster-mode Spark job's report channel (app/maintenance/spark.py ``JobReports``)
+    def issue_report_token(self, run_id: int, token_hash: bytes) -> None: ...
+
+    def job_result(self, run_id: int) -> dict[str, Any] | None: ...
+
 
 @dataclass(frozen=True)
 class RunContext:

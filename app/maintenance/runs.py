@@ -399,6 +399,12 @@ class MaintenanceExecutor:
         The job's progress lines (file groups and bytes done of total) are the run's progress."""
         self._guard(table, shown, {"committed": False})
         request = maintenance_spark.RewriteRequest(table.warehouse, (*table.namespace, table.name), target, settings)
+        reports = None
+        if maintenance_spark.cluster_mode(spark):  # the job reports through the run's report channel
+            run = CURRENT_RUN.get()
+            if run is None or run.control is None:
+                raise maintenance_spark.SparkJobFailed("Cluster deploy mode reports through a job's run: queue the run")
+            reports = maintenance_spark.issue_reports(spark, run.control, run.run_id, table)
         # while the job runs, the guard every few seconds: a cancel, a protection mark, a drop, a
         # revoked policy or a lost lease kill it (its commit, not made yet, is never made)
         result = maintenance_spark.run_guarded(
@@ -412,9 +418,19 @@ class MaintenanceExecutor:
                 reported["bytes-done"],
                 reported["bytes-total"],
             ),
+            reports=reports,
         )
         done = {key.replace("_", "-"): value for key, value in result.items()}
         return Outcome(shown, {"committed": bool(result.get("rewritten_data_files_count")), "engine": "spark", **done})
+
+    def may_go_on(self, table: TableRef) -> bool:
+        """Whether a job on the table may make its next commit (no protection mark, not dropped):
+        the answer to a cluster-mode job's report (the guard, every few seconds, kills it as well)."""
+        try:
+            self._standing(table)
+        except RunSkipped:
+            return False
+        return True
 
     def _commit_rewrite(
         self,

@@ -22,18 +22,25 @@ from dataclasses import asdict
 from typing import Any
 
 from app.ground.callers import current_principal
-from app.ground.errors import BadRequest, NotFound
+from app.ground.errors import BadRequest, CatalogError, Forbidden, NotFound
 from app.ground.events import audit
 from app.ground.lru import LruCache
 from app.maintenance.files import current_shape
 from app.maintenance.lease import ABANDONED
 from app.maintenance.options import InvalidRewrite, RewriteSettings
 from app.maintenance.runs import MaintenanceBusy, MaintenanceExecutor
+from app.maintenance.spark import report_token_hash
 from app.management.rights import ManagementRights
 from app.management.service import parse_securable, securable_view
 from app.rules import maintenance as policy_rules
 from app.rules import table as table_rules
-from app.rules.requests.management import AttachPolicyRequest, DetachPolicyRequest, RunRequest, SecurableRef
+from app.rules.requests.management import (
+    AttachPolicyRequest,
+    DetachPolicyRequest,
+    RunReport,
+    RunRequest,
+    SecurableRef,
+)
 from storage.maintenance_jobs import MaintenanceJobs
 from storage.maintenance_rows import MaintenanceRows, RunRow, TableRef
 from storage.management_rows import Securable
@@ -49,6 +56,12 @@ RUN_RETENTION_S = 30 * 86_400  # recorded runs are kept 30 days
 # changes, so neither do the manifests it points to; a health report (the console shows one on
 # every table page) reads them once per worker and metadata version, not per request.
 SHAPES: LruCache[tuple[str, int], dict[str, Any]] = LruCache(64)
+
+
+class RunNotRunning(CatalogError):
+    """A job's report for a run that has ended (finished, failed, taken over): the job stops."""
+
+    code, error_type = 409, "RunNotRunningException"
 
 
 class MaintenanceService:
@@ -145,6 +158,29 @@ class MaintenanceService:
         target = {"table": ".".join((*table.namespace, table.name)), "warehouse": warehouse, "run": run_id}
         audit("cancel-maintenance-run", _caller(), target)
         return run_view(row)
+
+    def report_run(
+        self, warehouse: str, namespace: tuple[str, ...], name: str, run_id: int, token: str, report: RunReport
+    ) -> dict[str, Any]:
+        """A Spark job's report of its run (cluster deploy mode: app/maintenance/spark.py), taken
+        only with the token issued to that job (403 otherwise, nothing written) and while the run
+        is running (409: the job stops). The answer's ``stop`` is the guard's verdict: a cancel, a
+        protection mark, a drop or a revoked policy stops the job before its next commit."""
+        table = self._table(warehouse, namespace, name)
+        progress = report.progress.model_dump(by_alias=True, exclude_none=True) if report.progress else None
+        result = None
+        if report.result is not None or report.error is not None:
+            result = {"error": report.error} if report.error is not None else {"result": dict(report.result or {})}
+        answer = self.jobs.record_report(table.entry_id, run_id, report_token_hash(token), progress, result)
+        if not answer.found:
+            raise NotFound(f"No maintenance run {run_id} of this table")
+        if not answer.token_holds:
+            raise Forbidden(
+                "The report token is not the one issued for this run: only the job Growler started may report"
+            )
+        if not answer.running:
+            raise RunNotRunning(f"Maintenance run {run_id} is no longer running: the job should stop")
+        return {"stop": answer.cancel_requested or not self.executor.may_go_on(table)}
 
     def runs(self, warehouse: str, namespace: tuple[str, ...], name: str, limit: int | None) -> list[dict[str, Any]]:
         table = self._table(warehouse, namespace, name)

@@ -20,6 +20,14 @@ bytes (of the data and delete files in them) done of total. Each call is one com
 Iceberg's ``partial-progress.enabled``: a job stopped between calls leaves the batches it committed
 committed (every commit a complete rewrite: the same rows), and the next run plans from there.
 Any other table (unpartitioned, transforms, several specs) is one call, reported as one group.
+
+**Where the reports go.** In client deploy mode Growler reads the lines above from the driver's
+output. In cluster deploy mode the driver runs on the cluster, and the job finds
+``GROWLER_JOB_REPORT_URL`` and ``GROWLER_JOB_REPORT_TOKEN`` in its environment: it posts each
+progress report, then its result or its error, to the run's reportMaintenanceRun, signed in with
+its credential (Growler's token endpoint, client credentials) and the run's token. An answer that
+says stop (the run was cancelled, the table protected or dropped) or refuses the report (the run
+ended, or another job took it over) stops the job before its next call of the procedure.
 """
 
 from __future__ import annotations
@@ -29,6 +37,9 @@ import decimal
 import json
 import os
 import sys
+import urllib.error
+import urllib.parse
+import urllib.request
 from typing import Any
 
 CATALOG = "growler_maintenance"
@@ -143,15 +154,56 @@ def choose_calls(
     return [" OR ".join(w for w, _ in group) for group in grouped], [sum(b for _, b in group) for group in grouped]
 
 
-def report(done: int, total: int, bytes_done: int, bytes_total: int, **more: Any) -> None:
+class JobStopped(Exception):
+    """Growler answered a report with stop, or refused it: the job makes no further call."""
+
+
+_TOKENS: dict[str, str] = {}  # the bearer token, fetched once
+
+
+def bearer(uri: str) -> str | None:
+    """A token from the catalog's token endpoint for the job's credential (``id:secret``)."""
+    credential = os.environ.get("GROWLER_SPARK_CREDENTIAL")
+    if not credential:
+        return None
+    if "token" not in _TOKENS:
+        client_id, _, secret = credential.partition(":")
+        form = urllib.parse.urlencode(
+            {"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret, "scope": "catalog"}
+        ).encode()
+        with urllib.request.urlopen(f"{uri.rstrip('/')}/v1/oauth/tokens", form, timeout=30) as answer:  # noqa: S310
+            _TOKENS["token"] = json.load(answer)["access_token"]
+    return _TOKENS["token"]
+
+
+def post_report(uri: str, body: dict[str, Any]) -> None:
+    """One report to the run's reportMaintenanceRun (cluster deploy mode; nothing otherwise)."""
+    url, token = os.environ.get("GROWLER_JOB_REPORT_URL"), os.environ.get("GROWLER_JOB_REPORT_TOKEN")
+    if not url or not token:
+        return
+    headers = {"Content-Type": "application/json", "X-Growler-Run-Token": token}
+    signed = bearer(uri)
+    if signed:
+        headers["Authorization"] = f"Bearer {signed}"
+    request = urllib.request.Request(url, json.dumps(body).encode(), headers, method="POST")  # noqa: S310
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - the catalog's URL
+            stop = bool(json.load(answer).get("stop"))
+    except urllib.error.HTTPError as refused:
+        raise JobStopped(f"Growler refused the job's report: {refused.code} {refused.read()[:500]!r}") from None
+    if stop:
+        raise JobStopped("Growler asked the job to stop (the run was cancelled, or its table protected or dropped)")
+
+
+def report(done: int, total: int, bytes_done: int, bytes_total: int, uri: str = "") -> None:
     progress = {
         "file-groups-done": done,
         "file-groups-total": total,
         "bytes-done": bytes_done,
         "bytes-total": bytes_total,
-        **more,
     }
     print(PROGRESS + json.dumps(progress), flush=True)
+    post_report(uri, {"progress": progress})
 
 
 def main() -> None:
@@ -180,7 +232,7 @@ def main() -> None:
         extra = "".join(f", {name} => {literal(request[name])}" for name in named)
         calls, sizes = plan_calls(spark, table, {k: str(v) for k, v in request["options"].items()})
         total_bytes = sum(sizes)
-        report(0, len(calls), 0, total_bytes)
+        report(0, len(calls), 0, total_bytes, request["uri"])
         done_bytes = 0
         for index, (where, size) in enumerate(zip(calls, sizes, strict=True), start=1):
             narrowed = f", where => {literal(where)}" if where is not None else ""
@@ -192,10 +244,16 @@ def main() -> None:
                 if isinstance(value, int):
                     result[key] = result.get(key, 0) + value
             done_bytes += size
-            report(index, len(calls), done_bytes, total_bytes)
+            report(index, len(calls), done_bytes, total_bytes, request["uri"])
+    except JobStopped:
+        raise
+    except Exception as exc:
+        post_report(request["uri"], {"error": f"{type(exc).__name__}: {exc}"[:2000]})
+        raise
     finally:
         spark.stop()
     print(RESULT + json.dumps(result, default=str), flush=True)
+    post_report(request["uri"], {"result": {key: value for key, value in result.items() if isinstance(value, int)}})
 
 
 if __name__ == "__main__":

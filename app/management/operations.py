@@ -199,6 +199,13 @@ def _cancel_maintenance(gate: ManagementGate, call: Call) -> object:
     return gate.require_privilege("cancel-maintenance-run", _table_view(on), Privilege.MANAGE_MAINTENANCE, on)
 
 
+def _report_maintenance(gate: ManagementGate, call: Call) -> object:
+    """A Spark job's report of its run: its principal writes the table (it commits the rewrite);
+    the run's report token, checked by the service, binds the report to the job Growler started."""
+    on = _maintained_table(call)
+    return gate.require_privilege("report-maintenance-run", _table_view(on), Privilege.WRITE, on)
+
+
 # The management API's operations (openapi/management.yaml): the first check of each.
 MANAGEMENT_OPERATIONS: dict[str, Managed] = {
     "listPrincipals": Managed(lambda gate, call: gate.require_principal_directory("list-principals", {})),
@@ -280,5 +287,6 @@ MANAGEMENT_OPERATIONS: dict[str, Managed] = {
     "runMaintenance": Managed(_run_maintenance),
     "getMaintenanceRun": _table_reader("get-maintenance-run"),
     "cancelMaintenanceRun": Managed(_cancel_maintenance),
+    "reportMaintenanceRun": Managed(_report_maintenance),
     "getTableHealth": _table_reader("get-table-health"),
 }

@@ -88,6 +88,12 @@ class RecordedControl:
         self.updates.append(dict(progress))
         self.jobs.progress(run_id, progress)
 
+    def issue_report_token(self, run_id: int, token_hash: bytes) -> None:
+        self.jobs.issue_report_token(run_id, token_hash)
+
+    def job_result(self, run_id: int) -> dict | None:
+        return self.jobs.job_result(run_id)
+
 
 def run_as_job(maintenance, name: str, policy_type: str, control: RecordedControl):
     """The run as a job runner runs one - its row 'running' under the table's lease, progress and

@@ -439,6 +439,27 @@ class RunProgress(ContractModel):
     bytes_total: Annotated[int | None, Field(alias="bytes-total")] = None
 
 
+class MaintenanceRunReport(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    progress: RunProgress | None = None
+    result: Annotated[dict[str, int] | None, Field(max_length=16)] = None
+    error: Annotated[str | None, Field(max_length=2000)] = None
+
+
+class MaintenanceRunReportAnswer(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    stop: Annotated[
+        bool,
+        Field(
+            description="The run was cancelled, or the table protected, dropped or its policy revoked - the job stops before its next commit"
+        ),
+    ]
+
+
 class Snapshots(ContractModel):
     count: int
     oldest_age_ms: Annotated[int | None, Field(alias="oldest-age-ms")] = None

@@ -36,6 +36,7 @@ from app.rules.contract.management import (
     UpdateWarehouseRequest,
 )
 from app.rules.contract.management import DeletionPolicy as DeletionPolicySettings
+from app.rules.contract.management import MaintenanceRunReport as RunReport
 from app.rules.contract.management import Securable as SecurableRef
 from app.rules.privileges import SecurableType
 
@@ -50,6 +51,7 @@ __all__ = [
     "EventSinkFilters",
     "GrantRequest",
     "KafkaSinkSettings",
+    "RunReport",
     "RunRequest",
     "SecurableRef",
     "SecurableType",
