@@ -106,6 +106,7 @@ def test_truncate_and_bucket_partitions_select_exactly_their_values():
     bucket = Field("id_bucket", "bucket[16]", "id", "long")
     assert field_filter(bucket, 7) == f"{CATALOG}.system.bucket(16, `id`) = 7"
     assert field_filter(bucket, 16) is None
+    assert field_filter(Field("u_bucket", "bucket[16]", "u", "uuid"), 3) is None  # not a type checked on Spark
     for field in (n, s, bucket, TS):
         assert field_filter(field, None) == f"`{field.column}` IS NULL"  # the null partition
 
