@@ -27,11 +27,11 @@ timestamp_ntz or date column with literals of its own type), before 1970 the tra
 (``system.days(ts) = DATE '1969-12-31'``: there Iceberg widens a range's projection by a
 partition); ``truncate[W]`` of an int or long ``v <= col < v + W``, of a string ``col = v`` (shorter
 than W) or ``startswith(col, v)``; ``bucket[N]`` Iceberg's function, ``system.bucket(N, col) = k``;
-a null partition value ``col IS NULL``. Each of these becomes an Iceberg expression whose projection
-on the spec is exactly that partition (checked on Iceberg 1.12 with Spark 3.5 and 4.1). Any other table
-(unpartitioned, files in several specs, a nested source column, a truncated decimal or binary, a
-value within W of an int's bounds, a bucket of a decimal, binary or uuid) is one call, reported as
-one group.
+a null partition value ``col IS NULL``. Each of these becomes an Iceberg expression whose
+projection on the spec is exactly that partition (checked on Iceberg 1.12 with Spark 3.5 and 4.1).
+Any other table (unpartitioned, files in several specs, a nested source column, a truncated decimal
+or binary, a value within W of an int's bounds, a bucket of a decimal, binary or uuid) is one call,
+reported as one group.
 """
 
 from __future__ import annotations
