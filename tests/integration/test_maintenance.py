@@ -504,6 +504,23 @@ def test_orphan_removal_after_a_take_over_leaves_the_binned_tables_files_until_i
     assert ids_of(catalog.load_table((NS, "new")).scan().to_arrow()) == [3]
 
 
+def local_spark_job(server) -> SparkSettings:
+    """Spark settings that make the executor start its rewrite job on this machine (``local[1]``),
+    a client of ``server`` like any writer."""
+    return SparkSettings(
+        submit=str(Path(pyspark.__file__).parent / "bin" / "spark-submit"),
+        master="local[1]",
+        jars=",".join(spark_jars("3.5")),
+        # a small job: no UI, one shuffle partition, the JIT's quick tier only (a JVM starts faster)
+        conf=f"spark.pyspark.python={sys.executable},spark.ui.enabled=false,spark.sql.shuffle.partitions=1,"
+        "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1",
+        java_home=java17_home() or "",
+        catalog_uri=server.url,
+        credential=TEST_CREDENTIAL,
+        timeout_s=600,
+    )
+
+
 @pytest.mark.parametrize("spark", ["3.5"], indirect=True)  # Growler's job runs on the 3.5 line (.venv)
 def test_data_compaction_with_delete_files_runs_on_a_spark_job_growler_starts(spark, server, catalog, maintenance):
     """A partitioned table with delete files (merge-on-read, written by the shared driver) is beyond
@@ -528,18 +545,7 @@ def test_data_compaction_with_delete_files_runs_on_a_spark_job_growler_starts(sp
     unset = run(maintenance, "deleted", "system.data-compaction", now_ms())  # no Spark configured
     assert unset.outcome["committed"] is False and "engine" not in unset.plan
     assert set(unset.plan["skipped"].values()) == {"has delete files (needs Spark)"}
-    maintenance.executor.spark = SparkSettings(
-        submit=str(Path(pyspark.__file__).parent / "bin" / "spark-submit"),
-        master="local[1]",
-        jars=",".join(spark_jars("3.5")),
-        # a small job: no UI, one shuffle partition, the JIT's quick tier only (a JVM starts faster)
-        conf=f"spark.pyspark.python={sys.executable},spark.ui.enabled=false,spark.sql.shuffle.partitions=1,"
-        "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1",
-        java_home=java17_home() or "",
-        catalog_uri=server.url,
-        credential=TEST_CREDENTIAL,
-        timeout_s=600,
-    )
+    maintenance.executor.spark = local_spark_job(server)
     try:
         dry = run(maintenance, "deleted", "system.data-compaction", now_ms(), dry_run=True)
         assert dry.plan["engine"] == "spark" and dry.outcome["committed"] is False
@@ -566,6 +572,64 @@ def test_data_compaction_with_delete_files_runs_on_a_spark_job_growler_starts(sp
     tasks = list(after.scan().plan_files())
     assert len(tasks) < files_before and not any(task.delete_files for task in tasks)
     assert sorted((row["id"], row["cat"]) for row in after.scan().to_arrow().to_pylist()) == expected
+    spark.sql(f"REFRESH TABLE {table}")
+    assert [tuple(row) for row in spark.sql(query).collect()] == expected
+
+
+@pytest.mark.parametrize("spark", ["3.5"], indirect=True)
+def test_a_spark_job_on_a_table_partitioned_by_transforms_commits_and_reports_a_partition_at_a_time(
+    spark, server, catalog, maintenance
+):
+    """days(ts), bucket(4, id) and truncate(3, name): the job names each partition by a where on
+    its source columns (a UTC range of ts, Iceberg's bucket function, a prefix of name; the null
+    partition by IS NULL) and calls the procedure once per partition - a commit each that rewrote
+    exactly that partition's three data files - reporting its progress a file group at a time."""
+    table = f"growler.{NS}.daily"
+    spark.sql(
+        f"CREATE TABLE {table} (id bigint, ts timestamp, name string, n int) USING iceberg"
+        " PARTITIONED BY (days(ts), bucket(4, id), truncate(3, name))"
+        " TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read')"
+    )
+    partitions = [
+        (1, "TIMESTAMP '2026-01-02 23:00:{:02d}+00:00'", "'apple'"),
+        (2, "TIMESTAMP '2026-01-03 00:00:{:02d}+00:00'", "'banana'"),
+        (3, "NULL", "NULL"),
+    ]
+    for k in range(3):  # three inserts: a data file in each partition per insert, two rows in each
+        values = [f"({i}, {ts.format(2 * k + j)}, {name}, {2 * k + j})" for i, ts, name in partitions for j in (0, 1)]
+        spark.sql(f"INSERT INTO {table} VALUES {', '.join(values)}")
+    spark.sql(f"DELETE FROM {table} WHERE n = 1")  # a position delete file in each partition: a job for Spark
+    query = f"SELECT id, ts, name, n FROM {table} ORDER BY n, id"
+    expected = [tuple(row) for row in spark.sql(query).collect()]
+    before = catalog.load_table((NS, "daily"))
+    assert len(list(before.scan().plan_files())) == 9 and len(expected) == 15
+    snapshots_before = {snapshot.snapshot_id for snapshot in before.snapshots()}
+    attach(maintenance, "system.data-compaction", "daily", {"enable": True})
+    maintenance.executor.spark = local_spark_job(server)
+    try:
+        control = RecordedControl(maintenance.jobs)
+        done = run_as_job(maintenance, "daily", "system.data-compaction", control)
+    finally:
+        maintenance.executor.spark = SparkSettings()
+    assert done.status == "succeeded", done.error
+    assert done.outcome["engine"] == "spark" and done.outcome["committed"] is True, done.outcome
+    assert done.outcome["rewritten-data-files-count"] == 9 and done.outcome["failed-data-files-count"] == 0
+
+    final = maintenance.jobs.get(done_entry(maintenance, "daily"), done.id).progress
+    assert final["file-groups-total"] == 3 and final["file-groups-done"] == 3, final  # a group per partition
+    assert final["bytes-done"] == final["bytes-total"] > 0, final
+    assert control.updates[-1] == final, control.updates
+    assert [u["file-groups-done"] for u in control.updates] == [0, 1, 2, 3], control.updates
+
+    after = catalog.load_table((NS, "daily"))
+    commits = [s for s in after.snapshots() if s.snapshot_id not in snapshots_before]
+    # each call's where selected exactly its partition: its rewrite (then the removal of the delete
+    # file it applied: remove-dangling-deletes) changed that one partition, its 3 data files replaced
+    assert {(s.summary.operation.value, s.summary["changed-partition-count"]) for s in commits} == {("replace", "1")}
+    rewrites = [s.summary for s in commits if s.summary.get("deleted-data-files")]
+    assert [summary["deleted-data-files"] for summary in rewrites] == ["3"] * 3, [s.summary for s in commits]
+    tasks = list(after.scan().plan_files())
+    assert len(tasks) == 3 and not any(task.delete_files for task in tasks)
     spark.sql(f"REFRESH TABLE {table}")
     assert [tuple(row) for row in spark.sql(query).collect()] == expected
 
