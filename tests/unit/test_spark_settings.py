@@ -10,7 +10,17 @@ import pytest
 
 from app.ground.settings import SparkSettings
 from app.maintenance.options import InvalidRewrite, RewriteSettings
-from app.maintenance.spark import JOB_SCRIPT, SparkJobFailed, check_deploy, command, job_environment, rewrite_options
+from app.maintenance.spark import (
+    JOB_SCRIPT,
+    PYTHON_RUNNER,
+    JobReports,
+    SparkJobFailed,
+    cluster_mode,
+    command,
+    job_environment,
+    report_url,
+    rewrite_options,
+)
 
 
 def test_spark_is_off_by_default_and_the_credential_stays_out_of_reprs_and_command_lines():
@@ -84,15 +94,45 @@ def test_the_job_environment_carries_no_growler_storage_or_database_variable():
     }
 
 
-def test_cluster_deploy_mode_on_a_standalone_master_is_refused_with_a_clear_message():
-    standalone = SparkSettings(submit="s", master="spark://m:7077", conf="spark.submit.deployMode=cluster")
-    with pytest.raises(SparkJobFailed, match="not supported for Python applications on a Spark standalone"):
-        check_deploy(standalone)
-    check_deploy(SparkSettings(submit="s", master="spark://m:7077"))  # client mode: fine
-    check_deploy(SparkSettings(submit="s", master="yarn", conf="spark.submit.deployMode=cluster"))
-    check_deploy(SparkSettings(submit="s", master="k8s://https://k:6443", conf="spark.submit.deployMode=cluster"))
+def test_cluster_deploy_mode_runs_on_a_standalone_master_under_sparks_python_runner_and_is_refused_elsewhere():
+    standalone = SparkSettings(
+        submit="s", master="spark://m:7077", jars="/j/runtime.jar,/j/aws.jar", conf="spark.submit.deployMode=cluster"
+    )
+    assert cluster_mode(standalone) and not cluster_mode(SparkSettings(submit="s", master="spark://m:7077"))
+    args = command(standalone)
+    # spark-submit refuses a .py primary resource in this mode: Spark's JVM main class runs the
+    # file, the first jar is the driver's, and spark-submit waits for the driver to end
+    assert args[-4:] == [PYTHON_RUNNER, "/j/runtime.jar", str(JOB_SCRIPT), ""] and args[-5] == "--class"
+    assert "spark.standalone.submit.waitAppCompletion=true" in args
+    # a worker gives the driver it starts none of the Java 17 module options Spark's launcher adds
+    java = next(arg for arg in args if arg.startswith("spark.driver.extraJavaOptions="))
+    assert "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED" in java
+    with pytest.raises(SparkJobFailed, match="first is the driver's"):
+        command(SparkSettings(submit="s", master="spark://m:7077", conf="spark.submit.deployMode=cluster"))
+    # YARN and Kubernetes would take the job's secrets on the command line: client mode there
+    for master in ("yarn", "k8s://https://k:6443"):
+        with pytest.raises(SparkJobFailed, match="standalone master .spark://. only"):
+            cluster_mode(SparkSettings(submit="s", master=master, conf="spark.submit.deployMode=cluster"))
+        assert not cluster_mode(SparkSettings(submit="s", master=master))
     with pytest.raises(SparkJobFailed, match="client or cluster"):
-        check_deploy(SparkSettings(submit="s", master="yarn", conf="spark.submit.deployMode=both"))
+        cluster_mode(SparkSettings(submit="s", master="yarn", conf="spark.submit.deployMode=both"))
+
+
+def test_a_cluster_mode_jobs_report_channel_is_in_its_environment_only():
+    settings = SparkSettings(submit="s", master="spark://m:7077", conf="spark.submit.deployMode=cluster")
+    reports = JobReports(report_url("http://g:8181/", "wh", ("a", "b c"), "t/1", 7), "tok-" + "x" * 40, lambda: None)
+    assert reports.url == (
+        "http://g:8181/management/v1/maintenance/warehouses/wh/namespaces/a%1Fb%20c/tables/t%2F1/runs/7/report"
+    )
+    env = job_environment(settings, {"PATH": "/usr/bin", "GROWLER_JOB_REPORT_TOKEN": "stale"}, reports)
+    assert env["GROWLER_JOB_REPORT_TOKEN"] == reports.token and env["GROWLER_JOB_REPORT_URL"] == reports.url
+    assert "tok-" not in repr(reports) and not any(
+        "tok-" in arg
+        for arg in command(
+            SparkSettings(submit="s", master="spark://m:7077", jars="/j/r.jar", conf="spark.submit.deployMode=cluster")
+        )
+    )
+    assert "GROWLER_JOB_REPORT_TOKEN" not in job_environment(settings, {"GROWLER_JOB_REPORT_TOKEN": "stale"})
 
 
 def test_rewrite_settings_read_icebergs_option_names_and_refuse_bad_values():
