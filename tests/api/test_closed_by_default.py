@@ -54,6 +54,7 @@ PATH_VALUES = {
 }
 # ... and for every required query parameter.
 QUERY_VALUES = {"type": "catalog", "recursive": "true"}
+HEADER_VALUES = {"X-Growler-Run-Token": "a-run-token-of-thirty-two-chars"}  # reportMaintenanceRun's
 
 VIEW_SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "x", "type": "long", "required": False}]}
 VIEW_VERSION = {
@@ -109,6 +110,7 @@ BODIES: dict[str, Any] = {
     },
     "detachMaintenancePolicy": {"policy-type": "system.snapshot-expiry", "securable": {"type": "catalog"}},
     "runMaintenance": {"policy-type": "system.orphan-file-removal"},
+    "reportMaintenanceRun": {"progress": {"file-groups-done": 1, "file-groups-total": 2}},
 }
 # Rows background work (housekeeping, scan planning) may delete while the test runs: for these,
 # nothing may be added or changed; every other table must be exactly as it was.
@@ -171,6 +173,11 @@ def request_of(operation: Operation, locations: dict[str, str]) -> tuple[str, di
     if query:
         url += "?" + "&".join(query)
     kwargs: dict[str, Any] = {}
+    headers = {
+        p["name"]: HEADER_VALUES[p["name"]] for p in operation.parameters if p["in"] == "header" and p.get("required")
+    }
+    if headers:
+        kwargs["headers"] = headers
     if operation.takes_body:
         body = BODIES[operation.operation_id]
         location = body.get("metadata-location", "")
@@ -192,6 +199,7 @@ def test_the_operations_come_from_both_yamls_and_every_one_can_be_called():
         (p["in"], p["name"]) for operation in CHECKED for p in operation.parameters if p.get("required") is True
     }
     known = {("path", name) for name in PATH_VALUES} | {("query", name) for name in QUERY_VALUES}
+    known |= {("header", name) for name in HEADER_VALUES}
     unknown = required - known
     assert unknown == set(), f"give these required parameters a value: {unknown}"
     with_body = {operation.operation_id for operation in CHECKED if operation.takes_body}
