@@ -51,6 +51,16 @@ def java() -> str:
     return str(Path(configured or _keycloak_java_home()) / "bin" / "java")
 
 
+
+def kafka_cluster_id() -> str:
+    """A cluster id as Kafka's own ``Uuid.randomUuid`` makes one: URL-safe base64 of 16 random
+    bytes, never starting with '-' (StorageTool's ``-t -xyz`` would read it as an option: one
+    format in 64 failed so)."""
+    while True:
+        made = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not made.startswith("-"):
+            return made
+
 class KafkaBroker:
     """One KRaft node (broker + controller) on 127.0.0.1; ``bootstrap`` is its client address."""
 
@@ -125,7 +135,7 @@ class KafkaBroker:
         """Format the storage (first time only) and start the JVM; returns at once."""
         config = self._config()
         if not self._formatted:
-            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            cluster_id = kafka_cluster_id()
             subprocess.run(
                 self._java(
                     "kafka.tools.StorageTool",
