@@ -51,7 +51,6 @@ def java() -> str:
     return str(Path(configured or _keycloak_java_home()) / "bin" / "java")
 
 
-
 def kafka_cluster_id() -> str:
     """A cluster id as Kafka's own ``Uuid.randomUuid`` makes one: URL-safe base64 of 16 random
     bytes, never starting with '-' (StorageTool's ``-t -xyz`` would read it as an option: one
@@ -60,6 +59,7 @@ def kafka_cluster_id() -> str:
         made = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if not made.startswith("-"):
             return made
+
 
 class KafkaBroker:
     """One KRaft node (broker + controller) on 127.0.0.1; ``bootstrap`` is its client address."""
