@@ -252,8 +252,10 @@ class ManagementService:
         name = request.name
         events = management_events("x-create-warehouse", {"warehouse": name, "federation": federation["uri"]})
         policy = _policy(request, DeletionPolicy())
+        # Growler vends no storage access for it: the remote does (loadTable's config and credentials)
+        storage = {"endpoint": None, "region": "", "path-style": False, "credentials-mode": "none"}
         return self.rows.create_warehouse(
-            name, "", {}, [], None, policy, events=events, federation=federation, federation_secret=sealed
+            name, "", storage, [], None, policy, events=events, federation=federation, federation_secret=sealed
         )
 
     def list_warehouses(self, page_token: str | None, page_size: int | None) -> Page:
