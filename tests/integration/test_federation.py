@@ -51,7 +51,8 @@ SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2,
 
 
 def _libs() -> Path:
-    libs = Path(os.environ.get("GROWLER_REST_REFERENCE_LIBS") or REPO / ".cache" / f"bench-java-{ICEBERG_VERSION}" / "libs")
+    default = REPO / ".cache" / f"bench-java-{ICEBERG_VERSION}" / "libs"
+    libs = Path(os.environ.get("GROWLER_REST_REFERENCE_LIBS") or default)
     if not any(libs.glob("iceberg-open-api-*-test-fixtures.jar")) or not any(libs.glob("jetty-server-*.jar")):
         raise RuntimeError(f"no Iceberg REST reference server in {libs}: run make rest-reference")
     return libs
