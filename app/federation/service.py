@@ -88,6 +88,10 @@ WRITES = frozenset(
     }
 )
 FORWARDED = READS | WRITES
+# Answered without a body (204) by the spec: a remote's 200 without one is taken too.
+_NO_BODY = frozenset(
+    {"dropNamespace", "dropTable", "dropView", "renameTable", "renameView", "commitTransaction", "reportMetrics"}
+) | frozenset({"namespaceExists", "tableExists", "viewExists", "cancelPlanning"})
 # Answers that carry a table's or a view's metadata and its client config.
 _LOADS = frozenset({"loadTable", "createTable", "registerTable", "updateTable", "loadView", "createView"})
 _LOADS |= frozenset({"registerView", "replaceView"})
@@ -196,7 +200,7 @@ class FederationService:
         if not body:
             sent.pop("content-type", None)
         answer = remote.send(method, path, self._query(query, route), sent, body or None)
-        return self._answer(remote, operation_id, prefix, answer)
+        return self._answer(remote, operation_id, method, prefix, answer)
 
     def _path(self, spec_path: str, values: dict[str, str], route: Route) -> str:
         """The path after the remote's prefix: each parameter encoded, namespaces with its separator."""
@@ -223,11 +227,15 @@ class FederationService:
 
     # -- answers ---------------------------------------------------------------------------------
 
-    def _answer(self, remote: RemoteCatalog, operation_id: str, prefix: str, answer: Answer) -> Answer:
+    def _answer(self, remote: RemoteCatalog, operation_id: str, method: str, prefix: str, answer: Answer) -> Answer:
         status, data = answer.status, answer.data
         if status >= 400:
             return self._error(remote, answer)
+        if not 200 <= status < 300:  # redirects are not followed: Growler's credential stays with this remote
+            raise self._garbage(remote, operation_id, f"{status}, which is not an answer of the spec")
         if data is None:  # 204, or a HEAD
+            if method != "HEAD" and operation_id not in _NO_BODY:
+                raise self._garbage(remote, operation_id, "an empty body")
             return Answer(status, None, b"", answer.headers)
         if not isinstance(data, dict):
             raise self._garbage(remote, operation_id, "not a JSON object")

@@ -236,6 +236,47 @@ def test_pyiceberg_creates_appends_and_reads_a_table_that_lives_on_the_remote(se
     assert httpx.get(f"{server.url}/v1/{server.warehouse}/namespaces/sales").status_code == 404
 
 
+def test_views_are_created_listed_loaded_renamed_and_dropped_on_the_remote(server, reference, federated):
+    views = f"{server.url}/v1/{federated}/namespaces/sales/views"
+    body = {
+        "name": "recent",
+        "schema": {
+            "type": "struct",
+            "schema-id": 0,
+            "fields": [{"id": 1, "name": "id", "type": "long", "required": False}],
+        },
+        "view-version": {
+            "version-id": 1,
+            "timestamp-ms": int(time.time() * 1000),
+            "schema-id": 0,
+            "summary": {"engine-name": "test"},
+            "representations": [{"type": "sql", "sql": "SELECT id FROM sales.orders", "dialect": "spark"}],
+            "default-namespace": ["sales"],
+        },
+        "properties": {},
+    }
+    created = httpx.post(views, json=body)
+    assert created.status_code == 200, created.text
+    assert created.json()["metadata"]["current-version-id"] == 1
+    assert httpx.get(views).json()["identifiers"] == [{"namespace": ["sales"], "name": "recent"}]
+    assert httpx.head(f"{views}/recent").status_code == 204
+    assert reference.get("namespaces/sales/views/recent").status_code == 200
+    renamed = httpx.post(
+        f"{server.url}/v1/{federated}/views/rename",
+        json={
+            "source": {"namespace": ["sales"], "name": "recent"},
+            "destination": {"namespace": ["sales"], "name": "latest"},
+        },
+    )
+    assert renamed.status_code == 204, renamed.text
+    assert reference.get("namespaces/sales/views/recent").status_code == 404
+    assert (
+        httpx.get(f"{views}/latest").json()["metadata"]["versions"][0]["representations"][0]["sql"].startswith("SELECT")
+    )
+    assert httpx.delete(f"{views}/latest").status_code == 204
+    assert reference.get("namespaces/sales/views/latest").status_code == 404
+
+
 def test_the_remote_errors_pass_through_with_their_status_and_message(server, reference, federated):
     response = httpx.get(f"{server.url}/v1/{federated}/namespaces/nowhere/tables/none")
     assert response.status_code == 404, response.text

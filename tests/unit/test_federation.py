@@ -151,6 +151,13 @@ def test_errors_pass_through_and_garbage_is_a_502_that_counts_against_the_breake
         with pytest.raises(BadGateway):
             _forward(service, remote, "listNamespaces", "GET", "/v1/{prefix}/namespaces")
         assert remote.breaker._failures == 1
+    for status, data in ((302, None), (200, None)):  # a redirect, and an empty body where one is due
+        remote = FakeRemote([_answer(status, data)])
+        with pytest.raises(BadGateway):
+            _forward(service, remote, "listNamespaces", "GET", "/v1/{prefix}/namespaces")
+    remote = FakeRemote([_answer(204, None)])
+    spec = "/v1/{prefix}/namespaces/{namespace}"
+    assert _forward(service, remote, "dropNamespace", "DELETE", spec, namespace="a").status == 204
     remote = FakeRemote([_answer(200, {"metadata-location": "x"})])
     with pytest.raises(BadGateway, match="no metadata"):
         _forward(
