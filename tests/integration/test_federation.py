@@ -277,6 +277,28 @@ def test_views_are_created_listed_loaded_renamed_and_dropped_on_the_remote(serve
     assert reference.get("namespaces/sales/views/latest").status_code == 404
 
 
+def test_a_transaction_commits_on_the_remote_after_growlers_grants(server, reference, federated):
+    orders = httpx.get(f"{server.url}/v1/{federated}/namespaces/sales/tables/orders").json()["metadata"]
+    change = {
+        "identifier": {"namespace": ["sales"], "name": "orders"},
+        "requirements": [{"type": "assert-table-uuid", "uuid": orders["table-uuid"]}],
+        "updates": [{"action": "set-properties", "updates": {"owner": "federation"}}],
+    }
+    commit = f"{server.url}/v1/{federated}/transactions/commit"
+    _, role, headers = _principal(server)
+    _grant(server, role, "read", {"type": "table", "warehouse": federated, "namespace": ["sales"], "name": "orders"})
+    refused = _wait(
+        lambda: (r := httpx.post(commit, json={"table-changes": [change]}, headers=headers)).status_code == 403 and r,
+        SETTLE_S,
+        "the grant to reach the workers",
+    )
+    assert "lacks write" in refused.json()["error"]["message"]
+    assert "owner" not in reference.get("namespaces/sales/tables/orders").json()["metadata"]["properties"]
+    committed = httpx.post(commit, json={"table-changes": [change]})
+    assert committed.status_code == 204, committed.text
+    assert reference.get("namespaces/sales/tables/orders").json()["metadata"]["properties"]["owner"] == "federation"
+
+
 def test_the_remote_errors_pass_through_with_their_status_and_message(server, reference, federated):
     response = httpx.get(f"{server.url}/v1/{federated}/namespaces/nowhere/tables/none")
     assert response.status_code == 404, response.text

@@ -210,3 +210,93 @@ def test_settings_are_checked_and_the_secret_sealed():
         federation_settings(given, None)
     with pytest.raises(BadRequest, match="user info"):
         federation_settings(FederationSettings.model_validate({"uri": "https://u:p@r", "warehouse": "w"}), box)
+
+
+class FakeResponse:
+    def __init__(self, status: int, data: Any) -> None:
+        self.status = status
+        self.headers = {"ETag": '"e1"'} if status == 200 else {}
+        self._body = data if isinstance(data, bytes) else json.dumps(data).encode()
+
+    def read(self, limit: int) -> bytes:
+        return self._body[:limit]
+
+    def release_conn(self) -> None:
+        pass
+
+
+class FakeHttp:
+    """urllib3's PoolManager.request, answering from ``answer(method, url, headers, body)``."""
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+        self.requests: list[tuple[str, str, dict[str, str], bytes | None]] = []
+
+    def request(self, method: str, url: str, body: bytes | None = None, headers: dict | None = None, **_: Any):
+        self.requests.append((method, url, dict(headers or {}), body))
+        outcome = self.answer(method, url, headers or {}, body)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return FakeResponse(*outcome)
+
+
+def test_oauth2_tokens_are_cached_and_renewed_once_on_a_401():
+    issued: list[str] = []
+
+    def answer(method: str, url: str, headers: dict[str, str], body: bytes | None):
+        if url.endswith("/v1/oauth/tokens"):
+            issued.append(f"token-{len(issued) + 1}")
+            return 200, {"access_token": issued[-1], "token_type": "bearer", "expires_in": 3600}
+        if "/v1/config" in url:
+            assert url == "http://remote/api/v1/config?warehouse=my%20wh"
+            return 200, {"overrides": {"prefix": "p/1"}, "defaults": {"namespace-separator": "%2E"}}
+        if headers.get("Authorization") == "Bearer token-1" and len(issued) == 1 and "tables" in url:
+            return 401, {"error": {"message": "expired", "type": "NotAuthorizedException", "code": 401}}
+        return 200, {"identifiers": []}
+
+    http = FakeHttp(answer)
+    settings = RemoteSettings("http://remote/api", "my wh", auth="oauth2", client_id="c", secret="s3cr3t")
+    remote = RemoteCatalog("fed", settings, http, CircuitBreaker())  # type: ignore[arg-type]
+    assert remote.send("GET", "namespaces", "", {}, None).data == {"identifiers": []}
+    answered = remote.send("GET", "namespaces/a/tables", "pageSize=1", {}, None)
+    assert answered.status == 200 and answered.headers == {"ETag": '"e1"'}
+    urls = [url for _, url, _, _ in http.requests]
+    assert urls.count("http://remote/api/v1/oauth/tokens") == 2  # once, then once more after the 401
+    assert "http://remote/api/v1/p/1/namespaces/a/tables?pageSize=1" in urls
+    token_bodies = [body for _, url, _, body in http.requests if url.endswith("/oauth/tokens")]
+    assert all(b"client_secret=s3cr3t" in (body or b"") for body in token_bodies)
+    # the secret goes to the token endpoint only; the catalog's requests carry the token
+    catalog_requests = [r for r in http.requests if not r[1].endswith("/oauth/tokens")]
+    assert all(
+        b"s3cr3t" not in (body or b"") and "s3cr3t" not in str(headers) for _, _, headers, body in catalog_requests
+    )
+    assert catalog_requests[-1][2]["Authorization"] == "Bearer token-2"
+    assert remote.route().separator == "%2E"
+
+
+def test_a_remote_that_keeps_refusing_the_credential_is_a_502_not_a_401():
+    def answer(method: str, url: str, headers: dict[str, str], body: bytes | None):
+        if "/v1/config" in url:
+            return 200, {"overrides": {}}
+        return 401, {"error": {"message": "bad token", "type": "NotAuthorizedException", "code": 401}}
+
+    remote = RemoteCatalog(
+        "fed", RemoteSettings("http://r", "w", auth="bearer", secret="t"), FakeHttp(answer), CircuitBreaker()
+    )  # type: ignore[arg-type]
+    with pytest.raises(BadGateway, match="refused Growler's credential"):
+        remote.send("GET", "namespaces", "", {}, None)
+
+
+def test_connection_failures_are_503s_until_the_breaker_opens():
+    from urllib3.exceptions import NewConnectionError
+
+    http = FakeHttp(lambda *args: NewConnectionError(None, "refused"))  # type: ignore[arg-type]
+    remote = RemoteCatalog("fed", RemoteSettings("http://r", "w"), http, CircuitBreaker(3, 30))  # type: ignore[arg-type]
+    messages = []
+    for _ in range(5):
+        with pytest.raises(ServiceUnavailable) as refused:
+            remote.send("GET", "namespaces", "", {}, None)
+        messages.append(refused.value.message)
+    assert len(http.requests) == 3  # the breaker answers the last two without asking
+    assert "cannot be reached" in messages[0] and "failed repeatedly" in messages[-1]
+    assert refused.value.retry_after >= 1
