@@ -35,6 +35,7 @@ from app.federation.breaker import CircuitBreaker
 from app.federation.remote import JSON, Answer, RemoteCatalog, RemoteSettings, Route
 from app.ground.errors import (
     BadGateway,
+    BadRequest,
     CatalogError,
     Forbidden,
     NoSuchWarehouse,
@@ -211,12 +212,12 @@ class FederationService:
             elif segment == "{namespace}":
                 parts.append(self._namespace(values["namespace"], route))
             else:
-                parts.append(quote(values[segment[1:-1]], safe=""))
+                parts.append(quote(_segment(values[segment[1:-1]]), safe=""))
         return "/".join(parts)
 
     def _namespace(self, raw: str, route: Route) -> str:
         levels = parse_namespace(raw, self.separator)
-        return route.separator.join(quote(level, safe="") for level in levels)
+        return route.separator.join(quote(_segment(level), safe="") for level in levels)
 
     def _query(self, query: bytes, route: Route) -> str:
         pairs = []
@@ -292,6 +293,15 @@ class FederationService:
         remote.breaker.failed()
         answered = f" to {operation_id}" if operation_id else ""
         return BadGateway(f"The remote catalog of warehouse {remote.name} answered{answered} {what}")
+
+
+def _segment(value: str) -> str:
+    """A name as one path segment of the remote's URL. "." and ".." are refused: an HTTP client or
+    server removes them as dot segments, and the request would reach another route than the one
+    authorized (a dropTable of ".." would drop its namespace)."""
+    if value in (".", ".."):
+        raise BadRequest(f"{value!r} cannot be a name in a federated warehouse")
+    return value
 
 
 def _levels(value: Any) -> bool:

@@ -119,6 +119,15 @@ def test_paths_and_queries_are_rewritten_for_the_remote_and_the_callers_token_st
     assert remote.sent[0][2] == "parent=a%1Fb&pageSize=5"
 
 
+@pytest.mark.parametrize(("namespace", "table"), [("a", ".."), ("a", "."), ("a\x1f..", "t"), ("..", "t")])
+def test_dot_segments_are_refused_before_the_remote_is_asked(namespace, table):
+    remote = FakeRemote([])
+    spec = "/v1/{prefix}/namespaces/{namespace}/tables/{table}"
+    with pytest.raises(BadRequest, match="cannot be a name"):
+        _forward(_service(), remote, "dropTable", "DELETE", spec, namespace=namespace, table=table)
+    assert remote.sent == []
+
+
 def test_listings_are_filtered_by_grants_and_session_keys_never_reach_the_client():
     visible = {Securable.of_namespace("fed", ("a",)), Securable.of_entry(Kind.TABLE, "fed", ("a",), "open")}
     service = _service(visible)
