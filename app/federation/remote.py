@@ -176,6 +176,12 @@ class RemoteCatalog:
 
     # -- Growler's credential toward the remote ------------------------------------------------
 
+    def own_credentials(self) -> frozenset[str]:
+        """Growler's secrets toward this remote (the static token or client secret, the current
+        OAuth2 token): no answer passed to a client may carry one of them."""
+        token = self._token
+        return frozenset(value for value in (self.settings.secret, token[1] if token else None) if value)
+
     def _bearer(self) -> str | None:
         auth = self.settings.auth
         if auth == "bearer":

@@ -283,9 +283,22 @@ class FederationService:
     def _load(self, remote: RemoteCatalog, operation_id: str, data: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(data.get("metadata"), dict):
             raise self._garbage(remote, operation_id, "no metadata object")
+        own = remote.own_credentials()
         config = data.get("config")
         if isinstance(config, dict):
-            data = {**data, "config": {k: v for k, v in config.items() if k not in SESSION_KEYS}}
+            kept = {k: v for k, v in config.items() if k not in SESSION_KEYS and not _secret(v, own)}
+            data = {**data, "config": kept}
+        credentials = data.get("storage-credentials")
+        if isinstance(credentials, list):  # a remote echoing Growler's own credential: never passed on
+            data = {
+                **data,
+                "storage-credentials": [
+                    {**item, "config": {k: v for k, v in item["config"].items() if not _secret(v, own)}}
+                    if isinstance(item, dict) and isinstance(item.get("config"), dict)
+                    else item
+                    for item in credentials
+                ],
+            }
         return data
 
     @staticmethod
@@ -293,6 +306,10 @@ class FederationService:
         remote.breaker.failed()
         answered = f" to {operation_id}" if operation_id else ""
         return BadGateway(f"The remote catalog of warehouse {remote.name} answered{answered} {what}")
+
+
+def _secret(value: Any, own: frozenset[str]) -> bool:
+    return isinstance(value, str) and value in own
 
 
 def _segment(value: str) -> str:

@@ -145,6 +145,19 @@ def test_listings_are_filtered_by_grants_and_session_keys_never_reach_the_client
     loaded = _forward(service, remote, "loadTable", "GET", spec, namespace="a", table="open")
     assert loaded.data["config"] == {"s3.endpoint": "http://s3"}
     assert b"remote-session" not in loaded.body and b"id:secret" not in loaded.body
+    # a remote echoing Growler's own credential under any key: dropped
+    echoed = {
+        "metadata": {},
+        "metadata-location": "s3://m",
+        "config": {"header.Authorization": "growler-secret", "s3.region": "eu", "odd": ["a", "list"]},
+        "storage-credentials": [{"prefix": "s3://b", "config": {"s3.session-token": "growler-secret", "k": "v"}}],
+    }
+    remote = FakeRemote([_answer(200, echoed)])
+    remote.settings = RemoteSettings("http://remote", "w", auth="bearer", secret="growler-secret")
+    loaded = _forward(service, remote, "loadTable", "GET", spec, namespace="a", table="open")
+    assert b"growler-secret" not in loaded.body
+    assert loaded.data["config"] == {"s3.region": "eu", "odd": ["a", "list"]}
+    assert loaded.data["storage-credentials"] == [{"prefix": "s3://b", "config": {"k": "v"}}]
 
 
 def test_errors_pass_through_and_garbage_is_a_502_that_counts_against_the_breaker():
