@@ -452,6 +452,29 @@ def test_a_dead_remote_is_a_quick_503_then_the_breaker_opens(server):
     assert "failed repeatedly" in messages[-1], messages
 
 
+def test_a_remote_that_does_not_answer_in_time_is_a_503_not_a_hang(server):
+    release = threading.Event()
+
+    def answer(handler: BaseHTTPRequestHandler, body: bytes) -> tuple[int, bytes]:
+        if handler.path.startswith("/v1/config"):
+            return 200, b'{"defaults": {}, "overrides": {}}'
+        release.wait(30)  # holds the request past the warehouse's timeout, until the test ends
+        return 200, b'{"namespaces": []}'
+
+    remote = TinyRemote(answer)
+    try:
+        name = _create_warehouse(server, {"uri": remote.url, "warehouse": "w", "timeout-ms": 300})
+        started = time.monotonic()
+        response = httpx.get(f"{server.url}/v1/{name}/namespaces", timeout=30)
+        assert time.monotonic() - started < 5
+        assert response.status_code == 503, response.text
+        assert "cannot be reached" in response.json()["error"]["message"]
+        assert response.headers["Retry-After"].isdigit()
+    finally:
+        release.set()
+        remote.stop()
+
+
 def test_the_reference_stopped_gives_503_with_retry_after(server, reference, federated):
     reference.stop()
     started = time.monotonic()
