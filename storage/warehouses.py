@@ -195,6 +195,25 @@ class WarehouseRows:
                 record_events(conn, events)
         return WarehouseRow(**row) if row else None
 
+    def update_federation(
+        self, name: str, federation: dict[str, Any], secret: object = KEEP, *, events: Sequence[ChangeEvent]
+    ) -> WarehouseRow | None:
+        """A federated warehouse's new remote settings (``KEEP``: its sealed credential stays); None
+        when there is no federated warehouse of that name. Bumps the version: every worker reads
+        the row again within a poll, and its remote, token and breaker are built anew."""
+        keep = secret is KEEP
+        with self.db.transaction() as conn:
+            row = conn.execute(
+                "UPDATE warehouse SET federation = %s,"
+                " federation_secret = CASE WHEN %s THEN federation_secret ELSE %s END, updated_at = now()"
+                f" WHERE name = %s AND federation IS NOT NULL RETURNING {_COLUMNS}",
+                (Jsonb(federation), keep, None if keep else secret, name),
+            ).fetchone()
+            if row:
+                conn.execute(_BUMP)
+                record_events(conn, events)
+        return WarehouseRow(**row) if row else None
+
     def delete_warehouse(self, name: str, *, events: Sequence[ChangeEvent]) -> str:
         """``deleted``, ``missing``, ``protected``, or ``not-empty`` (it still has namespaces, or
         something in its recycle bin: nothing deleted)."""

@@ -11,6 +11,7 @@ from urllib.parse import urlparse
 from app.ground.errors import BadRequest
 from app.ground.secrets import SecretBox
 from app.rules.requests.management import FederationAuth, FederationSettings
+from storage.warehouses import KEEP
 
 DEFAULT_TIMEOUT_MS = 10_000
 
@@ -66,6 +67,18 @@ def federation_settings(given: FederationSettings, box: SecretBox | None) -> tup
         "timeout-ms": given.timeout_ms or DEFAULT_TIMEOUT_MS,
     }
     return stored, sealed
+
+
+def updated_federation(
+    current: dict[str, Any], given: FederationSettings, box: SecretBox | None
+) -> tuple[dict[str, Any], object]:
+    """An update's settings: ``given`` replaces the current ones; without ``auth`` the current
+    authentication and its sealed credential are kept (``KEEP``), so rotating nothing needs no secret."""
+    if given.auth is not None:
+        return federation_settings(given, box)
+    stored, _ = federation_settings(given, box)
+    stored["auth"] = current.get("auth") or {"type": "none"}
+    return stored, KEEP
 
 
 def federation_view(stored: dict[str, Any], sealed: bytes | None) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from urllib.parse import urlparse
 
 from app.catalog.paging import Page, PageWindow
 from app.events.changes import management_events
-from app.federation.settings import federation_settings, federation_view
+from app.federation.settings import federation_settings, federation_view, updated_federation
 from app.ground.errors import AlreadyExists, BadRequest, CatalogError, NoSuchWarehouse, NotFound, Protected
 from app.ground.events import audit
 from app.ground.locations import InvalidLocation, Location
@@ -269,8 +269,8 @@ class ManagementService:
         who = self.rights.caller()
         self._refuse_default(name)
         current = self._warehouse(name)
-        if current.federation is not None:
-            raise BadRequest(f"Warehouse {name} is federated: its settings cannot change yet (delete, create again)")
+        if current.federation is not None or request.federation is not None:
+            return self._update_federated(current, request)
         allowed_given = request.allowed_locations
         location, allowed = self._locations(
             name,
@@ -292,6 +292,24 @@ class ManagementService:
             raise NotFound(f"Warehouse does not exist: {name}")
         self.warehouses.invalidate()
         self._changed("update-warehouse", who, {"warehouse": name, "fields": request.given()})
+        return row
+
+    def _update_federated(self, current: WarehouseRow, request: UpdateWarehouseRequest) -> WarehouseRow:
+        """A federated warehouse's remote settings replaced (its credential kept when ``auth`` is
+        not given); a native warehouse does not become federated, nor the other way round."""
+        name = current.name
+        if current.federation is None:
+            raise BadRequest(f"Warehouse {name} is not federated: it takes no federation settings")
+        if request.given() != ["federation"]:
+            raise BadRequest(f"Warehouse {name} is federated: only its federation settings can change")
+        assert request.federation is not None
+        federation, secret = updated_federation(current.federation or {}, request.federation, self._box)
+        events = management_events("x-update-warehouse", {"warehouse": name, "fields": ["federation"]})
+        row = self.rows.update_federation(name, federation, secret, events=events)
+        if row is None:
+            raise NotFound(f"Warehouse does not exist: {name}")
+        self.warehouses.invalidate()
+        self._changed("update-warehouse", self.rights.caller(), {"warehouse": name, "fields": ["federation"]})
         return row
 
     def delete_warehouse(self, name: str) -> None:

@@ -62,7 +62,7 @@ def test_a_federated_warehouse_is_created_shown_and_deleted_without_its_secret(c
     from app.ground.secrets import SecretBox
 
     assert SecretBox(TEST_SECRETS_KEY).open(bytes(sealed)) == {"secret": TOKEN}
-    # the settings cannot change yet (delete and create again); the deletion works
+    # only its federation settings can change; the deletion works
     _error(client.put(f"{M}/warehouses/{name}", json={"refuse-deletes": True}), 400, "BadRequestException")
     assert client.delete(f"{M}/warehouses/{name}").status_code == 204
     assert client.get(f"{M}/warehouses/{name}").status_code == 404
@@ -184,3 +184,46 @@ def test_forwarding_refuses_before_the_remote_is_asked(client, name):
     assert int(unreachable.headers["Retry-After"]) >= 1
     # a malformed body is still the yaml's 400, before anything is forwarded
     _error(client.post(f"/v1/{name}/tables/rename", json={"source": 1}), 400, "BadRequestException")
+
+
+def test_a_federated_warehouses_settings_change_and_are_served_at_once(client, name, db):
+    created = {"uri": DEAD, "warehouse": "w", "auth": {"type": "bearer", "token": TOKEN}, "timeout-ms": 500}
+    assert client.post(f"{M}/warehouses", json={"name": name, "federation": created}).status_code == 201
+    (sealed,) = db.execute("SELECT federation_secret FROM warehouse WHERE name = %s", (name,)).fetchone()
+    # reads reach for the remote (not there: 503); writes too, until the warehouse turns read-only
+    _error(client.post(f"/v1/{name}/namespaces", json={"namespace": ["x"]}), 503, "ServiceUnavailableException")
+    changed = client.put(
+        f"{M}/warehouses/{name}", json={"federation": {"uri": DEAD, "warehouse": "w2", "read-only": True}}
+    )
+    assert changed.status_code == 200, changed.text
+    assert changed.json()["federation"] == {
+        "uri": DEAD,
+        "warehouse": "w2",
+        "auth": {"type": "bearer", "has-secret": True},  # no auth given: the credential is kept
+        "read-only": True,
+        "timeout-ms": 10_000,
+    }
+    assert bytes(db.execute("SELECT federation_secret FROM warehouse WHERE name = %s", (name,)).fetchone()[0]) == bytes(
+        sealed
+    )
+    error = _error(client.post(f"/v1/{name}/namespaces", json={"namespace": ["x"]}), 403, "ForbiddenException")
+    assert "read-only federation" in error["message"]
+    cleared = client.put(
+        f"{M}/warehouses/{name}", json={"federation": {"uri": DEAD, "warehouse": "w2", "auth": {"type": "none"}}}
+    )
+    assert cleared.status_code == 200 and cleared.json()["federation"]["auth"] == {"type": "none", "has-secret": False}
+    assert db.execute("SELECT federation_secret FROM warehouse WHERE name = %s", (name,)).fetchone()[0] is None
+    assert TOKEN not in changed.text + cleared.text
+    # bad settings: 400, nothing changed
+    bad = client.put(f"{M}/warehouses/{name}", json={"federation": {"uri": "ftp://x", "warehouse": "w"}})
+    _error(bad, 400, "BadRequestException")
+    assert client.get(f"{M}/warehouses/{name}").json()["federation"]["uri"] == DEAD
+
+
+def test_a_native_warehouse_does_not_become_federated(client, name, db):
+    native = client.post(f"{M}/warehouses", json={"name": name, "location": f"s3://growler-fed-native/{name}/"})
+    assert native.status_code == 201, native.text
+    turned = client.put(f"{M}/warehouses/{name}", json={"federation": {"uri": DEAD, "warehouse": "w"}})
+    assert "not federated" in _error(turned, 400, "BadRequestException")["message"]
+    assert db.execute("SELECT federation FROM warehouse WHERE name = %s", (name,)).fetchone()[0] is None
+    assert client.delete(f"{M}/warehouses/{name}").status_code == 204

@@ -631,6 +631,12 @@ class UpdateWarehouseRequest(UpdateShape):
     model_config = ConfigDict(
         extra="forbid",
     )
+    federation: Annotated[
+        FederationSettings | None,
+        Field(
+            description="A federated warehouse's new remote settings (only for a federated warehouse, and alone); without auth the current authentication and its stored credential are kept."
+        ),
+    ] = None
     location: Annotated[str | None, Field(examples=["s3://bucket/warehouse/"], max_length=4096, min_length=1)] = None
     storage: StorageSettings | None = None
     allowed_locations: Annotated[Strings | None, Field(alias="allowed-locations", max_length=100)] = None
