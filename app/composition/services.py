@@ -13,6 +13,7 @@ from typing import Any
 from app.authorization import Authorizer
 from app.event_sinks.service import EventSinks
 from app.events.feed import EventFeed
+from app.federation.service import FederationService
 from app.functions import FunctionService
 from app.idempotency import IdempotencyService
 from app.maintenance.service import MaintenanceService
@@ -51,6 +52,7 @@ class Services:
     event_sinks: EventSinks
     publisher: Publisher  # push delivery (a loop, started and stopped with the worker)
     previews: PreviewService  # the console's data preview
+    federation: FederationService  # federated warehouses: the dispatcher's call stage forwards to their remotes
     authorizer: Authorizer
     endpoints: list[str]  # what getConfig advertises
     console_oidc: bool  # True: the console signs in through the IdP too

@@ -127,6 +127,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         event_sinks=events.sinks,
         publisher=events.publisher,
         previews=catalog.previews,
+        federation=catalog.federation,
         authorizer=base.authorizer,
         endpoints=sorted([*implemented_endpoints(spec), *token_endpoint]),
         console_oidc=auth.console_oidc is not None,

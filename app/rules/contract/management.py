@@ -272,6 +272,78 @@ class StorageView(ContractModel):
     ]
 
 
+class FederationAuth(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    type: Literal["none", "bearer", "oauth2"]
+    token: Annotated[SecretStr | None, Field(max_length=8192, min_length=1)] = None
+    client_id: Annotated[str | None, Field(alias="client-id", max_length=1024, min_length=1)] = None
+    client_secret: Annotated[SecretStr | None, Field(alias="client-secret", max_length=1024, min_length=1)] = None
+    token_endpoint: Annotated[str | None, Field(alias="token-endpoint", max_length=2048, min_length=1)] = None
+    scope: Annotated[str | None, Field(max_length=1024, min_length=1)] = None
+
+
+class FederationSettings(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    uri: Annotated[
+        str,
+        Field(
+            description="The remote catalog's base URI (its routes are <uri>/v1/...).",
+            examples=["https://catalog.example.com/api/catalog"],
+            max_length=2048,
+            min_length=1,
+        ),
+    ]
+    warehouse: Annotated[
+        str,
+        Field(
+            description="The warehouse name sent to the remote's GET /v1/config, whose overrides.prefix is the remote prefix.",
+            max_length=1024,
+            min_length=1,
+        ),
+    ]
+    auth: FederationAuth | None = None
+    read_only: Annotated[
+        bool | None, Field(alias="read-only", description="Refuse every write (403) before it reaches the remote.")
+    ] = None
+    timeout_ms: Annotated[
+        int | None,
+        Field(
+            alias="timeout-ms",
+            description="The timeout of each request to the remote (connect and read); 10000 when unset.",
+            ge=100,
+            le=120000,
+        ),
+    ] = None
+
+
+class Auth(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    type: str
+    client_id: Annotated[str | None, Field(alias="client-id")] = None
+    token_endpoint: Annotated[str | None, Field(alias="token-endpoint")] = None
+    scope: str | None = None
+    has_secret: Annotated[
+        bool, Field(alias="has-secret", description="Whether a token or client secret is stored (never shown).")
+    ]
+
+
+class FederationView(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    uri: str
+    warehouse: str
+    auth: Auth
+    read_only: Annotated[bool, Field(alias="read-only")]
+    timeout_ms: Annotated[int, Field(alias="timeout-ms")]
+
+
 class AllowedLocation(RootModel[str]):
     root: Annotated[str, Field(examples=["s3://bucket/warehouse/"], max_length=4096, min_length=1)]
 
@@ -534,7 +606,8 @@ class CreateWarehouseRequest(UpdateShape):
         extra="forbid",
     )
     name: Annotated[str, Field(max_length=63, min_length=1)]
-    location: Annotated[str, Field(examples=["s3://bucket/warehouse/"], max_length=4096, min_length=1)]
+    federation: FederationSettings | None = None
+    location: Annotated[str | None, Field(examples=["s3://bucket/warehouse/"], max_length=4096, min_length=1)] = None
     storage: StorageSettings | None = None
     allowed_locations: Annotated[
         Strings | None,
@@ -558,6 +631,12 @@ class UpdateWarehouseRequest(UpdateShape):
     model_config = ConfigDict(
         extra="forbid",
     )
+    federation: Annotated[
+        FederationSettings | None,
+        Field(
+            description="A federated warehouse's new remote settings (only for a federated warehouse, and alone); without auth the current authentication and its stored credential are kept."
+        ),
+    ] = None
     location: Annotated[str | None, Field(examples=["s3://bucket/warehouse/"], max_length=4096, min_length=1)] = None
     storage: StorageSettings | None = None
     allowed_locations: Annotated[Strings | None, Field(alias="allowed-locations", max_length=100)] = None
@@ -576,6 +655,7 @@ class Warehouse(ContractModel):
     deletion_policy: Annotated[DeletionPolicy, Field(alias="deletion-policy")]
     refuse_deletes: Annotated[bool, Field(alias="refuse-deletes")]
     protected: bool
+    federation: FederationView | None = None
 
 
 class ListWarehousesResponse(ContractModel):
