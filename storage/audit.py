@@ -1,0 +1,155 @@
+"""The audit trail's rows in PostgreSQL (SQL only; migration 0030, docs/audit.md).
+
+Written in batches - one statement and one commit for every record a worker's group commit holds
+(app/audit/writer.py) - read newest first by the management API, and deleted past their
+retention by housekeeping, oldest first and a batch at a time, so that a large backlog never
+holds one long transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from storage.db import AsyncDatabase, Database
+
+# One row per record, from parallel arrays: one statement whatever the batch's size (a VALUES list
+# would be a new statement text for every size, and psycopg's executemany a round trip per row).
+INSERT = (
+    "INSERT INTO audit_record (recorded_at, request_id, principal, identity_provider, roles, operation,"
+    " method, path, object, decision, rule, status, client, user_agent, access)"
+    " SELECT r.recorded_at, r.request_id, r.principal, r.idp, coalesce(string_to_array(r.roles, chr(31)), '{}'),"
+    " r.operation, r.method, r.path, r.object, r.decision, r.rule, r.status, r.client, r.user_agent, r.access"
+    " FROM unnest(%s::timestamptz[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],"
+    " %s::text[], %s::text[], %s::text[], %s::text[], %s::int[], %s::text[], %s::text[], %s::jsonb[])"
+    " AS r(recorded_at, request_id, principal, idp, roles, operation, method, path, object, decision, rule,"
+    " status, client, user_agent, access)"
+)
+_COLUMNS = (
+    "id, recorded_at, request_id, principal, identity_provider, roles, operation, method, path, object,"
+    " decision, rule, status, client, user_agent, access"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRecord:
+    """One decision, as written: names only (docs/audit.md "What is recorded")."""
+
+    recorded_at: datetime
+    request_id: str | None
+    principal: str | None
+    identity_provider: str | None
+    roles: tuple[str, ...]
+    operation: str
+    method: str
+    path: str
+    object: str | None
+    decision: str
+    rule: str | None
+    status: int
+    client: str | None
+    user_agent: str | None
+    access: tuple[dict[str, Any], ...] = ()
+
+
+def insert_params(records: Sequence[AuditRecord]) -> list[list[Any]]:
+    """``INSERT``'s parameters: one array per column."""
+    return [
+        [r.recorded_at for r in records],
+        [r.request_id for r in records],
+        [r.principal for r in records],
+        [r.identity_provider for r in records],
+        ["\x1f".join(r.roles) if r.roles else None for r in records],
+        [r.operation for r in records],
+        [r.method for r in records],
+        [r.path for r in records],
+        [r.object for r in records],
+        [r.decision for r in records],
+        [r.rule for r in records],
+        [r.status for r in records],
+        [r.client for r in records],
+        [r.user_agent for r in records],
+        [Jsonb(list(r.access)) if r.access else None for r in records],
+    ]
+
+
+@dataclass(frozen=True)
+class AuditQuery:
+    """A page's filters; ``after``: the (recorded_at, id) the previous page ended at."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+    principal: str | None = None
+    object_prefix: str | None = None
+    decision: str | None = None
+    after: tuple[datetime, int] | None = None
+
+
+class AuditRows:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def insert(self, records: Sequence[AuditRecord]) -> None:
+        """The records, committed when this returns (one statement, autocommit)."""
+        with self.db.connection() as conn:
+            conn.execute(INSERT, insert_params(records))
+
+    @staticmethod
+    async def insert_async(database: AsyncDatabase, records: Sequence[AuditRecord]) -> None:
+        """The same on the event loop's pool: committed when this returns."""
+        await database.execute(INSERT, insert_params(records))
+
+    def page(self, query: AuditQuery, limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` records matching ``query``, newest first."""
+        where, params = [], []
+        if query.since is not None:
+            where.append("recorded_at >= %s")
+            params.append(query.since)
+        if query.until is not None:
+            where.append("recorded_at < %s")
+            params.append(query.until)
+        if query.principal is not None:
+            where.append("principal = %s")
+            params.append(query.principal)
+        if query.object_prefix is not None:
+            where.append("object LIKE %s")
+            params.append(_like_prefix(query.object_prefix))
+        if query.decision is not None:
+            where.append("decision = %s")
+            params.append(query.decision)
+        if query.after is not None:
+            where.append("(recorded_at, id) < (%s, %s)")
+            params.extend(query.after)
+        sql = f"SELECT {_COLUMNS} FROM audit_record"  # noqa: S608 - fixed column and filter texts only
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY recorded_at DESC, id DESC LIMIT %s"
+        with self.db.connection() as conn:
+            rows = conn.execute(sql, [*params, limit]).fetchall()
+        return [dict(row) for row in rows]
+
+    def delete_older_than(self, retention_s: float, limit: int = 10_000) -> int:
+        """Forget one batch of records older than the retention, oldest first (by the time index)."""
+        with self.db.connection() as conn:
+            cursor = conn.execute(
+                "DELETE FROM audit_record WHERE id IN (SELECT id FROM audit_record"
+                " WHERE recorded_at < now() - make_interval(secs => %s) ORDER BY recorded_at LIMIT %s)",
+                (retention_s, limit),
+            )
+        return cursor.rowcount
+
+    def all_text(self) -> str:
+        """Every stored record as one text (tests: that no secret appears anywhere)."""
+        with self.db.connection() as conn:
+            rows = conn.execute(f"SELECT {_COLUMNS} FROM audit_record ORDER BY id").fetchall()  # noqa: S608
+        return json.dumps([dict(row) for row in rows], default=str)
+
+
+def _like_prefix(prefix: str) -> str:
+    """A LIKE pattern matching texts that start with ``prefix`` (its wildcards escaped)."""
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
