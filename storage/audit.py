@@ -58,24 +58,43 @@ class AuditRecord:
 
 
 def insert_params(records: Sequence[AuditRecord]) -> list[list[Any]]:
-    """``INSERT``'s parameters: one array per column."""
+    """``INSERT``'s parameters: one array per column, every text made storable (``_text``)."""
     return [
         [r.recorded_at for r in records],
-        [r.request_id for r in records],
-        [r.principal for r in records],
-        [r.identity_provider for r in records],
-        ["\x1f".join(r.roles) if r.roles else None for r in records],
-        [r.operation for r in records],
-        [r.method for r in records],
-        [r.path for r in records],
-        [r.object for r in records],
-        [r.decision for r in records],
-        [r.rule for r in records],
+        [_text(r.request_id) for r in records],
+        [_text(r.principal) for r in records],
+        [_text(r.identity_provider) for r in records],
+        [_text("\x1f".join(r.roles)) if r.roles else None for r in records],
+        [_text(r.operation) for r in records],
+        [_text(r.method) for r in records],
+        [_text(r.path) for r in records],
+        [_text(r.object) for r in records],
+        [_text(r.decision) for r in records],
+        [_text(r.rule) for r in records],
         [r.status for r in records],
-        [r.client for r in records],
-        [r.user_agent for r in records],
-        [Jsonb(list(r.access)) if r.access else None for r in records],
+        [_text(r.client) for r in records],
+        [_text(r.user_agent) for r in records],
+        [Jsonb(_json(list(r.access))) if r.access else None for r in records],
     ]
+
+
+def _text(value: str | None) -> str | None:
+    """A text PostgreSQL stores: a NUL (a path may carry ``%00``) or a lone surrogate would fail the
+    statement - and with it every record of the batch, whose requests would all get 503."""
+    if value is None or (value.isascii() and "\x00" not in value):
+        return value
+    return value.replace("\x00", "\ufffd").encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _json(value: Any) -> Any:
+    """``_text`` through a JSON value (jsonb refuses ``\\u0000`` too)."""
+    if isinstance(value, str):
+        return _text(value)
+    if isinstance(value, list):
+        return [_json(item) for item in value]
+    if isinstance(value, dict):
+        return {str(_text(str(key))): _json(item) for key, item in value.items()}
+    return value
 
 
 @dataclass(frozen=True)

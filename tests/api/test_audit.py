@@ -298,3 +298,13 @@ def _record(request_id: str, at: datetime) -> AuditRecord:
         user_agent="ua",
         access=({"kind": "vended", "mode": "static", "prefixes": ["s3://b/t"], "methods": ["GET"]},),
     )
+
+
+def test_a_path_postgresql_cannot_store_as_is_is_recorded_all_the_same(client, db):
+    """A NUL in the path (``%00``) is a 400 for the caller - and a record, its NUL replaced: a
+    record the database refused would fail its whole batch (every request of it answered 503)."""
+    rid = _rid()
+    answered = client.get(f"{PREFIX}/namespaces/a%00b", headers={"X-Request-Id": rid})
+    assert answered.status_code == 400, answered.text
+    record = _one(db, rid)
+    assert record["path"].endswith("a\ufffdb") and record["status"] == 400
