@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
 
 from app.ground import metrics
 from app.ground.errors import ServiceUnavailable
@@ -39,16 +38,9 @@ class AuditUnavailable(ServiceUnavailable):
 
 
 class AuditWriter:
-    def __init__(
-        self,
-        rows: AuditRows,
-        async_database: AsyncDatabase,
-        write_batch: Callable[[Sequence[AuditRecord]], object] | None = None,
-    ) -> None:
-        self.rows = rows
-        self.async_database = async_database
-        # the loop's batch writer (tests give one that fails); by default one statement on the asyncio pool
-        self._write_batch = write_batch
+    def __init__(self, rows: AuditRows, async_database: AsyncDatabase) -> None:
+        self.rows = rows  # the sync pool's writes (a loop the asyncio pool does not serve)
+        self.async_database = async_database  # the worker loop's: the group commit
         self._queue: list[tuple[AuditRecord, asyncio.Future[None]]] = []
         self._flushing: asyncio.Task[None] | None = None
 
@@ -86,11 +78,6 @@ class AuditWriter:
             self._flushing = None
 
     async def _commit(self, records: list[AuditRecord]) -> None:
-        if self._write_batch is not None:
-            result = self._write_batch(records)
-            if asyncio.iscoroutine(result):
-                await result
-            return
         await self.rows.insert_async(self.async_database, records)
         metrics.AUDIT_BATCHES.observe(len(records))
 
