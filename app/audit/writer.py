@@ -61,6 +61,9 @@ class AuditWriter:
     async def _flush(self) -> None:
         """Write the queue, batch after batch, until it is empty (then the next record starts a task)."""
         try:
+            # one turn of the loop first: the requests whose responses start in this turn join the
+            # batch (under load many do), instead of each starting a commit of its own
+            await asyncio.sleep(0)
             while self._queue:
                 batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
                 try:
