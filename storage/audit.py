@@ -163,12 +163,6 @@ class AuditRows:
             )
         return cursor.rowcount
 
-    def all_text(self) -> str:
-        """Every stored record as one text (tests: that no secret appears anywhere)."""
-        with self.db.connection() as conn:
-            rows = conn.execute(f"SELECT {_COLUMNS} FROM audit_record ORDER BY id").fetchall()  # noqa: S608
-        return json.dumps([dict(row) for row in rows], default=str)
-
 
 def _like_prefix(prefix: str) -> str:
     """A LIKE pattern matching texts that start with ``prefix`` (its wildcards escaped)."""
