@@ -203,14 +203,15 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     )
     app.add_middleware(LivenessMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION)  # logged, counted
     app.add_middleware(StartupGate, position=MiddlewarePosition.BEFORE_EXCEPTION, startup=startup)
-    # The audit trail: each request's record committed before its response starts (outside
-    # authentication, so that a 401 is recorded too).
-    app.add_middleware(
-        AuditMiddleware,
-        position=MiddlewarePosition.BEFORE_EXCEPTION,
-        writer=AuditWriter(audit.rows, async_database),
-        namespace_separator=settings.namespace_separator,
-    )
+    # The audit trail, when on: each request's record committed before its response starts
+    # (outside authentication, so that a 401 is recorded too).
+    if settings.audit_trail:
+        app.add_middleware(
+            AuditMiddleware,
+            position=MiddlewarePosition.BEFORE_EXCEPTION,
+            writer=AuditWriter(audit.rows, async_database),
+            namespace_separator=settings.namespace_separator,
+        )
     # Every request but the probes is authenticated here, before the dispatcher.
     app.add_middleware(AuthMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION, **auth.middleware_options())
     # The guard and the dispatcher sit in front of connexion's Swagger UI middleware (which copies the

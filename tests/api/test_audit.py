@@ -2,7 +2,9 @@
 and every refusal, queryable by administrators only, retained for a configured time, and never a
 secret in it.
 
-Each request here carries an ``X-Request-Id`` of its own, and its record is found by it.
+Each request here carries an ``X-Request-Id`` of its own, and its record is found by it. The
+trail is off by default (``GROWLER_AUDIT_TRAIL``, docs/audit.md): this module's apps turn it on, and
+the last test shows the default app records nothing.
 """
 
 from __future__ import annotations
@@ -27,6 +29,15 @@ from tests.conftest import TEST_BUCKET, fetch_token
 
 AUDIT = f"{M}/audit"
 VENDED = {"X-Iceberg-Access-Delegation": "vended-credentials"}
+
+
+@pytest.fixture(scope="module")
+def app(settings):
+    """The suite's app with the audit trail on (its principals and clients use it too)."""
+    from app.edge.factory import create_app
+    from tests.conftest import authenticated
+
+    return authenticated(create_app(dataclasses.replace(settings, audit_trail=True)))
 
 
 def _rid() -> str:
@@ -138,6 +149,7 @@ def signing_app(settings):
 
     signing = dataclasses.replace(
         settings,
+        audit_trail=True,
         warehouse="signed",
         warehouse_location=f"s3://{TEST_BUCKET}/signed/",
         storage_credentials_mode="remote-signing",
@@ -308,3 +320,18 @@ def test_a_path_postgresql_cannot_store_as_is_is_recorded_all_the_same(client, d
     assert answered.status_code == 400, answered.text
     record = _one(db, rid)
     assert record["path"].endswith("a\ufffdb") and record["status"] == 400
+
+
+def test_the_trail_is_off_by_default_and_its_setting_is_checked(settings, db):
+    from app.edge.factory import create_app
+    from app.ground.settings import parse_audit_trail
+    from tests.conftest import authenticated
+
+    assert settings.audit_trail is False  # the suite's settings are the product's defaults
+    default = authenticated(create_app(settings)).test_client()
+    rid = _rid()
+    assert default.get("/v1/config", headers={"X-Request-Id": rid}).status_code == 200
+    assert _records(db, rid) == []
+    assert parse_audit_trail("on") is True and parse_audit_trail(" OFF ") is False
+    with pytest.raises(ValueError, match="GROWLER_AUDIT_TRAIL must be on or off"):
+        parse_audit_trail("yes")
