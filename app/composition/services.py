@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from app.audit.service import AuditService
 from app.authorization import Authorizer
 from app.event_sinks.service import EventSinks
 from app.events.feed import EventFeed
@@ -53,6 +54,7 @@ class Services:
     publisher: Publisher  # push delivery (a loop, started and stopped with the worker)
     previews: PreviewService  # the console's data preview
     federation: FederationService  # federated warehouses: the dispatcher's call stage forwards to their remotes
+    audit: AuditService  # the audit trail's query (its writer is the edge's: app/edge/audit.py)
     authorizer: Authorizer
     endpoints: list[str]  # what getConfig advertises
     console_oidc: bool  # True: the console signs in through the IdP too

@@ -20,6 +20,47 @@ from app.rules.contract.shapes import (
 from app.rules.privileges import Privilege, SecurableType
 
 
+class AuditRecord(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    id: int
+    recorded_at: Annotated[AwareDatetime, Field(alias="recorded-at")]
+    request_id: Annotated[str | None, Field(alias="request-id")] = None
+    principal: str | None = None
+    identity_provider: Annotated[
+        str | None,
+        Field(
+            alias="identity-provider",
+            description="growler (a principal of the catalog's own) or oidc (the configured identity provider)",
+        ),
+    ] = None
+    roles: Annotated[
+        list[str],
+        Field(
+            description="The roles the identity provider's token carried (a principal of the catalog's own has its roles in the catalog)"
+        ),
+    ]
+    operation: Annotated[
+        str,
+        Field(
+            description="The operationId, or unmatched (no operation was matched, e.g. a request refused before routing)"
+        ),
+    ]
+    method: str
+    path: str
+    object: str | None = None
+    decision: Literal["allowed", "refused", "unauthenticated", "error"]
+    rule: Annotated[str | None, Field(description="The grant or right that allowed, or why it was refused")] = None
+    status: int
+    client: str | None = None
+    user_agent: Annotated[str | None, Field(alias="user-agent")] = None
+    access: Annotated[
+        list[dict[str, Any]] | None,
+        Field(description="Storage access given to the caller (signed requests, vended credentials), never a key"),
+    ] = None
+
+
 class KafkaSinkSettings(ContractModel):
     model_config = ConfigDict(
         extra="forbid",
@@ -565,6 +606,17 @@ class IcebergErrorResponse(ContractModel):
         extra="forbid",
     )
     error: ErrorModel
+
+
+class ListAuditRecordsResponse(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    records: list[AuditRecord]
+    next_page_token: Annotated[
+        str | None,
+        Field(alias="next-page-token", description="Opaque token for the next (older) page; absent on the last page."),
+    ] = None
 
 
 class CreateEventSinkRequest(ContractModel):
