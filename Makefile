@@ -161,7 +161,7 @@ $(call apt_install,maven)
 endef
 
 .PHONY: help venv venv-test run test lint models bench bench-java bench-ab bench-gatling bench-maintenance clean distclean image helm
-.PHONY: spark-jars venv-spark4 example keycloak test-deps rck
+.PHONY: spark-jars venv-spark4 example keycloak test-deps rck rest-reference
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
@@ -226,13 +226,15 @@ test: test-deps
 # by side on a fresh machine (two pip installs and the Maven downloads overlap; output grouped per
 # target); the order-only prerequisites below keep apt-get and mvn one at a time.
 test-deps:
-	@$(MAKE) --no-print-directory -j4 -O venv-test spark-jars venv-spark4 keycloak kafka rck helm
+	@$(MAKE) --no-print-directory -j4 -O venv-test spark-jars venv-spark4 keycloak kafka rck rest-reference helm
 test: export GROWLER_KEYCLOAK_HOME = $(abspath $(KEYCLOAK_HOME))
 test: export GROWLER_KEYCLOAK_JAVA_HOME = $(SPARK_JAVA_HOME)
 test: export GROWLER_KAFKA_HOME = $(abspath $(KAFKA_HOME))
 test: export GROWLER_KAFKA_JAVA_HOME = $(SPARK_JAVA_HOME)
 test: export GROWLER_RCK_HOME = $(abspath $(RCK_HOME))
 test: export GROWLER_RCK_JAVA_HOME = $(SPARK_JAVA_HOME)
+# Iceberg's REST reference server (Jetty, sqlite-jdbc): the remote of tests/integration/test_federation.py
+test: export GROWLER_REST_REFERENCE_LIBS = $(abspath $(BENCH_JAVA_HOME))/libs
 test example: export GROWLER_SPARK_JARS = $(abspath $(SPARK_JARS_DIR))
 test example: export GROWLER_SPARK_JAVA_HOME = $(SPARK_JAVA_HOME)
 test example: export GROWLER_SPARK4_PYTHON = $(abspath $(SPARK_PYTHON_4.1))
@@ -400,6 +402,10 @@ $(BENCH_JAVA_STAMP): bench/java/pom.xml
 
 # The issue-47 side by side: W1 W2 W3 W5 W6, both without authentication, each alone in turn;
 # bench/results/latest-java.json, and `python -m bench.report --docs` puts it in docs/benchmarks.md.
+# The same jars serve the tests as a federated warehouse's remote (tests/integration/test_federation.py).
+rest-reference: $(BENCH_JAVA_STAMP)
+$(BENCH_JAVA_STAMP): | $(RCK_STAMP)
+
 bench-java: venv-test $(BENCH_JAVA_STAMP)
 	@$(call ensure_postgres,GROWLER_BENCH_NO_EXTERNAL_DATABASE)
 	@$(call ensure_wrk)

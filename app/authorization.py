@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from app.ground.audit_note import ALLOWED, REFUSED, note_decision
 from app.ground.callers import IDP, Principal, current_principal
 from app.ground.errors import (
     CatalogError,
@@ -208,6 +209,12 @@ def _hidden(securable: Securable) -> CatalogError:
     return _MISSING[securable.kind](f"{what} does not exist: {format_namespace(path)}")
 
 
+def _described(need: Need) -> str:
+    """``read on table wh:a.t``: one need that held, as the audit trail's rule."""
+    privilege, securable = need
+    return f"{privilege.value if privilege is not None else 'see'} on {securable.describe()}"
+
+
 def as_grant(row: GrantRow) -> Grant | None:
     """A stored grant (storage/grants.py) as the rules' grant; None for a privilege the rules do not know."""
     try:
@@ -305,6 +312,7 @@ class Authorizer:
         401 when there is no caller to decide for (enforcing: see the module's docstring). A
         management operation's row is checked by ``gate`` (without one, it is refused)."""
         if self.repository is None:  # allow_all(): nothing to enforce
+            note_decision(ALLOWED, "authorization off")
             return
         rule = RULES.get(operation_id)
         if rule is None:
@@ -316,20 +324,25 @@ class Authorizer:
             return
         grants = self.grants()
         if grants.admin:
+            note_decision(ALLOWED, "administrator")
             return
         call = Call(params, body, self.separator, self.default_warehouse)
+        held: list[Need] = []  # what allowed it, for the audit trail
         for need in rule(call):
             options: tuple[Need, ...] = need if isinstance(need, AnyOf) else (need,)
             outcomes = [decide(grants, privilege, securable) for privilege, securable in options]
             if ALLOW in outcomes:
+                held.append(options[outcomes.index(ALLOW)])
                 continue
             (privilege, securable), outcome = options[0], outcomes[0]
             forbidden = outcome == FORBIDDEN or operation_id in _NO_NOT_FOUND
             self._audit(operation_id, privilege, securable, 403 if forbidden else 404)
+            needed = privilege.value if privilege is not None else "any privilege"
+            note_decision(REFUSED, f"lacks {needed} on {securable.describe()}")
             if forbidden:
-                needed = privilege.value if privilege is not None else "any privilege"
                 raise Forbidden(f"Principal lacks {needed} on {securable.describe()} for {operation_id}")
             raise _hidden(securable)
+        note_decision(ALLOWED, "; ".join(_described(need) for need in held) or "no privilege needed")
 
     def _audit(self, operation_id: str, privilege: Privilege | None, securable: Securable, status: int) -> None:
         """The refusal as app/ground/events.py's one audit line (the caller's token never appears)."""

@@ -10,7 +10,8 @@
 - **Idempotency keys** past their lifetime are forgotten, and so are **staged tables** whose
   create never committed (storage/staged.py): signing and STS stop serving their locations at
   expiry whether or not the row is gone yet. Metrics reports older than their retention go too
-  (app/tables/metrics_reports.py), and change feed events older than ``GROWLER_EVENTS_RETENTION_S``
+  (app/tables/metrics_reports.py), audit records older than ``GROWLER_AUDIT_RETENTION_DAYS``
+  (app/audit/service.py), and change feed events older than ``GROWLER_EVENTS_RETENTION_S``
   (app/events/feed.py).
 - **The recycle bin**: units whose retention ended are forgotten (app/recycle_bin/service.py), and the
   purge of their tables queued where it was asked at drop; a binned table's purge deletes only
@@ -69,6 +70,7 @@ class Housekeeper:
         expire_bin: Callable[[], int] | None = None,
         events_retention_s: float = 7 * 86_400,
         maintenance: Callable[[bool], int] | None = None,
+        expire_audit: Callable[[], int] | None = None,
     ) -> None:
         self.repository = repository
         self.events = EventRows(repository.db)
@@ -86,6 +88,8 @@ class Housekeeper:
         # the maintenance schedule's due-work pass, which queues jobs (MaintenanceService.run_due;
         # None: a round by hand)
         self.maintenance = maintenance
+        # the audit trail's retention (AuditService.expire: GROWLER_AUDIT_RETENTION_DAYS)
+        self.expire_audit = expire_audit or (lambda: 0)
         self._maintenance_at = float("-inf")
 
     def start(self) -> None:
@@ -118,6 +122,7 @@ class Housekeeper:
                 "expire-reports", lambda: self.repository.delete_old_metrics_reports(REPORT_RETENTION_S)
             ),
             "expired-events": self._step("expire-events", lambda: self.events.prune(self.events_retention_s)),
+            "expired-audit": self._step("expire-audit", self.expire_audit),
             "maintenance-queued": self._step("maintenance", self._maintenance_due),
         }
 

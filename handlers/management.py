@@ -304,3 +304,20 @@ def report_maintenance_run(
 
 def get_table_health(services: Services, warehouse: str, namespace: str, table: str):
     return services.maintenance.health(warehouse, parse_namespace(namespace, services.namespace_separator), table), 200
+
+
+# -- the audit trail (app/audit/service.py) -------------------------------------------------
+
+
+def list_audit_records(  # noqa: PLR0913 - the query's filters
+    services: Services,
+    since: str | None = None,
+    until: str | None = None,
+    principal: str | None = None,
+    object: str | None = None,  # noqa: A002 - the query parameter's name
+    decision: str | None = None,
+    pageToken: str | None = None,  # noqa: N803
+    pageSize: int | None = None,  # noqa: N803
+):
+    page = services.audit.list_records(since, until, principal, object, decision, pageToken, pageSize)
+    return _listing("records", page), 200

@@ -74,6 +74,8 @@ TARGETS: dict[str, dict[str, dict[str, Any]]] = {
             "StorageSettings.secret_access_key": "pydantic.SecretStr",
             "CreateEventSinkRequest.secret": "pydantic.SecretStr",
             "KafkaSinkSettings.sasl_password": "pydantic.SecretStr",
+            "FederationAuth.token": "pydantic.SecretStr",
+            "FederationAuth.client_secret": "pydantic.SecretStr",
             # A policy's content is open (Polaris's config map): app/rules/maintenance.py checks it.
             "AttachPolicyRequest.content": f"{TYPES}.JsonObject",
             # Policy types are listed once, by app/rules/maintenance.py (POLICY_TYPES).

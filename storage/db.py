@@ -372,6 +372,20 @@ class AsyncDatabase:
         """Every row of one autocommit statement, as tuples (psycopg builds tuples in C, dicts in Python)."""
         return await self._read(query, params, every_row=True)
 
+    async def execute(self, query: str, params: Any) -> None:
+        """One autocommit statement that writes (committed when this returns), tried once: a write
+        is not repeated on another connection, as a read is (the audit trail's batches)."""
+        if not self.serves_running_loop():
+            raise RuntimeError("the asyncio pool belongs to another event loop")
+        with translate_errors():
+            async with asyncio.timeout(self.timeout_s):
+                await self._slots.acquire()
+            try:
+                async with self._pooled() as conn:
+                    await conn.execute(query, params)
+            finally:
+                self._slots.release()
+
     async def _read(self, query: str, params: Any, every_row: bool) -> Any:
         if not self.serves_running_loop():
             raise RuntimeError("the asyncio pool belongs to another event loop")

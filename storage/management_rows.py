@@ -154,20 +154,19 @@ class ManagementRows(WarehouseRows):
         or securable."""
         with self.db.transaction() as conn:
             role_id = _require_role(conn, role)
-            ids = securable_ids(conn, securable)
+            target = grant_target(conn, securable)
             row = conn.execute(
-                "INSERT INTO role_grant (role_id, privilege, securable, warehouse_id, namespace_id, entry_id)"
-                " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING id",
-                (role_id, privilege, securable.type, *ids),
+                "INSERT INTO role_grant (role_id, privilege, securable, warehouse_id, namespace_id, entry_id,"
+                " remote_path, remote_name) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT DO NOTHING RETURNING id",
+                (role_id, privilege, securable.type, *target),
             ).fetchone()
             if row is not None:
                 record_events(conn, events)
             else:  # granted before: the existing grant
                 row = conn.execute(
-                    "SELECT id FROM role_grant WHERE role_id = %s AND privilege = %s AND securable = %s"
-                    " AND warehouse_id IS NOT DISTINCT FROM %s AND namespace_id IS NOT DISTINCT FROM %s"
-                    " AND entry_id IS NOT DISTINCT FROM %s",
-                    (role_id, privilege, securable.type, *ids),
+                    "SELECT id FROM role_grant WHERE role_id = %s AND privilege = %s AND securable = %s" + _SAME_TARGET,
+                    (role_id, privilege, securable.type, *target),
                 ).fetchone()
         return GrantRow(row["id"], role, privilege, securable)
 
@@ -175,12 +174,12 @@ class ManagementRows(WarehouseRows):
         """False when there was no such grant. NotFound for an unknown role or securable."""
         with self.db.transaction() as conn:
             role_id = _require_role(conn, role)
-            ids = securable_ids(conn, securable)
+            target = grant_target(conn, securable)
             row = conn.execute(
                 "DELETE FROM role_grant WHERE role_id = %s AND privilege = %s AND securable = %s"
-                " AND warehouse_id IS NOT DISTINCT FROM %s AND namespace_id IS NOT DISTINCT FROM %s"
-                " AND entry_id IS NOT DISTINCT FROM %s RETURNING id",
-                (role_id, privilege, securable.type, *ids),
+                + _SAME_TARGET
+                + " RETURNING id",
+                (role_id, privilege, securable.type, *target),
             ).fetchone()
             if row is not None:
                 record_events(conn, events)
@@ -199,16 +198,20 @@ class ManagementRows(WarehouseRows):
     def grants_on(self, securable: Securable, after: int | None, limit: int | None) -> list[GrantRow]:
         """Grants on exactly this securable (not those inherited from above it)."""
         with self.db.connection() as conn:
-            warehouse_id, namespace_id, entry_id = securable_ids(conn, securable)
+            warehouse_id, namespace_id, entry_id, path, name = grant_target(conn, securable)
             rows = conn.execute(
                 GRANT_SELECT + " WHERE g.securable = %(type)s AND g.warehouse_id IS NOT DISTINCT FROM %(wh)s"
                 " AND g.namespace_id IS NOT DISTINCT FROM %(ns)s AND g.entry_id IS NOT DISTINCT FROM %(entry)s"
+                " AND g.remote_path IS NOT DISTINCT FROM %(path)s::text[]"
+                " AND g.remote_name IS NOT DISTINCT FROM %(name)s::text"
                 " AND (%(after)s::bigint IS NULL OR g.id > %(after)s) ORDER BY g.id LIMIT %(limit)s",
                 {
                     "type": securable.type,
                     "wh": warehouse_id,
                     "ns": namespace_id,
                     "entry": entry_id,
+                    "path": path,
+                    "name": name,
                     "after": after,
                     "limit": limit,
                 },
@@ -217,8 +220,9 @@ class ManagementRows(WarehouseRows):
 
 
 GRANT_SELECT = (
-    "SELECT g.id, r.name AS role, g.privilege, g.securable, w.name AS warehouse, n.path AS namespace,"
-    " e.name AS entry FROM role_grant g JOIN role r ON r.id = g.role_id"
+    "SELECT g.id, r.name AS role, g.privilege, g.securable, w.name AS warehouse,"
+    " COALESCE(n.path, g.remote_path) AS namespace, COALESCE(e.name, g.remote_name) AS entry"
+    " FROM role_grant g JOIN role r ON r.id = g.role_id"
     " LEFT JOIN warehouse w ON w.id = g.warehouse_id LEFT JOIN namespace n ON n.id = g.namespace_id"
     " LEFT JOIN catalog_entry e ON e.id = g.entry_id"
 )
@@ -243,6 +247,30 @@ def _require_role(conn: Connection, name: str) -> int:
     if role_id is None:
         raise NotFound(f"Role does not exist: {name}")
     return role_id
+
+
+# The grant's target, as ``grant_target`` gives it, compared column by column.
+_SAME_TARGET = (
+    " AND warehouse_id IS NOT DISTINCT FROM %s AND namespace_id IS NOT DISTINCT FROM %s"
+    " AND entry_id IS NOT DISTINCT FROM %s AND remote_path IS NOT DISTINCT FROM %s::text[]"
+    " AND remote_name IS NOT DISTINCT FROM %s::text"
+)
+
+GrantTarget = tuple[int | None, int | None, int | None, list[str] | None, str | None]
+
+
+def grant_target(conn: Connection, securable: Securable) -> GrantTarget:
+    """(warehouse id, namespace id, entry id, remote path, remote name) of a grant's securable: by
+    ids for a native warehouse (NotFound if missing), by path inside a federated one (migration
+    0029: its objects live in the remote catalog, which Growler does not ask here)."""
+    if securable.type in ("namespace", "table", "view") and securable.warehouse is not None:
+        row = conn.execute(
+            "SELECT id FROM warehouse WHERE name = %s AND federation IS NOT NULL", (securable.warehouse,)
+        ).fetchone()
+        if row is not None:
+            name = securable.name if securable.type != "namespace" else None
+            return row["id"], None, None, list(securable.namespace), name
+    return (*securable_ids(conn, securable), None, None)
 
 
 def securable_ids(conn: Connection, securable: Securable) -> tuple[int | None, int | None, int | None]:

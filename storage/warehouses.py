@@ -46,16 +46,22 @@ class WarehouseRow:
     # refuse to sign DELETE requests and vend credentials without s3:DeleteObject
     refuse_deletes: bool = False
     protected: bool = False
+    # A federated warehouse's remote (migration 0029): its non-secret settings; None: native.
+    federation: dict[str, Any] | None = None
+    # The credential toward the remote, encrypted (app/ground/secrets.py); None: none stored.
+    federation_secret: bytes | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "allowed_locations", tuple(self.allowed_locations or ()))
-        if isinstance(self.storage_secret, memoryview):
-            object.__setattr__(self, "storage_secret", bytes(self.storage_secret))
+        for name in ("storage_secret", "federation_secret"):
+            value = getattr(self, name)
+            if isinstance(value, memoryview):
+                object.__setattr__(self, name, bytes(value))
 
 
 _COLUMNS = (
     "id, name, location, storage, allowed_locations, storage_secret, deletion_policy, retention_s, refuse_deletes,"
-    " protected"
+    " protected, federation, federation_secret"
 )
 _BUMP = "UPDATE auth_state SET version = version + 1"
 KEEP = object()  # update_warehouse: leave the stored secret as it is
@@ -121,14 +127,18 @@ class WarehouseRows:
         policy: DeletionPolicy | None = None,
         *,
         events: Sequence[ChangeEvent],
+        federation: dict[str, Any] | None = None,
+        federation_secret: bytes | None = None,
     ) -> WarehouseRow | None:
         """The new warehouse; None when the name is taken. Each change here writes its ``events``
-        in its transaction (storage/events.py)."""
+        in its transaction (storage/events.py). ``federation``: the remote catalog that serves a
+        federated warehouse (its secret sealed in ``federation_secret``)."""
         policy = policy or DeletionPolicy()
         with self.db.transaction() as conn:
             row = conn.execute(
                 "INSERT INTO warehouse (name, location, storage, allowed_locations, storage_secret, deletion_policy,"
-                " retention_s, refuse_deletes) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (name) DO NOTHING"
+                " retention_s, refuse_deletes, federation, federation_secret)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (name) DO NOTHING"
                 f" RETURNING {_COLUMNS}",
                 (
                     name,
@@ -139,6 +149,8 @@ class WarehouseRows:
                     policy.mode,
                     policy.retention_s,
                     policy.refuse_deletes,
+                    Jsonb(federation) if federation is not None else None,
+                    federation_secret,
                 ),
             ).fetchone()
             if row:
@@ -177,6 +189,25 @@ class WarehouseRows:
                     policy.refuse_deletes,
                     name,
                 ),
+            ).fetchone()
+            if row:
+                conn.execute(_BUMP)
+                record_events(conn, events)
+        return WarehouseRow(**row) if row else None
+
+    def update_federation(
+        self, name: str, federation: dict[str, Any], secret: object = KEEP, *, events: Sequence[ChangeEvent]
+    ) -> WarehouseRow | None:
+        """A federated warehouse's new remote settings (``KEEP``: its sealed credential stays); None
+        when there is no federated warehouse of that name. Bumps the version: every worker reads
+        the row again within a poll, and its remote, token and breaker are built anew."""
+        keep = secret is KEEP
+        with self.db.transaction() as conn:
+            row = conn.execute(
+                "UPDATE warehouse SET federation = %s,"
+                " federation_secret = CASE WHEN %s THEN federation_secret ELSE %s END, updated_at = now()"
+                f" WHERE name = %s AND federation IS NOT NULL RETURNING {_COLUMNS}",
+                (Jsonb(federation), keep, None if keep else secret, name),
             ).fetchone()
             if row:
                 conn.execute(_BUMP)

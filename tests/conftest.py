@@ -47,6 +47,10 @@ TRUNCATE_CATALOG = (
 # Rows no request writes, changed by a clock: the change feed publisher's lease, renewed every 2 s
 # (app/publisher/service.py). "Nothing written" checks leave them out.
 HEARTBEAT_TABLES = frozenset({"event_publisher_lease"})
+# Rows every request writes, refused ones included: the audit trail (docs/audit.md). "Nothing
+# written" checks leave them out too (tests/api/test_audit.py checks what they hold).
+AUDIT_TABLES = frozenset({"audit_record"})
+UNWATCHED_TABLES = HEARTBEAT_TABLES | AUDIT_TABLES
 # Spark's and PyIceberg's ``credential`` property for that admin (client id:secret).
 TEST_CREDENTIAL = f"{TEST_CLIENT_ID}:{TEST_CLIENT_SECRET}"
 

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import urllib3
+
 from app.authorization import Authorizer
 from app.catalog.entries import Entries
 from app.composition.storage import Foundation
+from app.federation.service import FederationService
 from app.functions import FunctionService, function_metadata_schema
 from app.ground.errors import NoSuchTable, NoSuchView
 from app.ground.page_tokens import PageTokens
+from app.ground.secrets import SecretBox
 from app.ground.settings import Settings
 from app.idempotency import IdempotencyService
 from app.namespaces.service import NamespaceService
@@ -51,6 +55,11 @@ class Catalog:
     idempotency: IdempotencyService
     idempotency_keys: IdempotencyRepository  # the housekeeper expires them
     previews: PreviewService
+    federation: FederationService
+
+
+# Connections kept to the remotes of federated warehouses: pools per remote host, each this large.
+FEDERATION_POOLS, FEDERATION_POOL_SIZE = 32, 8
 
 
 def build_catalog(base: Foundation, spec: dict, *, after_commit: AfterCommit) -> Catalog:
@@ -85,6 +94,13 @@ def build_catalog(base: Foundation, spec: dict, *, after_commit: AfterCommit) ->
         idempotency=IdempotencyService(idempotency_keys, settings.idempotency_lifetime_s),
         idempotency_keys=idempotency_keys,
         previews=PreviewService(tables),
+        federation=FederationService(
+            warehouses,
+            base.authorizer,
+            urllib3.PoolManager(num_pools=FEDERATION_POOLS, maxsize=FEDERATION_POOL_SIZE),
+            secrets=SecretBox(settings.secrets_key) if settings.secrets_key else None,
+            namespace_separator=settings.namespace_separator,
+        ),
     )
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from app.audit.service import AuditService
 from app.composition.catalog import Catalog
 from app.composition.storage import Foundation
 from app.housekeeping import Housekeeper
 from app.maintenance.service import MaintenanceService
 from app.management.service import ManagementService
+from storage.audit import AuditRows
 from storage.management_rows import ManagementRows
 
 
@@ -21,7 +23,14 @@ def build_management(base: Foundation) -> ManagementService:
     )
 
 
-def build_housekeeper(base: Foundation, catalog: Catalog, maintenance: MaintenanceService) -> Housekeeper:
+def build_audit(base: Foundation) -> AuditService:
+    """The audit trail's query; the factory builds its writer on the same rows (app/edge/audit.py)."""
+    return AuditService(AuditRows(base.database), base.page_tokens, base.settings.audit_retention_days)
+
+
+def build_housekeeper(
+    base: Foundation, catalog: Catalog, maintenance: MaintenanceService, audit: AuditService
+) -> Housekeeper:
     return Housekeeper(
         base.repository,
         base.objects,
@@ -30,4 +39,5 @@ def build_housekeeper(base: Foundation, catalog: Catalog, maintenance: Maintenan
         expire_bin=catalog.recycle_bin.expire_due,
         events_retention_s=base.settings.events_retention_s,
         maintenance=maintenance.run_due,  # the executor's schedule (app/maintenance/service.py)
+        expire_audit=audit.expire,
     )

@@ -115,6 +115,8 @@ class Dispatcher:
         untyped = not pending and kwargs.get("body") is not None
         head_of_get = scope["method"] != operation.method
         loop_read = None if head_of_get else self.loop_reads.get(operation.operation_id)
+        if loop_read is not None and not self._native(operation, path_values):
+            loop_read = None  # a federated (or not yet cached) warehouse: answered in a thread
         authorize = True
         if loop_read is not None:
             if pending:  # a loop read's body is small: read on the loop
@@ -138,12 +140,12 @@ class Dispatcher:
                 await send_rendered(send, rendered)
                 return
         executor = self.readers if operation.method in ("GET", "HEAD") else self.writers
-        call = (self._answer, operation, kwargs, scope, data, pending, authorize, untyped)
+        call = (self._answer, operation, kwargs, scope, data, pending, authorize, untyped, path_values)
         answer = await self._in_thread(*call, executor=executor)
         if answer is _UNREAD:  # a body the compiled reader does not take: connexion reads it, then the call
             kwargs, data = await self._contract_read(operation, scope, replay(data or b"", receive), path_values)
             answer = await self._in_thread(
-                self._answer, operation, kwargs, scope, data, False, authorize, True, executor=executor
+                self._answer, operation, kwargs, scope, data, False, authorize, True, path_values, executor=executor
             )
         rendered, length = answer
         headers_out = dict(rendered.headers)
@@ -224,6 +226,7 @@ class Dispatcher:
         pending: bool,
         authorize: bool,
         untyped: bool,
+        path_values: list[str],
     ) -> Any:
         """Read the body (``pending``: the compiled reader's) or type it (``untyped``: connexion's
         reader's), authorize, call the handler and render its answer (``render_result``): the
@@ -241,6 +244,10 @@ class Dispatcher:
             raise UnsupportedOperation(f"Operation {operation.operation_id} is not supported by this catalog")
         if authorize:
             self.authorizer.authorize(operation.operation_id, kwargs, kwargs.get("body"), self.gate)
+        if "prefix" in operation.names:  # on a warehouse: a federated one's remote answers instead
+            forwarded = self._federated(operation, path_values, scope, data)
+            if forwarded is not None:
+                return forwarded
         if operation.operation_id in self.wants_http:
             kwargs["http"] = _http_request(scope, data)
         if operation.operation_id in self.wants_services:
@@ -253,6 +260,43 @@ class Dispatcher:
         if scope["method"] == "HEAD":
             rendered = Rendered(rendered.status, b"", rendered.headers)
         return rendered, length
+
+    # -- federated warehouses -------------------------------------------------------------------
+
+    def _native(self, operation: Operation, path_values: list[str]) -> bool:
+        """Whether a loop read may serve it: no warehouse in its path, or one the directory's cache
+        knows is native (no I/O; app/federation/service.py)."""
+        if "prefix" not in operation.names:
+            return True
+        prefix = path_values[operation.names.index("prefix")]
+        return self.services.federation.known_native(prefix)
+
+    def _federated(
+        self, operation: Operation, path_values: list[str], scope: Scope, data: bytes | None
+    ) -> tuple[Rendered, bytes] | None:
+        """The answer of a federated warehouse's remote (authorized already, as every operation is);
+        None for a native warehouse: its handler runs."""
+        values = dict(zip(operation.names, path_values, strict=True))
+        federation = self.services.federation
+        remote = federation.remote_of(values["prefix"])
+        if remote is None:
+            return None
+        headers: dict[bytes, list[bytes]] = {}
+        for key, value in scope["headers"]:
+            headers.setdefault(key, []).append(value)
+        answer = federation.forward(
+            remote,
+            operation.operation_id,
+            scope["method"],
+            operation.spec_path,
+            values,
+            scope.get("query_string", b""),
+            headers,
+            data,
+        )
+        length = str(len(answer.body)).encode()
+        body = b"" if scope["method"] == "HEAD" else answer.body
+        return Rendered(answer.status, body, answer.headers), length
 
 
 def _http_request(scope: Scope, data: bytes | None) -> HttpRequest:

@@ -22,12 +22,14 @@ from connexion.middleware.security import SecurityMiddleware
 from connexion.options import SwaggerUIOptions
 from starlette.exceptions import HTTPException
 
+from app.audit.writer import AuditWriter
 from app.composition.catalog import build_catalog
 from app.composition.events import build_events
 from app.composition.maintenance import build_maintenance
-from app.composition.management import build_housekeeper, build_management
+from app.composition.management import build_audit, build_housekeeper, build_management
 from app.composition.services import SERVICES, Services
 from app.composition.storage import build_foundation
+from app.edge.audit import AuditMiddleware
 from app.edge.auth import AuthMiddleware, AuthSettings
 from app.edge.contract import ContractReader
 from app.edge.dispatch import Dispatcher
@@ -95,7 +97,8 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     maintenance = build_maintenance(base, catalog.tables, trigger)
     management = build_management(base)
     events = build_events(base)
-    housekeeper = build_housekeeper(base, catalog, maintenance.service)
+    audit = build_audit(base)
+    housekeeper = build_housekeeper(base, catalog, maintenance.service, audit)
     # PostgreSQL down at boot must not fail the worker (gunicorn would stop): see app/edge/startup.py.
     startup = Startup(
         [
@@ -127,6 +130,8 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         event_sinks=events.sinks,
         publisher=events.publisher,
         previews=catalog.previews,
+        federation=catalog.federation,
+        audit=audit,
         authorizer=base.authorizer,
         endpoints=sorted([*implemented_endpoints(spec), *token_endpoint]),
         console_oidc=auth.console_oidc is not None,
@@ -199,6 +204,15 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     )
     app.add_middleware(LivenessMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION)  # logged, counted
     app.add_middleware(StartupGate, position=MiddlewarePosition.BEFORE_EXCEPTION, startup=startup)
+    # The audit trail, when on: each request's record committed before its response starts
+    # (outside authentication, so that a 401 is recorded too).
+    if settings.audit_trail:
+        app.add_middleware(
+            AuditMiddleware,
+            position=MiddlewarePosition.BEFORE_EXCEPTION,
+            writer=AuditWriter(audit.rows, async_database),
+            namespace_separator=settings.namespace_separator,
+        )
     # Every request but the probes is authenticated here, before the dispatcher.
     app.add_middleware(AuthMiddleware, position=MiddlewarePosition.BEFORE_EXCEPTION, **auth.middleware_options())
     # The guard and the dispatcher sit in front of connexion's Swagger UI middleware (which copies the

@@ -24,6 +24,7 @@ from connexion.lifecycle import ConnexionRequest, ConnexionResponse
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.ground.audit_note import REFUSED, note_decision
 from app.ground.errors import (
     BadRequest,
     CatalogError,
@@ -334,6 +335,8 @@ def _response(status: int, message: str, error_type: str, headers: dict[str, str
 
 
 def handle_catalog_error(request: ConnexionRequest, exc: CatalogError) -> ConnexionResponse:
+    if exc.code == 403:  # a refusal the operation itself made (signing's scope, a protected table)
+        note_decision(REFUSED, exc.message)
     if exc.code >= 500:
         log.warning("request %s failed: %s %s", request_id_of(request.headers), exc.error_type, exc.message)
     return _response(exc.code, exc.message, exc.error_type, exc.headers())

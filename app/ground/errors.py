@@ -178,6 +178,13 @@ class ServiceUnavailable(CatalogError):
         return {"Retry-After": str(self.retry_after)}
 
 
+class BadGateway(CatalogError):
+    """A federated warehouse's remote catalog answered something that is not the spec's shape
+    (docs/federation.md): the request may or may not have taken effect there."""
+
+    code, error_type = 502, "BadGatewayException"
+
+
 MAX_MESSAGE_CHARS = 1000  # longest error message sent to a client
 
 

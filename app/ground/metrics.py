@@ -71,6 +71,15 @@ OBJECT_STORE_ERRORS = Counter(
     ["operation", "error"],
 )
 
+AUDIT_BATCHES = Histogram(
+    "growler_audit_batch_records",
+    "Records per group commit of the audit trail (app/audit/writer.py)",
+    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 500),
+)
+AUDIT_FAILURES = Counter(
+    "growler_audit_write_failures",
+    "Audit records that could not be committed (each request answered 503)",
+)
 HOUSEKEEPING_FAILURES = Counter(
     "growler_housekeeping_failures",
     "Housekeeping steps that failed and will be retried: sweep (one pending object), purge (one job), "

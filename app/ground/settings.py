@@ -204,6 +204,12 @@ class Settings:
     # how long the change feed keeps its events (app/events/feed.py); a continuation token older
     # than that is answered 410 (GROWLER_EVENTS_RETENTION_S)
     events_retention_s: int = 7 * 86_400
+    # the durable audit trail (docs/audit.md): a record of every request committed before its
+    # response starts (GROWLER_AUDIT_TRAIL=on). Off by default while it costs more than the issue's
+    # 10% on the cheapest reads (about +31% of server CPU on W1, docs/audit.md)
+    audit_trail: bool = False
+    # how long the audit trail keeps its records (docs/audit.md); housekeeping deletes older ones
+    audit_retention_days: int = 90
     # push delivery (app/publisher/service.py): a NATS JetStream server every event goes to (off when
     # unset; webhooks and more servers through the management API), and the first retry's delay
     events_nats_url: str | None = None
@@ -277,6 +283,8 @@ class Settings:
             idempotency_lifetime_s=env_int(env, "GROWLER_IDEMPOTENCY_LIFETIME_S", 1800),
             stage_lifetime_s=env_int(env, "GROWLER_STAGE_LIFETIME_S", 86_400),
             events_retention_s=env_int(env, "GROWLER_EVENTS_RETENTION_S", 7 * 86_400),
+            audit_trail=parse_audit_trail(env.get("GROWLER_AUDIT_TRAIL", "off")),
+            audit_retention_days=env_int(env, "GROWLER_AUDIT_RETENTION_DAYS", 90),
             events_nats_url=env.get("GROWLER_EVENTS_NATS_URL") or None,
             events_retry_base_s=env_float(env, "GROWLER_EVENTS_RETRY_BASE_S", 0.5),
             webhook_allowed_networks=tuple(
@@ -337,6 +345,8 @@ class Settings:
             raise ValueError("GROWLER_STAGE_LIFETIME_S must be between 60 seconds and 7 days")
         if not 1 <= self.events_retention_s <= 366 * 86_400:
             raise ValueError("GROWLER_EVENTS_RETENTION_S must be between 1 second and 366 days")
+        if not 1 <= self.audit_retention_days <= 3650:
+            raise ValueError("GROWLER_AUDIT_RETENTION_DAYS must be between 1 and 3650 days")
         if not 0.01 <= self.events_retry_base_s <= 60:
             raise ValueError("GROWLER_EVENTS_RETRY_BASE_S must be between 0.01 and 60 seconds")
         for network in self.webhook_allowed_networks:
@@ -362,3 +372,12 @@ class Settings:
             raise ValueError(f"GROWLER_DELETION_RETENTION: {exc}") from exc
         if self.scan_planning_mode not in (None, "client", "server"):
             raise ValueError(f"GROWLER_SCAN_PLANNING_MODE must be client or server, got {self.scan_planning_mode!r}")
+
+
+def parse_audit_trail(value: str) -> bool:
+    """GROWLER_AUDIT_TRAIL: ``on`` or ``off``; anything else stops the start (a typo never leaves
+    the trail off unnoticed)."""
+    text = value.strip().lower()
+    if text not in ("on", "off"):
+        raise ValueError(f"GROWLER_AUDIT_TRAIL must be on or off, not {value!r}")
+    return text == "on"

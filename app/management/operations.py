@@ -289,4 +289,8 @@ MANAGEMENT_OPERATIONS: dict[str, Managed] = {
     "cancelMaintenanceRun": Managed(_cancel_maintenance),
     "reportMaintenanceRun": Managed(_report_maintenance),
     "getTableHealth": _table_reader("get-table-health"),
+    # the audit trail (app/audit/service.py): administrators only, as warehouses and sinks
+    "listAuditRecords": Managed(
+        lambda gate, call: gate.require_admin("list-audit-records", {}, "read the audit trail")
+    ),
 }

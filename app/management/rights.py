@@ -42,6 +42,7 @@ from collections.abc import Callable
 from typing import Any
 
 from app.authorization import Authorizer, as_grant
+from app.ground.audit_note import ALLOWED, REFUSED, note_decision
 from app.ground.callers import IDP, current_principal
 from app.ground.errors import Forbidden
 from app.ground.events import audit
@@ -72,8 +73,10 @@ class ManagementRights:
         (the authorizer's cached ones, like every catalog decision); 403, audited, otherwise."""
         principal = current_principal.get()
         if allowed(self.authorizer.grants()):
+            note_decision(ALLOWED, f"right to {action}")
             return principal.name if principal is not None else None
         audit(action, principal.name if principal else None, target, "forbidden", 403)
+        note_decision(REFUSED, refusal)
         raise Forbidden(refusal)
 
     def caller(self) -> str | None:

@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 
 from app.catalog.paging import Page, PageWindow
 from app.events.changes import management_events
+from app.federation.settings import federation_settings, federation_view, updated_federation
 from app.ground.errors import AlreadyExists, BadRequest, CatalogError, NoSuchWarehouse, NotFound, Protected
 from app.ground.events import audit
 from app.ground.locations import InvalidLocation, Location
@@ -225,17 +226,37 @@ class ManagementService:
         who = self.rights.caller()
         if not WAREHOUSE_NAME.match(name) or name in RESERVED_PREFIXES:
             raise BadRequest(f"Invalid warehouse name {name!r}: letters, digits, '_', '.', '-', at most 63")
-        location, allowed = self._locations(name, request.location, list(request.allowed_locations or ()))
-        storage, secret = self._storage(request.storage or StorageSettings(), {}, KEEP, has_keys=False)
-        policy = _policy(request, DeletionPolicy())
-        events = management_events("x-create-warehouse", {"warehouse": name, "location": location})
-        secret_bytes = None if secret is KEEP else secret
-        row = self.rows.create_warehouse(name, location, storage, allowed, secret_bytes, policy, events=events)
+        if request.federation is not None:
+            row = self._create_federated(request)
+        else:
+            if request.location is None:
+                raise BadRequest("location is required (or federation, for a federated warehouse)")
+            location, allowed = self._locations(name, request.location, list(request.allowed_locations or ()))
+            storage, secret = self._storage(request.storage or StorageSettings(), {}, KEEP, has_keys=False)
+            policy = _policy(request, DeletionPolicy())
+            events = management_events("x-create-warehouse", {"warehouse": name, "location": location})
+            secret_bytes = None if secret is KEEP else secret
+            row = self.rows.create_warehouse(name, location, storage, allowed, secret_bytes, policy, events=events)
         if row is None:
             raise AlreadyExists(f"Warehouse already exists: {name}")
         self.warehouses.invalidate()
-        self._changed("create-warehouse", who, {"warehouse": name, "location": location})
+        self._changed("create-warehouse", who, {"warehouse": name, "location": row.location})
         return row
+
+    def _create_federated(self, request: CreateWarehouseRequest) -> WarehouseRow | None:
+        """A federated warehouse (issue 50): its remote's settings checked, the credential toward it
+        sealed; it has no location or storage of its own in Growler (docs/federation.md)."""
+        if request.location is not None or request.storage is not None or request.allowed_locations:
+            raise BadRequest("A federated warehouse has no location, storage or allowed locations of its own")
+        federation, sealed = federation_settings(request.federation, self._box)
+        name = request.name
+        events = management_events("x-create-warehouse", {"warehouse": name, "federation": federation["uri"]})
+        policy = _policy(request, DeletionPolicy())
+        # Growler vends no storage access for it: the remote does (loadTable's config and credentials)
+        storage = {"endpoint": None, "region": "", "path-style": False, "credentials-mode": "none"}
+        return self.rows.create_warehouse(
+            name, "", storage, [], None, policy, events=events, federation=federation, federation_secret=sealed
+        )
 
     def list_warehouses(self, page_token: str | None, page_size: int | None) -> Page:
         window = self._window(scope("listWarehouses"), page_token, page_size)
@@ -248,6 +269,8 @@ class ManagementService:
         who = self.rights.caller()
         self._refuse_default(name)
         current = self._warehouse(name)
+        if current.federation is not None or request.federation is not None:
+            return self._update_federated(current, request)
         allowed_given = request.allowed_locations
         location, allowed = self._locations(
             name,
@@ -269,6 +292,24 @@ class ManagementService:
             raise NotFound(f"Warehouse does not exist: {name}")
         self.warehouses.invalidate()
         self._changed("update-warehouse", who, {"warehouse": name, "fields": request.given()})
+        return row
+
+    def _update_federated(self, current: WarehouseRow, request: UpdateWarehouseRequest) -> WarehouseRow:
+        """A federated warehouse's remote settings replaced (its credential kept when ``auth`` is
+        not given); a native warehouse does not become federated, nor the other way round."""
+        name = current.name
+        if current.federation is None:
+            raise BadRequest(f"Warehouse {name} is not federated: it takes no federation settings")
+        if request.given() != ["federation"]:
+            raise BadRequest(f"Warehouse {name} is federated: only its federation settings can change")
+        assert request.federation is not None
+        federation, secret = updated_federation(current.federation or {}, request.federation, self._box)
+        events = management_events("x-update-warehouse", {"warehouse": name, "fields": ["federation"]})
+        row = self.rows.update_federation(name, federation, secret, events=events)
+        if row is None:
+            raise NotFound(f"Warehouse does not exist: {name}")
+        self.warehouses.invalidate()
+        self._changed("update-warehouse", self.rights.caller(), {"warehouse": name, "fields": ["federation"]})
         return row
 
     def delete_warehouse(self, name: str) -> None:
@@ -302,7 +343,7 @@ class ManagementService:
             for text, what in [(location, "location"), *((a, "allowed location") for a in allowed)]
         ]
         for row in self.rows.list_warehouses(None, None):
-            if row.name == name:
+            if row.name == name or row.federation is not None:  # a federated one has no location
                 continue
             theirs = Location.parse(row.location)
             for mine in parsed:
@@ -395,6 +436,7 @@ def warehouse_view(row: WarehouseRow) -> dict[str, Any]:
         "deletion-policy": {"mode": row.deletion_policy, "retention": format_retention(row.retention_s)},
         "refuse-deletes": row.refuse_deletes,
         "protected": row.protected,
+        **({"federation": federation_view(row.federation, row.federation_secret)} if row.federation else {}),
     }
 
 

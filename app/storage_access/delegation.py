@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from app.ground.audit_note import note_access
 from app.ground.settings import S3Settings, Settings
 from app.rules.table.answers import PLAIN
 from storage.warehouses import WarehouseRow
@@ -192,12 +193,24 @@ def storage_credentials(
         from storage.sts import table_credentials  # only warehouses in sts mode need it
 
         config.update(table_credentials(settings, warehouse, roots, s3, write=write, delete=delete))
+        expires = config.get("s3.session-token-expires-at-ms")
+        _vended(STS, roots, write, delete and not warehouse.refuse_deletes, expires)
         return [{"prefix": location, "config": config}]
     if not (s3.access_key and s3.secret_key):
         return []
     config["s3.access-key-id"] = s3.access_key
     config["s3.secret-access-key"] = s3.secret_key
+    _vended(STATIC, roots, True, True, None)  # the warehouse's own keys: not narrowed, no expiry
     return [{"prefix": location, "config": config}]
+
+
+def _vended(mode: str, roots: Sequence[str], write: bool, delete: bool, expires_at_ms: str | None) -> None:
+    """What was vended, for the audit trail: where, which methods, until when - never the keys."""
+    methods = ["GET", "HEAD"] + (["PUT", "POST"] if write else []) + (["DELETE"] if write and delete else [])
+    detail: dict[str, Any] = {"kind": "vended", "mode": mode, "prefixes": list(roots)[:4], "methods": methods}
+    if expires_at_ms is not None and expires_at_ms.isdigit():
+        detail["expires-at-ms"] = int(expires_at_ms)
+    note_access(detail)
 
 
 def strip_credentials(result: dict[str, Any]) -> str | None:

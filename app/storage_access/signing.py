@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.ground.audit_note import note_access
 from app.ground.errors import BadRequest, Forbidden, NotFound
 from app.ground.locations import InvalidLocation, Location
 from app.ground.settings import Settings
@@ -145,7 +146,11 @@ class RemoteSigner:
         except RefusedRequest as exc:
             log.info("remote signing refused for %s.%s: %s", ".".join(namespace), name, exc)
             raise Forbidden(str(exc)) from None
-        return self._sign(s3, headers, payload, keys)
+        signed = self._sign(s3, headers, payload, keys)
+        # for the audit trail: the object's path and method (no query: it may carry an upload id), the
+        # signature's lifetime (SigV4: a signed request is accepted for 15 minutes from its x-amz-date)
+        note_access({"kind": "signed", "method": s3.method, "path": f"{s3.host}{s3.path}"[:1000], "lifetime-s": 900})
+        return signed
 
     def signs_without_io(self, warehouse: WarehouseRow, request: RemoteSignRequest) -> bool:
         """Whether ``sign`` needs no I/O besides the places read (the event loop may run it): not

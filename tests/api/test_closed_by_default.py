@@ -32,7 +32,7 @@ from app.edge.resolver import HTTP_METHODS
 from app.ground.events import AUDIT_LOGGER
 from tests.api.authz_support import PREFIX, WAREHOUSE
 from tests.api.tables_support import create_request
-from tests.conftest import HEARTBEAT_TABLES, TEST_CLIENT_ID
+from tests.conftest import TEST_CLIENT_ID, UNWATCHED_TABLES
 
 PUBLIC = {"getToken": "the token endpoint: how a caller gets credentials at all"}
 
@@ -227,7 +227,7 @@ def audit_lines() -> Iterator[list[dict[str, Any]]]:
 def database_snapshot(db: psycopg.Connection) -> dict[str, list[str]]:
     """Every row of every table of the catalog's schema, as text (heartbeats aside)."""
     tables = [row[0] for row in db.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
-    tables = [table for table in tables if table not in HEARTBEAT_TABLES]
+    tables = [table for table in tables if table not in UNWATCHED_TABLES]  # heartbeats, the audit trail
     assert {"namespace", "catalog_entry", "principal", "role_grant", "warehouse"} <= set(tables)
     query = "SELECT t::text FROM {} t"
     return {

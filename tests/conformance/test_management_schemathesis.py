@@ -161,7 +161,9 @@ def run_operation(operation, mode: GenerationMode, server: Server, http: request
 
 def test_covers_every_operation(operations):
     assert set(OPERATIONS) == set(operations)
-    assert len(OPERATIONS) == 43  # 21, the recycle bin's and protection's 7, the change feed's 5, maintenance's 10
+    assert (
+        len(OPERATIONS) == 44
+    )  # 21, the recycle bin's and protection's 7, the change feed's 5, maintenance's 10, the audit trail's 1
 
 
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE], ids=lambda m: m.value)

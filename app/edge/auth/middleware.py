@@ -23,6 +23,7 @@ from app.edge.auth.endpoint import TokenEndpoint
 from app.edge.auth.metrics import AUTH_FAILURES
 from app.edge.auth.tokens import AuthFailure, TokenVerifier
 from app.edge.http import raw_headers, send_response
+from app.ground.audit_note import UNAUTHENTICATED, audit_note, note_decision
 from app.ground.callers import current_principal
 from app.ground.errors import CatalogError, error_body
 from app.ground.events import PRINCIPAL
@@ -61,6 +62,7 @@ class AuthMiddleware:
             principal = await self.verifier.verify(_bearer_token(scope))
         except AuthFailure as exc:
             AUTH_FAILURES.labels(exc.reason).inc()
+            note_decision(UNAUTHENTICATED, f"authentication failed: {exc.reason}")  # never the token
             await _unauthorized(send, exc)
             return
         except CatalogError as exc:  # a principal or key not seen yet, and the database is down: 503
@@ -70,6 +72,9 @@ class AuthMiddleware:
         if extensions is not None:
             extensions[PRINCIPAL] = principal.name
         token = current_principal.set(principal)
+        note = audit_note.get()
+        if note is not None:
+            note.principal = principal
         try:
             await self.app(scope, receive, send)
         finally:

@@ -20,6 +20,47 @@ from app.rules.contract.shapes import (
 from app.rules.privileges import Privilege, SecurableType
 
 
+class AuditRecord(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    id: int
+    recorded_at: Annotated[AwareDatetime, Field(alias="recorded-at")]
+    request_id: Annotated[str | None, Field(alias="request-id")] = None
+    principal: str | None = None
+    identity_provider: Annotated[
+        str | None,
+        Field(
+            alias="identity-provider",
+            description="growler (a principal of the catalog's own) or oidc (the configured identity provider)",
+        ),
+    ] = None
+    roles: Annotated[
+        list[str],
+        Field(
+            description="The roles the identity provider's token carried (a principal of the catalog's own has its roles in the catalog)"
+        ),
+    ]
+    operation: Annotated[
+        str,
+        Field(
+            description="The operationId, or unmatched (no operation was matched, e.g. a request refused before routing)"
+        ),
+    ]
+    method: str
+    path: str
+    object: str | None = None
+    decision: Literal["allowed", "refused", "unauthenticated", "error"]
+    rule: Annotated[str | None, Field(description="The grant or right that allowed, or why it was refused")] = None
+    status: int
+    client: str | None = None
+    user_agent: Annotated[str | None, Field(alias="user-agent")] = None
+    access: Annotated[
+        list[dict[str, Any]] | None,
+        Field(description="Storage access given to the caller (signed requests, vended credentials), never a key"),
+    ] = None
+
+
 class KafkaSinkSettings(ContractModel):
     model_config = ConfigDict(
         extra="forbid",
@@ -272,6 +313,78 @@ class StorageView(ContractModel):
     ]
 
 
+class FederationAuth(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    type: Literal["none", "bearer", "oauth2"]
+    token: Annotated[SecretStr | None, Field(max_length=8192, min_length=1)] = None
+    client_id: Annotated[str | None, Field(alias="client-id", max_length=1024, min_length=1)] = None
+    client_secret: Annotated[SecretStr | None, Field(alias="client-secret", max_length=1024, min_length=1)] = None
+    token_endpoint: Annotated[str | None, Field(alias="token-endpoint", max_length=2048, min_length=1)] = None
+    scope: Annotated[str | None, Field(max_length=1024, min_length=1)] = None
+
+
+class FederationSettings(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    uri: Annotated[
+        str,
+        Field(
+            description="The remote catalog's base URI (its routes are <uri>/v1/...).",
+            examples=["https://catalog.example.com/api/catalog"],
+            max_length=2048,
+            min_length=1,
+        ),
+    ]
+    warehouse: Annotated[
+        str,
+        Field(
+            description="The warehouse name sent to the remote's GET /v1/config, whose overrides.prefix is the remote prefix.",
+            max_length=1024,
+            min_length=1,
+        ),
+    ]
+    auth: FederationAuth | None = None
+    read_only: Annotated[
+        bool | None, Field(alias="read-only", description="Refuse every write (403) before it reaches the remote.")
+    ] = None
+    timeout_ms: Annotated[
+        int | None,
+        Field(
+            alias="timeout-ms",
+            description="The timeout of each request to the remote (connect and read); 10000 when unset.",
+            ge=100,
+            le=120000,
+        ),
+    ] = None
+
+
+class Auth(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    type: str
+    client_id: Annotated[str | None, Field(alias="client-id")] = None
+    token_endpoint: Annotated[str | None, Field(alias="token-endpoint")] = None
+    scope: str | None = None
+    has_secret: Annotated[
+        bool, Field(alias="has-secret", description="Whether a token or client secret is stored (never shown).")
+    ]
+
+
+class FederationView(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    uri: str
+    warehouse: str
+    auth: Auth
+    read_only: Annotated[bool, Field(alias="read-only")]
+    timeout_ms: Annotated[int, Field(alias="timeout-ms")]
+
+
 class AllowedLocation(RootModel[str]):
     root: Annotated[str, Field(examples=["s3://bucket/warehouse/"], max_length=4096, min_length=1)]
 
@@ -495,6 +608,17 @@ class IcebergErrorResponse(ContractModel):
     error: ErrorModel
 
 
+class ListAuditRecordsResponse(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    records: list[AuditRecord]
+    next_page_token: Annotated[
+        str | None,
+        Field(alias="next-page-token", description="Opaque token for the next (older) page; absent on the last page."),
+    ] = None
+
+
 class CreateEventSinkRequest(ContractModel):
     model_config = ConfigDict(
         extra="forbid",
@@ -534,7 +658,8 @@ class CreateWarehouseRequest(UpdateShape):
         extra="forbid",
     )
     name: Annotated[str, Field(max_length=63, min_length=1)]
-    location: Annotated[str, Field(examples=["s3://bucket/warehouse/"], max_length=4096, min_length=1)]
+    federation: FederationSettings | None = None
+    location: Annotated[str | None, Field(examples=["s3://bucket/warehouse/"], max_length=4096, min_length=1)] = None
     storage: StorageSettings | None = None
     allowed_locations: Annotated[
         Strings | None,
@@ -558,6 +683,12 @@ class UpdateWarehouseRequest(UpdateShape):
     model_config = ConfigDict(
         extra="forbid",
     )
+    federation: Annotated[
+        FederationSettings | None,
+        Field(
+            description="A federated warehouse's new remote settings (only for a federated warehouse, and alone); without auth the current authentication and its stored credential are kept."
+        ),
+    ] = None
     location: Annotated[str | None, Field(examples=["s3://bucket/warehouse/"], max_length=4096, min_length=1)] = None
     storage: StorageSettings | None = None
     allowed_locations: Annotated[Strings | None, Field(alias="allowed-locations", max_length=100)] = None
@@ -576,6 +707,7 @@ class Warehouse(ContractModel):
     deletion_policy: Annotated[DeletionPolicy, Field(alias="deletion-policy")]
     refuse_deletes: Annotated[bool, Field(alias="refuse-deletes")]
     protected: bool
+    federation: FederationView | None = None
 
 
 class ListWarehousesResponse(ContractModel):

@@ -1,0 +1,1 @@
+"""Federated warehouses: catalog operations served by another Iceberg REST catalog (issue 50)."""

@@ -1,0 +1,325 @@
+"""Federated warehouses (issue 50, docs/federation.md): the catalog operations of a warehouse whose
+tables live in another Iceberg REST catalog, served by that catalog.
+
+The dispatcher (app/edge/dispatch.py) runs its one pipeline first - the route, the read of the
+yaml's parameters and body, Growler's authentication and the operation's RULES row, by names, as
+for a native warehouse - and then, in its call stage, asks ``remote_of`` whether the path's
+warehouse is federated. The answer comes from the warehouse directory's per-request lookup
+(``WarehouseDirectory.get``: cached, and read again whenever a management change bumps
+``auth_state.version``), so a native warehouse pays one dictionary lookup and a changed or
+deleted federated warehouse is never served from stale settings. For a federated one,
+``forward`` sends the request on: the path rewritten to the remote's prefix and namespace
+separator, the body as the client sent it, and Growler's own credential toward the remote in
+place of the caller's.
+
+What comes back is checked before it is passed on: listings are filtered by the caller's grants
+(a principal sees what Growler allows, whatever the remote's credential reaches), the remote's
+Iceberg errors keep their status, type and message, an answer that is not the spec's shape is a
+502, and loadTable's ``config`` loses any credential of the remote's own REST session (``token``,
+``credential``): storage access is what the remote vends for the table (its ``config`` and
+``storage-credentials``), never Growler's access to the remote.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qsl, quote
+
+import urllib3
+
+from app.authorization import Authorizer
+from app.federation.breaker import CircuitBreaker
+from app.federation.remote import JSON, Answer, RemoteCatalog, RemoteSettings, Route
+from app.ground.errors import (
+    BadGateway,
+    BadRequest,
+    CatalogError,
+    Forbidden,
+    NoSuchWarehouse,
+    ServiceUnavailable,
+    UnsupportedOperation,
+    error_body,
+)
+from app.ground.secrets import SecretBox
+from app.namespaces.warehouses import WarehouseDirectory
+from app.rules.identifiers import parse_namespace
+from app.rules.privileges import Kind, Securable
+from storage.warehouses import WarehouseRow
+
+# The spec's operations a remote serves; Growler's own (functions, signing, the change feed,
+# unregister) are not federated in this slice: refused with 406.
+READS = frozenset(
+    {
+        "listNamespaces",
+        "loadNamespaceMetadata",
+        "namespaceExists",
+        "listTables",
+        "loadTable",
+        "tableExists",
+        "loadCredentials",
+        "reportMetrics",
+        "planTableScan",
+        "fetchPlanningResult",
+        "fetchScanTasks",
+        "cancelPlanning",
+        "listViews",
+        "loadView",
+        "viewExists",
+    }
+)
+WRITES = frozenset(
+    {
+        "createNamespace",
+        "dropNamespace",
+        "updateProperties",
+        "createTable",
+        "registerTable",
+        "updateTable",
+        "dropTable",
+        "renameTable",
+        "commitTransaction",
+        "createView",
+        "registerView",
+        "replaceView",
+        "dropView",
+        "renameView",
+    }
+)
+FORWARDED = READS | WRITES
+# Answered without a body (204) by the spec: a remote's 200 without one is taken too.
+_NO_BODY = frozenset(
+    {"dropNamespace", "dropTable", "dropView", "renameTable", "renameView", "commitTransaction", "reportMetrics"}
+) | frozenset({"namespaceExists", "tableExists", "viewExists", "cancelPlanning"})
+# Answers that carry a table's or a view's metadata and its client config.
+_LOADS = frozenset({"loadTable", "createTable", "registerTable", "updateTable", "loadView", "createView"})
+_LOADS |= frozenset({"registerView", "replaceView"})
+# Keys of a load answer's config that belong to the remote's REST session: never passed on.
+SESSION_KEYS = frozenset({"token", "credential"})
+# What of the client's request reaches the remote (never its Authorization).
+FORWARDED_HEADERS = ("content-type", "x-iceberg-access-delegation", "idempotency-key", "if-none-match", "accept")
+_LISTED = frozenset({"listTables", "listViews"})
+
+
+class FederationService:
+    def __init__(
+        self,
+        warehouses: WarehouseDirectory,
+        authorizer: Authorizer,
+        http: urllib3.PoolManager,
+        *,
+        secrets: SecretBox | None,
+        namespace_separator: str,
+        breaker: Callable[[], CircuitBreaker] = CircuitBreaker,
+    ) -> None:
+        self.warehouses = warehouses
+        self.authorizer = authorizer
+        self.http = http  # one pool for every remote (urllib3: see app/federation/remote.py)
+        self._secrets = secrets  # opens the credential toward each remote (GROWLER_SECRETS_KEY)
+        self.separator = namespace_separator  # Growler's, as advertised: how the path's namespaces are read
+        self._breaker = breaker
+        # warehouse id -> (its federation settings and sealed secret, the remote built from them)
+        self._remotes: dict[int, tuple[tuple[str, bytes | None], RemoteCatalog]] = {}
+        self._lock = threading.Lock()
+
+    # -- which warehouses are federated ----------------------------------------------------------
+
+    def known_native(self, prefix: str) -> bool:
+        """True when the directory's cache says the warehouse is native (no I/O: the event loop's
+        reads ask this before serving); False when it is federated or not cached."""
+        row = self.warehouses.cached(prefix)
+        return row is not None and row.federation is None
+
+    def remote_of(self, prefix: str) -> RemoteCatalog | None:
+        """The remote serving this warehouse; None for a native (or unknown) one, which the native
+        handlers serve (and refuse) as before."""
+        try:
+            row = self.warehouses.get(prefix)
+        except NoSuchWarehouse:
+            return None
+        if row.federation is None:
+            return None
+        return self._remote(row)
+
+    def _remote(self, row: WarehouseRow) -> RemoteCatalog:
+        key = (json.dumps(row.federation, sort_keys=True), row.federation_secret)
+        known = self._remotes.get(row.id)
+        if known is not None and known[0] == key:
+            return known[1]
+        remote = RemoteCatalog(row.name, self._settings(row), self.http, self._breaker())
+        with self._lock:
+            self._remotes[row.id] = (key, remote)  # a changed warehouse gets a new remote, breaker and token
+        return remote
+
+    def _settings(self, row: WarehouseRow) -> RemoteSettings:
+        federation = row.federation or {}
+        auth = federation.get("auth") or {}
+        secret = None
+        if row.federation_secret:
+            if self._secrets is None:
+                raise ServiceUnavailable(f"Warehouse {row.name} has a remote credential but no GROWLER_SECRETS_KEY")
+            try:
+                secret = self._secrets.open(row.federation_secret).get("secret")
+            except ValueError:
+                raise ServiceUnavailable(f"The remote credential of warehouse {row.name} cannot be decrypted") from None
+        return RemoteSettings(
+            uri=str(federation["uri"]).rstrip("/"),
+            warehouse=str(federation["warehouse"]),
+            auth=str(auth.get("type") or "none"),
+            client_id=auth.get("client-id"),
+            token_endpoint=auth.get("token-endpoint"),
+            scope=auth.get("scope"),
+            read_only=bool(federation.get("read-only")),
+            timeout_s=int(federation.get("timeout-ms") or 10_000) / 1000,
+            secret=secret,
+        )
+
+    # -- forwarding ------------------------------------------------------------------------------
+
+    def forward(  # noqa: PLR0913 - the request's parts, as the dispatcher read them
+        self,
+        remote: RemoteCatalog,
+        operation_id: str,
+        method: str,
+        spec_path: str,
+        path_values: dict[str, str],
+        query: bytes,
+        headers: dict[bytes, list[bytes]],
+        body: bytes | None,
+    ) -> Answer:
+        """The operation (already authorized) served by ``remote``: its answer as the client gets it."""
+        prefix = path_values["prefix"]
+        if operation_id not in FORWARDED:
+            raise UnsupportedOperation(f"Operation {operation_id} is not served for federated warehouse {prefix}")
+        if operation_id in WRITES and remote.settings.read_only:
+            raise Forbidden(f"Warehouse {prefix} is a read-only federation: {operation_id} is refused")
+        route = remote.route()
+        path = self._path(spec_path, path_values, route)
+        sent = {name: found[0].decode("latin-1") for name in FORWARDED_HEADERS if (found := headers.get(name.encode()))}
+        if not body:
+            sent.pop("content-type", None)
+        answer = remote.send(method, path, self._query(query, route), sent, body or None)
+        return self._answer(remote, operation_id, method, prefix, answer)
+
+    def _path(self, spec_path: str, values: dict[str, str], route: Route) -> str:
+        """The path after the remote's prefix: each parameter encoded, namespaces with its separator."""
+        parts = []
+        for segment in spec_path.strip("/").split("/")[2:]:  # after "v1" and "{prefix}"
+            if not (segment.startswith("{") and segment.endswith("}")):
+                parts.append(segment)
+            elif segment == "{namespace}":
+                parts.append(self._namespace(values["namespace"], route))
+            else:
+                parts.append(quote(_segment(values[segment[1:-1]]), safe=""))
+        return "/".join(parts)
+
+    def _namespace(self, raw: str, route: Route) -> str:
+        levels = parse_namespace(raw, self.separator)
+        return route.separator.join(quote(_segment(level), safe="") for level in levels)
+
+    def _query(self, query: bytes, route: Route) -> str:
+        pairs = []
+        for key, value in parse_qsl(query.decode("latin-1"), keep_blank_values=True):
+            encoded = self._namespace(value, route) if key == "parent" and value else quote(value, safe="")
+            pairs.append(f"{quote(key, safe='')}={encoded}")
+        return "&".join(pairs)
+
+    # -- answers ---------------------------------------------------------------------------------
+
+    def _answer(self, remote: RemoteCatalog, operation_id: str, method: str, prefix: str, answer: Answer) -> Answer:
+        status, data = answer.status, answer.data
+        if status >= 400:
+            return self._error(remote, answer)
+        if not 200 <= status < 300:  # redirects are not followed: Growler's credential stays with this remote
+            raise self._garbage(remote, operation_id, f"{status}, which is not an answer of the spec")
+        if data is None:  # 204, or a HEAD
+            if method != "HEAD" and operation_id not in _NO_BODY:
+                raise self._garbage(remote, operation_id, "an empty body")
+            return Answer(status, None, b"", answer.headers)
+        if not isinstance(data, dict):
+            raise self._garbage(remote, operation_id, "not a JSON object")
+        if operation_id == "listNamespaces":
+            data = {**data, "namespaces": self._visible_namespaces(remote, prefix, data.get("namespaces"))}
+        elif operation_id in _LISTED:
+            kind = Kind.TABLE if operation_id == "listTables" else Kind.VIEW
+            data = {**data, "identifiers": self._visible_entries(remote, prefix, kind, data)}
+        elif operation_id in _LOADS:
+            data = self._load(remote, operation_id, data)
+        body = json.dumps(data, separators=(",", ":")).encode()
+        return Answer(status, data, body, {"Content-Type": JSON, **answer.headers})
+
+    def _error(self, remote: RemoteCatalog, answer: Answer) -> Answer:
+        """The remote's Iceberg error, its status, type and message kept (bounded); 502 for a body
+        that is not one. A HEAD's error has no body: its status is the answer."""
+        headers = {k: v for k, v in answer.headers.items() if k == "Retry-After"}
+        if not answer.body:
+            return Answer(answer.status, None, b"", headers)
+        error = answer.data.get("error") if isinstance(answer.data, dict) else None
+        if not isinstance(error, dict) or not isinstance(error.get("message"), str):
+            raise self._garbage(remote, None, f"{answer.status} without an Iceberg error body")
+        kind = error.get("type") if isinstance(error.get("type"), str) else "RemoteCatalogException"
+        data = error_body(error["message"], kind, answer.status)
+        body = json.dumps(data, separators=(",", ":")).encode()
+        return Answer(answer.status, data, body, {"Content-Type": JSON, **headers})
+
+    def _visible_namespaces(self, remote: RemoteCatalog, prefix: str, listed: Any) -> list[list[str]]:
+        if not isinstance(listed, list) or not all(_levels(item) for item in listed):
+            raise self._garbage(remote, "listNamespaces", "namespaces is not a list of namespaces")
+        return self.authorizer.filter(listed, lambda levels: Securable.of_namespace(prefix, tuple(levels)))
+
+    def _visible_entries(self, remote: RemoteCatalog, prefix: str, kind: Kind, data: dict[str, Any]) -> list[Any]:
+        listed = data.get("identifiers")
+        if not isinstance(listed, list) or not all(
+            isinstance(item, dict) and _levels(item.get("namespace")) and isinstance(item.get("name"), str)
+            for item in listed
+        ):
+            raise self._garbage(remote, None, "identifiers is not a list of identifiers")
+        return self.authorizer.filter(
+            listed, lambda item: Securable.of_entry(kind, prefix, tuple(item["namespace"]), item["name"])
+        )
+
+    def _load(self, remote: RemoteCatalog, operation_id: str, data: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(data.get("metadata"), dict):
+            raise self._garbage(remote, operation_id, "no metadata object")
+        own = remote.own_credentials()
+        config = data.get("config")
+        if isinstance(config, dict):
+            kept = {k: v for k, v in config.items() if k not in SESSION_KEYS and not _secret(v, own)}
+            data = {**data, "config": kept}
+        credentials = data.get("storage-credentials")
+        if isinstance(credentials, list):  # a remote echoing Growler's own credential: never passed on
+            data = {
+                **data,
+                "storage-credentials": [
+                    {**item, "config": {k: v for k, v in item["config"].items() if not _secret(v, own)}}
+                    if isinstance(item, dict) and isinstance(item.get("config"), dict)
+                    else item
+                    for item in credentials
+                ],
+            }
+        return data
+
+    @staticmethod
+    def _garbage(remote: RemoteCatalog, operation_id: str | None, what: str) -> CatalogError:
+        remote.breaker.failed()
+        answered = f" to {operation_id}" if operation_id else ""
+        return BadGateway(f"The remote catalog of warehouse {remote.name} answered{answered} {what}")
+
+
+def _secret(value: Any, own: frozenset[str]) -> bool:
+    return isinstance(value, str) and value in own
+
+
+def _segment(value: str) -> str:
+    """A name as one path segment of the remote's URL. "." and ".." are refused: an HTTP client or
+    server removes them as dot segments, and the request would reach another route than the one
+    authorized (a dropTable of ".." would drop its namespace)."""
+    if value in (".", ".."):
+        raise BadRequest(f"{value!r} cannot be a name in a federated warehouse")
+    return value
+
+
+def _levels(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(level, str) for level in value)

@@ -1,0 +1,485 @@
+"""Federated warehouses (issue 50) against a real remote: Iceberg's own REST catalog server
+(``RESTCatalogServer`` of iceberg-open-api's test fixtures, a JDBC catalog on SQLite and a local
+warehouse directory), started once for the module, and tiny local HTTP servers for what a real
+catalog does not do on demand (answer garbage, record what it was sent, die).
+
+Through the suite's gunicorn server (authentication on), with PyIceberg and plain HTTP: tables
+created, appended to and read back through Growler exist on the remote; grants hide what the
+remote would show; a read-only federation refuses writes and writes nothing; garbage is a 502, a
+dead remote a quick 503 with Retry-After and then an open circuit breaker; Growler's credential
+toward the remote reaches the remote only, never the caller's token.
+
+The server's jars (Jetty, sqlite-jdbc: bench/java/pom.xml) are fetched by ``make rest-reference``
+(``make test-deps``) into ``.cache/bench-java-<version>/libs``; ``GROWLER_REST_REFERENCE_LIBS``
+names another directory. Missing jars are an error, not a skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pyarrow as pa
+import pytest
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.exceptions import ForbiddenError
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField, StringType
+
+from scripts.processes import free_port
+from tests.conftest import TEST_CREDENTIAL, TEST_SECRETS_KEY
+from tests.integration.conftest import REPO
+
+ICEBERG_VERSION = "1.11.0"
+SERVER_CLASS = "org.apache.iceberg.rest.RESTCatalogServer"
+MANAGEMENT = "/management/v1"
+START_TIMEOUT_S = 60  # a hang guard: the server starts in about a second
+SETTLE_S = 10  # grants reach every worker within a poll (twice a second)
+SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "name", StringType(), required=False))
+
+
+def _libs() -> Path:
+    default = REPO / ".cache" / f"bench-java-{ICEBERG_VERSION}" / "libs"
+    libs = Path(os.environ.get("GROWLER_REST_REFERENCE_LIBS") or default)
+    if not any(libs.glob("iceberg-open-api-*-test-fixtures.jar")) or not any(libs.glob("jetty-server-*.jar")):
+        raise RuntimeError(f"no Iceberg REST reference server in {libs}: run make rest-reference")
+    return libs
+
+
+def _java() -> str:
+    home = os.environ.get("GROWLER_RCK_JAVA_HOME")
+    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    if not found:
+        raise RuntimeError("no java: install a JDK 17")
+    return found
+
+
+def _wait(condition: Callable[[], Any], timeout_s: float, what: str) -> Any:
+    """Until ``condition()`` is truthy (its value), polling; fails with ``what`` at the deadline."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = condition()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+class ReferenceServer:
+    """RESTCatalogServer in a process group of its own, on a free port."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CATALOG_")}
+        env.update(
+            CATALOG_CATALOG__IMPL="org.apache.iceberg.jdbc.JdbcCatalog",
+            CATALOG_URI=f"jdbc:sqlite:file:{root / 'catalog.db'}",
+            CATALOG_JDBC_SCHEMA__VERSION="V1",
+            CATALOG_WAREHOUSE=f"file:{root / 'warehouse'}",
+            CATALOG_REST_PORT=str(self.port),
+            REST_PORT=str(self.port),
+        )
+        self.log = open(root / "reference.log", "wb")  # noqa: SIM115 - closed in stop()
+        self.process = subprocess.Popen(
+            [_java(), "-Xmx256m", "-cp", f"{_libs()}/*", SERVER_CLASS],
+            cwd=root,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        _wait(self._ready, START_TIMEOUT_S, f"the Iceberg REST reference server on {self.url}")
+
+    def _ready(self) -> bool:
+        if self.process.poll() is not None:
+            raise RuntimeError(f"the reference server exited: {(self.root / 'reference.log').read_text()[-2000:]}")
+        try:
+            return httpx.get(f"{self.url}/v1/config", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def get(self, path: str) -> httpx.Response:
+        return httpx.get(f"{self.url}/v1/{path}", timeout=10)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self.log.close()
+
+
+class TinyRemote:
+    """A local HTTP server answering every request with ``answer(handler)`` -> (status, bytes),
+    recording (method, path, headers, body) of each request."""
+
+    def __init__(self, answer: Callable[[BaseHTTPRequestHandler, bytes], tuple[int, bytes]]) -> None:
+        self.requests: list[tuple[str, str, dict[str, str], bytes]] = []
+        recorded = self.requests
+
+        class Handler(BaseHTTPRequestHandler):
+            def _serve(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                recorded.append((self.command, self.path, dict(self.headers.items()), body))
+                status, data = answer(self, body)
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_HEAD = do_DELETE = _serve  # noqa: N815
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+# -- fixtures --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> Iterator[ReferenceServer]:
+    running = ReferenceServer(tmp_path_factory.mktemp("rest-reference"))
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def _create_warehouse(server, federation: dict[str, Any]) -> str:
+    name = f"fed-{uuid.uuid4().hex[:10]}"
+    response = httpx.post(f"{server.url}{MANAGEMENT}/warehouses", json={"name": name, "federation": federation})
+    assert response.status_code == 201, response.text
+    return name
+
+
+@pytest.fixture(scope="module")
+def federated(server, reference) -> str:
+    return _create_warehouse(server, {"uri": reference.url, "warehouse": "remote", "timeout-ms": 5000})
+
+
+def _catalog(server, warehouse: str, credential: str = TEST_CREDENTIAL) -> RestCatalog:
+    return RestCatalog("growler", uri=server.url, warehouse=warehouse, credential=credential)
+
+
+def _principal(server) -> tuple[str, str, dict[str, str]]:
+    """A new principal with a role of its own and no grants: (name, role, its auth header)."""
+    name = f"fed-user-{uuid.uuid4().hex[:8]}"
+    created = httpx.post(f"{server.url}{MANAGEMENT}/principals", json={"name": name})
+    assert created.status_code == 201, created.text
+    role = f"role-{name}"
+    assert httpx.post(f"{server.url}{MANAGEMENT}/roles", json={"name": role}).status_code == 201
+    assert httpx.put(f"{server.url}{MANAGEMENT}/roles/{role}/members/{name}").status_code == 204
+    token = httpx.post(
+        f"{server.url}/v1/oauth/tokens",
+        data={"grant_type": "client_credentials", "client_id": name, "client_secret": created.json()["client-secret"]},
+    )
+    assert token.status_code == 200, token.text
+    return name, role, {"Authorization": f"Bearer {token.json()['access_token']}"}
+
+
+def _grant(server, role: str, privilege: str, securable: dict[str, Any]) -> None:
+    body = {"privilege": privilege, "securable": securable}
+    response = httpx.post(f"{server.url}{MANAGEMENT}/roles/{role}/grants", json=body)
+    assert response.status_code == 201, response.text
+
+
+# -- the catalog through Growler -------------------------------------------------------------------
+
+
+def test_pyiceberg_creates_appends_and_reads_a_table_that_lives_on_the_remote(server, reference, federated):
+    catalog = _catalog(server, federated)
+    catalog.create_namespace("sales")
+    table = catalog.create_table(("sales", "orders"), schema=SCHEMA)
+    table.append(pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"]}, schema=SCHEMA.as_arrow()))
+
+    loaded = _catalog(server, federated).load_table(("sales", "orders"))
+    assert sorted(loaded.scan().to_arrow().to_pylist(), key=lambda row: row["id"]) == [
+        {"id": 1, "name": "a"},
+        {"id": 2, "name": "b"},
+        {"id": 3, "name": "c"},
+    ]
+    assert catalog.list_tables("sales") == [("sales", "orders")]
+    # the table is the remote's: it answers it directly, with the snapshot the append made
+    direct = reference.get("namespaces/sales/tables/orders")
+    assert direct.status_code == 200, direct.text
+    assert direct.json()["metadata"]["current-snapshot-id"] == loaded.metadata.current_snapshot_id
+    assert direct.json()["metadata-location"] == loaded.metadata_location
+    # and Growler holds no native row of it
+    assert httpx.get(f"{server.url}/v1/{server.warehouse}/namespaces/sales").status_code == 404
+
+
+def test_views_are_created_listed_loaded_renamed_and_dropped_on_the_remote(server, reference, federated):
+    views = f"{server.url}/v1/{federated}/namespaces/sales/views"
+    body = {
+        "name": "recent",
+        "schema": {
+            "type": "struct",
+            "schema-id": 0,
+            "fields": [{"id": 1, "name": "id", "type": "long", "required": False}],
+        },
+        "view-version": {
+            "version-id": 1,
+            "timestamp-ms": int(time.time() * 1000),
+            "schema-id": 0,
+            "summary": {"engine-name": "test"},
+            "representations": [{"type": "sql", "sql": "SELECT id FROM sales.orders", "dialect": "spark"}],
+            "default-namespace": ["sales"],
+        },
+        "properties": {},
+    }
+    created = httpx.post(views, json=body)
+    assert created.status_code == 200, created.text
+    assert created.json()["metadata"]["current-version-id"] == 1
+    assert httpx.get(views).json()["identifiers"] == [{"namespace": ["sales"], "name": "recent"}]
+    assert httpx.head(f"{views}/recent").status_code == 204
+    assert reference.get("namespaces/sales/views/recent").status_code == 200
+    renamed = httpx.post(
+        f"{server.url}/v1/{federated}/views/rename",
+        json={
+            "source": {"namespace": ["sales"], "name": "recent"},
+            "destination": {"namespace": ["sales"], "name": "latest"},
+        },
+    )
+    assert renamed.status_code == 204, renamed.text
+    assert reference.get("namespaces/sales/views/recent").status_code == 404
+    assert (
+        httpx.get(f"{views}/latest").json()["metadata"]["versions"][0]["representations"][0]["sql"].startswith("SELECT")
+    )
+    assert httpx.delete(f"{views}/latest").status_code == 204
+    assert reference.get("namespaces/sales/views/latest").status_code == 404
+
+
+def test_a_transaction_commits_on_the_remote_after_growlers_grants(server, reference, federated):
+    orders = httpx.get(f"{server.url}/v1/{federated}/namespaces/sales/tables/orders").json()["metadata"]
+    change = {
+        "identifier": {"namespace": ["sales"], "name": "orders"},
+        "requirements": [{"type": "assert-table-uuid", "uuid": orders["table-uuid"]}],
+        "updates": [{"action": "set-properties", "updates": {"owner": "federation"}}],
+    }
+    commit = f"{server.url}/v1/{federated}/transactions/commit"
+    _, role, headers = _principal(server)
+    _grant(server, role, "read", {"type": "table", "warehouse": federated, "namespace": ["sales"], "name": "orders"})
+    refused = _wait(
+        lambda: (r := httpx.post(commit, json={"table-changes": [change]}, headers=headers)).status_code == 403 and r,
+        SETTLE_S,
+        "the grant to reach the workers",
+    )
+    assert "lacks write" in refused.json()["error"]["message"]
+    assert "owner" not in reference.get("namespaces/sales/tables/orders").json()["metadata"]["properties"]
+    committed = httpx.post(commit, json={"table-changes": [change]})
+    assert committed.status_code == 204, committed.text
+    assert reference.get("namespaces/sales/tables/orders").json()["metadata"]["properties"]["owner"] == "federation"
+
+
+def test_the_remote_errors_pass_through_with_their_status_and_message(server, reference, federated):
+    response = httpx.get(f"{server.url}/v1/{federated}/namespaces/nowhere/tables/none")
+    assert response.status_code == 404, response.text
+    error = response.json()["error"]
+    direct = reference.get("namespaces/nowhere/tables/none").json()["error"]
+    assert (error["code"], error["type"], error["message"]) == (404, direct["type"], direct["message"])
+    assert "nowhere" in error["message"]
+    assert httpx.head(f"{server.url}/v1/{federated}/namespaces/nowhere").status_code == 404
+
+
+def test_grants_hide_tables_the_remote_shows(server, reference, federated):
+    catalog = _catalog(server, federated)
+    catalog.create_namespace("hr")
+    catalog.create_table(("hr", "open"), schema=SCHEMA)
+    catalog.create_table(("hr", "salaries"), schema=SCHEMA)
+    _, role, headers = _principal(server)
+    _grant(server, role, "read", {"type": "table", "warehouse": federated, "namespace": ["hr"], "name": "open"})
+
+    tables = f"{server.url}/v1/{federated}/namespaces/hr/tables"
+    listed = _wait(
+        lambda: (r := httpx.get(tables, headers=headers)).status_code == 200 and r.json()["identifiers"],
+        SETTLE_S,
+        "the grant to reach the workers",
+    )
+    assert listed == [{"namespace": ["hr"], "name": "open"}]
+    remote_names = {item["name"] for item in reference.get("namespaces/hr/tables").json()["identifiers"]}
+    assert remote_names == {"open", "salaries"}  # what the remote's credential reaches
+    hidden = httpx.get(f"{tables}/salaries", headers=headers)
+    assert hidden.status_code == 403, hidden.text
+    assert hidden.json()["error"]["type"] == "ForbiddenException"
+    assert httpx.get(f"{tables}/open", headers=headers).status_code == 200
+    # the namespace listing is filtered as well: the principal sees hr (a grant below it) only
+    namespaces = httpx.get(f"{server.url}/v1/{federated}/namespaces", headers=headers)
+    assert namespaces.status_code == 200 and namespaces.json()["namespaces"] == [["hr"]]
+    # and a write it holds no grant for is refused before the remote is asked
+    drop = httpx.delete(f"{tables}/open", headers=headers)
+    assert drop.status_code == 403
+    assert reference.get("namespaces/hr/tables/open").status_code == 200
+
+
+def test_a_read_only_federation_refuses_writes_and_writes_nothing(server, reference, federated):
+    read_only = _create_warehouse(server, {"uri": reference.url, "warehouse": "remote", "read-only": True})
+    catalog = _catalog(server, read_only)
+    with pytest.raises(ForbiddenError, match="read-only federation"):
+        catalog.create_namespace("never")
+    assert reference.get("namespaces/never").status_code == 404
+    created = httpx.post(
+        f"{server.url}/v1/{read_only}/namespaces/sales/tables",
+        json={"name": "never", "schema": {"type": "struct", "schema-id": 0, "fields": []}},
+    )
+    assert created.status_code == 403, created.text
+    assert "read-only federation" in created.json()["error"]["message"]
+    assert reference.get("namespaces/sales/tables/never").status_code == 404
+    # reads are served: the table the first test made is there
+    assert catalog.load_table(("sales", "orders")).scan().to_arrow().num_rows == 3
+
+
+def test_garbage_from_the_remote_is_a_502(server):
+    garbage = TinyRemote(lambda handler, body: (200, b"<html>surprise</html>"))
+    try:
+        name = _create_warehouse(server, {"uri": garbage.url, "warehouse": "w"})
+        response = httpx.get(f"{server.url}/v1/{name}/namespaces")
+        assert response.status_code == 502, response.text
+        assert response.json()["error"]["type"] == "BadGatewayException"
+        assert "not JSON" in response.json()["error"]["message"]
+    finally:
+        garbage.stop()
+
+
+def test_an_answer_not_in_the_spec_shape_is_a_502(server):
+    def answer(handler: BaseHTTPRequestHandler, body: bytes) -> tuple[int, bytes]:
+        if handler.path.startswith("/v1/config"):
+            return 200, b'{"defaults": {}, "overrides": {}}'
+        if handler.path.startswith("/v1/namespaces/a/tables"):
+            return 500, b'{"oops": true}'  # an error without the Iceberg error body
+        return 200, b'{"namespaces": "not a list"}'
+
+    remote = TinyRemote(answer)
+    try:
+        name = _create_warehouse(server, {"uri": remote.url, "warehouse": "w"})
+        listing = httpx.get(f"{server.url}/v1/{name}/namespaces")
+        assert listing.status_code == 502 and "not a list of namespaces" in listing.json()["error"]["message"]
+        failed = httpx.get(f"{server.url}/v1/{name}/namespaces/a/tables")
+        assert failed.status_code == 502 and "without an Iceberg error body" in failed.json()["error"]["message"]
+    finally:
+        remote.stop()
+
+
+def test_growlers_credential_reaches_the_remote_only_and_oauth2_tokens_are_cached(server, settings):
+    token_requests: list[bytes] = []
+
+    def answer(handler: BaseHTTPRequestHandler, body: bytes) -> tuple[int, bytes]:
+        if handler.path == "/v1/oauth/tokens":
+            token_requests.append(body)
+            return 200, b'{"access_token": "remote-token-1", "token_type": "bearer", "expires_in": 3600}'
+        if handler.path.startswith("/v1/config"):
+            return 200, b'{"defaults": {}, "overrides": {"prefix": "their-prefix"}}'
+        return 200, b'{"namespaces": [["x"]]}'
+
+    remote = TinyRemote(answer)
+    try:
+        name = _create_warehouse(
+            server,
+            {
+                "uri": remote.url,
+                "warehouse": "their warehouse",
+                "auth": {"type": "oauth2", "client-id": "growler", "client-secret": "s3cr3t-client"},
+            },
+        )
+        for _ in range(4):
+            listed = httpx.get(f"{server.url}/v1/{name}/namespaces")
+            assert listed.status_code == 200 and listed.json()["namespaces"] == [["x"]]
+        catalog_calls = [r for r in remote.requests if r[1].startswith("/v1/their-prefix/namespaces")]
+        assert len(catalog_calls) == 4
+        assert all(headers.get("Authorization") == "Bearer remote-token-1" for _, _, headers, _ in catalog_calls)
+        assert any(r[1] == "/v1/config?warehouse=their%20warehouse" for r in remote.requests)
+        # one token a worker (the suite's server has two), the secret sent to the token endpoint only
+        assert 1 <= len(token_requests) <= 2
+        assert all(b"client_secret=s3cr3t-client" in body for body in token_requests)
+        # the caller's Growler token never reaches the remote
+        assert not any("remote-token-1" not in headers.get("Authorization", "") for _, _, headers, _ in catalog_calls)
+        shown = httpx.get(f"{server.url}{MANAGEMENT}/warehouses/{name}").json()
+        assert shown["federation"]["auth"] == {"type": "oauth2", "client-id": "growler", "has-secret": True}
+        assert "s3cr3t-client" not in json.dumps(shown)
+        with psycopg.connect(settings.database_url) as conn:
+            stored = conn.execute(
+                "SELECT federation::text, federation_secret FROM warehouse WHERE name = %s", (name,)
+            ).fetchone()
+        assert "s3cr3t-client" not in stored[0] and b"s3cr3t-client" not in bytes(stored[1])
+        assert TEST_SECRETS_KEY  # sealed with the suite's key: the server opened it to get a token
+    finally:
+        remote.stop()
+
+
+def test_a_dead_remote_is_a_quick_503_then_the_breaker_opens(server):
+    remote = TinyRemote(lambda handler, body: (200, b'{"defaults": {}, "overrides": {}, "namespaces": []}'))
+    name = _create_warehouse(server, {"uri": remote.url, "warehouse": "w", "timeout-ms": 2000})
+    assert httpx.get(f"{server.url}/v1/{name}/namespaces").status_code == 200
+    remote.stop()
+    messages = []
+    for _ in range(20):  # each worker has its breaker: five failures each open them
+        started = time.monotonic()
+        response = httpx.get(f"{server.url}/v1/{name}/namespaces", timeout=30)
+        assert time.monotonic() - started < 5  # never a hang
+        assert response.status_code == 503, response.text
+        assert int(response.headers["Retry-After"]) >= 1
+        messages.append(response.json()["error"]["message"])
+        if "failed repeatedly" in messages[-1]:
+            break
+    assert "cannot be reached" in messages[0]
+    assert "failed repeatedly" in messages[-1], messages
+
+
+def test_a_remote_that_does_not_answer_in_time_is_a_503_not_a_hang(server):
+    release = threading.Event()
+
+    def answer(handler: BaseHTTPRequestHandler, body: bytes) -> tuple[int, bytes]:
+        if handler.path.startswith("/v1/config"):
+            return 200, b'{"defaults": {}, "overrides": {}}'
+        release.wait(30)  # holds the request past the warehouse's timeout, until the test ends
+        return 200, b'{"namespaces": []}'
+
+    remote = TinyRemote(answer)
+    try:
+        name = _create_warehouse(server, {"uri": remote.url, "warehouse": "w", "timeout-ms": 300})
+        started = time.monotonic()
+        response = httpx.get(f"{server.url}/v1/{name}/namespaces", timeout=30)
+        assert time.monotonic() - started < 5
+        assert response.status_code == 503, response.text
+        assert "cannot be reached" in response.json()["error"]["message"]
+        assert response.headers["Retry-After"].isdigit()
+    finally:
+        release.set()
+        remote.stop()
+
+
+def test_the_reference_stopped_gives_503_with_retry_after(server, reference, federated):
+    reference.stop()
+    started = time.monotonic()
+    response = httpx.get(f"{server.url}/v1/{federated}/namespaces/sales/tables", timeout=30)
+    assert time.monotonic() - started < 5
+    assert response.status_code == 503, response.text
+    assert response.headers["Retry-After"].isdigit()
+    assert response.json()["error"]["type"] == "ServiceUnavailableException"

@@ -1,0 +1,324 @@
+"""Federated warehouses' plain parts (issue 50): the circuit breaker on a test clock, the path and
+query rewritten for a remote's prefix and separator, the answers checked (listings filtered by
+grants, session keys stripped, garbage refused), and the settings' checks."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from app.federation.breaker import CircuitBreaker
+from app.federation.remote import Answer, RemoteCatalog, RemoteSettings, Route
+from app.federation.service import FederationService
+from app.federation.settings import federation_settings, federation_view
+from app.ground.errors import BadGateway, BadRequest, Forbidden, ServiceUnavailable, UnsupportedOperation
+from app.ground.secrets import SecretBox
+from app.rules.privileges import Kind, Privilege, Securable
+from app.rules.requests.management import FederationSettings
+from tests.conftest import TEST_SECRETS_KEY
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_breaker_opens_after_consecutive_failures_and_lets_one_trial_through():
+    clock = Clock()
+    breaker = CircuitBreaker(threshold=3, cooldown_s=10, clock=clock)
+    breaker.failed()
+    breaker.failed()
+    breaker.succeeded()  # a success resets the count
+    breaker.failed()
+    breaker.failed()
+    assert breaker.refusal() is None
+    breaker.failed()
+    assert breaker.is_open and breaker.refusal() == 10
+    clock.now += 7.5
+    assert breaker.refusal() == 3
+    clock.now += 3
+    assert breaker.refusal() is None  # half open: one trial
+    assert breaker.refusal() == 1  # the others wait for it
+    breaker.failed()  # the trial failed: open again
+    assert breaker.refusal() == 10
+    clock.now += 10
+    assert breaker.refusal() is None
+    breaker.succeeded()
+    assert not breaker.is_open and breaker.refusal() is None
+
+
+def test_a_breaker_needs_a_threshold_and_a_cooldown():
+    with pytest.raises(ValueError):
+        CircuitBreaker(threshold=0)
+    with pytest.raises(ValueError):
+        CircuitBreaker(cooldown_s=0)
+
+
+class Grants:
+    """An authorizer that lets the caller see exactly ``visible``."""
+
+    def __init__(self, visible: set[Securable]) -> None:
+        self.visible = visible
+
+    def filter(self, items: list[Any], securable_of: Any, privilege: Privilege | None = None) -> list[Any]:
+        return [item for item in items if securable_of(item) in self.visible]
+
+
+class FakeRemote(RemoteCatalog):
+    """A remote whose route is given and whose answers are queued; records what it was sent."""
+
+    def __init__(self, answers: list[Answer], read_only: bool = False, separator: str = "%2E") -> None:
+        super().__init__("fed", RemoteSettings("http://remote", "w", read_only=read_only), None, CircuitBreaker())  # type: ignore[arg-type]
+        self.answers = answers
+        self.sent: list[tuple[str, str, str, dict[str, str], bytes | None]] = []
+        self._separator = separator
+
+    def route(self) -> Route:
+        return Route("pfx", self._separator)
+
+    def send(self, method: str, path: str, query: str, headers: dict[str, str], body: bytes | None) -> Answer:
+        self.sent.append((method, path, query, headers, body))
+        return self.answers.pop(0)
+
+
+def _answer(status: int, data: Any) -> Answer:
+    body = json.dumps(data).encode() if data is not None else b""
+    return Answer(status, data, body, {})
+
+
+def _service(visible: set[Securable] | None = None) -> FederationService:
+    return FederationService(
+        None,  # type: ignore[arg-type] - the warehouse directory: not reached by forward()
+        Grants(visible or set()),  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        secrets=None,
+        namespace_separator="%1F",
+    )
+
+
+def _forward(service: FederationService, remote: FakeRemote, operation: str, method: str, path: str, **values: str):
+    headers = {b"authorization": [b"Bearer growler-caller"], b"x-iceberg-access-delegation": [b"vended-credentials"]}
+    query = values.pop("query", "").encode()
+    return service.forward(remote, operation, method, path, {"prefix": "fed", **values}, query, headers, None)
+
+
+def test_paths_and_queries_are_rewritten_for_the_remote_and_the_callers_token_stays_home():
+    remote = FakeRemote([_answer(200, {"metadata": {}, "metadata-location": "x", "config": {}})])
+    spec = "/v1/{prefix}/namespaces/{namespace}/tables/{table}"
+    _forward(_service(), remote, "loadTable", "GET", spec, namespace="a\x1fb c", table="t/1", query="snapshots=all")
+    method, path, query, headers, _ = remote.sent[0]
+    assert (method, path, query) == ("GET", "namespaces/a%2Eb%20c/tables/t%2F1", "snapshots=all")
+    assert headers == {"x-iceberg-access-delegation": "vended-credentials"}  # never the caller's Authorization
+    remote = FakeRemote([_answer(200, {"namespaces": []})], separator="%1F")
+    _forward(_service(), remote, "listNamespaces", "GET", "/v1/{prefix}/namespaces", query="parent=a%1Fb&pageSize=5")
+    assert remote.sent[0][2] == "parent=a%1Fb&pageSize=5"
+
+
+@pytest.mark.parametrize(("namespace", "table"), [("a", ".."), ("a", "."), ("a\x1f..", "t"), ("..", "t")])
+def test_dot_segments_are_refused_before_the_remote_is_asked(namespace, table):
+    remote = FakeRemote([])
+    spec = "/v1/{prefix}/namespaces/{namespace}/tables/{table}"
+    with pytest.raises(BadRequest, match="cannot be a name"):
+        _forward(_service(), remote, "dropTable", "DELETE", spec, namespace=namespace, table=table)
+    assert remote.sent == []
+
+
+def test_listings_are_filtered_by_grants_and_session_keys_never_reach_the_client():
+    visible = {Securable.of_namespace("fed", ("a",)), Securable.of_entry(Kind.TABLE, "fed", ("a",), "open")}
+    service = _service(visible)
+    remote = FakeRemote([_answer(200, {"namespaces": [["a"], ["secret"]], "next-page-token": "n"})])
+    listed = _forward(service, remote, "listNamespaces", "GET", "/v1/{prefix}/namespaces")
+    assert listed.data == {"namespaces": [["a"]], "next-page-token": "n"}
+    identifiers = [{"namespace": ["a"], "name": "open"}, {"namespace": ["a"], "name": "hidden"}]
+    remote = FakeRemote([_answer(200, {"identifiers": identifiers})])
+    listed = _forward(service, remote, "listTables", "GET", "/v1/{prefix}/namespaces/{namespace}/tables", namespace="a")
+    assert listed.data == {"identifiers": [{"namespace": ["a"], "name": "open"}]}
+    config = {"token": "remote-session", "credential": "id:secret", "s3.endpoint": "http://s3"}
+    load = {"metadata": {"format-version": 2}, "metadata-location": "s3://m", "config": config}
+    remote = FakeRemote([_answer(200, load)])
+    spec = "/v1/{prefix}/namespaces/{namespace}/tables/{table}"
+    loaded = _forward(service, remote, "loadTable", "GET", spec, namespace="a", table="open")
+    assert loaded.data["config"] == {"s3.endpoint": "http://s3"}
+    assert b"remote-session" not in loaded.body and b"id:secret" not in loaded.body
+    # a remote echoing Growler's own credential under any key: dropped
+    echoed = {
+        "metadata": {},
+        "metadata-location": "s3://m",
+        "config": {"header.Authorization": "growler-secret", "s3.region": "eu", "odd": ["a", "list"]},
+        "storage-credentials": [{"prefix": "s3://b", "config": {"s3.session-token": "growler-secret", "k": "v"}}],
+    }
+    remote = FakeRemote([_answer(200, echoed)])
+    remote.settings = RemoteSettings("http://remote", "w", auth="bearer", secret="growler-secret")
+    loaded = _forward(service, remote, "loadTable", "GET", spec, namespace="a", table="open")
+    assert b"growler-secret" not in loaded.body
+    assert loaded.data["config"] == {"s3.region": "eu", "odd": ["a", "list"]}
+    assert loaded.data["storage-credentials"] == [{"prefix": "s3://b", "config": {"k": "v"}}]
+
+
+def test_errors_pass_through_and_garbage_is_a_502_that_counts_against_the_breaker():
+    service = _service()
+    error = {"error": {"message": "Namespace does not exist: x", "type": "NoSuchNamespaceException", "code": 404}}
+    remote = FakeRemote([_answer(404, error)])
+    answer = _forward(
+        service, remote, "loadNamespaceMetadata", "GET", "/v1/{prefix}/namespaces/{namespace}", namespace="x"
+    )
+    assert answer.status == 404 and answer.data == error
+    for bad in (_answer(200, ["a list"]), _answer(500, {"no": "error"}), _answer(200, {"namespaces": [[1]]})):
+        remote = FakeRemote([bad])
+        with pytest.raises(BadGateway):
+            _forward(service, remote, "listNamespaces", "GET", "/v1/{prefix}/namespaces")
+        assert remote.breaker._failures == 1
+    for status, data in ((302, None), (200, None)):  # a redirect, and an empty body where one is due
+        remote = FakeRemote([_answer(status, data)])
+        with pytest.raises(BadGateway):
+            _forward(service, remote, "listNamespaces", "GET", "/v1/{prefix}/namespaces")
+    remote = FakeRemote([_answer(204, None)])
+    spec = "/v1/{prefix}/namespaces/{namespace}"
+    assert _forward(service, remote, "dropNamespace", "DELETE", spec, namespace="a").status == 204
+    remote = FakeRemote([_answer(200, {"metadata-location": "x"})])
+    with pytest.raises(BadGateway, match="no metadata"):
+        _forward(
+            service,
+            remote,
+            "loadTable",
+            "GET",
+            "/v1/{prefix}/namespaces/{namespace}/tables/{table}",
+            namespace="a",
+            table="t",
+        )
+
+
+def test_read_only_and_unsupported_operations_are_refused_before_the_remote_is_asked():
+    remote = FakeRemote([], read_only=True)
+    with pytest.raises(Forbidden, match="read-only federation"):
+        _forward(_service(), remote, "createNamespace", "POST", "/v1/{prefix}/namespaces")
+    with pytest.raises(UnsupportedOperation):
+        _forward(
+            _service(), remote, "listFunctions", "GET", "/v1/{prefix}/namespaces/{namespace}/functions", namespace="a"
+        )
+    assert remote.sent == []
+
+
+def test_an_open_breaker_refuses_without_a_request():
+    clock = Clock()
+    remote = RemoteCatalog("fed", RemoteSettings("http://remote", "w"), None, CircuitBreaker(1, 20, clock))  # type: ignore[arg-type]
+    remote.breaker.failed()
+    with pytest.raises(ServiceUnavailable) as refused:
+        remote.send("GET", "namespaces", "", {}, None)  # no pool: a request would fail differently
+    assert refused.value.retry_after == 20 and "failed repeatedly" in refused.value.message
+
+
+def test_settings_are_checked_and_the_secret_sealed():
+    box = SecretBox(TEST_SECRETS_KEY)
+    given = FederationSettings.model_validate(
+        {"uri": "https://r.example.com/", "warehouse": "w", "auth": {"type": "bearer", "token": "tok"}}
+    )
+    stored, sealed = federation_settings(given, box)
+    assert stored == {
+        "uri": "https://r.example.com",
+        "warehouse": "w",
+        "auth": {"type": "bearer"},
+        "read-only": False,
+        "timeout-ms": 10_000,
+    }
+    assert sealed is not None and box.open(sealed) == {"secret": "tok"}
+    assert "tok" not in json.dumps(federation_view(stored, sealed))
+    with pytest.raises(BadRequest, match="GROWLER_SECRETS_KEY"):
+        federation_settings(given, None)
+    with pytest.raises(BadRequest, match="user info"):
+        federation_settings(FederationSettings.model_validate({"uri": "https://u:p@r", "warehouse": "w"}), box)
+
+
+class FakeResponse:
+    def __init__(self, status: int, data: Any) -> None:
+        self.status = status
+        self.headers = {"ETag": '"e1"'} if status == 200 else {}
+        self._body = data if isinstance(data, bytes) else json.dumps(data).encode()
+
+    def read(self, limit: int) -> bytes:
+        return self._body[:limit]
+
+    def release_conn(self) -> None:
+        pass
+
+
+class FakeHttp:
+    """urllib3's PoolManager.request, answering from ``answer(method, url, headers, body)``."""
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+        self.requests: list[tuple[str, str, dict[str, str], bytes | None]] = []
+
+    def request(self, method: str, url: str, body: bytes | None = None, headers: dict | None = None, **_: Any):
+        self.requests.append((method, url, dict(headers or {}), body))
+        outcome = self.answer(method, url, headers or {}, body)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return FakeResponse(*outcome)
+
+
+def test_oauth2_tokens_are_cached_and_renewed_once_on_a_401():
+    issued: list[str] = []
+
+    def answer(method: str, url: str, headers: dict[str, str], body: bytes | None):
+        if url.endswith("/v1/oauth/tokens"):
+            issued.append(f"token-{len(issued) + 1}")
+            return 200, {"access_token": issued[-1], "token_type": "bearer", "expires_in": 3600}
+        if "/v1/config" in url:
+            assert url == "http://remote/api/v1/config?warehouse=my%20wh"
+            return 200, {"overrides": {"prefix": "p/1"}, "defaults": {"namespace-separator": "%2E"}}
+        if headers.get("Authorization") == "Bearer token-1" and len(issued) == 1 and "tables" in url:
+            return 401, {"error": {"message": "expired", "type": "NotAuthorizedException", "code": 401}}
+        return 200, {"identifiers": []}
+
+    http = FakeHttp(answer)
+    settings = RemoteSettings("http://remote/api", "my wh", auth="oauth2", client_id="c", secret="s3cr3t")
+    remote = RemoteCatalog("fed", settings, http, CircuitBreaker())  # type: ignore[arg-type]
+    assert remote.send("GET", "namespaces", "", {}, None).data == {"identifiers": []}
+    answered = remote.send("GET", "namespaces/a/tables", "pageSize=1", {}, None)
+    assert answered.status == 200 and answered.headers == {"ETag": '"e1"'}
+    urls = [url for _, url, _, _ in http.requests]
+    assert urls.count("http://remote/api/v1/oauth/tokens") == 2  # once, then once more after the 401
+    assert "http://remote/api/v1/p/1/namespaces/a/tables?pageSize=1" in urls
+    token_bodies = [body for _, url, _, body in http.requests if url.endswith("/oauth/tokens")]
+    assert all(b"client_secret=s3cr3t" in (body or b"") for body in token_bodies)
+    # the secret goes to the token endpoint only; the catalog's requests carry the token
+    catalog_requests = [r for r in http.requests if not r[1].endswith("/oauth/tokens")]
+    assert all(
+        b"s3cr3t" not in (body or b"") and "s3cr3t" not in str(headers) for _, _, headers, body in catalog_requests
+    )
+    assert catalog_requests[-1][2]["Authorization"] == "Bearer token-2"
+    assert remote.route().separator == "%2E"
+
+
+def test_a_remote_that_keeps_refusing_the_credential_is_a_502_not_a_401():
+    def answer(method: str, url: str, headers: dict[str, str], body: bytes | None):
+        if "/v1/config" in url:
+            return 200, {"overrides": {}}
+        return 401, {"error": {"message": "bad token", "type": "NotAuthorizedException", "code": 401}}
+
+    remote = RemoteCatalog(
+        "fed", RemoteSettings("http://r", "w", auth="bearer", secret="t"), FakeHttp(answer), CircuitBreaker()
+    )  # type: ignore[arg-type]
+    with pytest.raises(BadGateway, match="refused Growler's credential"):
+        remote.send("GET", "namespaces", "", {}, None)
+
+
+def test_connection_failures_are_503s_until_the_breaker_opens():
+    from urllib3.exceptions import NewConnectionError
+
+    http = FakeHttp(lambda *args: NewConnectionError(None, "refused"))  # type: ignore[arg-type]
+    remote = RemoteCatalog("fed", RemoteSettings("http://r", "w"), http, CircuitBreaker(3, 30))  # type: ignore[arg-type]
+    messages = []
+    for _ in range(5):
+        with pytest.raises(ServiceUnavailable) as refused:
+            remote.send("GET", "namespaces", "", {}, None)
+        messages.append(refused.value.message)
+    assert len(http.requests) == 3  # the breaker answers the last two without asking
+    assert "cannot be reached" in messages[0] and "failed repeatedly" in messages[-1]
+    assert refused.value.retry_after >= 1
