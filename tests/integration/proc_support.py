@@ -7,18 +7,21 @@ import contextlib
 import os
 import time
 from collections.abc import Callable
+from typing import Any
 
 WAIT_S = 60.0
 
 
-def wait_for(predicate: Callable[[], object], what: str = "condition", timeout_s: float = WAIT_S) -> None:
-    """Until ``predicate()`` holds, looking again every 20 ms: the kernel tells no other process
-    when a worker accepts or closes a socket, so a test can only look."""
+def wait_for(predicate: Callable[[], object], what: str = "condition", timeout_s: float = WAIT_S) -> Any:
+    """Until ``predicate()`` holds, looking again every 20 ms, and its (truthy) value: the kernel
+    tells no other process when a worker accepts or closes a socket, nor another process when its
+    workers saw a change, so a test can only look."""
     deadline = time.monotonic() + timeout_s
-    while not predicate():
+    while not (found := predicate()):
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.02)
+    return found
 
 
 def tcp_table() -> list[tuple[int, int, str, int]]:
