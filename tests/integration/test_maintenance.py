@@ -110,6 +110,17 @@ def run_as_job(maintenance, name: str, policy_type: str, control: RecordedContro
     return maintenance.executor.run_job(job, lease.holder, control)
 
 
+def compact_on_spark(maintenance, name: str, spark: SparkSettings):
+    """The table's data compaction as a job on ``spark`` (this process's executor: the server's own
+    runners have no Spark configured), the executor's Spark put back after: the run and its control."""
+    maintenance.executor.spark = spark
+    try:
+        control = RecordedControl(maintenance.jobs)
+        return run_as_job(maintenance, name, "system.data-compaction", control), control
+    finally:
+        maintenance.executor.spark = SparkSettings()
+
+
 def done_entry(maintenance, name: str) -> int:
     return maintenance.maintenance.table("test", (NS,), name).entry_id
 
@@ -605,12 +616,7 @@ def test_a_spark_job_on_a_table_partitioned_by_transforms_commits_and_reports_a_
     assert len(list(before.scan().plan_files())) == 9 and len(expected) == 15
     snapshots_before = {snapshot.snapshot_id for snapshot in before.snapshots()}
     attach(maintenance, "system.data-compaction", "daily", {"enable": True})
-    maintenance.executor.spark = local_spark_job(server)
-    try:
-        control = RecordedControl(maintenance.jobs)
-        done = run_as_job(maintenance, "daily", "system.data-compaction", control)
-    finally:
-        maintenance.executor.spark = SparkSettings()
+    done, control = compact_on_spark(maintenance, "daily", local_spark_job(server))
     assert done.status == "succeeded", done.error
     assert done.outcome["engine"] == "spark" and done.outcome["committed"] is True, done.outcome
     assert done.outcome["rewritten-data-files-count"] == 9 and done.outcome["failed-data-files-count"] == 0

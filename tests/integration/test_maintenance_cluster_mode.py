@@ -12,16 +12,14 @@ from __future__ import annotations
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.transforms import IdentityTransform
 
-from app.ground.settings import SparkSettings
 from tests.integration.pyiceberg_support import NS, SCHEMA, rows
 from tests.integration.spark_cluster_support import cluster, settings_for  # noqa: F401 - the fixture
 from tests.integration.test_maintenance import (  # noqa: F401 - fixtures
-    RecordedControl,
     attach,
     catalog,
+    compact_on_spark,
     done_entry,
     maintenance,
-    run_as_job,
 )
 
 
@@ -47,14 +45,10 @@ def test_compaction_runs_in_cluster_deploy_mode_and_reports_through_the_api(
         },
     }
     attach(maintenance, "system.data-compaction", "driven", policy)
-    maintenance.executor.spark = settings_for(
+    on_cluster = settings_for(
         cluster, server, "spark.submit.deployMode=cluster,spark.driver.memory=512m,spark.driver.cores=1"
     )
-    control = RecordedControl(maintenance.jobs)
-    try:
-        done = run_as_job(maintenance, "driven", "system.data-compaction", control)
-    finally:
-        maintenance.executor.spark = SparkSettings()
+    done, control = compact_on_spark(maintenance, "driven", on_cluster)
     assert done.status == "succeeded", done.error
     assert done.outcome.get("engine") == "spark" and done.outcome["committed"] is True, (done.plan, done.outcome)
     # the driver ran on a worker, not beside Growler
