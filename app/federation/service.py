@@ -39,6 +39,7 @@ from app.ground.errors import (
     CatalogError,
     Forbidden,
     NoSuchWarehouse,
+    Protected,
     ServiceUnavailable,
     UnsupportedOperation,
     error_body,
@@ -89,6 +90,9 @@ WRITES = frozenset(
     }
 )
 FORWARDED = READS | WRITES
+# What a protection mark on the warehouse refuses, as on a native one (its objects live in the
+# remote, so only the warehouse itself can carry a mark in this slice): read fresh, not cached.
+GUARDED = frozenset({"dropTable", "dropView", "dropNamespace", "renameTable", "renameView"})
 # Answered without a body (204) by the spec: a remote's 200 without one is taken too.
 _NO_BODY = frozenset(
     {"dropNamespace", "dropTable", "dropView", "renameTable", "renameView", "commitTransaction", "reportMetrics"}
@@ -195,6 +199,11 @@ class FederationService:
             raise UnsupportedOperation(f"Operation {operation_id} is not served for federated warehouse {prefix}")
         if operation_id in WRITES and remote.settings.read_only:
             raise Forbidden(f"Warehouse {prefix} is a read-only federation: {operation_id} is refused")
+        if operation_id in GUARDED and self.warehouses.read(prefix).protected:
+            raise Protected(
+                f"Cannot {_guarded_action(operation_id, path_values, self.separator)}: warehouse {prefix} is"
+                " protected; remove the protection first (manage-grants)"
+            )
         route = remote.route()
         path = self._path(spec_path, path_values, route)
         sent = {name: found[0].decode("latin-1") for name in FORWARDED_HEADERS if (found := headers.get(name.encode()))}
@@ -306,6 +315,15 @@ class FederationService:
         remote.breaker.failed()
         answered = f" to {operation_id}" if operation_id else ""
         return BadGateway(f"The remote catalog of warehouse {remote.name} answered{answered} {what}")
+
+
+def _guarded_action(operation_id: str, values: dict[str, str], separator: str) -> str:
+    """``drop table a.t`` / ``rename a view in warehouse w``: the refusal's words, as a native one's."""
+    if operation_id.startswith("rename"):
+        return f"rename a {operation_id.removeprefix('rename').lower()} in warehouse {values['prefix']}"
+    levels = parse_namespace(values["namespace"], separator)
+    named = values.get("table") or values.get("view")
+    return f"drop {operation_id.removeprefix('drop').lower()} {'.'.join((*levels, *([named] if named else [])))}"
 
 
 def _secret(value: Any, own: frozenset[str]) -> bool:

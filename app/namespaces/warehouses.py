@@ -46,8 +46,11 @@ class WarehouseDirectory:
 
     def get(self, name: str) -> WarehouseRow:
         cached = self.cached(name)
-        if cached is not None:
-            return cached
+        return cached if cached is not None else self.read(name)
+
+    def read(self, name: str) -> WarehouseRow:
+        """The row as the database has it now (and cached): for a decision a cached row may be a
+        moment late for, such as a protection mark set just before a drop."""
         row = self._repository.get_warehouse(name)
         if row is None:
             raise NoSuchWarehouse(f"Warehouse does not exist: {name}")

@@ -466,6 +466,34 @@ def test_a_remote_that_does_not_answer_in_time_is_a_503_not_a_hang(server):
         remote.stop()
 
 
+def test_a_protection_mark_on_a_federated_warehouse_stops_drops_and_renames(server, reference, federated):
+    catalog = _catalog(server, federated)
+    catalog.create_namespace("kept")
+    catalog.create_table(("kept", "t"), schema=SCHEMA)
+    marks = f"{server.url}{MANAGEMENT}/warehouses/{federated}/protections"
+    marked = httpx.post(marks, json={"type": "warehouse"})
+    assert marked.status_code in (200, 201, 204), marked.text
+    try:
+        tables = f"{server.url}/v1/{federated}/namespaces/kept/tables"
+        dropped = httpx.delete(f"{tables}/t")
+        assert dropped.status_code == 409, dropped.text
+        error = dropped.json()["error"]
+        assert error["type"] == "ProtectedException", error
+        assert (
+            error["message"].startswith("Cannot drop table kept.t: warehouse ")
+            and "remove the protection" in error["message"]
+        )
+        rename = {"source": {"namespace": ["kept"], "name": "t"}, "destination": {"namespace": ["kept"], "name": "u"}}
+        renamed = httpx.post(f"{server.url}/v1/{federated}/tables/rename", json=rename)
+        assert renamed.status_code == 409, renamed.text
+        assert httpx.delete(f"{server.url}/v1/{federated}/namespaces/kept").status_code == 409
+        # refused before the remote was asked: the table is still there
+        assert reference.get("namespaces/kept/tables/t").status_code == 200
+    finally:
+        assert httpx.post(f"{marks}/remove", json={"type": "warehouse"}).status_code in (200, 204)
+    assert httpx.delete(f"{server.url}/v1/{federated}/namespaces/kept/tables/t").status_code == 204
+
+
 def test_the_reference_stopped_gives_503_with_retry_after(server, reference, federated):
     reference.stop()
     response = httpx.get(f"{server.url}/v1/{federated}/namespaces/sales/tables", timeout=30)  # a hang: it raises

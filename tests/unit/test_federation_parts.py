@@ -5,6 +5,7 @@ grants, session keys stripped, garbage refused), and the settings' checks."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from app.federation.breaker import CircuitBreaker
 from app.federation.remote import Answer, RemoteCatalog, RemoteSettings, Route
 from app.federation.service import FederationService
 from app.federation.settings import federation_settings, federation_view
-from app.ground.errors import BadGateway, BadRequest, Forbidden, ServiceUnavailable, UnsupportedOperation
+from app.ground.errors import BadGateway, BadRequest, Forbidden, Protected, ServiceUnavailable, UnsupportedOperation
 from app.ground.secrets import SecretBox
 from app.rules.privileges import Kind, Privilege, Securable
 from app.rules.requests.management import FederationSettings
@@ -91,9 +92,19 @@ def _answer(status: int, data: Any) -> Answer:
     return Answer(status, data, body, {})
 
 
-def _service(visible: set[Securable] | None = None) -> FederationService:
+class Directory:
+    """The warehouse directory's fresh read, which forward() asks before a drop or a rename."""
+
+    def __init__(self, protected: bool = False) -> None:
+        self.protected = protected
+
+    def read(self, name: str) -> Any:
+        return SimpleNamespace(name=name, protected=self.protected)
+
+
+def _service(visible: set[Securable] | None = None, directory: Directory | None = None) -> FederationService:
     return FederationService(
-        None,  # type: ignore[arg-type] - the warehouse directory: not reached by forward()
+        directory or Directory(),  # type: ignore[arg-type]
         Grants(visible or set()),  # type: ignore[arg-type]
         None,  # type: ignore[arg-type]
         secrets=None,
@@ -322,3 +333,17 @@ def test_connection_failures_are_503s_until_the_breaker_opens():
     assert len(http.requests) == 3  # the breaker answers the last two without asking
     assert "cannot be reached" in messages[0] and "failed repeatedly" in messages[-1]
     assert refused.value.retry_after >= 1
+
+
+def test_a_protected_warehouse_refuses_drops_and_renames_before_the_remote_is_asked():
+    remote = FakeRemote([])
+    spec = "/v1/{prefix}/namespaces/{namespace}/tables/{table}"
+    with pytest.raises(Protected, match="Cannot drop table a.t: warehouse fed is protected"):
+        _forward(
+            _service(directory=Directory(protected=True)), remote, "dropTable", "DELETE", spec, namespace="a", table="t"
+        )
+    with pytest.raises(Protected, match="Cannot rename a table in warehouse fed: warehouse fed is protected"):
+        _forward(
+            _service(directory=Directory(protected=True)), remote, "renameTable", "POST", "/v1/{prefix}/tables/rename"
+        )
+    assert remote.sent == []
