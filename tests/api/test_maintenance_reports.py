@@ -88,3 +88,13 @@ def test_a_protection_mark_on_the_table_answers_stop(client, running):
     assert report(client, url, {"progress": PROGRESS}).json() == {"stop": False}
     assert protect(client, "table", ["db"], "t").status_code in (200, 201, 204)
     assert report(client, url, {"progress": PROGRESS}).json() == {"stop": True}
+
+
+def test_a_dropped_tables_run_refuses_the_jobs_report(client, running):
+    """A drop (into the recycle bin, the default) ends the table's runs as far as a job is told:
+    the report is refused (404) and the job stops before its next commit; nothing is written."""
+    service, table, url = running
+    assert client.delete("/v1/test/namespaces/db/tables/t").status_code == 204
+    gone = report(client, url, {"progress": PROGRESS})
+    assert gone.status_code == 404, gone.text
+    assert service.jobs.get(table.entry_id, int(url.rsplit("/", 1)[1])).progress != PROGRESS
