@@ -65,7 +65,8 @@ from app.rules.privileges import (
 )
 from app.rules.requests.tables import CommitTableRequest, CommitTransactionRequest, RegisterTableRequest
 from app.rules.requests.views import RegisterViewRequest
-from storage.grants import GrantRepository
+from app.rules.restrictions.policies import ColumnRule, ReadPolicy, for_caller
+from storage.grants import GrantRepository, Holdings
 from storage.management_rows import GrantRow
 
 CACHE_ENTRIES = 10_000  # principals per worker
@@ -225,10 +226,28 @@ def as_grant(row: GrantRow) -> Grant | None:
     return Grant(privilege, Securable(Kind(on.type), on.warehouse, tuple(on.namespace), on.name))
 
 
-def effective(holdings_admin: bool, rows: list[GrantRow]) -> EffectiveGrants:
+def effective(
+    holdings_admin: bool,
+    rows: list[GrantRow],
+    restrictions: tuple[ReadPolicy, ...] = (),
+    trusted_engine: bool = False,
+) -> EffectiveGrants:
     """Stored grants as the grants decisions read (unknown privilege names are ignored)."""
     grants = [grant for grant in map(as_grant, rows) if grant is not None]
-    return EffectiveGrants.build(grants, admin=holdings_admin)
+    return EffectiveGrants.build(grants, holdings_admin, restrictions, trusted_engine)
+
+
+def _policies(principal: Principal, holdings: Holdings) -> tuple[ReadPolicy, ...]:
+    """The principal's read restrictions with the caller put in (``${principal}``, ``${roles}``:
+    the roles it holds in the catalog and, for an IdP's token, the roles its claim names)."""
+    roles = (*holdings.roles, *principal.roles)
+    policies = []
+    for held in holdings.restrictions:
+        securable = held.securable
+        key = (securable.warehouse, tuple(securable.namespace), securable.name)
+        columns = tuple(ColumnRule(rule["name"], rule["action"]) for rule in held.columns)
+        policies.append(for_caller(key, held.row_filter, columns, principal.name, roles))
+    return tuple(policies)
 
 
 class Authorizer:
@@ -281,7 +300,7 @@ class Authorizer:
         holdings = self.repository.holdings(
             principal.name, principal.roles if principal.source == IDP else (), own=principal.source != IDP
         )
-        grants = effective(holdings.admin, holdings.grants)
+        grants = effective(holdings.admin, holdings.grants, _policies(principal, holdings), holdings.trusted_engine)
         if version is not None:
             self._cache.put(principal, (version, grants))
         return grants

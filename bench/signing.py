@@ -60,6 +60,7 @@ def in_process(seconds: float) -> dict[str, Any]:
         authorizer=Authorizer.allow_all(),  # a benchmark: no caller, nothing to enforce
         warehouses=SimpleNamespace(get=lambda _name: warehouse, s3_settings=lambda _row: settings.s3),
         storage_scope=lambda *_args: StorageScopeOf(((LOCATION,),), staged=False),
+        restrictions_for_storage=lambda *_args: None,  # allow_all: no caller, no read restrictions
     )
     signer = RemoteSigner(settings, tables)
     request = sign_request(ENDPOINT, LOCATION)

@@ -18,6 +18,7 @@ from app.management.principals import Credential
 from app.management.service import grant_view, warehouse_view
 from app.protection.service import mark_view
 from app.recycle_bin.service import unit_view
+from app.rules.contract.management import ReadRestrictionPolicy, ReadRestrictionTarget, TrustedEngineRequest
 from app.rules.identifiers import parse_namespace
 from app.rules.requests.management import (
     AttachPolicyRequest,
@@ -209,6 +210,26 @@ def protect_securable(services: Services, warehouse: str, body: SecurableRef):
 def unprotect_securable(services: Services, warehouse: str, body: SecurableRef):
     services.protection.unprotect(warehouse, body)
     return no_content()
+
+
+# -- read restrictions (issue 51) ------------------------------------------------------------
+
+
+def list_read_restrictions(services: Services, warehouse: str):
+    return {"restrictions": services.restrictions.list(warehouse)}, 200
+
+
+def set_read_restriction(services: Services, warehouse: str, body: ReadRestrictionPolicy):
+    return services.restrictions.set(warehouse, body), 200
+
+
+def remove_read_restriction(services: Services, warehouse: str, body: ReadRestrictionTarget):
+    services.restrictions.remove(warehouse, body)
+    return no_content()
+
+
+def set_principal_trusted_engine(services: Services, principal: str, body: TrustedEngineRequest):
+    return services.management.set_trusted_engine(principal, body.trusted_engine), 200
 
 
 # -- the change feed's push sinks ----------------------------------------------------------

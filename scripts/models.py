@@ -80,6 +80,8 @@ TARGETS: dict[str, dict[str, dict[str, Any]]] = {
             "AttachPolicyRequest.content": f"{TYPES}.JsonObject",
             # Policy types are listed once, by app/rules/maintenance.py (POLICY_TYPES).
             "PolicyType": f"{TYPES}.Text",
+            # A row filter is the catalog's Expression JSON, bound by the rules (app/rules/restrictions/).
+            "ReadRestrictionPolicy.row_filter": f"{TYPES}.Json",
         },
         "defaults": {},
         # Behaviour the services call on the shapes: a securable's view, an update's given fields.

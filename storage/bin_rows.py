@@ -25,6 +25,7 @@ from storage.db import Database
 from storage.events import ChangeEvent, record_events
 from storage.placement import Claim, Holder, NamespaceLocationTaken, claim_restored_namespaces, lock, reclaim
 from storage.protection_rows import protection_of, refuse_if_protected
+from storage.restriction_rows import bin_restrictions, restore_restrictions
 from storage.rows import EntryRow
 
 
@@ -149,6 +150,7 @@ class BinRows:
                 f" SELECT id, %s, {_GRANT_COLUMNS} FROM role_grant WHERE entry_id = %s",
                 (unit, found["id"]),
             )
+            bin_restrictions(conn, unit, "entry_id", found["id"])
             conn.execute(
                 f"INSERT INTO bin_entry (id, unit_id, {_ENTRY_COLUMNS})"
                 f" SELECT id, %s, {_ENTRY_COLUMNS} FROM catalog_entry WHERE id = %s",
@@ -184,6 +186,7 @@ class BinRows:
                 f" SELECT id, %s, {_GRANT_COLUMNS} FROM role_grant WHERE namespace_id = ANY(%s)",
                 (unit, ids),
             )
+            bin_restrictions(conn, unit, "namespace_id", ids)
             conn.execute(
                 "INSERT INTO bin_namespace (id, unit_id, path, parent_id, properties, created_at, updated_at)"
                 " SELECT id, %s, path, parent_id, properties, created_at, updated_at FROM namespace WHERE id = ANY(%s)",
@@ -353,6 +356,7 @@ class BinRows:
             " FROM bin_grant WHERE unit_id = %s ON CONFLICT DO NOTHING",
             (ns["id"], unit_id),
         )
+        restore_restrictions(conn, unit_id, ns["id"])
 
     @staticmethod
     def _restore_namespace(
@@ -397,6 +401,7 @@ class BinRows:
             f" SELECT id, {_GRANT_COLUMNS} FROM bin_grant WHERE unit_id = %s ON CONFLICT DO NOTHING",
             (unit_id,),
         )
+        restore_restrictions(conn, unit_id)
 
     # -- purge and expiry ------------------------------------------------------------------
 

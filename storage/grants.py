@@ -8,11 +8,21 @@ paths (the warehouse's name, the namespace's path, the entry's name), which is w
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from storage.db import Database
 from storage.management_rows import GRANT_SELECT, GrantRow, Securable
+from storage.restriction_rows import RESTRICTION_SELECT
+
+
+@dataclass(frozen=True)
+class RestrictionOf:
+    """A read restriction the principal is subject to, on a securable named by its path."""
+
+    securable: Securable
+    row_filter: Any | None
+    columns: list[dict[str, str]]
 
 
 @dataclass(frozen=True)
@@ -21,6 +31,9 @@ class Holdings:
 
     admin: bool
     grants: list[GrantRow]
+    restrictions: list[RestrictionOf] = field(default_factory=list)
+    roles: tuple[str, ...] = ()  # every role held (with grants or not): a row filter may name them
+    trusted_engine: bool = False
 
 
 # One round trip: the admin flag and every grant of every role the principal holds: by membership
@@ -35,7 +48,14 @@ _HOLDINGS = (
     " SELECT EXISTS (SELECT 1 FROM principal WHERE client_id = %(principal)s AND is_admin AND deleted_at IS NULL"
     "                AND %(own)s) AS admin,"
     " COALESCE((SELECT json_agg(json_build_array(id, role, privilege, securable, warehouse, namespace, entry))"
-    "           FROM granted), '[]'::json) AS grants"
+    "           FROM granted), '[]'::json) AS grants,"
+    # the read restrictions on the principal (by name) or a role it holds (storage/restriction_rows.py)
+    " COALESCE((SELECT json_agg(json_build_array(securable, warehouse, namespace, entry, row_filter, columns))"
+    "           FROM (" + RESTRICTION_SELECT + " WHERE r.role_id IN (SELECT role_id FROM held)"
+    "                 OR r.principal = %(principal)s) restricted), '[]'::json) AS restrictions,"
+    " ARRAY(SELECT r.name FROM role r JOIN held h ON h.role_id = r.id ORDER BY r.name) AS roles,"
+    " EXISTS (SELECT 1 FROM principal WHERE client_id = %(principal)s AND trusted_engine AND deleted_at IS NULL"
+    "         AND %(own)s) AS trusted_engine"
 )
 
 
@@ -54,4 +74,14 @@ class GrantRepository:
             row = conn.execute(
                 _HOLDINGS, {"principal": principal, "claimed": list(claimed_roles), "own": own}
             ).fetchone()
-        return Holdings(bool(row["admin"]), [_row(values) for values in row["grants"]])
+        restrictions = [
+            RestrictionOf(Securable(kind, warehouse, tuple(namespace or ()), entry), row_filter, list(columns))
+            for kind, warehouse, namespace, entry, row_filter, columns in row["restrictions"]
+        ]
+        return Holdings(
+            bool(row["admin"]),
+            [_row(values) for values in row["grants"]],
+            restrictions,
+            tuple(row["roles"]),
+            bool(row["trusted_engine"]),
+        )

@@ -26,6 +26,7 @@ class PrincipalRow:
     generation: int
     is_admin: bool
     deleted: bool
+    trusted_engine: bool = False  # applies read restrictions itself (migration 0031)
 
 
 @dataclass(frozen=True)
@@ -57,8 +58,8 @@ class PrincipalRepository:
     def get(self, client_id: str) -> PrincipalRow | None:
         with self.db.connection() as conn:
             row = conn.execute(
-                "SELECT client_id, secret_hash, generation, is_admin, deleted_at IS NOT NULL AS deleted"
-                " FROM principal WHERE client_id = %s",
+                "SELECT client_id, secret_hash, generation, is_admin, deleted_at IS NOT NULL AS deleted,"
+                " trusted_engine FROM principal WHERE client_id = %s",
                 (client_id,),
             ).fetchone()
         return PrincipalRow(**row) if row else None
@@ -74,8 +75,8 @@ class PrincipalRepository:
     def list(self) -> list[PrincipalRow]:
         with self.db.connection() as conn:
             rows = conn.execute(
-                "SELECT client_id, secret_hash, generation, is_admin, deleted_at IS NOT NULL AS deleted"
-                " FROM principal ORDER BY client_id"
+                "SELECT client_id, secret_hash, generation, is_admin, deleted_at IS NOT NULL AS deleted,"
+                " trusted_engine FROM principal ORDER BY client_id"
             ).fetchall()
         return [PrincipalRow(**row) for row in rows]
 
@@ -85,6 +86,7 @@ class PrincipalRepository:
         secret_hash: str,
         *,
         is_admin: bool = False,
+        trusted_engine: bool = False,
         only_if_none: bool = False,
         events: Sequence[ChangeEvent] = (),
     ) -> bool:
@@ -96,14 +98,27 @@ class PrincipalRepository:
             if only_if_none and conn.execute("SELECT 1 FROM principal LIMIT 1").fetchone():
                 return False
             created = conn.execute(
-                "INSERT INTO principal (client_id, secret_hash, is_admin) VALUES (%s, %s, %s)"
+                "INSERT INTO principal (client_id, secret_hash, is_admin, trusted_engine) VALUES (%s, %s, %s, %s)"
                 " ON CONFLICT (client_id) DO NOTHING RETURNING id",
-                (client_id, secret_hash, is_admin),
+                (client_id, secret_hash, is_admin, trusted_engine),
             ).fetchone()
             if created:
                 conn.execute(_BUMP)
                 record_events(conn, events)
         return created is not None
+
+    def set_trusted_engine(self, client_id: str, trusted: bool, *, events: Sequence[ChangeEvent] = ()) -> bool:
+        """Mark a live principal as a trusted engine (or not), with ``events``; False when there is
+        no such principal. Bumps the version: cached decisions carry the flag."""
+        with self.db.transaction() as conn:
+            changed = conn.execute(
+                "UPDATE principal SET trusted_engine = %s WHERE client_id = %s AND deleted_at IS NULL RETURNING id",
+                (trusted, client_id),
+            ).fetchone()
+            if changed:
+                conn.execute(_BUMP)
+                record_events(conn, events)
+        return changed is not None
 
     def rotate(self, client_id: str, secret_hash: str, *, events: Sequence[ChangeEvent] = ()) -> int | None:
         """A new secret and the next generation, with ``events``; None when there is no such (live)

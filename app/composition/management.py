@@ -8,8 +8,10 @@ from app.composition.storage import Foundation
 from app.housekeeping import Housekeeper
 from app.maintenance.service import MaintenanceService
 from app.management.service import ManagementService
+from app.restrictions.service import RestrictionService
 from storage.audit import AuditRows
 from storage.management_rows import ManagementRows
+from storage.restriction_rows import RestrictionRows
 
 
 def build_management(base: Foundation) -> ManagementService:
@@ -20,6 +22,17 @@ def build_management(base: Foundation) -> ManagementService:
         base.warehouses,
         rights=base.rights,
         page_tokens=base.page_tokens,
+    )
+
+
+def build_restrictions(base: Foundation) -> RestrictionService:
+    """Read restrictions' management; the decisions read them with the grants (app/authorization.py)."""
+    return RestrictionService(
+        RestrictionRows(base.database),
+        base.auth.principals.repository,
+        base.repository,
+        base.warehouses,
+        rights=base.rights,
     )
 
 

@@ -25,6 +25,7 @@ from app.previews.service import PreviewService
 from app.protection.service import ProtectionService
 from app.publisher.service import Publisher
 from app.recycle_bin.service import RecycleBinService
+from app.restrictions.service import RestrictionService
 from app.storage_access.signing import RemoteSigner
 from app.tables.service import TableService
 from app.views.service import ViewService
@@ -55,6 +56,7 @@ class Services:
     previews: PreviewService  # the console's data preview
     federation: FederationService  # federated warehouses: the dispatcher's call stage forwards to their remotes
     audit: AuditService  # the audit trail's query (its writer is the edge's: app/edge/audit.py)
+    restrictions: RestrictionService  # read restrictions and trusted engines (their decisions: the authorizer's)
     authorizer: Authorizer
     endpoints: list[str]  # what getConfig advertises
     console_oidc: bool  # True: the console signs in through the IdP too

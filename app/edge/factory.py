@@ -26,7 +26,7 @@ from app.audit.writer import AuditWriter
 from app.composition.catalog import build_catalog
 from app.composition.events import build_events
 from app.composition.maintenance import build_maintenance
-from app.composition.management import build_audit, build_housekeeper, build_management
+from app.composition.management import build_audit, build_housekeeper, build_management, build_restrictions
 from app.composition.services import SERVICES, Services
 from app.composition.storage import build_foundation
 from app.edge.audit import AuditMiddleware
@@ -98,6 +98,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
     management = build_management(base)
     events = build_events(base)
     audit = build_audit(base)
+    restrictions = build_restrictions(base)
     housekeeper = build_housekeeper(base, catalog, maintenance.service, audit)
     # PostgreSQL down at boot must not fail the worker (gunicorn would stop): see app/edge/startup.py.
     startup = Startup(
@@ -132,6 +133,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         previews=catalog.previews,
         federation=catalog.federation,
         audit=audit,
+        restrictions=restrictions,
         authorizer=base.authorizer,
         endpoints=sorted([*implemented_endpoints(spec), *token_endpoint]),
         console_oidc=auth.console_oidc is not None,

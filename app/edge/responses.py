@@ -136,6 +136,8 @@ def render_table(answer: LoadedTable | NotModified) -> Rendered:
     signing = remote_signing_config(answer.config)
     if signing is not None:
         tail += f',"remote-signing-config":{json.dumps(signing)}'
+    if answer.read_restrictions:  # a trusted engine's (docs/read-restrictions.md)
+        tail += f',"read-restrictions":{json.dumps(answer.read_restrictions)}'
     headers = {"Content-Type": JSON}
     if answer.etag:
         headers["ETag"] = answer.etag

@@ -144,6 +144,19 @@ def _mark(action: str) -> Managed:
     return Managed(check)
 
 
+def _restriction(action: str) -> Managed:
+    """``manage-grants`` somewhere in the warehouse; the service checks it on the securable the
+    body names once it is parsed (as for a protection mark)."""
+
+    def check(gate: ManagementGate, call: Call) -> object:
+        warehouse, securable = str(call.params.get("warehouse")), call.body.securable
+        namespace = [getattr(level, "root", level) for level in securable.namespace or ()] or None
+        target = {"warehouse": warehouse, "type": securable.type, "namespace": namespace, "name": securable.name}
+        return gate.require_within(action, target, (Privilege.MANAGE_GRANTS,), Securable.of_warehouse(warehouse))
+
+    return Managed(check)
+
+
 def _sinks(action: str, what: Callable[[Call], dict[str, Any]] = lambda call: {}) -> Managed:
     return Managed(lambda gate, call: gate.require_admin(action, what(call), "manage event sinks"))
 
@@ -272,6 +285,20 @@ MANAGEMENT_OPERATIONS: dict[str, Managed] = {
     ),
     "protectSecurable": _mark("protect"),
     "unprotectSecurable": _mark("unprotect"),
+    # read restrictions (app/restrictions/service.py): as grants, manage-grants where they go
+    "listReadRestrictions": Managed(
+        lambda gate, call: gate.require_privilege(
+            "list-read-restrictions",
+            {"warehouse": call.params.get("warehouse")},
+            Privilege.MANAGE_GRANTS,
+            Securable.of_warehouse(str(call.params.get("warehouse"))),
+        )
+    ),
+    "setReadRestriction": _restriction("set-read-restriction"),
+    "removeReadRestriction": _restriction("remove-read-restriction"),
+    "setPrincipalTrustedEngine": Managed(
+        lambda gate, call: gate.require_admin("set-trusted-engine", _principal_target(call), "mark trusted engines")
+    ),
     # the change feed's push sinks (app/event_sinks/service.py): administrators'
     "listEventSinks": _sinks("list-event-sinks"),
     "createEventSink": _sinks("create-event-sink", lambda call: {"sink": call.body.name, "kind": call.body.kind}),

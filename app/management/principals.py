@@ -68,6 +68,7 @@ class PrincipalService:
         client_id: str,
         *,
         is_admin: bool = False,
+        trusted_engine: bool = False,
         secret: str | None = None,
         events: Sequence[ChangeEvent] = (),
     ) -> Credential | None:
@@ -75,7 +76,9 @@ class PrincipalService:
         ``events``: the change feed's record of it (app/events/changes.py), written with it."""
         secret = secret or new_secret()
         hashed = _HASHER.hash(secret)
-        created = self.repository.create(check_client_id(client_id), hashed, is_admin=is_admin, events=events)
+        created = self.repository.create(
+            check_client_id(client_id), hashed, is_admin=is_admin, trusted_engine=trusted_engine, events=events
+        )
         return Credential(client_id, secret) if created else None
 
     def rotate(

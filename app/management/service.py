@@ -88,12 +88,14 @@ class ManagementService:
     # -- principals -------------------------------------------------------------------------
 
     def create_principal(self, request: CreatePrincipalRequest) -> Credential:
-        name, admin = request.name, request.admin
+        name, admin, trusted = request.name, request.admin, bool(request.trusted_engine)
         who = self.rights.caller()
         if not CLIENT_ID.match(name):
             raise BadRequest(f"Invalid principal name {name!r}: letters, digits, '.', '_', '@', '-', at most 128")
-        events = management_events("x-create-principal", {"principal": name, "admin": admin})
-        credential = self.principals.create(name, is_admin=admin, events=events)
+        if trusted:  # trusting an engine is an administrator's, as marking it later is
+            self.rights.require_admin("set-trusted-engine", {"principal": name}, "mark trusted engines")
+        events = management_events("x-create-principal", {"principal": name, "admin": admin, "trusted-engine": trusted})
+        credential = self.principals.create(name, is_admin=admin, trusted_engine=trusted, events=events)
         if credential is None:
             raise AlreadyExists(f"Principal already exists: {name}")
         self._changed("create-principal", who, {"principal": name, "admin": admin})
@@ -108,7 +110,19 @@ class ManagementService:
         row = self.principals.repository.get(name) if CLIENT_ID.match(name) else None
         if row is None or row.deleted:
             raise NoSuchPrincipal(f"Principal does not exist: {name}")
-        return {"name": row.client_id, "admin": row.is_admin, "roles": self.rows.roles_of(name)}
+        roles = self.rows.roles_of(name)
+        return {"name": row.client_id, "admin": row.is_admin, "trusted-engine": row.trusted_engine, "roles": roles}
+
+    def set_trusted_engine(self, name: str, trusted: bool) -> dict[str, Any]:
+        """Mark a principal as a trusted engine (read restrictions, docs/read-restrictions.md): it
+        is then given a restricted table's metadata and storage access, with the restrictions."""
+        who = self.rights.caller()
+        target = {"principal": name, "trusted-engine": trusted}
+        events = management_events("x-set-trusted-engine", target)
+        if not (CLIENT_ID.match(name) and self.principals.repository.set_trusted_engine(name, trusted, events=events)):
+            raise NoSuchPrincipal(f"Principal does not exist: {name}")
+        self._changed("set-trusted-engine", who, target)
+        return self.get_principal(name)
 
     def rotate_principal(self, name: str) -> Credential:
         who = self.rights.caller()

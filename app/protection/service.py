@@ -23,6 +23,7 @@ from app.events.changes import management_events
 from app.ground.errors import BadRequest, NoSuchWarehouse, NotFound
 from app.management.rights import ManagementRights, rules_securable
 from app.namespaces.warehouses import WarehouseDirectory
+from app.rules.contract.management import ProtectionMark as ProtectionMarkShape
 from app.rules.identifiers import check_name, check_namespace
 from app.rules.privileges import Privilege
 from app.rules.requests.management import SecurableRef
@@ -50,7 +51,7 @@ class ProtectionService:
 
     def _set(self, warehouse_name: str, securable: SecurableRef, protected: bool) -> None:
         action = "protect" if protected else "unprotect"
-        stored = _parse(warehouse_name, securable)
+        stored = parse_securable(warehouse_name, securable)
         target = {"warehouse": warehouse_name, **mark_view(ProtectionMark(stored.type, stored.namespace, stored.name))}
         self.rights.require_privilege(action, target, Privilege.MANAGE_GRANTS, rules_securable(stored))
         warehouse = self._warehouse(warehouse_name)
@@ -67,10 +68,11 @@ class ProtectionService:
             raise NotFound(f"Warehouse does not exist: {name}") from None
 
 
-def _parse(warehouse: str, securable: SecurableRef) -> StoredSecurable:
-    """The mark's securable in ``warehouse`` (the path's; a body's own warehouse is refused)."""
-    kind, namespace, name = securable.type.value, securable.namespace, securable.name
-    if securable.warehouse is not None:
+def parse_securable(warehouse: str, securable: SecurableRef | ProtectionMarkShape) -> StoredSecurable:
+    """A mark's (or a read restriction's) securable in ``warehouse`` (the path's; a body's own
+    warehouse is refused)."""
+    kind, namespace, name = str(securable.type), securable.namespace, securable.name
+    if getattr(securable, "warehouse", None) is not None:
         raise BadRequest("A mark's warehouse is the path's")
     if kind not in KINDS:
         raise BadRequest(f"type must be one of {', '.join(KINDS)}")
@@ -79,7 +81,7 @@ def _parse(warehouse: str, securable: SecurableRef) -> StoredSecurable:
         raise BadRequest(f"A {kind} mark {'needs' if needs_namespace else 'has no'} namespace")
     if bool(name) != needs_name:
         raise BadRequest(f"A {kind} mark {'needs' if needs_name else 'has no'} name")
-    levels = check_namespace(list(namespace)) if namespace else ()
+    levels = check_namespace([getattr(level, "root", level) for level in namespace]) if namespace else ()
     return StoredSecurable(kind, warehouse, levels, check_name(name, f"{kind} name") if name else None)
 
 

@@ -21,6 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from app.rules.restrictions.policies import ReadPolicy, Restrictions, restrictions_on
+
 
 class Privilege(StrEnum):
     READ = "read"  # list, load, exists, plan, read-only credentials and signing, metrics reports
@@ -142,16 +144,33 @@ class EffectiveGrants:
     admin: bool = False
     held: dict[Key, frozenset[Privilege]] = field(default_factory=dict)
     navigable: frozenset[Key] = frozenset()  # every node with a grant on or below it
+    # the caller's read restrictions (app/rules/restrictions/), loaded and cached with its grants
+    restrictions: tuple[ReadPolicy, ...] = ()
+    trusted_engine: bool = False  # applies them itself: may be given a restricted table's metadata
 
     @classmethod
-    def build(cls, grants: Iterable[Grant], admin: bool = False) -> EffectiveGrants:
+    def build(
+        cls,
+        grants: Iterable[Grant],
+        admin: bool = False,
+        restrictions: Iterable[ReadPolicy] = (),
+        trusted_engine: bool = False,
+    ) -> EffectiveGrants:
         held: dict[Key, set[Privilege]] = {}
         navigable: set[Key] = set()
         for grant in grants:
             key = grant.securable.key
             held.setdefault(key, set()).update(implied(grant.privilege))
             navigable.update(chain(key))
-        return cls(admin, {k: frozenset(v) for k, v in held.items()}, frozenset(navigable))
+        frozen = {k: frozenset(v) for k, v in held.items()}
+        return cls(admin, frozen, frozenset(navigable), tuple(restrictions), trusted_engine)
+
+    def restrictions_on(self, securable: Securable) -> Restrictions | None:
+        """The caller's read restrictions on a table or view (None: none; administrators have none:
+        they could remove any)."""
+        if self.admin or not self.restrictions:
+            return None
+        return restrictions_on(self.restrictions, chain(securable.key))
 
     def holds(self, privilege: Privilege, securable: Securable) -> bool:
         if self.admin:

@@ -193,6 +193,7 @@ class RemoteSigner:
         if staged:
             return frozenset({READ, WRITE}) if self.tables.may_stage(prefix, namespace) else frozenset()
         table = Securable.of_entry(Kind.TABLE, prefix, namespace, name)
+        self.tables.restrictions_for_storage(prefix, namespace, name)  # a restricted caller: trusted engines only
         if self.tables.authorizer.may(Privilege.WRITE, table):
             return frozenset({READ, WRITE})
         return frozenset({READ}) if self.tables.authorizer.may(Privilege.READ, table) else frozenset()

@@ -20,6 +20,7 @@ from app.namespaces.warehouses import WarehouseDirectory
 from app.rules import table as rules
 from app.rules.identifiers import format_namespace
 from app.rules.privileges import Kind, Privilege, Securable
+from app.rules.restrictions.policies import Restrictions, untrusted_message
 from app.storage_access.delegation import (
     STS,
     Delegation,
@@ -74,6 +75,18 @@ class TableStorageAccess:
         warehouse's keys, the caller's grants), so it is no work for an event loop."""
         return answer_with(warehouse, self.settings, delegation) == "credentials"
 
+    def restrictions_for_storage(self, warehouse: str, namespace: tuple[str, ...], name: str) -> Restrictions | None:
+        """The caller's read restrictions on the table (None: none), from its cached grants; 403
+        when it has some and is not a trusted engine: no metadata, credentials or signing for it
+        (only a trusted engine applies them; Growler's own readers apply them themselves)."""
+        grants = self.authorizer.grants()
+        restrictions = grants.restrictions_on(Securable.of_entry(Kind.TABLE, warehouse, namespace, name))
+        if restrictions is not None and not grants.trusted_engine:
+            caller = current_principal.get()
+            table = f"{warehouse}:{format_namespace((*namespace, name))}"
+            raise Forbidden(untrusted_message(table, caller.name if caller else None))
+        return restrictions
+
     def load_credentials(self, prefix: str, namespace: tuple[str, ...], name: str) -> list[dict[str, Any]]:
         """loadCredentials: for the table, or - before its create commits - for its live stages.
 
@@ -86,6 +99,7 @@ class TableStorageAccess:
             return self.credentials(warehouse, scope.places[-1], True, True, protected=scope.protected)
         if not self.authorizer.may(Privilege.READ, Securable.of_entry(Kind.TABLE, prefix, namespace, name)):
             raise Forbidden(f"Principal lacks read on table {prefix}:{format_namespace((*namespace, name))}")
+        self.restrictions_for_storage(prefix, namespace, name)
         write = self.entries.may_write(warehouse.name, namespace, name)
         return self.credentials(warehouse, scope.places[0], True, write, protected=scope.protected)
 
@@ -197,6 +211,8 @@ class TableStorageAccess:
         credentials or remote signing), in the warehouse's credentials mode; credentials serve the
         folders the table owns (``roots``: ``rules.table_roots``, its location first)."""
         answer = answer_with(warehouse, self.settings, delegation)
+        if not creating:  # an existing table's files (a register's too): held to the caller's restrictions
+            self.restrictions_for_storage(warehouse.name, *identifier)
         if answer == "signing":
             namespace, name = identifier
             config = self._client_config(warehouse, [])

@@ -15,6 +15,7 @@ from app.catalog.entries import Entries
 from app.ground.settings import Settings
 from app.namespaces.warehouses import WarehouseDirectory
 from app.rules import table as rules
+from app.rules.restrictions.policies import Restrictions, spec_restrictions
 from app.rules.table.answers import LoadedTable, NotModified, etag_matches, load_etag
 from app.storage_access.delegation import NO_DELEGATION, Delegation
 from app.tables.access import TableStorageAccess
@@ -64,23 +65,35 @@ class TableLoader:
         if request.snapshots == "refs":
             metadata = json.dumps(rules.refs_only(json.loads(metadata)), separators=(",", ":"))
         identifier = (request.namespace, request.name)
+        # a restricted caller: a trusted engine gets them in the answer, anyone else a 403
+        restrictions = self.access.restrictions_for_storage(warehouse.name, request.namespace, request.name)
         config, credentials = self.access.storage_access(
             warehouse, identifier, self.access.row_roots(row), request.delegation
         )
-        etag = self.load_etag(row.metadata_location, request.snapshots, request.delegation)
+        etag = self.load_etag(row.metadata_location, request.snapshots, request.delegation, restrictions)
         self.issued.remember(etag, row.metadata_location)
-        return LoadedTable(row.metadata_location, metadata, config, credentials, etag)
+        read_restrictions = None
+        if restrictions is not None:
+            read_restrictions = spec_restrictions(restrictions, rules.parse_metadata(row.metadata).schema())
+        return LoadedTable(row.metadata_location, metadata, config, credentials, etag, read_restrictions)
 
     def not_modified(self, row: EntryRow, request: LoadTableRequest) -> NotModified | None:
-        """NotModified when the client's ETag is that of the answer; needs the row's location only."""
-        etag = self.load_etag(row.metadata_location, request.snapshots, request.delegation)
+        """NotModified when the client's ETag is that of the answer; needs the row's location only
+        (and the caller's restrictions, from its cached grants: they are part of the answer)."""
+        restrictions = self.access.restrictions_for_storage(request.prefix, request.namespace, request.name)
+        etag = self.load_etag(row.metadata_location, request.snapshots, request.delegation, restrictions)
         if not etag_matches(request.if_none_match, etag):
             return None
         self.issued.remember(etag, row.metadata_location)
         return NotModified(etag, row.metadata_location)
 
     def load_etag(
-        self, metadata_location: str, snapshots: str | None = None, delegation: Delegation = NO_DELEGATION
+        self,
+        metadata_location: str,
+        snapshots: str | None = None,
+        delegation: Delegation = NO_DELEGATION,
+        restrictions: Restrictions | None = None,
     ) -> str:
         """The ETag of loadTable's answer (and of the other answers carrying the same metadata)."""
-        return load_etag(metadata_location, snapshots, delegation.variant, self.settings.scan_planning_mode)
+        digest = restrictions.digest if restrictions is not None else None
+        return load_etag(metadata_location, snapshots, delegation.variant, self.settings.scan_planning_mode, digest)

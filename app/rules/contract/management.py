@@ -9,6 +9,7 @@ from pydantic import AwareDatetime, ConfigDict, Field, RootModel, SecretStr
 
 from app.rules.contract.shapes import (
     ContractModel,
+    Json,
     JsonObject,
     NamespaceLevels,
     NamespacePaths,
@@ -174,6 +175,7 @@ class CreatePrincipalRequest(ContractModel):
     )
     name: Annotated[str, Field(max_length=128, min_length=1)]
     admin: bool = False
+    trusted_engine: Annotated[bool, Field(alias="trusted-engine")] = False
 
 
 class PrincipalCredential(ContractModel):
@@ -190,6 +192,7 @@ class Principal(ContractModel):
     )
     name: str
     admin: bool
+    trusted_engine: Annotated[bool | None, Field(alias="trusted-engine")] = None
     roles: list[str]
 
 
@@ -468,6 +471,72 @@ class ListProtectionsResponse(ContractModel):
         extra="forbid",
     )
     marks: list[ProtectionMark]
+
+
+class TrustedEngineRequest(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    trusted_engine: Annotated[bool, Field(alias="trusted-engine")]
+
+
+class ReadRestrictionGrantee(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    type: Literal["role", "principal"]
+    name: Annotated[str, Field(max_length=128, min_length=1)]
+
+
+class ColumnRestriction(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    name: Annotated[str, Field(max_length=1024, min_length=1)]
+    action: Literal[
+        "hide",
+        "replace-with-null",
+        "mask-to-default",
+        "mask-alphanum",
+        "show-first-4",
+        "show-last-4",
+        "truncate-to-year",
+        "truncate-to-month",
+        "sha-256-global",
+        "sha-256-query-local",
+    ]
+
+
+class ReadRestrictionTarget(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    securable: ProtectionMark
+    grantee: ReadRestrictionGrantee
+
+
+class ReadRestrictionPolicy(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    securable: ProtectionMark
+    grantee: ReadRestrictionGrantee
+    row_filter: Annotated[
+        Json | None,
+        Field(
+            alias="row-filter",
+            description='An Iceberg expression (the catalog API\'s Expression JSON, column names as terms) a row must be true for. A string value "${principal}" stands for the caller\'s name; in an in or not-in list, "${roles}" stands for each role the caller holds.',
+        ),
+    ] = None
+    columns: Annotated[list[ColumnRestriction] | None, Field(max_length=1000)] = None
+    created_by: Annotated[str | None, Field(alias="created-by")] = None
+
+
+class ListReadRestrictionsResponse(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    restrictions: list[ReadRestrictionPolicy]
 
 
 class PolicySecurableType(RootModel[Literal["catalog", "warehouse", "namespace", "table"]]):

@@ -36,6 +36,7 @@ class LoadedTable:
     config: dict[str, str]
     credentials: list[dict[str, Any]]
     etag: str | None = None
+    read_restrictions: dict[str, Any] | None = None  # the spec's, for a restricted trusted engine
 
 
 def etag_for(metadata_location: str, variant: str) -> str:
@@ -44,15 +45,19 @@ def etag_for(metadata_location: str, variant: str) -> str:
 
 
 def load_etag(
-    metadata_location: str, snapshots: str | None, delegation: str = PLAIN, planning_mode: str | None = None
+    metadata_location: str,
+    snapshots: str | None,
+    delegation: str = PLAIN,
+    planning_mode: str | None = None,
+    restrictions: str | None = None,
 ) -> str:
     """loadTable's ETag: the metadata version and what of it the response shows (``snapshots``,
-    the delegation's variant).
+    the delegation's variant, the digest of the read restrictions it carries).
 
     The configured ``scan-planning-mode`` is in the response's config, so it is part of the tag:
     after a restart with another mode, a client's cached table (and config) is not revalidated.
     """
-    variant = f"{snapshots or 'all'}|{delegation}"
+    variant = f"{snapshots or 'all'}|{delegation}" + (f"|r:{restrictions}" if restrictions else "")
     return etag_for(metadata_location, f"{variant}|{planning_mode}" if planning_mode else variant)
 
 

@@ -1,0 +1,2 @@
+"""Read restrictions (issue 51): the management of them (``service``); the rules are
+app/rules/restrictions/."""
