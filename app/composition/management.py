@@ -29,7 +29,6 @@ def build_restrictions(base: Foundation) -> RestrictionService:
     """Read restrictions' management; the decisions read them with the grants (app/authorization.py)."""
     return RestrictionService(
         RestrictionRows(base.database),
-        base.auth.principals.repository,
         base.repository,
         base.warehouses,
         rights=base.rights,

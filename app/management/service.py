@@ -94,7 +94,8 @@ class ManagementService:
             raise BadRequest(f"Invalid principal name {name!r}: letters, digits, '.', '_', '@', '-', at most 128")
         if trusted:  # trusting an engine is an administrator's, as marking it later is
             self.rights.require_admin("set-trusted-engine", {"principal": name}, "mark trusted engines")
-        events = management_events("x-create-principal", {"principal": name, "admin": admin, "trusted-engine": trusted})
+        created = {"principal": name, "admin": admin, **({"trusted-engine": True} if trusted else {})}
+        events = management_events("x-create-principal", created)
         credential = self.principals.create(name, is_admin=admin, trusted_engine=trusted, events=events)
         if credential is None:
             raise AlreadyExists(f"Principal already exists: {name}")

@@ -102,6 +102,13 @@ BODIES: dict[str, Any] = {
     "undropBinUnit": {},
     "protectSecurable": {"type": "warehouse"},
     "unprotectSecurable": {"type": "warehouse"},
+    "setReadRestriction": {
+        "securable": {"type": "warehouse"},
+        "grantee": {"type": "principal", "name": "intruder"},
+        "row-filter": False,
+    },
+    "removeReadRestriction": {"securable": {"type": "warehouse"}, "grantee": {"type": "principal", "name": "intruder"}},
+    "setPrincipalTrustedEngine": {"trusted-engine": True},
     "createEventSink": {"name": "hook", "kind": "webhook", "url": "http://127.0.0.1:9/"},
     "attachMaintenancePolicy": {
         "policy-type": "system.snapshot-expiry",

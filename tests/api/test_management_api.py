@@ -74,7 +74,7 @@ def test_principal_lifecycle_secret_shown_once(app, client, db):
 
     got = client.get(f"{M}/principals/{name}")
     assert got.status_code == 200
-    assert got.json() == {"name": name, "admin": False, "roles": []}
+    assert got.json() == {"name": name, "admin": False, "trusted-engine": False, "roles": []}
     assert body["client-secret"] not in got.text
     assert name in client.get(f"{M}/principals").json()["principals"]
     fetch_token(app.anonymous_client(), name, body["client-secret"])  # the secret works
