@@ -1,7 +1,7 @@
-"""docs/federation.md's and docs/audit.md's commands, run as written (``readme_snippet``: only the
-URL and the credential file pointed at the server the test starts), against a server of the
-suite: the federation example on the defaults, the audit query on a server with the trail on, as
-the page says to run it."""
+"""docs/federation.md's, docs/audit.md's and docs/read-restrictions.md's commands, run as written
+(``readme_snippet``: only the URL and the credential file pointed at the server the test starts),
+against a server of the suite: the federation and read-restriction examples on the defaults, the
+audit query on a server with the trail on, as the page says to run it."""
 
 from __future__ import annotations
 
@@ -70,3 +70,29 @@ def test_the_audit_pages_query_examples_run_as_written(audited, tmp_path):
     assert {record["decision"] for record in refused["records"]} == {"refused"}, refused
     assert credential["client-id"] in {record["principal"] for record in refused["records"]}
     assert len(second_page["records"]) == 2, second_page
+
+
+def test_the_read_restrictions_page_example_runs_as_written(server, settings, tmp_path):
+    """On a warehouse named as make run's default (``warehouse``), made for the test and removed."""
+    from storage.objects import S3ObjectStore
+
+    bucket = "growler-doc-restrictions"
+    S3ObjectStore(settings.s3).ensure_bucket(bucket)
+    body = {"name": "warehouse", "location": f"s3://{bucket}/wh-{uuid.uuid4().hex[:8]}/"}
+    made = httpx.post(f"{server.url}/management/v1/warehouses", json=body, timeout=30)
+    assert made.status_code == 201, made.text
+    code = readme_snippet(
+        "read-restriction-set", as_make_run(server, tmp_path), page="docs/read-restrictions.md", language="sh"
+    )
+    try:
+        namespace, role, restriction = json_values(run_shell_snippet(code))
+        assert namespace["namespace"] == ["hr"] and role["name"] == "eu-analysts"
+        assert restriction["securable"] == {"type": "namespace", "namespace": ["hr"]}
+        assert restriction["row-filter"] == {"type": "eq", "term": "region", "value": "eu"}
+        listed = httpx.get(f"{server.url}/management/v1/warehouses/warehouse/read-restrictions", timeout=30)
+        assert listed.json()["restrictions"] == [restriction]
+    finally:
+        httpx.delete(f"{server.url}/management/v1/roles/eu-analysts", timeout=30)
+        httpx.delete(f"{server.url}/v1/warehouse/namespaces/hr", timeout=30)
+        gone = httpx.delete(f"{server.url}/management/v1/warehouses/warehouse", timeout=30)
+        assert gone.status_code == 204, gone.text  # nothing of the test's left for the others
