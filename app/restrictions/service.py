@@ -25,7 +25,7 @@ from app.namespaces.warehouses import WarehouseDirectory
 from app.protection.service import mark_view, parse_securable
 from app.rules import table as table_rules
 from app.rules.contract.management import ReadRestrictionPolicy, ReadRestrictionTarget
-from app.rules.privileges import Privilege
+from app.rules.privileges import Kind, Privilege, Securable, chain
 from app.rules.restrictions.policies import ColumnRule, check_against, check_policy
 from storage.protection_rows import ProtectionMark
 from storage.repository import CatalogRepository
@@ -77,6 +77,20 @@ class RestrictionService:
         events = management_events("x-remove-read-restriction", target)
         if not self.rows.remove(stored, request.grantee.type, request.grantee.name, events=events):
             raise NotFound(f"No read restriction for {request.grantee.type} {request.grantee.name} there")
+
+    def on_table(self, warehouse: str, namespace: tuple[str, ...], name: str) -> list[dict[str, Any]]:
+        """The restrictions attached to a table or above it (the console's table page), under
+        ``manage-grants`` on the table, as the listing."""
+        table = Securable.of_entry(Kind.TABLE, warehouse, namespace, name)
+        target = {"warehouse": warehouse, "type": "table", "namespace": list(namespace), "name": name}
+        self.rights.require_privilege("list-read-restrictions", target, Privilege.MANAGE_GRANTS, table)
+        nodes = set(chain(table.key))
+        row = self.warehouses.get(warehouse)
+        return [
+            restriction_view(found)
+            for found in self.rows.in_warehouse(row.id)
+            if (found.securable.warehouse, tuple(found.securable.namespace), found.securable.name) in nodes
+        ]
 
     def list(self, warehouse: str) -> list[dict[str, Any]]:
         row = self.warehouses.get(warehouse)

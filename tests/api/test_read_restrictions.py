@@ -287,3 +287,25 @@ def _view() -> dict[str, Any]:
         },
         "properties": {},
     }
+
+
+def test_the_console_table_page_lists_the_restrictions_to_a_grant_manager(app, client, principals, people, readers):
+    from tests.api.test_console import sign_in
+
+    restricted, free = readers
+    assert (
+        restrict(client, ("role", restricted.role), _table("namespace", None), **{"row-filter": EU_ONLY}).status_code
+        == 200
+    )
+    assert restrict(client, ("principal", free.name), _table(), columns=NO_SALARY).status_code == 200
+    browser = app.anonymous_client()
+    assert sign_in(browser).status_code == 303  # the admin: manage-grants everywhere
+    page = browser.get("/ui/w/test/table", params={"ns": "hr", "name": "people"})
+    assert page.status_code == 200
+    section = page.text[page.text.index('id="table-restrictions"') :]
+    section = section[: section.index("</table>")]
+    assert f"role {restricted.role}" in section and f"principal {free.name}" in section
+    assert "namespace hr</td>" in section and "table hr.people" in section
+    assert '<code>{"term": "region", "type": "eq", "value": "eu"}</code>' in section  # the filter, as JSON
+    assert "<code>salary</code>: hide" in section
+    assert 'id="my-restrictions"' not in page.text  # the admin reads unrestricted
