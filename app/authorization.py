@@ -66,8 +66,10 @@ from app.rules.privileges import (
 from app.rules.requests.tables import CommitTableRequest, CommitTransactionRequest, RegisterTableRequest
 from app.rules.requests.views import RegisterViewRequest
 from app.rules.restrictions.policies import ColumnRule, ReadPolicy, for_caller
+from app.rules.restrictions.views import parse_referenced_by
 from storage.grants import GrantRepository, Holdings
 from storage.management_rows import GrantRow
+from storage.view_definers import ViewDefiners
 
 CACHE_ENTRIES = 10_000  # principals per worker
 ALL = EffectiveGrants(admin=True)
@@ -189,6 +191,9 @@ OPERATIONS: dict[str, Callable[[Call], Rule]] = {
 # Every operation of both yamls has its row, looked up by the one ``Authorizer.authorize``.
 RULES: dict[str, Callable[[Call], Rule] | Managed] = {**OPERATIONS, **MANAGEMENT_OPERATIONS}
 
+# What a trusted engine may do for a table it loads through views (loadTable's referenced-by).
+_THROUGH_VIEWS = frozenset({"loadTable", "loadCredentials"})
+
 # The spec gives signRequest no 404: a table the caller may not see is refused like any other.
 _NO_NOT_FOUND = frozenset({"signRequest"})
 
@@ -258,9 +263,12 @@ class Authorizer:
         *,
         namespace_separator: str = "%1F",
         default_warehouse: str = "",
+        definers: ViewDefiners | None = None,
     ) -> None:
         self.repository = repository  # None: nothing is enforced (only through allow_all, below)
         self._version = version
+        # views' definers, for a trusted engine reading a table through views (None: refused)
+        self.definers = definers
         self.separator = namespace_separator
         self.default_warehouse = default_warehouse
         self._cache: LruCache[Principal, tuple[int, EffectiveGrants]] = LruCache(CACHE_ENTRIES)
@@ -295,8 +303,16 @@ class Authorizer:
         principal = current_principal.get()
         if principal is None:  # authentication is on (cached() answered otherwise): fail closed
             raise NotAuthorized("No authenticated caller")
-        assert self.repository is not None
-        version = self._version()  # before the query: a change after it is seen at the next one
+        return self.grants_of(principal)
+
+    def grants_of(self, principal: Principal) -> EffectiveGrants:
+        """A principal's grants (the caller's, or a view's definer's), cached like the caller's."""
+        if self.repository is None:
+            return ALL
+        version = self._version()
+        found = self._cache.get(principal)
+        if found is not None and version is not None and found[0] == version:
+            return found[1]
         holdings = self.repository.holdings(
             principal.name, principal.roles if principal.source == IDP else (), own=principal.source != IDP
         )
@@ -354,6 +370,11 @@ class Authorizer:
                 held.append(options[outcomes.index(ALLOW)])
                 continue
             (privilege, securable), outcome = options[0], outcomes[0]
+            if operation_id in _THROUGH_VIEWS and call.params.get("referencedby"):
+                definer = self.read_through_views(str(call.params["referencedby"]), securable)
+                held.append((privilege, securable))
+                note_decision(ALLOWED, f"read on {securable.describe()} through views, as {definer.name}")
+                return
             forbidden = outcome == FORBIDDEN or operation_id in _NO_NOT_FOUND
             self._audit(operation_id, privilege, securable, 403 if forbidden else 404)
             needed = privilege.value if privilege is not None else "any privilege"
@@ -362,6 +383,42 @@ class Authorizer:
                 raise Forbidden(f"Principal lacks {needed} on {securable.describe()} for {operation_id}")
             raise _hidden(securable)
         note_decision(ALLOWED, "; ".join(_described(need) for need in held) or "no privilege needed")
+
+    def read_through_views(self, referenced_by: str, table: Securable) -> Principal:
+        """A trusted engine loading ``table`` through the views of loadTable's ``referenced-by``
+        (outermost first): the caller reads the first view, each view's definer reads the next,
+        the last one's reads the table. The last definer (whose restrictions on the table apply
+        with the caller's); 403 saying which hop failed otherwise.
+
+        Only a trusted engine: the chain is the engine's word (the catalog cannot check that a
+        view's SQL names the table), which a client could otherwise use to read anything a view's
+        definer may. A view without a definer (one replaced just now, or undropped) passes nothing.
+        """
+        grants = self.grants()
+        refused = f"Cannot read {table.describe()} through views"
+        if not grants.trusted_engine:
+            raise Forbidden(f"{refused}: only a trusted engine may (referenced-by); the caller is not one")
+        if self.definers is None:
+            raise Forbidden(f"{refused}: this catalog reads no table through views")
+        warehouse = table.warehouse or ""
+        views = parse_referenced_by(referenced_by, self.separator)
+        hops = [Securable.of_entry(Kind.VIEW, warehouse, namespace, name) for namespace, name in views] + [table]
+        if not grants.holds(READ, hops[0]):
+            raise Forbidden(f"{refused}: principal lacks read on {hops[0].describe()}")
+        definers = self.definers.of(warehouse, views)
+        reader: Principal | None = None
+        for view, following in zip(views, hops[1:], strict=True):
+            definer = definers.get(view)
+            if definer is None:
+                raise Forbidden(f"{refused}: view {format_namespace((*view[0], view[1]))} has no definer")
+            reader = Principal(definer.principal, definer.source, definer.roles)
+            if not self.grants_of(reader).holds(READ, following):
+                raise Forbidden(
+                    f"{refused}: the definer of {format_namespace((*view[0], view[1]))} lacks read on"
+                    f" {following.describe()}"
+                )
+        assert reader is not None
+        return reader
 
     def _audit(self, operation_id: str, privilege: Privilege | None, securable: Securable, status: int) -> None:
         """The refusal as app/ground/events.py's one audit line (the caller's token never appears)."""

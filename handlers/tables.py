@@ -44,12 +44,19 @@ def register_table(services: Services, prefix: str, namespace: str, body: Regist
 
 
 def load_table(
-    services: Services, prefix: str, namespace: str, table: str, http: HttpRequest, snapshots: str | None = None
+    services: Services,
+    prefix: str,
+    namespace: str,
+    table: str,
+    http: HttpRequest,
+    snapshots: str | None = None,
+    referencedby: str | None = None,  # referenced-by, as connexion names it
 ):
     parsed = parse_load_table(
         prefix,
         namespace,
         table,
+        referenced_by=referencedby,
         snapshots=snapshots,
         delegation=http.header("X-Iceberg-Access-Delegation"),
         if_none_match=http.header("If-None-Match"),
@@ -84,12 +91,19 @@ def rename_table(services: Services, prefix: str, body: RenameTableRequest):
     return no_content()
 
 
-def load_credentials(services: Services, prefix: str, namespace: str, table: str, planId: str | None = None):
+def load_credentials(
+    services: Services,
+    prefix: str,
+    namespace: str,
+    table: str,
+    planId: str | None = None,  # noqa: N803
+    referencedby: str | None = None,  # referenced-by, as connexion names it
+):
     levels = parse_namespace(namespace, services.namespace_separator)
     if planId is not None:  # credentials for reading a scan plan's files
         credentials = services.planning.credentials(prefix, levels, table_name(table), planId)
     else:
-        credentials = services.tables.load_credentials(prefix, levels, table_name(table))
+        credentials = services.tables.load_credentials(prefix, levels, table_name(table), referencedby)
     return {"storage-credentials": credentials}, 200
 
 

@@ -38,7 +38,8 @@ TEST_KEY_PASSWORD = "growler-test-key-password"
 TEST_SECRETS_KEY = "22LTy4sZez88TuZrpqh-WSGz8EFNeNEawifAMmIa3sU="
 # Empties the catalog (warehouses, principals and roles kept): every API test starts from it.
 TRUNCATE_CATALOG = (
-    "TRUNCATE role_grant, read_restriction, bin_read_restriction, maintenance_policy, maintenance_lease,"
+    "TRUNCATE role_grant, read_restriction, bin_read_restriction, view_definer, maintenance_policy,"
+    " maintenance_lease,"
     " maintenance_run, scan_plan_page, scan_plan, catalog_function, staged_table, catalog_entry, namespace,"
     " bin_grant, bin_function, bin_entry, bin_namespace, bin_unit,"
     " change_event, event_stream, event_dead_letter, event_sink_cursor, event_sink;"

@@ -40,6 +40,7 @@ from storage.plans import PlanRepository
 from storage.protection_rows import ProtectionRows
 from storage.repository import CatalogRepository
 from storage.staged import StagedTables
+from storage.view_definers import ViewDefiners
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,10 @@ def build_catalog(base: Foundation, spec: dict, *, after_commit: AfterCommit) ->
     namespaces = NamespaceService(settings, repository, objects, warehouses, **shared)
     tables = build_tables(base, after_commit=after_commit)
     views = ViewService(
-        repository, warehouses, Entries(VIEW, NoSuchView, settings, repository, objects, warehouses, **shared)
+        repository,
+        warehouses,
+        Entries(VIEW, NoSuchView, settings, repository, objects, warehouses, **shared),
+        ViewDefiners(base.database),
     )
     recycle_bin = RecycleBinService(
         settings,

@@ -16,6 +16,7 @@ from storage.grants import GrantRepository
 from storage.management_rows import ManagementRows
 from storage.objects import RoutingObjectStore
 from storage.repository import CatalogRepository
+from storage.view_definers import ViewDefiners
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ def build_foundation(settings: Settings, auth_settings: AuthSettings) -> Foundat
             lambda: auth.state.version,
             namespace_separator=settings.namespace_separator,
             default_warehouse=settings.warehouse,
+            definers=ViewDefiners(database),  # a trusted engine reading tables through views
         )
     else:  # GROWLER_AUTH=none (loopback only, AuthSettings.from_env): no caller, nothing to enforce
         authorizer = Authorizer.allow_all()

@@ -61,7 +61,7 @@ class LoadTableOnLoop:
     ) -> Rendered | None:
         # both are declared headers: a repeated one: the first, as Flask reads it
         delegation, if_none_match = headers.get(_DELEGATION), headers.get(_IF_NONE_MATCH)
-        if not self.reader.available():
+        if not self.reader.available() or "referencedby" in kwargs:  # through views: definers to read
             return None
         request = parse_load_table(
             kwargs["prefix"],

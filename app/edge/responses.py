@@ -107,6 +107,7 @@ def parse_load_table(
     delegation: str | None,
     if_none_match: str | None,
     separator: str,
+    referenced_by: str | None = None,
 ) -> LoadTableRequest:
     """The service's loadTable request from the path segments, ``snapshots`` and the headers."""
     return LoadTableRequest(
@@ -116,6 +117,7 @@ def parse_load_table(
         snapshots=snapshots,
         delegation=Delegation.parse(delegation),
         if_none_match=if_none_match,
+        referenced_by=referenced_by,
     )
 
 

@@ -19,7 +19,7 @@ from app.ground.settings import Settings
 from app.namespaces.warehouses import WarehouseDirectory
 from app.rules import table as rules
 from app.rules.identifiers import format_namespace
-from app.rules.privileges import Kind, Privilege, Securable
+from app.rules.privileges import EffectiveGrants, Kind, Privilege, Securable
 from app.rules.restrictions.policies import Restrictions, untrusted_message
 from app.storage_access.delegation import (
     STS,
@@ -75,19 +75,38 @@ class TableStorageAccess:
         warehouse's keys, the caller's grants), so it is no work for an event loop."""
         return answer_with(warehouse, self.settings, delegation) == "credentials"
 
-    def restrictions_for_storage(self, warehouse: str, namespace: tuple[str, ...], name: str) -> Restrictions | None:
+    def restrictions_for_storage(
+        self, warehouse: str, namespace: tuple[str, ...], name: str, referenced_by: str | None = None
+    ) -> Restrictions | None:
         """The caller's read restrictions on the table (None: none), from its cached grants; 403
         when it has some and is not a trusted engine: no metadata, credentials or signing for it
-        (only a trusted engine applies them; Growler's own readers apply them themselves)."""
+        (only a trusted engine applies them; Growler's own readers apply them themselves).
+
+        ``referenced_by``: the views a trusted engine loads the table through (loadTable's
+        parameter). Without read on the table itself, the last view's definer reads it, and the
+        definer's restrictions on the table apply together with the caller's own."""
         grants = self.authorizer.grants()
-        restrictions = grants.restrictions_on(Securable.of_entry(Kind.TABLE, warehouse, namespace, name))
+        table = Securable.of_entry(Kind.TABLE, warehouse, namespace, name)
+        policies = grants.restrictions
+        if referenced_by and not grants.holds(Privilege.READ, table):
+            definer = self.authorizer.read_through_views(referenced_by, table)
+            definers = self.authorizer.grants_of(definer)
+            if definers.admin:  # an administrator's view reads the table as the caller may
+                policies = grants.restrictions
+            else:
+                policies = (*grants.restrictions, *definers.restrictions)
+            restrictions = EffectiveGrants.build([], restrictions=policies).restrictions_on(table)
+        else:
+            restrictions = grants.restrictions_on(table)
         if restrictions is not None and not grants.trusted_engine:
             caller = current_principal.get()
-            table = f"{warehouse}:{format_namespace((*namespace, name))}"
-            raise Forbidden(untrusted_message(table, caller.name if caller else None))
+            shown = f"{warehouse}:{format_namespace((*namespace, name))}"
+            raise Forbidden(untrusted_message(shown, caller.name if caller else None))
         return restrictions
 
-    def load_credentials(self, prefix: str, namespace: tuple[str, ...], name: str) -> list[dict[str, Any]]:
+    def load_credentials(
+        self, prefix: str, namespace: tuple[str, ...], name: str, referenced_by: str | None = None
+    ) -> list[dict[str, Any]]:
         """loadCredentials: for the table, or - before its create commits - for its live stages.
 
         The operation's rule lets in READ on the table or CREATE on its namespace (a stager's
@@ -97,9 +116,10 @@ class TableStorageAccess:
         scope = self.storage_scope(warehouse, namespace, name)
         if scope.staged:  # one credential: Java's refresh takes exactly one (the newest stage)
             return self.credentials(warehouse, scope.places[-1], True, True, protected=scope.protected)
-        if not self.authorizer.may(Privilege.READ, Securable.of_entry(Kind.TABLE, prefix, namespace, name)):
+        table = Securable.of_entry(Kind.TABLE, prefix, namespace, name)
+        if referenced_by is None and not self.authorizer.may(Privilege.READ, table):
             raise Forbidden(f"Principal lacks read on table {prefix}:{format_namespace((*namespace, name))}")
-        self.restrictions_for_storage(prefix, namespace, name)
+        self.restrictions_for_storage(prefix, namespace, name, referenced_by)  # through views: checked there
         write = self.entries.may_write(warehouse.name, namespace, name)
         return self.credentials(warehouse, scope.places[0], True, write, protected=scope.protected)
 

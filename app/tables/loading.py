@@ -34,6 +34,7 @@ class LoadTableRequest:
     snapshots: str | None = None
     delegation: Delegation = NO_DELEGATION
     if_none_match: str | None = None
+    referenced_by: str | None = None  # the views a trusted engine loads it through (outermost first)
 
 
 class TableLoader:
@@ -66,7 +67,9 @@ class TableLoader:
             metadata = json.dumps(rules.refs_only(json.loads(metadata)), separators=(",", ":"))
         identifier = (request.namespace, request.name)
         # a restricted caller: a trusted engine gets them in the answer, anyone else a 403
-        restrictions = self.access.restrictions_for_storage(warehouse.name, request.namespace, request.name)
+        restrictions = self.access.restrictions_for_storage(
+            warehouse.name, request.namespace, request.name, request.referenced_by
+        )
         config, credentials = self.access.storage_access(
             warehouse, identifier, self.access.row_roots(row), request.delegation
         )
@@ -80,7 +83,9 @@ class TableLoader:
     def not_modified(self, row: EntryRow, request: LoadTableRequest) -> NotModified | None:
         """NotModified when the client's ETag is that of the answer; needs the row's location only
         (and the caller's restrictions, from its cached grants: they are part of the answer)."""
-        restrictions = self.access.restrictions_for_storage(request.prefix, request.namespace, request.name)
+        restrictions = self.access.restrictions_for_storage(
+            request.prefix, request.namespace, request.name, request.referenced_by
+        )
         etag = self.load_etag(row.metadata_location, request.snapshots, request.delegation, restrictions)
         if not etag_matches(request.if_none_match, etag):
             return None

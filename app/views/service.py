@@ -17,6 +17,7 @@ from app.catalog.commits import CommitLoop, NewVersion
 from app.catalog.deletion import is_soft
 from app.catalog.entries import Entries, now_ms
 from app.events import changes as change_events
+from app.ground.callers import current_principal
 from app.ground.locations import Location
 from app.namespaces.warehouses import WarehouseDirectory
 from app.rules import view as rules
@@ -28,6 +29,7 @@ from app.rules.metadata_files import metadata_file_location
 from app.rules.requests.views import CommitViewRequest, CreateViewRequest, RegisterViewRequest
 from storage.entries import NewEntry
 from storage.repository import CatalogRepository
+from storage.view_definers import Definer, ViewDefiners
 from storage.warehouses import WarehouseRow
 
 log = logging.getLogger(__name__)
@@ -45,10 +47,15 @@ class LoadedView:
 
 
 class ViewService:
-    def __init__(self, repository: CatalogRepository, warehouses: WarehouseDirectory, entries: Entries) -> None:
+    def __init__(
+        self, repository: CatalogRepository, warehouses: WarehouseDirectory, entries: Entries, definers: ViewDefiners
+    ) -> None:
         self.repository = repository
         self.warehouses = warehouses
         self.entries = entries  # the view entries: names, locations, drops (app/catalog/entries.py)
+        # who set each view's definition: whose rights a trusted engine reads its tables with
+        # (loadTable's referenced-by: app/authorization.py, docs/read-restrictions.md "Views")
+        self.definers = definers
         self.commits = CommitLoop(repository, entries.files, kind=VIEW)
         # What the handlers call of the entries: their own methods (no delegation in between).
         self.list_names = entries.list_names
@@ -81,6 +88,7 @@ class ViewService:
         metadata_location = self._metadata_location(metadata, rules.next_metadata_version(None))
         entry = NewEntry(name, VIEW, view_uuid, location, metadata_location, text)
         self.entries.insert_new(warehouse, namespace, entry, self.entries.created_events(warehouse, namespace, entry))
+        self._defined(warehouse, namespace, name)
         return LoadedView(metadata_location, text)
 
     def register_view(self, prefix: str, namespace: tuple[str, ...], request: RegisterViewRequest) -> LoadedView:
@@ -100,7 +108,9 @@ class ViewService:
         entry = NewEntry(name, VIEW, metadata["view-uuid"], metadata["location"], metadata_location, text)
         # the proposal has no register-view: a registered view is created, as far as a consumer knows
         events = self.entries.created_events(warehouse, namespace, entry)
+        self.definers.clear(warehouse.id, (namespace, name))  # an overwrite: the earlier definer's rights go first
         self.entries.register(warehouse, namespace, entry, request.overwrite, events)
+        self._defined(warehouse, namespace, name)
         return LoadedView(metadata_location, text)
 
     # -- committing ---------------------------------------------------------------------
@@ -114,10 +124,15 @@ class ViewService:
     ) -> LoadedView:
         warehouse = self.warehouses.get(prefix)
         check_name(name, "view name")
-        return self.commits.run(
+        # No definer while the definition changes: a crash or a race in between leaves the view's
+        # tables readable with the caller's own rights only, never the new SQL with the old definer's.
+        self.definers.clear(warehouse.id, (namespace, name))
+        answer = self.commits.run(
             lambda: self._attempt_replace(warehouse, namespace, name, request),
             f"view {format_namespace((*namespace, name))}",
         )
+        self._defined(warehouse, namespace, name)
+        return answer
 
     def _attempt_replace(
         self,
@@ -163,6 +178,12 @@ class ViewService:
             raise self.entries.missing(namespace, name)
 
     # -- helpers ------------------------------------------------------------------------
+
+    def _defined(self, warehouse: WarehouseRow, namespace: tuple[str, ...], name: str) -> None:
+        """The caller becomes the view's definer (none without authentication: nothing is checked)."""
+        caller = current_principal.get()
+        if caller is not None:
+            self.definers.record(warehouse.id, (namespace, name), Definer(caller.name, caller.source, caller.roles))
 
     def _metadata_location(self, metadata: rules.ViewMetadata, version: int) -> str:
         """Where the view's metadata file of ``version`` goes: a fresh uuid in its name, never an
