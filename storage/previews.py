@@ -11,12 +11,19 @@ read as the table's schema (Parquet written without Iceberg field ids and no nam
 an ``UnprocessableEntity`` saying so, which the console shows as a page. Values leave as short
 texts, and the whole answer is bounded in bytes, so a wide or binary table cannot make a page
 large.
+
+A caller with read restrictions (``RowRestriction``, built by the service from the rules: storage
+knows none of them) is read for as an engine would: the row filter goes into PyIceberg's scan, so
+files that cannot hold an allowed row are skipped and the row limit counts allowed rows only
+(PyIceberg 0.12's Arrow reader filters each file's rows exactly with it, not only its row groups),
+and the rows read are then handed to the restriction, which filters them again and leaves out or
+transforms the restricted columns before any value becomes text.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pyiceberg.io import FileIO, InputFile, OutputFile
 
@@ -24,9 +31,26 @@ from app.ground.errors import UnprocessableEntity
 from app.ground.locations import TableFiles
 from app.ground.settings import S3Settings
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyiceberg.expressions import BooleanExpression
+    from pyiceberg.schema import Schema
+
 MAX_CELL_CHARS = 200
 DOING = "Cannot preview the table"
 NAME_MAPPING = "schema.name-mapping.default"
+
+
+class RowRestriction(Protocol):
+    """What a restricted caller may see of a table's rows (app/previews/restricted.py)."""
+
+    def row_filter(self, schema: Schema) -> BooleanExpression:
+        """The rows it may see, over ``schema`` (the table's current one, which PyIceberg's scan binds to)."""
+        ...
+
+    def apply(self, rows: pa.Table, schema: Schema) -> pa.Table:
+        """``rows``, read as ``schema``, as the caller may see them (filtered, columns cut)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -64,6 +88,7 @@ def read_preview(
     snapshot_id: int | None,
     limit: int,
     max_bytes: int,
+    restriction: RowRestriction | None = None,
 ) -> PreviewRows:
     from pyiceberg.catalog.noop import NoopCatalog
     from pyiceberg.io import load_file_io
@@ -86,12 +111,15 @@ def read_preview(
     io = OwnFilesIO(load_file_io(properties, metadata_location), files)
     table = Table(("preview",), metadata, metadata_location, io, NoopCatalog("preview"))
     scan = table.scan(snapshot_id=snapshot_id, limit=limit)
+    if restriction is not None:
+        scan = scan.filter(restriction.row_filter(metadata.schema()))
     snapshot = scan.snapshot()
     tasks: list[Any] = []
     if snapshot is not None:
         tasks = _own_tasks(scan, snapshot, files)
     try:
-        arrow = ArrowScan(metadata, io, scan.projection(), scan.row_filter, scan.case_sensitive, limit).to_table(tasks)
+        projection = scan.projection()
+        arrow = ArrowScan(metadata, io, projection, scan.row_filter, scan.case_sensitive, limit).to_table(tasks)
     except FileNotFoundError as exc:
         raise UnprocessableEntity(
             f"{DOING}: a data or delete file of snapshot {snapshot.snapshot_id if snapshot else ''} does not exist "
@@ -99,6 +127,8 @@ def read_preview(
         ) from None
     except ValueError as exc:
         raise UnprocessableEntity(_unreadable(exc)) from None
+    if restriction is not None:
+        arrow = restriction.apply(arrow, projection)
     columns = list(arrow.column_names)
     rows: list[list[str]] = []
     size = 0

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from flask import Blueprint, render_template, request, url_for
+from pyiceberg.expressions import AlwaysTrue
 
 from app.console import table_model as model
 from app.console.common import name_arg, ns_arg, ns_param, tables, views
@@ -13,7 +15,10 @@ from app.edge.context import services
 from app.ground.errors import BadRequest
 from app.ground.lru import LruCache
 from app.previews.service import PreviewService
-from app.tables.service import LoadedTable, LoadTableRequest
+from app.rules.privileges import Kind, Securable
+from app.rules.restrictions.policies import HIDE, read_plan
+from app.rules.scan.filter import filter_json
+from storage.rows import EntryRow
 
 
 def register(bp: Blueprint) -> None:
@@ -22,12 +27,36 @@ def register(bp: Blueprint) -> None:
     bp.add_url_rule("/w/<warehouse>/view", "view", view, methods=["GET"])
 
 
-def _load_table(warehouse: str, levels: tuple[str, ...], name: str) -> LoadedTable:
+def _table_row(warehouse: str, levels: tuple[str, ...], name: str) -> EntryRow:
+    """The table's row, under loadTable's rule (READ), without loadTable's storage gate: the page
+    shows metadata and hands out no storage access, so a caller with read restrictions - trusted
+    engine or not - sees it, its restrictions marked (``_restricted``)."""
     service = tables()
     service.authorizer.authorize("loadTable", {"prefix": warehouse, "namespace": ns_param(levels), "table": name})
-    loaded = service.load(LoadTableRequest(warehouse, levels, name))
-    assert isinstance(loaded, LoadedTable)  # no If-None-Match: never NotModified
-    return loaded
+    return service.entries.require_entry(service.warehouses.get(warehouse), levels, name)
+
+
+@dataclass(frozen=True)
+class Restricted:
+    """The caller's read restrictions as the table page shows them: each restricted column of the
+    current schema marked with its rule (``hide`` or the spec's action), and the rows it may read."""
+
+    marks: dict[int, str]
+    row_filter: str | None  # the filter as JSON; None: every row
+
+
+def _restricted(warehouse: str, levels: tuple[str, ...], name: str, row: EntryRow) -> Restricted | None:
+    """Marked, not left out: a column's name and type are the table's shape, which an engine with
+    the same restrictions is given too; its values are what the restrictions keep from the caller."""
+    service = tables()
+    restrictions = service.authorizer.grants().restrictions_on(Securable.of_entry(Kind.TABLE, warehouse, levels, name))
+    if restrictions is None:
+        return None
+    schema = service.parsed.parse(row.metadata_location, row.metadata).schema()
+    plan = read_plan(restrictions, schema)
+    marks = {**plan.actions, **dict.fromkeys(plan.hidden, HIDE)}
+    shown = None if isinstance(plan.row_filter, AlwaysTrue) else json.dumps(filter_json(plan.row_filter, schema))
+    return Restricted(marks, shown)
 
 
 def _snapshot_arg(name: str) -> int | None:
@@ -47,12 +76,11 @@ PAGES: LruCache[str, model.TablePage] = LruCache(32)
 
 def table(warehouse: str) -> str:
     levels, name = ns_arg(), name_arg()
-    loaded = _load_table(warehouse, levels, name)
-    page = PAGES.get(loaded.metadata_location or "") if loaded.metadata_location else None
+    row = _table_row(warehouse, levels, name)
+    page = PAGES.get(row.metadata_location)
     if page is None:
-        page = model.TablePage.of(json.loads(loaded.metadata))
-        if loaded.metadata_location:
-            PAGES.put(loaded.metadata_location, page)
+        page = model.TablePage.of(json.loads(row.metadata))
+        PAGES.put(row.metadata_location, page)
     first, second = _snapshot_arg("a"), _snapshot_arg("b")
     compared = model.compare(page.metadata, first, second) if first is not None and second is not None else None
     return render_template(
@@ -60,9 +88,10 @@ def table(warehouse: str) -> str:
         warehouse=warehouse,
         levels=levels,
         name=name,
-        location=loaded.metadata_location,
+        location=row.metadata_location,
         metadata=page.metadata,
         page=page,
+        restricted=_restricted(warehouse, levels, name, row),
         snapshots=page.snapshots,
         refs=sorted((page.metadata.get("refs") or {}).items()),
         charted=model.CHARTED,

@@ -10,6 +10,18 @@ Plans expire after ``lifetime_s``; a submitted plan whose worker stops reporting
 died) is reported ``failed`` after ``stale_after_s`` (``PlanningService.fetch`` says in what shape).
 cancelPlanning marks the plan cancelled and forgets its tasks; the planning thread, wherever it
 runs, notices within a second and stops.
+
+Read restrictions (issue 51): a restricted caller's plan is cut to what it may read (the rules:
+``app/rules/scan/restricted.py``), trusted engine or not - a plan without credentials is
+answered to anyone with READ. The restrictions are read in the request, from the caller's cached
+grants, and resolved into the scan, so a plan run on a planning thread (no request context there)
+uses the ones of the caller who asked. Vended credentials are storage access: only a trusted
+engine gets them for a restricted table (``restrictions_for_storage``: 403 for anyone else), for
+the plan as for loadCredentials with its ``planId``. A stored plan's pages are the caller's: each
+names the restrictions it was made under (``READER``), and fetchPlanningResult and fetchScanTasks
+answer them only to a caller under the same ones (anyone else: the plan's 404), so a plan id
+passed on cannot widen what its bearer reads, and a change of restrictions meanwhile is no
+stale answer.
 """
 
 from __future__ import annotations
@@ -27,7 +39,9 @@ from typing import Any
 
 from app.ground.errors import CatalogError, NotFound, ServiceUnavailable, error_body
 from app.rules import table as table_rules
+from app.rules.privileges import Kind, Securable
 from app.rules.requests.scans import PlanTableScanRequest
+from app.rules.restrictions.policies import Restrictions
 from app.rules.scan.planning import PlanningCancelled, ResolvedScan, plan_scan, resolve_scan, task_pages
 from app.tables.service import TableService
 from storage.manifests import BoundManifestReader, ManifestReader
@@ -39,6 +53,9 @@ log = logging.getLogger(__name__)
 
 # Background plans a worker accepts per planning thread (running or queued); more is a 503.
 MAX_QUEUED_PER_THREAD = 8
+# In a stored page: the digest of the read restrictions the plan was made under (absent: none);
+# taken out before the page is answered.
+READER = "growler-reader"
 
 
 class NoSuchPlanId(NotFound):
@@ -100,8 +117,9 @@ class PlanningService:
         self, prefix: str, namespace: tuple[str, ...], name: str, request: PlanTableScanRequest, vend: bool
     ) -> dict[str, Any]:
         warehouse, row = self._table(prefix, namespace, name)
+        restrictions = self._restrictions(prefix, namespace, name, vend)
         metadata = self.tables.parsed.parse(row.metadata_location, row.metadata)
-        scan = resolve_scan(metadata, request)
+        scan = resolve_scan(metadata, request, restrictions)
         # only the table's own manifest lists, manifests, data and delete files are read or planned
         source = BoundManifestReader(
             self.reader, table_rules.files_of_entry(row.location, row.metadata_location, row.data_path)
@@ -122,7 +140,8 @@ class PlanningService:
             return {"status": "submitted", "plan-id": plan_id}
         pages = self._pages(scan, plan_scan(scan, source))
         self.plans.create(plan_id, row.id, "completed", self.config.lifetime_s, pages)
-        return self._completed(plan_id, pages[0], len(pages), warehouse, row, vend, with_id=True)
+        _, first = _stored(pages[0])  # planned under the caller's restrictions a moment ago
+        return self._completed(plan_id, first, len(pages), warehouse, row, vend, with_id=True)
 
     def fetch(self, prefix: str, namespace: tuple[str, ...], name: str, plan_id: str, vend: bool) -> dict[str, Any]:
         """fetchPlanningResult. A plan that failed in the background is a 200 ``{"status": "failed",
@@ -141,6 +160,7 @@ class PlanningService:
         deviation). Iceberg's reference ``CatalogHandlers`` never fails a plan, so it shows nothing.
         """
         warehouse, row = self._table(prefix, namespace, name)
+        restrictions = self._restrictions(prefix, namespace, name, vend)
         plan = self._plan(plan_id, row)
         if plan.status == "submitted" and plan.stale:
             error = error_body(
@@ -154,20 +174,27 @@ class PlanningService:
             first = self.plans.page(plan.id, row.id, 0)
             if first is None:  # cancelled between the two reads
                 return {"status": "cancelled"}
-            return self._completed(plan.id, first, plan.pages, warehouse, row, vend, with_id=False)
+            page = _readers_page(first, restrictions)
+            if page is None:
+                raise NoSuchPlanId(_not_readers(plan_id))
+            return self._completed(plan.id, page, plan.pages, warehouse, row, vend, with_id=False)
         if plan.status == "failed":
             return {"status": "failed", "error": _failure(plan.error)}
         return {"status": plan.status}
 
     def tasks(self, prefix: str, namespace: tuple[str, ...], name: str, plan_task: str) -> dict[str, Any]:
         _, row = self._table(prefix, namespace, name)
+        restrictions = self._restrictions(prefix, namespace, name, vend=False)
         plan_id, _, page = plan_task.rpartition(":")
         body = None
         if _is_uuid(plan_id) and page.isdigit() and 0 < int(page) < 1_000_000_000:
             body = self.plans.page(plan_id, row.id, int(page))
         if body is None:
             raise NoSuchPlanTask(f"Plan task does not exist: {plan_task}")
-        return json.loads(body)
+        answer = _readers_page(body, restrictions)
+        if answer is None:
+            raise NoSuchPlanTask(_not_readers(plan_task, "Plan task"))
+        return answer
 
     def cancel(self, prefix: str, namespace: tuple[str, ...], name: str, plan_id: str) -> None:
         _, row = self._table(prefix, namespace, name)
@@ -181,8 +208,10 @@ class PlanningService:
         """loadCredentials with ``planId``: the table's credentials, for a plan of this table that
         can still be read (submitted or completed, not expired); else 404 NoSuchPlanIdException, as
         fetchPlanningResult would answer. A client's FileIO asks again when its credentials expire
-        while it reads the plan's files (Java: ``rest-scan-plan-id``)."""
+        while it reads the plan's files (Java: ``rest-scan-plan-id``). A restricted caller that is
+        no trusted engine: 403, as loadCredentials without a plan."""
         warehouse, row = self._table(prefix, namespace, name)
+        self.tables.access.restrictions_for_storage(prefix, namespace, name)
         plan = self._plan(plan_id, row)
         if plan.status not in ("submitted", "completed"):
             raise NoSuchPlanId(f"Plan does not exist: {plan_id} (it is {plan.status})")
@@ -201,6 +230,15 @@ class PlanningService:
         warehouse = self.tables.warehouses.get(prefix)
         return warehouse, self.tables.entries.require_entry(warehouse, namespace, name)
 
+    def _restrictions(self, prefix: str, namespace: tuple[str, ...], name: str, vend: bool) -> Restrictions | None:
+        """The caller's read restrictions on the table (None: none), from its cached grants. With
+        vended credentials asked for, only a trusted engine may have any (403 otherwise): a plan
+        without credentials is answered to everyone with READ, cut to what it may read."""
+        if vend:
+            return self.tables.access.restrictions_for_storage(prefix, namespace, name)
+        securable = Securable.of_entry(Kind.TABLE, prefix, namespace, name)
+        return self.tables.authorizer.grants().restrictions_on(securable)
+
     def _plan(self, plan_id: str, row: EntryRow) -> PlanRow:
         plan = self.plans.load(plan_id, self.config.stale_after_s) if _is_uuid(plan_id) else None
         if plan is None or plan.entry_id != row.id:
@@ -208,12 +246,24 @@ class PlanningService:
         return plan
 
     def _pages(self, scan: ResolvedScan, tasks: list) -> list[str]:
-        return [json.dumps(page, separators=(",", ":")) for page in task_pages(scan, tasks, self.config.page_size)]
+        """The pages as stored, each naming the restrictions the plan was made under."""
+        marked = {READER: scan.reader} if scan.reader is not None else {}
+        return [
+            json.dumps({**page, **marked}, separators=(",", ":"))
+            for page in task_pages(scan, tasks, self.config.page_size)
+        ]
 
     def _completed(
-        self, plan_id: str, first: str, pages: int, warehouse: WarehouseRow, row: EntryRow, vend: bool, with_id: bool
+        self,
+        plan_id: str,
+        first: dict[str, Any],
+        pages: int,
+        warehouse: WarehouseRow,
+        row: EntryRow,
+        vend: bool,
+        with_id: bool,
     ) -> dict[str, Any]:
-        body: dict[str, Any] = {"status": "completed", **json.loads(first)}
+        body: dict[str, Any] = {"status": "completed", **first}
         if with_id:
             body["plan-id"] = plan_id
         if pages > 1:
@@ -276,6 +326,23 @@ def _failure(error: dict[str, Any] | None) -> dict[str, Any]:
         "type": str(error.get("type") or "ServiceFailureException"),
         "code": code if isinstance(code, int) and 400 <= code <= 599 else 500,
     }
+
+
+def _stored(text: str) -> tuple[str | None, dict[str, Any]]:
+    """A stored page: the restrictions it was made under (None: none), and the page as answered."""
+    page = json.loads(text)
+    return page.pop(READER, None), page
+
+
+def _readers_page(text: str, restrictions: Restrictions | None) -> dict[str, Any] | None:
+    """A stored page as answered to a caller under ``restrictions``; None when the plan was made
+    under other ones (or none while the caller has some, or the reverse)."""
+    reader, page = _stored(text)
+    return page if reader == (restrictions.digest if restrictions is not None else None) else None
+
+
+def _not_readers(what: str, kind: str = "Plan") -> str:
+    return f"{kind} does not exist for this caller: {what} (planned under other read restrictions; plan the scan again)"
 
 
 def _is_uuid(text: str) -> bool:

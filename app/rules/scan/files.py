@@ -6,7 +6,9 @@ spec, each in the spec's single-value encoding for the partition field's result 
 ``day`` partition is a date string); column statistics are ``{"keys": [...], "values": [...]}``
 maps; bounds are the binary single-value form of Iceberg's bound serialisation (uppercase hex),
 which is what a manifest stores and what Java's client decodes. Column statistics are only sent
-for the ``stats-fields`` the client asked for.
+for the ``stats-fields`` the client asked for. ``withheld``: the columns a caller's read
+restrictions hide or transform (app/rules/scan/restricted.py), whose partition values are written
+``null`` (the caller's ``stats_ids`` already leave their statistics out).
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ COUNT_MAPS = (
 BOUND_MAPS = (("lower-bounds", "lower_bounds"), ("upper-bounds", "upper_bounds"))
 
 
-def partition_values(data_file: DataFile, spec: PartitionSpec | None, schema: Schema) -> list[Any]:
+def partition_values(
+    data_file: DataFile, spec: PartitionSpec | None, schema: Schema, withheld: frozenset[int] = frozenset()
+) -> list[Any]:
     partition = data_file.partition
     if spec is None or not spec.fields:
         return []
@@ -41,18 +45,25 @@ def partition_values(data_file: DataFile, spec: PartitionSpec | None, schema: Sc
         result_types = [field.field_type for field in spec.partition_type(schema).fields]
     except (ValueError, KeyError):  # a source column gone from this schema: values as they are
         result_types = [None] * len(spec.fields)
-    return [value_json(partition[i], result_types[i]) for i in range(min(len(partition), len(result_types)))]
+    return [
+        None if spec.fields[i].source_id in withheld else value_json(partition[i], result_types[i])
+        for i in range(min(len(partition), len(result_types)))
+    ]
 
 
 def content_file_json(
-    data_file: DataFile, spec: PartitionSpec | None, schema: Schema, stats_ids: frozenset[int] = frozenset()
+    data_file: DataFile,
+    spec: PartitionSpec | None,
+    schema: Schema,
+    stats_ids: frozenset[int] = frozenset(),
+    withheld: frozenset[int] = frozenset(),
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "content": CONTENT[data_file.content],
         "file-path": data_file.file_path,
         "file-format": str(data_file.file_format.value).lower(),
         "spec-id": data_file.spec_id or 0,
-        "partition": partition_values(data_file, spec, schema),
+        "partition": partition_values(data_file, spec, schema, withheld),
         "file-size-in-bytes": data_file.file_size_in_bytes,
         "record-count": data_file.record_count,
     }

@@ -10,7 +10,10 @@ snapshots between two ids). Only what PyIceberg leaves out is added here: equali
 sequence number, the same partition, or any partition for an unpartitioned delete).
 
 ``resolve_scan`` checks a request against the table metadata without any I/O (so every 400 is
-given before planning starts); ``plan_scan`` reads manifests through a ``ManifestSource``.
+given before planning starts); ``plan_scan`` reads manifests through a ``ManifestSource``. A
+caller's read restrictions are resolved into the scan too (``app/rules/scan/restricted.py``: the
+row filter prunes and stays in the residuals, restricted columns decide and answer nothing), so a
+plan run later on another thread needs nothing of the request's context.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression
 from pyiceberg.expressions.visitors import (
     _InclusiveMetricsEvaluator,
     expression_evaluator,
@@ -44,8 +47,10 @@ from pyiceberg.table.snapshots import Operation, Snapshot, ancestors_between_ids
 
 from app.ground.errors import BadRequest, InvalidArgument
 from app.rules.requests.scans import PlanTableScanRequest
+from app.rules.restrictions.policies import Restrictions
 from app.rules.scan.files import content_file_json
 from app.rules.scan.filter import filter_json, parse_filter
+from app.rules.scan.restricted import scan_restriction, without_columns
 
 INITIAL_SEQUENCE_NUMBER = 0
 # Iceberg's reserved metadata columns: engines select them (Spark's merge-on-read DELETE reads
@@ -86,6 +91,12 @@ class ResolvedScan:
     snapshot: Snapshot | None = None  # a point-in-time scan (None: the table has no data)
     append_snapshots: tuple[Snapshot, ...] | None = None  # an incremental append scan
     stats_ids: frozenset[int] = field(default_factory=frozenset)
+    # read restrictions (none: the defaults): and-ed into every task's residual (the caller's own
+    # filter where it names restricted columns, which did not prune), the columns whose partition
+    # values are answered null, and the digest of the restrictions the plan was made under
+    kept_filter: BooleanExpression = field(default_factory=AlwaysTrue)
+    withheld: frozenset[int] = field(default_factory=frozenset)
+    reader: str | None = None
 
     def estimated_files(self) -> int:
         """Data and delete files the plan may touch, from snapshot summaries (no I/O)."""
@@ -104,7 +115,11 @@ def _summary_int(snapshot: Snapshot, key: str) -> int:
         return 0
 
 
-def resolve_scan(metadata: TableMetadata, request: PlanTableScanRequest) -> ResolvedScan:
+def resolve_scan(
+    metadata: TableMetadata, request: PlanTableScanRequest, restrictions: Restrictions | None = None
+) -> ResolvedScan:
+    """The request checked against the table, and ``restrictions`` (the caller's read
+    restrictions, None: none) bound to the scan's schema."""
     case_sensitive = request.case_sensitive
     snapshot_id = request.snapshot_id
     start_id = request.start_snapshot_id
@@ -135,14 +150,22 @@ def resolve_scan(metadata: TableMetadata, request: PlanTableScanRequest) -> Reso
             schema.select(*select, case_sensitive=case_sensitive)
         except ValueError as exc:
             raise BadRequest(f"Invalid select: {exc}") from exc
+    stats_ids = _stats_ids(schema, request.stats_fields, case_sensitive)
+    if restrictions is None:
+        return ResolvedScan(metadata, schema, row_filter, case_sensitive, snapshot, appends, stats_ids)
+    restriction = scan_restriction(restrictions, schema)
+    weakened, weaker = without_columns(row_filter, restriction.withheld, schema, case_sensitive)
     return ResolvedScan(
         metadata,
         schema,
-        row_filter,
+        And(restriction.row_filter, weakened),
         case_sensitive,
         snapshot,
         appends,
-        _stats_ids(schema, request.stats_fields, case_sensitive),
+        stats_ids - restriction.withheld,
+        kept_filter=row_filter if weaker else AlwaysTrue(),
+        withheld=restriction.withheld,
+        reader=restriction.digest,
     )
 
 
@@ -262,7 +285,7 @@ class _Planner:
                 case_sensitive=self.scan.case_sensitive,
                 schema=self.scan.schema,
             )
-        return self._residuals[spec_id].residual_for(data_file.partition)
+        return And(self._residuals[spec_id].residual_for(data_file.partition), self.scan.kept_filter)
 
     def plan(
         self,
@@ -362,11 +385,13 @@ def _page(scan: ResolvedScan, tasks: list[PlannedTask]) -> dict[str, Any]:
         for delete in task.deletes:
             if delete.file_path not in positions:
                 positions[delete.file_path] = len(delete_files)
-                delete_files.append(content_file_json(delete, specs.get(delete.spec_id or 0), scan.schema))
+                delete_files.append(
+                    content_file_json(delete, specs.get(delete.spec_id or 0), scan.schema, withheld=scan.withheld)
+                )
             references.append(positions[delete.file_path])
         body: dict[str, Any] = {
             "data-file": content_file_json(
-                task.data_file, specs.get(task.data_file.spec_id or 0), scan.schema, scan.stats_ids
+                task.data_file, specs.get(task.data_file.spec_id or 0), scan.schema, scan.stats_ids, scan.withheld
             )
         }
         if references:
