@@ -372,7 +372,6 @@ class Authorizer:
             (privilege, securable), outcome = options[0], outcomes[0]
             if operation_id in _THROUGH_VIEWS and call.params.get("referencedby"):
                 definer = self.read_through_views(str(call.params["referencedby"]), securable)
-                held.append((privilege, securable))
                 note_decision(ALLOWED, f"read on {securable.describe()} through views, as {definer.name}")
                 return
             forbidden = outcome == FORBIDDEN or operation_id in _NO_NOT_FOUND

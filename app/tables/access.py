@@ -87,15 +87,10 @@ class TableStorageAccess:
         definer's restrictions on the table apply together with the caller's own."""
         grants = self.authorizer.grants()
         table = Securable.of_entry(Kind.TABLE, warehouse, namespace, name)
-        policies = grants.restrictions
         if referenced_by and not grants.holds(Privilege.READ, table):
-            definer = self.authorizer.read_through_views(referenced_by, table)
-            definers = self.authorizer.grants_of(definer)
-            if definers.admin:  # an administrator's view reads the table as the caller may
-                policies = grants.restrictions
-            else:
-                policies = (*grants.restrictions, *definers.restrictions)
-            restrictions = EffectiveGrants.build([], restrictions=policies).restrictions_on(table)
+            definer = self.authorizer.grants_of(self.authorizer.read_through_views(referenced_by, table))
+            added = () if definer.admin else definer.restrictions  # an administrator is restricted by none
+            restrictions = EffectiveGrants.build([], restrictions=(*grants.restrictions, *added)).restrictions_on(table)
         else:
             restrictions = grants.restrictions_on(table)
         if restrictions is not None and not grants.trusted_engine:
@@ -231,7 +226,7 @@ class TableStorageAccess:
         credentials or remote signing), in the warehouse's credentials mode; credentials serve the
         folders the table owns (``roots``: ``rules.table_roots``, its location first)."""
         answer = answer_with(warehouse, self.settings, delegation)
-        if not creating:  # an existing table's files (a register's too): held to the caller's restrictions
+        if not creating:  # an existing table's files (loadTable's): held to the caller's restrictions
             self.restrictions_for_storage(warehouse.name, *identifier)
         if answer == "signing":
             namespace, name = identifier

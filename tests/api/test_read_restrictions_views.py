@@ -16,29 +16,14 @@ import pytest
 from tests.api.authz_support import Caller
 from tests.api.tables_support import PREFIX, table_url, tables_url
 from tests.api.test_read_restrictions import EU_ONLY, PEOPLE, restrict, trust
+from tests.api.test_read_restrictions import view_body as restricted_view_body
 
 MANAGEMENT = "/management/v1"
 PEOPLE_URL = table_url("people", "hr")
 
 
 def view_body(name: str, sql: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "schema": {
-            "type": "struct",
-            "schema-id": 0,
-            "fields": [{"id": 1, "name": "id", "type": "long", "required": True}],
-        },
-        "view-version": {
-            "version-id": 1,
-            "timestamp-ms": 1_700_000_000_000,
-            "schema-id": 0,
-            "summary": {"engine-name": "test"},
-            "default-namespace": ["reports"],
-            "representations": [{"type": "sql", "sql": sql, "dialect": "spark"}],
-        },
-        "properties": {},
-    }
+    return restricted_view_body(name, sql, "reports")
 
 
 def through(*views: str) -> dict[str, str]:
