@@ -26,10 +26,11 @@ MAX_FILTER_CHARS = 1000  # a principal or an object prefix
 
 
 class AuditService:
-    def __init__(self, rows: AuditRows, page_tokens: PageTokens, retention_days: int) -> None:
+    def __init__(self, rows: AuditRows, page_tokens: PageTokens, retention_days: int, *, recording: bool) -> None:
         self.rows = rows
         self.page_tokens = page_tokens
         self.retention_days = retention_days  # housekeeping deletes what is older (app/housekeeping.py)
+        self.recording = recording  # GROWLER_AUDIT_TRAIL: whether requests are recorded now (the console says)
 
     def expire(self) -> int:
         """Housekeeping's step: delete records past the retention, batch after batch (each its own

@@ -37,7 +37,10 @@ def build_restrictions(base: Foundation) -> RestrictionService:
 
 def build_audit(base: Foundation) -> AuditService:
     """The audit trail's query; the factory builds its writer on the same rows (app/edge/audit.py)."""
-    return AuditService(AuditRows(base.database), base.page_tokens, base.settings.audit_retention_days)
+    settings = base.settings
+    return AuditService(
+        AuditRows(base.database), base.page_tokens, settings.audit_retention_days, recording=settings.audit_trail
+    )
 
 
 def build_housekeeper(

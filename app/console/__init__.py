@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Flask, Response, send_from_directory
 
-from app.console import activity, admin, csrf, extras, pages, restrictions, tables
+from app.console import activity, admin, audit, csrf, extras, pages, restrictions, tables
 from app.console.common import NAV_EXTENSIONS, install_context
 
 __all__ = ["FAVICON", "NAV_EXTENSIONS", "blueprint", "install"]
@@ -34,6 +34,7 @@ tables.register(blueprint)
 admin.register(blueprint)
 extras.register(blueprint)
 restrictions.register(blueprint)
+audit.register(blueprint)
 activity.register(blueprint)
 
 

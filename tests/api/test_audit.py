@@ -335,3 +335,42 @@ def test_the_trail_is_off_by_default_and_its_setting_is_checked(settings, db):
     assert parse_audit_trail("on") is True and parse_audit_trail(" OFF ") is False
     with pytest.raises(ValueError, match="GROWLER_AUDIT_TRAIL must be on or off"):
         parse_audit_trail("yes")
+
+
+def test_the_console_shows_the_trail_to_administrators_and_a_restricted_refusal_in_it(app, principals, table, db):
+    from tests.api.test_console import sign_in
+    from tests.api.test_read_restrictions import restrict
+
+    caller = principals.new("restricted")
+    principals.grant(caller, "read", "table", "test", ("db",), "t")
+    admin = app.test_client()
+    body = {"columns": [{"name": "data", "action": "hide"}]}
+    securable = {"type": "table", "namespace": ["db"], "name": "t"}
+    assert restrict(admin, ("role", caller.role), securable, **body).status_code == 200
+    principals.settle()
+    rid = _rid()
+    refused = caller.client.get(table_url("t"), headers={"X-Request-Id": rid})
+    assert refused.status_code == 403  # restricted and not a trusted engine
+    record = _one(db, rid)
+    assert record["decision"] == "refused" and record["status"] == 403
+    assert "not a trusted engine" in record["rule"]
+
+    browser = app.anonymous_client()
+    assert sign_in(browser).status_code == 303
+    page = browser.get("/ui/audit", params={"principal": caller.name, "decision": "refused"})
+    assert page.status_code == 200
+    assert 'id="audit-off"' not in page.text  # this app records
+    rows = page.text[page.text.index('id="audit-records"') :]
+    assert "loadTable" in rows and "not a trusted engine" in rows and caller.name in rows
+    assert rows.count("<tr>") - 1 == len([r for r in _records_of(db, caller.name) if r["decision"] == "refused"])
+    assert browser.get("/ui/audit", params={"decision": "bogus"}).status_code == 400
+    # anyone else: the API's 403
+    secret = principals.admin.post(f"{M}/principals/{caller.name}/rotate").json()["client-secret"]
+    other = app.anonymous_client()
+    assert sign_in(other, caller.name, secret).status_code == 303
+    assert other.get("/ui/audit").status_code == 403
+
+
+def _records_of(db: psycopg.Connection, principal: str) -> list[dict[str, Any]]:
+    with db.cursor(row_factory=psycopg.rows.dict_row) as cursor:
+        return cursor.execute("SELECT * FROM audit_record WHERE principal = %s", (principal,)).fetchall()
