@@ -156,11 +156,17 @@ _SELECT = (
 
 
 class EventRows:
-    """Reads and retention of the outbox (writes go through ``record_events``)."""
+    """Reads and retention of the outbox (writes go through ``record_events``, in the change's own
+    transaction; ``append`` for a change made elsewhere: a federated warehouse's remote)."""
 
     def __init__(self, db: Database, wait_ms: int = HORIZON_WAIT_MS) -> None:
         self.db = db
         self.wait_ms = wait_ms
+
+    def append(self, events: Sequence[ChangeEvent]) -> None:
+        """``events`` in a transaction of their own (committed when this returns)."""
+        with self.db.transaction() as conn:
+            record_events(conn, events)
 
     def read(self, query: EventQuery) -> tuple[list[StoredEvent], int]:
         """Events after ``query.after`` that match, in position order, and the position the

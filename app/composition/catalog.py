@@ -33,6 +33,7 @@ from app.tables.metrics_reports import MetricsReports
 from app.tables.service import TableService
 from app.views.service import VIEW, ViewService
 from storage.db import Database
+from storage.events import EventRows
 from storage.functions import FunctionRepository
 from storage.idempotency import IdempotencyRepository
 from storage.objects import RoutingObjectStore
@@ -104,6 +105,7 @@ def build_catalog(base: Foundation, spec: dict, *, after_commit: AfterCommit) ->
             urllib3.PoolManager(num_pools=FEDERATION_POOLS, maxsize=FEDERATION_POOL_SIZE),
             secrets=SecretBox(settings.secrets_key) if settings.secrets_key else None,
             namespace_separator=settings.namespace_separator,
+            events=EventRows(base.database),
         ),
     )
 

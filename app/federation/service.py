@@ -31,7 +31,9 @@ from urllib.parse import parse_qsl, quote
 import urllib3
 
 from app.authorization import Authorizer
+from app.events import changes as change_events
 from app.federation.breaker import CircuitBreaker
+from app.federation.changes import NEEDS_UUID, Namespace, changes_of, identified, kind_of
 from app.federation.remote import JSON, Answer, RemoteCatalog, RemoteSettings, Route
 from app.ground.errors import (
     BadGateway,
@@ -48,6 +50,7 @@ from app.ground.secrets import SecretBox
 from app.namespaces.warehouses import WarehouseDirectory
 from app.rules.identifiers import parse_namespace
 from app.rules.privileges import Kind, Securable
+from storage.events import EventRows
 from storage.warehouses import WarehouseRow
 
 # The spec's operations a remote serves; Growler's own (functions, signing, the change feed,
@@ -90,6 +93,9 @@ WRITES = frozenset(
     }
 )
 FORWARDED = READS | WRITES
+# What Growler answers itself for a federated warehouse: its change feed (the writes made through
+# Growler: app/federation/changes.py).
+SERVED_BY_GROWLER = frozenset({"queryEvents"})
 # What a protection mark on the warehouse refuses, as on a native one (its objects live in the
 # remote, so only the warehouse itself can carry a mark in this slice): read fresh, not cached.
 GUARDED = frozenset({"dropTable", "dropView", "dropNamespace", "renameTable", "renameView"})
@@ -116,9 +122,11 @@ class FederationService:
         *,
         secrets: SecretBox | None,
         namespace_separator: str,
+        events: EventRows,
         breaker: Callable[[], CircuitBreaker] = CircuitBreaker,
     ) -> None:
         self.warehouses = warehouses
+        self.events = events  # the change feed's outbox: what a write through Growler changed
         self.authorizer = authorizer
         self.http = http  # one pool for every remote (urllib3: see app/federation/remote.py)
         self._secrets = secrets  # opens the credential toward each remote (GROWLER_SECRETS_KEY)
@@ -209,8 +217,68 @@ class FederationService:
         sent = {name: found[0].decode("latin-1") for name in FORWARDED_HEADERS if (found := headers.get(name.encode()))}
         if not body:
             sent.pop("content-type", None)
-        answer = remote.send(method, path, self._query(query, route), sent, body or None)
-        return self._answer(remote, operation_id, method, prefix, answer)
+        request = _json_body(body) if operation_id in WRITES else None
+        known = self._uuids_before(remote, route, operation_id, path_values, request)
+        answer = self._answer(
+            remote,
+            operation_id,
+            method,
+            prefix,
+            remote.send(method, path, self._query(query, route), sent, body or None),
+        )
+        if operation_id in WRITES and answer.status < 300:  # the remote's refusal changed nothing
+            self._record(prefix, operation_id, path_values, request, answer, known)
+        return answer
+
+    # -- the change feed (app/federation/changes.py) ---------------------------------------------
+
+    def _uuids_before(
+        self, remote: RemoteCatalog, route: Route, operation_id: str, values: dict[str, str], request: Any
+    ) -> dict[tuple[str, Namespace, str], str | None]:
+        """A drop's or a rename's entry uuid, from a load the remote answers first (the event names
+        it; the write's own answer does not); None when the remote does not answer it."""
+        if operation_id not in NEEDS_UUID:
+            return {}
+        kind = kind_of(operation_id)
+        if operation_id.startswith("rename"):
+            found = identified(request.get("source") if isinstance(request, dict) else None)
+        else:
+            found = (parse_namespace(values["namespace"], self.separator), _segment(values[kind]))
+        if found is None:
+            return {}
+        namespace, name = found
+        levels = route.separator.join(quote(_segment(level), safe="") for level in namespace)
+        loaded = remote.send("GET", f"namespaces/{levels}/{kind}s/{quote(name, safe='')}", "", {}, None)
+        metadata = loaded.data.get("metadata") if loaded.status == 200 and isinstance(loaded.data, dict) else None
+        return {(kind, namespace, name): metadata.get(f"{kind}-uuid") if isinstance(metadata, dict) else None}
+
+    def _record(
+        self,
+        prefix: str,
+        operation_id: str,
+        values: dict[str, str],
+        request: Any,
+        answer: Answer,
+        known: dict[tuple[str, Namespace, str], str | None],
+    ) -> None:
+        """The write's events on the warehouse's stream. The remote has committed: if they cannot
+        be written, the client hears 503 saying so (never a success the feed does not hold)."""
+        namespace = parse_namespace(values["namespace"], self.separator) if "namespace" in values else None
+        kind = "table" if "table" in values else "view" if "view" in values else None
+        name = _segment(values[kind]) if kind is not None else None
+        changes = changes_of(
+            operation_id, namespace, name, request, answer.data, lambda k, ns, n: known.get((k, ns, n))
+        )
+        if not changes:
+            return
+        try:
+            self.events.append(change_events.events_of(self.warehouses.get(prefix).id, changes))
+        except Exception as exc:  # noqa: BLE001 - whatever failed, the client must hear the feed lacks it
+            raise ServiceUnavailable(
+                f"The remote catalog made the change ({operation_id}), but Growler could not record it in its"
+                " change feed; check the change in the remote before retrying",
+                retry_after=1,
+            ) from exc
 
     def _path(self, spec_path: str, values: dict[str, str], route: Route) -> str:
         """The path after the remote's prefix: each parameter encoded, namespaces with its separator."""
@@ -341,3 +409,11 @@ def _segment(value: str) -> str:
 
 def _levels(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(level, str) for level in value)
+
+
+def _json_body(body: bytes | None) -> Any:
+    """The client's JSON body (validated already by the dispatcher), for the write's events."""
+    try:
+        return json.loads(body) if body else None
+    except ValueError:
+        return None

@@ -494,6 +494,45 @@ def test_a_protection_mark_on_a_federated_warehouse_stops_drops_and_renames(serv
     assert httpx.delete(f"{server.url}/v1/{federated}/namespaces/kept/tables/t").status_code == 204
 
 
+def test_writes_through_growler_enter_its_change_feed_with_the_remotes_uuids(server, reference):
+    """A federated warehouse's events endpoint is Growler's: the writes made through Growler, in
+    order, named as a native warehouse names them (uuids from the remote's answers)."""
+    warehouse = _create_warehouse(server, {"uri": reference.url, "warehouse": "remote", "timeout-ms": 5000})
+    catalog = _catalog(server, warehouse)
+    namespace = f"feed_{uuid.uuid4().hex[:8]}"
+    catalog.create_namespace(namespace, {"owner": "ops"})
+    table = catalog.create_table((namespace, "orders"), schema=SCHEMA)
+    table.append(pa.table({"id": [1], "name": ["a"]}, schema=SCHEMA.as_arrow()))
+    catalog.rename_table((namespace, "orders"), (namespace, "orders2"))
+    catalog.drop_table((namespace, "orders2"))
+    refused = httpx.post(f"{server.url}/v1/{warehouse}/namespaces", json={"namespace": [namespace]})
+    assert refused.status_code == 409  # the remote's refusal: no event
+
+    events, token = [], None
+    while True:
+        body = {"page-size": 100, **({"continuation-token": token} if token else {})}
+        page = httpx.post(f"{server.url}/v1/{warehouse}/events", json=body)
+        assert page.status_code == 200, page.text
+        token = page.json()["continuation-token"]
+        if not page.json()["events"]:
+            break
+        events += page.json()["events"]
+    operations = [event["operation"] for event in events]
+    assert [op["operation-type"] for op in operations] == [
+        "create-namespace",
+        "create-table",
+        "update-table",
+        "rename-table",
+        "drop-table",
+    ]
+    table_uuid = str(table.metadata.table_uuid)
+    assert operations[0]["properties"]["owner"] == "ops"  # as the remote holds them (with its location)
+    assert {op.get("table-uuid") for op in operations[1:]} == {table_uuid}
+    assert operations[2]["metadata-location"] == table.metadata_location  # the append's new version
+    assert operations[3]["destination"] == {"namespace": [namespace], "name": "orders2"}
+    assert all(event["actor"]["principal"] == "test-admin" for event in events)
+
+
 def test_the_reference_stopped_gives_503_with_retry_after(server, reference, federated):
     reference.stop()
     response = httpx.get(f"{server.url}/v1/{federated}/namespaces/sales/tables", timeout=30)  # a hang: it raises

@@ -101,14 +101,30 @@ class Directory:
     def read(self, name: str) -> Any:
         return SimpleNamespace(name=name, protected=self.protected)
 
+    def get(self, name: str) -> Any:
+        return SimpleNamespace(id=7, name=name, protected=self.protected)
 
-def _service(visible: set[Securable] | None = None, directory: Directory | None = None) -> FederationService:
+
+class Outbox:
+    """The change feed's outbox: the events a write through Growler recorded."""
+
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+
+    def append(self, events: list[Any]) -> None:
+        self.events.extend(events)
+
+
+def _service(
+    visible: set[Securable] | None = None, directory: Directory | None = None, events: Outbox | None = None
+) -> FederationService:
     return FederationService(
         directory or Directory(),  # type: ignore[arg-type]
         Grants(visible or set()),  # type: ignore[arg-type]
         None,  # type: ignore[arg-type]
         secrets=None,
         namespace_separator="%1F",
+        events=events or Outbox(),  # type: ignore[arg-type]
     )
 
 
@@ -347,3 +363,65 @@ def test_a_protected_warehouse_refuses_drops_and_renames_before_the_remote_is_as
             _service(directory=Directory(protected=True)), remote, "renameTable", "POST", "/v1/{prefix}/tables/rename"
         )
     assert remote.sent == []
+
+
+def test_writes_through_growler_enter_the_change_feed_with_the_remotes_uuids():
+    outbox = Outbox()
+    service = _service(events=outbox)
+    table = "/v1/{prefix}/namespaces/{namespace}/tables/{table}"
+    created = {"metadata": {"table-uuid": "u-1", "location": "s3://b/t", "schemas": []}, "metadata-location": "m1"}
+    remote = FakeRemote([_answer(200, created)])
+    body = json.dumps({"name": "t", "schema": {"type": "struct", "fields": []}}).encode()
+    service.forward(
+        remote,
+        "createTable",
+        "POST",
+        "/v1/{prefix}/namespaces/{namespace}/tables",
+        {"prefix": "fed", "namespace": "a"},
+        b"",
+        {},
+        body,
+    )
+    # a drop: the uuid from a load the remote answers first, then the drop itself
+    remote = FakeRemote(
+        [_answer(200, {"metadata": {"table-uuid": "u-1"}, "metadata-location": "m1"}), _answer(204, None)]
+    )
+    _forward(service, remote, "dropTable", "DELETE", table, namespace="a", table="t")
+    assert [sent[0] for sent in remote.sent] == ["GET", "DELETE"]
+    assert remote.sent[0][1] == remote.sent[1][1] == "namespaces/a/tables/t"
+    kinds = [(event.stream, event.operation_type, event.uuid, event.name) for event in outbox.events]
+    assert kinds == [(7, "create-table", "u-1", "t"), (7, "drop-table", "u-1", "t")]
+    # a refused write (the remote's 409) records nothing; reads record nothing
+    remote = FakeRemote([_answer(409, {"error": {"message": "exists", "type": "AlreadyExistsException", "code": 409}})])
+    service.forward(
+        remote,
+        "createNamespace",
+        "POST",
+        "/v1/{prefix}/namespaces",
+        {"prefix": "fed"},
+        b"",
+        {},
+        b'{"namespace": ["a"]}',
+    )
+    remote = FakeRemote([_answer(200, {"namespaces": []})])
+    _forward(service, remote, "listNamespaces", "GET", "/v1/{prefix}/namespaces")
+    assert len(outbox.events) == 2
+
+
+def test_a_write_the_feed_cannot_record_is_a_503_saying_the_remote_made_it():
+    class Down(Outbox):
+        def append(self, events: list[Any]) -> None:
+            raise OSError("database down")
+
+    remote = FakeRemote([_answer(200, {"namespace": ["a"], "properties": {}})])
+    with pytest.raises(ServiceUnavailable, match="remote catalog made the change"):
+        _service(events=Down()).forward(
+            remote,
+            "createNamespace",
+            "POST",
+            "/v1/{prefix}/namespaces",
+            {"prefix": "fed"},
+            b"",
+            {},
+            b'{"namespace": ["a"]}',
+        )
