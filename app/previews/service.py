@@ -21,7 +21,6 @@ from __future__ import annotations
 import secrets
 
 from app.ground.text import UNIT_SEPARATOR
-from app.previews.restricted import RestrictedRows
 from app.rules import table as table_rules
 from app.rules.privileges import Kind, Securable
 from app.tables.service import TableService
@@ -46,6 +45,13 @@ class PreviewService:
         metadata = self.tables.parsed.parse(row.metadata_location, row.metadata)
         securable = Securable.of_entry(Kind.TABLE, prefix, namespace, name)
         restrictions = self.tables.authorizer.grants().restrictions_on(securable)
+        restriction = None
+        if restrictions is not None:
+            # Arrow work, imported where it is used: a worker does not load pyarrow at startup
+            # (tests/api/test_worker_imports.py); the preview's read loads it anyway
+            from app.previews.restricted import RestrictedRows
+
+            restriction = RestrictedRows(restrictions, secrets.token_bytes(SALT_BYTES))
         return read_preview(
             row.metadata,
             row.metadata_location,
@@ -54,5 +60,5 @@ class PreviewService:
             snapshot_id,
             PREVIEW_ROWS,
             PREVIEW_BYTES,
-            None if restrictions is None else RestrictedRows(restrictions, secrets.token_bytes(SALT_BYTES)),
+            restriction,
         )
