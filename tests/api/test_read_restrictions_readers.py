@@ -196,10 +196,14 @@ def test_the_table_page_shows_a_restricted_caller_its_restrictions_without_403(s
     }
     assert marks == {"3": "hide", "4": "mask-alphanum"}  # marked, not left out
     assert scene.restricted.api.get(PEOPLE_URL).status_code == 403  # (its loadTable)
+    # the whole table's counts (every row's) are not shown: no chart data, no counts per snapshot
+    assert 'id="chart-data"' not in page.text and 'id="charts-restricted"' in page.text
+    assert "restricted-counts" in page.text and "total-records" not in page.text
 
     free = scene.free.console.get("/ui/w/test/table", params={"ns": "hr", "name": "people"})
     assert free.status_code == 200
     assert "Your read restrictions" not in free.text and "badge restriction" not in free.text
+    assert 'id="chart-data"' in free.text and "restricted-counts" not in free.text
 
 
 # -- server-side scan planning ---------------------------------------------------------------
