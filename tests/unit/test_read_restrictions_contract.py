@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 import yaml
-from jsonschema import Draft4Validator, RefResolver
+from jsonschema import Draft4Validator
 from pyiceberg.schema import Schema
 from pyiceberg.types import DateType, DoubleType, LongType, NestedField, StringType
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT4
 
 from app.rules.privileges import chain
 from app.rules.restrictions.policies import STRICTNESS, ColumnRule, ReadPolicy, restrictions_on, spec_restrictions
@@ -31,8 +33,8 @@ def _validator() -> Draft4Validator:
     catalog = yaml.safe_load((OPENAPI / "catalog.yaml").read_text())
     extension = yaml.safe_load((OPENAPI / "read-restrictions.yaml").read_text())
     merged = {"components": {"schemas": {**catalog["components"]["schemas"], **extension["components"]["schemas"]}}}
-    schema = {"$ref": "#/components/schemas/ReadRestrictions"}
-    return Draft4Validator(schema, resolver=RefResolver("", merged))
+    registry = Registry().with_resource("urn:openapi", Resource.from_contents(merged, default_specification=DRAFT4))
+    return Draft4Validator({"$ref": "urn:openapi#/components/schemas/ReadRestrictions"}, registry=registry)
 
 
 def _column_for(action: str) -> str:
