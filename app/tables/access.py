@@ -99,6 +99,19 @@ class TableStorageAccess:
             raise Forbidden(untrusted_message(shown, caller.name if caller else None))
         return restrictions
 
+    def refuse_if_restricted(self, warehouse: str, namespace: tuple[str, ...], name: str, action: str) -> None:
+        """A caller with read restrictions on the table may not drop or unregister it: the table
+        registered again (after a drop or an unregister) is a new entry, without the table's own
+        restrictions, so the caller would read past them. 403, nothing written."""
+        table = Securable.of_entry(Kind.TABLE, warehouse, namespace, name)
+        if self.authorizer.grants().restrictions_on(table) is not None:
+            caller = current_principal.get()
+            raise Forbidden(
+                f"Cannot {action} table {warehouse}:{format_namespace((*namespace, name))}: principal"
+                f" {caller.name if caller else ''} reads it under read restrictions, which a table registered again"
+                " would not carry; a principal without restrictions on it (a grant manager) may"
+            )
+
     def load_credentials(
         self, prefix: str, namespace: tuple[str, ...], name: str, referenced_by: str | None = None
     ) -> list[dict[str, Any]]:

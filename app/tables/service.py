@@ -143,6 +143,7 @@ class TableService:
         """Soft policy: into the recycle bin (a purge waits for the retention's end); hard: removed
         now, its purge queued (app/catalog/deletion.py)."""
         warehouse = self.warehouses.get(prefix)
+        self.access.refuse_if_restricted(prefix, namespace, name, "drop")
         if is_soft(warehouse):
             events = self.entries.dropped_events(warehouse, namespace, name, purge=purge)
             if (
@@ -178,6 +179,7 @@ class TableService:
         """
         warehouse = self.warehouses.get(prefix)
         name = check_name(name, "table name")
+        self.access.refuse_if_restricted(prefix, namespace, name, "unregister")
         events = self.entries.dropped_events(warehouse, namespace, name, purge=False)
         # Never into the recycle bin, whatever the warehouse's policy: its metadata is handed back
         # to be registered (here or in another catalog), and a binned copy would be a second owner.

@@ -290,3 +290,37 @@ def view_body(name: str, sql: str, namespace: str = "hr") -> dict[str, Any]:
         },
         "properties": {},
     }
+
+
+def test_a_restricted_caller_cannot_shed_its_restrictions_by_drop_or_unregister_then_register(
+    client, principals, people, readers, db
+):
+    """Iceberg's sequences (unregister then register, drop then register) make a new entry,
+    without the table's own restrictions: a restricted caller may not start them; a grant manager
+    without restrictions may, and the sequences work on the default warehouse."""
+    restricted, _ = readers
+    for privilege in ("drop", "create"):
+        principals.grant(restricted, privilege, "namespace", "test", ("hr",))
+    assert restrict(client, ("role", restricted.role), _table(), **{"row-filter": EU_ONLY}).status_code == 200
+    principals.settle()
+    before = catalog_state(db)
+    for refused in (
+        restricted.client.post(f"{people}/unregister"),
+        restricted.client.delete(people),
+        restricted.client.delete(people, params={"purgeRequested": "true"}),
+    ):
+        assert refused.status_code == 403, refused.text
+        message = refused.json()["error"]["message"]
+        assert "reads it under read restrictions" in message and "a grant manager" in message
+    assert catalog_state(db) == before
+    assert db.execute("SELECT count(*) FROM read_restriction").fetchone()[0] == 1
+
+    # the unrestricted admin: unregister then register, drop then register at the same files
+    unregistered = client.post(f"{people}/unregister")
+    assert unregistered.status_code == 200, unregistered.text
+    location = unregistered.json()["metadata-location"]
+    register = {"name": "people", "metadata-location": location}
+    assert client.post(f"{PREFIX}/namespaces/hr/register", json=register).status_code == 200
+    assert client.delete(people).status_code == 204
+    assert client.post(f"{PREFIX}/namespaces/hr/register", json=register).status_code == 200
+    assert client.get(people).status_code == 200
