@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import httpx
+import psycopg
 import pytest
 
 from tests.conftest import TEST_CREDENTIAL
@@ -96,3 +97,14 @@ def test_the_read_restrictions_page_example_runs_as_written(server, settings, tm
         httpx.delete(f"{server.url}/v1/warehouse/namespaces/hr", timeout=30)
         gone = httpx.delete(f"{server.url}/management/v1/warehouses/warehouse", timeout=30)
         assert gone.status_code == 204, gone.text  # nothing of the test's left for the others
+
+
+def test_the_read_restrictions_pages_trusted_engine_example_runs_as_written(server, tmp_path, settings):
+    code = readme_snippet(
+        "trusted-engine", as_make_run(server, tmp_path), page="docs/read-restrictions.md", language="sh"
+    )
+    created, principal = json_values(run_shell_snippet(code))
+    assert created["client-id"] == "spark-prod" and created["client-secret"]
+    assert principal == {"name": "spark-prod", "admin": False, "trusted-engine": True, "roles": []}
+    with psycopg.connect(settings.database_url, autocommit=True) as conn:
+        assert conn.execute("SELECT trusted_engine FROM principal WHERE client_id = 'spark-prod'").fetchone() == (True,)
