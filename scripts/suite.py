@@ -9,8 +9,9 @@ the suite's time is waiting (JVMs booting, the STS job's 16 minutes, tokens expi
 so two sessions take about as long as the longer part instead of the sum.
 
 Both sessions' output is shown as it comes, each line tagged with its part; at the end a line per
-part with its exit status and time. The exit status is 0 only if both parts passed (a part in
-which the given paths or filters select nothing counts as passed when the other ran tests).
+part with its exit status and time, followed by its failed tests again (a CI log may be cut to
+its tail). The exit status is 0 only if both parts passed (a part in which the given paths or
+filters select nothing counts as passed when the other ran tests).
 Ctrl-C or SIGTERM reaches both sessions. Against external services (``GROWLER_TEST_DATABASE_URL``,
 ``GROWLER_TEST_S3_ENDPOINT``) the suite runs as one session: the parts would share one database.
 """
@@ -40,11 +41,18 @@ class Part:
     started: float
     ended: float | None = None
     pump: threading.Thread | None = field(default=None, repr=False)
+    failures: list[bytes] = field(default_factory=list)  # pytest's FAILED/ERROR summary lines
 
 
-def _pump(tag: str, stream: IO[bytes], out: IO[bytes], lock: threading.Lock) -> None:
-    """Copy a session's output line by line, tagged, without splitting another session's line."""
+FAILURE_LINES = (b"FAILED ", b"ERROR ")  # pytest's short test summary (``-r fE``)
+
+
+def _pump(tag: bytes, stream: IO[bytes], out: IO[bytes], lock: threading.Lock, failures: list[bytes]) -> None:
+    """Copy a session's output line by line, tagged, without splitting another session's line;
+    keep its failure summary lines, repeated at the very end (a CI log may show only its tail)."""
     for line in iter(stream.readline, b""):
+        if line.startswith(FAILURE_LINES):
+            failures.append(line)
         with lock:
             out.write(tag + line)
             out.flush()
@@ -62,7 +70,9 @@ def start(name: str | None, args: list[str], lock: threading.Lock) -> Part:
     part = Part(name or "all", process, time.monotonic())
     assert process.stdout is not None
     tag = f"[{part.name}] ".encode()
-    part.pump = threading.Thread(target=_pump, args=(tag, process.stdout, sys.stdout.buffer, lock), daemon=True)
+    part.pump = threading.Thread(
+        target=_pump, args=(tag, process.stdout, sys.stdout.buffer, lock, part.failures), daemon=True
+    )
     part.pump.start()
     return part
 
@@ -117,6 +127,9 @@ def _wait(parts: list[Part]) -> int:
         assert part.ended is not None
         took = part.ended - part.started
         print(f"part {part.name}: exit status {part.process.returncode} in {took:.0f} s", flush=True)
+        for line in part.failures:
+            sys.stdout.buffer.write(f"  [{part.name}] ".encode() + line)
+        sys.stdout.buffer.flush()
     return combined_status(codes)
 
 

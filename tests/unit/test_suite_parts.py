@@ -4,10 +4,12 @@ those marked slow."""
 
 from __future__ import annotations
 
+import io
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scripts.suite import NO_TESTS_COLLECTED, combined_status
+from scripts.suite import NO_TESTS_COLLECTED, _pump, combined_status
 from tests.suite_parts import PARTS, split
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -62,3 +64,21 @@ def test_the_run_passes_only_if_both_parts_pass() -> None:
     assert combined_status({"slow": NO_TESTS_COLLECTED, "rest": 0}) == 0
     assert combined_status({"slow": NO_TESTS_COLLECTED, "rest": 1}) == 1
     assert combined_status({"slow": NO_TESTS_COLLECTED, "rest": NO_TESTS_COLLECTED}) == NO_TESTS_COLLECTED
+
+
+def test_a_parts_failed_tests_are_kept_for_the_end_of_the_log() -> None:
+    """The summary lines pytest prints for failures and errors are shown as they come and kept, to
+    be printed again after the parts' exit lines (a CI log may be cut to its tail)."""
+    session = io.BytesIO(
+        b"tests/api/test_x.py .F\n"
+        b"FAILED tests/api/test_x.py::test_b - AssertionError: 12 <= 11\n"
+        b"ERROR tests/api/test_y.py::test_c - RuntimeError\n"
+        b"== 1 failed, 1 passed, 1 error ==\n"
+    )
+    out, failures = io.BytesIO(), []
+    _pump(b"[rest] ", session, out, threading.Lock(), failures)
+    assert out.getvalue().splitlines()[1] == b"[rest] FAILED tests/api/test_x.py::test_b - AssertionError: 12 <= 11"
+    assert failures == [
+        b"FAILED tests/api/test_x.py::test_b - AssertionError: 12 <= 11\n",
+        b"ERROR tests/api/test_y.py::test_c - RuntimeError\n",
+    ]
