@@ -147,6 +147,7 @@ class RecycleBinService:
             raise BadRequest("Only a recursive drop is served here (recursive=true); dropNamespace drops an empty one")
         namespace = check_namespace(list(namespace))
         warehouse = self._warehouse(warehouse_name)
+        self.rights.require_unrestricted_within("drop", target, Securable.of_namespace(warehouse_name, namespace))
         with refusals_counted("namespace"):
             dropped = change_events.namespace_change("drop-namespace", namespace, recursive=True, purge=purge)
             unit = self.repository.bin_namespace(

@@ -172,6 +172,15 @@ class EffectiveGrants:
             return None
         return restrictions_on(self.restrictions, chain(securable.key))
 
+    def restricted_within(self, securable: Securable) -> bool:
+        """Has read restrictions on something at, above or below the node: what a recursive drop
+        of a namespace would take along (the tables registered again after it would be new
+        entries, without the restrictions on them)."""
+        if self.admin or not self.restrictions:
+            return False
+        node, above = securable.key, set(chain(securable.key))
+        return any(policy.key in above or node in chain(policy.key) for policy in self.restrictions)
+
     def holds(self, privilege: Privilege, securable: Securable) -> bool:
         if self.admin:
             return True

@@ -324,3 +324,42 @@ def test_a_restricted_caller_cannot_shed_its_restrictions_by_drop_or_unregister_
     assert client.delete(people).status_code == 204
     assert client.post(f"{PREFIX}/namespaces/hr/register", json=register).status_code == 200
     assert client.get(people).status_code == 200
+
+
+def test_a_restricted_caller_cannot_drop_a_namespace_with_its_restricted_tables_then_register_them(
+    client, principals, people, readers, db
+):
+    """A recursive drop takes the namespace's tables along; registered again they would be new
+    entries without their restrictions. Refused to a caller restricted at, above or below the
+    namespace (403, nothing written); one restricted elsewhere only, and the admin, may."""
+    restricted, free = readers
+    for namespace in (["hr", "archive"], ["hr", "legal"], ["fin"]):
+        assert client.post(f"{PREFIX}/namespaces", json={"namespace": namespace}).status_code == 200
+    for caller in (restricted, free):
+        principals.grant(caller, "drop", "namespace", "test", ("hr",))
+    assert restrict(client, ("role", restricted.role), _table(), **{"row-filter": EU_ONLY}).status_code == 200
+    fin = _table("namespace", namespace=["fin"])
+    assert restrict(client, ("role", free.role), fin, columns=NO_SALARY).status_code == 200  # elsewhere only
+    principals.settle()
+    namespaces = f"{MANAGEMENT}/warehouses/test/namespaces"
+    recursive = {"recursive": "true"}
+
+    before = catalog_state(db)
+    refused = restricted.client.delete(f"{namespaces}/hr", params=recursive)  # hr.people is under it
+    assert refused.status_code == 403, refused.text
+    message = refused.json()["error"]["message"]
+    assert "under read restrictions" in message and "a grant manager" in message
+    assert catalog_state(db) == before
+    assert db.execute("SELECT count(*) FROM read_restriction").fetchone()[0] == 2
+    # nothing restricted at, above or below hr.archive: its drop goes ahead
+    assert restricted.client.delete(f"{namespaces}/hr%1Farchive", params=recursive).status_code == 200
+
+    # restricted on hr itself: refused below it too
+    above = restrict(client, ("role", restricted.role), _table("namespace", namespace=["hr"]), columns=NO_SALARY)
+    assert above.status_code == 200, above.text
+    principals.settle()
+    assert restricted.client.delete(f"{namespaces}/hr%1Flegal", params=recursive).status_code == 403
+
+    dropped = free.client.delete(f"{namespaces}/hr", params=recursive)
+    assert dropped.status_code == 200, dropped.text
+    assert client.get(people).status_code == 404

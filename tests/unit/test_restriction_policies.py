@@ -166,3 +166,17 @@ def test_a_table_restriction_is_checked_against_its_schema():
         read_plan(restrictions_on([_policy(TABLE.key, None, ("id", "hide"))], chain(TABLE.key)), SCHEMA).row_filter,
         AlwaysTrue,
     )
+
+
+def test_restricted_within_looks_at_above_and_below_the_node_only() -> None:
+    """What a recursive drop of a namespace would take along (app/management/rights.py)."""
+    on_table = EffectiveGrants.build([], restrictions=[_policy(("wh", ("a", "b"), "t"), EU)])
+    on_namespace = EffectiveGrants.build([], restrictions=[_policy(("wh", ("a",), None), None, ("c", "hide"))])
+    assert on_table.restricted_within(Securable.of_namespace("wh", ("a",)))  # the table is below
+    assert on_table.restricted_within(Securable.of_namespace("wh", ("a", "b")))
+    assert not on_table.restricted_within(Securable.of_namespace("wh", ("a", "c")))  # a sibling
+    assert not on_table.restricted_within(Securable.of_namespace("other", ("a",)))
+    assert on_namespace.restricted_within(Securable.of_namespace("wh", ("a", "c")))  # restricted above it
+    assert not on_namespace.restricted_within(Securable.of_namespace("wh", ("z",)))
+    admin = EffectiveGrants.build([], admin=True, restrictions=on_table.restrictions)
+    assert not admin.restricted_within(Securable.of_namespace("wh", ("a",)))
