@@ -20,7 +20,7 @@ from app.ground.errors import AlreadyExists, NoSuchNamespace
 from app.ground.locations import Location
 from storage.db import Database
 from storage.events import ChangeEvent, record_events
-from storage.housekeeping_rows import SETTLE_PENDING
+from storage.housekeeping_rows import settle_pending
 from storage.namespaces import PAGE_UNDER, dotted, page_under
 from storage.placement import Claim, claim, overlapping_entries
 from storage.protection_rows import entry_protection, refuse_entry_if_protected, refuse_if_protected
@@ -180,7 +180,7 @@ class EntryRows:
                     raise NoSuchNamespace(f"Namespace does not exist: {dotted(namespace)}")
                 if placed is not None:  # after the insert: a name already taken is AlreadyExists first
                     claim(conn, [replace(placed, entry_id=row["id"])])
-                conn.execute(SETTLE_PENDING, ([entry.metadata_location],))
+                settle_pending(conn, [entry.metadata_location])
                 before_commit()
                 record_events(conn, events)
             except pg_errors.UniqueViolation as exc:
@@ -289,7 +289,7 @@ class EntryRows:
                             raise _LostRace
                         if swap.refused_when_protected is not None:  # the row is locked: a mark on it waits
                             refuse_entry_if_protected(conn, swap.refused_when_protected, swap.entry_id)
-                    conn.execute(SETTLE_PENDING, ([swap.new_location for swap in ordered],))
+                    settle_pending(conn, [swap.new_location for swap in ordered])
                     before_commit()
                     record_events(conn, events)
             except _LostRace:

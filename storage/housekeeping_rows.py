@@ -11,10 +11,20 @@ import json
 import re
 from typing import Any
 
+import psycopg
+
 from app.ground.locations import InvalidLocation, Location
 from storage.db import Database
 
-SETTLE_PENDING = "DELETE FROM pending_object WHERE location = ANY(%s)"
+
+def settle_pending(conn: psycopg.Connection, locations: list[str]) -> None:
+    """The objects written and now referenced are no longer pending. One location (a create's, one
+    table's commit) by equality: PostgreSQL keeps a generic plan for it, while ``= ANY`` of a
+    one-element array was planned anew on every call (0.07 ms of its 0.1, issue 47)."""
+    if len(locations) == 1:
+        conn.execute("DELETE FROM pending_object WHERE location = %s", (locations[0],))
+    elif locations:
+        conn.execute("DELETE FROM pending_object WHERE location = ANY(%s)", (locations,))
 
 
 def bare(location: Location) -> str:
@@ -37,7 +47,7 @@ class HousekeepingRows:
 
     def settle_pending(self, locations: list[str]) -> None:
         with self.db.connection() as conn:
-            conn.execute(SETTLE_PENDING, (locations,))
+            settle_pending(conn, locations)
 
     def delete_old_metrics_reports(self, older_than_s: float, limit: int = 10_000) -> int:
         """Forget metrics reports received more than ``older_than_s`` ago (a batch per call)."""
