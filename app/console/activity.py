@@ -245,7 +245,14 @@ def maintenance() -> str:
     authorize("getEffectiveMaintenancePolicies", {"warehouse": warehouse, "namespace": ns_param(levels), "table": name})
     effective = service.effective(warehouse, levels, name)
     health, trouble = _health(service, TableAt(warehouse, levels, name, None))
-    runs = health["last-runs"] if health is not None else service.runs(warehouse, levels, name, 20)
+    if health is not None:
+        runs = health["last-runs"]
+    else:  # the runs name the table's partitions too: the same rows as the API's
+        try:
+            authorize("listMaintenanceRuns", {"warehouse": warehouse, "namespace": ns_param(levels), "table": name})
+            runs = service.runs(warehouse, levels, name, 20)
+        except Forbidden:
+            runs = []
     return render_template(
         "console/maintenance.html",
         warehouse=warehouse,
@@ -297,8 +304,14 @@ def cancel_maintenance_run() -> Response:
 
 
 def _health(service: MaintenanceService, table: TableAt) -> tuple[dict[str, Any] | None, str | None]:
-    """The health report, or why it cannot be shown now (its manifests unreadable, say): the
-    policies and runs still show."""
+    """The health report, or why it cannot be shown (the API's getTableHealth row refuses the
+    caller - read restrictions on the table: its partitions' values -, its manifests unreadable):
+    the policies still show."""
+    params = {"warehouse": table.warehouse, "namespace": ns_param(table.levels), "table": table.name}
+    try:
+        authorize("getTableHealth", params)
+    except Forbidden as refused:
+        return None, refused.message
     try:
         return service.health(table.warehouse, table.levels, table.name), None
     except (Forbidden, NotFound):

@@ -40,6 +40,9 @@ class ManagementGate(Protocol):
         self, action: str, target: dict[str, Any], privilege: Privilege, on: Securable
     ) -> str | None: ...
     def require_reader_of(self, action: str, target: dict[str, Any], on: Securable) -> str | None: ...
+    def require_unrestricted_within(
+        self, action: str, target: dict[str, Any], on: Securable, refusal: str
+    ) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -201,6 +204,24 @@ def _table_reader(action: str) -> Managed:
     return Managed(check)
 
 
+def _table_data_reader(action: str, what: str) -> Managed:
+    """A table reader's right, for an answer that names the table's partitions (their values are
+    its rows' data): refused to a caller with read restrictions on the table, which they may not
+    keep (docs/read-restrictions.md)."""
+
+    def check(gate: ManagementGate, call: Call) -> object:
+        on = _maintained_table(call)
+        gate.require_reader_of(action, _table_view(on), on)
+        refusal = (
+            f"Cannot read {what} of {on.describe()}: it names the table's partitions, whose values the"
+            " principal's read restrictions on the table may keep from it; a principal without restrictions"
+            " there may"
+        )
+        return gate.require_unrestricted_within(action, _table_view(on), on, refusal)
+
+    return Managed(check)
+
+
 def _run_maintenance(gate: ManagementGate, call: Call) -> object:
     on = _maintained_table(call)
     return gate.require_privilege("run-maintenance", _table_view(on), Privilege.MANAGE_MAINTENANCE, on)
@@ -310,12 +331,12 @@ MANAGEMENT_OPERATIONS: dict[str, Managed] = {
     "attachMaintenancePolicy": _policies("attach-maintenance-policy", Privilege.MANAGE_MAINTENANCE),
     "detachMaintenancePolicy": _policies("detach-maintenance-policy", Privilege.MANAGE_MAINTENANCE),
     "getEffectiveMaintenancePolicies": _table_reader("get-effective-maintenance-policies"),
-    "listMaintenanceRuns": _table_reader("list-maintenance-runs"),
+    "listMaintenanceRuns": _table_data_reader("list-maintenance-runs", "the maintenance runs"),
     "runMaintenance": Managed(_run_maintenance),
-    "getMaintenanceRun": _table_reader("get-maintenance-run"),
+    "getMaintenanceRun": _table_data_reader("get-maintenance-run", "a maintenance run"),
     "cancelMaintenanceRun": Managed(_cancel_maintenance),
     "reportMaintenanceRun": Managed(_report_maintenance),
-    "getTableHealth": _table_reader("get-table-health"),
+    "getTableHealth": _table_data_reader("get-table-health", "the health"),
     # the audit trail (app/audit/service.py): administrators only, as warehouses and sinks
     "listAuditRecords": Managed(
         lambda gate, call: gate.require_admin("list-audit-records", {}, "read the audit trail")

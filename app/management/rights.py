@@ -135,18 +135,13 @@ class ManagementRights:
             f"Principal lacks {privilege.value} on {on.describe()}",
         )
 
-    def require_unrestricted_within(self, action: str, target: dict[str, Any], on: Securable) -> str | None:
-        """No read restriction on ``on``, above or below it: a recursive drop takes every table
-        under it along, and a table registered again after the drop is a new entry, without the
-        restrictions on the dropped one - the caller would read past them (docs/read-restrictions.md)."""
-        return self._require(
-            action,
-            target,
-            lambda grants: not grants.restricted_within(on),
-            f"Cannot drop {on.describe()} with its contents: the principal reads tables in it under read"
-            " restrictions, which tables registered again would not carry; a principal without restrictions"
-            " there (a grant manager) may",
-        )
+    def require_unrestricted_within(
+        self, action: str, target: dict[str, Any], on: Securable, refusal: str
+    ) -> str | None:
+        """No read restriction on ``on``, above it or below it: for what would carry the restricted
+        tables' data past the restrictions (a recursive drop, after which they could be registered
+        again without them; the partition values a table's health and runs name)."""
+        return self._require(action, target, lambda grants: not grants.restricted_within(on), refusal)
 
     def require_within(
         self, action: str, target: dict[str, Any], privileges: tuple[Privilege, ...], on: Securable

@@ -147,7 +147,13 @@ class RecycleBinService:
             raise BadRequest("Only a recursive drop is served here (recursive=true); dropNamespace drops an empty one")
         namespace = check_namespace(list(namespace))
         warehouse = self._warehouse(warehouse_name)
-        self.rights.require_unrestricted_within("drop", target, Securable.of_namespace(warehouse_name, namespace))
+        on = Securable.of_namespace(warehouse_name, namespace)
+        refusal = (
+            f"Cannot drop {on.describe()} with its contents: the principal reads tables in it under read"
+            " restrictions, which tables registered again would not carry; a principal without restrictions"
+            " there (a grant manager) may"
+        )
+        self.rights.require_unrestricted_within("drop", target, on, refusal)
         with refusals_counted("namespace"):
             dropped = change_events.namespace_change("drop-namespace", namespace, recursive=True, purge=purge)
             unit = self.repository.bin_namespace(

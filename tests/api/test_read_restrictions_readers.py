@@ -206,6 +206,29 @@ def test_the_table_page_shows_a_restricted_caller_its_restrictions_without_403(s
     assert 'id="chart-data"' in free.text and "restricted-counts" not in free.text
 
 
+def test_the_health_and_runs_name_partitions_so_a_restricted_caller_reads_neither(scene):
+    """A table's health report and its maintenance runs name its partitions, whose values are its
+    rows' data: refused to a reader restricted on the table, through the API and the console (whose
+    pages show the policies and say why the rest is not shown); another reader gets them."""
+    table = f"{MANAGEMENT}/maintenance/warehouses/test/namespaces/hr/tables/people"
+    for path in ("health", "runs", "runs/1"):
+        refused = scene.restricted.api.get(f"{table}/{path}")
+        assert refused.status_code == 403, refused.text
+        assert "names the table's partitions" in refused.json()["error"]["message"]
+    assert scene.restricted.api.get(f"{table}/policies").status_code == 200
+    assert scene.free.api.get(f"{table}/health").status_code == 200
+    assert scene.free.api.get(f"{table}/runs").status_code == 200
+
+    params = {"warehouse": "test", "ns": "hr", "name": "people"}
+    page = scene.restricted.console.get("/ui/maintenance", params=params)
+    assert page.status_code == 200, page.text
+    assert 'id="table-health"' not in page.text and "names the table&#39;s partitions" in page.text
+    assert 'id="table-health"' in scene.free.console.get("/ui/maintenance", params=params).text
+    table_page = {"ns": "hr", "name": "people"}
+    assert 'id="table-health"' not in scene.restricted.console.get("/ui/w/test/table", params=table_page).text
+    assert 'id="table-health"' in scene.free.console.get("/ui/w/test/table", params=table_page).text
+
+
 # -- server-side scan planning ---------------------------------------------------------------
 
 
