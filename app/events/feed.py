@@ -141,4 +141,13 @@ class EventFeed:
         destination = event.operation.get("destination")
         if isinstance(destination, dict):  # a rename: readable under either name
             names.append((tuple(destination.get("namespace") or ()), str(destination.get("name"))))
-        return [self.authorizer.may(Privilege.READ, Securable.of_entry(kind, prefix, ns, name)) for ns, name in names]
+        return [self._may_read(Securable.of_entry(kind, prefix, ns, name)) for ns, name in names]
+
+    def _may_read(self, entry: Securable) -> bool:
+        """READ on the entry, and for a table the right to its metadata: an event carries what
+        loadTable would (snapshots with their summaries, schemas, properties), which a caller
+        restricted on the table reads only as a trusted engine (docs/read-restrictions.md)."""
+        grants = self.authorizer.grants()
+        if not grants.holds(Privilege.READ, entry):
+            return False
+        return entry.kind is not Kind.TABLE or grants.trusted_engine or grants.restrictions_on(entry) is None

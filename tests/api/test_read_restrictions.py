@@ -16,6 +16,7 @@ import pytest
 
 from tests.api.authz_support import MANAGEMENT, Caller, catalog_state
 from tests.api.tables_support import PREFIX, table_url, tables_url
+from tests.api.test_events import everything
 from tests.conftest import TEST_CLIENT_ID
 
 RESTRICTIONS = f"{MANAGEMENT}/warehouses/test/read-restrictions"
@@ -363,3 +364,27 @@ def test_a_restricted_caller_cannot_drop_a_namespace_with_its_restricted_tables_
     dropped = free.client.delete(f"{namespaces}/hr", params=recursive)
     assert dropped.status_code == 200, dropped.text
     assert client.get(people).status_code == 404
+
+
+def test_a_restricted_caller_reads_the_tables_events_only_as_a_trusted_engine(client, principals, people, readers):
+    """A table's events carry what loadTable would (its updates: snapshots with their summaries,
+    schemas, properties): the feed serves them to a caller restricted on the table only when it is a
+    trusted engine, as loadTable does; the other reader gets them as before."""
+    restricted, free = readers
+    update = {"requirements": [], "updates": [{"action": "set-properties", "updates": {"owner": "hr"}}]}
+    assert client.post(people, json=update).status_code == 200
+    assert restrict(client, ("role", restricted.role), _table(), **{"row-filter": EU_ONLY}).status_code == 200
+    principals.settle()
+
+    def about_people(caller: Caller) -> list[str]:
+        return [
+            event["operation"]["operation-type"]
+            for event in everything(caller.client)
+            if event["operation"].get("identifier", {}).get("name") == "people"
+        ]
+
+    assert about_people(free) == ["create-table", "update-table"]
+    assert about_people(restricted) == []
+    assert trust(client, restricted.name).status_code == 200
+    principals.settle()
+    assert about_people(restricted) == ["create-table", "update-table"]
