@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, redirect, render_template, request, url_for
 
+from app.console import federated
 from app.console.common import namespaces, ns_arg, ns_param, page_arg, size_arg, tables, views
 from app.edge.auth.console import OIDC_START, PREFIX, SESSION_COOKIE, SIGN_IN, safe_next
 from app.edge.context import services
@@ -52,13 +53,22 @@ def home() -> str:
 
 def warehouse(warehouse: str) -> str:
     token = page_arg()
-    namespaces().authorizer.authorize("listNamespaces", {"prefix": warehouse})
-    page = namespaces().list_namespaces(warehouse, None, token, size_arg())
-    return render_template("console/warehouse.html", warehouse=warehouse, namespaces=page.items, page=page)
+    remote = federated.federation(warehouse)
+    if remote is not None:  # its remote's namespaces (app/console/federated.py)
+        page = federated.namespaces(remote, warehouse, (), token)
+    else:
+        namespaces().authorizer.authorize("listNamespaces", {"prefix": warehouse})
+        page = namespaces().list_namespaces(warehouse, None, token, size_arg())
+    return render_template(
+        "console/warehouse.html", warehouse=warehouse, namespaces=page.items, page=page, federated=remote is not None
+    )
 
 
 def namespace(warehouse: str) -> str:
     levels = ns_arg()
+    remote = federated.federation(warehouse)
+    if remote is not None:
+        return _federated_namespace(remote, warehouse, levels)
     service = namespaces()
     # The API's rules: the namespace's metadata, its children, tables and views all need SEE on it
     # (a namespace the caller cannot see is the API's 404).
@@ -83,4 +93,21 @@ def namespace(warehouse: str) -> str:
         tables=listed["table"],
         views=listed["view"],
         query=query,
+    )
+
+
+def _federated_namespace(remote: federated.FederationService, warehouse: str, levels: tuple[str, ...]) -> str:
+    """A federated warehouse's namespace, as its remote lists it (no search by name: the spec has none)."""
+    which = request.args.get("list", "")
+    properties = federated.namespace_properties(remote, warehouse, levels)
+    return render_template(
+        "console/namespace.html",
+        warehouse=warehouse,
+        levels=levels,
+        properties=properties,
+        children=federated.namespaces(remote, warehouse, levels, federated.page_token(which, "namespace")),
+        tables=federated.names(remote, warehouse, levels, "table", federated.page_token(which, "table")),
+        views=federated.names(remote, warehouse, levels, "view", federated.page_token(which, "view")),
+        query="",
+        federated=True,
     )

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from flask import Blueprint, render_template, request, url_for
 from pyiceberg.expressions import AlwaysTrue
 
+from app.console import federated
 from app.console import table_model as model
 from app.console.common import name_arg, ns_arg, ns_param, tables, views
 from app.console.extras import TableAt, table_sections
@@ -76,11 +77,26 @@ PAGES: LruCache[str, model.TablePage] = LruCache(32)
 
 def table(warehouse: str) -> str:
     levels, name = ns_arg(), name_arg()
-    row = _table_row(warehouse, levels, name)
-    page = PAGES.get(row.metadata_location)
+    remote = federated.federation(warehouse)
+    if remote is not None:  # its remote's answer: no row of Growler's, no preview or sections
+        loaded = federated.load(remote, warehouse, levels, "table", name)
+        location, document = loaded["metadata-location"], json.dumps(loaded["metadata"])
+        restricted, sections, preview_url = None, [], None
+    else:
+        row = _table_row(warehouse, levels, name)
+        location, document = row.metadata_location, row.metadata
+        restricted = _restricted(warehouse, levels, name, row)
+        preview_url = url_for("console.preview", warehouse=warehouse, ns=ns_param(levels), name=name)
+        sections = None
+    # cached by location for Growler's own rows only: a remote's answer may name any location
+    cached = remote is None and bool(location)
+    page = PAGES.get(location) if cached else None
     if page is None:
-        page = model.TablePage.of(json.loads(row.metadata))
-        PAGES.put(row.metadata_location, page)
+        page = model.TablePage.of(json.loads(document))
+        if cached:
+            PAGES.put(location, page)
+    if sections is None:
+        sections = table_sections(TableAt(warehouse, levels, name, page.metadata.get("table-uuid")))
     first, second = _snapshot_arg("a"), _snapshot_arg("b")
     compared = model.compare(page.metadata, first, second) if first is not None and second is not None else None
     return render_template(
@@ -88,19 +104,19 @@ def table(warehouse: str) -> str:
         warehouse=warehouse,
         levels=levels,
         name=name,
-        location=row.metadata_location,
+        location=location,
         metadata=page.metadata,
         page=page,
-        restricted=_restricted(warehouse, levels, name, row),
+        restricted=restricted,
         snapshots=page.snapshots,
         refs=sorted((page.metadata.get("refs") or {}).items()),
         charted=model.CHARTED,
         compared=compared,
         compare_missing=(first is not None and second is not None and compared is None),
         when=model.when,
-        preview_url=url_for("console.preview", warehouse=warehouse, ns=ns_param(levels), name=name),
+        preview_url=preview_url,
         snippets=_snippets(warehouse, levels, name),
-        sections=table_sections(TableAt(warehouse, levels, name, page.metadata.get("table-uuid"))),
+        sections=sections,
     )
 
 
@@ -116,16 +132,22 @@ def preview(warehouse: str) -> str:
 
 def view(warehouse: str) -> str:
     levels, name = ns_arg(), name_arg()
-    service = views()
-    service.entries.authorizer.authorize("loadView", {"prefix": warehouse, "namespace": ns_param(levels), "view": name})
-    loaded = service.load_view(warehouse, levels, name)
-    metadata = json.loads(loaded.metadata)
+    remote = federated.federation(warehouse)
+    if remote is not None:
+        answer = federated.load(remote, warehouse, levels, "view", name)
+        location, metadata = answer["metadata-location"], answer["metadata"]
+    else:
+        service = views()
+        params = {"prefix": warehouse, "namespace": ns_param(levels), "view": name}
+        service.entries.authorizer.authorize("loadView", params)
+        loaded = service.load_view(warehouse, levels, name)
+        location, metadata = loaded.metadata_location, json.loads(loaded.metadata)
     return render_template(
         "console/view.html",
         warehouse=warehouse,
         levels=levels,
         name=name,
-        location=loaded.metadata_location,
+        location=location,
         metadata=metadata,
         versions=model.view_versions(metadata),
         schema=model.view_schema(metadata),

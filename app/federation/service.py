@@ -26,7 +26,7 @@ import json
 import threading
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import parse_qsl, quote
+from urllib.parse import parse_qsl, quote, urlencode
 
 import urllib3
 
@@ -111,6 +111,17 @@ SESSION_KEYS = frozenset({"token", "credential"})
 # What of the client's request reaches the remote (never its Authorization).
 FORWARDED_HEADERS = ("content-type", "x-iceberg-access-delegation", "idempotency-key", "if-none-match", "accept")
 _LISTED = frozenset({"listTables", "listViews"})
+
+
+class RemoteRefused(CatalogError):
+    """The remote's Iceberg error, as ``forward`` passes it on: its status, type and message."""
+
+    def __init__(self, status: int, body: Any) -> None:
+        error = body.get("error") if isinstance(body, dict) else None
+        found = error if isinstance(error, dict) else {}
+        super().__init__(str(found.get("message") or f"The remote catalog answered {status}"))
+        self.code = status
+        self.error_type = str(found.get("type") or "RemoteCatalogException")
 
 
 class FederationService:
@@ -229,6 +240,19 @@ class FederationService:
         if operation_id in WRITES and answer.status < 300:  # the remote's refusal changed nothing
             self._record(prefix, operation_id, path_values, request, answer, known)
         return answer
+
+    def read(self, prefix: str, operation_id: str, spec_path: str, values: dict[str, str], **query: str) -> Any:
+        """A read of the warehouse's remote for the console (already authorized, as the API's): the
+        answer's JSON, filtered by the caller's grants as ``forward`` filters the API's; the
+        remote's refusal raised with its status, type and message."""
+        remote = self.remote_of(prefix)
+        if remote is None or operation_id not in READS:
+            raise NoSuchWarehouse(f"Warehouse {prefix} is not a federated warehouse")
+        params = urlencode({key: value for key, value in query.items() if value}).encode()
+        answer = self.forward(remote, operation_id, "GET", spec_path, {"prefix": prefix, **values}, params, {}, None)
+        if answer.status >= 400:
+            raise RemoteRefused(answer.status, answer.data)
+        return answer.data
 
     # -- the change feed (app/federation/changes.py) ---------------------------------------------
 
