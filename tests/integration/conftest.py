@@ -17,6 +17,7 @@ import pytest
 from storage.objects import S3ObjectStore
 from tests.conftest import TEST_CREDENTIAL, auth_env_for_tests
 from tests.integration.bearer import BEARER, BearerForTestServers
+from tests.integration.rest_reference_support import ReferenceServer
 
 REPO = Path(__file__).resolve().parents[2]
 # A hang guard for a server's start, not a speed: two workers took over 60 s to boot on a machine
@@ -125,6 +126,16 @@ def server(settings, app, tmp_path_factory) -> Iterator[Server]:
         yield running
     finally:
         stop_server(running)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> Iterator[ReferenceServer]:
+    """Iceberg's own REST catalog server, a federated warehouse's remote: one per test module."""
+    running = ReferenceServer(tmp_path_factory.mktemp("rest-reference"))
+    try:
+        yield running
+    finally:
+        running.stop()
 
 
 @pytest.fixture

@@ -17,16 +17,11 @@ names another directory. Missing jars are an error, not a skip.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import signal
-import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -38,82 +33,12 @@ from pyiceberg.exceptions import ForbiddenError
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
-from scripts.processes import free_port
 from tests.conftest import TEST_CREDENTIAL, TEST_SECRETS_KEY
-from tests.integration.conftest import REPO
 from tests.integration.proc_support import wait_for
 
-ICEBERG_VERSION = "1.11.0"
-SERVER_CLASS = "org.apache.iceberg.rest.RESTCatalogServer"
 MANAGEMENT = "/management/v1"
-START_TIMEOUT_S = 60  # a hang guard: the server starts in about a second
 SETTLE_S = 10  # grants reach every worker within a poll (twice a second)
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "name", StringType(), required=False))
-
-
-def _libs() -> Path:
-    default = REPO / ".cache" / f"bench-java-{ICEBERG_VERSION}" / "libs"
-    libs = Path(os.environ.get("GROWLER_REST_REFERENCE_LIBS") or default)
-    if not any(libs.glob("iceberg-open-api-*-test-fixtures.jar")) or not any(libs.glob("jetty-server-*.jar")):
-        raise RuntimeError(f"no Iceberg REST reference server in {libs}: run make rest-reference")
-    return libs
-
-
-def _java() -> str:
-    home = os.environ.get("GROWLER_RCK_JAVA_HOME")
-    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
-    if not found:
-        raise RuntimeError("no java: install a JDK 17")
-    return found
-
-
-class ReferenceServer:
-    """RESTCatalogServer in a process group of its own, on a free port."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CATALOG_")}
-        env.update(
-            CATALOG_CATALOG__IMPL="org.apache.iceberg.jdbc.JdbcCatalog",
-            CATALOG_URI=f"jdbc:sqlite:file:{root / 'catalog.db'}",
-            CATALOG_JDBC_SCHEMA__VERSION="V1",
-            CATALOG_WAREHOUSE=f"file:{root / 'warehouse'}",
-            CATALOG_REST_PORT=str(self.port),
-            REST_PORT=str(self.port),
-        )
-        self.log = open(root / "reference.log", "wb")  # noqa: SIM115 - closed in stop()
-        self.process = subprocess.Popen(
-            [_java(), "-Xmx256m", "-cp", f"{_libs()}/*", SERVER_CLASS],
-            cwd=root,
-            env=env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        wait_for(self._ready, f"the Iceberg REST reference server on {self.url}", START_TIMEOUT_S)
-
-    def _ready(self) -> bool:
-        if self.process.poll() is not None:
-            raise RuntimeError(f"the reference server exited: {(self.root / 'reference.log').read_text()[-2000:]}")
-        try:
-            return httpx.get(f"{self.url}/v1/config", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    def get(self, path: str) -> httpx.Response:
-        return httpx.get(f"{self.url}/v1/{path}", timeout=10)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
-        self.log.close()
 
 
 class TinyRemote:
@@ -153,15 +78,6 @@ class TinyRemote:
 # -- fixtures --------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> Iterator[ReferenceServer]:
-    running = ReferenceServer(tmp_path_factory.mktemp("rest-reference"))
-    try:
-        yield running
-    finally:
-        running.stop()
-
-
 def _create_warehouse(server, federation: dict[str, Any]) -> str:
     name = f"fed-{uuid.uuid4().hex[:10]}"
     response = httpx.post(f"{server.url}{MANAGEMENT}/warehouses", json={"name": name, "federation": federation})
@@ -180,18 +96,24 @@ def _catalog(server, warehouse: str, credential: str = TEST_CREDENTIAL) -> RestC
 
 def _principal(server) -> tuple[str, str, dict[str, str]]:
     """A new principal with a role of its own and no grants: (name, role, its auth header)."""
+    name, role, secret = new_principal(server)
+    token = httpx.post(
+        f"{server.url}/v1/oauth/tokens",
+        data={"grant_type": "client_credentials", "client_id": name, "client_secret": secret},
+    )
+    assert token.status_code == 200, token.text
+    return name, role, {"Authorization": f"Bearer {token.json()['access_token']}"}
+
+
+def new_principal(server) -> tuple[str, str, str]:
+    """A new principal with a role of its own and no grants: (name, role, its client secret)."""
     name = f"fed-user-{uuid.uuid4().hex[:8]}"
     created = httpx.post(f"{server.url}{MANAGEMENT}/principals", json={"name": name})
     assert created.status_code == 201, created.text
     role = f"role-{name}"
     assert httpx.post(f"{server.url}{MANAGEMENT}/roles", json={"name": role}).status_code == 201
     assert httpx.put(f"{server.url}{MANAGEMENT}/roles/{role}/members/{name}").status_code == 204
-    token = httpx.post(
-        f"{server.url}/v1/oauth/tokens",
-        data={"grant_type": "client_credentials", "client_id": name, "client_secret": created.json()["client-secret"]},
-    )
-    assert token.status_code == 200, token.text
-    return name, role, {"Authorization": f"Bearer {token.json()['access_token']}"}
+    return name, role, created.json()["client-secret"]
 
 
 def _grant(server, role: str, privilege: str, securable: dict[str, Any]) -> None:

@@ -7,34 +7,21 @@ from __future__ import annotations
 
 import html
 import re
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 
 from tests.api.test_console import sign_in
 from tests.conftest import TEST_CLIENT_ID, TEST_CLIENT_SECRET
 from tests.integration.proc_support import wait_for
 from tests.integration.test_federation import (
-    MANAGEMENT,
     SCHEMA,
     SETTLE_S,
-    ReferenceServer,
     _catalog,
     _create_warehouse,
     _grant,
+    new_principal,
 )
-
-
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> Iterator[ReferenceServer]:
-    running = ReferenceServer(tmp_path_factory.mktemp("rest-reference-console"))
-    try:
-        yield running
-    finally:
-        running.stop()
 
 
 def _browser(server, client_id: str, secret: str) -> httpx.Client:
@@ -76,14 +63,9 @@ def test_the_console_browses_a_federated_warehouse_as_its_remote_answers_under_g
     assert missing.status_code == 404  # the remote's NoSuchTableException, passed on
 
     # a principal that may read one table sees that table only, and is refused the other's page
-    name = f"fed-console-{uuid.uuid4().hex[:8]}"
-    created = httpx.post(f"{server.url}{MANAGEMENT}/principals", json={"name": name})
-    assert created.status_code == 201, created.text
-    role = f"role-{name}"
-    assert httpx.post(f"{server.url}{MANAGEMENT}/roles", json={"name": role}).status_code == 201
-    assert httpx.put(f"{server.url}{MANAGEMENT}/roles/{role}/members/{name}").status_code == 204
+    name, role, secret = new_principal(server)
     _grant(server, role, "read", {"type": "table", "warehouse": federated, "namespace": ["shop"], "name": "orders"})
-    reader = _browser(server, name, created.json()["client-secret"])
+    reader = _browser(server, name, secret)
     wait_for(
         lambda: _listed(reader.get(f"/ui/w/{federated}/namespace", params={"ns": "shop"}).text, "tables") == ["orders"],
         "the grant to reach the workers",
