@@ -59,9 +59,7 @@ def warehouse(warehouse: str) -> str:
     else:
         namespaces().authorizer.authorize("listNamespaces", {"prefix": warehouse})
         page = namespaces().list_namespaces(warehouse, None, token, size_arg())
-    return render_template(
-        "console/warehouse.html", warehouse=warehouse, namespaces=page.items, page=page, federated=remote is not None
-    )
+    return render_template("console/warehouse.html", warehouse=warehouse, namespaces=page.items, page=page)
 
 
 def namespace(warehouse: str) -> str:
