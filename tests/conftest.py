@@ -36,12 +36,14 @@ TEST_CLIENT_SECRET = "test-admin-secret"
 TEST_KEY_PASSWORD = "growler-test-key-password"
 # Encrypts the storage keys of warehouses made through the management API (GROWLER_SECRETS_KEY).
 TEST_SECRETS_KEY = "22LTy4sZez88TuZrpqh-WSGz8EFNeNEawifAMmIa3sU="
-# Empties the catalog (warehouses, principals and roles kept): every API test starts from it.
+# Empties the catalog (warehouses, principals and roles kept): every API test starts from it. Purge
+# jobs too: a purge a busy machine made fail is put off for a minute, and would otherwise stand in
+# the next tests' "every purge ran" waits and counts.
 TRUNCATE_CATALOG = (
     "TRUNCATE role_grant, read_restriction, bin_read_restriction, view_definer, maintenance_policy,"
     " maintenance_lease,"
     " maintenance_run, scan_plan_page, scan_plan, catalog_function, staged_table, catalog_entry, namespace,"
-    " bin_grant, bin_function, bin_entry, bin_namespace, bin_unit,"
+    " bin_grant, bin_function, bin_entry, bin_namespace, bin_unit, purge_job,"
     " change_event, event_stream, event_dead_letter, event_sink_cursor, event_sink;"
     " UPDATE warehouse SET protected = false WHERE protected"
 )
