@@ -232,6 +232,10 @@ def set_principal_trusted_engine(services: Services, principal: str, body: Trust
     return services.management.set_trusted_engine(principal, body.trusted_engine), 200
 
 
+def set_role_trusted_engine(services: Services, role: str, body: TrustedEngineRequest):
+    return services.management.set_role_trusted_engine(role, body.trusted_engine), 200
+
+
 # -- the change feed's push sinks ----------------------------------------------------------
 
 

@@ -54,8 +54,10 @@ _HOLDINGS = (
     "           FROM (" + RESTRICTION_SELECT + " WHERE r.role_id IN (SELECT role_id FROM held)"
     "                 OR r.principal = %(principal)s) restricted), '[]'::json) AS restrictions,"
     " ARRAY(SELECT r.name FROM role r JOIN held h ON h.role_id = r.id ORDER BY r.name) AS roles,"
-    " EXISTS (SELECT 1 FROM principal WHERE client_id = %(principal)s AND trusted_engine AND deleted_at IS NULL"
-    "         AND %(own)s) AS trusted_engine"
+    # a trusted engine: marked itself (a principal of our own), or holding a marked role (0034)
+    " (EXISTS (SELECT 1 FROM principal WHERE client_id = %(principal)s AND trusted_engine AND deleted_at IS NULL"
+    "          AND %(own)s)"
+    "  OR EXISTS (SELECT 1 FROM role r JOIN held h ON h.role_id = r.id WHERE r.trusted_engine)) AS trusted_engine"
 )
 
 

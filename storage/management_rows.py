@@ -44,6 +44,7 @@ class GrantRow:
 class RoleRow:
     name: str
     created_at: str
+    trusted_engine: bool = False
 
 
 class ManagementRows(WarehouseRows):
@@ -57,7 +58,8 @@ class ManagementRows(WarehouseRows):
         ``events`` in its transaction when it changes something (storage/events.py)."""
         with self.db.transaction() as conn:
             row = conn.execute(
-                "INSERT INTO role (name) VALUES (%s) ON CONFLICT (name) DO NOTHING RETURNING name, created_at",
+                "INSERT INTO role (name) VALUES (%s) ON CONFLICT (name) DO NOTHING"
+                " RETURNING name, created_at, trusted_engine",
                 (name,),
             ).fetchone()
             if row:
@@ -66,7 +68,18 @@ class ManagementRows(WarehouseRows):
 
     def get_role(self, name: str) -> RoleRow | None:
         with self.db.connection() as conn:
-            row = conn.execute("SELECT name, created_at FROM role WHERE name = %s", (name,)).fetchone()
+            row = conn.execute("SELECT name, created_at, trusted_engine FROM role WHERE name = %s", (name,)).fetchone()
+        return _role(row) if row else None
+
+    def set_role_trusted_engine(self, name: str, trusted: bool, *, events: Sequence[ChangeEvent]) -> RoleRow | None:
+        """Mark a role's holders as trusted engines (or not), with ``events``; None: no such role."""
+        with self.db.transaction() as conn:
+            row = conn.execute(
+                "UPDATE role SET trusted_engine = %s WHERE name = %s RETURNING name, created_at, trusted_engine",
+                (trusted, name),
+            ).fetchone()
+            if row:
+                record_events(conn, events)
         return _role(row) if row else None
 
     def list_roles(self, after: str | None, limit: int | None) -> list[str]:
@@ -229,7 +242,7 @@ GRANT_SELECT = (
 
 
 def _role(row: dict[str, Any]) -> RoleRow:
-    return RoleRow(row["name"], row["created_at"].isoformat())
+    return RoleRow(row["name"], row["created_at"].isoformat(), bool(row.get("trusted_engine")))
 
 
 def _grant(row: dict[str, Any]) -> GrantRow:

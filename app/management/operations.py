@@ -320,6 +320,9 @@ MANAGEMENT_OPERATIONS: dict[str, Managed] = {
     "setPrincipalTrustedEngine": Managed(
         lambda gate, call: gate.require_admin("set-trusted-engine", _principal_target(call), "mark trusted engines")
     ),
+    "setRoleTrustedEngine": Managed(
+        lambda gate, call: gate.require_admin("set-trusted-engine", _role_target(call), "mark trusted engines")
+    ),
     # the change feed's push sinks (app/event_sinks/service.py): administrators'
     "listEventSinks": _sinks("list-event-sinks"),
     "createEventSink": _sinks("create-event-sink", lambda call: {"sink": call.body.name, "kind": call.body.kind}),

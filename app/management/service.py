@@ -42,7 +42,7 @@ from app.rules.requests.management import (
     UpdateWarehouseRequest,
 )
 from app.storage_access.delegation import CREDENTIALS_MODES, REMOTE_SIGNING, STATIC
-from storage.management_rows import GrantRow, ManagementRows, Securable
+from storage.management_rows import GrantRow, ManagementRows, RoleRow, Securable
 from storage.warehouses import KEEP, DeletionPolicy, WarehouseRow
 
 PRIVILEGES = tuple(privilege.value for privilege in Privilege)
@@ -154,7 +154,7 @@ class ManagementService:
         if row is None:
             raise AlreadyExists(f"Role already exists: {name}")
         self._changed("create-role", who, {"role": name})
-        return {"name": row.name, "created-at": row.created_at}
+        return _role_view(row)
 
     def list_roles(self, page_token: str | None, page_size: int | None) -> Page:
         return self._page_of_names(self._window(scope("listRoles"), page_token, page_size), self.rows.list_roles)
@@ -163,7 +163,18 @@ class ManagementService:
         row = self.rows.get_role(name)
         if row is None:
             raise NoSuchRole(f"Role does not exist: {name}")
-        return {"name": row.name, "created-at": row.created_at}
+        return _role_view(row)
+
+    def set_role_trusted_engine(self, name: str, trusted: bool) -> dict[str, Any]:
+        """Mark a role's holders as trusted engines (docs/read-restrictions.md): the way to trust an
+        identity provider's principals, which Growler knows only by their token's roles claim."""
+        who = self.rights.caller()
+        target = {"role": name, "trusted-engine": trusted}
+        row = self.rows.set_role_trusted_engine(name, trusted, events=management_events("x-set-trusted-engine", target))
+        if row is None:
+            raise NoSuchRole(f"Role does not exist: {name}")
+        self._changed("set-trusted-engine", who, target)
+        return _role_view(row)
 
     def delete_role(self, name: str) -> None:
         who = self.rights.caller()
@@ -524,3 +535,7 @@ def _s3_location(text: object, what: str) -> Location:
 def _slice(names: list[str], after: str | None, limit: int | None) -> list[str]:
     rest = [name for name in names if after is None or name > after]
     return rest if limit is None else rest[:limit]
+
+
+def _role_view(row: RoleRow) -> dict[str, Any]:
+    return {"name": row.name, "created-at": row.created_at, "trusted-engine": row.trusted_engine}

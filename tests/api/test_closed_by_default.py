@@ -109,6 +109,7 @@ BODIES: dict[str, Any] = {
     },
     "removeReadRestriction": {"securable": {"type": "warehouse"}, "grantee": {"type": "principal", "name": "intruder"}},
     "setPrincipalTrustedEngine": {"trusted-engine": True},
+    "setRoleTrustedEngine": {"trusted-engine": True},
     "createEventSink": {"name": "hook", "kind": "webhook", "url": "http://127.0.0.1:9/"},
     "attachMaintenancePolicy": {
         "policy-type": "system.snapshot-expiry",

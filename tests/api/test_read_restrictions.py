@@ -388,3 +388,37 @@ def test_a_restricted_caller_reads_the_tables_events_only_as_a_trusted_engine(cl
     assert trust(client, restricted.name).status_code == 200
     principals.settle()
     assert about_people(restricted) == ["create-table", "update-table"]
+
+
+def test_a_role_marked_trusted_makes_its_holders_trusted_engines(client, principals, people, readers, db):
+    """setRoleTrustedEngine (administrators): every holder of the role is a trusted engine - the
+    way to trust an identity provider's principals (tests/integration: Keycloak) - and unmarking
+    it closes the door again; a grant manager may not mark one."""
+    restricted, free = readers
+    assert restrict(client, ("role", restricted.role), _table(), **{"row-filter": EU_ONLY}).status_code == 200
+    principals.settle()
+    assert restricted.client.get(people).status_code == 403
+
+    engines = principals.create_role(f"engines-{uuid.uuid4().hex[:8]}")
+    assert client.put(f"{MANAGEMENT}/roles/{engines}/members/{restricted.name}").status_code == 204
+    assert client.get(f"{MANAGEMENT}/roles/{engines}").json()["trusted-engine"] is False
+    principals.grant_role(free.role, "manage-grants", "warehouse", "test")
+    principals.settle()
+    refused = free.client.put(f"{MANAGEMENT}/roles/{engines}/trusted-engine", json={"trusted-engine": True})
+    assert refused.status_code == 403, refused.text
+    marked = client.put(f"{MANAGEMENT}/roles/{engines}/trusted-engine", json={"trusted-engine": True})
+    assert marked.status_code == 200, marked.text
+    assert marked.json()["trusted-engine"] is True
+    assert client.get(f"{MANAGEMENT}/roles/{engines}").json()["trusted-engine"] is True
+    newest = "SELECT operation->>'custom-type' FROM change_event WHERE stream = 0 ORDER BY position DESC LIMIT 1"
+    assert db.execute(newest).fetchone()[0] == "x-set-trusted-engine"
+    principals.settle()
+    answer = restricted.client.get(people)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["read-restrictions"]["required-row-filter"] == EU_ONLY
+
+    assert client.put(f"{MANAGEMENT}/roles/{engines}/trusted-engine", json={"trusted-engine": False}).status_code == 200
+    principals.settle()
+    assert restricted.client.get(people).status_code == 403
+    missing = client.put(f"{MANAGEMENT}/roles/no-such-role/trusted-engine", json={"trusted-engine": True})
+    assert missing.status_code == 404

@@ -105,6 +105,52 @@ def test_idp_and_own_tokens_are_accepted_at_once(mixed_app, keycloak, capsys):
     assert idp_token not in err
 
 
+def test_an_idp_principal_is_a_trusted_engine_through_a_role_its_token_names(mixed_app, keycloak):
+    """Read restrictions meet the IdP: a restricted principal known only by its token is refused a
+    restricted table's metadata (403) until a role its token's roles claim names is marked a
+    trusted engine (setRoleTrustedEngine); then loadTable carries the spec's read-restrictions."""
+    from tests.api.test_read_restrictions import EU_ONLY, PEOPLE
+
+    admin = mixed_app.test_client(headers={"Authorization": f"Bearer {fetch_token(mixed_app.test_client())}"})
+    tag = uuid.uuid4().hex[:8]
+    namespace, readers, engines, client = f"idp_{tag}", f"idp-readers-{tag}", f"idp-engines-{tag}", f"engine-{tag}"
+    assert admin.post("/v1/test/namespaces", json={"namespace": [namespace]}).status_code == 200
+    table = f"/v1/test/namespaces/{namespace}/tables/people"
+    created = admin.post(f"/v1/test/namespaces/{namespace}/tables", json={"name": "people", "schema": PEOPLE})
+    assert created.status_code == 200, created.text
+    management = "/management/v1"
+    for role in (readers, engines):
+        assert admin.post(f"{management}/roles", json={"name": role}).status_code == 201
+    securable = {"type": "table", "warehouse": "test", "namespace": [namespace], "name": "people"}
+    grant = {"privilege": "read", "securable": securable}
+    assert admin.post(f"{management}/roles/{readers}/grants", json=grant).status_code == 201
+    on_table = {"type": "table", "namespace": [namespace], "name": "people"}  # the warehouse: the path's
+    restriction = {"securable": on_table, "grantee": {"type": "role", "name": readers}, "row-filter": EU_ONLY}
+    restricted = admin.post(f"{management}/warehouses/test/read-restrictions", json=restriction)
+    assert restricted.status_code == 200, restricted.text
+
+    keycloak.create_client(REALM, client, "engine-secret", AUDIENCE)
+    keycloak.give_realm_role(REALM, client, readers)
+    engine = mixed_app.test_client()
+
+    def load() -> object:
+        token = keycloak.client_token(REALM, client, "engine-secret")
+        return engine.get(table, headers={"Authorization": f"Bearer {token}"})
+
+    refused = load()
+    assert refused.status_code == 403, refused.text
+    assert "not a trusted engine" in refused.json()["error"]["message"]
+    keycloak.give_realm_role(REALM, client, engines)
+    assert load().status_code == 403  # holding the role changes nothing until it is marked
+    marked = admin.put(f"{management}/roles/{engines}/trusted-engine", json={"trusted-engine": True})
+    assert marked.status_code == 200, marked.text
+    deadline = time.monotonic() + 10  # the authorization state's poll (twice a second)
+    while (answer := load()).status_code != 200:
+        assert time.monotonic() < deadline, answer.text
+        time.sleep(0.1)
+    assert answer.json()["read-restrictions"]["required-row-filter"] == EU_ONLY
+
+
 def test_wrong_audience_is_refused(mixed_app, keycloak):
     before = _failures("audience")
     token = keycloak.client_token(REALM, "elsewhere", "elsewhere-secret")

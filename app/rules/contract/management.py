@@ -220,6 +220,10 @@ class Role(ContractModel):
     )
     name: str
     created_at: Annotated[AwareDatetime, Field(alias="created-at")]
+    trusted_engine: Annotated[
+        bool | None,
+        Field(alias="trusted-engine", description="Its holders are trusted engines (setRoleTrustedEngine)."),
+    ] = None
 
 
 class ListRolesResponse(ContractModel):

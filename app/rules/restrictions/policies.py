@@ -201,7 +201,8 @@ def untrusted_message(table: str, principal: str | None) -> str:
     return (
         f"Table {table} has read restrictions for {who}, which is not a trusted engine: no metadata or storage"
         " access is given for it. Read it through an engine whose principal an administrator marked as a"
-        " trusted engine (management API: PUT /principals/{principal}/trusted-engine), or through Growler's console"
+        " trusted engine (management API: PUT /principals/{principal}/trusted-engine, or"
+        " PUT /roles/{role}/trusted-engine for a role it holds), or through Growler's console"
     )
 
 
