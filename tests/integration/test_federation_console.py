@@ -61,6 +61,31 @@ def test_the_console_browses_a_federated_warehouse_as_its_remote_answers_under_g
     assert 'id="preview-link"' not in table.text  # Growler's keys do not read a remote's files
     missing = admin.get(f"/ui/w/{federated}/table", params={"ns": "shop", "name": "nothing"})
     assert missing.status_code == 404  # the remote's NoSuchTableException, passed on
+    view = {
+        "name": "recent",
+        "schema": {
+            "type": "struct",
+            "schema-id": 0,
+            "fields": [{"id": 1, "name": "id", "type": "long", "required": False}],
+        },
+        "view-version": {
+            "version-id": 1,
+            "timestamp-ms": 1_700_000_000_000,
+            "schema-id": 0,
+            "summary": {"engine-name": "test"},
+            "representations": [{"type": "sql", "sql": "SELECT id FROM shop.orders", "dialect": "spark"}],
+            "default-namespace": ["shop"],
+        },
+        "properties": {},
+    }
+    created = httpx.post(f"{server.url}/v1/{federated}/namespaces/shop/views", json=view)
+    assert created.status_code == 200, created.text
+    listed = admin.get(f"/ui/w/{federated}/namespace", params={"ns": "shop"})
+    assert _listed(listed.text, "views") == ["recent"]
+    view_page = admin.get(f"/ui/w/{federated}/view", params={"ns": "shop", "name": "recent"})
+    assert view_page.status_code == 200, view_page.text
+    assert "SELECT id FROM shop.orders" in html.unescape(view_page.text)
+    assert created.json()["metadata-location"] in view_page.text
 
     # a principal that may read one table sees that table only, and is refused the other's page
     name, role, secret = new_principal(server)
