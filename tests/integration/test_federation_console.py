@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 
 from tests.api.test_console import sign_in
+from tests.api.test_read_restrictions import view_body
 from tests.conftest import TEST_CLIENT_ID, TEST_CLIENT_SECRET
 from tests.integration.proc_support import wait_for
 from tests.integration.test_federation import (
@@ -61,23 +62,7 @@ def test_the_console_browses_a_federated_warehouse_as_its_remote_answers_under_g
     assert 'id="preview-link"' not in table.text  # Growler's keys do not read a remote's files
     missing = admin.get(f"/ui/w/{federated}/table", params={"ns": "shop", "name": "nothing"})
     assert missing.status_code == 404  # the remote's NoSuchTableException, passed on
-    view = {
-        "name": "recent",
-        "schema": {
-            "type": "struct",
-            "schema-id": 0,
-            "fields": [{"id": 1, "name": "id", "type": "long", "required": False}],
-        },
-        "view-version": {
-            "version-id": 1,
-            "timestamp-ms": 1_700_000_000_000,
-            "schema-id": 0,
-            "summary": {"engine-name": "test"},
-            "representations": [{"type": "sql", "sql": "SELECT id FROM shop.orders", "dialect": "spark"}],
-            "default-namespace": ["shop"],
-        },
-        "properties": {},
-    }
+    view = view_body("recent", "SELECT id FROM shop.orders", "shop")
     created = httpx.post(f"{server.url}/v1/{federated}/namespaces/shop/views", json=view)
     assert created.status_code == 200, created.text
     listed = admin.get(f"/ui/w/{federated}/namespace", params={"ns": "shop"})
