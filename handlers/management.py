@@ -1,8 +1,10 @@
 """The management API (openapi/management.yaml, under /management/v1): thin handlers.
 
 Each parses its arguments, calls one ``ManagementService`` method (app/management/service.py, which
-checks the caller and audits the change) - or one of ``RecycleBinService`` (app/recycle_bin/service.py) or
-``ProtectionService`` (app/protection/service.py) - and renders the answer.
+checks the caller and audits the change; principals', roles' and members' methods are its part
+``Identities``'s, app/management/identities.py, handed out as its own) - or one of
+``RecycleBinService`` (app/recycle_bin/service.py) or ``ProtectionService``
+(app/protection/service.py) - and renders the answer.
 """
 
 from __future__ import annotations

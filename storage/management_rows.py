@@ -3,10 +3,10 @@ whose statements live in ``storage/warehouses.py`` (``ManagementRows`` derives f
 so that the management service reaches all it manages through one object).
 
 The rules (who may manage, what a valid name or privilege is, encryption of storage keys) live in
-``app/management/service.py``. Every change bumps ``auth_state.version`` in the same transaction, so every
-worker drops what it cached (decisions, warehouse rows) within a poll (app/edge/auth/state.py):
-for roles, members and grants the triggers of migration 0011 do it (whoever writes), for
-warehouses ``storage/warehouses.py``.
+``app/management/service.py`` (principals' and roles': ``app/management/identities.py``). Every
+change bumps ``auth_state.version`` in the same transaction, so every worker drops what it cached
+(decisions, warehouse rows) within a poll (app/edge/auth/state.py): for roles, members and grants
+the triggers of migration 0011 do it (whoever writes), for warehouses ``storage/warehouses.py``.
 Listings are keyset-paginated: ``after`` is the last key of the previous page, ``limit`` rows at most.
 """
 

@@ -7,6 +7,7 @@ from app.composition.catalog import Catalog
 from app.composition.storage import Foundation
 from app.housekeeping import Housekeeper
 from app.maintenance.service import MaintenanceService
+from app.management.identities import Identities
 from app.management.service import ManagementService
 from app.restrictions.service import RestrictionService
 from storage.audit import AuditRows
@@ -15,10 +16,14 @@ from storage.restriction_rows import RestrictionRows
 
 
 def build_management(base: Foundation) -> ManagementService:
+    """The management API's service, composed of its principals' and roles' part (``Identities``)
+    built first on the same rows, rights and page tokens."""
+    rows = ManagementRows(base.database)
+    identities = Identities(base.settings, rows, base.auth.principals, rights=base.rights, page_tokens=base.page_tokens)
     return ManagementService(
         base.settings,
-        ManagementRows(base.database),
-        base.auth.principals,
+        rows,
+        identities,
         base.warehouses,
         rights=base.rights,
         page_tokens=base.page_tokens,

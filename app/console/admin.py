@@ -1,4 +1,5 @@
-"""Administration: principals, roles, members, grants and warehouses, through app/management/service.py.
+"""Administration: principals, roles, members, grants and warehouses, through app/management/service.py
+(principals, roles and members: its part app/management/identities.py, whose methods it hands out).
 
 Every action is the management API's method, so the same rights decide (app/management/rights.py):
 a principal who may not manage gets the API's 403 as a page. A new or rotated secret is shown once,
