@@ -20,7 +20,13 @@ from app.management.principals import Credential
 from app.management.service import grant_view, warehouse_view
 from app.protection.service import mark_view
 from app.recycle_bin.service import unit_view
-from app.rules.contract.management import ReadRestrictionPolicy, ReadRestrictionTarget, TrustedEngineRequest
+from app.rules.contract.management import (
+    MoveTableRequest,
+    ReadRestrictionPolicy,
+    ReadRestrictionTarget,
+    TableMoveSource,
+    TrustedEngineRequest,
+)
 from app.rules.identifiers import parse_namespace
 from app.rules.requests.management import (
     AttachPolicyRequest,
@@ -236,6 +242,22 @@ def set_principal_trusted_engine(services: Services, principal: str, body: Trust
 
 def set_role_trusted_engine(services: Services, role: str, body: TrustedEngineRequest):
     return services.management.set_role_trusted_engine(role, body.trusted_engine), 200
+
+
+# -- moving tables home from federated warehouses (issue 50) ---------------------------------
+
+
+def list_table_moves(services: Services, warehouse: str):
+    return {"moves": services.table_moves.list(warehouse)}, 200
+
+
+def move_table_home(services: Services, warehouse: str, body: MoveTableRequest):
+    return services.table_moves.move(warehouse, body), 200
+
+
+def undo_table_move(services: Services, warehouse: str, body: TableMoveSource):
+    services.table_moves.undo(warehouse, body)
+    return no_content()
 
 
 # -- the change feed's push sinks ----------------------------------------------------------

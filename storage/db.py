@@ -33,7 +33,7 @@ from psycopg.rows import dict_row, tuple_row
 from psycopg.types.json import set_json_dumps
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
 
-from app.ground.errors import AlreadyExists, BadRequest, CatalogError, ServiceUnavailable
+from app.ground.errors import AlreadyExists, BadRequest, CatalogError, ServiceUnavailable, TableMoved
 from app.ground.limits import dumps
 
 log = logging.getLogger(__name__)
@@ -467,6 +467,15 @@ def translate_errors() -> Iterator[None]:
         yield
     except CatalogError:
         raise
+    except pg_errors.ForeignKeyViolation as exc:
+        if exc.diag.constraint_name != "table_move_entry":
+            raise
+        # a drop or unregister of a table moved home whose remote copy is still there (migration 0035)
+        raise TableMoved(
+            "The table was moved home from a federated warehouse whose remote catalog still holds its copy,"
+            " which reads the same files: finish the move (moveTableHome with remote drop) or undo it"
+            " (undoTableMove) first"
+        ) from exc
     except pg_errors.UniqueViolation as exc:
         # Not the server's detail: it quotes the table and key columns of the catalog's schema.
         raise AlreadyExists("The name or object already exists") from exc

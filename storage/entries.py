@@ -25,6 +25,7 @@ from storage.namespaces import PAGE_UNDER, dotted, page_under
 from storage.placement import Claim, claim, overlapping_entries
 from storage.protection_rows import entry_protection, refuse_entry_if_protected, refuse_if_protected
 from storage.rows import EntryRow
+from storage.table_moves import MovedFrom, end_move, insert_move
 
 _LOAD_ENTRY = (
     "SELECT e.id, e.kind, e.uuid::text AS uuid, e.location, e.metadata_location, {metadata} AS metadata,"
@@ -160,12 +161,14 @@ class EntryRows:
         placed: Claim | None = None,
         *,
         events: Sequence[ChangeEvent],
+        moved_from: MovedFrom | None = None,
     ) -> int:
         """Register a new table or view; AlreadyExists if the name is taken by either kind.
 
         ``before_commit`` runs after the statements, before the commit (see ``swap_metadata``).
         ``placed``: the locations it will own, claimed in the same transaction (storage/placement.py).
         ``events``: the change's events, written last (storage/events.py).
+        ``moved_from``: a table moved home from a federated warehouse (storage/table_moves.py).
         """
         with self.db.transaction() as conn:
             try:
@@ -181,6 +184,8 @@ class EntryRows:
                 if placed is not None:  # after the insert: a name already taken is AlreadyExists first
                     claim(conn, [replace(placed, entry_id=row["id"])])
                 settle_pending(conn, [entry.metadata_location])
+                if moved_from is not None:
+                    insert_move(conn, moved_from, row["id"])
                 before_commit()
                 record_events(conn, events)
             except pg_errors.UniqueViolation as exc:
@@ -323,18 +328,24 @@ class EntryRows:
         action: str = "drop",
         *,
         events: Callable[[EntryRow], Sequence[ChangeEvent]],
+        only_at: str | None = None,
     ) -> EntryRow | None:
         """Remove an entry (a hard drop); with ``purge_objects`` also queue its files for deletion,
         atomically. ``Protected`` (nothing written) when the entry or what holds it is protected.
-        ``events`` makes the drop's events of the removed row (written in the same transaction)."""
+        ``events`` makes the drop's events of the removed row (written in the same transaction).
+        ``only_at``: an undone move (storage/table_moves.py) - the entry goes with its move's row,
+        only while its metadata location is this one (None when it moved on, nothing written)."""
         with self.db.transaction() as conn:
             refuse_if_protected(conn, action, warehouse_id, namespace, name)
+            if only_at is not None:
+                end_move(conn, warehouse_id, namespace, name, only_at)
             row = conn.execute(
                 "DELETE FROM catalog_entry e USING namespace n"
                 " WHERE e.namespace_id = n.id AND n.warehouse_id = %s AND n.path = %s AND e.name = %s AND e.kind = %s"
+                " AND (%s::text IS NULL OR e.metadata_location = %s)"
                 " RETURNING e.id, e.kind, e.uuid::text AS uuid, e.location, e.metadata_location, e.metadata,"
                 " e.data_path",
-                (warehouse_id, list(namespace), name, kind),
+                (warehouse_id, list(namespace), name, kind, only_at, only_at),
             ).fetchone()
             if row is not None and purge_objects is not None:
                 conn.execute(

@@ -48,6 +48,7 @@ class Standing:
     live: bool
     binned: bool
     protected_by: str | None
+    copy_kept: bool = False  # moved home with its remote copy still there (storage/table_moves.py)
 
 
 @dataclass(frozen=True)
@@ -200,14 +201,16 @@ class MaintenanceRows:
     def standing(self, entry_id: int) -> Standing:
         with self.db.connection() as conn:
             row = conn.execute(
-                "SELECT e.name, n.warehouse_id, n.path FROM catalog_entry e JOIN namespace n ON n.id = e.namespace_id"
+                "SELECT e.name, n.warehouse_id, n.path, EXISTS (SELECT 1 FROM table_move m WHERE m.entry_id = e.id)"
+                " AS copy_kept FROM catalog_entry e JOIN namespace n ON n.id = e.namespace_id"
                 " WHERE e.id = %s AND e.kind = 'table'",
                 (entry_id,),
             ).fetchone()
             if row is None:
                 binned = conn.execute("SELECT 1 FROM bin_entry WHERE id = %s", (entry_id,)).fetchone()
                 return Standing(False, binned is not None, None)
-            return Standing(True, False, protection_of(conn, row["warehouse_id"], tuple(row["path"]), row["name"]))
+            protected_by = protection_of(conn, row["warehouse_id"], tuple(row["path"]), row["name"])
+            return Standing(True, False, protected_by, row["copy_kept"])
 
     # -- the lease --------------------------------------------------------------------------
 

@@ -42,7 +42,7 @@ TEST_SECRETS_KEY = "22LTy4sZez88TuZrpqh-WSGz8EFNeNEawifAMmIa3sU="
 TRUNCATE_CATALOG = (
     "TRUNCATE role_grant, read_restriction, bin_read_restriction, view_definer, maintenance_policy,"
     " maintenance_lease,"
-    " maintenance_run, scan_plan_page, scan_plan, catalog_function, staged_table, catalog_entry, namespace,"
+    " maintenance_run, scan_plan_page, scan_plan, catalog_function, staged_table, table_move, catalog_entry, namespace,"
     " bin_grant, bin_function, bin_entry, bin_namespace, bin_unit, purge_job,"
     " change_event, event_stream, event_dead_letter, event_sink_cursor, event_sink;"
     " UPDATE warehouse SET protected = false WHERE protected"

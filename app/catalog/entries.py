@@ -44,6 +44,7 @@ from storage.objects import ObjectNotFound, ObjectStore
 from storage.placement import Claim
 from storage.repository import CatalogRepository
 from storage.rows import EntryRow
+from storage.table_moves import MovedFrom
 from storage.warehouses import WarehouseRow
 
 MAX_SEARCH_TEXT = 200  # characters of the console's search by name
@@ -175,11 +176,21 @@ class Entries:
         events: Callable[[EntryRow], Sequence[ChangeEvent]],
         purge_objects: list[str] | None = None,
         metadata_path: str | None = None,
+        only_at: str | None = None,
     ) -> EntryRow | None:
-        """A hard drop: the entry is removed now (its purge, if any, queued in the same transaction)."""
+        """A hard drop: the entry is removed now (its purge, if any, queued in the same transaction).
+        ``only_at``: only while its metadata location is this one (None otherwise, nothing written)."""
         with refusals_counted(self.kind):
             row = self.repository.delete_entry(
-                warehouse.id, namespace, name, self.kind, purge_objects, metadata_path, action=action, events=events
+                warehouse.id,
+                namespace,
+                name,
+                self.kind,
+                purge_objects,
+                metadata_path,
+                action=action,
+                events=events,
+                only_at=only_at,
             )
         if row is not None:
             target = {"warehouse": warehouse.name, "namespace": list(namespace), "name": name}
@@ -412,13 +423,18 @@ class Entries:
         entry: NewEntry,
         overwrite: bool,
         events: Sequence[ChangeEvent],
+        moved_from: MovedFrom | None = None,
     ) -> None:
+        """``moved_from``: a table moved home from a federated warehouse (never an overwrite),
+        its move recorded with it (app/table_moves/service.py)."""
         placed = self.claim(warehouse, namespace, entry)
         try:
             if overwrite:
                 self.repository.replace_entry(warehouse.id, namespace, entry, placed, events=events)
             else:
-                self.repository.insert_entry(warehouse.id, namespace, entry, placed=placed, events=events)
+                self.repository.insert_entry(
+                    warehouse.id, namespace, entry, placed=placed, events=events, moved_from=moved_from
+                )
         except AlreadyExists as exc:
             raise self.name_taken(namespace, entry.name, self.kind_at(warehouse, namespace, entry.name)) from exc
 

@@ -41,6 +41,7 @@ from storage.plans import PlanRepository
 from storage.protection_rows import ProtectionRows
 from storage.repository import CatalogRepository
 from storage.staged import StagedTables
+from storage.table_moves import TableMoveRows
 from storage.view_definers import ViewDefiners
 
 
@@ -106,6 +107,7 @@ def build_catalog(base: Foundation, spec: dict, *, after_commit: AfterCommit) ->
             secrets=SecretBox(settings.secrets_key) if settings.secrets_key else None,
             namespace_separator=settings.namespace_separator,
             events=EventRows(base.database),
+            moves=TableMoveRows(base.database),
         ),
     )
 

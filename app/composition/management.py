@@ -10,9 +10,11 @@ from app.maintenance.service import MaintenanceService
 from app.management.identities import Identities
 from app.management.service import ManagementService
 from app.restrictions.service import RestrictionService
+from app.table_moves.service import TableMoveService
 from storage.audit import AuditRows
 from storage.management_rows import ManagementRows
 from storage.restriction_rows import RestrictionRows
+from storage.table_moves import TableMoveRows
 
 
 def build_management(base: Foundation) -> ManagementService:
@@ -37,6 +39,13 @@ def build_restrictions(base: Foundation) -> RestrictionService:
         base.repository,
         base.warehouses,
         rights=base.rights,
+    )
+
+
+def build_table_moves(base: Foundation, catalog: Catalog) -> TableMoveService:
+    """Moving tables home: the federation's remote load and drop, the tables' register."""
+    return TableMoveService(
+        TableMoveRows(base.database), catalog.federation, catalog.tables, base.warehouses, rights=base.rights
     )
 
 

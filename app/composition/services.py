@@ -27,6 +27,7 @@ from app.publisher.service import Publisher
 from app.recycle_bin.service import RecycleBinService
 from app.restrictions.service import RestrictionService
 from app.storage_access.signing import RemoteSigner
+from app.table_moves.service import TableMoveService
 from app.tables.service import TableService
 from app.views.service import ViewService
 
@@ -56,6 +57,7 @@ class Services:
     previews: PreviewService  # the console's data preview
     federation: FederationService  # federated warehouses: the dispatcher's call stage forwards to their remotes
     audit: AuditService  # the audit trail's query (its writer is the edge's: app/edge/audit.py)
+    table_moves: TableMoveService  # moving tables home from federated warehouses
     restrictions: RestrictionService  # read restrictions and trusted engines (their decisions: the authorizer's)
     authorizer: Authorizer
     endpoints: list[str]  # what getConfig advertises

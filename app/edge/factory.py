@@ -26,7 +26,13 @@ from app.audit.writer import AuditWriter
 from app.composition.catalog import build_catalog
 from app.composition.events import build_events
 from app.composition.maintenance import build_maintenance
-from app.composition.management import build_audit, build_housekeeper, build_management, build_restrictions
+from app.composition.management import (
+    build_audit,
+    build_housekeeper,
+    build_management,
+    build_restrictions,
+    build_table_moves,
+)
 from app.composition.services import SERVICES, Services
 from app.composition.storage import build_foundation
 from app.edge.audit import AuditMiddleware
@@ -134,6 +140,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         federation=catalog.federation,
         audit=audit,
         restrictions=restrictions,
+        table_moves=build_table_moves(base, catalog),
         authorizer=base.authorizer,
         endpoints=sorted([*implemented_endpoints(spec), *token_endpoint]),
         console_oidc=auth.console_oidc is not None,

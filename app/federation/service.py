@@ -51,6 +51,7 @@ from app.namespaces.warehouses import WarehouseDirectory
 from app.rules.identifiers import parse_namespace
 from app.rules.privileges import Kind, Securable
 from storage.events import EventRows
+from storage.table_moves import TableMoveRows
 from storage.warehouses import WarehouseRow
 
 # The spec's operations a remote serves; Growler's own (functions, signing, the change feed,
@@ -111,6 +112,7 @@ SESSION_KEYS = frozenset({"token", "credential"})
 # What of the client's request reaches the remote (never its Authorization).
 FORWARDED_HEADERS = ("content-type", "x-iceberg-access-delegation", "idempotency-key", "if-none-match", "accept")
 _LISTED = frozenset({"listTables", "listViews"})
+TABLE_PATH = "/v1/{prefix}/namespaces/{namespace}/tables/{table}"
 
 
 class RemoteRefused(CatalogError):
@@ -134,9 +136,11 @@ class FederationService:
         secrets: SecretBox | None,
         namespace_separator: str,
         events: EventRows,
+        moves: TableMoveRows,
         breaker: Callable[[], CircuitBreaker] = CircuitBreaker,
     ) -> None:
         self.warehouses = warehouses
+        self.moves = moves  # tables moved home: their remote copies are read-only through Growler
         self.events = events  # the change feed's outbox: what a write through Growler changed
         self.authorizer = authorizer
         self.http = http  # one pool for every remote (urllib3: see app/federation/remote.py)
@@ -223,12 +227,29 @@ class FederationService:
                 f"Cannot {_guarded_action(operation_id, path_values, self.separator)}: warehouse {prefix} is"
                 " protected; remove the protection first (manage-grants)"
             )
+        request = _json_body(body) if operation_id in WRITES else None
+        if operation_id in WRITES:
+            self._refuse_if_moved(prefix, operation_id, path_values, request)
+        return self._send(remote, operation_id, method, spec_path, path_values, query, headers, body, request)
+
+    def _send(  # noqa: PLR0913 - forward's, once its refusals passed
+        self,
+        remote: RemoteCatalog,
+        operation_id: str,
+        method: str,
+        spec_path: str,
+        path_values: dict[str, str],
+        query: bytes,
+        headers: dict[bytes, list[bytes]],
+        body: bytes | None,
+        request: Any,
+    ) -> Answer:
+        prefix = path_values["prefix"]
         route = remote.route()
         path = self._path(spec_path, path_values, route)
         sent = {name: found[0].decode("latin-1") for name in FORWARDED_HEADERS if (found := headers.get(name.encode()))}
         if not body:
             sent.pop("content-type", None)
-        request = _json_body(body) if operation_id in WRITES else None
         known = self._uuids_before(remote, route, operation_id, path_values, request)
         answer = self._answer(
             remote,
@@ -253,6 +274,53 @@ class FederationService:
         if answer.status >= 400:
             raise RemoteRefused(answer.status, answer.data)
         return answer.data
+
+    # -- tables moved home (app/table_moves/service.py) ------------------------------------------
+
+    def require_droppable(self, prefix: str, namespace: Namespace, name: str) -> RemoteCatalog:
+        """The remote of a federated warehouse whose table a move will drop: refused (nothing
+        written) where a dropTable through Growler would be - a read-only federation, a protected
+        warehouse."""
+        remote = self.remote_of(prefix)
+        if remote is None:
+            raise NoSuchWarehouse(f"Warehouse {prefix} is not a federated warehouse")
+        if remote.settings.read_only:
+            raise Forbidden(
+                f"Warehouse {prefix} is a read-only federation: its tables cannot be dropped there; move with"
+                ' "remote": "keep"'
+            )
+        if self.warehouses.read(prefix).protected:
+            raise Protected(
+                f"Cannot drop table {'.'.join((*namespace, name))}: warehouse {prefix} is protected; remove the"
+                ' protection first (manage-grants), or move with "remote": "keep"'
+            )
+        return remote
+
+    def drop_moved(self, prefix: str, namespace: Namespace, name: str) -> None:
+        """Drop a table moved home from the remote, its files kept (``purgeRequested=false``): the
+        write the moved table's read-only mark refuses to everyone else. The drop enters the
+        warehouse's change feed as any dropTable through Growler; a table the remote no longer
+        has counts as dropped. RemoteRefused (the remote's error), or forward's 502 and 503."""
+        remote = self.require_droppable(prefix, namespace, name)
+        values = {"prefix": prefix, "namespace": self.separator.join(namespace), "table": name}
+        answer = self._send(remote, "dropTable", "DELETE", TABLE_PATH, values, b"purgeRequested=false", {}, None, None)
+        if answer.status >= 400 and answer.status != 404:
+            raise RemoteRefused(answer.status, answer.data)
+
+    def _refuse_if_moved(self, prefix: str, operation_id: str, values: dict[str, str], request: Any) -> None:
+        """A write naming a table that was moved home while the remote keeps its copy: refused (403),
+        so the copies cannot diverge through Growler. One statement, for writes only."""
+        tables = _written_tables(operation_id, values, request, self.separator)
+        if not tables:
+            return
+        moved = self.moves.any_of(self.warehouses.get(prefix).id, tables)
+        if moved is not None:
+            source = ".".join((*moved.source_namespace, moved.source_name))
+            target = ".".join((*moved.target_namespace, moved.target_name))
+            raise Forbidden(
+                f"Table {source} of warehouse {prefix} was moved to warehouse {moved.target_warehouse} as {target}"
+                f" and is read-only here: write to {moved.target_warehouse}.{target}, or undo the move (undoTableMove)"
+            )
 
     # -- the change feed (app/federation/changes.py) ---------------------------------------------
 
@@ -407,6 +475,24 @@ class FederationService:
         remote.breaker.failed()
         answered = f" to {operation_id}" if operation_id else ""
         return BadGateway(f"The remote catalog of warehouse {remote.name} answered{answered} {what}")
+
+
+def _written_tables(
+    operation_id: str, values: dict[str, str], request: Any, separator: str
+) -> list[tuple[Namespace, str]]:
+    """The existing tables a forwarded write changes (a moved table's copy must not change)."""
+    if operation_id in ("updateTable", "dropTable"):
+        return [(parse_namespace(values["namespace"], separator), values["table"])]
+    if operation_id == "renameTable":
+        found = identified(request.get("source") if isinstance(request, dict) else None)
+        return [found] if found is not None else []
+    if operation_id == "registerTable" and isinstance(request, dict) and request.get("overwrite"):
+        return [(parse_namespace(values["namespace"], separator), str(request.get("name")))]
+    if operation_id == "commitTransaction" and isinstance(request, dict):
+        changes = request.get("table-changes")
+        named = [identified(change.get("identifier")) for change in changes or () if isinstance(change, dict)]
+        return [found for found in named if found is not None]
+    return []
 
 
 def _guarded_action(operation_id: str, values: dict[str, str], separator: str) -> str:

@@ -132,6 +132,13 @@ class LocationTaken(CatalogError):
     code, error_type = 409, "LocationTakenException"
 
 
+class TableMoved(CatalogError):
+    """A table moved home from a federated warehouse (docs/federation.md): what would lose a version
+    or the files its remote copy reads - a drop while that copy stands, an undo after a commit."""
+
+    code, error_type = 409, "TableMovedException"
+
+
 class CommitFailed(CatalogError):
     """A requirement did not hold: the client refreshes and may retry."""
 

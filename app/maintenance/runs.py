@@ -219,10 +219,11 @@ class MaintenanceExecutor:
     def _standing(
         self, table: TableRef, plan: dict[str, Any] | None = None, done: dict[str, Any] | None = None
     ) -> None:
-        """RunSkipped when the table is protected (a mark on it, a namespace or its warehouse) or is
-        no longer live (dropped into the recycle bin, or gone): maintenance leaves its files and its
-        history alone. Checked at the start and again before every commit and delete, so a mark set
-        or a drop made during a run stops it before its next change."""
+        """RunSkipped when the table is protected (a mark on it, a namespace or its warehouse), is
+        no longer live (dropped into the recycle bin, or gone) or was moved home with its remote copy
+        kept (app/table_moves/): maintenance leaves its files and its history alone. Checked at the
+        start and again before every commit and delete, so a mark set or a drop made during a run
+        stops it before its next change."""
         standing = self.rows.standing(table.entry_id)
         if standing.protected_by is not None:
             reason = f"protected ({standing.protected_by}): maintenance leaves protected entries alone"
@@ -230,6 +231,11 @@ class MaintenanceExecutor:
             reason = "the table is in the recycle bin: maintenance never touches a dropped table's files"
         elif not standing.live:
             reason = "the table was dropped"
+        elif standing.copy_kept:
+            reason = (
+                "the table was moved home and its federated remote still holds a copy that reads its files:"
+                " finish the move (moveTableHome with remote drop) or undo it before maintenance changes them"
+            )
         else:
             return
         raise RunSkipped(reason, plan or {}, done or {})

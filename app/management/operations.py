@@ -123,6 +123,17 @@ def _undrop(gate: ManagementGate, call: Call) -> object:
     return gate.require_within("undrop", target, (Privilege.UNDROP,), Securable.of_warehouse(warehouse))
 
 
+def _moves(action: str) -> Managed:
+    """Drop somewhere in the federated warehouse; the service checks the table and the target."""
+
+    def check(gate: ManagementGate, call: Call) -> object:
+        warehouse = str(call.params.get("warehouse"))
+        target = {"warehouse": warehouse, "namespace": list(call.body.namespace), "name": call.body.name}
+        return gate.require_within(action, target, (Privilege.DROP,), Securable.of_warehouse(warehouse))
+
+    return Managed(check)
+
+
 def _drop_recursive(gate: ManagementGate, call: Call) -> object:
     warehouse = str(call.params.get("warehouse"))
     target = {
@@ -323,6 +334,18 @@ MANAGEMENT_OPERATIONS: dict[str, Managed] = {
     "setRoleTrustedEngine": Managed(
         lambda gate, call: gate.require_admin("set-trusted-engine", _role_target(call), "mark trusted engines")
     ),
+    # moving tables home (app/table_moves/service.py): drop in the federated warehouse, the
+    # service then checks the source table and the target namespace once the body is read
+    "listTableMoves": Managed(
+        lambda gate, call: gate.require_privilege(
+            "list-table-moves",
+            {"warehouse": call.params.get("warehouse")},
+            Privilege.DROP,
+            Securable.of_warehouse(str(call.params.get("warehouse"))),
+        )
+    ),
+    "moveTableHome": _moves("move-table-home"),
+    "undoTableMove": _moves("undo-table-move"),
     # the change feed's push sinks (app/event_sinks/service.py): administrators'
     "listEventSinks": _sinks("list-event-sinks"),
     "createEventSink": _sinks("create-event-sink", lambda call: {"sink": call.body.name, "kind": call.body.kind}),

@@ -15,10 +15,12 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from app.catalog.deletion import is_soft
 from app.catalog.entries import Entries, now_ms
+from app.ground.errors import CommitFailed
 from app.ground.locations import InvalidLocation, Location
 from app.namespaces.warehouses import WarehouseDirectory
 from app.rules import table as rules
@@ -36,7 +38,9 @@ from app.tables.loading import LoadTableRequest, TableLoader
 from app.tables.memory import HeldDocuments
 from app.tables.metrics_reports import MetricsReports
 from storage.entries import NewEntry
+from storage.events import ChangeEvent
 from storage.rows import EntryRow
+from storage.table_moves import MovedFrom
 from storage.warehouses import WarehouseRow
 
 __all__ = ["TABLE", "LoadTableRequest", "LoadedTable", "NotModified", "TableService"]
@@ -120,7 +124,12 @@ class TableService:
         namespace: tuple[str, ...],
         request: RegisterTableRequest,
         delegation: Delegation = NO_DELEGATION,
+        *,
+        moved_from: MovedFrom | None = None,
+        move_events: Sequence[ChangeEvent] = (),
     ) -> LoadedTable:
+        """``moved_from``: a table moved home from a federated warehouse (app/table_moves/), its
+        move's row and ``move_events`` written in the register's transaction."""
         warehouse = self.warehouses.get(prefix)
         name = check_name(request.name, "table name")
         metadata_location = request.metadata_location
@@ -131,8 +140,8 @@ class TableService:
         self.committer.require_own_folders(warehouse, namespace, properties, metadata, metadata_location)
         text = rules.to_json(metadata)
         entry = self._new_entry(name, metadata, metadata_location, text)
-        events = self.entries.created_events(warehouse, namespace, entry, "register-table")
-        self.entries.register(warehouse, namespace, entry, request.overwrite, events)
+        events = [*self.entries.created_events(warehouse, namespace, entry, "register-table"), *move_events]
+        self.entries.register(warehouse, namespace, entry, request.overwrite, events, moved_from)
         roots = rules.table_roots(metadata, metadata_location)
         config, credentials = self.access.storage_access(warehouse, (namespace, name), roots, delegation, True)
         return LoadedTable(metadata_location, text, config, credentials, self.loader.load_etag(metadata_location))
@@ -170,20 +179,36 @@ class TableService:
         if purge:
             self.purge_requested.set()
 
-    def unregister_table(self, prefix: str, namespace: tuple[str, ...], name: str) -> LoadedTable:
+    def unregister_table(
+        self,
+        prefix: str,
+        namespace: tuple[str, ...],
+        name: str,
+        *,
+        only_at: str | None = None,
+        also: Sequence[ChangeEvent] = (),
+    ) -> LoadedTable:
         """Forget the table, keep every file: the opposite of registerTable (Java's
         ``Catalog.dropTable(ident, purge=false)`` without a trace: no bin entry, its location free).
 
         The row goes in one statement, which returns what it held: the answer is the last
         committed version, and a commit racing it loses its compare-and-set and finds no table.
+        ``only_at`` (an undone move, app/table_moves/): only while that is its metadata location,
+        else CommitFailed and nothing written; ``also``: events written with it.
         """
         warehouse = self.warehouses.get(prefix)
         name = check_name(name, "table name")
         self.access.refuse_if_restricted(prefix, namespace, name, "unregister")
-        events = self.entries.dropped_events(warehouse, namespace, name, purge=False)
+        dropped = self.entries.dropped_events(warehouse, namespace, name, purge=False)
+
+        def events(row: EntryRow) -> list[ChangeEvent]:
+            return [*dropped(row), *also]
+
         # Never into the recycle bin, whatever the warehouse's policy: its metadata is handed back
         # to be registered (here or in another catalog), and a binned copy would be a second owner.
-        row = self.entries.drop_at_once(warehouse, namespace, name, action="unregister", events=events)
+        row = self.entries.drop_at_once(warehouse, namespace, name, action="unregister", events=events, only_at=only_at)
+        if row is None and only_at is not None and self.repository.load_entry(warehouse.id, namespace, name):
+            raise CommitFailed(f"Table {'.'.join((*namespace, name))} was committed to meanwhile: retry")
         if row is None:
             raise self.entries.missing(namespace, name)
         return LoadedTable(row.metadata_location, row.metadata, {}, [])

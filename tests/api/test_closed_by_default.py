@@ -110,6 +110,8 @@ BODIES: dict[str, Any] = {
     "removeReadRestriction": {"securable": {"type": "warehouse"}, "grantee": {"type": "principal", "name": "intruder"}},
     "setPrincipalTrustedEngine": {"trusted-engine": True},
     "setRoleTrustedEngine": {"trusted-engine": True},
+    "moveTableHome": {"namespace": ["db"], "name": "t", "target": {"warehouse": "warehouse", "namespace": ["db"]}},
+    "undoTableMove": {"namespace": ["db"], "name": "t"},
     "createEventSink": {"name": "hook", "kind": "webhook", "url": "http://127.0.0.1:9/"},
     "attachMaintenancePolicy": {
         "policy-type": "system.snapshot-expiry",

@@ -42,7 +42,9 @@ def _java() -> str:
 class ReferenceServer:
     """RESTCatalogServer in a process group of its own, on a free port."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, warehouse: str | None = None, catalog: dict[str, str] | None = None) -> None:
+        """``warehouse``: where its tables go (a local folder under ``root`` by default);
+        ``catalog``: more catalog properties (``s3.endpoint`` and the like, for S3FileIO)."""
         self.root = root
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -51,9 +53,16 @@ class ReferenceServer:
             CATALOG_CATALOG__IMPL="org.apache.iceberg.jdbc.JdbcCatalog",
             CATALOG_URI=f"jdbc:sqlite:file:{root / 'catalog.db'}",
             CATALOG_JDBC_SCHEMA__VERSION="V1",
-            CATALOG_WAREHOUSE=f"file:{root / 'warehouse'}",
+            CATALOG_WAREHOUSE=warehouse or f"file:{root / 'warehouse'}",
             CATALOG_REST_PORT=str(self.port),
             REST_PORT=str(self.port),
+        )
+        # RESTCatalogServer reads CATALOG_<property> with "__" for "-" and "_" for "."
+        env.update(
+            {
+                "CATALOG_" + key.replace("-", "__").replace(".", "_").upper(): value
+                for key, value in (catalog or {}).items()
+            }
         )
         self.log = open(root / "reference.log", "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(

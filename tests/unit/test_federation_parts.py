@@ -115,6 +115,16 @@ class Outbox:
         self.events.extend(events)
 
 
+class NoMoves:
+    """No table of the warehouse was moved home: every write goes on."""
+
+    def __init__(self) -> None:
+        self.asked: list[list[tuple[tuple[str, ...], str]]] = []
+
+    def any_of(self, warehouse_id: int, tables: list[tuple[tuple[str, ...], str]]) -> None:
+        self.asked.append(list(tables))
+
+
 def _service(
     visible: set[Securable] | None = None, directory: Directory | None = None, events: Outbox | None = None
 ) -> FederationService:
@@ -125,6 +135,7 @@ def _service(
         secrets=None,
         namespace_separator="%1F",
         events=events or Outbox(),  # type: ignore[arg-type]
+        moves=NoMoves(),  # type: ignore[arg-type]
     )
 
 

@@ -674,6 +674,58 @@ class ErrorModel(ContractModel):
     stack: list[str] | None = None
 
 
+class NamespaceItem3(RootModel[str]):
+    root: Annotated[str, Field(max_length=255, min_length=1)]
+
+
+class TableMoveSource(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    namespace: Annotated[NamespaceLevels, Field(max_length=16, min_length=1)]
+    name: Annotated[str, Field(max_length=255, min_length=1)]
+
+
+class TableMoveTarget(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    warehouse: Annotated[str, Field(max_length=63, min_length=1)]
+    namespace: Annotated[NamespaceLevels, Field(max_length=16, min_length=1)]
+    name: Annotated[
+        str | None,
+        Field(
+            description="The table's name in the native warehouse; its name in the remote when absent.",
+            max_length=255,
+            min_length=1,
+        ),
+    ] = None
+
+
+class MoveTableRequest(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    namespace: Annotated[NamespaceLevels, Field(max_length=16, min_length=1)]
+    name: Annotated[str, Field(max_length=255, min_length=1)]
+    target: TableMoveTarget
+    remote: Annotated[
+        Literal["drop", "keep"],
+        Field(
+            description="drop (default) - drop the table from the remote catalog, its files kept; keep - leave it there, read-only through Growler, until the move is undone or finished with drop."
+        ),
+    ] = "drop"
+
+
+class TableMoveEnd(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    warehouse: str
+    namespace: list[str]
+    name: str
+
+
 class IcebergErrorResponse(ContractModel):
     model_config = ConfigDict(
         extra="forbid",
@@ -847,3 +899,29 @@ class TableHealth(ContractModel):
     recommendations: Annotated[
         dict[str, str], Field(description="Per policy type, whether running it is worth it and why.")
     ]
+
+
+class TableMove(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    source: TableMoveEnd
+    target: TableMoveEnd
+    metadata_location: Annotated[
+        str, Field(alias="metadata-location", description="The metadata file the move registered.")
+    ]
+    remote: Annotated[
+        Literal["dropped", "kept", "drop-pending"],
+        Field(
+            description="dropped - the remote no longer holds the table (the move is final); kept - it does, read-only through Growler; drop-pending - its drop failed and the move is to be retried or undone."
+        ),
+    ]
+    moved_by: Annotated[str | None, Field(alias="moved-by")] = None
+    moved_at: Annotated[AwareDatetime | None, Field(alias="moved-at")] = None
+
+
+class ListTableMovesResponse(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    moves: list[TableMove]

@@ -1,0 +1,1 @@
+"""Moving tables home: from a federated warehouse into a native one (issue 50)."""

@@ -1,0 +1,252 @@
+"""Moving a table home (issue 50, docs/federation.md "Moving a table home"): a table of a
+federated warehouse becomes a table of a native one, its files where they are.
+
+A move is two commits in two catalogs, so it is ordered for a reader and recorded between them:
+
+1. The remote's table is loaded; its current metadata is registered in the native warehouse with
+   the registerTable rules (its locations must be ones the native warehouse allows, and become
+   that entry's own), and in the same transaction the move's row (storage/table_moves.py) and its
+   ``x-move-table-home`` event. From then on the remote's copy is read-only through Growler: every
+   write the federated warehouse would forward for it is refused (app/federation/service.py), so
+   the two copies cannot diverge through Growler. A reader sees the table in both warehouses, the
+   same metadata in each.
+2. With ``remote: drop`` (the default) the remote drops its copy without purging (its files are
+   now the native table's) and the row goes, in the federated warehouse's change feed as a
+   dropTable. If the remote fails here, the move stays recorded (``drop-pending``): the same
+   request again finishes it, ``undoTableMove`` takes it back. With ``remote: keep`` the copy
+   stays, read-only, until the move is undone or finished with ``drop``.
+
+Undoing unregisters the native table, only while its metadata location is still the one the
+move registered (a commit since would be lost to the remote's copy: 409) and while the remote
+still holds that same version (else it is gone there, and the move is final). No file is copied
+in either direction; a move with a copy of the files into the native warehouse's storage is not
+built (docs/federation.md says so).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.events.changes import management_events
+from app.federation.service import TABLE_PATH, FederationService, RemoteRefused
+from app.ground.errors import BadGateway, BadRequest, CatalogError, NotFound, TableMoved
+from app.management.rights import ManagementRights
+from app.namespaces.warehouses import WarehouseDirectory
+from app.rules.contract.management import MoveTableRequest, TableMoveSource
+from app.rules.identifiers import check_name
+from app.rules.privileges import Kind, Privilege, Securable
+from app.rules.requests.tables import RegisterTableRequest
+from app.tables.service import TableService
+from storage.table_moves import MovedFrom, TableMoveRow, TableMoveRows
+from storage.warehouses import WarehouseRow
+
+
+class MoveUnfinished(CatalogError):
+    """The register committed and the remote's drop did not: the remote's status, with what to do."""
+
+    def __init__(self, message: str, cause: CatalogError) -> None:
+        super().__init__(message)
+        self.code, self.error_type = cause.code, cause.error_type
+        self._headers = cause.headers()
+
+    def headers(self) -> dict[str, str]:
+        return self._headers
+
+
+def _dotted(namespace: tuple[str, ...], name: str) -> str:
+    return ".".join((*namespace, name))
+
+
+def move_view(source_warehouse: str, row: TableMoveRow, dropped: bool = False) -> dict[str, Any]:
+    state = "dropped" if dropped else "kept" if row.remote == "keep" else "drop-pending"
+    view: dict[str, Any] = {
+        "source": {"warehouse": source_warehouse, "namespace": list(row.source_namespace), "name": row.source_name},
+        "target": {
+            "warehouse": row.target_warehouse,
+            "namespace": list(row.target_namespace),
+            "name": row.target_name,
+        },
+        "metadata-location": row.metadata_location,
+        "remote": state,
+        "moved-at": row.moved_at.isoformat(),
+    }
+    if row.moved_by is not None:
+        view["moved-by"] = row.moved_by
+    return view
+
+
+class TableMoveService:
+    def __init__(
+        self,
+        rows: TableMoveRows,
+        federation: FederationService,
+        tables: TableService,
+        warehouses: WarehouseDirectory,
+        *,
+        rights: ManagementRights,
+    ) -> None:
+        self.rows = rows
+        self.federation = federation  # the remote's load and drop
+        self.tables = tables  # the native register and unregister
+        self.warehouses = warehouses
+        self.rights = rights
+
+    def list(self, prefix: str) -> list[dict[str, Any]]:
+        source = self._federated(prefix)
+        return [move_view(prefix, row) for row in self.rows.in_warehouse(source.id)]
+
+    def move(self, prefix: str, request: MoveTableRequest) -> dict[str, Any]:
+        source = self._federated(prefix)
+        namespace, name = tuple(request.namespace), check_name(request.name, "table name")
+        to = request.target
+        to_namespace, to_name = tuple(to.namespace), check_name(to.name or name, "table name")
+        target = self.warehouses.get(to.warehouse)
+        if target.federation is not None:
+            raise BadRequest(f"Warehouse {to.warehouse} is federated: a table moves home into a native warehouse")
+        audit = {
+            "warehouse": prefix,
+            "namespace": list(namespace),
+            "name": name,
+            "target": {"warehouse": to.warehouse, "namespace": list(to_namespace), "name": to_name},
+            "remote": request.remote,
+        }
+        who = self._require_source(prefix, namespace, name, "move-table-home", audit, Privilege.READ)
+        self.rights.require_privilege(
+            "move-table-home", audit, Privilege.CREATE, Securable.of_namespace(to.warehouse, to_namespace)
+        )
+        moved = self.rows.of(source.id, namespace, name)
+        if moved is not None:  # a move recorded before: finished (drop) or answered again (keep)
+            if (moved.target_warehouse, moved.target_namespace, moved.target_name) != (
+                to.warehouse,
+                to_namespace,
+                to_name,
+            ):
+                raise TableMoved(
+                    f"Table {_dotted(namespace, name)} of warehouse {prefix} was moved to warehouse"
+                    f" {moved.target_warehouse} as {_dotted(moved.target_namespace, moved.target_name)} already:"
+                    " undo that move first (undoTableMove)"
+                )
+            if request.remote == "keep":
+                return move_view(prefix, moved)
+            return self._drop_remote(prefix, moved)
+        if request.remote == "drop":  # refused before anything is written, as a dropTable would be
+            self.federation.require_droppable(prefix, namespace, name)
+        metadata_location = self._remote_metadata_location(prefix, namespace, name)
+        events = management_events(
+            "x-move-table-home", {**audit, "metadata-location": metadata_location, **({"by": who} if who else {})}
+        )
+        self.tables.register_table(
+            to.warehouse,
+            to_namespace,
+            RegisterTableRequest(name=to_name, metadata_location=metadata_location),
+            moved_from=MovedFrom(source.id, namespace, name, metadata_location, request.remote, who),
+            move_events=events,
+        )
+        recorded = self.rows.of(source.id, namespace, name)
+        if recorded is None:  # dropped or unregistered in the native warehouse in the meantime
+            raise TableMoved(
+                f"Table {_dotted(to_namespace, to_name)} of warehouse {to.warehouse} was dropped while it was moved;"
+                " its remote copy is kept"
+            )
+        if request.remote == "keep":
+            return move_view(prefix, recorded)
+        return self._drop_remote(prefix, recorded)
+
+    def undo(self, prefix: str, request: TableMoveSource) -> None:
+        source = self._federated(prefix)
+        namespace, name = tuple(request.namespace), check_name(request.name, "table name")
+        moved = self.rows.of(source.id, namespace, name)
+        audit = {"warehouse": prefix, "namespace": list(namespace), "name": name}
+        self._require_source(prefix, namespace, name, "undo-table-move", audit, Privilege.CREATE)
+        if moved is None:
+            raise NotFound(
+                f"No move of table {_dotted(namespace, name)} of warehouse {prefix} is recorded: it was never moved,"
+                " or its move is final (the remote dropped its copy)"
+            )
+        native = Securable.of_entry(Kind.TABLE, moved.target_warehouse, moved.target_namespace, moved.target_name)
+        self.rights.require_privilege("undo-table-move", audit, Privilege.DROP, native)
+        here = f"{moved.target_warehouse}.{_dotted(moved.target_namespace, moved.target_name)}"
+        if moved.target_metadata_location != moved.metadata_location:
+            raise TableMoved(
+                f"Table {here} was committed to since the move: the remote's copy lacks those commits, so the move"
+                " cannot be undone; finish it with moveTableHome (remote drop), or register the table's current"
+                " metadata in the remote yourself"
+            )
+        if self._remote_metadata_location(prefix, namespace, name, missing_ok=True) != moved.metadata_location:
+            raise TableMoved(
+                f"The remote no longer holds table {_dotted(namespace, name)} as it was moved: the move is final;"
+                " finish it with moveTableHome (remote drop)"
+            )
+        events = management_events("x-undo-table-move", {**audit, "target": here})
+        self.tables.unregister_table(
+            moved.target_warehouse,
+            moved.target_namespace,
+            moved.target_name,
+            only_at=moved.metadata_location,
+            also=events,
+        )
+
+    # -- parts ---------------------------------------------------------------------------
+
+    def _federated(self, prefix: str) -> WarehouseRow:
+        row = self.warehouses.get(prefix)
+        if row.federation is None:
+            raise BadRequest(f"Warehouse {prefix} is not federated: tables move home from a federated warehouse")
+        return row
+
+    def _require_source(
+        self,
+        prefix: str,
+        namespace: tuple[str, ...],
+        name: str,
+        action: str,
+        audit: dict[str, Any],
+        also: Privilege,
+    ) -> str | None:
+        """Drop on the remote's table (a move takes it away from there), and ``also``: read (a
+        move registers what it reads), create (an undo gives it back)."""
+        table = Securable.of_entry(Kind.TABLE, prefix, namespace, name)
+        who = self.rights.require_privilege(action, audit, Privilege.DROP, table)
+        self.rights.require_privilege(action, audit, also, table)
+        return who
+
+    def _remote_metadata_location(
+        self, prefix: str, namespace: tuple[str, ...], name: str, missing_ok: bool = False
+    ) -> str | None:
+        values = {"namespace": self.federation.separator.join(namespace), "table": name}
+        try:
+            loaded = self.federation.read(prefix, "loadTable", TABLE_PATH, values)
+        except RemoteRefused as exc:
+            if missing_ok and exc.code == 404:
+                return None
+            raise
+        location = loaded.get("metadata-location") if isinstance(loaded, dict) else None
+        if not isinstance(location, str) or not location:
+            raise BadGateway(
+                f"The remote catalog of warehouse {prefix} answered loadTable without a metadata-location:"
+                " a staged table cannot be moved"
+            )
+        return location
+
+    def _drop_remote(self, prefix: str, moved: TableMoveRow) -> dict[str, Any]:
+        namespace, name = moved.source_namespace, moved.source_name
+        try:
+            self.federation.drop_moved(prefix, namespace, name)
+        except CatalogError as exc:
+            raise MoveUnfinished(
+                f"Table {_dotted(namespace, name)} is registered in warehouse {moved.target_warehouse} as"
+                f" {_dotted(moved.target_namespace, moved.target_name)}, but the remote catalog did not drop its copy:"
+                f" {exc.message}. The copy is read-only through Growler until the move ends: retry moveTableHome"
+                " to finish it, or undo it (undoTableMove)",
+                exc,
+            ) from exc
+        self.rows.finish(
+            self._federated(prefix).id,
+            namespace,
+            name,
+            events=management_events(
+                "x-move-table-home-finished",
+                {"warehouse": prefix, "namespace": list(namespace), "name": name},
+            ),
+        )
+        return move_view(prefix, moved, dropped=True)
