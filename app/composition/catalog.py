@@ -10,6 +10,7 @@ import urllib3
 from app.authorization import Authorizer
 from app.catalog.entries import Entries
 from app.composition.storage import Foundation
+from app.federation.moved import MovedCopies
 from app.federation.service import FederationService
 from app.functions import FunctionService, function_metadata_schema
 from app.ground.errors import NoSuchTable, NoSuchView
@@ -107,7 +108,7 @@ def build_catalog(base: Foundation, spec: dict, *, after_commit: AfterCommit) ->
             secrets=SecretBox(settings.secrets_key) if settings.secrets_key else None,
             namespace_separator=settings.namespace_separator,
             events=EventRows(base.database),
-            moves=TableMoveRows(base.database),
+            moved=MovedCopies(TableMoveRows(base.database), settings.namespace_separator),
         ),
     )
 

@@ -34,6 +34,7 @@ from app.authorization import Authorizer
 from app.events import changes as change_events
 from app.federation.breaker import CircuitBreaker
 from app.federation.changes import NEEDS_UUID, Namespace, changes_of, identified, kind_of
+from app.federation.moved import MovedCopies
 from app.federation.remote import JSON, Answer, RemoteCatalog, RemoteSettings, Route
 from app.ground.errors import (
     BadGateway,
@@ -47,11 +48,11 @@ from app.ground.errors import (
     error_body,
 )
 from app.ground.secrets import SecretBox
+from app.ground.text import UNIT_SEPARATOR
 from app.namespaces.warehouses import WarehouseDirectory
 from app.rules.identifiers import parse_namespace
 from app.rules.privileges import Kind, Securable
 from storage.events import EventRows
-from storage.table_moves import TableMoveRows
 from storage.warehouses import WarehouseRow
 
 # The spec's operations a remote serves; Growler's own (functions, signing, the change feed,
@@ -136,11 +137,11 @@ class FederationService:
         secrets: SecretBox | None,
         namespace_separator: str,
         events: EventRows,
-        moves: TableMoveRows,
+        moved: MovedCopies,
         breaker: Callable[[], CircuitBreaker] = CircuitBreaker,
     ) -> None:
         self.warehouses = warehouses
-        self.moves = moves  # tables moved home: their remote copies are read-only through Growler
+        self.moved = moved  # tables moved home: their remote copies are read-only through Growler
         self.events = events  # the change feed's outbox: what a write through Growler changed
         self.authorizer = authorizer
         self.http = http  # one pool for every remote (urllib3: see app/federation/remote.py)
@@ -229,7 +230,7 @@ class FederationService:
             )
         request = _json_body(body) if operation_id in WRITES else None
         if operation_id in WRITES:
-            self._refuse_if_moved(prefix, operation_id, path_values, request)
+            self.moved.refuse_write(self.warehouses.get(prefix).id, prefix, operation_id, path_values, request)
         return self._send(remote, operation_id, method, spec_path, path_values, query, headers, body, request)
 
     def _send(  # noqa: PLR0913 - forward's, once its refusals passed
@@ -302,25 +303,10 @@ class FederationService:
         warehouse's change feed as any dropTable through Growler; a table the remote no longer
         has counts as dropped. RemoteRefused (the remote's error), or forward's 502 and 503."""
         remote = self.require_droppable(prefix, namespace, name)
-        values = {"prefix": prefix, "namespace": self.separator.join(namespace), "table": name}
+        values = {"prefix": prefix, "namespace": UNIT_SEPARATOR.join(namespace), "table": name}
         answer = self._send(remote, "dropTable", "DELETE", TABLE_PATH, values, b"purgeRequested=false", {}, None, None)
         if answer.status >= 400 and answer.status != 404:
             raise RemoteRefused(answer.status, answer.data)
-
-    def _refuse_if_moved(self, prefix: str, operation_id: str, values: dict[str, str], request: Any) -> None:
-        """A write naming a table that was moved home while the remote keeps its copy: refused (403),
-        so the copies cannot diverge through Growler. One statement, for writes only."""
-        tables = _written_tables(operation_id, values, request, self.separator)
-        if not tables:
-            return
-        moved = self.moves.any_of(self.warehouses.get(prefix).id, tables)
-        if moved is not None:
-            source = ".".join((*moved.source_namespace, moved.source_name))
-            target = ".".join((*moved.target_namespace, moved.target_name))
-            raise Forbidden(
-                f"Table {source} of warehouse {prefix} was moved to warehouse {moved.target_warehouse} as {target}"
-                f" and is read-only here: write to {moved.target_warehouse}.{target}, or undo the move (undoTableMove)"
-            )
 
     # -- the change feed (app/federation/changes.py) ---------------------------------------------
 
@@ -475,24 +461,6 @@ class FederationService:
         remote.breaker.failed()
         answered = f" to {operation_id}" if operation_id else ""
         return BadGateway(f"The remote catalog of warehouse {remote.name} answered{answered} {what}")
-
-
-def _written_tables(
-    operation_id: str, values: dict[str, str], request: Any, separator: str
-) -> list[tuple[Namespace, str]]:
-    """The existing tables a forwarded write changes (a moved table's copy must not change)."""
-    if operation_id in ("updateTable", "dropTable"):
-        return [(parse_namespace(values["namespace"], separator), values["table"])]
-    if operation_id == "renameTable":
-        found = identified(request.get("source") if isinstance(request, dict) else None)
-        return [found] if found is not None else []
-    if operation_id == "registerTable" and isinstance(request, dict) and request.get("overwrite"):
-        return [(parse_namespace(values["namespace"], separator), str(request.get("name")))]
-    if operation_id == "commitTransaction" and isinstance(request, dict):
-        changes = request.get("table-changes")
-        named = [identified(change.get("identifier")) for change in changes or () if isinstance(change, dict)]
-        return [found for found in named if found is not None]
-    return []
 
 
 def _guarded_action(operation_id: str, values: dict[str, str], separator: str) -> str:

@@ -30,6 +30,7 @@ from typing import Any
 from app.events.changes import management_events
 from app.federation.service import TABLE_PATH, FederationService, RemoteRefused
 from app.ground.errors import BadGateway, BadRequest, CatalogError, NotFound, TableMoved
+from app.ground.text import UNIT_SEPARATOR
 from app.management.rights import ManagementRights
 from app.namespaces.warehouses import WarehouseDirectory
 from app.rules.contract.management import MoveTableRequest, TableMoveSource
@@ -213,7 +214,7 @@ class TableMoveService:
     def _remote_metadata_location(
         self, prefix: str, namespace: tuple[str, ...], name: str, missing_ok: bool = False
     ) -> str | None:
-        values = {"namespace": self.federation.separator.join(namespace), "table": name}
+        values = {"namespace": UNIT_SEPARATOR.join(namespace), "table": name}
         try:
             loaded = self.federation.read(prefix, "loadTable", TABLE_PATH, values)
         except RemoteRefused as exc:

@@ -308,26 +308,41 @@ def test_a_remote_failing_the_drop_leaves_the_move_pending_and_the_same_request_
     tiny = TinyRemote(answer)
     try:
         federated = _create_warehouse(server, {"uri": tiny.url, "warehouse": "remote", "timeout-ms": 5000})
-        namespace, _ = _remote_table(server, services, federated)
-        body = _move_body(namespace, home, name=f"p_{namespace}")
+        # a nested namespace: its levels travel to the remote in the path with the remote's separator
+        parent = f"p_{uuid.uuid4().hex[:8]}"
+        catalog = _remote_catalog(server, services, federated)
+        catalog.create_namespace(parent)
+        catalog.create_namespace((parent, "inner"))
+        created = catalog.create_table((parent, "inner", "orders"), schema=SCHEMA)
+        created.append(pa.Table.from_pylist(ROWS, schema=SCHEMA.as_arrow()))
+        remote_path = f"namespaces/{parent}%2Einner/tables/orders"  # the reference advertises "." (%2E)
+        body = {**_move_body(parent, home, name=f"p_{parent}"), "namespace": [parent, "inner"]}
         failed = _move(server, federated, body)
         assert failed.status_code == 500, failed.text
         message = failed.json()["error"]["message"]
         assert "storage node down" in message and "retry moveTableHome" in message
-        assert [move["remote"] for move in _moves(server, federated, namespace)] == ["drop-pending"]
-        assert _native_row(settings, home, f"p_{namespace}") is not None
+        listed = httpx.get(f"{server.url}{MANAGEMENT}/warehouses/{federated}/table-moves").json()["moves"]
+        assert [(move["source"]["namespace"], move["remote"]) for move in listed] == [
+            ([parent, "inner"], "drop-pending")
+        ]
+        assert _native_row(settings, home, f"p_{parent}") is not None
         appended = httpx.post(
-            f"{server.url}/v1/{federated}/namespaces/{namespace}/tables/orders",
+            f"{server.url}/v1/{federated}/namespaces/{parent}%1Finner/tables/orders",
             json={"requirements": [], "updates": [{"action": "set-properties", "updates": {"a": "b"}}]},
         )
         assert appended.status_code == 403, appended.text
+        direct = reference.get(remote_path)
+        assert direct.status_code == 200, direct.text
+        assert direct.json()["metadata-location"] == created.metadata_location
 
         finished = _move(server, federated, body)
         assert finished.status_code == 200, finished.text
         assert finished.json()["remote"] == "dropped"
         assert len(drops) == 2 and all("purgeRequested=false" in path for path in drops)
-        assert _moves(server, federated, namespace) == []
-        assert reference.get(f"namespaces/{namespace}/tables/orders").status_code == 404
+        assert httpx.get(f"{server.url}{MANAGEMENT}/warehouses/{federated}/table-moves").json()["moves"] == []
+        assert reference.get(remote_path).status_code == 404
+        native = RestCatalog("growler", uri=server.url, warehouse=home, credential=TEST_CREDENTIAL)
+        assert _rows(native.load_table(("landed", f"p_{parent}"))) == ROWS
     finally:
         tiny.stop()
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from app.federation.breaker import CircuitBreaker
+from app.federation.moved import MovedCopies, written_tables
 from app.federation.remote import Answer, RemoteCatalog, RemoteSettings, Route
 from app.federation.service import FederationService
 from app.federation.settings import federation_settings, federation_view
@@ -135,7 +136,7 @@ def _service(
         secrets=None,
         namespace_separator="%1F",
         events=events or Outbox(),  # type: ignore[arg-type]
-        moves=NoMoves(),  # type: ignore[arg-type]
+        moved=MovedCopies(NoMoves(), "%1F"),  # type: ignore[arg-type]
     )
 
 
@@ -436,3 +437,47 @@ def test_a_write_the_feed_cannot_record_is_a_503_saying_the_remote_made_it():
             {},
             b'{"namespace": ["a"]}',
         )
+
+
+def test_the_writes_that_change_an_existing_table_name_it_and_the_others_do_not():
+    """What a moved table's read-only mark looks at (app/federation/moved.py)."""
+    values = {"prefix": "fed", "namespace": "a\x1fb", "table": "t"}
+    assert written_tables("updateTable", values, None, "%1F") == [(("a", "b"), "t")]
+    assert written_tables("dropTable", values, None, "%1F") == [(("a", "b"), "t")]
+    rename = {"source": {"namespace": ["a"], "name": "s"}, "destination": {"namespace": ["a"], "name": "d"}}
+    assert written_tables("renameTable", {"prefix": "fed"}, rename, "%1F") == [(("a",), "s")]
+    changes = {
+        "table-changes": [
+            {"identifier": {"namespace": ["a"], "name": "x"}, "requirements": [], "updates": []},
+            {"identifier": {"namespace": ["b"], "name": "y"}, "requirements": [], "updates": []},
+        ]
+    }
+    assert written_tables("commitTransaction", {"prefix": "fed"}, changes, "%1F") == [(("a",), "x"), (("b",), "y")]
+    register = {"name": "t", "metadata-location": "s3://b/m.json"}
+    ns = {"prefix": "fed", "namespace": "a"}
+    assert written_tables("registerTable", ns, {**register, "overwrite": True}, "%1F") == [(("a",), "t")]
+    assert written_tables("registerTable", ns, register, "%1F") == []  # a new name: nothing moved is changed
+    assert written_tables("createTable", ns, {"name": "t"}, "%1F") == []
+    assert written_tables("renameTable", {"prefix": "fed"}, None, "%1F") == []
+
+
+def test_a_write_to_a_moved_tables_copy_is_refused_and_names_where_it_went():
+    moved = SimpleNamespace(
+        source_namespace=("a",),
+        source_name="t",
+        target_warehouse="home",
+        target_namespace=("landed",),
+        target_name="t2",
+    )
+
+    class Moved(NoMoves):
+        def any_of(self, warehouse_id: int, tables: list[tuple[tuple[str, ...], str]]) -> Any:
+            super().any_of(warehouse_id, tables)
+            return moved
+
+    rows = Moved()
+    copies = MovedCopies(rows, "%1F")  # type: ignore[arg-type]
+    with pytest.raises(Forbidden, match="moved to warehouse home as landed.t2 and is read-only here"):
+        copies.refuse_write(7, "fed", "updateTable", {"namespace": "a", "table": "t"}, {})
+    copies.refuse_write(7, "fed", "createNamespace", {}, {"namespace": ["a"]})  # names no table: not asked
+    assert rows.asked == [[(("a",), "t")]]
