@@ -396,3 +396,24 @@ def test_a_remote_down_before_the_register_writes_nothing(server, settings, home
     assert response.headers["Retry-After"].isdigit()
     assert _native_row(settings, home, "gone_orders") is None
     assert _moves(server, federated, "gone") == []
+
+
+def test_spark_reads_and_writes_a_table_moved_home(spark, server, settings, services, reference, federated, home):
+    """The table PyIceberg wrote on the remote, moved home, read and appended to by Spark through
+    the native warehouse (vended credentials for the remote's prefix, which the warehouse allows)."""
+    from tests.integration.spark_support import add_catalog
+
+    namespace, _ = _remote_table(server, services, federated)
+    target = f"s_{namespace}_{spark.line.replace('.', '')}"
+    moved = _move(server, federated, _move_body(namespace, home, name=target))
+    assert moved.status_code == 200, moved.text
+    catalog = add_catalog(spark, f"home_{namespace}_{spark.line.replace('.', '')}", server.url, home)
+    table = f"{catalog}.landed.{target}"
+    assert [tuple(row) for row in spark.sql(f"SELECT id, name FROM {table} ORDER BY id").collect()] == [
+        (1, "a"),
+        (2, "b"),
+    ]
+    spark.sql(f"INSERT INTO {table} VALUES (3, 'c')")
+    native = RestCatalog("growler", uri=server.url, warehouse=home, credential=TEST_CREDENTIAL)
+    assert _rows(native.load_table(("landed", target))) == [*ROWS, {"id": 3, "name": "c"}]
+    assert reference.get(f"namespaces/{namespace}/tables/orders").status_code == 404
