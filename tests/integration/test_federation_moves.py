@@ -417,3 +417,36 @@ def test_spark_reads_and_writes_a_table_moved_home(spark, server, settings, serv
     native = RestCatalog("growler", uri=server.url, warehouse=home, credential=TEST_CREDENTIAL)
     assert _rows(native.load_table(("landed", target))) == [*ROWS, {"id": 3, "name": "c"}]
     assert reference.get(f"namespaces/{namespace}/tables/orders").status_code == 404
+
+
+def test_protection_marks_hold_on_both_sides(server, settings, services, reference, federated, home):
+    """A protected federated warehouse refuses a move that drops there (nothing written) and takes
+    one that keeps the copy; a protected native namespace refuses the undo's unregister."""
+    namespace, _ = _remote_table(server, services, federated)
+    remote_marks = f"{server.url}{MANAGEMENT}/warehouses/{federated}/protections"
+    native_marks = f"{server.url}{MANAGEMENT}/warehouses/{home}/protections"
+    assert httpx.post(remote_marks, json={"type": "warehouse"}).status_code in (200, 201, 204)
+    try:
+        refused = _move(server, federated, _move_body(namespace, home, name=f"g_{namespace}"))
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["error"]["type"] == "ProtectedException"
+        assert '"remote": "keep"' in refused.json()["error"]["message"]
+        assert _native_row(settings, home, f"g_{namespace}") is None
+        assert _management_events(settings, "x-move-table-home", namespace) == []
+        kept = _move(server, federated, _move_body(namespace, home, "keep", name=f"g_{namespace}"))
+        assert kept.status_code == 200, kept.text
+    finally:
+        assert httpx.post(f"{remote_marks}/remove", json={"type": "warehouse"}).status_code in (200, 204)
+    undo = f"{server.url}{MANAGEMENT}/warehouses/{federated}/table-moves/undo"
+    mark = {"type": "namespace", "namespace": ["landed"]}
+    assert httpx.post(native_marks, json=mark).status_code in (200, 201, 204)
+    try:
+        refused = httpx.post(undo, json={"namespace": [namespace], "name": "orders"})
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["error"]["type"] == "ProtectedException"
+        assert _native_row(settings, home, f"g_{namespace}") is not None
+        assert [move["remote"] for move in _moves(server, federated, namespace)] == ["kept"]
+    finally:
+        assert httpx.post(f"{native_marks}/remove", json=mark).status_code in (200, 204)
+    assert httpx.post(undo, json={"namespace": [namespace], "name": "orders"}).status_code == 204
+    assert _native_row(settings, home, f"g_{namespace}") is None
