@@ -1,0 +1,165 @@
+"""A federated warehouse whose remote is a second Growler, authentication on (issue 50's proof):
+its own database, the suite's S3, its own bootstrap administrator and token endpoint.
+
+The first Growler signs in to it with OAuth2 client credentials (the remote's token endpoint),
+and PyIceberg reads and writes through the first one with the storage credentials the second one
+vends; grants of the first hide what the remote's credential reaches; the remote's own change
+feed holds the writes; a credential the remote refuses is a 502 naming the warehouse's settings,
+never the remote's 401 passed on (a client would take it for its own token's); and a table moves
+home from it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import httpx
+import psycopg
+import pyarrow as pa
+import pytest
+from pyiceberg.catalog.rest import RestCatalog
+
+from storage.objects import S3ObjectStore
+from tests.conftest import TEST_CLIENT_ID, TEST_CLIENT_SECRET, TEST_CREDENTIAL
+from tests.integration.conftest import Server, start_server, stop_server
+from tests.integration.test_federation import MANAGEMENT, SCHEMA, _create_warehouse, _grant, _principal
+
+BUCKET = "growler-test-moves"
+ROWS = [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]
+
+
+@pytest.fixture(scope="module")
+def remote_growler(settings, services, tmp_path_factory) -> Iterator[tuple[Server, str]]:
+    """A second Growler (two workers, authentication on) on a database of its own; its warehouse
+    is ``remote`` under a prefix of its own in the suite's S3."""
+    name = f"remote_{uuid.uuid4().hex[:8]}"
+    if services.postgres is not None:
+        services.postgres.create_catalog_database(name)
+    else:
+        with psycopg.connect(services.admin_database_url, autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{name}"')
+    S3ObjectStore(settings.s3).ensure_bucket(BUCKET)
+    location = f"s3://{BUCKET}/{name}"
+    running = start_server(
+        settings,
+        tmp_path_factory.mktemp("remote-growler"),
+        extra_env={
+            "GROWLER_DATABASE_URL": services.database_url.rsplit("/", 1)[0] + f"/{name}",
+            "GROWLER_WAREHOUSE": "remote",
+            "GROWLER_WAREHOUSE_LOCATION": location,
+        },
+    )
+    try:
+        yield running, location
+    finally:
+        stop_server(running)
+
+
+def _oauth2(remote: Server, client_id: str = TEST_CLIENT_ID, secret: str = TEST_CLIENT_SECRET) -> dict:
+    return {
+        "uri": remote.url,
+        "warehouse": "remote",
+        "timeout-ms": 10000,
+        "auth": {
+            "type": "oauth2",
+            "client-id": client_id,
+            "client-secret": secret,
+            "token-endpoint": f"{remote.url}/v1/oauth/tokens",
+            "scope": "catalog",
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def federated(server, remote_growler) -> str:
+    return _create_warehouse(server, _oauth2(remote_growler[0]))
+
+
+def test_pyiceberg_writes_and_reads_through_growler_on_a_growler_with_authentication(server, remote_growler, federated):
+    remote, _ = remote_growler
+    catalog = RestCatalog("growler", uri=server.url, warehouse=federated, credential=TEST_CREDENTIAL)
+    namespace = f"g_{uuid.uuid4().hex[:8]}"
+    catalog.create_namespace(namespace)
+    table = catalog.create_table((namespace, "orders"), schema=SCHEMA)
+    # the storage credentials are the remote Growler's, vended for its table and passed on
+    table.append(pa.Table.from_pylist(ROWS, schema=SCHEMA.as_arrow()))
+    loaded = catalog.load_table((namespace, "orders"))
+    assert sorted(loaded.scan().to_arrow().to_pylist(), key=lambda row: row["id"]) == ROWS
+
+    # the table is the remote's: asked directly (with a token of its own), it has the append
+    direct = httpx.get(f"{remote.url}/v1/remote/namespaces/{namespace}/tables/orders")
+    assert direct.status_code == 200, direct.text
+    assert direct.json()["metadata-location"] == loaded.metadata_location
+    # and its own change feed recorded the writes Growler forwarded
+    feed = httpx.post(f"{remote.url}/v1/remote/events", json={"page-size": 100})
+    assert feed.status_code == 200, feed.text
+    kinds = [
+        event["operation"]["operation-type"]
+        for event in feed.json()["events"]
+        if event["operation"].get("namespace") == [namespace]
+        or event["operation"].get("identifier", {}).get("namespace") == [namespace]
+    ]
+    assert kinds[:1] == ["create-namespace"] and "create-table" in kinds and "update-table" in kinds
+
+
+def test_grants_of_the_first_hide_what_the_remotes_credential_reaches(server, remote_growler, federated):
+    catalog = RestCatalog("growler", uri=server.url, warehouse=federated, credential=TEST_CREDENTIAL)
+    namespace = f"h_{uuid.uuid4().hex[:8]}"
+    catalog.create_namespace(namespace)
+    for name in ("open", "hidden"):
+        catalog.create_table((namespace, name), schema=SCHEMA)
+    _, role, headers = _principal(server)
+    _grant(server, role, "read", {"type": "table", "warehouse": federated, "namespace": [namespace], "name": "open"})
+    listed = httpx.get(f"{server.url}/v1/{federated}/namespaces/{namespace}/tables", headers=headers)
+    assert listed.status_code == 200, listed.text
+    assert [item["name"] for item in listed.json()["identifiers"]] == ["open"]
+    refused = httpx.get(f"{server.url}/v1/{federated}/namespaces/{namespace}/tables/hidden", headers=headers)
+    assert refused.status_code == 403, refused.text
+
+
+def test_a_credential_the_remote_refuses_is_a_502_naming_the_settings(server, remote_growler):
+    remote, _ = remote_growler
+    warehouse = _create_warehouse(server, _oauth2(remote, secret="not-the-secret"))
+    response = httpx.get(f"{server.url}/v1/{warehouse}/namespaces")
+    assert response.status_code == 502, response.text
+    message = response.json()["error"]["message"]
+    assert warehouse in message and "credential" in message
+    anonymous = _create_warehouse(server, {"uri": remote.url, "warehouse": "remote", "timeout-ms": 10000})
+    response = httpx.get(f"{server.url}/v1/{anonymous}/namespaces")
+    assert response.status_code == 502, response.text
+    assert anonymous in response.json()["error"]["message"]
+
+
+def test_a_table_moves_home_from_a_growler(server, services, remote_growler, federated):
+    remote, location = remote_growler
+    home = f"home-{uuid.uuid4().hex[:8]}"
+    body = {
+        "name": home,
+        "location": f"s3://{BUCKET}/{home}",
+        "storage": {
+            "endpoint": services.s3_endpoint,
+            "region": "us-east-1",
+            "path-style": True,
+            "credentials-mode": "static",
+            "access-key-id": services.access_key,
+            "secret-access-key": services.secret_key,
+        },
+        "allowed-locations": [f"{location}/"],
+    }
+    assert httpx.post(f"{server.url}{MANAGEMENT}/warehouses", json=body).status_code == 201
+    assert httpx.post(f"{server.url}/v1/{home}/namespaces", json={"namespace": ["landed"]}).status_code == 200
+    catalog = RestCatalog("growler", uri=server.url, warehouse=federated, credential=TEST_CREDENTIAL)
+    namespace = f"m_{uuid.uuid4().hex[:8]}"
+    catalog.create_namespace(namespace)
+    catalog.create_table((namespace, "orders"), schema=SCHEMA).append(
+        pa.Table.from_pylist(ROWS, schema=SCHEMA.as_arrow())
+    )
+    move = {"namespace": [namespace], "name": "orders", "target": {"warehouse": home, "namespace": ["landed"]}}
+    moved = httpx.post(f"{server.url}{MANAGEMENT}/warehouses/{federated}/table-moves", json=move)
+    assert moved.status_code == 200, moved.text
+    assert moved.json()["remote"] == "dropped"
+    assert httpx.get(f"{remote.url}/v1/remote/namespaces/{namespace}/tables/orders").status_code == 404
+    native = RestCatalog("growler", uri=server.url, warehouse=home, credential=TEST_CREDENTIAL)
+    table = native.load_table(("landed", "orders"))
+    assert sorted(table.scan().to_arrow().to_pylist(), key=lambda row: row["id"]) == ROWS
