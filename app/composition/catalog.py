@@ -12,6 +12,7 @@ from app.catalog.entries import Entries
 from app.composition.storage import Foundation
 from app.federation.moved import MovedCopies
 from app.federation.service import FederationService
+from app.federation.versions import RemoteVersions
 from app.functions import FunctionService, function_metadata_schema
 from app.ground.errors import NoSuchTable, NoSuchView
 from app.ground.page_tokens import PageTokens
@@ -34,7 +35,7 @@ from app.tables.metrics_reports import MetricsReports
 from app.tables.service import TableService
 from app.views.service import VIEW, ViewService
 from storage.db import Database
-from storage.events import EventRows
+from storage.federated_versions import FederatedVersions
 from storage.functions import FunctionRepository
 from storage.idempotency import IdempotencyRepository
 from storage.objects import RoutingObjectStore
@@ -107,7 +108,7 @@ def build_catalog(base: Foundation, spec: dict, *, after_commit: AfterCommit) ->
             urllib3.PoolManager(num_pools=FEDERATION_POOLS, maxsize=FEDERATION_POOL_SIZE),
             secrets=SecretBox(settings.secrets_key) if settings.secrets_key else None,
             namespace_separator=settings.namespace_separator,
-            events=EventRows(base.database),
+            versions=RemoteVersions(FederatedVersions(base.database)),
             moved=MovedCopies(TableMoveRows(base.database), settings.namespace_separator),
         ),
     )

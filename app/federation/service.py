@@ -36,6 +36,7 @@ from app.federation.breaker import CircuitBreaker
 from app.federation.changes import NEEDS_UUID, Namespace, changes_of, identified, kind_of
 from app.federation.moved import MovedCopies
 from app.federation.remote import JSON, Answer, RemoteCatalog, RemoteSettings, Route
+from app.federation.versions import RemoteVersions
 from app.ground.errors import (
     BadGateway,
     BadRequest,
@@ -52,7 +53,6 @@ from app.ground.text import UNIT_SEPARATOR
 from app.namespaces.warehouses import WarehouseDirectory
 from app.rules.identifiers import parse_namespace
 from app.rules.privileges import Kind, Securable
-from storage.events import EventRows
 from storage.warehouses import WarehouseRow
 
 # The spec's operations a remote serves; Growler's own (functions, signing, the change feed,
@@ -136,13 +136,13 @@ class FederationService:
         *,
         secrets: SecretBox | None,
         namespace_separator: str,
-        events: EventRows,
+        versions: RemoteVersions,
         moved: MovedCopies,
         breaker: Callable[[], CircuitBreaker] = CircuitBreaker,
     ) -> None:
         self.warehouses = warehouses
         self.moved = moved  # tables moved home: their remote copies are read-only through Growler
-        self.events = events  # the change feed's outbox: what a write through Growler changed
+        self.versions = versions  # the change feed's: a write's events, an outside change found on load
         self.authorizer = authorizer
         self.http = http  # one pool for every remote (urllib3: see app/federation/remote.py)
         self._secrets = secrets  # opens the credential toward each remote (GROWLER_SECRETS_KEY)
@@ -261,6 +261,9 @@ class FederationService:
         )
         if operation_id in WRITES and answer.status < 300:  # the remote's refusal changed nothing
             self._record(prefix, operation_id, path_values, request, answer, known)
+        elif operation_id == "loadTable" and answer.status == 200:  # changed behind Growler's back?
+            table = (parse_namespace(path_values["namespace"], self.separator), path_values["table"])
+            self.versions.loaded(self.warehouses.get(prefix).id, table, answer.data)
         return answer
 
     def read(self, prefix: str, operation_id: str, spec_path: str, values: dict[str, str], **query: str) -> Any:
@@ -349,8 +352,17 @@ class FederationService:
         )
         if not changes:
             return
+        warehouse_id = self.warehouses.get(prefix).id
         try:
-            self.events.append(change_events.events_of(self.warehouses.get(prefix).id, changes))
+            self.versions.written(
+                warehouse_id,
+                change_events.events_of(warehouse_id, changes),
+                operation_id,
+                namespace,
+                name,
+                request,
+                answer.data,
+            )
         except Exception as exc:  # noqa: BLE001 - whatever failed, the client must hear the feed lacks it
             raise ServiceUnavailable(
                 f"The remote catalog made the change ({operation_id}), but Growler could not record it in its"

@@ -455,6 +455,35 @@ def test_writes_through_growler_enter_its_change_feed_with_the_remotes_uuids(ser
     assert all(event["actor"]["principal"] == "test-admin" for event in events)
 
 
+def test_a_commit_made_on_the_remote_directly_is_found_when_loaded_and_recorded_once(server, reference):
+    """Behind Growler's back: PyIceberg appends through the reference itself; the next load
+    through Growler records one update-table by the remote catalog, with both metadata locations."""
+    warehouse = _create_warehouse(server, {"uri": reference.url, "warehouse": "remote", "timeout-ms": 5000})
+    namespace = f"outside_{uuid.uuid4().hex[:8]}"
+    through_growler = _catalog(server, warehouse)
+    through_growler.create_namespace(namespace)
+    created = through_growler.create_table((namespace, "orders"), schema=SCHEMA)
+    direct = RestCatalog("reference", uri=reference.url)
+    table = direct.load_table((namespace, "orders"))
+    table.append(pa.table({"id": [1], "name": ["a"]}, schema=SCHEMA.as_arrow()))
+    for _ in range(2):  # two loads (on either worker): one event
+        loaded = _catalog(server, warehouse).load_table((namespace, "orders"))
+        assert loaded.metadata_location == table.metadata_location
+
+    page = httpx.post(f"{server.url}/v1/{warehouse}/events", json={"page-size": 100})
+    assert page.status_code == 200, page.text
+    events = [event for event in page.json()["events"] if event["operation"].get("namespace") != [namespace]]
+    assert [(event["operation"]["operation-type"], event.get("actor")) for event in events] == [
+        ("create-table", {"principal": "test-admin", "source": "growler"}),
+        ("update-table", {"source": "remote-catalog"}),
+    ]
+    outside = events[1]["operation"]
+    assert outside["previous-metadata-location"] == created.metadata_location
+    assert outside["metadata-location"] == table.metadata_location
+    assert outside["table-uuid"] == str(created.metadata.table_uuid)
+    assert outside["updates"] == [] and outside["requirements"] == []
+
+
 def test_the_reference_stopped_gives_503_with_retry_after(server, reference, federated):
     reference.stop()
     response = httpx.get(f"{server.url}/v1/{federated}/namespaces/sales/tables", timeout=30)  # a hang: it raises

@@ -15,6 +15,7 @@ from app.federation.moved import MovedCopies, written_tables
 from app.federation.remote import Answer, RemoteCatalog, RemoteSettings, Route
 from app.federation.service import FederationService
 from app.federation.settings import federation_settings, federation_view
+from app.federation.versions import RemoteVersions
 from app.ground.errors import BadGateway, BadRequest, Forbidden, Protected, ServiceUnavailable, UnsupportedOperation
 from app.ground.secrets import SecretBox
 from app.rules.privileges import Kind, Privilege, Securable
@@ -107,13 +108,26 @@ class Directory:
 
 
 class Outbox:
-    """The change feed's outbox: the events a write through Growler recorded."""
+    """The change feed's outbox and the tables' versions (storage/federated_versions.py): the events
+    a write through Growler recorded, the versions it moved, what loads found."""
 
     def __init__(self) -> None:
         self.events: list[Any] = []
+        self.versions: dict[Any, str] = {}
 
-    def append(self, events: list[Any]) -> None:
+    def write(self, warehouse_id: int, events: list[Any], now_at: list[Any], forget: list[Any]) -> None:
         self.events.extend(events)
+        self.versions.update({(warehouse_id, table): location for table, location in now_at})
+        for table in forget:
+            self.versions.pop((warehouse_id, table), None)
+
+    def observe(self, warehouse_id: int, table: Any, location: str, changed: Any) -> bool:
+        previous = self.versions.get((warehouse_id, table))
+        self.versions[(warehouse_id, table)] = location
+        if previous is None or previous == location:
+            return False
+        self.events.extend(changed(previous))
+        return True
 
 
 class NoMoves:
@@ -135,7 +149,7 @@ def _service(
         None,  # type: ignore[arg-type]
         secrets=None,
         namespace_separator="%1F",
-        events=events or Outbox(),  # type: ignore[arg-type]
+        versions=RemoteVersions(events or Outbox()),  # type: ignore[arg-type]
         moved=MovedCopies(NoMoves(), "%1F"),  # type: ignore[arg-type]
     )
 
@@ -422,7 +436,7 @@ def test_writes_through_growler_enter_the_change_feed_with_the_remotes_uuids():
 
 def test_a_write_the_feed_cannot_record_is_a_503_saying_the_remote_made_it():
     class Down(Outbox):
-        def append(self, events: list[Any]) -> None:
+        def write(self, warehouse_id: int, events: list[Any], now_at: list[Any], forget: list[Any]) -> None:
             raise OSError("database down")
 
     remote = FakeRemote([_answer(200, {"namespace": ["a"], "properties": {}})])
@@ -481,3 +495,52 @@ def test_a_write_to_a_moved_tables_copy_is_refused_and_names_where_it_went():
         copies.refuse_write(7, "fed", "updateTable", {"namespace": "a", "table": "t"}, {})
     copies.refuse_write(7, "fed", "createNamespace", {}, {"namespace": ["a"]})  # names no table: not asked
     assert rows.asked == [[(("a",), "t")]]
+
+
+def test_a_version_loaded_that_growler_did_not_write_is_recorded_once_as_an_outside_change():
+    """app/federation/versions.py: the first load is remembered, Growler's own commit moves the
+    version (its own event only), a load of another version records one update-table by the
+    remote, and loads of a version seen ask nothing more."""
+    outbox = Outbox()
+    service = _service(events=outbox)
+    table = "/v1/{prefix}/namespaces/{namespace}/tables/{table}"
+
+    def load(location: str) -> None:
+        answer = {"metadata": {"table-uuid": "u-1"}, "metadata-location": location}
+        _forward(service, FakeRemote([_answer(200, answer)]), "loadTable", "GET", table, namespace="a", table="t")
+
+    load("m1")
+    assert outbox.events == []
+    committed = {"metadata": {"table-uuid": "u-1"}, "metadata-location": "m2"}
+    service.forward(
+        FakeRemote([_answer(200, committed)]),
+        "updateTable",
+        "POST",
+        table,
+        {"prefix": "fed", "namespace": "a", "table": "t"},
+        b"",
+        {},
+        b'{"requirements": [], "updates": []}',
+    )
+    load("m2")  # Growler's own commit: not an outside change
+    assert [event.operation_type for event in outbox.events] == ["update-table"]
+    load("m3")  # committed on the remote directly
+    load("m3")
+    outside = outbox.events[1:]
+    assert len(outside) == 1
+    assert outside[0].actor == {"source": "remote-catalog"}
+    assert outside[0].operation["previous-metadata-location"] == "m2"
+    assert outside[0].operation["metadata-location"] == "m3"
+    assert (outside[0].stream, outside[0].uuid, outside[0].namespace, outside[0].name) == (7, "u-1", ("a",), "t")
+    # a drop forgets the table: the next table of that name starts anew, with no event
+    _forward(
+        service,
+        FakeRemote([_answer(200, committed), _answer(204, None)]),
+        "dropTable",
+        "DELETE",
+        table,
+        namespace="a",
+        table="t",
+    )
+    load("m9")
+    assert [event.operation_type for event in outbox.events[2:]] == ["drop-table"]
