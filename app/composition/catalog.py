@@ -10,6 +10,7 @@ import urllib3
 from app.authorization import Authorizer
 from app.catalog.entries import Entries
 from app.composition.storage import Foundation
+from app.federation.answers import AnswerCheck
 from app.federation.moved import MovedCopies
 from app.federation.service import FederationService
 from app.federation.versions import RemoteVersions
@@ -104,7 +105,7 @@ def build_catalog(base: Foundation, spec: dict, *, after_commit: AfterCommit) ->
         previews=PreviewService(tables),
         federation=FederationService(
             warehouses,
-            base.authorizer,
+            AnswerCheck(base.authorizer),
             urllib3.PoolManager(num_pools=FEDERATION_POOLS, maxsize=FEDERATION_POOL_SIZE),
             secrets=SecretBox(settings.secrets_key) if settings.secrets_key else None,
             namespace_separator=settings.namespace_separator,

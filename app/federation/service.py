@@ -12,7 +12,7 @@ deleted federated warehouse is never served from stale settings. For a federated
 separator, the body as the client sent it, and Growler's own credential toward the remote in
 place of the caller's.
 
-What comes back is checked before it is passed on: listings are filtered by the caller's grants
+What comes back is checked before it is passed on (app/federation/answers.py): listings are filtered by the caller's grants
 (a principal sees what Growler allows, whatever the remote's credential reaches), the remote's
 Iceberg errors keep their status, type and message, an answer that is not the spec's shape is a
 502, and loadTable's ``config`` loses any credential of the remote's own REST session (``token``,
@@ -30,15 +30,14 @@ from urllib.parse import parse_qsl, quote, urlencode
 
 import urllib3
 
-from app.authorization import Authorizer
 from app.events import changes as change_events
+from app.federation.answers import AnswerCheck
 from app.federation.breaker import CircuitBreaker
 from app.federation.changes import NEEDS_UUID, Namespace, changes_of, identified, kind_of
 from app.federation.moved import MovedCopies
-from app.federation.remote import JSON, Answer, RemoteCatalog, RemoteSettings, Route
+from app.federation.remote import Answer, RemoteCatalog, RemoteSettings, Route
 from app.federation.versions import RemoteVersions
 from app.ground.errors import (
-    BadGateway,
     BadRequest,
     CatalogError,
     Forbidden,
@@ -46,13 +45,11 @@ from app.ground.errors import (
     Protected,
     ServiceUnavailable,
     UnsupportedOperation,
-    error_body,
 )
 from app.ground.secrets import SecretBox
 from app.ground.text import UNIT_SEPARATOR
 from app.namespaces.warehouses import WarehouseDirectory
 from app.rules.identifiers import parse_namespace
-from app.rules.privileges import Kind, Securable
 from storage.warehouses import WarehouseRow
 
 # The spec's operations a remote serves; Growler's own (functions, signing, the change feed,
@@ -101,18 +98,8 @@ SERVED_BY_GROWLER = frozenset({"queryEvents"})
 # What a protection mark on the warehouse refuses, as on a native one (its objects live in the
 # remote, so only the warehouse itself can carry a mark in this slice): read fresh, not cached.
 GUARDED = frozenset({"dropTable", "dropView", "dropNamespace", "renameTable", "renameView"})
-# Answered without a body (204) by the spec: a remote's 200 without one is taken too.
-_NO_BODY = frozenset(
-    {"dropNamespace", "dropTable", "dropView", "renameTable", "renameView", "commitTransaction", "reportMetrics"}
-) | frozenset({"namespaceExists", "tableExists", "viewExists", "cancelPlanning"})
-# Answers that carry a table's or a view's metadata and its client config.
-_LOADS = frozenset({"loadTable", "createTable", "registerTable", "updateTable", "loadView", "createView"})
-_LOADS |= frozenset({"registerView", "replaceView"})
-# Keys of a load answer's config that belong to the remote's REST session: never passed on.
-SESSION_KEYS = frozenset({"token", "credential"})
 # What of the client's request reaches the remote (never its Authorization).
 FORWARDED_HEADERS = ("content-type", "x-iceberg-access-delegation", "idempotency-key", "if-none-match", "accept")
-_LISTED = frozenset({"listTables", "listViews"})
 TABLE_PATH = "/v1/{prefix}/namespaces/{namespace}/tables/{table}"
 
 
@@ -131,7 +118,7 @@ class FederationService:
     def __init__(
         self,
         warehouses: WarehouseDirectory,
-        authorizer: Authorizer,
+        answers: AnswerCheck,
         http: urllib3.PoolManager,
         *,
         secrets: SecretBox | None,
@@ -143,7 +130,7 @@ class FederationService:
         self.warehouses = warehouses
         self.moved = moved  # tables moved home: their remote copies are read-only through Growler
         self.versions = versions  # the change feed's: a write's events, an outside change found on load
-        self.authorizer = authorizer
+        self.answers = answers  # the remote's answers checked, listings filtered by the caller's grants
         self.http = http  # one pool for every remote (urllib3: see app/federation/remote.py)
         self._secrets = secrets  # opens the credential toward each remote (GROWLER_SECRETS_KEY)
         self.separator = namespace_separator  # Growler's, as advertised: how the path's namespaces are read
@@ -252,7 +239,7 @@ class FederationService:
         if not body:
             sent.pop("content-type", None)
         known = self._uuids_before(remote, route, operation_id, path_values, request)
-        answer = self._answer(
+        answer = self.answers.checked(
             remote,
             operation_id,
             method,
@@ -393,87 +380,6 @@ class FederationService:
             pairs.append(f"{quote(key, safe='')}={encoded}")
         return "&".join(pairs)
 
-    # -- answers ---------------------------------------------------------------------------------
-
-    def _answer(self, remote: RemoteCatalog, operation_id: str, method: str, prefix: str, answer: Answer) -> Answer:
-        status, data = answer.status, answer.data
-        if status >= 400:
-            return self._error(remote, answer)
-        if not 200 <= status < 300:  # redirects are not followed: Growler's credential stays with this remote
-            raise self._garbage(remote, operation_id, f"{status}, which is not an answer of the spec")
-        if data is None:  # 204, or a HEAD
-            if method != "HEAD" and operation_id not in _NO_BODY:
-                raise self._garbage(remote, operation_id, "an empty body")
-            return Answer(status, None, b"", answer.headers)
-        if not isinstance(data, dict):
-            raise self._garbage(remote, operation_id, "not a JSON object")
-        if operation_id == "listNamespaces":
-            data = {**data, "namespaces": self._visible_namespaces(remote, prefix, data.get("namespaces"))}
-        elif operation_id in _LISTED:
-            kind = Kind.TABLE if operation_id == "listTables" else Kind.VIEW
-            data = {**data, "identifiers": self._visible_entries(remote, prefix, kind, data)}
-        elif operation_id in _LOADS:
-            data = self._load(remote, operation_id, data)
-        body = json.dumps(data, separators=(",", ":")).encode()
-        return Answer(status, data, body, {"Content-Type": JSON, **answer.headers})
-
-    def _error(self, remote: RemoteCatalog, answer: Answer) -> Answer:
-        """The remote's Iceberg error, its status, type and message kept (bounded); 502 for a body
-        that is not one. A HEAD's error has no body: its status is the answer."""
-        headers = {k: v for k, v in answer.headers.items() if k == "Retry-After"}
-        if not answer.body:
-            return Answer(answer.status, None, b"", headers)
-        error = answer.data.get("error") if isinstance(answer.data, dict) else None
-        if not isinstance(error, dict) or not isinstance(error.get("message"), str):
-            raise self._garbage(remote, None, f"{answer.status} without an Iceberg error body")
-        kind = error.get("type") if isinstance(error.get("type"), str) else "RemoteCatalogException"
-        data = error_body(error["message"], kind, answer.status)
-        body = json.dumps(data, separators=(",", ":")).encode()
-        return Answer(answer.status, data, body, {"Content-Type": JSON, **headers})
-
-    def _visible_namespaces(self, remote: RemoteCatalog, prefix: str, listed: Any) -> list[list[str]]:
-        if not isinstance(listed, list) or not all(_levels(item) for item in listed):
-            raise self._garbage(remote, "listNamespaces", "namespaces is not a list of namespaces")
-        return self.authorizer.filter(listed, lambda levels: Securable.of_namespace(prefix, tuple(levels)))
-
-    def _visible_entries(self, remote: RemoteCatalog, prefix: str, kind: Kind, data: dict[str, Any]) -> list[Any]:
-        listed = data.get("identifiers")
-        if not isinstance(listed, list) or not all(
-            isinstance(item, dict) and _levels(item.get("namespace")) and isinstance(item.get("name"), str)
-            for item in listed
-        ):
-            raise self._garbage(remote, None, "identifiers is not a list of identifiers")
-        return self.authorizer.filter(
-            listed, lambda item: Securable.of_entry(kind, prefix, tuple(item["namespace"]), item["name"])
-        )
-
-    def _load(self, remote: RemoteCatalog, operation_id: str, data: dict[str, Any]) -> dict[str, Any]:
-        if not isinstance(data.get("metadata"), dict):
-            raise self._garbage(remote, operation_id, "no metadata object")
-        own = remote.own_credentials()
-        config = data.get("config")
-        if isinstance(config, dict):
-            kept = {k: v for k, v in config.items() if k not in SESSION_KEYS and not _secret(v, own)}
-            data = {**data, "config": kept}
-        credentials = data.get("storage-credentials")
-        if isinstance(credentials, list):  # a remote echoing Growler's own credential: never passed on
-            data = {
-                **data,
-                "storage-credentials": [
-                    {**item, "config": {k: v for k, v in item["config"].items() if not _secret(v, own)}}
-                    if isinstance(item, dict) and isinstance(item.get("config"), dict)
-                    else item
-                    for item in credentials
-                ],
-            }
-        return data
-
-    @staticmethod
-    def _garbage(remote: RemoteCatalog, operation_id: str | None, what: str) -> CatalogError:
-        remote.breaker.failed()
-        answered = f" to {operation_id}" if operation_id else ""
-        return BadGateway(f"The remote catalog of warehouse {remote.name} answered{answered} {what}")
-
 
 def _guarded_action(operation_id: str, values: dict[str, str], separator: str) -> str:
     """``drop table a.t`` / ``rename a view in warehouse w``: the refusal's words, as a native one's."""
@@ -484,10 +390,6 @@ def _guarded_action(operation_id: str, values: dict[str, str], separator: str) -
     return f"drop {operation_id.removeprefix('drop').lower()} {'.'.join((*levels, *([named] if named else [])))}"
 
 
-def _secret(value: Any, own: frozenset[str]) -> bool:
-    return isinstance(value, str) and value in own
-
-
 def _segment(value: str) -> str:
     """A name as one path segment of the remote's URL. "." and ".." are refused: an HTTP client or
     server removes them as dot segments, and the request would reach another route than the one
@@ -495,10 +397,6 @@ def _segment(value: str) -> str:
     if value in (".", ".."):
         raise BadRequest(f"{value!r} cannot be a name in a federated warehouse")
     return value
-
-
-def _levels(value: Any) -> bool:
-    return isinstance(value, list) and bool(value) and all(isinstance(level, str) for level in value)
 
 
 def _json_body(body: bytes | None) -> Any:

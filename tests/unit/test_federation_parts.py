@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from app.federation.answers import AnswerCheck
 from app.federation.breaker import CircuitBreaker
 from app.federation.moved import MovedCopies, written_tables
 from app.federation.remote import Answer, RemoteCatalog, RemoteSettings, Route
@@ -145,7 +146,7 @@ def _service(
 ) -> FederationService:
     return FederationService(
         directory or Directory(),  # type: ignore[arg-type]
-        Grants(visible or set()),  # type: ignore[arg-type]
+        AnswerCheck(Grants(visible or set())),  # type: ignore[arg-type]
         None,  # type: ignore[arg-type]
         secrets=None,
         namespace_separator="%1F",
