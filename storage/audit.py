@@ -27,7 +27,7 @@ INSERT = (
     " FROM jsonb_array_elements(%s::jsonb) AS e"
 )
 _ENCODER = json.JSONEncoder(separators=(",", ":"))  # ASCII out: any text is escaped, never lost
-_COLUMNS = (
+COLUMNS = (
     "id, recorded_at, request_id, principal, identity_provider, roles, operation, method, path, object,"
     " decision, rule, status, client, user_agent, access"
 )
@@ -145,7 +145,7 @@ class AuditRows:
         if query.after is not None:
             where.append("(recorded_at, id) < (%s, %s)")
             params.extend(query.after)
-        sql = f"SELECT {_COLUMNS} FROM audit_record"  # noqa: S608 - fixed column and filter texts only
+        sql = f"SELECT {COLUMNS} FROM audit_record"  # noqa: S608 - fixed column and filter texts only
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY recorded_at DESC, id DESC LIMIT %s"

@@ -18,9 +18,11 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from app.ground.errors import AlreadyExists
+from storage.audit import COLUMNS
 from storage.db import Database
 from storage.events import StoredEvent, horizon
 
+_AUDIT_COLUMNS = ", ".join(f"a.{column.strip()}" for column in COLUMNS.split(","))
 _EVENT_COLUMNS = (
     "e.stream, e.position, e.event_id::text AS event_id, e.request_id, e.request_event_count, e.created_at,"
     " e.operation_type, e.object_type, e.namespace, e.name, e.object_uuid::text AS object_uuid, e.actor, e.operation"
@@ -38,6 +40,14 @@ class SinkRow:
     max_attempts: int
     created_at: datetime
     options: dict[str, Any]  # a kind's settings beyond its url (Kafka: topic, security); nothing secret
+
+
+@dataclass(frozen=True)
+class AuditExport:
+    """An audit record to deliver: the transaction that wrote it (the stream's order) and its row."""
+
+    tx: str  # an xid8, as text
+    row: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -77,6 +87,12 @@ class DeliveryRows:
             if row is None:
                 raise AlreadyExists(f"Event sink already exists: {name}")
             _start_at_the_end(conn, row["id"])
+            if filters.get("audit"):  # its audit stream starts at the transactions still running
+                conn.execute(
+                    "INSERT INTO audit_sink_cursor (sink_id, tx, id)"
+                    " VALUES (%s, pg_snapshot_xmin(pg_current_snapshot()), 0)",
+                    (row["id"],),
+                )
         return SinkRow(**row)
 
     def sinks(self) -> list[SinkRow]:
@@ -223,6 +239,34 @@ class DeliveryRows:
                     " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
                     (sink_id, stream, position, event_id, attempts, error[:500]),
                 )
+        return True
+
+    def pending_audit(self, sink_id: int, limit: int) -> list[AuditExport]:
+        """The next audit records after the sink's audit cursor, in (transaction, id) order, of
+        transactions older than every one still running (migration 0037): none can join them later."""
+        with self.db.connection() as conn:
+            rows = conn.execute(
+                f"SELECT a.tx::text AS tx, {_AUDIT_COLUMNS} FROM audit_sink_cursor c CROSS JOIN LATERAL"
+                " (SELECT * FROM audit_record a WHERE (a.tx, a.id) > (c.tx, c.id)"
+                "  AND a.tx < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY a.tx, a.id LIMIT %s) a"
+                " WHERE c.sink_id = %s ORDER BY a.tx, a.id",
+                (limit, sink_id),
+            ).fetchall()
+        return [AuditExport(row.pop("tx"), row) for row in rows]
+
+    def advance_audit(self, sink_id: int, holder: str, tx: str, record_id: int) -> bool:
+        """Move the sink's audit cursor past (tx, id), only while ``holder`` holds the lease."""
+        with self.db.transaction() as conn:
+            held = conn.execute(
+                "SELECT 1 FROM event_publisher_lease WHERE holder = %s AND expires_at > clock_timestamp() FOR SHARE",
+                (holder,),
+            ).fetchone()
+            if held is None:
+                return False
+            conn.execute(
+                "UPDATE audit_sink_cursor SET tx = %s::xid8, id = %s WHERE sink_id = %s AND (tx, id) < (%s::xid8, %s)",
+                (tx, record_id, sink_id, tx, record_id),
+            )
         return True
 
     def warehouse_names(self) -> dict[int, str]:

@@ -44,7 +44,7 @@ TRUNCATE_CATALOG = (
     " maintenance_lease,"
     " maintenance_run, scan_plan_page, scan_plan, catalog_function, staged_table, table_move, catalog_entry, namespace,"
     " bin_grant, bin_function, bin_entry, bin_namespace, bin_unit, purge_job,"
-    " change_event, event_stream, event_dead_letter, event_sink_cursor, event_sink;"
+    " change_event, event_stream, event_dead_letter, event_sink_cursor, audit_sink_cursor, event_sink;"
     " UPDATE warehouse SET protected = false WHERE protected"
 )
 # Rows no request writes, changed by a clock: the change feed publisher's lease, renewed every 2 s

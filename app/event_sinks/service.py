@@ -65,6 +65,7 @@ class EventSinks:
         self.rows = rows
         self.webhook_guard = webhook_guard  # where a webhook may go: the publisher's rule (app/publisher/webhooks.py)
         self._box = SecretBox(settings.secrets_key) if settings.secrets_key else None
+        self.audit_recorded = settings.audit_trail  # GROWLER_AUDIT_TRAIL: what an audit stream would carry
 
     def create(self, request: CreateEventSinkRequest) -> SinkRow:
         name, kind, url = request.name, request.kind, request.url
@@ -95,6 +96,10 @@ class EventSinks:
         if request.kafka is not None:
             options, sealed = self._kafka(request.kafka)
         filters = request.filters.model_dump(mode="json") if request.filters is not None else {}
+        if filters.get("changes") is False and not filters.get("audit"):
+            raise BadRequest("A sink delivers the change feed (changes), the audit trail (audit), or both")
+        if filters.get("audit") and not self.audit_recorded:
+            raise BadRequest("The audit trail is off (GROWLER_AUDIT_TRAIL=on records it): a sink has nothing to export")
         if kind == "webhook":  # last: the one check that asks DNS
             self.webhook_guard.check_url(url)
         row = self.rows.create_sink(name, kind, url, sealed, filters, request.max_attempts or 8, options)

@@ -12,12 +12,12 @@ deleted federated warehouse is never served from stale settings. For a federated
 separator, the body as the client sent it, and Growler's own credential toward the remote in
 place of the caller's.
 
-What comes back is checked before it is passed on (app/federation/answers.py): listings are filtered by the caller's grants
-(a principal sees what Growler allows, whatever the remote's credential reaches), the remote's
-Iceberg errors keep their status, type and message, an answer that is not the spec's shape is a
-502, and loadTable's ``config`` loses any credential of the remote's own REST session (``token``,
-``credential``): storage access is what the remote vends for the table (its ``config`` and
-``storage-credentials``), never Growler's access to the remote.
+What comes back is checked before it is passed on (app/federation/answers.py): listings are
+filtered by the caller's grants (a principal sees what Growler allows, whatever the remote's
+credential reaches), the remote's Iceberg errors keep their status, type and message, an answer
+that is not the spec's shape is a 502, and loadTable's ``config`` loses any credential of the
+remote's own REST session (``token``, ``credential``): storage access is what the remote vends for
+the table (its ``config`` and ``storage-credentials``), never Growler's access to the remote.
 """
 
 from __future__ import annotations

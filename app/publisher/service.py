@@ -47,6 +47,7 @@ from cloudevents.core.v1.event import CloudEvent
 from app.events.feed import rendered
 from app.ground import metrics
 from app.ground.secrets import SecretBox
+from app.publisher.audit import audit_cloud_event, audit_event_id, audit_kafka_record, audit_subject
 from app.publisher.kafka import ID_HEADER, INSTALLATION, KafkaRecord, KafkaSettings, KafkaTarget, record_key, topic
 from app.publisher.webhooks import DeliveryFailed, WebhookGuard, WebhookTarget
 from storage.deliveries import DeliveryRows, SinkRow
@@ -197,7 +198,7 @@ class SinkWorker(threading.Thread):
                     self.stop.wait(IDLE_S)
                     continue
                 try:
-                    busy = self._replay() | self._round()
+                    busy = self._replay() | self._round() | self._audit_round()
                 except Exception as exc:  # noqa: BLE001 - the database may be down: try again
                     log.warning("event sink %s: %s", self.sink.name, type(exc).__name__)
                     busy = False
@@ -207,6 +208,8 @@ class SinkWorker(threading.Thread):
             self.target.close()
 
     def _round(self) -> bool:
+        if self.sink.filters.get("changes") is False:  # a sink of the audit trail only
+            return False
         events = self.rows.pending(self.sink.id, BATCH)
         self._report_lag(events)
         names = self.publisher.warehouse_names()
@@ -233,21 +236,8 @@ class SinkWorker(threading.Thread):
             warehouse = names.get(event.stream, str(event.stream))
             if matches(self.sink.filters, warehouse, event):
                 records.append(kafka_record(template, warehouse, event))
-        attempt = 0
-        while records:
-            attempt += 1
-            outcome = self.target.send_batch(records)
-            metrics.EVENTS_DELIVERED.labels(self.sink.name).inc(outcome.count(None))
-            records = [record for record, error in zip(records, outcome, strict=True) if error]
-            if records and not self._active():
-                return True  # stopping, or no longer leading: the cursors stay, the next leader resends
-            if records:
-                metrics.EVENTS_DELIVERY_FAILURES.labels(self.sink.name, "retry").inc()
-                log.warning(
-                    "event sink %s: %d records refused: %s", self.sink.name, len(records), next(filter(None, outcome))
-                )
-                if self.stop.wait(min(MAX_BACKOFF_S, self.publisher.backoff_s * 2 ** (attempt - 1))):
-                    return True
+        if not self._produce(records):
+            return True  # stopping, or no longer leading: the cursors stay, the next leader resends
         last = {event.stream: event.position for event in events}  # events come in position order
         for stream, position in last.items():
             if not self.rows.advance(self.sink.id, self.publisher.holder, stream, position, None):
@@ -255,28 +245,80 @@ class SinkWorker(threading.Thread):
                 return False
         return bool(events)
 
+    def _produce(self, records: list[KafkaRecord]) -> bool:
+        """Produce a batch until the brokers acknowledged every record (what was not is produced
+        again, only that, in order, after backoff); False when stopping or no longer leading."""
+        attempt = 0
+        while records:
+            attempt += 1
+            outcome = self.target.send_batch(records)
+            metrics.EVENTS_DELIVERED.labels(self.sink.name).inc(outcome.count(None))
+            records = [record for record, error in zip(records, outcome, strict=True) if error]
+            if records and not self._active():
+                return False
+            if records:
+                metrics.EVENTS_DELIVERY_FAILURES.labels(self.sink.name, "retry").inc()
+                log.warning(
+                    "event sink %s: %d records refused: %s", self.sink.name, len(records), next(filter(None, outcome))
+                )
+                if self.stop.wait(min(MAX_BACKOFF_S, self.publisher.backoff_s * 2 ** (attempt - 1))):
+                    return False
+        return True
+
     def _deliver(self, warehouse: str, event: StoredEvent) -> tuple[str, int, str] | None:
         """Deliver until acknowledged; None when it was, the dead letter when a webhook gave up."""
         headers, body = cloud_event(warehouse, event)
-        target_subject = subject(warehouse, event)
+        return self._send(subject(warehouse, event), event.event_id, headers, body, self.sink.kind == "webhook")
+
+    def _send(
+        self, target_subject: str, event_id: str, headers: dict[str, str], body: bytes, may_give_up: bool
+    ) -> tuple[str, int, str] | None:
         attempt = 0
         while True:
             attempt += 1
             try:
-                self.target.send(target_subject, event.event_id, headers, body)
+                self.target.send(target_subject, event_id, headers, body)
                 metrics.EVENTS_DELIVERED.labels(self.sink.name).inc()
                 return None
             except DeliveryFailed as exc:
                 metrics.EVENTS_DELIVERY_FAILURES.labels(self.sink.name, "retry").inc()
                 error = str(exc)
-            if self.sink.kind == "webhook" and attempt >= self.sink.max_attempts:
+            if may_give_up and attempt >= self.sink.max_attempts:
                 metrics.EVENTS_DELIVERY_FAILURES.labels(self.sink.name, "dead-letter").inc()
                 log.warning(
-                    "event sink %s: event %s dead-lettered after %d attempts", self.sink.name, event.event_id, attempt
+                    "event sink %s: event %s dead-lettered after %d attempts", self.sink.name, event_id, attempt
                 )
-                return (event.event_id, attempt, error)
+                return (event_id, attempt, error)
             if self.stop.wait(min(MAX_BACKOFF_S, self.publisher.backoff_s * 2 ** (attempt - 1))):
                 raise DeliveryFailed("stopping")
+
+    def _audit_round(self) -> bool:
+        """The audit trail's next records (app/publisher/audit.py), for a sink that asked for them:
+        delivered in order and never given up on (no dead letters: the cursor waits for the
+        endpoint, holding back only this sink's audit stream)."""
+        if not self.sink.filters.get("audit"):
+            return False
+        records = self.rows.pending_audit(self.sink.id, BATCH)
+        if not records:
+            return False
+        if self.sink.kind == "kafka":
+            template = str(self.sink.options.get("topic") or "growler.{warehouse}")
+            if not self._produce([audit_kafka_record(template, record) for record in records]):
+                return True
+            done = [records[-1]]
+        else:
+            done = []
+            for record in records:
+                if not self._active():
+                    break
+                headers, body = audit_cloud_event(record)
+                self._send(audit_subject(record), audit_event_id(record), headers, body, may_give_up=False)
+                done.append(record)
+        for record in done[-1:]:
+            if not self.rows.advance_audit(self.sink.id, self.publisher.holder, record.tx, record.row["id"]):
+                self.publisher.leading.clear()  # the lease went elsewhere: stop at once
+                return False
+        return True
 
     def _replay(self) -> bool:
         """Dead letters an administrator asked for: one more delivery each (with its retries)."""

@@ -8,6 +8,7 @@ import pytest
 from app.composition.services import services_of
 from tests.api.authz_support import Principals
 from tests.api.tables_support import PREFIX, TextStore
+from tests.api.webhook_support import serve_receiver
 
 
 @pytest.fixture(scope="module")
@@ -27,3 +28,9 @@ def ns(client):
 @pytest.fixture
 def s3(app):
     return TextStore(services_of(app.app).namespaces.objects)
+
+
+@pytest.fixture
+def receiver():
+    """A local webhook receiver (tests/api/webhook_support.py): its URL and its scripts by path."""
+    yield from serve_receiver()

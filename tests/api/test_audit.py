@@ -25,6 +25,7 @@ from storage.audit import AuditRecord, AuditRows
 from storage.db import AsyncDatabase, Database
 from tests.api.authz_support import MANAGEMENT as M
 from tests.api.tables_support import PREFIX, create_request, table_url, tables_url
+from tests.api.webhook_support import Script, wait_for
 from tests.conftest import TEST_BUCKET, fetch_token
 
 AUDIT = f"{M}/audit"
@@ -374,3 +375,53 @@ def test_the_console_shows_the_trail_to_administrators_and_a_restricted_refusal_
 def _records_of(db: psycopg.Connection, principal: str) -> list[dict[str, Any]]:
     with db.cursor(row_factory=psycopg.rows.dict_row) as cursor:
         return cursor.execute("SELECT * FROM audit_record WHERE principal = %s", (principal,)).fetchall()
+
+
+def test_a_sink_of_the_audit_trail_gets_every_record_in_order_and_no_secret(client, principals, table, receiver):
+    """Export through the change feed's sinks (docs/audit.md "Export"): a webhook asking for the
+    audit trail only gets each record written after it was made, as a CloudEvent, in the order of
+    their transactions - the allowed, the refused, the unauthenticated - and no change event."""
+    url, scripts = receiver
+    scripts["/audit"] = script = Script()
+    body = {
+        "name": "audit-hook",
+        "kind": "webhook",
+        "url": f"{url}/audit",
+        "filters": {"audit": True, "changes": False},
+    }
+    created = client.post("/management/v1/event-sinks", json=body)
+    assert created.status_code == 201, created.text
+    assert created.json()["filters"]["audit"] is True
+    try:
+        reader = principals.new("exported")
+        principals.grant(reader, "read", "table", "test", ("db",), "t")
+        rids = [_rid() for _ in range(4)]
+        assert reader.client.get(table_url("t"), headers={"X-Request-Id": rids[0]}).status_code == 200
+        assert reader.client.get(AUDIT, headers={"X-Request-Id": rids[1]}).status_code == 403
+        anonymous = client.get(table_url("t"), headers={"X-Request-Id": rids[2], "Authorization": "Bearer nope"})
+        assert anonymous.status_code == 401
+        assert client.post(tables_url(), json=create_request("u"), headers={"X-Request-Id": rids[3]}).status_code == 200
+
+        def delivered() -> list[dict[str, Any]]:
+            return [event for event, _, _ in script.received if event["data"].get("request-id") in rids]
+
+        wait_for(lambda: len(delivered()) == len(rids))
+        events = delivered()
+        assert [event["data"]["request-id"] for event in events] == rids  # in order, each once
+        assert [event["type"] for event in events] == [
+            "org.growler.audit.allowed",
+            "org.growler.audit.refused",
+            f"org.growler.audit.{events[2]['data']['decision']}",
+            "org.growler.audit.allowed",
+        ]
+        assert events[2]["data"]["status"] == 401
+        assert {event["source"] for event in events} == {"/growler/audit"}
+        assert events[0]["subject"] == "test:db.t" and events[0]["id"] == f"audit-{events[0]['data']['id']}"
+        assert events[0]["data"]["principal"] == reader.name and events[0]["data"]["operation"] == "loadTable"
+        ids = [event["data"]["id"] for event, _, _ in script.received]
+        assert ids == sorted(ids) and len(ids) == len(set(ids))
+        assert all(event["type"].startswith("org.growler.audit.") for event, _, _ in script.received)
+        raw = b"".join(body for _, body, _ in script.received)
+        assert b"nope" not in raw and b"Bearer" not in raw
+    finally:
+        assert client.delete("/management/v1/event-sinks/audit-hook").status_code == 204

@@ -15,12 +15,8 @@ import json
 import socket
 import subprocess
 import sys
-import threading
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -30,67 +26,12 @@ from app.publisher.webhooks import DeliveryFailed, TargetRefused, WebhookGuard, 
 from scripts.processes import free_port
 from storage.db import database_endpoints
 from tests.api.tables_support import PREFIX, append, create_request, table_url, tables_url
+from tests.api.webhook_support import Script, wait_for
 
 pytestmark = pytest.mark.usefixtures("clean_catalog")
 SINKS = "/management/v1/event-sinks"
 SECRET = "a-webhook-secret-of-some-length"
 ROOT = Path(__file__).resolve().parents[2]
-
-
-class Script:
-    """What the receiver answers, request after request: a status, or "hang" (past the timeout)."""
-
-    def __init__(self, *answers: int | str) -> None:
-        self.answers = list(answers)
-        self.received: list[tuple[dict, bytes, str]] = []  # (event, body, signature) of each acknowledged one
-        self.requests = 0
-        self.hosts: list[str] = []  # the Host header of each request
-        self.release = threading.Event()
-        self.changed = threading.Condition()
-
-    def next(self) -> int | str:
-        self.requests += 1
-        return self.answers.pop(0) if self.answers else 204
-
-
-@pytest.fixture
-def receiver() -> Iterator[tuple[str, dict[str, Script]]]:
-    scripts: dict[str, Script] = {}
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
-            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            script = scripts[self.path]
-            script.hosts.append(self.headers.get("Host", ""))
-            answer = script.next()
-            if answer == "hang":
-                script.release.wait(8)  # past the publisher's 5 s timeout
-                return
-            if answer == 204:
-                with script.changed:
-                    signature = self.headers.get("X-Growler-Signature", "")
-                    script.received.append((json.loads(body), body, signature))
-                    script.changed.notify_all()
-            self.send_response(int(answer))
-            self.end_headers()
-
-        def log_message(self, *_args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", scripts
-    for script in scripts.values():
-        script.release.set()
-    server.shutdown()
-
-
-def wait_for(condition, timeout_s: float = 40.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "timed out waiting for the deliveries"
-        time.sleep(0.1)
 
 
 def changes(client) -> list[dict]:
@@ -160,8 +101,14 @@ def test_sinks_are_for_administrators_and_bad_ones_are_400(client, principals):
         {"name": "x", "kind": "nats", "url": "nats://h:4222", "secret": SECRET},
         {"name": "env-x", "kind": "webhook", "url": "http://h/"},
         {"name": "x", "kind": "kafka", "url": "http://h/"},
+        {"name": "x", "kind": "nats", "url": "nats://h:4222", "filters": {"changes": False}},  # delivers nothing
     ):
         assert client.post(SINKS, json=bad).status_code == 400, bad
+    # the suite's default app records no audit trail: a sink of it would export nothing
+    off = client.post(SINKS, json={"name": "x", "kind": "nats", "url": "nats://h:4222", "filters": {"audit": True}})
+    assert off.status_code == 400, off.text
+    assert "GROWLER_AUDIT_TRAIL=on" in off.json()["error"]["message"]
+    assert client.get(SINKS).json()["event-sinks"] == []
     assert client.get(f"{SINKS}/none/dead-letters").status_code == 404
 
 

@@ -226,3 +226,48 @@ def test_every_event_reaches_jetstream_through_worker_kills_and_a_nats_restart(
     assert len(lines) == len(rows) and lines[0].split()[1] == "create-namespace"
     with httpx.Client(timeout=60) as http:
         assert http.delete(f"{server.url}/management/v1/event-sinks/{namespace}").status_code == 204
+
+
+def test_the_audit_trail_reaches_jetstream_on_subjects_of_its_own(settings, nats_server):
+    """A NATS sink of the audit trail only (docs/audit.md "Export"): each record written after the
+    sink was made reaches ``growler._audit.<decision>``, once, in order, as its own CloudEvent."""
+    import dataclasses
+
+    from app.edge.factory import create_app
+    from tests.conftest import authenticated
+
+    nats_server.start()
+    app = authenticated(create_app(dataclasses.replace(settings, audit_trail=True)))
+    client = app.test_client()
+    name = f"audit-nats-{uuid.uuid4().hex[:6]}"
+    body = {"name": name, "kind": "nats", "url": nats_server.url, "filters": {"audit": True, "changes": False}}
+    assert client.post("/management/v1/event-sinks", json=body).status_code == 201
+    try:
+        rids = [uuid.uuid4().hex for _ in range(3)]
+        for rid in rids[:2]:
+            assert client.get("/v1/test/namespaces", headers={"X-Request-Id": rid}).status_code == 200
+        refused = app.anonymous_client().get("/v1/test/namespaces", headers={"X-Request-Id": rids[2]})
+        assert refused.status_code == 401
+        with psycopg.connect(settings.database_url) as conn:
+            ids = dict(
+                conn.execute("SELECT request_id, id FROM audit_record WHERE request_id = ANY(%s)", (rids,)).fetchall()
+            )
+        expected = {f"audit-{ids[rid]}" for rid in rids}
+
+        def delivered() -> bool:  # the stream exists once the publisher sent to it
+            with psycopg.connect(settings.database_url) as conn:
+                row = conn.execute(
+                    "SELECT c.id FROM audit_sink_cursor c JOIN event_sink s ON s.id = c.sink_id WHERE s.name = %s",
+                    (name,),
+                ).fetchone()
+            return row is not None and row[0] >= max(ids.values())
+
+        wait_for(delivered, "the audit records delivered to JetStream", 120)
+        found = asyncio.run(read_stream(nats_server.url, "growler._audit.>", expected))
+        ours = [(message_id, event) for message_id, event in found if message_id in expected]
+        assert [event["data"]["request-id"] for _, event in ours] == rids
+        assert [event["type"] for _, event in ours][:2] == ["org.growler.audit.allowed"] * 2
+        assert all(event["source"] == "/growler/audit" for _, event in found)
+        assert len({message_id for message_id, _ in ours}) == len(ours) == 3  # each once
+    finally:
+        assert client.delete(f"/management/v1/event-sinks/{name}").status_code == 204

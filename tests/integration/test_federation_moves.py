@@ -233,6 +233,11 @@ def test_kept_copy_is_read_only_through_growler_and_the_move_is_undone_until_a_n
         assert refused.status_code == 409, refused.text
         assert refused.json()["error"]["type"] == "TableMovedException"
         assert "undoTableMove" in refused.json()["error"]["message"]
+    recursive = httpx.delete(
+        f"{server.url}{MANAGEMENT}/warehouses/{home}/namespaces/landed", params={"recursive": "true"}
+    )
+    assert recursive.status_code == 409, recursive.text
+    assert recursive.json()["error"]["type"] == "TableMovedException"
     assert _native_row(settings, home, f"k_{namespace}") is not None
     # and maintenance leaves its files alone
     policy = {

@@ -128,6 +128,16 @@ class EventSinkFilters(ContractModel):
     catalog_objects_by_name: Annotated[
         NamespacePaths | None, Field(alias="catalog-objects-by-name", max_length=100)
     ] = None
+    audit: Annotated[
+        bool,
+        Field(
+            description="Also deliver the audit trail, as a stream of its own (org.growler.audit.* events, every record, in the order of their transactions; the other filters do not apply to it). docs/audit.md."
+        ),
+    ] = False
+    changes: Annotated[
+        bool,
+        Field(description="Deliver the change feed's events (false with audit true - a sink of the audit trail only)."),
+    ] = True
 
 
 class EventSink(ContractModel):
