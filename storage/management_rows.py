@@ -178,7 +178,7 @@ class ManagementRows(WarehouseRows):
                 record_events(conn, events)
             else:  # granted before: the existing grant
                 row = conn.execute(
-                    "SELECT id FROM role_grant WHERE role_id = %s AND privilege = %s AND securable = %s" + _SAME_TARGET,
+                    "SELECT id FROM role_grant WHERE role_id = %s AND privilege = %s AND securable = %s" + SAME_TARGET,
                     (role_id, privilege, securable.type, *target),
                 ).fetchone()
         return GrantRow(row["id"], role, privilege, securable)
@@ -190,7 +190,7 @@ class ManagementRows(WarehouseRows):
             target = grant_target(conn, securable)
             row = conn.execute(
                 "DELETE FROM role_grant WHERE role_id = %s AND privilege = %s AND securable = %s"
-                + _SAME_TARGET
+                + SAME_TARGET
                 + " RETURNING id",
                 (role_id, privilege, securable.type, *target),
             ).fetchone()
@@ -263,7 +263,7 @@ def _require_role(conn: Connection, name: str) -> int:
 
 
 # The grant's target, as ``grant_target`` gives it, compared column by column.
-_SAME_TARGET = (
+SAME_TARGET = (
     " AND warehouse_id IS NOT DISTINCT FROM %s AND namespace_id IS NOT DISTINCT FROM %s"
     " AND entry_id IS NOT DISTINCT FROM %s AND remote_path IS NOT DISTINCT FROM %s::text[]"
     " AND remote_name IS NOT DISTINCT FROM %s::text"

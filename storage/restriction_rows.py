@@ -1,9 +1,10 @@
 """Read restrictions' rows (migration 0031; the rules are app/rules/restrictions/, the service
 app/restrictions/service.py). SQL only.
 
-A restriction points at ids like a grant (``securable_ids``), so it follows a rename and leaves
-with what it is on; the recycle bin keeps those of a dropped table or namespace and gives them
-back on undrop (storage/bin_rows.py calls ``bin_restrictions`` and ``restore_restrictions``).
+A restriction points at ids like a grant (``grant_target``; by path in a federated warehouse,
+migration 0038), so it follows a rename and leaves with what it is on; the recycle bin keeps those
+of a dropped table or namespace and gives them back on undrop (storage/bin_rows.py calls
+``bin_restrictions`` and ``restore_restrictions``).
 Every change bumps ``auth_state.version`` by trigger: the authorizer caches them with the grants.
 """
 
@@ -18,7 +19,7 @@ from psycopg.types.json import Jsonb
 
 from storage.db import Database
 from storage.events import ChangeEvent, record_events
-from storage.management_rows import Securable, securable_ids
+from storage.management_rows import SAME_TARGET, Securable, grant_target
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,8 @@ class UnknownRole(LookupError):
 
 # Resolved to paths, as the grants are (GRANT_SELECT): a restriction's node in the grants' tree.
 RESTRICTION_SELECT = (
-    "SELECT r.securable, w.name AS warehouse, n.path AS namespace, e.name AS entry, r.row_filter, r.columns,"
+    "SELECT r.securable, w.name AS warehouse, coalesce(n.path, r.remote_path) AS namespace,"
+    " coalesce(e.name, r.remote_name) AS entry, r.row_filter, r.columns,"
     " ro.name AS role, r.principal, r.created_by"
     " FROM read_restriction r JOIN warehouse w ON w.id = r.warehouse_id"
     " LEFT JOIN namespace n ON n.id = r.namespace_id LEFT JOIN catalog_entry e ON e.id = r.entry_id"
@@ -66,26 +68,23 @@ class RestrictionRows:
         """Attach (or replace) the grantee's restriction on the securable, with ``events``.
         NotFound (the securable), UnknownRole."""
         with self.db.transaction() as conn:
-            warehouse_id, namespace_id, entry_id = securable_ids(conn, securable)
+            target = grant_target(conn, securable)  # ids, or a path in a federated warehouse (0038)
             role_id = _role_id(conn, grantee) if grantee_type == "role" else None
             principal = grantee if grantee_type == "principal" else None
             conn.execute(
                 "DELETE FROM read_restriction WHERE role_id IS NOT DISTINCT FROM %s"
-                " AND principal IS NOT DISTINCT FROM %s"
-                " AND securable = %s AND warehouse_id = %s AND namespace_id IS NOT DISTINCT FROM %s"
-                " AND entry_id IS NOT DISTINCT FROM %s",
-                (role_id, principal, securable.type, warehouse_id, namespace_id, entry_id),
+                " AND principal IS NOT DISTINCT FROM %s AND securable = %s" + SAME_TARGET,
+                (role_id, principal, securable.type, *target),
             )
             conn.execute(
                 "INSERT INTO read_restriction (role_id, principal, securable, warehouse_id, namespace_id, entry_id,"
-                " row_filter, columns, created_by) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                " remote_path, remote_name, row_filter, columns, created_by)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                 (
                     role_id,
                     principal,
                     securable.type,
-                    warehouse_id,
-                    namespace_id,
-                    entry_id,
+                    *target,
                     Jsonb(row_filter) if row_filter is not None else None,
                     Jsonb(columns),
                     created_by,
@@ -96,14 +95,13 @@ class RestrictionRows:
     def remove(self, securable: Securable, grantee_type: str, grantee: str, *, events: Sequence[ChangeEvent]) -> bool:
         """Remove the grantee's restriction on the securable; False when it had none there."""
         with self.db.transaction() as conn:
-            warehouse_id, namespace_id, entry_id = securable_ids(conn, securable)
+            target = grant_target(conn, securable)
             removed = conn.execute(
                 "DELETE FROM read_restriction r USING (SELECT %s::text AS kind, %s::text AS name) g"
                 " WHERE (CASE WHEN g.kind = 'role' THEN r.role_id = (SELECT id FROM role WHERE name = g.name)"
                 "        ELSE r.principal = g.name END)"
-                " AND r.securable = %s AND r.warehouse_id = %s AND r.namespace_id IS NOT DISTINCT FROM %s"
-                " AND r.entry_id IS NOT DISTINCT FROM %s RETURNING r.id",
-                (grantee_type, grantee, securable.type, warehouse_id, namespace_id, entry_id),
+                " AND r.securable = %s" + SAME_TARGET + " RETURNING r.id",
+                (grantee_type, grantee, securable.type, *target),
             ).fetchone()
             if removed is not None:
                 record_events(conn, events)

@@ -12,6 +12,7 @@ from app.catalog.entries import Entries
 from app.composition.storage import Foundation
 from app.federation.answers import AnswerCheck
 from app.federation.moved import MovedCopies
+from app.federation.restricted import RemoteRestrictions
 from app.federation.service import FederationService
 from app.federation.versions import RemoteVersions
 from app.functions import FunctionService, function_metadata_schema
@@ -111,6 +112,7 @@ def build_catalog(base: Foundation, spec: dict, *, after_commit: AfterCommit) ->
             namespace_separator=settings.namespace_separator,
             versions=RemoteVersions(FederatedVersions(base.database)),
             moved=MovedCopies(TableMoveRows(base.database), settings.namespace_separator),
+            restricted=RemoteRestrictions(base.authorizer),
         ),
     )
 

@@ -36,6 +36,7 @@ from app.federation.breaker import CircuitBreaker
 from app.federation.changes import NEEDS_UUID, Namespace, changes_of, identified, kind_of
 from app.federation.moved import MovedCopies
 from app.federation.remote import Answer, RemoteCatalog, RemoteSettings, Route
+from app.federation.restricted import RemoteRestrictions
 from app.federation.versions import RemoteVersions
 from app.ground.errors import (
     BadRequest,
@@ -125,10 +126,12 @@ class FederationService:
         namespace_separator: str,
         versions: RemoteVersions,
         moved: MovedCopies,
+        restricted: RemoteRestrictions,
         breaker: Callable[[], CircuitBreaker] = CircuitBreaker,
     ) -> None:
         self.warehouses = warehouses
         self.moved = moved  # tables moved home: their remote copies are read-only through Growler
+        self.restricted = restricted  # the caller's read restrictions, applied to what is forwarded
         self.versions = versions  # the change feed's: a write's events, an outside change found on load
         self.answers = answers  # the remote's answers checked, listings filtered by the caller's grants
         self.http = http  # one pool for every remote (urllib3: see app/federation/remote.py)
@@ -218,7 +221,12 @@ class FederationService:
         request = _json_body(body) if operation_id in WRITES else None
         if operation_id in WRITES:
             self.moved.refuse_write(self.warehouses.get(prefix).id, prefix, operation_id, path_values, request)
-        return self._send(remote, operation_id, method, spec_path, path_values, query, headers, body, request)
+        restrictions = self.restricted.before(prefix, operation_id, path_values, request, self.separator)
+        if restrictions is None:
+            return self._send(remote, operation_id, method, spec_path, path_values, query, headers, body, request)
+        unvalidated = self.restricted.unvalidated(headers)
+        answer = self._send(remote, operation_id, method, spec_path, path_values, query, unvalidated, body, request)
+        return self.restricted.applied(restrictions, answer) if operation_id == "loadTable" else answer
 
     def _send(  # noqa: PLR0913 - forward's, once its refusals passed
         self,

@@ -484,6 +484,44 @@ def test_a_commit_made_on_the_remote_directly_is_found_when_loaded_and_recorded_
     assert outside["updates"] == [] and outside["requirements"] == []
 
 
+def test_read_restrictions_bind_to_the_schema_the_remote_answers(server, reference, federated):
+    """A restriction on a table the reference serves (by path): an untrusted restricted principal
+    gets 403; marked a trusted engine, it gets the reference's answer with the spec's
+    read-restrictions bound to the schema the reference answered (tests/api/
+    test_read_restrictions_federated.py has the rest: credentials, planning, drops, renames)."""
+    namespace = f"restricted_{uuid.uuid4().hex[:8]}"
+    admin = _catalog(server, federated)
+    admin.create_namespace(namespace)
+    admin.create_table((namespace, "people"), schema=SCHEMA)
+    name, role, headers = _principal(server)
+    _grant(server, role, "read", {"type": "namespace", "warehouse": federated, "namespace": [namespace]})
+    restriction = {
+        "securable": {"type": "table", "namespace": [namespace], "name": "people"},
+        "grantee": {"type": "role", "name": role},
+        "row-filter": {"type": "gt", "term": "id", "value": 1},
+        "columns": [{"name": "name", "action": "hide"}],
+    }
+    restrictions = f"{server.url}{MANAGEMENT}/warehouses/{federated}/read-restrictions"
+    assert httpx.post(restrictions, json=restriction).status_code == 200
+    table = f"{server.url}/v1/{federated}/namespaces/{namespace}/tables/people"
+
+    def answered(status: int) -> httpx.Response | None:
+        """The answer once the worker serving it follows the change (each at its own poll)."""
+        response = httpx.get(table, headers=headers, timeout=30)
+        return response if response.status_code == status else None
+
+    refused = wait_for(lambda: answered(403), "the restriction on the workers", SETTLE_S)
+    assert "not a trusted engine" in refused.json()["error"]["message"]
+    trusted = httpx.put(f"{server.url}{MANAGEMENT}/principals/{name}/trusted-engine", json={"trusted-engine": True})
+    assert trusted.status_code == 200, trusted.text
+    answer = wait_for(lambda: answered(200), "the trust on the workers", SETTLE_S)
+    assert answer.json()["metadata"]["table-uuid"] == str(admin.load_table((namespace, "people")).metadata.table_uuid)
+    assert answer.json()["read-restrictions"] == {
+        "required-row-filter": {"type": "gt", "term": "id", "value": 1},
+        "required-column-projections": [{"action": "replace-with-null", "field-id": 2}],
+    }
+
+
 def test_the_reference_stopped_gives_503_with_retry_after(server, reference, federated):
     reference.stop()
     response = httpx.get(f"{server.url}/v1/{federated}/namespaces/sales/tables", timeout=30)  # a hang: it raises

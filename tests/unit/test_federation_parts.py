@@ -14,12 +14,13 @@ from app.federation.answers import AnswerCheck
 from app.federation.breaker import CircuitBreaker
 from app.federation.moved import MovedCopies, written_tables
 from app.federation.remote import Answer, RemoteCatalog, RemoteSettings, Route
+from app.federation.restricted import RemoteRestrictions
 from app.federation.service import FederationService
 from app.federation.settings import federation_settings, federation_view
 from app.federation.versions import RemoteVersions
 from app.ground.errors import BadGateway, BadRequest, Forbidden, Protected, ServiceUnavailable, UnsupportedOperation
 from app.ground.secrets import SecretBox
-from app.rules.privileges import Kind, Privilege, Securable
+from app.rules.privileges import EffectiveGrants, Kind, Privilege, Securable
 from app.rules.requests.management import FederationSettings
 from tests.conftest import TEST_SECRETS_KEY
 
@@ -71,6 +72,10 @@ class Grants:
 
     def filter(self, items: list[Any], securable_of: Any, privilege: Privilege | None = None) -> list[Any]:
         return [item for item in items if securable_of(item) in self.visible]
+
+    def grants(self) -> EffectiveGrants:
+        """No read restrictions (tests/api/test_read_restrictions_federated.py has them)."""
+        return EffectiveGrants.build([])
 
 
 class FakeRemote(RemoteCatalog):
@@ -152,6 +157,7 @@ def _service(
         namespace_separator="%1F",
         versions=RemoteVersions(events or Outbox()),  # type: ignore[arg-type]
         moved=MovedCopies(NoMoves(), "%1F"),  # type: ignore[arg-type]
+        restricted=RemoteRestrictions(Grants(visible or set())),  # type: ignore[arg-type]
     )
 
 
