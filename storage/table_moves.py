@@ -58,7 +58,16 @@ _SELECT = (
 
 
 def insert_move(conn: Connection, moved: MovedFrom, entry_id: int) -> None:
-    """The move's row, in the caller's (the register's) transaction."""
+    """The move's row, in the caller's (the register's) transaction, and the read restrictions on
+    the remote's table (kept by its path, migration 0038) moved onto the native entry: a move never
+    sheds them (those on the remote's namespaces stay there, like its grants)."""
+    conn.execute(
+        "UPDATE read_restriction SET warehouse_id = n.warehouse_id, namespace_id = n.id, entry_id = e.id,"
+        " remote_path = NULL, remote_name = NULL FROM catalog_entry e JOIN namespace n ON n.id = e.namespace_id"
+        " WHERE e.id = %s AND read_restriction.warehouse_id = %s AND read_restriction.securable = 'table'"
+        " AND read_restriction.remote_path = %s AND read_restriction.remote_name = %s",
+        (entry_id, moved.source_warehouse_id, list(moved.source_namespace), moved.source_name),
+    )
     conn.execute(
         "INSERT INTO table_move (source_warehouse_id, source_namespace, source_name, entry_id, metadata_location,"
         " remote, moved_by) VALUES (%s, %s, %s, %s, %s, %s, %s)",
@@ -78,13 +87,20 @@ def end_move(
     conn: Connection, warehouse_id: int, namespace: tuple[str, ...], name: str, metadata_location: str
 ) -> None:
     """The move's row of the native entry, in the caller's transaction that deletes the entry (an
-    undone move: the row holds the entry, ON DELETE RESTRICT), while it is at ``metadata_location``."""
-    conn.execute(
+    undone move: the row holds the entry, ON DELETE RESTRICT), while it is at ``metadata_location``;
+    the table's read restrictions go back to the remote's path with it."""
+    ended = conn.execute(
         "DELETE FROM table_move m USING catalog_entry e, namespace n WHERE m.entry_id = e.id"
         " AND e.namespace_id = n.id AND n.warehouse_id = %s AND n.path = %s AND e.name = %s"
-        " AND e.metadata_location = %s",
+        " AND e.metadata_location = %s RETURNING m.entry_id, m.source_warehouse_id, m.source_namespace, m.source_name",
         (warehouse_id, list(namespace), name, metadata_location),
-    )
+    ).fetchone()
+    if ended is not None:
+        conn.execute(
+            "UPDATE read_restriction SET warehouse_id = %s, namespace_id = NULL, entry_id = NULL, remote_path = %s,"
+            " remote_name = %s WHERE entry_id = %s",
+            (ended["source_warehouse_id"], ended["source_namespace"], ended["source_name"], ended["entry_id"]),
+        )
 
 
 def _row(found: dict) -> TableMoveRow:

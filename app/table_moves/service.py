@@ -112,6 +112,15 @@ class TableMoveService:
             "remote": request.remote,
         }
         who = self._require_source(prefix, namespace, name, "move-table-home", audit, Privilege.READ)
+        source_table = Securable.of_entry(Kind.TABLE, prefix, namespace, name)
+        self.rights.require_unrestricted_within(
+            "move-table-home",
+            audit,
+            source_table,
+            f"Cannot move table {_dotted(namespace, name)} of warehouse {prefix}: the caller reads it under read"
+            " restrictions, which a move must not shed; a principal without restrictions on it (a grant manager)"
+            " may",
+        )
         self.rights.require_privilege(
             "move-table-home", audit, Privilege.CREATE, Securable.of_namespace(to.warehouse, to_namespace)
         )

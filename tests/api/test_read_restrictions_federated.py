@@ -130,3 +130,58 @@ def test_a_restriction_on_a_federated_namespace_applies_to_its_tables(client, pr
     principals.settle()
     loaded = caller.client.get(f"/v1/{warehouse}/namespaces/db/tables/people")
     assert loaded.status_code == 200 and "read-restrictions" not in loaded.json()
+
+
+def test_a_move_home_keeps_the_tables_restrictions_and_is_refused_to_a_restricted_caller(client, principals, remote):
+    """Restrictions on the remote's table follow it into the native warehouse (and back on undo);
+    a caller restricted on it may not move it (a move must not shed them). Nothing is written by
+    the refusal."""
+    warehouse, _ = remote
+    # the remote answers with this native table's metadata: unregistered here first, its location is free
+    assert client.post(f"{table_url('people')}/unregister").status_code == 200
+    caller = principals.new("fed-mover")
+    for privilege, path in (
+        ("read", (warehouse, ("db",))),
+        ("drop", (warehouse, ("db",))),
+        ("create", ("test", ("db",))),
+    ):
+        principals.grant(caller, privilege, "namespace", *path)
+    principals.grant(caller, "read", "namespace", "test", ("db",))
+    restriction = {
+        "securable": {"type": "table", "namespace": ["db"], "name": "people"},
+        "grantee": {"type": "principal", "name": caller.name},
+        "row-filter": {"type": "gt", "term": "id", "value": 1},
+        "columns": [],
+    }
+    federated = f"{MANAGEMENT}/warehouses/{warehouse}/read-restrictions"
+    assert client.post(federated, json=restriction).status_code == 200
+    principals.settle()
+    moves = f"{MANAGEMENT}/warehouses/{warehouse}/table-moves"
+    body = {
+        "namespace": ["db"],
+        "name": "people",
+        "target": {"warehouse": "test", "namespace": ["db"]},
+        "remote": "keep",
+    }
+    refused = caller.client.post(moves, json=body)
+    assert refused.status_code == 403, refused.text
+    assert "must not shed" in refused.json()["error"]["message"]
+    assert client.get(moves).json()["moves"] == []
+    assert client.get(table_url("people")).status_code == 404
+
+    moved = client.post(moves, json=body)
+    assert moved.status_code == 200, moved.text
+    principals.settle()
+    native = client.get(f"{MANAGEMENT}/warehouses/test/read-restrictions").json()["restrictions"]
+    assert [(item["securable"], item["grantee"]["name"]) for item in native] == [
+        ({"type": "table", "namespace": ["db"], "name": "people"}, caller.name)
+    ]
+    assert client.get(federated).json()["restrictions"] == []
+    assert caller.client.get(table_url("people")).status_code == 403  # restricted there now, not a trusted engine
+
+    undone = client.post(f"{moves}/undo", json={"namespace": ["db"], "name": "people"})
+    assert undone.status_code == 204, undone.text
+    principals.settle()
+    back = client.get(federated).json()["restrictions"]
+    assert [item["securable"] for item in back] == [{"type": "table", "namespace": ["db"], "name": "people"}]
+    assert client.get(f"{MANAGEMENT}/warehouses/test/read-restrictions").json()["restrictions"] == []
