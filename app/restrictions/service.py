@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.events.changes import management_events
-from app.ground.errors import BadRequest, NotFound
+from app.ground.errors import NotFound
 from app.management.rights import ManagementRights, rules_securable
 from app.namespaces.warehouses import WarehouseDirectory
 from app.protection.service import mark_view, parse_securable
@@ -97,13 +97,10 @@ class RestrictionService:
         return [restriction_view(found) for found in self.rows.in_warehouse(row.id)]
 
     def _check_entry(self, warehouse: str, stored: Any, row_filter: Any, columns: tuple[ColumnRule, ...]) -> None:
-        """Where a restriction may go (not a view: what a view reads is restricted by its base
-        tables'); one on a table is checked against the table's current schema."""
-        if stored.type == "view":
-            raise BadRequest(
-                "Read restrictions attach to a warehouse, a namespace or a table; a view's readers are held to the"
-                " restrictions of the tables it reads"
-            )
+        """One on a table is checked against the table's current schema. One on a view applies to
+        the tables read through it (loadTable's ``referenced-by``), bound to each one's schema
+        where it is read (failing closed), so it is not checked against the view's own; the view
+        must exist (its row: storage's NotFound)."""
         row = self.warehouses.get(warehouse)
         if row.federation is not None:  # its tables live in the remote: bound where a load applies them
             return

@@ -17,7 +17,7 @@ neither answer depends on whether the thing exists: no existence leaks.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -165,12 +165,13 @@ class EffectiveGrants:
         frozen = {k: frozenset(v) for k, v in held.items()}
         return cls(admin, frozen, frozenset(navigable), tuple(restrictions), trusted_engine)
 
-    def restrictions_on(self, securable: Securable) -> Restrictions | None:
+    def restrictions_on(self, securable: Securable, through: Sequence[Securable] = ()) -> Restrictions | None:
         """The caller's read restrictions on a table or view (None: none; administrators have none:
-        they could remove any)."""
+        they could remove any); ``through``: the views it is read through (loadTable's
+        ``referenced-by``), whose own restrictions apply to it too."""
         if self.admin or not self.restrictions:
             return None
-        return restrictions_on(self.restrictions, chain(securable.key))
+        return restrictions_on(self.restrictions, [*chain(securable.key), *(view.key for view in through)])
 
     def restricted_within(self, securable: Securable) -> bool:
         """Has read restrictions on something at, above or below the node: what a recursive drop

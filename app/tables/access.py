@@ -21,6 +21,7 @@ from app.rules import table as rules
 from app.rules.identifiers import format_namespace
 from app.rules.privileges import EffectiveGrants, Kind, Privilege, Securable
 from app.rules.restrictions.policies import Restrictions, untrusted_message
+from app.rules.restrictions.views import parse_referenced_by
 from app.storage_access.delegation import (
     STS,
     Delegation,
@@ -84,15 +85,21 @@ class TableStorageAccess:
 
         ``referenced_by``: the views a trusted engine loads the table through (loadTable's
         parameter). Without read on the table itself, the last view's definer reads it, and the
-        definer's restrictions on the table apply together with the caller's own."""
+        definer's restrictions on the table apply together with the caller's own. The caller's
+        restrictions on those views apply to the table too (docs/read-restrictions.md "Views")."""
         grants = self.authorizer.grants()
         table = Securable.of_entry(Kind.TABLE, warehouse, namespace, name)
+        views: list[Securable] = []
+        if referenced_by:
+            named = parse_referenced_by(referenced_by, self.settings.namespace_separator)
+            views = [Securable.of_entry(Kind.VIEW, warehouse, *view) for view in named]
         if referenced_by and not grants.holds(Privilege.READ, table):
             definer = self.authorizer.grants_of(self.authorizer.read_through_views(referenced_by, table))
             added = () if definer.admin else definer.restrictions  # an administrator is restricted by none
-            restrictions = EffectiveGrants.build([], restrictions=(*grants.restrictions, *added)).restrictions_on(table)
+            both = EffectiveGrants.build([], restrictions=(*grants.restrictions, *added))
+            restrictions = both.restrictions_on(table, through=views)
         else:
-            restrictions = grants.restrictions_on(table)
+            restrictions = grants.restrictions_on(table, through=views)
         if restrictions is not None and not grants.trusted_engine:
             caller = current_principal.get()
             shown = f"{warehouse}:{format_namespace((*namespace, name))}"

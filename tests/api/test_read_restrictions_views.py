@@ -131,3 +131,30 @@ def test_a_chain_of_views_and_an_undropped_view_without_a_definer(client, princi
 
 def _table_of_people() -> dict[str, Any]:
     return {"type": "table", "namespace": ["hr"], "name": "people"}
+
+
+def test_a_restriction_on_a_view_holds_for_the_tables_read_through_it(client, principals, setting):
+    """A restriction attached to the view (docs/read-restrictions.md "Views"): a trusted engine
+    loading the view's table through it gets it with the table's own and the definer's; reading
+    the table directly, or through another view, it does not apply."""
+    reader, definer = setting["reader"], setting["definer"]
+    on_view = {"type": "view", "namespace": ["reports"], "name": "eu_people"}
+    policy = {"row-filter": EU_ONLY, "columns": [{"name": "salary", "action": "hide"}]}
+    assert restrict(client, ("role", reader.role), on_view, **policy).status_code == 200
+    principals.settle()
+    loaded = reader.client.get(PEOPLE_URL, params=through("eu_people"))
+    assert loaded.status_code == 200, loaded.text
+    salary = next(field["id"] for field in PEOPLE["fields"] if field["name"] == "salary")
+    assert loaded.json()["read-restrictions"] == {
+        "required-row-filter": EU_ONLY,
+        "required-column-projections": [{"action": "replace-with-null", "field-id": salary}],
+    }
+    # the view's restriction is the reader's, read through that view: not the definer's, not elsewhere
+    assert definer.client.get(PEOPLE_URL).status_code == 200
+    assert "read-restrictions" not in definer.client.get(PEOPLE_URL).json()
+    # an untrusted reader with a restriction on the view: refused, nothing of the table
+    untrusted = setting["untrusted"]
+    assert restrict(client, ("role", untrusted.role), on_view, **policy).status_code == 200
+    principals.settle()
+    refused = untrusted.client.get(PEOPLE_URL, params=through("eu_people"))
+    assert refused.status_code == 403 and "metadata" not in refused.text
