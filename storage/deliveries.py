@@ -22,6 +22,8 @@ from storage.audit import COLUMNS
 from storage.db import Database
 from storage.events import StoredEvent, horizon
 
+# The oldest transaction still running (as migration 0037's ``tx``): what is older is final.
+_XMIN = "pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
 _AUDIT_COLUMNS = ", ".join(f"a.{column.strip()}" for column in COLUMNS.split(","))
 _EVENT_COLUMNS = (
     "e.stream, e.position, e.event_id::text AS event_id, e.request_id, e.request_event_count, e.created_at,"
@@ -46,7 +48,7 @@ class SinkRow:
 class AuditExport:
     """An audit record to deliver: the transaction that wrote it (the stream's order) and its row."""
 
-    tx: str  # an xid8, as text
+    tx: int  # the transaction that wrote it (migration 0037)
     row: dict[str, Any]
 
 
@@ -88,11 +90,7 @@ class DeliveryRows:
                 raise AlreadyExists(f"Event sink already exists: {name}")
             _start_at_the_end(conn, row["id"])
             if filters.get("audit"):  # its audit stream starts at the transactions still running
-                conn.execute(
-                    "INSERT INTO audit_sink_cursor (sink_id, tx, id)"
-                    " VALUES (%s, pg_snapshot_xmin(pg_current_snapshot()), 0)",
-                    (row["id"],),
-                )
+                conn.execute(f"INSERT INTO audit_sink_cursor (sink_id, tx, id) VALUES (%s, {_XMIN}, 0)", (row["id"],))
         return SinkRow(**row)
 
     def sinks(self) -> list[SinkRow]:
@@ -246,15 +244,15 @@ class DeliveryRows:
         transactions older than every one still running (migration 0037): none can join them later."""
         with self.db.connection() as conn:
             rows = conn.execute(
-                f"SELECT a.tx::text AS tx, {_AUDIT_COLUMNS} FROM audit_sink_cursor c CROSS JOIN LATERAL"
-                " (SELECT * FROM audit_record a WHERE (a.tx, a.id) > (c.tx, c.id)"
-                "  AND a.tx < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY a.tx, a.id LIMIT %s) a"
+                f"SELECT a.tx, {_AUDIT_COLUMNS} FROM audit_sink_cursor c CROSS JOIN LATERAL"
+                " (SELECT * FROM audit_record a WHERE a.tx >= c.tx AND (a.tx, a.id) > (c.tx, c.id)"
+                f"  AND a.tx < {_XMIN} ORDER BY a.tx, a.id LIMIT %s) a"
                 " WHERE c.sink_id = %s ORDER BY a.tx, a.id",
                 (limit, sink_id),
             ).fetchall()
         return [AuditExport(row.pop("tx"), row) for row in rows]
 
-    def advance_audit(self, sink_id: int, holder: str, tx: str, record_id: int) -> bool:
+    def advance_audit(self, sink_id: int, holder: str, tx: int, record_id: int) -> bool:
         """Move the sink's audit cursor past (tx, id), only while ``holder`` holds the lease."""
         with self.db.transaction() as conn:
             held = conn.execute(
@@ -264,7 +262,7 @@ class DeliveryRows:
             if held is None:
                 return False
             conn.execute(
-                "UPDATE audit_sink_cursor SET tx = %s::xid8, id = %s WHERE sink_id = %s AND (tx, id) < (%s::xid8, %s)",
+                "UPDATE audit_sink_cursor SET tx = %s, id = %s WHERE sink_id = %s AND (tx, id) < (%s, %s)",
                 (tx, record_id, sink_id, tx, record_id),
             )
         return True
