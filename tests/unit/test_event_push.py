@@ -8,9 +8,11 @@ import hmac
 import json
 from datetime import UTC, datetime
 
+from app.publisher.audit import audit_cloud_event, audit_kafka_record, audit_subject
 from app.publisher.kafka import bootstrap_servers, valid_topic_template
 from app.publisher.service import cloud_event, kafka_record, matches, subject
 from app.publisher.webhooks import signature
+from storage.deliveries import AuditExport
 from storage.events import StoredEvent
 
 
@@ -99,3 +101,51 @@ def test_kafka_bootstrap_servers_and_topic_templates():
     assert valid_topic_template("growler.{warehouse}.events") and valid_topic_template("plain-topic_1")
     for bad in ("", "a/b", "{warehouse", "{namespace}", "x" * 250, "t\n"):
         assert not valid_topic_template(bad), bad
+
+
+def audit_row(**overrides) -> AuditExport:
+    row = {
+        "id": 17,
+        "recorded_at": datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+        "request_id": "r9",
+        "principal": "etl",
+        "identity_provider": "growler",
+        "roles": ["loaders"],
+        "operation": "loadTable",
+        "method": "GET",
+        "path": "/v1/wh/namespaces/sales/tables/orders",
+        "object": "wh:sales.orders",
+        "decision": "refused",
+        "rule": "lacks read on table wh:sales.orders",
+        "status": 403,
+        "client": "10.0.0.1",
+        "user_agent": None,
+        "access": None,
+    }
+    row.update(overrides)
+    return AuditExport(1234, row)
+
+
+def test_an_audit_record_is_a_cloud_event_of_its_own_stream():
+    """app/publisher/audit.py: the record as the management API shows it, typed by its decision."""
+    headers, body = audit_cloud_event(audit_row())
+    assert headers["content-type"] == "application/cloudevents+json"
+    doc = json.loads(body)
+    assert (doc["id"], doc["source"], doc["type"], doc["subject"]) == (
+        "audit-17",
+        "/growler/audit",
+        "org.growler.audit.refused",
+        "wh:sales.orders",
+    )
+    assert doc["data"]["rule"] == "lacks read on table wh:sales.orders" and "user-agent" not in doc["data"]
+    assert audit_subject(audit_row()) == "growler._audit.refused"
+    assert json.loads(audit_cloud_event(audit_row(object=None))[1])["subject"] == "loadTable"
+
+
+def test_an_audit_kafka_record_goes_to_the_audit_topic_keyed_by_the_principal():
+    record = audit_kafka_record("growler.{warehouse}", audit_row())
+    assert (record.topic, record.key) == ("growler._audit", b"etl")
+    assert dict(record.headers)["ce_id"] == b"audit-17"
+    assert json.loads(record.value)["data"]["id"] == 17
+    anonymous = audit_kafka_record("audit", audit_row(principal=None, decision="unauthenticated"))
+    assert (anonymous.topic, anonymous.key) == ("audit", b"_anonymous")
