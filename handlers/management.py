@@ -21,6 +21,7 @@ from app.management.service import grant_view, warehouse_view
 from app.protection.service import mark_view
 from app.recycle_bin.service import unit_view
 from app.rules.contract.management import (
+    MoveNamespaceRequest,
     MoveTableRequest,
     ReadRestrictionPolicy,
     ReadRestrictionTarget,
@@ -253,6 +254,10 @@ def list_table_moves(services: Services, warehouse: str):
 
 def move_table_home(services: Services, warehouse: str, body: MoveTableRequest):
     return services.table_moves.move(warehouse, body), 200
+
+
+def move_namespace_home(services: Services, warehouse: str, body: MoveNamespaceRequest):
+    return {"moves": services.table_moves.move_namespace(warehouse, body)}, 200
 
 
 def undo_table_move(services: Services, warehouse: str, body: TableMoveSource):

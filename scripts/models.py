@@ -67,6 +67,8 @@ TARGETS: dict[str, dict[str, dict[str, Any]]] = {
             "TableMoveSource.namespace": f"{TYPES}.NamespaceLevels",
             "TableMoveTarget.namespace": f"{TYPES}.NamespaceLevels",
             "MoveTableRequest.namespace": f"{TYPES}.NamespaceLevels",
+            "MoveNamespaceRequest.namespace": f"{TYPES}.NamespaceLevels",
+            "NamespaceMoveTarget.namespace": f"{TYPES}.NamespaceLevels",
             "CreateWarehouseRequest.allowed_locations": f"{TYPES}.Strings",
             "UpdateWarehouseRequest.allowed_locations": f"{TYPES}.Strings",
             "EventSinkFilters.warehouses": f"{TYPES}.Strings",

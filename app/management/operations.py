@@ -128,7 +128,9 @@ def _moves(action: str) -> Managed:
 
     def check(gate: ManagementGate, call: Call) -> object:
         warehouse = str(call.params.get("warehouse"))
-        target = {"warehouse": warehouse, "namespace": list(call.body.namespace), "name": call.body.name}
+        target = {"warehouse": warehouse, "namespace": list(call.body.namespace)}
+        if getattr(call.body, "name", None) is not None:  # a table's move (a namespace's has none)
+            target["name"] = call.body.name
         return gate.require_within(action, target, (Privilege.DROP,), Securable.of_warehouse(warehouse))
 
     return Managed(check)
@@ -345,6 +347,7 @@ MANAGEMENT_OPERATIONS: dict[str, Managed] = {
         )
     ),
     "moveTableHome": _moves("move-table-home"),
+    "moveNamespaceHome": _moves("move-namespace-home"),
     "undoTableMove": _moves("undo-table-move"),
     # the change feed's push sinks (app/event_sinks/service.py): administrators'
     "listEventSinks": _sinks("list-event-sinks"),

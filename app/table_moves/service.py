@@ -33,13 +33,15 @@ from app.ground.errors import BadGateway, BadRequest, CatalogError, NotFound, Ta
 from app.ground.text import UNIT_SEPARATOR
 from app.management.rights import ManagementRights
 from app.namespaces.warehouses import WarehouseDirectory
-from app.rules.contract.management import MoveTableRequest, TableMoveSource
+from app.rules.contract.management import MoveNamespaceRequest, MoveTableRequest, TableMoveSource, TableMoveTarget
 from app.rules.identifiers import check_name
 from app.rules.privileges import Kind, Privilege, Securable
 from app.rules.requests.tables import RegisterTableRequest
 from app.tables.service import TableService
 from storage.table_moves import MovedFrom, TableMoveRow, TableMoveRows
 from storage.warehouses import WarehouseRow
+
+MAX_NAMESPACE_TABLES = 1000  # a namespace's move is one request: more tables are moved one by one
 
 
 class MoveUnfinished(CatalogError):
@@ -162,6 +164,32 @@ class TableMoveService:
             return move_view(prefix, recorded)
         return self._drop_remote(prefix, recorded)
 
+    def move_namespace(self, prefix: str, request: MoveNamespaceRequest) -> list[dict[str, Any]]:
+        """Every table of the remote's namespace the caller may see, moved one at a time (each as
+        ``move``, with its own checks): the first that cannot be stops it, with what moved before;
+        the same request again moves the rest."""
+        self._federated(prefix)
+        namespace = tuple(request.namespace)
+        names = self._remote_tables(prefix, namespace)
+        moved: list[dict[str, Any]] = []
+        for name in names:
+            table = MoveTableRequest(
+                namespace=namespace,
+                name=name,
+                target=TableMoveTarget(warehouse=request.target.warehouse, namespace=tuple(request.target.namespace)),
+                remote=request.remote,
+            )
+            try:
+                moved.append(self.move(prefix, table))
+            except CatalogError as exc:
+                done = ", ".join(item["source"]["name"] for item in moved) or "none"
+                raise MoveUnfinished(
+                    f"{len(moved)} of the {len(names)} tables of namespace {'.'.join(namespace)} moved ({done});"
+                    f" table {name}: {exc.message}. The same request again moves the rest",
+                    exc,
+                ) from exc
+        return moved
+
     def undo(self, prefix: str, request: TableMoveSource) -> None:
         source = self._federated(prefix)
         namespace, name = tuple(request.namespace), check_name(request.name, "table name")
@@ -237,6 +265,29 @@ class TableMoveService:
                 " a staged table cannot be moved"
             )
         return location
+
+    def _remote_tables(self, prefix: str, namespace: tuple[str, ...]) -> list[str]:
+        """The names of the remote namespace's tables the caller may see (the listing forwarded
+        and filtered by its grants), every page of it, at most ``MAX_NAMESPACE_TABLES``."""
+        names: list[str] = []
+        token = ""
+        while True:
+            listed = self.federation.read(
+                prefix,
+                "listTables",
+                "/v1/{prefix}/namespaces/{namespace}/tables",
+                {"namespace": UNIT_SEPARATOR.join(namespace)},
+                pageToken=token,
+            )
+            names += [str(item["name"]) for item in listed.get("identifiers") or ()]
+            token = listed.get("next-page-token") or ""
+            if len(names) > MAX_NAMESPACE_TABLES:
+                raise BadRequest(
+                    f"Namespace {'.'.join(namespace)} holds more than {MAX_NAMESPACE_TABLES} tables: move them"
+                    " one by one (moveTableHome)"
+                )
+            if not token:
+                return names
 
     def _drop_remote(self, prefix: str, moved: TableMoveRow) -> dict[str, Any]:
         namespace, name = moved.source_namespace, moved.source_name

@@ -112,6 +112,7 @@ BODIES: dict[str, Any] = {
     "setRoleTrustedEngine": {"trusted-engine": True},
     "moveTableHome": {"namespace": ["db"], "name": "t", "target": {"warehouse": "warehouse", "namespace": ["db"]}},
     "undoTableMove": {"namespace": ["db"], "name": "t"},
+    "moveNamespaceHome": {"namespace": ["db"], "target": {"warehouse": "warehouse", "namespace": ["db"]}},
     "createEventSink": {"name": "hook", "kind": "webhook", "url": "http://127.0.0.1:9/"},
     "attachMaintenancePolicy": {
         "policy-type": "system.snapshot-expiry",

@@ -455,3 +455,69 @@ def test_protection_marks_hold_on_both_sides(server, settings, services, referen
         assert httpx.post(f"{native_marks}/remove", json=mark).status_code in (200, 204)
     assert httpx.post(undo, json={"namespace": [namespace], "name": "orders"}).status_code == 204
     assert _native_row(settings, home, f"g_{namespace}") is None
+
+
+def test_spark_creates_writes_and_reads_a_table_of_the_federated_warehouse(
+    spark, server, services, reference, federated
+):
+    """Spark through Growler on the federated warehouse (issue 50's proof): the table is created,
+    written and read on the remote, Growler's grants and feed in front. The reference vends no
+    storage access, so Spark brings the S3 keys as a client of that catalog would."""
+    from tests.integration.spark_support import add_catalog
+
+    line = spark.line.replace(".", "")
+    namespace = f"spark_{line}_{uuid.uuid4().hex[:6]}"
+    catalog = add_catalog(
+        spark,
+        f"fed_{namespace}",
+        server.url,
+        federated,
+        **{"io-impl": "org.apache.iceberg.aws.s3.S3FileIO", **_s3(services), "client.region": "us-east-1"},
+    )
+    spark.sql(f"CREATE NAMESPACE {catalog}.{namespace}")
+    spark.sql(f"CREATE TABLE {catalog}.{namespace}.events (id bigint, name string) USING iceberg")
+    spark.sql(f"INSERT INTO {catalog}.{namespace}.events VALUES (1, 'a'), (2, 'b')")
+    rows = spark.sql(f"SELECT id, name FROM {catalog}.{namespace}.events ORDER BY id").collect()
+    assert [tuple(row) for row in rows] == [(1, "a"), (2, "b")]
+    direct = reference.get(f"namespaces/{namespace}/tables/events")
+    assert direct.status_code == 200, direct.text
+    assert direct.json()["metadata"]["current-snapshot-id"] is not None
+    page = httpx.post(f"{server.url}/v1/{federated}/events", json={"page-size": 100})
+    ours = [
+        event
+        for event in page.json()["events"]
+        if event["operation"].get("identifier", {}).get("namespace") == [namespace]
+    ]
+    assert [event["operation"]["operation-type"] for event in ours][:2] == ["create-table", "update-table"]
+
+
+def test_a_namespace_moves_home_table_by_table_and_a_rerun_finishes_it(
+    server, settings, services, reference, federated, home
+):
+    """moveNamespaceHome: each table as moveTableHome. A name taken in the target stops it at that
+    table, saying what moved; once the name is free the same request moves the rest."""
+    namespace, catalog = _remote_table(server, services, federated)
+    second = catalog.create_table((namespace, "returns"), schema=SCHEMA)
+    second.append(pa.Table.from_pylist(ROWS[:1], schema=SCHEMA.as_arrow()))
+    target = f"t_{namespace}"
+    assert httpx.post(f"{server.url}/v1/{home}/namespaces", json={"namespace": [target]}).status_code == 200
+    blocker = {"name": "returns", "schema": {"type": "struct", "fields": []}}
+    assert httpx.post(f"{server.url}/v1/{home}/namespaces/{target}/tables", json=blocker).status_code == 200
+    moves = f"{server.url}{MANAGEMENT}/warehouses/{federated}/namespace-moves"
+    body = {"namespace": [namespace], "target": {"warehouse": home, "namespace": [target]}}
+
+    stopped = httpx.post(moves, json=body)
+    assert stopped.status_code == 409, stopped.text
+    message = stopped.json()["error"]["message"]
+    assert "1 of the 2 tables" in message and "(orders)" in message and "table returns:" in message
+    assert reference.get(f"namespaces/{namespace}/tables/orders").status_code == 404  # moved, dropped there
+    assert reference.get(f"namespaces/{namespace}/tables/returns").status_code == 200  # not moved: nothing of it
+    assert httpx.delete(f"{server.url}/v1/{home}/namespaces/{target}/tables/returns").status_code == 204
+
+    finished = httpx.post(moves, json=body)
+    assert finished.status_code == 200, finished.text
+    assert [(move["source"]["name"], move["remote"]) for move in finished.json()["moves"]] == [("returns", "dropped")]
+    native = RestCatalog("growler", uri=server.url, warehouse=home, credential=TEST_CREDENTIAL)
+    assert _rows(native.load_table((target, "orders"))) == ROWS
+    assert _rows(native.load_table((target, "returns"))) == ROWS[:1]
+    assert httpx.get(f"{server.url}/v1/{federated}/namespaces/{namespace}/tables").json()["identifiers"] == []

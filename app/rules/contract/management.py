@@ -727,6 +727,14 @@ class MoveTableRequest(ContractModel):
     ] = "drop"
 
 
+class NamespaceMoveTarget(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    warehouse: Annotated[str, Field(max_length=63, min_length=1)]
+    namespace: Annotated[NamespaceLevels, Field(max_length=16, min_length=1)]
+
+
 class TableMoveEnd(ContractModel):
     model_config = ConfigDict(
         extra="forbid",
@@ -909,6 +917,15 @@ class TableHealth(ContractModel):
     recommendations: Annotated[
         dict[str, str], Field(description="Per policy type, whether running it is worth it and why.")
     ]
+
+
+class MoveNamespaceRequest(ContractModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    namespace: Annotated[NamespaceLevels, Field(max_length=16, min_length=1)]
+    target: NamespaceMoveTarget
+    remote: Literal["drop", "keep"] = "drop"
 
 
 class TableMove(ContractModel):
