@@ -218,11 +218,7 @@ class DeliveryRows:
         """Move the sink's cursor of ``stream`` to ``position`` (with the event's dead letter, when
         it was given up on), only while ``holder`` holds the lease; False when it does not."""
         with self.db.transaction() as conn:
-            held = conn.execute(
-                "SELECT 1 FROM event_publisher_lease WHERE holder = %s AND expires_at > clock_timestamp() FOR SHARE",
-                (holder,),
-            ).fetchone()
-            if held is None:
+            if not _holds_lease(conn, holder):
                 return False
             conn.execute(
                 "INSERT INTO event_sink_cursor (sink_id, stream, position) VALUES (%s, %s, %s)"
@@ -255,11 +251,7 @@ class DeliveryRows:
     def advance_audit(self, sink_id: int, holder: str, tx: int, record_id: int) -> bool:
         """Move the sink's audit cursor past (tx, id), only while ``holder`` holds the lease."""
         with self.db.transaction() as conn:
-            held = conn.execute(
-                "SELECT 1 FROM event_publisher_lease WHERE holder = %s AND expires_at > clock_timestamp() FOR SHARE",
-                (holder,),
-            ).fetchone()
-            if held is None:
+            if not _holds_lease(conn, holder):
                 return False
             conn.execute(
                 "UPDATE audit_sink_cursor SET tx = %s, id = %s WHERE sink_id = %s AND (tx, id) < (%s, %s)",
@@ -282,6 +274,16 @@ class DeliveryRows:
                 (sink_id,),
             ).fetchone()
         return row["oldest"] if row else None
+
+
+def _holds_lease(conn: psycopg.Connection, holder: str) -> bool:
+    """``holder`` holds the publisher's lease now; held (FOR SHARE) to the end of the caller's
+    transaction, so a cursor moves only under a live lease."""
+    held = conn.execute(
+        "SELECT 1 FROM event_publisher_lease WHERE holder = %s AND expires_at > clock_timestamp() FOR SHARE",
+        (holder,),
+    ).fetchone()
+    return held is not None
 
 
 def _start_at_the_end(conn: psycopg.Connection, sink_id: int) -> None:

@@ -421,3 +421,16 @@ def expired_token(token_forge) -> str:
 def foreign_token(token_forge) -> str:
     """Right claims, signed by a key that is not the catalog's."""
     return token_forge.sign(TEST_CLIENT_ID, stranger_key=True)
+
+
+def warehouse_body(services: Services, name: str, location: str, **fields: Any) -> dict[str, Any]:
+    """createWarehouse's body for a native warehouse on the suite's S3, with its static keys."""
+    storage = {
+        "endpoint": services.s3_endpoint,
+        "region": "us-east-1",
+        "path-style": True,
+        "credentials-mode": "static",
+        "access-key-id": services.access_key,
+        "secret-access-key": services.secret_key,
+    }
+    return {"name": name, "location": location, "storage": storage, **fields}

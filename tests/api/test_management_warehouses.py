@@ -13,6 +13,7 @@ import pytest
 from app.ground.locations import Location
 from storage.objects import S3ObjectStore
 from tests.api.tables_support import create_request
+from tests.conftest import warehouse_body
 
 M = "/management/v1"
 SECOND_BUCKET = "growler-test-second"
@@ -38,20 +39,10 @@ def name() -> str:
 
 
 def _warehouse_body(name: str, services, **storage) -> dict:
-    return {
-        "name": name,
-        "location": f"s3://{SECOND_BUCKET}/{name}",
-        "storage": {
-            "endpoint": services.s3_endpoint,
-            "region": "us-east-1",
-            "path-style": True,
-            "credentials-mode": "static",
-            "access-key-id": services.access_key,
-            "secret-access-key": services.secret_key,
-            **storage,
-        },
-        "allowed-locations": [f"s3://{SECOND_BUCKET}/{name}-extra"],
-    }
+    body = warehouse_body(
+        services, name, f"s3://{SECOND_BUCKET}/{name}", **{"allowed-locations": [f"s3://{SECOND_BUCKET}/{name}-extra"]}
+    )
+    return {**body, "storage": {**body["storage"], **storage}}
 
 
 def _until(condition, timeout_s: float = 3.0) -> bool:

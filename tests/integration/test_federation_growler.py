@@ -21,7 +21,7 @@ import pytest
 from pyiceberg.catalog.rest import RestCatalog
 
 from storage.objects import S3ObjectStore
-from tests.conftest import TEST_CLIENT_ID, TEST_CLIENT_SECRET, TEST_CREDENTIAL
+from tests.conftest import TEST_CLIENT_ID, TEST_CLIENT_SECRET, TEST_CREDENTIAL, warehouse_body
 from tests.integration.conftest import Server, start_server, stop_server
 from tests.integration.test_federation import MANAGEMENT, SCHEMA, _create_warehouse, _grant, _principal
 
@@ -134,19 +134,7 @@ def test_a_credential_the_remote_refuses_is_a_502_naming_the_settings(server, re
 def test_a_table_moves_home_from_a_growler(server, services, remote_growler, federated):
     remote, location = remote_growler
     home = f"home-{uuid.uuid4().hex[:8]}"
-    body = {
-        "name": home,
-        "location": f"s3://{BUCKET}/{home}",
-        "storage": {
-            "endpoint": services.s3_endpoint,
-            "region": "us-east-1",
-            "path-style": True,
-            "credentials-mode": "static",
-            "access-key-id": services.access_key,
-            "secret-access-key": services.secret_key,
-        },
-        "allowed-locations": [f"{location}/"],
-    }
+    body = warehouse_body(services, home, f"s3://{BUCKET}/{home}", **{"allowed-locations": [f"{location}/"]})
     assert httpx.post(f"{server.url}{MANAGEMENT}/warehouses", json=body).status_code == 201
     assert httpx.post(f"{server.url}/v1/{home}/namespaces", json={"namespace": ["landed"]}).status_code == 200
     catalog = RestCatalog("growler", uri=server.url, warehouse=federated, credential=TEST_CREDENTIAL)

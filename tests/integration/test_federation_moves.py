@@ -29,7 +29,7 @@ from pyiceberg.exceptions import ForbiddenError, NoSuchTableError
 from app.ground.locations import Location
 from storage.objects import S3ObjectStore
 from tests.api.maintenance_jobs_support import finished_run
-from tests.conftest import TEST_CREDENTIAL
+from tests.conftest import TEST_CREDENTIAL, warehouse_body
 from tests.integration.rest_reference_support import ReferenceServer
 from tests.integration.test_federation import (
     MANAGEMENT,
@@ -76,19 +76,7 @@ def federated(server, reference) -> str:
 def home(server, services, remote_root) -> str:
     """A native warehouse that allows the remote's warehouse prefix: where moved tables live."""
     name = f"home-{uuid.uuid4().hex[:8]}"
-    body = {
-        "name": name,
-        "location": f"s3://{BUCKET}/{name}",
-        "storage": {
-            "endpoint": services.s3_endpoint,
-            "region": "us-east-1",
-            "path-style": True,
-            "credentials-mode": "static",
-            "access-key-id": services.access_key,
-            "secret-access-key": services.secret_key,
-        },
-        "allowed-locations": [f"{remote_root}/"],
-    }
+    body = warehouse_body(services, name, f"s3://{BUCKET}/{name}", **{"allowed-locations": [f"{remote_root}/"]})
     created = httpx.post(f"{server.url}{MANAGEMENT}/warehouses", json=body)
     assert created.status_code == 201, created.text
     assert httpx.post(f"{server.url}/v1/{name}/namespaces", json={"namespace": ["landed"]}).status_code == 200

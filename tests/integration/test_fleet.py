@@ -25,7 +25,7 @@ from pyiceberg.catalog.rest import RestCatalog
 from app.ground.locations import parse as parse_location
 from storage.objects import S3ObjectStore
 from tests.api.tables_support import create_request
-from tests.conftest import TEST_CREDENTIAL
+from tests.conftest import TEST_CREDENTIAL, warehouse_body
 from tests.integration.fleet_support import Fleet, start_fleet, stop_fleet
 
 # docs/security.md: a management change is seen "on every worker and replica within about a
@@ -178,18 +178,7 @@ def test_a_drop_and_re_create_is_seen_by_every_instance_at_once(fleet):
 def test_a_new_and_a_deleted_warehouse_on_every_instance(fleet, services):
     S3ObjectStore(fleet.settings.s3).ensure_bucket(SECOND_BUCKET)
     name = f"wh{uuid.uuid4().hex[:8]}"
-    body = {
-        "name": name,
-        "location": f"s3://{SECOND_BUCKET}/{name}",
-        "storage": {
-            "endpoint": services.s3_endpoint,
-            "region": "us-east-1",
-            "path-style": True,
-            "credentials-mode": "static",
-            "access-key-id": services.access_key,
-            "secret-access-key": services.secret_key,
-        },
-    }
+    body = warehouse_body(services, name, f"s3://{SECOND_BUCKET}/{name}")
     assert httpx.post(f"{fleet.servers[0].url}/management/v1/warehouses", json=body).status_code == 201
     for server in fleet.servers:  # a name not cached is read from PostgreSQL: at once
         config = httpx.get(f"{server.url}/v1/config", params={"warehouse": name})
