@@ -9,6 +9,7 @@ connections, a warm-up first; bench/load.py for W5/W6) and reports the median an
 
     python -m bench.ab /path/to/old /path/to/new            # W1, 6 rounds of 10 s each
     AB_ONLY=W1,W2,W3,W5,W6 AB_ROUNDS=6 AB_SECONDS=10 python -m bench.ab OLD NEW
+    AB_ENV_B=GROWLER_AUDIT_TRAIL=on python -m bench.ab HERE HERE  # one checkout, a setting's cost
 
 Each checkout is served by ``python bench/ab.py serve`` run from a copy of this file with the
 checkout as its working directory (its own bench/targets.py, app and gunicorn.conf.py), so the
@@ -61,10 +62,14 @@ def serve(info_file: Path) -> None:
     # AB_GUNICORN_CONF: another gunicorn config for the server, e.g. bench/gunicorn_yappi.py (a
     # profiler wrapping the shipped one: ``calls``), handed to the target (not patched into it)
     conf = os.environ.get("AB_GUNICORN_CONF")
+    # AB_SERVE_ENV (set by ``compare`` from AB_ENV_A / AB_ENV_B): GROWLER_* settings of this side's
+    # server, e.g. the audit trail on for B only (the target passes on no GROWLER_* of its own env)
+    settings = _settings(os.environ.get("AB_SERVE_ENV", ""))
     target = GrowlerTarget(
         root / "growler",
         int(os.environ.get("GROWLER_WORKERS") or 2),
         **({"gunicorn_conf": conf} if conf else {}),  # an older checkout's target has no such argument
+        **({"extra_env": settings} if settings else {}),
     )
     target.root.mkdir(parents=True)
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
@@ -93,6 +98,14 @@ def serve(info_file: Path) -> None:
     finally:
         target.stop()
         remove_root(root)
+
+
+def _settings(text: str) -> dict[str, str]:
+    """``K=V,K=V`` (AB_ENV_A, AB_ENV_B) as a dict; only GROWLER_* names."""
+    pairs = [item.split("=", 1) for item in text.split(",") if item.strip()]
+    if any(len(pair) != 2 or not pair[0].strip().startswith("GROWLER_") for pair in pairs):
+        raise SystemExit(f"AB_ENV_A/AB_ENV_B: GROWLER_NAME=value pairs, comma-separated, not {text!r}")
+    return {name.strip(): value.strip() for name, value in pairs}
 
 
 def calls(old: Path, new: Path, requests_old: int, requests_new: int, top: int = 40) -> list[str]:
@@ -148,6 +161,7 @@ def compare(old: Path, new: Path) -> dict[str, Any]:
                 subprocess.Popen(
                     [str(py if py.exists() else sys.executable), str(here), "serve", str(info_file)],
                     cwd=checkout,
+                    env={**os.environ, "AB_SERVE_ENV": os.environ.get(f"AB_ENV_{label}", "")},
                     stdout=open(tmp / f"{label}.log", "ab"),  # noqa: SIM115
                     stderr=subprocess.STDOUT,
                 )
