@@ -14,6 +14,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -63,6 +64,19 @@ STS_ROLE_ARN = f"arn:aws:iam::000000000000:role/{STS_ROLE_NAME}"
 _WEED_ENV_PREFIXES = ("AWS_", "S3_", "WEED_")  # weed mini reads these (e.g. AWS_ACCESS_KEY_ID adds a user)
 _GRPC_PORT_OFFSET = 10000  # see _pick_admin_ports
 _HEARTBEAT_RACE_RETRIES = 2  # relaunches before waiting out weed's 5 s heartbeat retry
+_PORT_RACE_RETRIES = 3  # relaunches on new ports when weed finds one taken
+_PORT_TAKEN = re.compile(rb"Port allocation failed: port (\d+) ")
+
+
+def _port_taken(log_path: Path, since: int) -> int | None:
+    """The port weed said it could not bind, in what it logged since ``since`` (None: no such line)."""
+    try:
+        with open(log_path, "rb") as log:
+            log.seek(since)
+            found = _PORT_TAKEN.search(log.read())
+    except OSError:
+        return None
+    return int(found.group(1)) if found else None
 
 
 class EmbeddedS3(Service):
@@ -172,8 +186,34 @@ class EmbeddedS3(Service):
         if self.sts:
             self._write_iam_config()
 
+        env = {k: v for k, v in os.environ.items() if not k.startswith(_WEED_ENV_PREFIXES)}
+        deadline = t0 + self.startup_timeout
+        try:
+            for ports_attempt in range(_PORT_RACE_RETRIES + 1):
+                logged = self.log_path.stat().st_size if self.log_path.exists() else 0
+                try:
+                    self._start_once(self._argv(weed), env, deadline)
+                    break
+                except RuntimeError:
+                    # weed found one of its ports taken: another process bound it between our
+                    # check and weed's (two suites side by side start many servers). New ports
+                    # for its own listeners and a relaunch; the S3 port is the caller's choice.
+                    taken = _port_taken(self.log_path, logged)
+                    if taken is None or taken == self.port or ports_attempt == _PORT_RACE_RETRIES:
+                        raise
+                    with open(self.log_path, "ab") as log:
+                        log.write(f"--- port {taken} was taken meanwhile: relaunching on new ports\n".encode())
+                    self._remove_stale_sockets()
+                    self.ports = self._choose_ports(fresh=True)
+        except BaseException:
+            self.stop()
+            raise
+        self.last_start_seconds = time.monotonic() - t0
+        return self
+
+    def _argv(self, weed: Path | str) -> list[str]:
         p = self.ports
-        argv = [
+        return [
             str(weed),
             "-logtostderr",  # else glog litters $TMPDIR with weed.* files
             "mini",
@@ -204,25 +244,20 @@ class EmbeddedS3(Service):
             f"-master.volumeSizeLimitMB={self.volume_size_limit_mb}",  # small volumes, no preallocation
             "-volume.preStopSeconds=0",
         ]
-        env = {k: v for k, v in os.environ.items() if not k.startswith(_WEED_ENV_PREFIXES)}
-        deadline = t0 + self.startup_timeout
-        try:
-            for attempt in range(1, _HEARTBEAT_RACE_RETRIES + 2):
-                self._launch(argv, env)
-                if self._wait_ready(deadline, give_up_on_race=attempt <= _HEARTBEAT_RACE_RETRIES):
-                    break
-                # Lost the heartbeat race (see _volume_server_registered): nothing has been
-                # written through this instance yet, so a kill + relaunch (~0.7 s) beats
-                # waiting out weed's 5 s heartbeat retry.
-                with open(self.log_path, "ab") as log:
-                    log.write(b"--- volume server heartbeat lost the race with master leadership: relaunching\n")
-                stop_process_group(self._proc, [])
-                self._remove_stale_sockets()
-        except BaseException:
-            self.stop()
-            raise
-        self.last_start_seconds = time.monotonic() - t0
-        return self
+
+    def _start_once(self, argv: list[str], env: dict[str, str], deadline: float) -> None:
+        """Launch and wait until ready; a lost heartbeat race relaunches at once (see
+        ``_volume_server_registered``). RuntimeError when weed exits (its log says why)."""
+        for attempt in range(1, _HEARTBEAT_RACE_RETRIES + 2):
+            self._launch(argv, env)
+            if self._wait_ready(deadline, give_up_on_race=attempt <= _HEARTBEAT_RACE_RETRIES):
+                return
+            # Lost the heartbeat race: nothing has been written through this instance yet, so a
+            # kill + relaunch (~0.7 s) beats waiting out weed's 5 s heartbeat retry.
+            with open(self.log_path, "ab") as log:
+                log.write(b"--- volume server heartbeat lost the race with master leadership: relaunching\n")
+            stop_process_group(self._proc, [])
+            self._remove_stale_sockets()
 
     def _launch(self, argv: list[str], env: dict[str, str]) -> None:
         with open(self.log_path, "ab") as log:
@@ -263,10 +298,12 @@ class EmbeddedS3(Service):
         with contextlib.suppress(FileNotFoundError):
             self._pidfile.unlink()
 
-    def _choose_ports(self) -> dict[str, int]:
+    def _choose_ports(self, fresh: bool = False) -> dict[str, int]:
+        """The listeners' ports: those saved by the last start where still free (``fresh``: none
+        of them, after weed found one taken), else free ones."""
         names = ("master", "master_grpc", "volume", "volume_grpc", "filer", "filer_grpc", "s3_grpc")
         try:
-            saved = json.loads(self._ports_path.read_text())
+            saved = {} if fresh else json.loads(self._ports_path.read_text())
         except (OSError, ValueError):
             saved = {}
         taken = {self.port}

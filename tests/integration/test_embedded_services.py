@@ -363,3 +363,34 @@ def test_postgres_is_set_up_like_production(pg: EmbeddedPostgres):
         pg.restart()  # the secrets are read back from the data directory
         with psycopg.connect(pg.url) as conn:
             assert conn.execute("SELECT count(*) FROM catalog_thing").fetchone() == (0,)
+
+
+def test_seaweedfs_relaunches_on_new_ports_when_one_was_taken_meanwhile(tmp_path, monkeypatch):
+    """Two suites side by side start many servers: a port found free can be bound by another
+    process before weed binds it. weed then exits ("Port allocation failed"); the start chooses
+    new ports for weed's own listeners and relaunches (scripts/seaweedfs.py)."""
+    import socket
+
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen()
+    taken = held.getsockname()[1]
+    chosen = EmbeddedS3._choose_ports
+    calls: list[bool] = []
+
+    def first_with_a_taken_port(self, fresh: bool = False) -> dict[str, int]:
+        ports = chosen(self, fresh)
+        calls.append(fresh)
+        return {**ports, "volume": taken} if len(calls) == 1 else ports
+
+    monkeypatch.setattr(EmbeddedS3, "_choose_ports", first_with_a_taken_port)
+    try:
+        with EmbeddedS3(tmp_path / "s3", free_port(), ACCESS_KEY, SECRET_KEY) as s3:
+            s3.ensure_bucket("relaunched")
+            assert s3.ports["volume"] != taken
+            assert calls == [False, True]
+            log = s3.log_path.read_text(errors="replace")
+            assert f"Port allocation failed: port {taken}" in log
+            assert f"port {taken} was taken meanwhile: relaunching on new ports" in log
+    finally:
+        held.close()
