@@ -25,7 +25,7 @@ from storage.audit import AuditRecord, AuditRows
 from storage.db import AsyncDatabase, Database
 from tests.api.authz_support import MANAGEMENT as M
 from tests.api.tables_support import PREFIX, create_request, table_url, tables_url
-from tests.api.webhook_support import Script, wait_for
+from tests.api.webhook_support import Script
 from tests.conftest import TEST_BUCKET, fetch_token
 
 AUDIT = f"{M}/audit"
@@ -405,7 +405,7 @@ def test_a_sink_of_the_audit_trail_gets_every_record_in_order_and_no_secret(clie
         def delivered() -> list[dict[str, Any]]:
             return [event for event, _, _ in script.received if event["data"].get("request-id") in rids]
 
-        wait_for(lambda: len(delivered()) == len(rids))
+        script.wait_until(lambda: len(delivered()) == len(rids))
         events = delivered()
         assert [event["data"]["request-id"] for event in events] == rids  # in order, each once
         assert [event["type"] for event in events] == [

@@ -51,7 +51,7 @@ def test_a_webhook_that_fails_times_out_and_recovers_gets_every_event_in_order(c
     assert created.status_code == 201, created.text
     assert created.json()["signed"] is True and "secret" not in created.json()
     events = changes(client)
-    wait_for(lambda: len(script.received) >= 3)
+    script.wait_until(lambda: len(script.received) >= 3)
     delivered = [event for event, _, _ in script.received]
     for _, raw, signature in script.received:  # signed with the sink's secret, over the body
         assert signature == "sha256=" + hmac.new(SECRET.encode(), raw, hashlib.sha256).hexdigest()
