@@ -53,12 +53,15 @@ class AuditMiddleware:
         note = AuditNote()
         token = audit_note.set(note)
         replaced = False  # the record failed: our 503 went out instead, the rest is dropped
+        written = False  # the record went to the writer (else the request ends without one)
+        writer.begin()
 
         async def send_recorded(message: Message) -> None:
-            nonlocal replaced
+            nonlocal replaced, written
             if replaced:
                 return
             if message["type"] == "http.response.start":
+                written = True
                 try:
                     await writer.write(self.record(scope, note, message["status"]))
                 except AuditUnavailable as exc:
@@ -71,6 +74,8 @@ class AuditMiddleware:
             await self.app(scope, receive, send_recorded)
         finally:
             audit_note.reset(token)
+            if not written:
+                writer.abandon()
 
     def record(self, scope: Scope, note: AuditNote, status: int) -> AuditRecord:
         """The request's record: what the note learnt, the route and the status."""

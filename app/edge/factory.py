@@ -219,7 +219,7 @@ def create_app(settings: Settings | None = None, auth_settings: AuthSettings | N
         app.add_middleware(
             AuditMiddleware,
             position=MiddlewarePosition.BEFORE_EXCEPTION,
-            writer=AuditWriter(audit.rows, async_database),
+            writer=AuditWriter(audit.rows, async_database, gather_s=settings.audit_gather_ms / 1000),
             namespace_separator=settings.namespace_separator,
         )
     # Every request but the probes is authenticated here, before the dispatcher.

@@ -210,6 +210,9 @@ class Settings:
     audit_trail: bool = False
     # how long the audit trail keeps its records (docs/audit.md); housekeeping deletes older ones
     audit_retention_days: int = 90
+    # the longest an audit batch waits for the requests still in flight (app/audit/writer.py): 0
+    # writes each loop turn's records at once; more groups more records per commit, for latency
+    audit_gather_ms: float = 1.0
     # push delivery (app/publisher/service.py): a NATS JetStream server every event goes to (off when
     # unset; webhooks and more servers through the management API), and the first retry's delay
     events_nats_url: str | None = None
@@ -285,6 +288,7 @@ class Settings:
             events_retention_s=env_int(env, "GROWLER_EVENTS_RETENTION_S", 7 * 86_400),
             audit_trail=parse_audit_trail(env.get("GROWLER_AUDIT_TRAIL", "off")),
             audit_retention_days=env_int(env, "GROWLER_AUDIT_RETENTION_DAYS", 90),
+            audit_gather_ms=env_float(env, "GROWLER_AUDIT_GATHER_MS", 1.0),
             events_nats_url=env.get("GROWLER_EVENTS_NATS_URL") or None,
             events_retry_base_s=env_float(env, "GROWLER_EVENTS_RETRY_BASE_S", 0.5),
             webhook_allowed_networks=tuple(
@@ -347,6 +351,8 @@ class Settings:
             raise ValueError("GROWLER_EVENTS_RETENTION_S must be between 1 second and 366 days")
         if not 1 <= self.audit_retention_days <= 3650:
             raise ValueError("GROWLER_AUDIT_RETENTION_DAYS must be between 1 and 3650 days")
+        if not 0 <= self.audit_gather_ms <= 50:
+            raise ValueError("GROWLER_AUDIT_GATHER_MS must be between 0 and 50 milliseconds")
         if not 0.01 <= self.events_retry_base_s <= 60:
             raise ValueError("GROWLER_EVENTS_RETRY_BASE_S must be between 0.01 and 60 seconds")
         for network in self.webhook_allowed_networks:

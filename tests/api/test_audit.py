@@ -269,13 +269,11 @@ def test_the_group_commit_writes_batches_and_fails_closed_on_a_closed_pool(setti
         await pool.start(fill=True)
         writer = AuditWriter(AuditRows(database), pool)
         before = _batches()
-        await asyncio.gather(*(writer.write(_record(rid, datetime.now(UTC))) for rid in ids))
+        await asyncio.gather(*(_begun(writer, rid) for rid in ids))
         count, total = (a - b for a, b in zip(_batches(), before, strict=True))
         assert total == len(ids) and count < len(ids)  # grouped
         await pool.close()
-        results = await asyncio.gather(
-            *(writer.write(_record(_rid(), datetime.now(UTC))) for _ in range(3)), return_exceptions=True
-        )
+        results = await asyncio.gather(*(_begun(writer, _rid()) for _ in range(3)), return_exceptions=True)
         assert all(isinstance(result, AuditUnavailable) for result in results), results
 
     try:
@@ -285,6 +283,62 @@ def test_the_group_commit_writes_batches_and_fails_closed_on_a_closed_pool(setti
         assert found[0] == len(ids)
     finally:
         database.close()
+
+
+def test_a_batch_waits_for_the_requests_in_flight_and_no_longer(settings):
+    """The gathering (docs/audit.md "Durability"): a batch is held until every request begun on the
+    loop has queued its record (one commit for all of them, however they straggle), released as
+    soon as the last one gives up on its record (``abandon``) instead of waiting out the window,
+    and written after the window when a request in flight never comes."""
+    database = Database(settings.database_url, max_size=1)
+    database.open()
+
+    async def scenario() -> None:
+        pool = AsyncDatabase(settings.database_url, max_size=2, timeout_s=5, statement_timeout_ms=5000)
+        await pool.start(fill=True)
+        try:
+            patient = AuditWriter(AuditRows(database), pool, gather_s=60)  # a window no test outlasts
+            before = _batches()
+            for _ in range(5):
+                patient.begin()
+            first = [asyncio.ensure_future(patient.write(_record(_rid(), datetime.now(UTC)))) for _ in range(3)]
+            for _ in range(5):
+                await asyncio.sleep(0)  # the batch task runs: it must hold, two requests are in flight
+            assert not any(write.done() for write in first)
+            rest = [asyncio.ensure_future(patient.write(_record(_rid(), datetime.now(UTC)))) for _ in range(2)]
+            async with asyncio.timeout(10):
+                await asyncio.gather(*first, *rest)
+            assert tuple(a - b for a, b in zip(_batches(), before, strict=True)) == (1, 5)  # one commit
+
+            patient.begin()
+            patient.begin()
+            waiting = asyncio.ensure_future(patient.write(_record(_rid(), datetime.now(UTC))))
+            for _ in range(5):
+                await asyncio.sleep(0)
+            assert not waiting.done()
+            patient.abandon()  # the other request ended without a response: nobody left to wait for
+            async with asyncio.timeout(10):
+                await waiting
+
+            brief = AuditWriter(AuditRows(database), pool, gather_s=0.01)
+            brief.begin()
+            brief.begin()  # never queues within the window
+            async with asyncio.timeout(10):
+                await brief.write(_record(_rid(), datetime.now(UTC)))
+            brief.abandon()
+        finally:
+            await pool.close()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        database.close()
+
+
+async def _begun(writer: AuditWriter, request_id: str) -> None:
+    """A request's record as the middleware writes it: begun, then queued."""
+    writer.begin()
+    await writer.write(_record(request_id, datetime.now(UTC)))
 
 
 def _batches() -> tuple[float, float]:
