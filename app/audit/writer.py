@@ -11,8 +11,9 @@ A batch's statement and commit cost far more than a record in it (about 0.2 ms o
 PostgreSQL CPU per batch against 0.03 ms per record), so the writer also waits, briefly, for the
 requests still being served: it knows how many began and have not queued their record yet
 (``begin``/``abandon``), and holds a batch until all of them have queued or ``gather_s`` passed,
-whichever comes first (``GROWLER_AUDIT_GATHER_MS``, 1 ms by default). Alone, a request waits for nobody; under the cheapest reads at 16
-connections a batch holds every request in flight instead of two or three of them.
+whichever comes first (``GROWLER_AUDIT_GATHER_MS``, 1 ms by default). Alone, a request waits for
+nobody; under the cheapest reads at 16 connections a batch holds every request in flight instead
+of two or three of them.
 
 If the batch fails (PostgreSQL down, a timeout), every request of it hears ``AuditUnavailable``
 and is answered 503 with Retry-After instead of its response: a decision unrecorded is not
