@@ -9,7 +9,8 @@ holds one long transaction.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -55,28 +56,42 @@ class AuditRecord:
 
 
 def insert_params(records: Sequence[AuditRecord]) -> tuple[str]:
-    """``INSERT``'s one parameter: the records as JSON, every text made storable (``_text``)."""
-    rows = [
-        (
-            r.recorded_at.isoformat(),
-            _text(r.request_id),
-            _text(r.principal),
-            _text(r.identity_provider),
-            _text("\x1f".join(r.roles)) if r.roles else None,
-            _text(r.operation),
-            _text(r.method),
-            _text(r.path),
-            _text(r.object),
-            _text(r.decision),
-            _text(r.rule),
-            r.status,
-            _text(r.client),
-            _text(r.user_agent),
-            _json(list(r.access)) if r.access else None,
-        )
-        for r in records
-    ]
-    return (_ENCODER.encode(rows),)
+    """``INSERT``'s one parameter: the records as JSON, every text made storable (``_text``) -
+    checked once on the encoded batch (JSON escapes a NUL and every surrogate), field by field
+    only in the rare batch that needs it."""
+    encoded = _ENCODER.encode([_row(r, _as_is) for r in records])
+    if _UNSTORABLE.search(encoded):
+        encoded = _ENCODER.encode([_row(r, _text) for r in records])
+    return (encoded,)
+
+
+def _row(r: AuditRecord, text: Callable[[str | None], str | None]) -> tuple[Any, ...]:
+    return (
+        r.recorded_at.isoformat(),
+        text(r.request_id),
+        text(r.principal),
+        text(r.identity_provider),
+        text("\x1f".join(r.roles)) if r.roles else None,
+        text(r.operation),
+        text(r.method),
+        text(r.path),
+        text(r.object),
+        text(r.decision),
+        text(r.rule),
+        r.status,
+        text(r.client),
+        text(r.user_agent),
+        (_json(list(r.access)) if text is _text else list(r.access)) if r.access else None,
+    )
+
+
+def _as_is(value: str | None) -> str | None:
+    return value
+
+
+# What the ASCII JSON of a text PostgreSQL refuses holds: a NUL's escape, or a surrogate's (a pair,
+# a character beyond the BMP, is stored all right, but it is rare enough to take the slow path too).
+_UNSTORABLE = re.compile(r"\\u(0000|d[89a-f])")
 
 
 def _text(value: str | None) -> str | None:
