@@ -21,6 +21,8 @@
   the fleet), every round the tables this worker's commits made due (``app/maintenance/trigger.py``).
   The step only queues: the job runners of every worker of every replica run the jobs
   (``app/maintenance/jobs.py``), so a long compaction never holds up this thread's other steps.
+- **Remote change feeds**: the events of federated warehouses whose remote serves the events
+  endpoint, mirrored into the warehouse's stream (app/federation/mirror.py).
 
 Every step, and every row within a step, fails on its own: a row that keeps failing is counted
 (``growler_housekeeping_failures``), logged, and retried with a growing delay; the others go on.
@@ -71,6 +73,7 @@ class Housekeeper:
         events_retention_s: float = 7 * 86_400,
         maintenance: Callable[[bool], int] | None = None,
         expire_audit: Callable[[], int] | None = None,
+        mirror_events: Callable[[], int] | None = None,
     ) -> None:
         self.repository = repository
         self.events = EventRows(repository.db)
@@ -90,6 +93,8 @@ class Housekeeper:
         self.maintenance = maintenance
         # the audit trail's retention (AuditService.expire: GROWLER_AUDIT_RETENTION_DAYS)
         self.expire_audit = expire_audit or (lambda: 0)
+        # federated warehouses' remote change feeds mirrored into Growler's (EventMirror.run_due)
+        self.mirror_events = mirror_events or (lambda: 0)
         self._maintenance_at = float("-inf")
 
     def start(self) -> None:
@@ -124,6 +129,7 @@ class Housekeeper:
             "expired-events": self._step("expire-events", lambda: self.events.prune(self.events_retention_s)),
             "expired-audit": self._step("expire-audit", self.expire_audit),
             "maintenance-queued": self._step("maintenance", self._maintenance_due),
+            "mirrored-events": self._step("mirror-events", self.mirror_events),
         }
 
     def _maintenance_due(self) -> int:

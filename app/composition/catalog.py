@@ -11,6 +11,7 @@ from app.authorization import Authorizer
 from app.catalog.entries import Entries
 from app.composition.storage import Foundation
 from app.federation.answers import AnswerCheck
+from app.federation.mirror import EventMirror, MirroredWarehouses
 from app.federation.moved import MovedCopies
 from app.federation.restricted import RemoteRestrictions
 from app.federation.service import FederationService
@@ -37,6 +38,7 @@ from app.tables.metrics_reports import MetricsReports
 from app.tables.service import TableService
 from app.views.service import VIEW, ViewService
 from storage.db import Database
+from storage.federated_events import MirrorCursors
 from storage.federated_versions import FederatedVersions
 from storage.functions import FunctionRepository
 from storage.idempotency import IdempotencyRepository
@@ -63,6 +65,7 @@ class Catalog:
     idempotency_keys: IdempotencyRepository  # the housekeeper expires them
     previews: PreviewService
     federation: FederationService
+    event_mirror: EventMirror  # the remotes' change feeds, read by the housekeeper
 
 
 # Connections kept to the remotes of federated warehouses: pools per remote host, each this large.
@@ -92,6 +95,17 @@ def build_catalog(base: Foundation, spec: dict, *, after_commit: AfterCommit) ->
         page_tokens=base.page_tokens,
     )
     idempotency_keys = IdempotencyRepository(base.database)
+    mirrored = MirroredWarehouses()
+    federation = FederationService(
+        warehouses,
+        AnswerCheck(base.authorizer),
+        urllib3.PoolManager(num_pools=FEDERATION_POOLS, maxsize=FEDERATION_POOL_SIZE),
+        secrets=SecretBox(settings.secrets_key) if settings.secrets_key else None,
+        namespace_separator=settings.namespace_separator,
+        versions=RemoteVersions(FederatedVersions(base.database), mirrored),
+        moved=MovedCopies(TableMoveRows(base.database), settings.namespace_separator),
+        restricted=RemoteRestrictions(base.authorizer),
+    )
     return Catalog(
         namespaces=namespaces,
         tables=tables,
@@ -104,16 +118,8 @@ def build_catalog(base: Foundation, spec: dict, *, after_commit: AfterCommit) ->
         idempotency=IdempotencyService(idempotency_keys, settings.idempotency_lifetime_s),
         idempotency_keys=idempotency_keys,
         previews=PreviewService(tables),
-        federation=FederationService(
-            warehouses,
-            AnswerCheck(base.authorizer),
-            urllib3.PoolManager(num_pools=FEDERATION_POOLS, maxsize=FEDERATION_POOL_SIZE),
-            secrets=SecretBox(settings.secrets_key) if settings.secrets_key else None,
-            namespace_separator=settings.namespace_separator,
-            versions=RemoteVersions(FederatedVersions(base.database)),
-            moved=MovedCopies(TableMoveRows(base.database), settings.namespace_separator),
-            restricted=RemoteRestrictions(base.authorizer),
-        ),
+        federation=federation,
+        event_mirror=EventMirror(MirrorCursors(base.database), federation.remote_of, mirrored),
     )
 
 

@@ -69,4 +69,5 @@ def build_housekeeper(
         events_retention_s=base.settings.events_retention_s,
         maintenance=maintenance.run_due,  # the executor's schedule (app/maintenance/service.py)
         expire_audit=audit.expire,
+        mirror_events=catalog.event_mirror.run_due,  # the remotes' change feeds (app/federation/mirror.py)
     )

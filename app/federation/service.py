@@ -100,7 +100,16 @@ SERVED_BY_GROWLER = frozenset({"queryEvents"})
 # remote, so only the warehouse itself can carry a mark in this slice): read fresh, not cached.
 GUARDED = frozenset({"dropTable", "dropView", "dropNamespace", "renameTable", "renameView"})
 # What of the client's request reaches the remote (never its Authorization).
-FORWARDED_HEADERS = ("content-type", "x-iceberg-access-delegation", "idempotency-key", "if-none-match", "accept")
+# x-request-id: the request's id (given or made: app/edge/http.py), so that a remote with a change
+# feed records Growler's writes under it and the mirror knows them (app/federation/mirror.py)
+FORWARDED_HEADERS = (
+    "content-type",
+    "x-iceberg-access-delegation",
+    "idempotency-key",
+    "if-none-match",
+    "accept",
+    "x-request-id",
+)
 TABLE_PATH = "/v1/{prefix}/namespaces/{namespace}/tables/{table}"
 
 

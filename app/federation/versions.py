@@ -21,6 +21,7 @@ from typing import Any
 
 from app.events import changes as change_events
 from app.federation.changes import Namespace, identified
+from app.federation.mirror import MirroredWarehouses
 from app.ground.lru import LruCache
 from storage.events import ChangeEvent
 from storage.federated_versions import FederatedVersions, Table
@@ -63,14 +64,17 @@ def outside_change(stream: int, table: Table, table_uuid: str | None, previous: 
 
 
 class RemoteVersions:
-    def __init__(self, rows: FederatedVersions) -> None:
+    def __init__(self, rows: FederatedVersions, mirrored: MirroredWarehouses) -> None:
         self.rows = rows
+        self.mirrored = mirrored  # warehouses whose changes the mirror records (app/federation/mirror.py)
         self._seen: LruCache[tuple[int, Table], str] = LruCache(SEEN_PER_WORKER)
 
     def loaded(self, warehouse_id: int, table: Table, answer: Any) -> None:
         """A loadTable's answer: an outside change recorded if it is one."""
         location = answer.get("metadata-location") if isinstance(answer, dict) else None
         if not isinstance(location, str) or not location or self._seen.get((warehouse_id, table)) == location:
+            return
+        if self.mirrored.covers(warehouse_id):  # the mirror records each change, exactly
             return
         metadata = answer.get("metadata")
         table_uuid = metadata.get("table-uuid") if isinstance(metadata, dict) else None

@@ -80,6 +80,10 @@ AUDIT_FAILURES = Counter(
     "growler_audit_write_failures",
     "Audit records that could not be committed (each request answered 503)",
 )
+FEDERATION_MIRROR_GAPS = Counter(
+    "growler_federation_mirror_gaps",
+    "Times a federated warehouse's mirror found the remote had forgotten its position (410): events lost",
+)
 HOUSEKEEPING_FAILURES = Counter(
     "growler_housekeeping_failures",
     "Housekeeping steps that failed and will be retried: sweep (one pending object), purge (one job), "

@@ -11,6 +11,7 @@ home from it.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -151,3 +152,61 @@ def test_a_table_moves_home_from_a_growler(server, services, remote_growler, fed
     native = RestCatalog("growler", uri=server.url, warehouse=home, credential=TEST_CREDENTIAL)
     table = native.load_table(("landed", "orders"))
     assert sorted(table.scan().to_arrow().to_pylist(), key=lambda row: row["id"]) == ROWS
+
+
+def test_changes_made_on_the_remote_directly_enter_the_feed_once(server, services, remote_growler, federated):
+    """The remote's change feed mirrored (app/federation/mirror.py): a change made on the remote
+    behind Growler's back enters Growler's feed once, with the remote as its actor, each commit as
+    its own event; a write through Growler is there once (Growler's own record; the remote's event
+    of it, which carries Growler's request id, is passed over)."""
+    remote, _ = remote_growler
+    with psycopg.connect(services.database_url, autocommit=True) as db:
+        warehouse_id = db.execute("SELECT id FROM warehouse WHERE name = %s", (federated,)).fetchone()[0]
+        # the mirror has started: it stands at the remote's head (housekeeping's round, every 10 s)
+        _wait_until(
+            lambda: (
+                db.execute(
+                    "SELECT continuation_token IS NOT NULL AND served FROM federated_event_cursor"
+                    " WHERE warehouse_id = %s",
+                    (warehouse_id,),
+                ).fetchone()
+                == (True,)
+            ),
+            "the mirror to start",
+        )
+    through = RestCatalog("growler", uri=server.url, warehouse=federated, credential=TEST_CREDENTIAL)
+    namespace = f"f_{uuid.uuid4().hex[:8]}"
+    through.create_namespace(namespace)
+    direct = RestCatalog("remote", uri=remote.url, warehouse="remote", credential=TEST_CREDENTIAL)
+    outside = direct.create_table((namespace, "outside"), schema=SCHEMA)
+    for rows in (ROWS[:1], ROWS[1:]):  # two commits behind Growler's back
+        outside.append(pa.Table.from_pylist(rows, schema=SCHEMA.as_arrow()))
+    direct.drop_table((namespace, "outside"))
+
+    def mine() -> list[dict]:
+        answer = httpx.post(f"{server.url}/v1/{federated}/events", json={"page-size": 1000})
+        assert answer.status_code == 200, answer.text
+        return [e for e in answer.json()["events"] if _namespace_of(e["operation"]) == [namespace]]
+
+    _wait_until(lambda: any(e["operation"]["operation-type"] == "drop-table" for e in mine()), "the drop mirrored")
+    events = mine()
+    assert [e["operation"]["operation-type"] for e in events] == [
+        "create-namespace", "create-table", "update-table", "update-table", "drop-table",
+    ]  # fmt: skip
+    assert events[0]["actor"].get("source") != "remote-catalog"  # Growler's own record of its write
+    assert all(e["actor"]["source"] == "remote-catalog" and e["actor"]["remote-event-id"] for e in events[1:])
+    updates = events[2:4]
+    assert updates[0]["operation"]["metadata-location"] != updates[1]["operation"]["metadata-location"]
+    assert updates[1]["operation"]["metadata-location"] == outside.metadata_location
+
+
+def _namespace_of(operation: dict) -> list[str] | None:
+    return operation.get("namespace") or (operation.get("identifier") or {}).get("namespace")
+
+
+def _wait_until(condition, what: str, deadline_s: float = 90.0) -> None:
+    """Poll ``condition`` (housekeeping runs its rounds every 10 s); a hang guard, not a speed bound."""
+    end = time.monotonic() + deadline_s
+    while not condition():
+        assert time.monotonic() < end, f"waited {deadline_s:g} s for {what}"
+        time.sleep(0.2)

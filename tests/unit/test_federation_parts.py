@@ -12,6 +12,7 @@ import pytest
 
 from app.federation.answers import AnswerCheck
 from app.federation.breaker import CircuitBreaker
+from app.federation.mirror import MirroredWarehouses, mirrored_event, mirrored_page
 from app.federation.moved import MovedCopies, written_tables
 from app.federation.remote import Answer, RemoteCatalog, RemoteSettings, Route
 from app.federation.restricted import RemoteRestrictions
@@ -155,7 +156,7 @@ def _service(
         None,  # type: ignore[arg-type]
         secrets=None,
         namespace_separator="%1F",
-        versions=RemoteVersions(events or Outbox()),  # type: ignore[arg-type]
+        versions=RemoteVersions(events or Outbox(), MirroredWarehouses()),  # type: ignore[arg-type]
         moved=MovedCopies(NoMoves(), "%1F"),  # type: ignore[arg-type]
         restricted=RemoteRestrictions(Grants(visible or set())),  # type: ignore[arg-type]
     )
@@ -551,3 +552,66 @@ def test_a_version_loaded_that_growler_did_not_write_is_recorded_once_as_an_outs
     )
     load("m9")
     assert [event.operation_type for event in outbox.events[2:]] == ["drop-table"]
+
+
+# -- the remote's change feed mirrored (app/federation/mirror.py) ----------------------------
+
+
+def _remote_event(operation: dict, request_id: str = "r1", event_id: str = "e1") -> dict:
+    return {"event-id": event_id, "request-id": request_id, "request-event-count": 1, "timestamp-ms": 1,
+            "actor": {"principal": "someone"}, "operation": operation}  # fmt: skip
+
+
+def test_a_remote_event_is_recorded_as_its_own_operation_with_the_remote_as_actor():
+    update = {
+        "operation-type": "update-table",
+        "identifier": {"namespace": ["a", "b"], "name": "t"},
+        "table-uuid": "9b2a0c3e-0000-4000-8000-000000000001",
+        "metadata-location": "s3://b/t/metadata/2.json",
+        "updates": [{"action": "set-properties", "updates": {"k": "v"}}],
+    }
+    event, moved = mirrored_event(7, _remote_event(update))
+    assert (event.stream, event.operation_type, event.object_type) == (7, "update-table", "table")
+    assert (event.namespace, event.name, event.uuid) == (("a", "b"), "t", update["table-uuid"])
+    assert event.operation == update and event.request_id == "r1" and event.event_id != "e1"
+    assert event.actor == {"source": "remote-catalog", "remote-event-id": "e1"}  # not the remote's principal
+    assert moved == ((("a", "b"), "t"), "s3://b/t/metadata/2.json")
+
+    rename = {"operation-type": "rename-view", "source": {"namespace": ["a"], "name": "v"},
+              "destination": {"namespace": ["c"], "name": "w"}, "view-uuid": "u"}  # fmt: skip
+    event, moved = mirrored_event(7, _remote_event(rename))
+    assert (event.object_type, event.namespace, event.name, event.uuid, moved) == ("view", ("c",), "w", "u", None)
+    event, moved = mirrored_event(7, _remote_event({"operation-type": "drop-namespace", "namespace": ["a"]}))
+    assert (event.object_type, event.namespace, event.name, moved) == ("namespace", ("a",), None, None)
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        "not an event",
+        {"operation": "x"},
+        {"operation": {"operation-type": "custom", "custom-type": "x"}},
+        {"operation": {"operation-type": "rebuild-galaxy"}},
+        {"operation": {"operation-type": "create-table", "identifier": {"namespace": [], "name": "t"}}},
+        {"operation": {"operation-type": "create-namespace", "namespace": "a"}},
+        {
+            "operation": {
+                "operation-type": "create-table",
+                "identifier": {"namespace": ["a"], "name": "t"},
+                "blob": "x" * (1024 * 1024),
+            }
+        },  # fmt: skip
+    ],
+)
+def test_what_is_not_an_event_growler_can_record_is_passed_over(garbage):
+    assert mirrored_event(1, garbage) is None
+    assert mirrored_page(1, [garbage], set()).skipped == 1
+
+
+def test_a_page_passes_over_the_writes_growler_recorded_itself():
+    create = {"operation-type": "create-table", "identifier": {"namespace": ["a"], "name": "t"},
+              "table-uuid": "u", "metadata-location": "s3://b/t/metadata/1.json"}  # fmt: skip
+    own = _remote_event({"operation-type": "create-namespace", "namespace": ["a"]}, request_id="growler-req")
+    page = mirrored_page(3, [own, _remote_event(create, request_id="outside")], {"growler-req"})
+    assert [event.operation_type for event in page.events] == ["create-table"] and page.skipped == 0
+    assert page.versions == [((("a",), "t"), "s3://b/t/metadata/1.json")]
