@@ -206,7 +206,7 @@ class Settings:
     events_retention_s: int = 7 * 86_400
     # the durable audit trail (docs/audit.md): a record of every request committed before its
     # response starts (GROWLER_AUDIT_TRAIL=on). Off by default while it costs more than the issue's
-    # 10% on the cheapest reads (about +31% of server CPU on W1, docs/audit.md)
+    # 10% on the cheapest reads (about +20% of server CPU on W1, docs/audit.md "Cost")
     audit_trail: bool = False
     # how long the audit trail keeps its records (docs/audit.md); housekeeping deletes older ones
     audit_retention_days: int = 90
