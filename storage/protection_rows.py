@@ -166,8 +166,60 @@ class ProtectionRows:
                 raise NotFound(f"{kind.capitalize()} does not exist: {_dotted((*namespace, name or ''))}")
             record_events(conn, events)
 
+    def set_federated_mark(
+        self,
+        warehouse_id: int,
+        kind: str,
+        namespace: tuple[str, ...],
+        name: str | None,
+        protected: bool,
+        *,
+        events: Sequence[ChangeEvent],
+    ) -> None:
+        """Set or clear one mark on an object of a federated warehouse (kept by path: the object is
+        the remote's, whose existence the caller checked), with its ``events``."""
+        with self.db.transaction() as conn:
+            if protected:
+                conn.execute(
+                    "INSERT INTO federated_protection (warehouse_id, kind, namespace, name) VALUES (%s, %s, %s, %s)"
+                    " ON CONFLICT DO NOTHING",
+                    (warehouse_id, kind, list(namespace), name or ""),
+                )
+            else:
+                conn.execute(
+                    "DELETE FROM federated_protection"
+                    " WHERE warehouse_id = %s AND kind = %s AND namespace = %s AND name = %s",
+                    (warehouse_id, kind, list(namespace), name or ""),
+                )
+            record_events(conn, events)
+
+    def federated_protection_of(self, warehouse_id: int, namespace: tuple[str, ...], name: str | None) -> str | None:
+        """What protects the federated object ``name`` in ``namespace`` (or the namespace itself),
+        described as ``protection_of`` does; None when nothing. One statement: the warehouse's mark,
+        the namespace chain's, the object's."""
+        with self.db.connection() as conn:
+            row = conn.execute(
+                "SELECT w.name AS warehouse, w.protected, (SELECT p.namespace FROM federated_protection p"
+                "  WHERE p.warehouse_id = w.id AND p.kind = 'namespace' AND p.name = ''"
+                "  AND p.namespace = (%(path)s::text[])[1:cardinality(p.namespace)]"
+                "  ORDER BY cardinality(p.namespace) LIMIT 1) AS marked,"
+                " (SELECT p.kind FROM federated_protection p WHERE p.warehouse_id = w.id AND p.kind <> 'namespace'"
+                "  AND p.namespace = %(path)s AND p.name = %(name)s LIMIT 1) AS entry"
+                " FROM warehouse w WHERE w.id = %(wh)s",
+                {"wh": warehouse_id, "path": list(namespace), "name": name or ""},
+            ).fetchone()
+        if row is None:
+            return None
+        if row["protected"]:
+            return f"warehouse {row['warehouse']} is protected"
+        if row["marked"] is not None:
+            return f"namespace {_dotted(tuple(row['marked']))} is protected"
+        if name is not None and row["entry"] is not None:
+            return f"{row['entry']} {_dotted((*namespace, name))} is protected"
+        return None
+
     def marks(self, warehouse_id: int) -> list[ProtectionMark]:
-        """Every mark in the warehouse, the warehouse's own first."""
+        """Every mark in the warehouse, the warehouse's own first (a federated warehouse's by path)."""
         with self.db.connection() as conn:
             rows = conn.execute(
                 "SELECT 'warehouse' AS kind, '{}'::text[] AS path, NULL::text AS name, 0 AS o"
@@ -175,6 +227,8 @@ class ProtectionRows:
                 " UNION ALL SELECT 'namespace', path, NULL, 1 FROM namespace WHERE warehouse_id = %(wh)s AND protected"
                 " UNION ALL SELECT e.kind, n.path, e.name, 2 FROM namespace n JOIN catalog_entry e"
                 "  ON e.namespace_id = n.id WHERE n.warehouse_id = %(wh)s AND e.protected"
+                " UNION ALL SELECT kind, namespace, nullif(name, ''),"
+                "  CASE kind WHEN 'namespace' THEN 1 ELSE 2 END FROM federated_protection WHERE warehouse_id = %(wh)s"
                 " ORDER BY o, path, name LIMIT 10000",
                 {"wh": warehouse_id},
             ).fetchall()

@@ -96,6 +96,7 @@ def build_catalog(base: Foundation, spec: dict, *, after_commit: AfterCommit) ->
     )
     idempotency_keys = IdempotencyRepository(base.database)
     mirrored = MirroredWarehouses()
+    protection_rows = ProtectionRows(base.database)
     federation = FederationService(
         warehouses,
         AnswerCheck(base.authorizer),
@@ -105,13 +106,16 @@ def build_catalog(base: Foundation, spec: dict, *, after_commit: AfterCommit) ->
         versions=RemoteVersions(FederatedVersions(base.database), mirrored),
         moved=MovedCopies(TableMoveRows(base.database), settings.namespace_separator),
         restricted=RemoteRestrictions(base.authorizer),
+        protection=protection_rows,
     )
     return Catalog(
         namespaces=namespaces,
         tables=tables,
         views=views,
         recycle_bin=recycle_bin,
-        protection=ProtectionService(ProtectionRows(base.database), warehouses, rights=base.rights),
+        protection=ProtectionService(
+            protection_rows, warehouses, rights=base.rights, remote_exists=federation.require_exists
+        ),
         functions=build_functions(settings, base.database, repository, objects, warehouses, spec, **shared),
         planning=PlanningService(tables, PlanRepository(base.database), PlanningConfig.from_env()),
         signer=RemoteSigner(settings, tables.access),

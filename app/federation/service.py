@@ -51,6 +51,7 @@ from app.ground.secrets import SecretBox
 from app.ground.text import UNIT_SEPARATOR
 from app.namespaces.warehouses import WarehouseDirectory
 from app.rules.identifiers import parse_namespace
+from storage.protection_rows import ProtectionRows
 from storage.warehouses import WarehouseRow
 
 # The spec's operations a remote serves; Growler's own (functions, signing, the change feed,
@@ -111,6 +112,8 @@ FORWARDED_HEADERS = (
     "x-request-id",
 )
 TABLE_PATH = "/v1/{prefix}/namespaces/{namespace}/tables/{table}"
+VIEW_PATH = "/v1/{prefix}/namespaces/{namespace}/views/{view}"
+NAMESPACE_PATH = "/v1/{prefix}/namespaces/{namespace}"
 
 
 class RemoteRefused(CatalogError):
@@ -136,9 +139,11 @@ class FederationService:
         versions: RemoteVersions,
         moved: MovedCopies,
         restricted: RemoteRestrictions,
+        protection: ProtectionRows,
         breaker: Callable[[], CircuitBreaker] = CircuitBreaker,
     ) -> None:
         self.warehouses = warehouses
+        self.protection = protection  # marks on the remote's objects, by path (migration 0040)
         self.moved = moved  # tables moved home: their remote copies are read-only through Growler
         self.restricted = restricted  # the caller's read restrictions, applied to what is forwarded
         self.versions = versions  # the change feed's: a write's events, an outside change found on load
@@ -222,12 +227,9 @@ class FederationService:
             raise UnsupportedOperation(f"Operation {operation_id} is not served for federated warehouse {prefix}")
         if operation_id in WRITES and remote.settings.read_only:
             raise Forbidden(f"Warehouse {prefix} is a read-only federation: {operation_id} is refused")
-        if operation_id in GUARDED and self.warehouses.read(prefix).protected:
-            raise Protected(
-                f"Cannot {_guarded_action(operation_id, path_values, self.separator)}: warehouse {prefix} is"
-                " protected; remove the protection first (manage-grants)"
-            )
         request = _json_body(body) if operation_id in WRITES else None
+        if operation_id in GUARDED:
+            self._refuse_if_protected(prefix, operation_id, path_values, request)
         if operation_id in WRITES:
             self.moved.refuse_write(self.warehouses.get(prefix).id, prefix, operation_id, path_values, request)
         restrictions = self.restricted.before(prefix, operation_id, path_values, request, self.separator)
@@ -297,12 +299,38 @@ class FederationService:
                 f"Warehouse {prefix} is a read-only federation: its tables cannot be dropped there; move with"
                 ' "remote": "keep"'
             )
-        if self.warehouses.read(prefix).protected:
+        reason = self.protection.federated_protection_of(self.warehouses.read(prefix).id, namespace, name)
+        if reason is not None:
             raise Protected(
-                f"Cannot drop table {'.'.join((*namespace, name))}: warehouse {prefix} is protected; remove the"
-                ' protection first (manage-grants), or move with "remote": "keep"'
+                f"Cannot drop table {'.'.join((*namespace, name))}: {reason}; remove the protection first"
+                ' (manage-grants), or move with "remote": "keep"'
             )
         return remote
+
+    def require_exists(self, prefix: str, kind: str, namespace: Namespace, name: str | None) -> None:
+        """The remote has the namespace, table or view (a protection mark's check): its refusal
+        (``NoSuchTableException``, ...) raised with its status and message."""
+        values = {"namespace": UNIT_SEPARATOR.join(namespace)}
+        if kind == "namespace":
+            self.read(prefix, "loadNamespaceMetadata", NAMESPACE_PATH, values)
+        elif kind == "table":
+            self.read(prefix, "loadTable", TABLE_PATH, {**values, "table": name or ""})
+        else:
+            self.read(prefix, "loadView", VIEW_PATH, {**values, "view": name or ""})
+
+    def _refuse_if_protected(self, prefix: str, operation_id: str, values: dict[str, str], request: Any) -> None:
+        """A drop, purge or rename of an object a mark covers - its own, one of its namespaces' or
+        the warehouse's -, refused for everyone before the remote is asked (409, nothing written)."""
+        if operation_id.startswith("rename"):
+            found = identified(request.get("source")) if isinstance(request, dict) else None
+            namespace, name = found if found is not None else ((), None)
+        else:
+            namespace = parse_namespace(values["namespace"], self.separator)
+            name = values.get("table") or values.get("view")
+        reason = self.protection.federated_protection_of(self.warehouses.read(prefix).id, namespace, name)
+        if reason is not None:
+            action = _guarded_action(operation_id, values, namespace, name)
+            raise Protected(f"Cannot {action}: {reason}; remove the protection first (manage-grants)")
 
     def drop_moved(self, prefix: str, namespace: Namespace, name: str) -> None:
         """Drop a table moved home from the remote, its files kept (``purgeRequested=false``): the
@@ -398,13 +426,13 @@ class FederationService:
         return "&".join(pairs)
 
 
-def _guarded_action(operation_id: str, values: dict[str, str], separator: str) -> str:
-    """``drop table a.t`` / ``rename a view in warehouse w``: the refusal's words, as a native one's."""
-    if operation_id.startswith("rename"):
-        return f"rename a {operation_id.removeprefix('rename').lower()} in warehouse {values['prefix']}"
-    levels = parse_namespace(values["namespace"], separator)
-    named = values.get("table") or values.get("view")
-    return f"drop {operation_id.removeprefix('drop').lower()} {'.'.join((*levels, *([named] if named else [])))}"
+def _guarded_action(operation_id: str, values: dict[str, str], namespace: Namespace, name: str | None) -> str:
+    """``drop table a.t`` / ``rename table a.t``: the refusal's words, as a native one's."""
+    kind = operation_id.removeprefix("rename").removeprefix("drop").lower()
+    verb = "rename" if operation_id.startswith("rename") else "drop"
+    if not namespace:  # a rename without a readable source
+        return f"{verb} a {kind} in warehouse {values['prefix']}"
+    return f"{verb} {kind} {'.'.join((*namespace, *([name] if name else [])))}"
 
 
 def _segment(value: str) -> str:

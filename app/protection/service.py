@@ -7,6 +7,10 @@ privileges reach past it. Setting, removing and listing marks need ``manage-gran
 securable (app/management/rights.py). ``protect`` and ``unprotect`` are where a change event
 (issue 36) belongs; each is logged and counted (app/catalog/deletion.py).
 
+In a federated warehouse a mark on a namespace, table or view is kept by path (the object is the
+remote's, checked to exist there when marked) and refuses the forwarded drop, purge and rename,
+and a move home that would drop the remote's copy (app/federation/service.py).
+
 A mark also reaches a table's storage (issue 46, docs/recycle-bin.md "Protection"): the signer
 signs no delete and STS credentials carry no s3:DeleteObject for a protected table (the mark read
 with the table's row: storage/staged.py), a commit that moves its files is refused
@@ -16,6 +20,7 @@ unit's namespace or warehouse refuses its purge and holds its expiry (storage/bi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from app.catalog.deletion import protection_changed
@@ -35,10 +40,19 @@ KINDS = ("warehouse", "namespace", "table", "view")
 
 
 class ProtectionService:
-    def __init__(self, rows: ProtectionRows, warehouses: WarehouseDirectory, *, rights: ManagementRights) -> None:
+    def __init__(
+        self,
+        rows: ProtectionRows,
+        warehouses: WarehouseDirectory,
+        *,
+        rights: ManagementRights,
+        remote_exists: Callable[[str, str, tuple[str, ...], str | None], None],
+    ) -> None:
         self.marks_rows = rows
         self.warehouses = warehouses
         self.rights = rights  # the management API's rights (app/management/rights.py)
+        # a federated warehouse's object exists in its remote (FederationService.require_exists)
+        self.remote_exists = remote_exists
 
     def protect(self, warehouse_name: str, securable: SecurableRef) -> None:
         self._set(warehouse_name, securable, True)
@@ -56,7 +70,14 @@ class ProtectionService:
         self.rights.require_privilege(action, target, Privilege.MANAGE_GRANTS, rules_securable(stored))
         warehouse = self._warehouse(warehouse_name)
         events = management_events(f"x-{action}", target)
-        self.marks_rows.set_mark(warehouse.id, stored.type, stored.namespace, stored.name, protected, events=events)
+        if warehouse.federation is not None and stored.type != "warehouse":  # the remote's object, by path
+            if protected:
+                self.remote_exists(warehouse_name, stored.type, stored.namespace, stored.name)
+            self.marks_rows.set_federated_mark(
+                warehouse.id, stored.type, stored.namespace, stored.name, protected, events=events
+            )
+        else:
+            self.marks_rows.set_mark(warehouse.id, stored.type, stored.namespace, stored.name, protected, events=events)
         if stored.type == "warehouse":
             self.warehouses.invalidate()
         protection_changed(action, stored.type, target)

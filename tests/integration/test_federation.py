@@ -416,6 +416,50 @@ def test_a_protection_mark_on_a_federated_warehouse_stops_drops_and_renames(serv
     assert httpx.delete(f"{server.url}/v1/{federated}/namespaces/kept/tables/t").status_code == 204
 
 
+def test_marks_on_a_remote_namespace_and_table_stop_their_drops_and_renames(server, reference, federated):
+    """Protection marks on the remote's objects (migration 0040): kept by path, checked to exist in
+    the remote when set, listed with the warehouse's marks, refusing the forwarded drop, purge and
+    rename before the remote is asked - and nothing else."""
+    catalog = _catalog(server, federated)
+    namespace = f"marked_{uuid.uuid4().hex[:8]}"
+    catalog.create_namespace((namespace, "sub"))
+    for name in ("t", "other"):
+        catalog.create_table((namespace, "sub", name), schema=SCHEMA)
+    marks = f"{server.url}{MANAGEMENT}/warehouses/{federated}/protections"
+    table_mark = {"type": "table", "namespace": [namespace, "sub"], "name": "t"}
+    namespace_mark = {"type": "namespace", "namespace": [namespace]}
+    missing = httpx.post(marks, json={"type": "table", "namespace": [namespace, "sub"], "name": "nothing"})
+    assert missing.status_code == 404 and missing.json()["error"]["type"] == "NoSuchTableException", missing.text
+    assert httpx.post(marks, json=table_mark).status_code == 204
+    listed = httpx.get(marks).json()
+    assert table_mark in [{k: v for k, v in mark.items() if v is not None} for mark in listed["marks"]], listed
+    encoded = f"{namespace}%1Fsub"
+    tables = f"{server.url}/v1/{federated}/namespaces/{encoded}/tables"
+    for url in (f"{tables}/t", f"{tables}/t?purgeRequested=true"):
+        refused = httpx.delete(url)
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["error"]["message"] == (
+            f"Cannot drop table {namespace}.sub.t: table {namespace}.sub.t is protected; remove the protection"
+            " first (manage-grants)"
+        )
+    rename = {
+        "source": {"namespace": [namespace, "sub"], "name": "t"},
+        "destination": {"namespace": [namespace, "sub"], "name": "u"},
+    }  # noqa: E501
+    assert httpx.post(f"{server.url}/v1/{federated}/tables/rename", json=rename).status_code == 409
+    assert reference.get(f"namespaces/{encoded}/tables/t").status_code == 200  # the remote was never asked
+    assert httpx.delete(f"{tables}/other").status_code == 204  # not marked: forwarded
+    # a namespace's mark covers everything below it
+    assert httpx.post(marks, json=namespace_mark).status_code == 204
+    assert httpx.post(f"{marks}/remove", json=table_mark).status_code == 204
+    still = httpx.delete(f"{tables}/t")
+    assert still.status_code == 409 and f"namespace {namespace} is protected" in still.text, still.text
+    assert httpx.post(f"{marks}/remove", json=namespace_mark).status_code == 204
+    assert httpx.delete(f"{tables}/t").status_code == 204
+    left = httpx.get(marks).json()["marks"]
+    assert not [mark for mark in left if (mark.get("namespace") or [""])[0] == namespace], left
+
+
 def test_writes_through_growler_enter_its_change_feed_with_the_remotes_uuids(server, reference):
     """A federated warehouse's events endpoint is Growler's: the writes made through Growler, in
     order, named as a native warehouse names them (uuids from the remote's answers)."""

@@ -145,6 +145,13 @@ def test_a_table_moves_home_from_a_growler(server, services, remote_growler, fed
         pa.Table.from_pylist(ROWS, schema=SCHEMA.as_arrow())
     )
     move = {"namespace": [namespace], "name": "orders", "target": {"warehouse": home, "namespace": ["landed"]}}
+    # a protection mark on the remote's table refuses a move that would drop the remote's copy
+    marks = f"{server.url}{MANAGEMENT}/warehouses/{federated}/protections"
+    mark = {"type": "table", "namespace": [namespace], "name": "orders"}
+    assert httpx.post(marks, json=mark).status_code == 204
+    refused = httpx.post(f"{server.url}{MANAGEMENT}/warehouses/{federated}/table-moves", json=move)
+    assert refused.status_code == 409 and '"remote": "keep"' in refused.json()["error"]["message"], refused.text
+    assert httpx.post(f"{marks}/remove", json=mark).status_code == 204
     moved = httpx.post(f"{server.url}{MANAGEMENT}/warehouses/{federated}/table-moves", json=move)
     assert moved.status_code == 200, moved.text
     assert moved.json()["remote"] == "dropped"

@@ -108,7 +108,7 @@ class Directory:
         self.protected = protected
 
     def read(self, name: str) -> Any:
-        return SimpleNamespace(name=name, protected=self.protected)
+        return SimpleNamespace(id=7, name=name, protected=self.protected)
 
     def get(self, name: str) -> Any:
         return SimpleNamespace(id=7, name=name, protected=self.protected)
@@ -137,6 +137,25 @@ class Outbox:
         return True
 
 
+class Marks:
+    """Protection marks as storage/protection_rows.py reads them for a federated warehouse: the
+    warehouse's (its directory's flag), a namespace's (covering what is below it), an object's."""
+
+    def __init__(self, directory: Directory, marked: tuple[tuple[str, tuple[str, ...], str | None], ...] = ()) -> None:
+        self.directory = directory
+        self.marked = marked
+
+    def federated_protection_of(self, warehouse_id: int, namespace: tuple[str, ...], name: str | None) -> str | None:
+        if self.directory.protected:
+            return "warehouse fed is protected"
+        for kind, levels, marked_name in self.marked:
+            if kind == "namespace" and namespace[: len(levels)] == levels:
+                return f"namespace {'.'.join(levels)} is protected"
+            if kind != "namespace" and (levels, marked_name) == (namespace, name):
+                return f"{kind} {'.'.join((*levels, name or ''))} is protected"
+        return None
+
+
 class NoMoves:
     """No table of the warehouse was moved home: every write goes on."""
 
@@ -148,10 +167,14 @@ class NoMoves:
 
 
 def _service(
-    visible: set[Securable] | None = None, directory: Directory | None = None, events: Outbox | None = None
+    visible: set[Securable] | None = None,
+    directory: Directory | None = None,
+    events: Outbox | None = None,
+    marked: tuple[tuple[str, tuple[str, ...], str | None], ...] = (),
 ) -> FederationService:
+    directory = directory or Directory()
     return FederationService(
-        directory or Directory(),  # type: ignore[arg-type]
+        directory,  # type: ignore[arg-type]
         AnswerCheck(Grants(visible or set())),  # type: ignore[arg-type]
         None,  # type: ignore[arg-type]
         secrets=None,
@@ -159,6 +182,7 @@ def _service(
         versions=RemoteVersions(events or Outbox(), MirroredWarehouses()),  # type: ignore[arg-type]
         moved=MovedCopies(NoMoves(), "%1F"),  # type: ignore[arg-type]
         restricted=RemoteRestrictions(Grants(visible or set())),  # type: ignore[arg-type]
+        protection=Marks(directory, marked),  # type: ignore[arg-type]
     )
 
 
@@ -397,6 +421,29 @@ def test_a_protected_warehouse_refuses_drops_and_renames_before_the_remote_is_as
             _service(directory=Directory(protected=True)), remote, "renameTable", "POST", "/v1/{prefix}/tables/rename"
         )
     assert remote.sent == []
+
+
+def test_marks_on_a_remote_namespace_or_table_refuse_their_drops_and_renames_and_nothing_else():
+    loaded = _answer(200, {"metadata": {"table-uuid": "u"}, "metadata-location": "x", "config": {}})
+    remote = FakeRemote([loaded, _answer(204, None), _answer(204, None)])
+    spec = "/v1/{prefix}/namespaces/{namespace}/tables/{table}"
+    service = _service(marked=(("namespace", ("a",), None), ("table", ("b",), "t")))
+    with pytest.raises(Protected, match=r"Cannot drop table a.x.t: namespace a is protected; remove the protection"):
+        _forward(service, remote, "dropTable", "DELETE", spec, namespace="a\x1fx", table="t")
+    with pytest.raises(Protected, match="Cannot drop namespace a: namespace a is protected"):
+        _forward(service, remote, "dropNamespace", "DELETE", "/v1/{prefix}/namespaces/{namespace}", namespace="a")
+    with pytest.raises(Protected, match="Cannot drop table b.t: table b.t is protected"):
+        _forward(service, remote, "dropTable", "DELETE", spec, namespace="b", table="t")
+    rename = json.dumps({"source": {"namespace": ["b"], "name": "t"}, "destination": {"namespace": ["b"], "name": "u"}})
+    with pytest.raises(Protected, match="Cannot rename table b.t: table b.t is protected"):
+        service.forward(
+            remote, "renameTable", "POST", "/v1/{prefix}/tables/rename", {"prefix": "fed"}, b"", {}, rename.encode()
+        )
+    assert remote.sent == []
+    _forward(service, remote, "dropTable", "DELETE", spec, namespace="b", table="other")  # unmarked: forwarded
+    _forward(service, remote, "dropNamespace", "DELETE", "/v1/{prefix}/namespaces/{namespace}", namespace="ab")
+    deleted = [path for method, path, *_ in remote.sent if method == "DELETE"]
+    assert deleted == ["namespaces/b/tables/other", "namespaces/ab"]
 
 
 def test_writes_through_growler_enter_the_change_feed_with_the_remotes_uuids():
