@@ -85,15 +85,19 @@ class MirrorCursors:
             ).fetchall()
         return frozenset(row["warehouse_id"] for row in rows)
 
-    @contextmanager
-    def claim_next(self, skip: Sequence[int] = ()) -> Iterator[MirrorClaim | None]:
-        """The federated warehouse whose mirror is due first and not claimed elsewhere (a cursor
-        row made for a warehouse that has none yet), locked until the block ends; None: none due."""
-        with self.db.transaction() as conn:
+    def enrol(self) -> None:
+        """A cursor row for every federated warehouse that has none yet (created since the last round)."""
+        with self.db.connection() as conn:
             conn.execute(
                 "INSERT INTO federated_event_cursor (warehouse_id)"
                 " SELECT id FROM warehouse WHERE federation IS NOT NULL ON CONFLICT DO NOTHING"
             )
+
+    @contextmanager
+    def claim_next(self, skip: Sequence[int] = ()) -> Iterator[MirrorClaim | None]:
+        """The federated warehouse whose mirror is due first and not claimed elsewhere, locked
+        until the block ends; None: none due."""
+        with self.db.transaction() as conn:
             row = conn.execute(
                 "SELECT c.warehouse_id, w.name, c.continuation_token FROM federated_event_cursor c"
                 " JOIN warehouse w ON w.id = c.warehouse_id"

@@ -83,6 +83,10 @@ class AuditWriter:
             self._wake_if_gathered()
         await done
 
+    def holding(self) -> bool:
+        """A batch is waiting for the requests in flight (``gather_s`` not over, one not queued yet)."""
+        return self._gathered is not None and not self._gathered.done()
+
     def _wake_if_gathered(self) -> None:
         gathered = self._gathered
         if gathered is not None and not gathered.done() and (self._unqueued <= 0 or len(self._queue) >= MAX_BATCH):

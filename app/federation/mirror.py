@@ -171,6 +171,7 @@ class EventMirror:
     def run_due(self) -> int:
         """One housekeeping round: every due federated warehouse's new events; returns how many."""
         recorded, done = 0, []
+        self.cursors.enrol()
         for _ in range(WAREHOUSES_PER_ROUND):
             with self.cursors.claim_next(done) as claim:
                 if claim is None:

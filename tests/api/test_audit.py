@@ -302,8 +302,7 @@ def test_a_batch_waits_for_the_requests_in_flight_and_no_longer(settings):
             for _ in range(5):
                 patient.begin()
             first = [asyncio.ensure_future(patient.write(_record(_rid(), datetime.now(UTC)))) for _ in range(3)]
-            for _ in range(5):
-                await asyncio.sleep(0)  # the batch task runs: it must hold, two requests are in flight
+            await _until_holding(patient)  # the batch task holds: two requests are in flight
             assert not any(write.done() for write in first)
             rest = [asyncio.ensure_future(patient.write(_record(_rid(), datetime.now(UTC)))) for _ in range(2)]
             async with asyncio.timeout(10):
@@ -313,8 +312,7 @@ def test_a_batch_waits_for_the_requests_in_flight_and_no_longer(settings):
             patient.begin()
             patient.begin()
             waiting = asyncio.ensure_future(patient.write(_record(_rid(), datetime.now(UTC))))
-            for _ in range(5):
-                await asyncio.sleep(0)
+            await _until_holding(patient)
             assert not waiting.done()
             patient.abandon()  # the other request ended without a response: nobody left to wait for
             async with asyncio.timeout(10):
@@ -333,6 +331,14 @@ def test_a_batch_waits_for_the_requests_in_flight_and_no_longer(settings):
         asyncio.run(scenario())
     finally:
         database.close()
+
+
+async def _until_holding(writer: AuditWriter) -> None:
+    """Yield the loop until the writer's batch task holds its batch (a condition on the loop's own
+    state, bounded as a hang guard)."""
+    async with asyncio.timeout(10):
+        while not writer.holding():
+            await asyncio.sleep(0)
 
 
 async def _begun(writer: AuditWriter, request_id: str) -> None:
