@@ -97,8 +97,8 @@ FORWARDED = READS | WRITES
 # What Growler answers itself for a federated warehouse: its change feed (the writes made through
 # Growler: app/federation/changes.py).
 SERVED_BY_GROWLER = frozenset({"queryEvents"})
-# What a protection mark on the warehouse refuses, as on a native one (its objects live in the
-# remote, so only the warehouse itself can carry a mark in this slice): read fresh, not cached.
+# What a protection mark refuses, as on a native one - the warehouse's, or one kept by path on a
+# remote namespace, table or view (migration 0040): read fresh, not cached.
 GUARDED = frozenset({"dropTable", "dropView", "dropNamespace", "renameTable", "renameView"})
 # What of the client's request reaches the remote (never its Authorization).
 # x-request-id: the request's id (given or made: app/edge/http.py), so that a remote with a change
