@@ -22,7 +22,7 @@ import math
 import time
 import weakref
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, suppress
 from typing import Any, ClassVar
 
 import psycopg
@@ -458,6 +458,39 @@ class AsyncDatabase:
 
 def _filled(pool: ConnectionPool | AsyncConnectionPool) -> bool:
     return pool.get_stats()["pool_available"] >= pool.min_size
+
+
+@contextmanager
+def pipelined(conn: psycopg.Connection) -> Iterator[psycopg.Connection]:
+    """One transaction on a pooled (autocommit) connection in pipeline mode: each statement is sent
+    at once and its result read only when the caller fetches one, so BEGIN travels with the first
+    statement, COMMIT with the last, and the statements between with each other. A create's
+    transaction is three round trips instead of seven, an append's two instead of five (issue 47):
+    every round trip the thread waits for costs a GIL hand-over and the server a wake-up.
+
+    Not psycopg's ``transaction()``, which in pipeline mode syncs when it starts and twice when it
+    ends. Whatever leaves the block (an error of a statement, a refusal raised by the caller) rolls
+    back here: nothing of a refused write is committed, even when the caller catches the refusal
+    before the connection goes back to the pool."""
+    try:
+        with conn.pipeline() as pipeline:
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            except BaseException:
+                # read what is still in flight (the statements after a failed one, aborted), so
+                # that leaving the pipeline does not log their errors as psycopg does
+                with suppress(psycopg.Error):
+                    pipeline.sync()
+                raise
+            conn.execute("COMMIT")
+    except BaseException:
+        if not conn.closed and conn.pgconn.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            try:
+                conn.rollback()
+            except psycopg.Error as exc:  # broken meanwhile: the pool discards it
+                log.warning("rollback after a failed pipelined transaction: %s", exc)
+        raise
 
 
 @contextmanager

@@ -18,11 +18,11 @@ from psycopg.rows import tuple_row
 
 from app.ground.errors import AlreadyExists, NoSuchNamespace
 from app.ground.locations import Location
-from storage.db import Database
+from storage.db import Database, pipelined
 from storage.events import ChangeEvent, record_events
 from storage.housekeeping_rows import settle_pending
 from storage.namespaces import PAGE_UNDER, dotted, page_under
-from storage.placement import Claim, claim, overlapping_entries
+from storage.placement import Claim, PipelinedClaim, claim, overlapping_entries
 from storage.protection_rows import entry_protection, refuse_entry_if_protected, refuse_if_protected
 from storage.rows import EntryRow
 from storage.table_moves import MovedFrom, end_move, insert_move
@@ -170,20 +170,25 @@ class EntryRows:
         ``events``: the change's events, written last (storage/events.py).
         ``moved_from``: a table moved home from a federated warehouse (storage/table_moves.py).
         """
-        with self.db.transaction() as conn:
+        with self.db.connection() as conn, pipelined(conn):
             try:
-                row = conn.execute(
+                inserted = conn.execute(
                     "INSERT INTO catalog_entry"
                     " (namespace_id, name, kind, uuid, location, metadata_location, metadata, data_path)"
                     " SELECT n.id, %s, %s, %s, %s, %s, %s, %s FROM namespace n"
                     " WHERE n.warehouse_id = %s AND n.path = %s RETURNING id",
                     (*entry.values(), warehouse_id, list(namespace)),
-                ).fetchone()
+                )
+                # after the insert: a name already taken is AlreadyExists first
+                claiming = PipelinedClaim(conn, placed) if placed is not None else None
+                row = inserted.fetchone()  # one round trip: BEGIN, the insert, the claim's locks
                 if row is None:  # rolled back: the file stays pending until it is deleted
                     raise NoSuchNamespace(f"Namespace does not exist: {dotted(namespace)}")
-                if placed is not None:  # after the insert: a name already taken is AlreadyExists first
-                    claim(conn, [replace(placed, entry_id=row["id"])])
+                if claiming is not None:
+                    claiming.look_up(row["id"])
                 settle_pending(conn, [entry.metadata_location])
+                if claiming is not None:
+                    claiming.check()  # one round trip: the claim's lookup, the pending record settled
                 if moved_from is not None:
                     insert_move(conn, moved_from, row["id"])
                 before_commit()
@@ -270,31 +275,19 @@ class EntryRows:
         ordered = sorted(swaps, key=lambda swap: swap.entry_id)
         with self.db.connection() as conn:
             try:
-                with conn.transaction():
+                with pipelined(conn):  # one append: two round trips (BEGIN, swap, settling; events, COMMIT)
                     if len(ordered) > 1 and not self._current_locations_match(conn, ordered):
                         return False
                     claims = [swap.placed for swap in ordered if swap.placed is not None]
                     if claims:
                         claim(conn, claims)
-                    for swap in ordered:
-                        cursor = conn.execute(
-                            "UPDATE catalog_entry SET metadata_location = %s, metadata = %s, location = %s,"
-                            " data_path = %s, version = version + 1, updated_at = now()"
-                            " WHERE id = %s AND metadata_location = %s",
-                            (
-                                swap.new_location,
-                                swap.new_metadata,
-                                swap.new_table_location,
-                                swap.new_data_path,
-                                swap.entry_id,
-                                swap.expected_location,
-                            ),
-                        )
-                        if cursor.rowcount != 1:
+                    updates = [self._send_swap(conn, swap) for swap in ordered]
+                    settle_pending(conn, [swap.new_location for swap in ordered])
+                    for swap, updated in zip(ordered, updates, strict=True):
+                        if updated.fetchone() is None:
                             raise _LostRace
                         if swap.refused_when_protected is not None:  # the row is locked: a mark on it waits
                             refuse_entry_if_protected(conn, swap.refused_when_protected, swap.entry_id)
-                    settle_pending(conn, [swap.new_location for swap in ordered])
                     before_commit()
                     record_events(conn, events)
             except _LostRace:
@@ -302,6 +295,23 @@ class EntryRows:
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
                 raise CommitOutcomeUnknown(str(exc)) from exc
         return True
+
+    @staticmethod
+    def _send_swap(conn: psycopg.Connection, swap: MetadataSwap) -> psycopg.Cursor:
+        """The compare-and-set of one pointer; its row comes back only if it held."""
+        return conn.execute(
+            "UPDATE catalog_entry SET metadata_location = %s, metadata = %s, location = %s,"
+            " data_path = %s, version = version + 1, updated_at = now()"
+            " WHERE id = %s AND metadata_location = %s RETURNING id",
+            (
+                swap.new_location,
+                swap.new_metadata,
+                swap.new_table_location,
+                swap.new_data_path,
+                swap.entry_id,
+                swap.expected_location,
+            ),
+        )
 
     @staticmethod
     def _current_locations_match(conn: psycopg.Connection, ordered: list[MetadataSwap]) -> bool:

@@ -26,7 +26,7 @@ and namespaces of its own subtree, lie inside its ancestors', and overlap nothin
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import psycopg
 
@@ -71,46 +71,80 @@ def claim(conn: psycopg.Connection, claims: list[Claim]) -> None:
     back: nothing written) when a location is taken. The message names no other entry, and says
     what to do next. A binned entry is passed over unless its purge runs (docs/recycle-bin.md).
 
-    Two round trips for a claim (a create's): the locks with the warehouses' locations, then the
-    entries, stages and namespaces it may meet, read together after the locks (``claim_lookup``)."""
-    bases = _lock(conn, [root for c in claims for root in c.roots], sorted({c.warehouse_id for c in claims}))
+    Two round trips for a claim: the locks with the warehouses' locations, then the entries,
+    stages and namespaces it may meet, read together after the locks (``claim_lookup``)."""
+    roots = [root for c in claims for root in c.roots]
+    bases = _bases(_send_locks(conn, roots, sorted({c.warehouse_id for c in claims})))
     for c in claims:
-        found, stages, places = _claim_lookup(conn, c, bases[c.warehouse_id])
-        if any(not binned for _, binned in found) or _stage_in_the_way(c, stages) or _namespace_in_the_way(c, places):
-            raise BadRequest(
-                f"Cannot place {c.shown()}: the location is another table's, view's, staged table's or "
-                "namespace's, or overlaps one. Give it a location of its own, or none for a new folder "
-                "under its namespace's location"
-            )
-        if found:
-            raise BadRequest(
-                f"Cannot place {c.shown()}: a dropped table's files there are being purged (the warehouse's "
-                "recycle bin lists it as purging). Try again once its purge finished, or give it another location"
-            )
+        base = bases[c.warehouse_id]
+        _refuse_if_taken(c, _lookup_rows(_send_lookup(conn, c, base), c, base))
 
 
-def _claim_lookup(
-    conn: psycopg.Connection, c: Claim, base: Location
-) -> tuple[list[tuple[EntryRow, bool]], list[StageRow], list[tuple[Path, Location]]]:
+class PipelinedClaim:
+    """``claim`` of one entry's locations in a pipelined transaction (``storage.db.pipelined``), its
+    statements sent with the transaction's own: made, it sends the locks (read with the statement
+    before them, the entry's insert), ``look_up`` sends the lookup once the entry's id is known,
+    ``check`` reads it (with whatever was sent meanwhile: the pending record's settling) and refuses
+    as ``claim`` does. A create's claim costs no round trip of its own (issue 47)."""
+
+    def __init__(self, conn: psycopg.Connection, placed: Claim) -> None:
+        self._conn = conn
+        self._placed = placed
+        self._locks = _send_locks(conn, list(placed.roots), [placed.warehouse_id])
+        self._lookup: tuple[psycopg.Cursor, Claim, Location] | None = None
+
+    def look_up(self, entry_id: int | None) -> None:
+        base = _bases(self._locks)[self._placed.warehouse_id]
+        placed = replace(self._placed, entry_id=entry_id)
+        self._lookup = (_send_lookup(self._conn, placed, base), placed, base)
+
+    def check(self) -> None:
+        if self._lookup is None:
+            raise RuntimeError("look_up() first")
+        cursor, placed, base = self._lookup
+        _refuse_if_taken(placed, _lookup_rows(cursor, placed, base))
+
+
+_Found = tuple[list[tuple[EntryRow, bool]], list["StageRow"], list[tuple[Path, Location]]]
+
+
+def _refuse_if_taken(c: Claim, lookup: _Found) -> None:
+    found, stages, places = lookup
+    if any(not binned for _, binned in found) or _stage_in_the_way(c, stages) or _namespace_in_the_way(c, places):
+        raise BadRequest(
+            f"Cannot place {c.shown()}: the location is another table's, view's, staged table's or "
+            "namespace's, or overlaps one. Give it a location of its own, or none for a new folder "
+            "under its namespace's location"
+        )
+    if found:
+        raise BadRequest(
+            f"Cannot place {c.shown()}: a dropped table's files there are being purged (the warehouse's "
+            "recycle bin lists it as purging). Try again once its purge finished, or give it another location"
+        )
+
+
+def _send_lookup(conn: psycopg.Connection, c: Claim, base: Location) -> psycopg.Cursor:
     """What ``_overlaps`` (purging binned entries), ``_overlapping_stages`` and ``_namespace_places``
     read for one claim, in one statement (migration 0027's ``claim_lookup`` calls their functions)."""
-    roots = list(c.roots)
-    lookup = outermost(roots)  # the rows found are compared with every root
+    lookup = outermost(list(c.roots))  # the rows found are compared with every root
     above, lo, hi = _holder_keys(lookup)
-    paths, ns_lo, ns_hi = _namespace_keys(base, namespace_lookup_roots(base, roots))
-    rows = conn.execute(
+    paths, ns_lo, ns_hi = _namespace_keys(base, namespace_lookup_roots(base, list(c.roots)))
+    return conn.execute(
         "SELECT * FROM claim_lookup(%s, %s, %s, %s, 'purging', %s, %s, %s, %s, %s, %s)",
         (above, lo, hi, c.entry_id, _stage_keys(lookup), c.warehouse_id, paths, ns_lo, ns_hi, _SEP),
-    ).fetchall()
+    )
+
+
+def _lookup_rows(cursor: psycopg.Cursor, c: Claim, base: Location) -> _Found:
     by_source: dict[str, list[dict]] = {"entry": [], "stage": [], "namespace": []}
-    for row in rows:
+    for row in cursor.fetchall():
         by_source[row.pop("source")].append(row)
     entries = [
         {key: row[key] for key in ("id", "kind", "uuid", "location", "metadata_location", "data_path", "binned")}
         for row in by_source["entry"]
     ]
     return (
-        _holders_from(entries, roots),
+        _holders_from(entries, list(c.roots)),
         _stages_from(by_source["stage"]),
         _places_from(by_source["namespace"], base),
     )
@@ -149,9 +183,13 @@ def _prefixes(root: Location) -> list[str]:
     return [base + "/" + "/".join(root.segments[:depth]) for depth in range(0, len(root.segments) + 1)]
 
 
-def _lock(conn: psycopg.Connection, roots: list[Location], warehouses: list[int] | None = None) -> dict[int, Location]:
-    """Take the claims' locks on ``roots``; with them, in the same round trip, the locations of
-    ``warehouses`` (a claim needs its warehouse's for the namespaces' default layout)."""
+def _lock(conn: psycopg.Connection, roots: list[Location]) -> None:
+    _send_locks(conn, roots).fetchone()
+
+
+def _send_locks(conn: psycopg.Connection, roots: list[Location], warehouses: list[int] | None = None) -> psycopg.Cursor:
+    """Take the claims' locks on ``roots``; with them, in the same statement, the locations of
+    ``warehouses`` (a claim needs its warehouse's for the namespaces' default layout: ``_bases``)."""
     modes: dict[str, tuple[int, bool]] = {}  # prefix -> (depth, exclusive)
     for root in roots:
         prefixes = _prefixes(root)
@@ -160,12 +198,15 @@ def _lock(conn: psycopg.Connection, roots: list[Location], warehouses: list[int]
             known = modes.get(prefix)
             modes[prefix] = (depth, exclusive or (known is not None and known[1]))
     ordered = sorted(modes.items(), key=lambda item: (item[1][0], item[0]))
-    row = conn.execute(
+    return conn.execute(
         "SELECT lock_locations(%s, %s, %s),"  # migration 0024: one round trip, in this order
         " (SELECT coalesce(json_object_agg(id, location), '{}') FROM warehouse WHERE id = ANY(%s)) AS bases",
         ([prefix for prefix, _ in ordered], [exclusive for _, (_, exclusive) in ordered], _LOCK_SEED, warehouses or []),
-    ).fetchone()
-    return {int(key): Location.parse(location.rstrip("/")) for key, location in row["bases"].items()}
+    )
+
+
+def _bases(locks: psycopg.Cursor) -> dict[int, Location]:
+    return {int(key): Location.parse(location.rstrip("/")) for key, location in locks.fetchone()["bases"].items()}
 
 
 def outermost(roots: list[Location]) -> list[Location]:
