@@ -15,9 +15,7 @@ from tests.api.tables_support import PREFIX, create_request, table_url, tables_u
 
 
 def _entry(db, name: str) -> tuple[int, str, str]:
-    return db.execute(
-        "SELECT id, metadata_location, location FROM catalog_entry WHERE name = %s", (name,)
-    ).fetchone()
+    return db.execute("SELECT id, metadata_location, location FROM catalog_entry WHERE name = %s", (name,)).fetchone()
 
 
 def _idle_everywhere(database) -> None:
