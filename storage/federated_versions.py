@@ -49,6 +49,26 @@ class FederatedVersions:
             record_events(conn, changed(row["metadata_location"]))
         return True
 
+    def remember(self, warehouse_id: int, table: Table, metadata_location: str) -> None:
+        """A load of a mirrored warehouse's table: its version remembered if none is, no event (the
+        mirror records the changes, and moves the version with them)."""
+        with self.db.connection() as conn:
+            conn.execute(
+                "INSERT INTO federated_table_version (warehouse_id, namespace, name, metadata_location)"
+                " VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                (warehouse_id, list(table[0]), table[1], metadata_location),
+            )
+
+    def holds(self, warehouse_id: int, table: Table, metadata_location: str) -> bool:
+        """Whether the table's recorded version is ``metadata_location`` (one index lookup)."""
+        with self.db.connection() as conn:
+            row = conn.execute(
+                "SELECT 1 FROM federated_table_version"
+                " WHERE warehouse_id = %s AND namespace = %s AND name = %s AND metadata_location = %s",
+                (warehouse_id, list(table[0]), table[1], metadata_location),
+            ).fetchone()
+        return row is not None
+
     def write(
         self,
         warehouse_id: int,

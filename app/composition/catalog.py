@@ -11,6 +11,7 @@ from app.authorization import Authorizer
 from app.catalog.entries import Entries
 from app.composition.storage import Foundation
 from app.federation.answers import AnswerCheck
+from app.federation.cache import LoadedTables
 from app.federation.mirror import EventMirror, MirroredWarehouses
 from app.federation.moved import MovedCopies
 from app.federation.restricted import RemoteRestrictions
@@ -107,6 +108,7 @@ def build_catalog(base: Foundation, spec: dict, *, after_commit: AfterCommit) ->
         moved=MovedCopies(TableMoveRows(base.database), settings.namespace_separator),
         restricted=RemoteRestrictions(base.authorizer),
         protection=protection_rows,
+        loaded=LoadedTables(),
     )
     return Catalog(
         namespaces=namespaces,

@@ -26,6 +26,8 @@ _LOADS |= frozenset({"registerView", "replaceView"})
 # Keys of a load answer's config that belong to the remote's REST session: never passed on.
 SESSION_KEYS = frozenset({"token", "credential"})
 _LISTED = frozenset({"listTables", "listViews"})
+# Loads a client may validate with If-None-Match (the spec's 304 for loadTable; a view's alike).
+_VALIDATED = frozenset({"loadTable", "loadView"})
 
 
 class AnswerCheck:
@@ -37,6 +39,8 @@ class AnswerCheck:
         status, data = answer.status, answer.data
         if status >= 400:
             return self._error(remote, answer)
+        if status == 304 and operation_id in _VALIDATED:  # the client's If-None-Match, passed on: its copy is current
+            return Answer(304, None, b"", {k: v for k, v in answer.headers.items() if k == "ETag"})
         if not 200 <= status < 300:  # redirects are not followed: Growler's credential stays with this remote
             raise self._garbage(remote, operation_id, f"{status}, which is not an answer of the spec")
         if data is None:  # 204, or a HEAD

@@ -46,6 +46,9 @@ class RemoteSettings:
     scope: str | None = None
     read_only: bool = False
     timeout_s: float = 10.0
+    cache_ttl_s: float = 0.0  # how long a kept loadTable answer is served without asking (app/federation/cache.py)
+    breaker_failures: int = 5  # the circuit breaker's threshold and cool-down (app/federation/breaker.py)
+    breaker_cooldown_s: float = 30.0
     secret: str | None = field(default=None, repr=False)  # the bearer token or the client secret
 
 

@@ -33,11 +33,14 @@ import urllib3
 from app.events import changes as change_events
 from app.federation.answers import AnswerCheck
 from app.federation.breaker import CircuitBreaker
+from app.federation.cache import LoadedTables, loaded_key, variant_of
 from app.federation.changes import NEEDS_UUID, Namespace, changes_of, identified, kind_of
 from app.federation.moved import MovedCopies
 from app.federation.remote import Answer, RemoteCatalog, RemoteSettings, Route
 from app.federation.restricted import RemoteRestrictions
+from app.federation.settings import DEFAULT_BREAKER_COOLDOWN_MS, DEFAULT_BREAKER_FAILURES, DEFAULT_TIMEOUT_MS
 from app.federation.versions import RemoteVersions
+from app.ground import metrics
 from app.ground.errors import (
     BadRequest,
     CatalogError,
@@ -140,9 +143,11 @@ class FederationService:
         moved: MovedCopies,
         restricted: RemoteRestrictions,
         protection: ProtectionRows,
-        breaker: Callable[[], CircuitBreaker] = CircuitBreaker,
+        loaded: LoadedTables,
+        breaker: Callable[[int, float], CircuitBreaker] = CircuitBreaker,
     ) -> None:
         self.warehouses = warehouses
+        self.loaded = loaded  # the worker's kept loadTable answers (app/federation/cache.py)
         self.protection = protection  # marks on the remote's objects, by path (migration 0040)
         self.moved = moved  # tables moved home: their remote copies are read-only through Growler
         self.restricted = restricted  # the caller's read restrictions, applied to what is forwarded
@@ -151,7 +156,7 @@ class FederationService:
         self.http = http  # one pool for every remote (urllib3: see app/federation/remote.py)
         self._secrets = secrets  # opens the credential toward each remote (GROWLER_SECRETS_KEY)
         self.separator = namespace_separator  # Growler's, as advertised: how the path's namespaces are read
-        self._breaker = breaker
+        self._breaker = breaker  # a new one per remote: (threshold, cool-down) -> breaker
         # warehouse id -> (its federation settings and sealed secret, the remote built from them)
         self._remotes: dict[int, tuple[tuple[str, bytes | None], RemoteCatalog]] = {}
         self._lock = threading.Lock()
@@ -180,7 +185,10 @@ class FederationService:
         known = self._remotes.get(row.id)
         if known is not None and known[0] == key:
             return known[1]
-        remote = RemoteCatalog(row.name, self._settings(row), self.http, self._breaker())
+        settings = self._settings(row)
+        remote = RemoteCatalog(
+            row.name, settings, self.http, self._breaker(settings.breaker_failures, settings.breaker_cooldown_s)
+        )
         with self._lock:
             self._remotes[row.id] = (key, remote)  # a changed warehouse gets a new remote, breaker and token
         return remote
@@ -204,7 +212,10 @@ class FederationService:
             token_endpoint=auth.get("token-endpoint"),
             scope=auth.get("scope"),
             read_only=bool(federation.get("read-only")),
-            timeout_s=int(federation.get("timeout-ms") or 10_000) / 1000,
+            timeout_s=int(federation.get("timeout-ms") or DEFAULT_TIMEOUT_MS) / 1000,
+            cache_ttl_s=int(federation.get("cache-ttl-ms") or 0) / 1000,
+            breaker_failures=int(federation.get("breaker-failures") or DEFAULT_BREAKER_FAILURES),
+            breaker_cooldown_s=int(federation.get("breaker-cooldown-ms") or DEFAULT_BREAKER_COOLDOWN_MS) / 1000,
             secret=secret,
         )
 
@@ -220,8 +231,13 @@ class FederationService:
         query: bytes,
         headers: dict[bytes, list[bytes]],
         body: bytes | None,
+        *,
+        within_ttl: bool = True,
     ) -> Answer:
-        """The operation (already authorized) served by ``remote``: its answer as the client gets it."""
+        """The operation (already authorized) served by ``remote``: its answer as the client gets it.
+        ``within_ttl``: a loadTable may be the worker's kept answer within the warehouse's
+        ``cache-ttl-ms`` (app/federation/cache.py); False when the remote's current answer is needed
+        (a move registers what it reads), which a 304 to the kept answer's ETag still gives."""
         prefix = path_values["prefix"]
         if operation_id not in FORWARDED:
             raise UnsupportedOperation(f"Operation {operation_id} is not served for federated warehouse {prefix}")
@@ -233,10 +249,12 @@ class FederationService:
         if operation_id in WRITES:
             self.moved.refuse_write(self.warehouses.get(prefix).id, prefix, operation_id, path_values, request)
         restrictions = self.restricted.before(prefix, operation_id, path_values, request, self.separator)
+        sent = headers if restrictions is None else self.restricted.unvalidated(headers)
+        answer = self._send(
+            remote, operation_id, method, spec_path, path_values, query, sent, body, request, within_ttl
+        )
         if restrictions is None:
-            return self._send(remote, operation_id, method, spec_path, path_values, query, headers, body, request)
-        unvalidated = self.restricted.unvalidated(headers)
-        answer = self._send(remote, operation_id, method, spec_path, path_values, query, unvalidated, body, request)
+            return answer
         return self.restricted.applied(restrictions, answer) if operation_id == "loadTable" else answer
 
     def _send(  # noqa: PLR0913 - forward's, once its refusals passed
@@ -250,6 +268,7 @@ class FederationService:
         headers: dict[bytes, list[bytes]],
         body: bytes | None,
         request: Any,
+        within_ttl: bool = True,
     ) -> Answer:
         prefix = path_values["prefix"]
         route = remote.route()
@@ -257,30 +276,64 @@ class FederationService:
         sent = {name: found[0].decode("latin-1") for name in FORWARDED_HEADERS if (found := headers.get(name.encode()))}
         if not body:
             sent.pop("content-type", None)
+        remote_query = self._query(query, route)
+        if operation_id == "loadTable":
+            return self._load(remote, prefix, path_values, path, remote_query, sent, within_ttl)
         known = self._uuids_before(remote, route, operation_id, path_values, request)
         answer = self.answers.checked(
-            remote,
-            operation_id,
-            method,
-            prefix,
-            remote.send(method, path, self._query(query, route), sent, body or None),
+            remote, operation_id, method, prefix, remote.send(method, path, remote_query, sent, body or None)
         )
         if operation_id in WRITES and answer.status < 300:  # the remote's refusal changed nothing
             self._record(prefix, operation_id, path_values, request, answer, known)
-        elif operation_id == "loadTable" and answer.status == 200:  # changed behind Growler's back?
-            table = (parse_namespace(path_values["namespace"], self.separator), path_values["table"])
-            self.versions.loaded(self.warehouses.get(prefix).id, table, answer.data)
+        return answer
+
+    def _load(  # noqa: PLR0913 - _send's, for a loadTable
+        self,
+        remote: RemoteCatalog,
+        prefix: str,
+        values: dict[str, str],
+        path: str,
+        query: str,
+        sent: dict[str, str],
+        within_ttl: bool,
+    ) -> Answer:
+        """A loadTable: the worker's kept answer when it may be used (app/federation/cache.py), else
+        the remote's - a 304 to the kept answer's ETag, or its full answer, then kept. A client's
+        own ``If-None-Match`` is the remote's to answer (its 304 passed on), the kept one not used."""
+        warehouse_id = self.warehouses.get(prefix).id
+        table = (parse_namespace(values["namespace"], self.separator), values["table"])
+        key, variant = loaded_key(warehouse_id, *table), variant_of(query, sent)
+        kept = None if "if-none-match" in sent else self.loaded.kept(key, variant)
+        if kept is not None:
+            ttl_s = remote.settings.cache_ttl_s if within_ttl else 0.0
+            if self.loaded.fresh(kept, ttl_s) and self.versions.current(warehouse_id, table, kept.metadata_location):
+                metrics.FEDERATION_TABLE_LOADS.labels("kept").inc()
+                return kept.answer
+            if kept.etag is not None:
+                sent = {**sent, "if-none-match": kept.etag}
+        raw = remote.send("GET", path, query, sent, None)
+        if kept is not None and raw.status == 304:
+            self.loaded.confirmed(key, kept)
+            metrics.FEDERATION_TABLE_LOADS.labels("validated").inc()
+            return kept.answer
+        answer = self.answers.checked(remote, "loadTable", "GET", prefix, raw)
+        if answer.status == 200:
+            self.versions.loaded(warehouse_id, table, answer.data)  # changed behind Growler's back?
+            self.loaded.keep(key, variant, answer)
+            metrics.FEDERATION_TABLE_LOADS.labels("remote").inc()
         return answer
 
     def read(self, prefix: str, operation_id: str, spec_path: str, values: dict[str, str], **query: str) -> Any:
-        """A read of the warehouse's remote for the console (already authorized, as the API's): the
-        answer's JSON, filtered by the caller's grants as ``forward`` filters the API's; the
+        """A read of the warehouse's remote for Growler's own decisions (a move, a mark's check;
+        already authorized, as the API's): the answer's JSON, filtered by the caller's grants as
+        ``forward`` filters the API's, never a kept answer the remote did not confirm; the
         remote's refusal raised with its status, type and message."""
         remote = self.remote_of(prefix)
         if remote is None or operation_id not in READS:
             raise NoSuchWarehouse(f"Warehouse {prefix} is not a federated warehouse")
         params = urlencode({key: value for key, value in query.items() if value}).encode()
-        answer = self.forward(remote, operation_id, "GET", spec_path, {"prefix": prefix, **values}, params, {}, None)
+        values = {"prefix": prefix, **values}
+        answer = self.forward(remote, operation_id, "GET", spec_path, values, params, {}, None, within_ttl=False)
         if answer.status >= 400:
             raise RemoteRefused(answer.status, answer.data)
         return answer.data

@@ -14,6 +14,8 @@ from app.rules.requests.management import FederationAuth, FederationSettings
 from storage.warehouses import KEEP
 
 DEFAULT_TIMEOUT_MS = 10_000
+DEFAULT_BREAKER_FAILURES = 5
+DEFAULT_BREAKER_COOLDOWN_MS = 30_000
 
 
 def check_uri(uri: str, what: str) -> str:
@@ -65,6 +67,9 @@ def federation_settings(given: FederationSettings, box: SecretBox | None) -> tup
         "auth": stored_auth,
         "read-only": bool(given.read_only),
         "timeout-ms": given.timeout_ms or DEFAULT_TIMEOUT_MS,
+        "cache-ttl-ms": given.cache_ttl_ms or 0,
+        "breaker-failures": given.breaker_failures or DEFAULT_BREAKER_FAILURES,
+        "breaker-cooldown-ms": given.breaker_cooldown_ms or DEFAULT_BREAKER_COOLDOWN_MS,
     }
     return stored, sealed
 
@@ -90,4 +95,7 @@ def federation_view(stored: dict[str, Any], sealed: bytes | None) -> dict[str, A
         "auth": {**auth, "has-secret": sealed is not None},
         "read-only": bool(stored.get("read-only")),
         "timeout-ms": int(stored.get("timeout-ms") or DEFAULT_TIMEOUT_MS),
+        "cache-ttl-ms": int(stored.get("cache-ttl-ms") or 0),
+        "breaker-failures": int(stored.get("breaker-failures") or DEFAULT_BREAKER_FAILURES),
+        "breaker-cooldown-ms": int(stored.get("breaker-cooldown-ms") or DEFAULT_BREAKER_COOLDOWN_MS),
     }

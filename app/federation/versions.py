@@ -74,21 +74,34 @@ class RemoteVersions:
         location = answer.get("metadata-location") if isinstance(answer, dict) else None
         if not isinstance(location, str) or not location or self._seen.get((warehouse_id, table)) == location:
             return
-        if self.mirrored.covers(warehouse_id):  # the mirror records each change, exactly
-            return
         metadata = answer.get("metadata")
         table_uuid = metadata.get("table-uuid") if isinstance(metadata, dict) else None
         try:
-            self.rows.observe(
-                warehouse_id,
-                table,
-                location,
-                lambda previous: outside_change(warehouse_id, table, table_uuid, previous, location),
-            )
+            if self.mirrored.covers(warehouse_id):  # the mirror records each change, exactly
+                self.rows.remember(warehouse_id, table, location)  # a version for kept answers' checks
+            else:
+                self.rows.observe(
+                    warehouse_id,
+                    table,
+                    location,
+                    lambda previous: outside_change(warehouse_id, table, table_uuid, previous, location),
+                )
         except Exception as exc:  # noqa: BLE001 - the load is answered; a later load finds the change
             log.warning("cannot compare a federated table's version: %s", type(exc).__name__)
             return
         self._seen.put((warehouse_id, table), location)
+
+    def current(self, warehouse_id: int, table: Table, metadata_location: str | None) -> bool:
+        """Whether ``metadata_location`` is the table's version as the catalog records it: what every
+        write through Growler moves before its client hears of it (a kept answer's check,
+        app/federation/cache.py). False when none is recorded or it cannot be read."""
+        if metadata_location is None:
+            return False
+        try:
+            return self.rows.holds(warehouse_id, table, metadata_location)
+        except Exception as exc:  # noqa: BLE001 - the remote is asked instead
+            log.warning("cannot read a federated table's version: %s", type(exc).__name__)
+            return False
 
     def written(
         self,

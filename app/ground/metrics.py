@@ -84,6 +84,13 @@ FEDERATION_MIRROR_GAPS = Counter(
     "growler_federation_mirror_gaps",
     "Times a federated warehouse's mirror found the remote had forgotten its position (410): events lost",
 )
+FEDERATION_TABLE_LOADS = Counter(
+    "growler_federation_table_loads",
+    "loadTable answers of federated warehouses by where they came from (app/federation/cache.py): remote"
+    " (the remote's full answer), validated (the remote's 304 to the kept answer's ETag), kept (within the"
+    " warehouse's cache-ttl-ms, the remote not asked)",
+    ["source"],
+)
 HOUSEKEEPING_FAILURES = Counter(
     "growler_housekeeping_failures",
     "Housekeeping steps that failed and will be retried: sweep (one pending object), purge (one job), "

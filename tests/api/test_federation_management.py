@@ -51,6 +51,9 @@ def test_a_federated_warehouse_is_created_shown_and_deleted_without_its_secret(c
         "auth": {"type": "bearer", "has-secret": True},
         "read-only": True,
         "timeout-ms": 2500,
+        "cache-ttl-ms": 0,
+        "breaker-failures": 5,
+        "breaker-cooldown-ms": 30_000,
     }
     assert view["location"] == "" and view["storage"]["credentials-mode"] == "none"
     assert client.get(f"{M}/warehouses/{name}").json() == view
@@ -202,6 +205,9 @@ def test_a_federated_warehouses_settings_change_and_are_served_at_once(client, n
         "auth": {"type": "bearer", "has-secret": True},  # no auth given: the credential is kept
         "read-only": True,
         "timeout-ms": 10_000,
+        "cache-ttl-ms": 0,
+        "breaker-failures": 5,
+        "breaker-cooldown-ms": 30_000,
     }
     assert bytes(db.execute("SELECT federation_secret FROM warehouse WHERE name = %s", (name,)).fetchone()[0]) == bytes(
         sealed

@@ -17,6 +17,7 @@ names another directory. Missing jars are an error, not a skip.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 import uuid
@@ -360,6 +361,27 @@ def test_a_dead_remote_is_a_quick_503_then_the_breaker_opens(server):
             break
     assert "cannot be reached" in messages[0]
     assert "failed repeatedly" in messages[-1], messages
+
+
+def test_a_warehouses_own_breaker_settings_open_it_sooner_and_for_longer(server):
+    """breaker-failures 1 and a 120 s cool-down: each worker's first failure opens its breaker
+    (the default needs five), and the Retry-After counts down from 120 s (the default from 30)."""
+    remote = TinyRemote(lambda handler, body: (200, b'{"defaults": {}, "overrides": {}, "namespaces": []}'))
+    settings = {"uri": remote.url, "warehouse": "w", "timeout-ms": 2000, "breaker-failures": 1}
+    name = _create_warehouse(server, {**settings, "breaker-cooldown-ms": 120_000})
+    assert httpx.get(f"{server.url}/v1/{name}/namespaces").status_code == 200
+    remote.stop()
+    unreachable = 0
+    for _ in range(20):  # each worker opens its own breaker at its first failure
+        response = httpx.get(f"{server.url}/v1/{name}/namespaces", timeout=30)
+        assert response.status_code == 503, response.text
+        if "failed repeatedly" in response.json()["error"]["message"]:
+            assert int(response.headers["Retry-After"]) > 60  # of 120 s, not the default 30
+            break
+        unreachable += 1
+    else:
+        raise AssertionError("the breaker never opened")
+    assert 1 <= unreachable <= int(os.environ.get("GROWLER_TEST_WORKERS", "2"))  # one failure per worker
 
 
 def test_a_remote_that_does_not_answer_in_time_is_a_503_not_a_hang(server):

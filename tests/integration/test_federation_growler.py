@@ -207,6 +207,67 @@ def test_changes_made_on_the_remote_directly_enter_the_feed_once(server, service
     assert updates[1]["operation"]["metadata-location"] == outside.metadata_location
 
 
+def test_loads_are_validated_with_the_remotes_etag_and_a_commit_through_growler_is_seen_at_once(
+    server, remote_growler, federated
+):
+    """Caching, honestly (app/federation/cache.py): a worker's next load of a table asks the remote
+    with the ETag of its last answer, and the remote's 304 serves it (the remote sends no metadata);
+    within a warehouse's cache-ttl-ms the remote is not asked at all - until a commit made through
+    Growler (from any connection, on any worker) moves the table's recorded version."""
+    remote, _ = remote_growler
+    namespace = f"c_{uuid.uuid4().hex[:8]}"
+    catalog = RestCatalog("growler", uri=server.url, warehouse=federated, credential=TEST_CREDENTIAL)
+    catalog.create_namespace(namespace)
+    catalog.create_table((namespace, "t"), schema=SCHEMA)
+    url = f"{server.url}/v1/{federated}/namespaces/{namespace}/tables/t"
+    with httpx.Client() as one:  # one connection: one worker, whose kept answer is validated
+        first = one.get(url)
+        assert first.status_code == 200, first.text
+        before = _remote_loads(remote)
+        second = one.get(url)
+        assert second.status_code == 200 and second.json() == first.json()
+        assert _remote_loads(remote) == {**before, "304": before.get("304", 0) + 1}
+        committed = _set_property(url, "k", "1")
+        third = one.get(url)
+        assert third.json()["metadata-location"] == committed["metadata-location"] != first.json()["metadata-location"]
+        # a client's own validator is the remote's to answer: its 304 is passed on, not taken for garbage
+        validated = one.get(url, headers={"If-None-Match": third.headers["ETag"]})
+        assert (validated.status_code, validated.content) == (304, b""), validated.text
+        assert validated.headers["ETag"] == third.headers["ETag"]
+
+    kept = _create_warehouse(server, {**_oauth2(remote), "cache-ttl-ms": 60000})
+    shown = httpx.get(f"{server.url}{MANAGEMENT}/warehouses/{kept}").json()["federation"]
+    assert shown["cache-ttl-ms"] == 60000
+    url = f"{server.url}/v1/{kept}/namespaces/{namespace}/tables/t"
+    with httpx.Client() as one:
+        first = one.get(url)
+        before = _remote_loads(remote)
+        assert one.get(url).json() == first.json()
+        assert _remote_loads(remote) == before  # within the TTL: the remote was not asked
+        committed = _set_property(url, "k", "2")  # another connection: perhaps the other worker
+        after = one.get(url).json()
+        assert after["metadata-location"] == committed["metadata-location"]
+        assert after["metadata"]["properties"]["k"] == "2"
+
+
+def _set_property(url: str, key: str, value: str) -> dict:
+    body = {"requirements": [], "updates": [{"action": "set-properties", "updates": {key: value}}]}
+    answer = httpx.post(url, json=body)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def _remote_loads(remote: Server) -> dict[str, float]:
+    """The remote's loadTable answers by status, from its own metrics."""
+    text = httpx.get(f"{remote.url}/metrics").text
+    counts: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("growler_http_requests_total{") and 'operation="loadTable"' in line:
+            status = line.split('status="', 1)[1].split('"', 1)[0]
+            counts[status] = counts.get(status, 0) + float(line.rsplit(" ", 1)[1])
+    return counts
+
+
 def _namespace_of(operation: dict) -> list[str] | None:
     return operation.get("namespace") or (operation.get("identifier") or {}).get("namespace")
 

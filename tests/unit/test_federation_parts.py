@@ -12,6 +12,7 @@ import pytest
 
 from app.federation.answers import AnswerCheck
 from app.federation.breaker import CircuitBreaker
+from app.federation.cache import MAX_KEPT_BYTES, LoadedTables, keepable
 from app.federation.mirror import MirroredWarehouses, mirrored_event, mirrored_page
 from app.federation.moved import MovedCopies, written_tables
 from app.federation.remote import Answer, RemoteCatalog, RemoteSettings, Route
@@ -82,8 +83,11 @@ class Grants:
 class FakeRemote(RemoteCatalog):
     """A remote whose route is given and whose answers are queued; records what it was sent."""
 
-    def __init__(self, answers: list[Answer], read_only: bool = False, separator: str = "%2E") -> None:
-        super().__init__("fed", RemoteSettings("http://remote", "w", read_only=read_only), None, CircuitBreaker())  # type: ignore[arg-type]
+    def __init__(
+        self, answers: list[Answer], read_only: bool = False, separator: str = "%2E", cache_ttl_s: float = 0.0
+    ) -> None:
+        settings = RemoteSettings("http://remote", "w", read_only=read_only, cache_ttl_s=cache_ttl_s)
+        super().__init__("fed", settings, None, CircuitBreaker())  # type: ignore[arg-type]
         self.answers = answers
         self.sent: list[tuple[str, str, str, dict[str, str], bytes | None]] = []
         self._separator = separator
@@ -128,6 +132,12 @@ class Outbox:
         for table in forget:
             self.versions.pop((warehouse_id, table), None)
 
+    def remember(self, warehouse_id: int, table: Any, location: str) -> None:
+        self.versions.setdefault((warehouse_id, table), location)
+
+    def holds(self, warehouse_id: int, table: Any, location: str) -> bool:
+        return self.versions.get((warehouse_id, table)) == location
+
     def observe(self, warehouse_id: int, table: Any, location: str, changed: Any) -> bool:
         previous = self.versions.get((warehouse_id, table))
         self.versions[(warehouse_id, table)] = location
@@ -171,6 +181,7 @@ def _service(
     directory: Directory | None = None,
     events: Outbox | None = None,
     marked: tuple[tuple[str, tuple[str, ...], str | None], ...] = (),
+    loaded: LoadedTables | None = None,
 ) -> FederationService:
     directory = directory or Directory()
     return FederationService(
@@ -183,6 +194,7 @@ def _service(
         moved=MovedCopies(NoMoves(), "%1F"),  # type: ignore[arg-type]
         restricted=RemoteRestrictions(Grants(visible or set())),  # type: ignore[arg-type]
         protection=Marks(directory, marked),  # type: ignore[arg-type]
+        loaded=loaded or LoadedTables(),
     )
 
 
@@ -310,6 +322,9 @@ def test_settings_are_checked_and_the_secret_sealed():
         "auth": {"type": "bearer"},
         "read-only": False,
         "timeout-ms": 10_000,
+        "cache-ttl-ms": 0,
+        "breaker-failures": 5,
+        "breaker-cooldown-ms": 30_000,
     }
     assert sealed is not None and box.open(sealed) == {"secret": "tok"}
     assert "tok" not in json.dumps(federation_view(stored, sealed))
@@ -662,3 +677,166 @@ def test_a_page_passes_over_the_writes_growler_recorded_itself():
     page = mirrored_page(3, [own, _remote_event(create, request_id="outside")], {"growler-req"})
     assert [event.operation_type for event in page.events] == ["create-table"] and page.skipped == 0
     assert page.versions == [((("a",), "t"), "s3://b/t/metadata/1.json")]
+
+
+# -- kept loadTable answers (app/federation/cache.py) -------------------------------------------
+
+LOAD = "/v1/{prefix}/namespaces/{namespace}/tables/{table}"
+
+
+def _load(service: FederationService, remote: FakeRemote, **headers: str) -> Answer:
+    sent = {name.replace("_", "-").encode(): [value.encode()] for name, value in headers.items()}
+    values = {"prefix": "fed", "namespace": "db", "table": "t"}
+    return service.forward(remote, "loadTable", "GET", LOAD, values, b"", sent, None)
+
+
+def _loaded(location: str, etag: str | None = '"v1"', **extra: Any) -> Answer:
+    data = {"metadata-location": location, "metadata": {"table-uuid": "u"}, "config": {}, **extra}
+    return Answer(200, data, json.dumps(data).encode(), {"ETag": etag} if etag else {})
+
+
+def test_a_kept_answer_is_validated_with_its_etag_and_a_304_serves_it():
+    remote = FakeRemote([_loaded("s3://b/t/m1.json"), Answer(304, None, b"", {"ETag": '"v1"'})])
+    service = _service()
+    first, second = _load(service, remote), _load(service, remote)
+    assert "if-none-match" not in remote.sent[0][3]
+    assert remote.sent[1][3]["if-none-match"] == '"v1"'
+    assert second.status == 200 and second.data == first.data and second.body == first.body
+
+
+def test_a_changed_table_is_answered_in_full_and_kept_anew():
+    remote = FakeRemote([_loaded("s3://b/t/m1.json"), _loaded("s3://b/t/m2.json", '"v2"'), _loaded("x", None)])
+    service = _service()
+    _load(service, remote)
+    assert _load(service, remote).data["metadata-location"] == "s3://b/t/m2.json"
+    _load(service, remote)
+    assert remote.sent[2][3]["if-none-match"] == '"v2"'
+
+
+def test_a_clients_own_validator_is_the_remotes_to_answer():
+    remote = FakeRemote([_loaded("s3://b/t/m1.json"), Answer(304, None, b"", {"ETag": '"v1"'})])
+    service = _service()
+    _load(service, remote)
+    answer = _load(service, remote, if_none_match='"theirs"')
+    assert remote.sent[1][3]["if-none-match"] == '"theirs"'
+    assert (answer.status, answer.body, answer.headers) == (304, b"", {"ETag": '"v1"'})
+
+
+def test_within_the_ttl_the_remote_is_not_asked_while_the_recorded_version_is_the_kept_one():
+    outbox = Outbox()
+    remote = FakeRemote([_loaded("s3://b/t/m1.json"), _loaded("s3://b/t/m2.json", '"v2"')], cache_ttl_s=60)
+    service = _service(events=outbox)
+    _load(service, remote)
+    assert _load(service, remote).data["metadata-location"] == "s3://b/t/m1.json"
+    assert len(remote.sent) == 1
+    # a commit through Growler (any worker) moved the recorded version: the kept answer is not used
+    outbox.versions[(7, (("db",), "t"))] = "s3://b/t/m2.json"
+    assert _load(service, remote).data["metadata-location"] == "s3://b/t/m2.json"
+    assert len(remote.sent) == 2 and remote.sent[1][3]["if-none-match"] == '"v1"'
+
+
+def test_past_the_ttl_or_without_one_the_remote_is_asked():
+    clock = Clock()
+    remote = FakeRemote(
+        [_loaded("s3://b/t/m1.json"), Answer(304, None, b"", {}), Answer(304, None, b"", {})], cache_ttl_s=5
+    )
+    service = _service(loaded=LoadedTables(clock))
+    _load(service, remote)
+    clock.now += 4.9
+    _load(service, remote)
+    assert len(remote.sent) == 1
+    clock.now += 0.2
+    _load(service, remote)
+    assert len(remote.sent) == 2
+    clock.now += 4.9  # the 304 confirmed it: fresh again
+    _load(service, remote)
+    assert len(remote.sent) == 2
+
+
+def test_answers_with_credentials_or_too_large_are_not_kept():
+    assert keepable(_loaded("m"))
+    assert not keepable(_loaded("m", **{"storage-credentials": [{"prefix": "s3://b/", "config": {"x": "y"}}]}))
+    assert not keepable(_loaded("m", config={"s3.session-token": "t"}))
+    assert not keepable(_loaded("m", config={"s3.secret-access-key": "k"}))
+    assert not keepable(_loaded("m", padding="x" * MAX_KEPT_BYTES))
+    vended = _loaded("m", config={"s3.access-key-id": "a"})
+    remote = FakeRemote([vended, vended])
+    service = _service()
+    _load(service, remote)
+    _load(service, remote)
+    assert "if-none-match" not in remote.sent[1][3]
+
+
+def test_a_kept_answer_is_per_query_and_access_delegation():
+    remote = FakeRemote([_loaded("m"), _loaded("m")])
+    service = _service()
+    _load(service, remote)
+    _load(service, remote, x_iceberg_access_delegation="remote-signing")
+    assert "if-none-match" not in remote.sent[1][3]
+
+
+def test_a_mirrored_warehouses_load_remembers_a_version_for_kept_answers_and_records_no_event():
+    outbox, mirrored = Outbox(), MirroredWarehouses()
+    mirrored.found(frozenset({7}))
+    versions = RemoteVersions(outbox, mirrored)  # type: ignore[arg-type]
+    versions.loaded(7, (("db",), "t"), {"metadata-location": "s3://b/t/m1.json", "metadata": {}})
+    versions.loaded(7, (("db",), "t"), {"metadata-location": "s3://b/t/m2.json", "metadata": {}})
+    assert outbox.events == []  # the mirror records changes, not the loads
+    assert outbox.versions == {(7, (("db",), "t")): "s3://b/t/m1.json"}  # remembered once, moved by the mirror
+
+
+def test_a_remotes_breaker_and_cache_settings_are_the_warehouses():
+    given = FederationSettings.model_validate(
+        {"uri": "https://r.example.com", "warehouse": "w", "cache-ttl-ms": 5000, "breaker-failures": 2,
+         "breaker-cooldown-ms": 90_000}
+    )  # fmt: skip
+    stored, _ = federation_settings(given, None)
+    view = federation_view(stored, None)
+    assert (view["cache-ttl-ms"], view["breaker-failures"], view["breaker-cooldown-ms"]) == (5000, 2, 90_000)
+    row = SimpleNamespace(id=3, name="fed", federation=stored, federation_secret=None)
+    made: list[tuple[int, float]] = []
+
+    def breaker(threshold: int, cooldown_s: float) -> CircuitBreaker:
+        made.append((threshold, cooldown_s))
+        return CircuitBreaker(threshold, cooldown_s)
+
+    service = FederationService(
+        Directory(),  # type: ignore[arg-type]
+        AnswerCheck(Grants(set())),  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        secrets=None,
+        namespace_separator="%1F",
+        versions=RemoteVersions(Outbox(), MirroredWarehouses()),  # type: ignore[arg-type]
+        moved=MovedCopies(NoMoves(), "%1F"),  # type: ignore[arg-type]
+        restricted=RemoteRestrictions(Grants(set())),  # type: ignore[arg-type]
+        protection=Marks(Directory()),  # type: ignore[arg-type]
+        loaded=LoadedTables(),
+        breaker=breaker,
+    )
+    remote = service._remote(row)  # type: ignore[arg-type]
+    assert made == [(2, 90.0)] and remote.settings.cache_ttl_s == 5.0
+
+
+def test_growlers_own_reads_never_take_a_kept_answer_the_remote_did_not_confirm():
+    """A move registers the metadata location it reads: within the TTL it still asks the remote
+    (a 304 to the kept ETag confirms the kept answer; a new answer replaces it)."""
+    outbox = Outbox()
+    remote = FakeRemote([_loaded("s3://b/t/m1.json"), _loaded("s3://b/t/m2.json", '"v2"')], cache_ttl_s=60)
+    service = _service(events=outbox)
+    _load(service, remote)
+    values = {"prefix": "fed", "namespace": "db", "table": "t"}
+    current = service.forward(remote, "loadTable", "GET", LOAD, values, b"", {}, None, within_ttl=False)
+    assert current.data["metadata-location"] == "s3://b/t/m2.json"
+    assert len(remote.sent) == 2 and remote.sent[1][3]["if-none-match"] == '"v1"'
+
+
+def test_kept_answers_stay_within_their_byte_budget_least_recently_used_first():
+    tables = LoadedTables(budget=3 * len(_loaded("m").body))
+    for name in ("a", "b", "c"):
+        tables.keep((7, ("db",), name), ("", ""), _loaded("m"))
+    assert tables.kept((7, ("db",), "a"), ("", "")) is not None  # a used again: b is the oldest now
+    tables.keep((7, ("db",), "d"), ("", ""), _loaded("m"))
+    assert [tables.kept((7, ("db",), n), ("", "")) is not None for n in "abcd"] == [True, False, True, True]
+    assert tables.kept_bytes == 3 * len(_loaded("m").body)
+    tables.keep((7, ("db",), "a"), ("", ""), _loaded("m", config={"s3.session-token": "t"}))  # not keepable
+    assert tables.kept((7, ("db",), "a"), ("", "")) is None and tables.kept_bytes == 2 * len(_loaded("m").body)

@@ -376,6 +376,33 @@ class FederationSettings(ContractModel):
             le=120000,
         ),
     ] = None
+    cache_ttl_ms: Annotated[
+        int | None,
+        Field(
+            alias="cache-ttl-ms",
+            description="How long a worker may answer a loadTable from the remote's last answer without asking the remote again (docs/federation.md \"Caching\"). Never after a commit made through Growler (checked against the catalog's record of the table's version on every such answer), never for an answer carrying storage credentials. 0 when unset - every load asks the remote, with If-None-Match when its last answer had an ETag.",
+            ge=0,
+            le=300000,
+        ),
+    ] = None
+    breaker_failures: Annotated[
+        int | None,
+        Field(
+            alias="breaker-failures",
+            description="Consecutive failures of the remote (unreachable, timed out, a 5xx or an answer not of the spec) after which each worker's circuit breaker refuses requests to it at once (503 with Retry-After); 5 when unset.",
+            ge=1,
+            le=100,
+        ),
+    ] = None
+    breaker_cooldown_ms: Annotated[
+        int | None,
+        Field(
+            alias="breaker-cooldown-ms",
+            description="How long an open breaker refuses before it lets one request through; 30000 when unset.",
+            ge=1000,
+            le=600000,
+        ),
+    ] = None
 
 
 class Auth(ContractModel):
@@ -400,6 +427,9 @@ class FederationView(ContractModel):
     auth: Auth
     read_only: Annotated[bool, Field(alias="read-only")]
     timeout_ms: Annotated[int, Field(alias="timeout-ms")]
+    cache_ttl_ms: Annotated[int, Field(alias="cache-ttl-ms")]
+    breaker_failures: Annotated[int, Field(alias="breaker-failures")]
+    breaker_cooldown_ms: Annotated[int, Field(alias="breaker-cooldown-ms")]
 
 
 class AllowedLocation(RootModel[str]):
