@@ -148,6 +148,33 @@ def test_pyiceberg_creates_appends_and_reads_a_table_that_lives_on_the_remote(se
     assert httpx.get(f"{server.url}/v1/{server.warehouse}/namespaces/sales").status_code == 404
 
 
+def test_a_table_loaded_again_is_validated_with_the_references_etag(server, reference, federated):
+    """Iceberg's reference server gives loadTable an ETag and answers If-None-Match with 304: a
+    worker's second load of a table is the remote's 304 to the kept answer (app/federation/cache.py)."""
+    catalog = _catalog(server, federated)
+    catalog.create_namespace("validated")
+    catalog.create_table(("validated", "t"), schema=SCHEMA)
+    url = f"{server.url}/v1/{federated}/namespaces/validated/tables/t"
+    assert "ETag" in reference.get("namespaces/validated/tables/t").headers
+    with httpx.Client() as one:  # one connection: one worker
+        first = one.get(url)
+        assert first.status_code == 200, first.text
+        before = _table_loads(server)
+        second = one.get(url)
+        assert second.status_code == 200 and second.json() == first.json()
+        assert _table_loads(server) == {**before, "validated": before.get("validated", 0) + 1}
+
+
+def _table_loads(server) -> dict[str, float]:
+    """growler_federation_table_loads_total by source, from the server's metrics."""
+    counts: dict[str, float] = {}
+    for line in httpx.get(f"{server.url}/metrics").text.splitlines():
+        if line.startswith("growler_federation_table_loads_total{"):
+            source = line.split('source="', 1)[1].split('"', 1)[0]
+            counts[source] = float(line.rsplit(" ", 1)[1])
+    return counts
+
+
 def test_views_are_created_listed_loaded_renamed_and_dropped_on_the_remote(server, reference, federated):
     views = f"{server.url}/v1/{federated}/namespaces/sales/views"
     body = {
