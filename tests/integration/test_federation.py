@@ -150,19 +150,21 @@ def test_pyiceberg_creates_appends_and_reads_a_table_that_lives_on_the_remote(se
 
 def test_a_table_loaded_again_is_validated_with_the_references_etag(server, reference, federated):
     """Iceberg's reference server gives loadTable an ETag and answers If-None-Match with 304: a
-    worker's second load of a table is the remote's 304 to the kept answer (app/federation/cache.py)."""
+    worker's next load of a table is the remote's 304 to the kept answer (app/federation/cache.py);
+    at most one load a worker is the remote's full answer."""
     catalog = _catalog(server, federated)
     catalog.create_namespace("validated")
     catalog.create_table(("validated", "t"), schema=SCHEMA)
     url = f"{server.url}/v1/{federated}/namespaces/validated/tables/t"
     assert "ETag" in reference.get("namespaces/validated/tables/t").headers
-    with httpx.Client() as one:  # one connection: one worker
-        first = one.get(url)
-        assert first.status_code == 200, first.text
-        before = _table_loads(server)
-        second = one.get(url)
-        assert second.status_code == 200 and second.json() == first.json()
-        assert _table_loads(server) == {**before, "validated": before.get("validated", 0) + 1}
+    workers = int(os.environ.get("GROWLER_TEST_WORKERS", "2"))  # each keeps its own answers
+    before = _table_loads(server)
+    with httpx.Client() as client:
+        loads = [client.get(url) for _ in range(10)]
+    assert all(load.status_code == 200 and load.json() == loads[0].json() for load in loads)
+    after = _table_loads(server)
+    assert after.get("remote", 0) - before.get("remote", 0) <= workers
+    assert after.get("validated", 0) - before.get("validated", 0) >= 10 - workers
 
 
 def _table_loads(server) -> dict[str, float]:

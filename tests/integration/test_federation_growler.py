@@ -11,6 +11,7 @@ home from it.
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -24,7 +25,14 @@ from pyiceberg.catalog.rest import RestCatalog
 from storage.objects import S3ObjectStore
 from tests.conftest import TEST_CLIENT_ID, TEST_CLIENT_SECRET, TEST_CREDENTIAL, warehouse_body
 from tests.integration.conftest import Server, start_server, stop_server
-from tests.integration.test_federation import MANAGEMENT, SCHEMA, _create_warehouse, _grant, _principal
+from tests.integration.test_federation import (
+    MANAGEMENT,
+    SCHEMA,
+    _create_warehouse,
+    _grant,
+    _principal,
+    _table_loads,
+)
 
 BUCKET = "growler-test-moves"
 ROWS = [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]
@@ -213,41 +221,59 @@ def test_loads_are_validated_with_the_remotes_etag_and_a_commit_through_growler_
     """Caching, honestly (app/federation/cache.py): a worker's next load of a table asks the remote
     with the ETag of its last answer, and the remote's 304 serves it (the remote sends no metadata);
     within a warehouse's cache-ttl-ms the remote is not asked at all - until a commit made through
-    Growler (from any connection, on any worker) moves the table's recorded version."""
+    Growler (from any connection, on any worker) moves the table's recorded version. Each worker
+    keeps its own answers, and a connection may be handed to the other worker: at most one load a
+    worker is the remote's full answer."""
     remote, _ = remote_growler
     namespace = f"c_{uuid.uuid4().hex[:8]}"
     catalog = RestCatalog("growler", uri=server.url, warehouse=federated, credential=TEST_CREDENTIAL)
     catalog.create_namespace(namespace)
     catalog.create_table((namespace, "t"), schema=SCHEMA)
     url = f"{server.url}/v1/{federated}/namespaces/{namespace}/tables/t"
-    with httpx.Client() as one:  # one connection: one worker, whose kept answer is validated
-        first = one.get(url)
-        assert first.status_code == 200, first.text
-        before = _remote_loads(remote)
-        second = one.get(url)
-        assert second.status_code == 200 and second.json() == first.json()
-        assert _remote_loads(remote) == {**before, "304": before.get("304", 0) + 1}
-        committed = _set_property(url, "k", "1")
-        third = one.get(url)
-        assert third.json()["metadata-location"] == committed["metadata-location"] != first.json()["metadata-location"]
-        # a client's own validator is the remote's to answer: its 304 is passed on, not taken for garbage
-        validated = one.get(url, headers={"If-None-Match": third.headers["ETag"]})
-        assert (validated.status_code, validated.content) == (304, b""), validated.text
-        assert validated.headers["ETag"] == third.headers["ETag"]
+    ours, theirs = _table_loads(server), _remote_loads(remote)
+    loads = _loads(url)
+    assert all(load.json() == loads[0].json() for load in loads)
+    made, answered = _delta(_table_loads(server), ours), _delta(_remote_loads(remote), theirs)
+    assert made.get("remote", 0) <= WORKERS and made.get("validated", 0) >= LOADS - WORKERS, made
+    assert answered == {"200": made.get("remote", 0), "304": made.get("validated", 0)}, answered
+    committed = _set_property(url, "k", "1")
+    assert committed["metadata-location"] != loads[0].json()["metadata-location"]
+    assert {load.json()["metadata-location"] for load in _loads(url)} == {committed["metadata-location"]}
+    # a client's own validator is the remote's to answer: its 304 is passed on, not taken for garbage
+    validated = httpx.get(url, headers={"If-None-Match": loads[0].headers["ETag"]})
+    assert validated.status_code == 200  # the table changed since
+    etag = httpx.get(url).headers["ETag"]
+    validated = httpx.get(url, headers={"If-None-Match": etag})
+    assert (validated.status_code, validated.content, validated.headers["ETag"]) == (304, b"", etag)
 
     kept = _create_warehouse(server, {**_oauth2(remote), "cache-ttl-ms": 60000})
     shown = httpx.get(f"{server.url}{MANAGEMENT}/warehouses/{kept}").json()["federation"]
     assert shown["cache-ttl-ms"] == 60000
     url = f"{server.url}/v1/{kept}/namespaces/{namespace}/tables/t"
-    with httpx.Client() as one:
-        first = one.get(url)
-        before = _remote_loads(remote)
-        assert one.get(url).json() == first.json()
-        assert _remote_loads(remote) == before  # within the TTL: the remote was not asked
-        committed = _set_property(url, "k", "2")  # another connection: perhaps the other worker
-        after = one.get(url).json()
-        assert after["metadata-location"] == committed["metadata-location"]
-        assert after["metadata"]["properties"]["k"] == "2"
+    ours, theirs = _table_loads(server), _remote_loads(remote)
+    loads = _loads(url)
+    assert all(load.json() == loads[0].json() for load in loads)
+    made, answered = _delta(_table_loads(server), ours), _delta(_remote_loads(remote), theirs)
+    assert made.get("remote", 0) <= WORKERS and made.get("kept", 0) >= LOADS - WORKERS, made
+    assert sum(answered.values()) == made.get("remote", 0) + made.get("validated", 0) <= WORKERS, answered
+    committed = _set_property(url, "k", "2")  # another connection: whichever worker
+    after = {load.json()["metadata-location"] for load in _loads(url)}
+    assert after == {committed["metadata-location"]}  # on every worker, within the TTL
+
+
+LOADS = 10
+WORKERS = int(os.environ.get("GROWLER_TEST_WORKERS", "2"))  # the suite's server's (tests/integration/conftest.py)
+
+
+def _loads(url: str) -> list[httpx.Response]:
+    with httpx.Client() as client:
+        answers = [client.get(url) for _ in range(LOADS)]
+    assert all(answer.status_code == 200 for answer in answers), [a.text for a in answers if a.status_code != 200]
+    return answers
+
+
+def _delta(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
+    return {key: after[key] - before.get(key, 0) for key in after if after[key] != before.get(key, 0)}
 
 
 def _set_property(url: str, key: str, value: str) -> dict:
