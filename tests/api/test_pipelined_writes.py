@@ -30,15 +30,24 @@ def _idle_everywhere(database) -> None:
             database.pool.putconn(conn)
 
 
-def test_a_lost_race_settles_nothing_and_changes_nothing(client, app, db):
-    """The settling of the new file's pending record is sent before the compare-and-set's result
-    is read: on a lost race it is rolled back, so the sweeper still finds the file."""
+def _table_with_a_pending_file(client, app, db, file: str):
+    """Table db.t, and a pending record of a new metadata file ``file`` in its metadata folder:
+    (the repository, the entry's id, its current metadata location, its location, the file)."""
     client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
     client.post(tables_url(), json=create_request("t"))
     repository = services_of(app.app).tables.repository
     entry_id, current, location = _entry(db, "t")
-    loser = f"{location}/metadata/00001-lost-race.metadata.json"
-    repository.record_pending([loser])
+    new = f"{location}/metadata/{file}"
+    repository.record_pending([new])
+    return repository, entry_id, current, location, new
+
+
+def test_a_lost_race_settles_nothing_and_changes_nothing(client, app, db):
+    """The settling of the new file's pending record is sent before the compare-and-set's result
+    is read: on a lost race it is rolled back, so the sweeper still finds the file."""
+    repository, entry_id, current, location, loser = _table_with_a_pending_file(
+        client, app, db, "00001-lost-race.metadata.json"
+    )
     swap = MetadataSwap(entry_id, f"{location}/metadata/00000-not-current.metadata.json", loser, "{}", location)
 
     assert repository.swap_metadata([swap], events=[]) is False
@@ -52,12 +61,9 @@ def test_a_lost_race_settles_nothing_and_changes_nothing(client, app, db):
 def test_a_commit_refused_by_its_caller_after_the_swap_is_rolled_back(client, app, db):
     """``before_commit`` raising (the file's write failed) after the swap and the settling were
     sent and read: nothing of the transaction stays."""
-    client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
-    client.post(tables_url(), json=create_request("t"))
-    repository = services_of(app.app).tables.repository
-    entry_id, current, location = _entry(db, "t")
-    new = f"{location}/metadata/00001-refused.metadata.json"
-    repository.record_pending([new])
+    repository, entry_id, current, location, new = _table_with_a_pending_file(
+        client, app, db, "00001-refused.metadata.json"
+    )
 
     def write_failed() -> None:
         raise BadRequest("the write failed")
