@@ -196,18 +196,34 @@ class WarehouseRows:
         return WarehouseRow(**row) if row else None
 
     def update_federation(
-        self, name: str, federation: dict[str, Any], secret: object = KEEP, *, events: Sequence[ChangeEvent]
+        self,
+        name: str,
+        federation: dict[str, Any],
+        secret: object = KEEP,
+        *,
+        events: Sequence[ChangeEvent],
+        storage: tuple[dict[str, Any], list[str], bytes | None] | None = None,
     ) -> WarehouseRow | None:
         """A federated warehouse's new remote settings (``KEEP``: its sealed credential stays); None
-        when there is no federated warehouse of that name. Bumps the version: every worker reads
-        the row again within a poll, and its remote, token and breaker are built anew."""
+        when there is no federated warehouse of that name. ``storage``: its own storage settings,
+        allowed locations and sealed keys, replaced too (None: kept). Bumps the version: every
+        worker reads the row again within a poll, and its remote, token and breaker are built anew."""
         keep = secret is KEEP
+        own = storage is not None
+        settings, allowed, keys = storage if storage is not None else ({}, [], None)
         with self.db.transaction() as conn:
             row = conn.execute(
                 "UPDATE warehouse SET federation = %s,"
-                " federation_secret = CASE WHEN %s THEN federation_secret ELSE %s END, updated_at = now()"
+                " federation_secret = CASE WHEN %s THEN federation_secret ELSE %s END,"
+                " storage = CASE WHEN %s THEN %s ELSE storage END,"
+                " allowed_locations = CASE WHEN %s THEN %s ELSE allowed_locations END,"
+                " storage_secret = CASE WHEN %s THEN %s ELSE storage_secret END, updated_at = now()"
                 f" WHERE name = %s AND federation IS NOT NULL RETURNING {_COLUMNS}",
-                (Jsonb(federation), keep, None if keep else secret, name),
+                (
+                    *(Jsonb(federation), keep, None if keep else secret),
+                    *(own, Jsonb(settings), own, allowed, own, keys),
+                    name,
+                ),
             ).fetchone()
             if row:
                 conn.execute(_BUMP)

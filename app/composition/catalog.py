@@ -14,6 +14,7 @@ from app.federation.answers import AnswerCheck
 from app.federation.cache import LoadedTables
 from app.federation.mirror import EventMirror, MirroredWarehouses
 from app.federation.moved import MovedCopies
+from app.federation.own_storage import OwnStorageAccess
 from app.federation.restricted import RemoteRestrictions
 from app.federation.service import FederationService
 from app.federation.versions import RemoteVersions
@@ -109,6 +110,7 @@ def build_catalog(base: Foundation, spec: dict, *, after_commit: AfterCommit) ->
         restricted=RemoteRestrictions(base.authorizer),
         protection=protection_rows,
         loaded=LoadedTables(),
+        own_storage=OwnStorageAccess(settings, tables.access, protection_rows),
     )
     return Catalog(
         namespaces=namespaces,
@@ -120,7 +122,7 @@ def build_catalog(base: Foundation, spec: dict, *, after_commit: AfterCommit) ->
         ),
         functions=build_functions(settings, base.database, repository, objects, warehouses, spec, **shared),
         planning=PlanningService(tables, PlanRepository(base.database), PlanningConfig.from_env()),
-        signer=RemoteSigner(settings, tables.access),
+        signer=RemoteSigner(settings, tables.access, federated_scope=federation.storage_scope),
         idempotency=IdempotencyService(idempotency_keys, settings.idempotency_lifetime_s),
         idempotency_keys=idempotency_keys,
         previews=PreviewService(tables),

@@ -26,7 +26,7 @@ import json
 import threading
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlencode
+from urllib.parse import quote, urlencode
 
 import urllib3
 
@@ -36,13 +36,22 @@ from app.federation.breaker import CircuitBreaker
 from app.federation.cache import LoadedTables, loaded_key, variant_of
 from app.federation.changes import NEEDS_UUID, Namespace, changes_of, identified, kind_of
 from app.federation.moved import MovedCopies
+from app.federation.own_storage import LOAD_RESULTS, OwnStorageAccess
 from app.federation.remote import Answer, RemoteCatalog, RemoteSettings, Route
 from app.federation.restricted import RemoteRestrictions
 from app.federation.settings import DEFAULT_BREAKER_COOLDOWN_MS, DEFAULT_BREAKER_FAILURES, DEFAULT_TIMEOUT_MS
+from app.federation.translation import (
+    guarded_action,
+    header,
+    json_body,
+    remote_levels,
+    remote_path,
+    remote_query,
+    segment_of,
+)
 from app.federation.versions import RemoteVersions
 from app.ground import metrics
 from app.ground.errors import (
-    BadRequest,
     CatalogError,
     Forbidden,
     NoSuchWarehouse,
@@ -54,6 +63,8 @@ from app.ground.secrets import SecretBox
 from app.ground.text import UNIT_SEPARATOR
 from app.namespaces.warehouses import WarehouseDirectory
 from app.rules.identifiers import parse_namespace
+from app.storage_access.delegation import Delegation
+from app.tables.access import StorageScopeOf
 from storage.protection_rows import ProtectionRows
 from storage.warehouses import WarehouseRow
 
@@ -97,9 +108,13 @@ WRITES = frozenset(
     }
 )
 FORWARDED = READS | WRITES
+# Answers that carry storage access, where the warehouse's own (app/federation/own_storage.py) replaces the remote's.
+OWN_STORAGE_ANSWERS = LOAD_RESULTS | {"loadCredentials"}
+JSON_TYPE = "application/json"
 # What Growler answers itself for a federated warehouse: its change feed (the writes made through
-# Growler: app/federation/changes.py).
-SERVED_BY_GROWLER = frozenset({"queryEvents"})
+# Growler: app/federation/changes.py), and signing with its own storage settings (refused where the
+# warehouse has none: app/federation/own_storage.py).
+SERVED_BY_GROWLER = frozenset({"queryEvents", "signRequest"})
 # What a protection mark refuses, as on a native one - the warehouse's, or one kept by path on a
 # remote namespace, table or view (migration 0040): read fresh, not cached.
 GUARDED = frozenset({"dropTable", "dropView", "dropNamespace", "renameTable", "renameView"})
@@ -144,9 +159,11 @@ class FederationService:
         restricted: RemoteRestrictions,
         protection: ProtectionRows,
         loaded: LoadedTables,
+        own_storage: OwnStorageAccess,
         breaker: Callable[[int, float], CircuitBreaker] = CircuitBreaker,
     ) -> None:
         self.warehouses = warehouses
+        self.own_storage = own_storage  # Growler's own vending and signing for its allowed locations
         self.loaded = loaded  # the worker's kept loadTable answers (app/federation/cache.py)
         self.protection = protection  # marks on the remote's objects, by path (migration 0040)
         self.moved = moved  # tables moved home: their remote copies are read-only through Growler
@@ -243,19 +260,67 @@ class FederationService:
             raise UnsupportedOperation(f"Operation {operation_id} is not served for federated warehouse {prefix}")
         if operation_id in WRITES and remote.settings.read_only:
             raise Forbidden(f"Warehouse {prefix} is a read-only federation: {operation_id} is refused")
-        request = _json_body(body) if operation_id in WRITES else None
+        request = json_body(body) if operation_id in WRITES else None
         if operation_id in GUARDED:
             self._refuse_if_protected(prefix, operation_id, path_values, request)
         if operation_id in WRITES:
             self.moved.refuse_write(self.warehouses.get(prefix).id, prefix, operation_id, path_values, request)
         restrictions = self.restricted.before(prefix, operation_id, path_values, request, self.separator)
         sent = headers if restrictions is None else self.restricted.unvalidated(headers)
+        row = self.warehouses.get(prefix)
+        own = self.own_storage.serves(row) and operation_id in OWN_STORAGE_ANSWERS
+        if own and operation_id == "loadCredentials":
+            credentials = self._own_credentials(remote, row, path_values)
+            if credentials is not None:
+                return credentials
         answer = self._send(
             remote, operation_id, method, spec_path, path_values, query, sent, body, request, within_ttl
         )
+        if own and operation_id != "loadCredentials":
+            table = self._answered_table(operation_id, path_values, request)
+            delegation = Delegation.parse(header(headers, b"x-iceberg-access-delegation"))
+            answer = self.own_storage.answered(row, table, answer, delegation, creating=operation_id != "loadTable")
         if restrictions is None:
             return answer
         return self.restricted.applied(restrictions, answer) if operation_id == "loadTable" else answer
+
+    # -- storage access of Growler's own (app/federation/own_storage.py) -------------------------
+
+    def storage_scope(self, row: WarehouseRow, namespace: Namespace, name: str) -> StorageScopeOf:
+        """The folders Growler signs for in the remote's table (its load: the kept answer within the
+        warehouse's TTL, else validated or fetched); 403 when it has none or the table is missing."""
+        if not self.own_storage.serves(row):
+            raise Forbidden(f"Remote signing is not enabled for warehouse {row.name}")
+        loaded = self._load_table(self._remote(row), row.name, namespace, name)
+        if loaded.status != 200:
+            raise Forbidden(f"Table does not exist or may not be signed for: {'.'.join(namespace)}.{name}")
+        return self.own_storage.scope(row, (namespace, name), loaded)
+
+    def _own_credentials(self, remote: RemoteCatalog, row: WarehouseRow, values: dict[str, str]) -> Answer | None:
+        """loadCredentials answered with Growler's own credentials for a table inside the allowed
+        locations; None: the remote's answer stands (the table lies elsewhere, or the load failed)."""
+        namespace = parse_namespace(values["namespace"], self.separator)
+        table = (namespace, segment_of(values["table"]))
+        loaded = self._load_table(remote, row.name, *table)
+        credentials = self.own_storage.credentials(row, table, loaded) if loaded.status == 200 else None
+        if credentials is None:
+            return None
+        data = {"storage-credentials": credentials}
+        return Answer(200, data, json.dumps(data, separators=(",", ":")).encode(), {"Content-Type": JSON_TYPE})
+
+    def _load_table(self, remote: RemoteCatalog, prefix: str, namespace: Namespace, name: str) -> Answer:
+        values = {"prefix": prefix, "namespace": UNIT_SEPARATOR.join(namespace), "table": name}
+        route = remote.route()
+        path = remote_path(TABLE_PATH, values, route, self.separator)
+        return self._load(remote, prefix, values, path, "", {}, within_ttl=True)
+
+    def _answered_table(self, operation_id: str, values: dict[str, str], request: Any) -> tuple[Namespace, str]:
+        """The table a load-shaped answer is for: the path's, or the create's or register's body's name."""
+        namespace = parse_namespace(values["namespace"], self.separator)
+        if operation_id == "loadTable":
+            return namespace, values["table"]
+        name = request.get("name") if isinstance(request, dict) else None
+        return namespace, str(name or "")
 
     def _send(  # noqa: PLR0913 - forward's, once its refusals passed
         self,
@@ -272,16 +337,16 @@ class FederationService:
     ) -> Answer:
         prefix = path_values["prefix"]
         route = remote.route()
-        path = self._path(spec_path, path_values, route)
+        path = remote_path(spec_path, path_values, route, self.separator)
         sent = {name: found[0].decode("latin-1") for name in FORWARDED_HEADERS if (found := headers.get(name.encode()))}
         if not body:
             sent.pop("content-type", None)
-        remote_query = self._query(query, route)
+        query_text = remote_query(query, route, self.separator)
         if operation_id == "loadTable":
-            return self._load(remote, prefix, path_values, path, remote_query, sent, within_ttl)
+            return self._load(remote, prefix, path_values, path, query_text, sent, within_ttl)
         known = self._uuids_before(remote, route, operation_id, path_values, request)
         answer = self.answers.checked(
-            remote, operation_id, method, prefix, remote.send(method, path, remote_query, sent, body or None)
+            remote, operation_id, method, prefix, remote.send(method, path, query_text, sent, body or None)
         )
         if operation_id in WRITES and answer.status < 300:  # the remote's refusal changed nothing
             self._record(prefix, operation_id, path_values, request, answer, known)
@@ -382,7 +447,7 @@ class FederationService:
             name = values.get("table") or values.get("view")
         reason = self.protection.federated_protection_of(self.warehouses.read(prefix).id, namespace, name)
         if reason is not None:
-            action = _guarded_action(operation_id, values, namespace, name)
+            action = guarded_action(operation_id, values, namespace, name)
             raise Protected(f"Cannot {action}: {reason}; remove the protection first (manage-grants)")
 
     def drop_moved(self, prefix: str, namespace: Namespace, name: str) -> None:
@@ -409,11 +474,11 @@ class FederationService:
         if operation_id.startswith("rename"):
             found = identified(request.get("source") if isinstance(request, dict) else None)
         else:
-            found = (parse_namespace(values["namespace"], self.separator), _segment(values[kind]))
+            found = (parse_namespace(values["namespace"], self.separator), segment_of(values[kind]))
         if found is None:
             return {}
         namespace, name = found
-        levels = route.separator.join(quote(_segment(level), safe="") for level in namespace)
+        levels = remote_levels(namespace, route)
         loaded = remote.send("GET", f"namespaces/{levels}/{kind}s/{quote(name, safe='')}", "", {}, None)
         metadata = loaded.data.get("metadata") if loaded.status == 200 and isinstance(loaded.data, dict) else None
         return {(kind, namespace, name): metadata.get(f"{kind}-uuid") if isinstance(metadata, dict) else None}
@@ -431,7 +496,7 @@ class FederationService:
         be written, the client hears 503 saying so (never a success the feed does not hold)."""
         namespace = parse_namespace(values["namespace"], self.separator) if "namespace" in values else None
         kind = "table" if "table" in values else "view" if "view" in values else None
-        name = _segment(values[kind]) if kind is not None else None
+        name = segment_of(values[kind]) if kind is not None else None
         changes = changes_of(
             operation_id, namespace, name, request, answer.data, lambda k, ns, n: known.get((k, ns, n))
         )
@@ -454,52 +519,3 @@ class FederationService:
                 " change feed; check the change in the remote before retrying",
                 retry_after=1,
             ) from exc
-
-    def _path(self, spec_path: str, values: dict[str, str], route: Route) -> str:
-        """The path after the remote's prefix: each parameter encoded, namespaces with its separator."""
-        parts = []
-        for segment in spec_path.strip("/").split("/")[2:]:  # after "v1" and "{prefix}"
-            if not (segment.startswith("{") and segment.endswith("}")):
-                parts.append(segment)
-            elif segment == "{namespace}":
-                parts.append(self._namespace(values["namespace"], route))
-            else:
-                parts.append(quote(_segment(values[segment[1:-1]]), safe=""))
-        return "/".join(parts)
-
-    def _namespace(self, raw: str, route: Route) -> str:
-        levels = parse_namespace(raw, self.separator)
-        return route.separator.join(quote(_segment(level), safe="") for level in levels)
-
-    def _query(self, query: bytes, route: Route) -> str:
-        pairs = []
-        for key, value in parse_qsl(query.decode("latin-1"), keep_blank_values=True):
-            encoded = self._namespace(value, route) if key == "parent" and value else quote(value, safe="")
-            pairs.append(f"{quote(key, safe='')}={encoded}")
-        return "&".join(pairs)
-
-
-def _guarded_action(operation_id: str, values: dict[str, str], namespace: Namespace, name: str | None) -> str:
-    """``drop table a.t`` / ``rename table a.t``: the refusal's words, as a native one's."""
-    kind = operation_id.removeprefix("rename").removeprefix("drop").lower()
-    verb = "rename" if operation_id.startswith("rename") else "drop"
-    if not namespace:  # a rename without a readable source
-        return f"{verb} a {kind} in warehouse {values['prefix']}"
-    return f"{verb} {kind} {'.'.join((*namespace, *([name] if name else [])))}"
-
-
-def _segment(value: str) -> str:
-    """A name as one path segment of the remote's URL. "." and ".." are refused: an HTTP client or
-    server removes them as dot segments, and the request would reach another route than the one
-    authorized (a dropTable of ".." would drop its namespace)."""
-    if value in (".", ".."):
-        raise BadRequest(f"{value!r} cannot be a name in a federated warehouse")
-    return value
-
-
-def _json_body(body: bytes | None) -> Any:
-    """The client's JSON body (validated already by the dispatcher), for the write's events."""
-    try:
-        return json.loads(body) if body else None
-    except ValueError:
-        return None

@@ -15,7 +15,7 @@ drop its cached warehouses and decisions.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlparse
 
@@ -41,13 +41,17 @@ from app.rules.requests.management import (
     StorageSettings,
     UpdateWarehouseRequest,
 )
-from app.storage_access.delegation import CREDENTIALS_MODES, REMOTE_SIGNING, STATIC
+from app.storage_access.delegation import CREDENTIALS_MODES, NONE, REMOTE_SIGNING, STATIC
 from storage.management_rows import GrantRow, ManagementRows, Securable
 from storage.warehouses import KEEP, DeletionPolicy, WarehouseRow
 
 PRIVILEGES = tuple(privilege.value for privilege in Privilege)
 SECURABLE_TYPES = tuple(kind.value for kind in SecurableType)
 KEY_FIELDS = ("access-key-id", "secret-access-key")
+# A federated warehouse without storage access of Growler's own: the remote's is passed on.
+NO_OWN_STORAGE = {"endpoint": None, "region": "", "path-style": False, "credentials-mode": NONE}
+# What an update of a federated warehouse may change (its remote, its own storage access).
+FEDERATED_FIELDS = frozenset({"federation", "storage", "allowed-locations"})
 
 
 class WarehouseNotEmpty(CatalogError):
@@ -146,18 +150,50 @@ class ManagementService:
 
     def _create_federated(self, request: CreateWarehouseRequest) -> WarehouseRow | None:
         """A federated warehouse (issue 50): its remote's settings checked, the credential toward it
-        sealed; it has no location or storage of its own in Growler (docs/federation.md)."""
-        if request.location is not None or request.storage is not None or request.allowed_locations:
-            raise BadRequest("A federated warehouse has no location, storage or allowed locations of its own")
+        sealed. It has no location of its own; with ``storage`` and ``allowed-locations`` Growler
+        vends or signs for the remote's tables inside those folders itself (docs/federation.md
+        "Storage access of Growler's own"), else the remote's storage access is passed on."""
+        if request.location is not None:
+            raise BadRequest("A federated warehouse has no location of its own (its tables' are the remote's)")
         federation, sealed = federation_settings(request.federation, self._box)
         name = request.name
+        storage, allowed, secret = self._federated_storage(name, request.storage, request.allowed_locations, None)
         events = management_events("x-create-warehouse", {"warehouse": name, "federation": federation["uri"]})
         policy = _policy(request, DeletionPolicy())
-        # Growler vends no storage access for it: the remote does (loadTable's config and credentials)
-        storage = {"endpoint": None, "region": "", "path-style": False, "credentials-mode": "none"}
         return self.rows.create_warehouse(
-            name, "", storage, [], None, policy, events=events, federation=federation, federation_secret=sealed
+            name, "", storage, allowed, secret, policy, events=events, federation=federation, federation_secret=sealed
         )
+
+    def _federated_storage(
+        self, name: str, given: StorageSettings | None, allowed: Sequence[str] | None, current: WarehouseRow | None
+    ) -> tuple[dict[str, Any], list[str], bytes | None]:
+        """A federated warehouse's own storage settings (or none: ``credentials-mode`` none) and the
+        folders they serve, checked as a native warehouse's: Growler's access is only ever for
+        ``allowed-locations``, which overlap no other warehouse's folders (a remote answering with a
+        native table's location gets nothing of Growler's for it). Sealed keys, or None."""
+        folders = list(allowed if allowed is not None else (current.allowed_locations if current else ()))
+        stored = dict(current.storage or {}) if current is not None else {}
+        own = current is not None and stored.get("credentials-mode") not in (None, NONE)
+        if given is not None and given.credentials_mode == NONE:  # turned off: the remote's access again
+            return dict(NO_OWN_STORAGE), [], None
+        if given is None and not own:
+            if folders:
+                raise BadRequest(
+                    "allowed-locations of a federated warehouse are the folders its own storage access serves: give"
+                    " storage too"
+                )
+            return dict(NO_OWN_STORAGE), [], None
+        if not folders:
+            raise BadRequest(
+                "A federated warehouse's own storage access needs allowed-locations: the folders of the remote's"
+                " tables Growler may vend or sign for"
+            )
+        has_keys = current is not None and current.storage_secret is not None
+        storage, secret = self._storage(given or StorageSettings(), stored if own else {}, KEEP, has_keys=has_keys)
+        parsed = [_s3_location(text, "allowed location") for text in folders]
+        self._refuse_overlaps(name, parsed)
+        kept = current.storage_secret if current is not None else None
+        return storage, [p.uri for p in parsed], kept if secret is KEEP else secret  # type: ignore[return-value]
 
     def list_warehouses(self, page_token: str | None, page_size: int | None) -> Page:
         window = self._window(scope("listWarehouses"), page_token, page_size)
@@ -197,20 +233,29 @@ class ManagementService:
 
     def _update_federated(self, current: WarehouseRow, request: UpdateWarehouseRequest) -> WarehouseRow:
         """A federated warehouse's remote settings replaced (its credential kept when ``auth`` is
-        not given); a native warehouse does not become federated, nor the other way round."""
+        not given) and its own storage access set; a native warehouse does not become federated,
+        nor the other way round."""
         name = current.name
         if current.federation is None:
             raise BadRequest(f"Warehouse {name} is not federated: it takes no federation settings")
-        if request.given() != ["federation"]:
-            raise BadRequest(f"Warehouse {name} is federated: only its federation settings can change")
-        assert request.federation is not None
-        federation, secret = updated_federation(current.federation or {}, request.federation, self._box)
-        events = management_events("x-update-warehouse", {"warehouse": name, "fields": ["federation"]})
-        row = self.rows.update_federation(name, federation, secret, events=events)
+        fields = request.given()
+        if not set(fields) <= FEDERATED_FIELDS:
+            raise BadRequest(
+                f"Warehouse {name} is federated: only its federation settings, storage and allowed-locations can change"
+            )
+        federation, secret = current.federation or {}, KEEP
+        if request.federation is not None:
+            federation, secret = updated_federation(federation, request.federation, self._box)
+        events = management_events("x-update-warehouse", {"warehouse": name, "fields": fields})
+        if "storage" in fields or "allowed-locations" in fields:
+            storage, allowed, keys = self._federated_storage(name, request.storage, request.allowed_locations, current)
+            row = self.rows.update_federation(name, federation, secret, events=events, storage=(storage, allowed, keys))
+        else:
+            row = self.rows.update_federation(name, federation, secret, events=events)
         if row is None:
             raise NotFound(f"Warehouse does not exist: {name}")
         self.warehouses.invalidate()
-        self._changed("update-warehouse", self.rights.caller(), {"warehouse": name, "fields": ["federation"]})
+        self._changed("update-warehouse", self.rights.caller(), {"warehouse": name, "fields": fields})
         return row
 
     def delete_warehouse(self, name: str) -> None:
@@ -243,15 +288,22 @@ class ManagementService:
             _s3_location(text, what)
             for text, what in [(location, "location"), *((a, "allowed location") for a in allowed)]
         ]
-        for row in self.rows.list_warehouses(None, None):
-            if row.name == name or row.federation is not None:  # a federated one has no location
-                continue
-            theirs = Location.parse(row.location)
-            for mine in parsed:
-                if mine.overlaps(theirs):
-                    raise BadRequest(f"Location {mine.uri} overlaps the location of warehouse {row.name}")
+        self._refuse_overlaps(name, parsed)
         root = parsed[0].uri if parsed[0].uri.endswith("/") else parsed[0].uri + "/"
         return root, [p.uri for p in parsed[1:]]
+
+    def _refuse_overlaps(self, name: str, parsed: Sequence[Location]) -> None:
+        """No folder of one warehouse inside or around another's (its location, or the allowed
+        locations of a federated one: the folders its own storage access serves)."""
+        for row in self.rows.list_warehouses(None, None):
+            if row.name == name:
+                continue
+            theirs = [row.location] if row.federation is None else list(row.allowed_locations)
+            for text in theirs:
+                other = Location.parse(text)
+                for mine in parsed:
+                    if mine.overlaps(other):
+                        raise BadRequest(f"Location {mine.uri} overlaps the location of warehouse {row.name}")
 
     def _storage(
         self, given: StorageSettings, current: dict[str, Any], secret: object, has_keys: bool

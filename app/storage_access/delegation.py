@@ -72,12 +72,15 @@ def credentials_mode(warehouse: WarehouseRow, settings: Settings) -> str:
     return mode if mode in CREDENTIALS_MODES else NONE
 
 
-def answer_with(warehouse: WarehouseRow, settings: Settings, delegation: Delegation) -> str | None:
-    """``"credentials"``, ``"signing"`` or None: how this request gets at the table's storage."""
+def answer_with(
+    warehouse: WarehouseRow, settings: Settings, delegation: Delegation, location: str | None = None
+) -> str | None:
+    """``"credentials"``, ``"signing"`` or None: how this request gets at the table's storage
+    (``location``: the table's, where it is not the warehouse's - a federated warehouse's)."""
     mode = credentials_mode(warehouse, settings)
     if mode == NONE or not (delegation.vended or delegation.signing):
         return None
-    if not warehouse.location.startswith("s3://"):
+    if not (location or warehouse.location).startswith("s3://"):
         return None
     if delegation.vended and mode in (STATIC, STS):
         return "credentials"
@@ -146,10 +149,11 @@ def wants_vended_credentials(header: str | None) -> bool:
     return VENDED_CREDENTIALS in {part.strip().lower() for part in header.split(",")}
 
 
-def client_storage_config(warehouse: WarehouseRow) -> dict[str, str]:
-    """Non-secret FileIO properties understood by both the Java (S3FileIO) and Python clients."""
+def client_storage_config(warehouse: WarehouseRow, location: str | None = None) -> dict[str, str]:
+    """Non-secret FileIO properties understood by both the Java (S3FileIO) and Python clients
+    (``location``: the table's, where it is not the warehouse's - a federated warehouse's)."""
     storage = warehouse.storage or {}
-    if not warehouse.location.startswith("s3://") or not storage.get("endpoint"):
+    if not (location or warehouse.location).startswith("s3://") or not storage.get("endpoint"):
         return {}
     config = {
         "s3.endpoint": storage["endpoint"],
@@ -188,7 +192,7 @@ def storage_credentials(
     location = roots[0] if roots else ""
     if not location.startswith("s3://") or mode not in (STATIC, STS):
         return []
-    config = dict(client_storage_config(warehouse))
+    config = dict(client_storage_config(warehouse, location))
     if mode == STS:
         from storage.sts import table_credentials  # only warehouses in sts mode need it
 

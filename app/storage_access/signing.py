@@ -25,8 +25,9 @@ import hmac
 import logging
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.ground.audit_note import note_access
 from app.ground.errors import BadRequest, Forbidden, NotFound
@@ -41,6 +42,9 @@ from app.storage_access.s3_requests import READ, WRITE, RefusedRequest, S3Reques
 from storage.objects import S3ObjectStore
 from storage.staged import StoragePlaces
 from storage.warehouses import WarehouseRow
+
+if TYPE_CHECKING:  # the scope's type only: the tables' package is not imported by signing
+    from app.tables.access import StorageScopeOf
 
 log = logging.getLogger(__name__)
 
@@ -91,11 +95,20 @@ class SignedRequest:
 
 
 class RemoteSigner:
-    def __init__(self, settings: Settings, tables: Any) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        tables: Any,
+        *,
+        federated_scope: Callable[[WarehouseRow, tuple[str, ...], str], StorageScopeOf] | None = None,
+    ) -> None:
         self.settings = settings
         # app.tables.access.TableStorageAccess (TableService.access): the warehouses, what a
         # table's name holds (its row or its stages) and the authorizer
         self.tables = tables
+        # a federated warehouse's table: its folders inside the warehouse's allowed locations, from
+        # the remote's load (FederationService.storage_scope); None: federated tables are not signed
+        self.federated_scope = federated_scope
         self._keys: dict[str, tuple[WarehouseRow, WarehouseKeys]] = {}
         self.bulk_deletes = BulkDeleteTrust(lambda row: S3ObjectStore(tables.warehouses.s3_settings(row)))
 
@@ -119,7 +132,12 @@ class RemoteSigner:
             warehouse = self.tables.warehouses.get(prefix)
             if credentials_mode(warehouse, self.settings) == NONE:
                 raise Forbidden(f"Remote signing is not enabled for warehouse {warehouse.name}")
-            scope = self.tables.storage_scope(warehouse, namespace, name, places)
+            if warehouse.federation is None:
+                scope = self.tables.storage_scope(warehouse, namespace, name, places)
+            elif self.federated_scope is not None:
+                scope = self.federated_scope(warehouse, namespace, name)
+            else:
+                raise Forbidden(f"Remote signing is not enabled for warehouse {warehouse.name}")
         except NotFound:
             raise Forbidden(f"Table does not exist or may not be signed for: {'.'.join(namespace)}.{name}") from None
         access = self.privileges(prefix, namespace, name, scope.staged)

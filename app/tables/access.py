@@ -194,7 +194,9 @@ class TableStorageAccess:
         )
         self.staged.record(warehouse.id, namespace, name, stage, self.settings.stage_lifetime_s)
 
-    def _client_config(self, warehouse: WarehouseRow, credentials: list[dict[str, Any]]) -> dict[str, str]:
+    def _client_config(
+        self, warehouse: WarehouseRow, credentials: list[dict[str, Any]], location: str | None = None
+    ) -> dict[str, str]:
         """Where the bytes are, plus - only when this request asked for delegation - the keys.
 
         The keys travel in ``config`` as well as in ``storage-credentials``: the Java S3FileIO
@@ -203,7 +205,7 @@ class TableStorageAccess:
         ``scan-planning-mode`` (``GROWLER_SCAN_PLANNING_MODE``) is where the spec puts it, in the
         table's config; Java's client (1.11+) honours it over its own catalog property.
         """
-        config = client_storage_config(warehouse)
+        config = client_storage_config(warehouse, location)
         if self.settings.scan_planning_mode:
             config["scan-planning-mode"] = self.settings.scan_planning_mode
         return {**config, **credentials[0]["config"]} if credentials else config
@@ -241,21 +243,25 @@ class TableStorageAccess:
         roots: Sequence[str],
         delegation: Delegation,
         creating: bool = False,
+        protected: bool | None = None,
     ) -> tuple[dict[str, str], list[dict[str, Any]]]:
         """The client config and credentials for the access the request asked for (none, vended
         credentials or remote signing), in the warehouse's credentials mode; credentials serve the
-        folders the table owns (``roots``: ``rules.table_roots``, its location first)."""
-        answer = answer_with(warehouse, self.settings, delegation)
+        folders the table owns (``roots``: ``rules.table_roots``, its location first).
+        ``protected``: whether a mark covers it, where the caller knows (a federated table's marks
+        are kept by path); None: read for the identifier when it matters (``credentials``)."""
+        location = roots[0] if roots else None
+        answer = answer_with(warehouse, self.settings, delegation, location)
         if not creating:  # an existing table's files (loadTable's): held to the caller's restrictions
             self.restrictions_for_storage(warehouse.name, *identifier)
         if answer == "signing":
             namespace, name = identifier
-            config = self._client_config(warehouse, [])
+            config = self._client_config(warehouse, [], location)
             return {**config, **signing_config(self.settings, warehouse.name, namespace, name)}, []
         vend = answer == "credentials"
         write = vend and self.entries.may_write(warehouse.name, *identifier, creating=creating)
-        credentials = self.credentials(warehouse, roots, vend, write, identifier)
-        config = self._client_config(warehouse, credentials)
+        credentials = self.credentials(warehouse, roots, vend, write, identifier, protected=protected)
+        config = self._client_config(warehouse, credentials, location)
         if any("s3.session-token-expires-at-ms" in credential["config"] for credential in credentials):
             config.update(refresh_config(self.settings, warehouse.name, *identifier))
         return config, credentials

@@ -181,6 +181,10 @@ def test_forwarding_refuses_before_the_remote_is_asked(client, name):
     assert "read-only federation" in error["message"]
     # Growler's own operations are not federated in this slice
     _error(client.get(f"/v1/{name}/namespaces/x/functions"), 406, "UnsupportedOperationException")
+    # signing is Growler's, with storage settings of the warehouse's own: it has none
+    sign = {"region": "us-east-1", "uri": "http://s3.local/b/k", "method": "GET", "headers": {}}
+    unsigned = _error(client.post(f"/v1/{name}/namespaces/x/tables/t/sign", json=sign), 403, "ForbiddenException")
+    assert "Remote signing is not enabled" in unsigned["message"]
     # a read reaches for the remote, which is not there: 503 with Retry-After, never a 500
     unreachable = client.get(f"/v1/{name}/namespaces")
     _error(unreachable, 503, "ServiceUnavailableException")

@@ -15,6 +15,7 @@ from app.federation.breaker import CircuitBreaker
 from app.federation.cache import MAX_KEPT_BYTES, LoadedTables, keepable
 from app.federation.mirror import MirroredWarehouses, mirrored_event, mirrored_page
 from app.federation.moved import MovedCopies, written_tables
+from app.federation.own_storage import OwnStorageAccess
 from app.federation.remote import Answer, RemoteCatalog, RemoteSettings, Route
 from app.federation.restricted import RemoteRestrictions
 from app.federation.service import FederationService
@@ -22,6 +23,7 @@ from app.federation.settings import federation_settings, federation_view
 from app.federation.versions import RemoteVersions
 from app.ground.errors import BadGateway, BadRequest, Forbidden, Protected, ServiceUnavailable, UnsupportedOperation
 from app.ground.secrets import SecretBox
+from app.ground.settings import Settings
 from app.rules.privileges import EffectiveGrants, Kind, Privilege, Securable
 from app.rules.requests.management import FederationSettings
 from tests.conftest import TEST_SECRETS_KEY
@@ -112,10 +114,12 @@ class Directory:
         self.protected = protected
 
     def read(self, name: str) -> Any:
-        return SimpleNamespace(id=7, name=name, protected=self.protected)
+        return self.get(name)
 
     def get(self, name: str) -> Any:
-        return SimpleNamespace(id=7, name=name, protected=self.protected)
+        # no storage access of its own: the remote's passes (app/federation/own_storage.py)
+        none = {"credentials-mode": "none"}
+        return SimpleNamespace(id=7, name=name, protected=self.protected, storage=none, allowed_locations=())
 
 
 class Outbox:
@@ -195,6 +199,7 @@ def _service(
         restricted=RemoteRestrictions(Grants(visible or set())),  # type: ignore[arg-type]
         protection=Marks(directory, marked),  # type: ignore[arg-type]
         loaded=loaded or LoadedTables(),
+        own_storage=OwnStorageAccess(Settings(database_url=""), None, None),  # type: ignore[arg-type]
     )
 
 
@@ -811,6 +816,7 @@ def test_a_remotes_breaker_and_cache_settings_are_the_warehouses():
         restricted=RemoteRestrictions(Grants(set())),  # type: ignore[arg-type]
         protection=Marks(Directory()),  # type: ignore[arg-type]
         loaded=LoadedTables(),
+        own_storage=OwnStorageAccess(Settings(database_url=""), None, None),  # type: ignore[arg-type]
         breaker=breaker,
     )
     remote = service._remote(row)  # type: ignore[arg-type]
@@ -840,3 +846,25 @@ def test_kept_answers_stay_within_their_byte_budget_least_recently_used_first():
     assert tables.kept_bytes == 3 * len(_loaded("m").body)
     tables.keep((7, ("db",), "a"), ("", ""), _loaded("m", config={"s3.session-token": "t"}))  # not keepable
     assert tables.kept((7, ("db",), "a"), ("", "")) is None and tables.kept_bytes == 2 * len(_loaded("m").body)
+
+
+def test_growlers_own_storage_access_serves_only_the_folders_inside_the_allowed_locations():
+    own = OwnStorageAccess(Settings(database_url=""), None, None)  # type: ignore[arg-type]
+    row = SimpleNamespace(allowed_locations=("s3://lake/remote",), storage={"credentials-mode": "remote-signing"})
+
+    def load(location: str, metadata_location: str | None = None, **properties: str) -> dict[str, Any]:
+        found = {"metadata": {"location": location, "properties": properties}}
+        return {**found, "metadata-location": metadata_location} if metadata_location else found
+
+    assert own.roots(row, load("s3://lake/remote/db/t", "s3://lake/remote/db/t/metadata/v1.json")) == [
+        "s3://lake/remote/db/t",
+        "s3://lake/remote/db/t/metadata",
+    ]
+    # a data path or metadata folder elsewhere (another warehouse's) is not Growler's to serve
+    elsewhere = load("s3://lake/remote/db/t", "s3://lake/native/t/metadata/v1.json", **{"write.data.path": "s3://x/d"})
+    assert own.roots(row, elsewhere) == ["s3://lake/remote/db/t"]
+    # a table outside: the remote's answer stands; the allowed folder itself is no table's place
+    for location in ("s3://lake/native/t", "s3://lake/remote", "s3://lake/remote-2/t", "file:///tmp/t"):
+        assert own.roots(row, load(location)) is None, location
+    assert own.roots(row, {"metadata": {}}) is None
+    assert own.serves(row) and not own.serves(SimpleNamespace(allowed_locations=(), storage=row.storage))

@@ -838,7 +838,7 @@ class CreateWarehouseRequest(UpdateShape):
         Strings | None,
         Field(
             alias="allowed-locations",
-            description="Extra prefixes where tables and views of the warehouse may live (registered or custom-located tables).",
+            description="Extra prefixes where tables and views of the warehouse may live (registered or custom-located tables). For a federated warehouse, with storage, the folders of the remote's tables that Growler's own storage access serves (docs/federation.md \"Storage access of Growler's own\").",
             max_length=100,
         ),
     ] = None
@@ -859,7 +859,7 @@ class UpdateWarehouseRequest(UpdateShape):
     federation: Annotated[
         FederationSettings | None,
         Field(
-            description="A federated warehouse's new remote settings (only for a federated warehouse, and alone); without auth the current authentication and its stored credential are kept."
+            description="A federated warehouse's new remote settings (only for a federated warehouse, with at most its storage and allowed-locations); without auth the current authentication and its stored credential are kept."
         ),
     ] = None
     location: Annotated[str | None, Field(examples=["s3://bucket/warehouse/"], max_length=4096, min_length=1)] = None

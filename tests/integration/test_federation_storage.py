@@ -1,0 +1,260 @@
+"""Storage access of Growler's own for a federated warehouse (issue 50, docs/federation.md "Storage
+access of Growler's own"): Iceberg's REST reference server keeps the tables, on the suite's S3;
+the federated warehouse has storage settings in Growler and an allowed location around the
+remote's warehouse, so clients reach the files through Growler's signing - never with the keys
+the remote or Growler use - bound to the table's own folders, the caller's grants and the
+protection marks. A table the remote places outside the allowed locations keeps the remote's
+answer, and Growler signs nothing for it. Management refusals write nothing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pyarrow as pa
+import pytest
+from pyiceberg.catalog.rest import RestCatalog
+
+from storage.objects import S3ObjectStore
+from tests.conftest import TEST_CREDENTIAL, warehouse_body
+from tests.integration.rest_reference_support import ReferenceServer
+from tests.integration.test_federation import MANAGEMENT, SCHEMA, _grant, _principal
+
+BUCKET = "growler-test-fedstore"
+ROWS = [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]
+
+
+@pytest.fixture(scope="module")
+def remote_root(settings) -> str:
+    S3ObjectStore(settings.s3).ensure_bucket(BUCKET)
+    return f"s3://{BUCKET}/remote-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory, services, remote_root) -> Iterator[ReferenceServer]:
+    keys = {
+        "s3.endpoint": services.s3_endpoint,
+        "s3.path-style-access": "true",
+        "s3.access-key-id": services.access_key,
+        "s3.secret-access-key": services.secret_key,
+        "client.region": "us-east-1",
+    }
+    running = ReferenceServer(
+        tmp_path_factory.mktemp("rest-reference-own-storage"),
+        warehouse=remote_root,
+        catalog={"io-impl": "org.apache.iceberg.aws.s3.S3FileIO", **keys},
+    )
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def _storage(services) -> dict[str, Any]:
+    """Growler's own storage settings for the remote's bucket: it signs with these keys."""
+    return {
+        "endpoint": services.s3_endpoint,
+        "region": "us-east-1",
+        "path-style": True,
+        "credentials-mode": "remote-signing",
+        "access-key-id": services.access_key,
+        "secret-access-key": services.secret_key,
+    }
+
+
+@pytest.fixture(scope="module")
+def federated(server, services, reference, remote_root) -> str:
+    name = f"fed-own-{uuid.uuid4().hex[:8]}"
+    body = {
+        "name": name,
+        "federation": {"uri": reference.url, "warehouse": "remote", "timeout-ms": 5000},
+        "storage": _storage(services),
+        "allowed-locations": [f"{remote_root}/"],
+    }
+    created = httpx.post(f"{server.url}{MANAGEMENT}/warehouses", json=body)
+    assert created.status_code == 201, created.text
+    shown = created.json()
+    assert shown["allowed-locations"] == [remote_root]
+    assert shown["storage"]["has-own-keys"] is True and "secret-access-key" not in shown["storage"]
+    return name
+
+
+def _catalog(server, warehouse: str, **properties: str) -> RestCatalog:
+    """PyIceberg with no S3 keys at all: whatever it reads or writes, Growler signs."""
+    return RestCatalog("growler", uri=server.url, warehouse=warehouse, credential=TEST_CREDENTIAL, **properties)
+
+
+def _table(server, federated: str) -> tuple[str, Any]:
+    namespace = f"o_{uuid.uuid4().hex[:8]}"
+    catalog = _catalog(server, federated)
+    catalog.create_namespace(namespace)
+    table = catalog.create_table((namespace, "orders"), schema=SCHEMA)
+    table.append(pa.Table.from_pylist(ROWS, schema=SCHEMA.as_arrow()))
+    return namespace, table
+
+
+def _sign(server, federated: str, namespace: str, method: str, uri: str, headers: dict[str, str] | None = None):
+    body = {"region": "us-east-1", "uri": uri, "method": method, "headers": {}}
+    path = f"{server.url}/v1/{federated}/namespaces/{namespace}/tables/orders/sign"
+    return httpx.post(path, json=body, headers=headers)
+
+
+def _object_uri(services, location: str) -> str:
+    """An s3:// location as the path-style URL a client signs."""
+    bucket_and_key = location.removeprefix("s3://")
+    return f"{services.s3_endpoint.rstrip('/')}/{bucket_and_key}"
+
+
+def test_pyiceberg_writes_and_reads_through_growlers_signing_without_any_key(server, services, federated):
+    namespace, table = _table(server, federated)
+    loaded = _catalog(server, federated).load_table((namespace, "orders"))
+    assert sorted(loaded.scan().to_arrow().to_pylist(), key=lambda row: row["id"]) == ROWS
+
+    answer = httpx.get(
+        f"{server.url}/v1/{federated}/namespaces/{namespace}/tables/orders",
+        headers={"X-Iceberg-Access-Delegation": "vended-credentials"},
+    )
+    assert answer.status_code == 200, answer.text
+    config = answer.json()["config"]
+    assert config["s3.remote-signing-enabled"] == "true"
+    assert config["s3.signer.endpoint"] == f"v1/{federated}/namespaces/{namespace}/tables/orders/sign"
+    assert config["s3.endpoint"] == services.s3_endpoint
+    # no key of anyone's: not the remote's, not Growler's
+    assert "storage-credentials" not in answer.json()
+    assert not {"s3.access-key-id", "s3.secret-access-key"} & config.keys()
+    assert services.secret_key not in answer.text
+
+
+def test_signing_is_bound_to_the_tables_folders_the_callers_grants_and_protection(server, services, federated):
+    namespace, table = _table(server, federated)
+    data_file = next(task.file.file_path for task in table.scan().plan_files())
+    assert _sign(server, federated, namespace, "GET", _object_uri(services, data_file)).status_code == 200
+    assert (
+        _sign(
+            server, federated, namespace, "PUT", _object_uri(services, f"{table.location()}/data/x.parquet")
+        ).status_code
+        == 200
+    )
+
+    other, _ = _table(server, federated)
+    elsewhere = _object_uri(services, data_file.replace(f"/{namespace}/", f"/{other}/"))
+    refused = _sign(server, federated, namespace, "GET", elsewhere)
+    assert refused.status_code == 403, refused.text
+
+    _, role, reader = _principal(server)
+    _grant(server, role, "read", {"type": "table", "warehouse": federated, "namespace": [namespace], "name": "orders"})
+    assert _sign(server, federated, namespace, "GET", _object_uri(services, data_file), reader).status_code == 200
+    write = _sign(
+        server, federated, namespace, "PUT", _object_uri(services, f"{table.location()}/data/y.parquet"), reader
+    )
+    assert write.status_code == 403, write.text
+    _, _, stranger = _principal(server)
+    assert _sign(server, federated, namespace, "GET", _object_uri(services, data_file), stranger).status_code in (
+        403,
+        404,
+    )
+
+    mark = {"type": "table", "namespace": [namespace], "name": "orders"}
+    marked = httpx.post(f"{server.url}{MANAGEMENT}/warehouses/{federated}/protections", json=mark)
+    assert marked.status_code == 204, marked.text
+    deleted = _sign(server, federated, namespace, "DELETE", _object_uri(services, data_file))
+    assert deleted.status_code == 403 and "protected" in deleted.json()["error"]["message"], deleted.text
+    assert _sign(server, federated, namespace, "GET", _object_uri(services, data_file)).status_code == 200
+
+
+def test_a_table_outside_the_allowed_locations_keeps_the_remotes_answer_and_is_not_signed(
+    server, services, federated, reference
+):
+    namespace = f"x_{uuid.uuid4().hex[:8]}"
+    catalog = _catalog(server, federated)
+    catalog.create_namespace(namespace)
+    outside = f"s3://{BUCKET}/outside-{uuid.uuid4().hex[:8]}/orders"
+    created = httpx.post(
+        f"{server.url}/v1/{federated}/namespaces/{namespace}/tables",
+        json={"name": "orders", "schema": SCHEMA.model_dump(by_alias=True), "location": outside},
+    )
+    assert created.status_code == 200, created.text
+    assert created.json()["metadata"]["location"] == outside
+    assert "s3.remote-signing-enabled" not in created.json().get("config", {})
+
+    refused = _sign(server, federated, namespace, "GET", _object_uri(services, f"{outside}/metadata/x.json"))
+    assert refused.status_code == 403, refused.text
+    assert "outside the allowed locations" in refused.json()["error"]["message"]
+
+
+def test_own_storage_settings_are_checked_and_a_refusal_writes_nothing(server, services, reference, remote_root):
+    native = f"native-{uuid.uuid4().hex[:8]}"
+    body = warehouse_body(services, native, f"s3://{BUCKET}/{native}")
+    assert httpx.post(f"{server.url}{MANAGEMENT}/warehouses", json=body).status_code == 201
+    federation = {"uri": reference.url, "warehouse": "remote"}
+    cases = [
+        ({"storage": _storage(services), "allowed-locations": [f"s3://{BUCKET}/{native}/inner/"]}, "overlaps"),
+        ({"allowed-locations": [f"{remote_root}/"]}, "give storage too"),
+        ({"storage": _storage(services)}, "needs allowed-locations"),
+        ({"location": f"{remote_root}/"}, "no location of its own"),
+    ]
+    for fields, words in cases:
+        name = f"fed-bad-{uuid.uuid4().hex[:8]}"
+        refused = httpx.post(
+            f"{server.url}{MANAGEMENT}/warehouses", json={"name": name, "federation": federation, **fields}
+        )
+        assert refused.status_code == 400, refused.text
+        assert words in refused.json()["error"]["message"]
+        assert httpx.get(f"{server.url}{MANAGEMENT}/warehouses/{name}").status_code == 404
+
+    # a federated warehouse without storage of its own takes it later, and gives it up again
+    name = f"fed-later-{uuid.uuid4().hex[:8]}"
+    assert (
+        httpx.post(f"{server.url}{MANAGEMENT}/warehouses", json={"name": name, "federation": federation}).status_code
+        == 201
+    )
+    overlapping = {"storage": _storage(services), "allowed-locations": [f"s3://{BUCKET}/{native}/"]}
+    clashing = httpx.put(f"{server.url}{MANAGEMENT}/warehouses/{name}", json=overlapping)
+    assert clashing.status_code == 400 and "overlaps" in clashing.json()["error"]["message"], clashing.text
+    own = {"storage": _storage(services), "allowed-locations": [f"s3://{BUCKET}/later-{uuid.uuid4().hex[:8]}/"]}
+    updated = httpx.put(f"{server.url}{MANAGEMENT}/warehouses/{name}", json=own)
+    assert updated.status_code == 200, updated.text
+    assert updated.json()["storage"]["credentials-mode"] == "remote-signing"
+    # a native warehouse cannot then take those folders
+    clash = warehouse_body(services, f"native-{uuid.uuid4().hex[:8]}", own["allowed-locations"][0] + "sub")
+    assert httpx.post(f"{server.url}{MANAGEMENT}/warehouses", json=clash).status_code == 400
+    off = httpx.put(f"{server.url}{MANAGEMENT}/warehouses/{name}", json={"storage": {"credentials-mode": "none"}})
+    assert off.status_code == 200, off.text
+    assert off.json()["allowed-locations"] == [] and off.json()["storage"]["credentials-mode"] == "none"
+
+
+def test_vended_credentials_of_growlers_own_for_a_table_inside_the_allowed_locations(server, services, reference):
+    """A second federation of the same remote vends (``static``: the warehouse's keys, prefixed by
+    the table's location) for a table the remote keeps inside its allowed location."""
+    folder = f"s3://{BUCKET}/vended-{uuid.uuid4().hex[:8]}"
+    name = f"fed-vend-{uuid.uuid4().hex[:8]}"
+    body = {
+        "name": name,
+        "federation": {"uri": reference.url, "warehouse": "remote", "timeout-ms": 5000},
+        "storage": {**_storage(services), "credentials-mode": "static"},
+        "allowed-locations": [f"{folder}/"],
+    }
+    assert httpx.post(f"{server.url}{MANAGEMENT}/warehouses", json=body).status_code == 201
+    namespace = f"v_{uuid.uuid4().hex[:8]}"
+    catalog = _catalog(server, name)
+    catalog.create_namespace(namespace)
+    table = catalog.create_table((namespace, "orders"), schema=SCHEMA, location=f"{folder}/orders")
+    table.append(pa.Table.from_pylist(ROWS, schema=SCHEMA.as_arrow()))
+    assert (
+        sorted(catalog.load_table((namespace, "orders")).scan().to_arrow().to_pylist(), key=lambda r: r["id"]) == ROWS
+    )
+
+    path = f"{server.url}/v1/{name}/namespaces/{namespace}/tables/orders"
+    loaded = httpx.get(path, headers={"X-Iceberg-Access-Delegation": "vended-credentials"})
+    (credential,) = loaded.json()["storage-credentials"]
+    assert credential["prefix"] == f"{folder}/orders"
+    assert credential["config"]["s3.access-key-id"] == services.access_key
+    refreshed = httpx.get(f"{path}/credentials")
+    assert refreshed.status_code == 200, refreshed.text
+    assert [c["prefix"] for c in refreshed.json()["storage-credentials"]] == [f"{folder}/orders"]
+    # without delegation asked, no key leaves Growler
+    plain = httpx.get(path)
+    assert "storage-credentials" not in plain.json() and services.secret_key not in plain.text
