@@ -350,6 +350,9 @@ class FederationService:
         )
         if operation_id in WRITES and answer.status < 300:  # the remote's refusal changed nothing
             self._record(prefix, operation_id, path_values, request, answer, known)
+        elif operation_id == "loadView" and answer.status == 200:  # changed behind Growler's back?
+            view = (parse_namespace(path_values["namespace"], self.separator), path_values["view"])
+            self.versions.loaded(self.warehouses.get(prefix).id, view, answer.data, kind="view")
         return answer
 
     def _load(  # noqa: PLR0913 - _send's, for a loadTable

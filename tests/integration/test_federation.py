@@ -579,6 +579,54 @@ def test_a_commit_made_on_the_remote_directly_is_found_when_loaded_and_recorded_
     assert outside["updates"] == [] and outside["requirements"] == []
 
 
+def test_a_view_replaced_on_the_remote_directly_is_found_when_loaded_and_recorded_once(server, reference):
+    """Views as tables: a view created through Growler and replaced on the reference itself; the
+    next loads through Growler record one update-view by the remote catalog."""
+    warehouse = _create_warehouse(server, {"uri": reference.url, "warehouse": "remote", "timeout-ms": 5000})
+    namespace = f"outside_view_{uuid.uuid4().hex[:8]}"
+    assert httpx.post(f"{server.url}/v1/{warehouse}/namespaces", json={"namespace": [namespace]}).status_code == 200
+    schema = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
+
+    def version(version_id: int, sql: str) -> dict[str, Any]:
+        return {
+            "version-id": version_id,
+            "timestamp-ms": int(time.time() * 1000),
+            "schema-id": 0,
+            "summary": {"engine-name": "test"},
+            "representations": [{"type": "sql", "sql": sql, "dialect": "spark"}],
+            "default-namespace": [namespace],
+        }
+
+    views = f"{server.url}/v1/{warehouse}/namespaces/{namespace}/views"
+    body = {"name": "recent", "schema": schema, "view-version": version(1, "SELECT 1 AS id"), "properties": {}}
+    created = httpx.post(views, json=body)
+    assert created.status_code == 200, created.text
+    replace = {
+        "requirements": [{"type": "assert-view-uuid", "uuid": created.json()["metadata"]["view-uuid"]}],
+        "updates": [
+            {"action": "add-view-version", "view-version": version(2, "SELECT 2 AS id")},
+            {"action": "set-current-view-version", "view-version-id": -1},
+        ],
+    }
+    direct = httpx.post(f"{reference.url}/v1/namespaces/{namespace}/views/recent", json=replace, timeout=10)
+    assert direct.status_code == 200, direct.text
+    for _ in range(2):  # two loads (on either worker): one event
+        loaded = httpx.get(f"{views}/recent")
+        assert loaded.json()["metadata-location"] == direct.json()["metadata-location"]
+
+    page = httpx.post(f"{server.url}/v1/{warehouse}/events", json={"page-size": 100})
+    assert page.status_code == 200, page.text
+    events = [event for event in page.json()["events"] if event["operation"].get("namespace") != [namespace]]
+    assert [(event["operation"]["operation-type"], event.get("actor")) for event in events] == [
+        ("create-view", {"principal": "test-admin", "source": "growler"}),
+        ("update-view", {"source": "remote-catalog"}),
+    ]
+    outside = events[1]["operation"]
+    assert outside["previous-metadata-location"] == created.json()["metadata-location"]
+    assert outside["metadata-location"] == direct.json()["metadata-location"]
+    assert outside["view-uuid"] == created.json()["metadata"]["view-uuid"]
+
+
 def test_read_restrictions_bind_to_the_schema_the_remote_answers(server, reference, federated):
     """A restriction on a table the reference serves (by path): an untrusted restricted principal
     gets 403; marked a trusted engine, it gets the reference's answer with the spec's

@@ -132,19 +132,19 @@ class Outbox:
 
     def write(self, warehouse_id: int, events: list[Any], now_at: list[Any], forget: list[Any]) -> None:
         self.events.extend(events)
-        self.versions.update({(warehouse_id, table): location for table, location in now_at})
-        for table in forget:
-            self.versions.pop((warehouse_id, table), None)
+        self.versions.update({(warehouse_id, kind, entry): location for kind, entry, location in now_at})
+        for kind, entry in forget:
+            self.versions.pop((warehouse_id, kind, entry), None)
 
-    def remember(self, warehouse_id: int, table: Any, location: str) -> None:
-        self.versions.setdefault((warehouse_id, table), location)
+    def remember(self, warehouse_id: int, table: Any, location: str, kind: str = "table") -> None:
+        self.versions.setdefault((warehouse_id, kind, table), location)
 
     def holds(self, warehouse_id: int, table: Any, location: str) -> bool:
-        return self.versions.get((warehouse_id, table)) == location
+        return self.versions.get((warehouse_id, "table", table)) == location
 
-    def observe(self, warehouse_id: int, table: Any, location: str, changed: Any) -> bool:
-        previous = self.versions.get((warehouse_id, table))
-        self.versions[(warehouse_id, table)] = location
+    def observe(self, warehouse_id: int, table: Any, location: str, changed: Any, kind: str = "table") -> bool:
+        previous = self.versions.get((warehouse_id, kind, table))
+        self.versions[(warehouse_id, kind, table)] = location
         if previous is None or previous == location:
             return False
         self.events.extend(changed(previous))
@@ -735,7 +735,7 @@ def test_within_the_ttl_the_remote_is_not_asked_while_the_recorded_version_is_th
     assert _load(service, remote).data["metadata-location"] == "s3://b/t/m1.json"
     assert len(remote.sent) == 1
     # a commit through Growler (any worker) moved the recorded version: the kept answer is not used
-    outbox.versions[(7, (("db",), "t"))] = "s3://b/t/m2.json"
+    outbox.versions[(7, "table", (("db",), "t"))] = "s3://b/t/m2.json"
     assert _load(service, remote).data["metadata-location"] == "s3://b/t/m2.json"
     assert len(remote.sent) == 2 and remote.sent[1][3]["if-none-match"] == '"v1"'
 
@@ -787,7 +787,7 @@ def test_a_mirrored_warehouses_load_remembers_a_version_for_kept_answers_and_rec
     versions.loaded(7, (("db",), "t"), {"metadata-location": "s3://b/t/m1.json", "metadata": {}})
     versions.loaded(7, (("db",), "t"), {"metadata-location": "s3://b/t/m2.json", "metadata": {}})
     assert outbox.events == []  # the mirror records changes, not the loads
-    assert outbox.versions == {(7, (("db",), "t")): "s3://b/t/m1.json"}  # remembered once, moved by the mirror
+    assert outbox.versions == {(7, "table", (("db",), "t")): "s3://b/t/m1.json"}  # remembered once, moved by the mirror
 
 
 def test_a_remotes_breaker_and_cache_settings_are_the_warehouses():
@@ -868,3 +868,36 @@ def test_growlers_own_storage_access_serves_only_the_folders_inside_the_allowed_
         assert own.roots(row, load(location)) is None, location
     assert own.roots(row, {"metadata": {}}) is None
     assert own.serves(row) and not own.serves(SimpleNamespace(allowed_locations=(), storage=row.storage))
+
+
+def test_a_view_changed_behind_growlers_back_is_recorded_when_loaded():
+    """Views as tables: the first loadView is remembered, a replaceView through Growler moves the
+    version with its own event, another version loaded records one update-view by the remote, and
+    a drop forgets the view."""
+    outbox = Outbox()
+    service = _service(events=outbox)
+    view = "/v1/{prefix}/namespaces/{namespace}/views/{view}"
+
+    def load(location: str) -> None:
+        answer = {"metadata": {"view-uuid": "v-1"}, "metadata-location": location}
+        _forward(service, FakeRemote([_answer(200, answer)]), "loadView", "GET", view, namespace="a", view="v")
+
+    load("m1")
+    load("m1")
+    assert outbox.events == []
+    replaced = {"metadata": {"view-uuid": "v-1"}, "metadata-location": "m2"}
+    values = {"prefix": "fed", "namespace": "a", "view": "v"}
+    body = b'{"requirements": [], "updates": []}'
+    service.forward(FakeRemote([_answer(200, replaced)]), "replaceView", "POST", view, values, b"", {}, body)
+    load("m2")  # Growler's own replace: not an outside change
+    assert [event.operation_type for event in outbox.events] == ["update-view"]
+    load("m3")  # replaced on the remote directly
+    load("m3")
+    (outside,) = outbox.events[1:]
+    assert (outside.operation_type, outside.actor, outside.uuid) == ("update-view", {"source": "remote-catalog"}, "v-1")
+    assert outside.operation["previous-metadata-location"] == "m2" and outside.operation["metadata-location"] == "m3"
+    # a table of the same name is another entry: its versions are its own
+    table = "/v1/{prefix}/namespaces/{namespace}/tables/{table}"
+    answer = {"metadata": {"table-uuid": "t-1"}, "metadata-location": "m3-table"}
+    _forward(service, FakeRemote([_answer(200, answer)]), "loadTable", "GET", table, namespace="a", table="v")
+    assert len(outbox.events) == 2
