@@ -106,17 +106,25 @@ class _BufferedOutput(OutputFile):
 
 class WritingObjectStoreFileIO(ObjectStoreFileIO):
     """Reads as ``ObjectStoreFileIO``; writes new objects, and only under ``write_root`` (a table's
-    metadata directory: maintenance writing manifests)."""
+    metadata directory: maintenance writing manifests; a moved table's copy, in another store)."""
 
-    def __init__(self, objects: ObjectStore, files: TableFiles, write_root: Location, doing: str) -> None:
+    def __init__(
+        self,
+        objects: ObjectStore,
+        files: TableFiles,
+        write_root: Location,
+        doing: str,
+        write_objects: ObjectStore | None = None,
+    ) -> None:
         super().__init__(objects, files, doing)
         self.write_root = write_root
+        self.write_objects = write_objects or objects  # another store's (a moved table's copy) or the same
 
     def new_output(self, location: str) -> OutputFile:
         parsed = Location.parse(location, "manifest location")
         if not parsed.is_within(self.write_root) or parsed == self.write_root:
             raise BadRequest(f"{location!r} is outside {self.write_root.uri}")
-        return _BufferedOutput(location, parsed, self.objects)
+        return _BufferedOutput(location, parsed, self.write_objects)
 
 
 class ManifestReader:

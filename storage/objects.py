@@ -31,6 +31,7 @@ from app.ground.settings import S3Settings
 log = logging.getLogger(__name__)
 
 PROBE_TIMEOUT_S = 2.0  # /readyz's S3 request
+COPY_PART_BYTES = 64 * 1024 * 1024  # a streamed copy's upload parts (an unknown length needs them)
 
 
 class ObjectNotFound(CatalogError):
@@ -135,6 +136,23 @@ class S3ObjectStore:
             # put_object() would turn If-None-Match into user metadata; the plain PUT keeps it a
             # real conditional header (minio 7.2 is pinned in requirements.txt).
             self.client._put_object(bucket, key, data, headers=headers)
+
+    def copy_in(self, source: S3ObjectStore, origin: Location, location: Location) -> None:
+        """``origin`` of ``source``'s store copied to ``location`` of this one: streamed, never held
+        whole in memory (a moved table's data files: app/table_moves/copying.py). The target is a
+        new table's fresh folder, so nothing is overwritten."""
+        from_bucket, from_key = _s3(origin)
+        bucket, key = _s3(location)
+        with self._calls(f"copy {origin.uri}"):
+            response = source.client.get_object(from_bucket, from_key)
+            try:
+                length = int(response.headers.get("content-length") or -1)
+                self.client.put_object(
+                    bucket, key, response, length, content_type="application/octet-stream", part_size=COPY_PART_BYTES
+                )
+            finally:
+                response.close()
+                response.release_conn()
 
     def read(self, location: Location, max_bytes: int | None = None) -> bytes:
         bucket, key = _s3(location)

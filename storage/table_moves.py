@@ -30,6 +30,8 @@ class MovedFrom:
     metadata_location: str
     remote: str  # "keep" (the remote's copy stays, read-only through Growler) | "drop" (until dropped there)
     moved_by: str | None
+    # a move with a copy of the files: the remote's version copied (``metadata_location``: the copy's)
+    source_metadata_location: str | None = None
 
 
 @dataclass(frozen=True)
@@ -46,12 +48,13 @@ class TableMoveRow:
     remote: str
     moved_by: str | None
     moved_at: datetime
+    source_metadata_location: str | None = None  # a copy's: the remote's version it was made of
 
 
 _SELECT = (
     "SELECT m.source_warehouse_id, m.source_namespace, m.source_name, m.entry_id, w.name AS target_warehouse,"
     " n.path AS target_namespace, e.name AS target_name, e.metadata_location AS target_metadata_location,"
-    " m.metadata_location, m.remote, m.moved_by, m.moved_at"
+    " m.metadata_location, m.remote, m.moved_by, m.moved_at, m.source_metadata_location"
     " FROM table_move m JOIN catalog_entry e ON e.id = m.entry_id JOIN namespace n ON n.id = e.namespace_id"
     " JOIN warehouse w ON w.id = n.warehouse_id"
 )
@@ -70,7 +73,7 @@ def insert_move(conn: Connection, moved: MovedFrom, entry_id: int) -> None:
     )
     conn.execute(
         "INSERT INTO table_move (source_warehouse_id, source_namespace, source_name, entry_id, metadata_location,"
-        " remote, moved_by) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+        " remote, moved_by, source_metadata_location) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
         (
             moved.source_warehouse_id,
             list(moved.source_namespace),
@@ -79,6 +82,7 @@ def insert_move(conn: Connection, moved: MovedFrom, entry_id: int) -> None:
             moved.metadata_location,
             moved.remote,
             moved.moved_by,
+            moved.source_metadata_location,
         ),
     )
 

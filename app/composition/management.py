@@ -10,6 +10,7 @@ from app.maintenance.service import MaintenanceService
 from app.management.identities import Identities
 from app.management.service import ManagementService
 from app.restrictions.service import RestrictionService
+from app.table_moves.copying import TableCopy
 from app.table_moves.service import TableMoveService
 from storage.audit import AuditRows
 from storage.management_rows import ManagementRows
@@ -45,7 +46,12 @@ def build_restrictions(base: Foundation) -> RestrictionService:
 def build_table_moves(base: Foundation, catalog: Catalog) -> TableMoveService:
     """Moving tables home: the federation's remote load and drop, the tables' register."""
     return TableMoveService(
-        TableMoveRows(base.database), catalog.federation, catalog.tables, base.warehouses, rights=base.rights
+        TableMoveRows(base.database),
+        catalog.federation,
+        catalog.tables,
+        base.warehouses,
+        TableCopy(base.warehouses),
+        rights=base.rights,
     )
 
 

@@ -18,13 +18,17 @@ A move is two commits in two catalogs, so it is ordered for a reader and recorde
 
 Undoing unregisters the native table, only while its metadata location is still the one the
 move registered (a commit since would be lost to the remote's copy: 409) and while the remote
-still holds that same version (else it is gone there, and the move is final). No file is copied
-in either direction; a move with a copy of the files into the native warehouse's storage is not
-built (docs/federation.md says so).
+still holds that same version (else it is gone there, and the move is final).
+
+With ``files: copy`` the table's files are first copied into the native warehouse's storage under a
+new location (app/table_moves/copying.py) and the copy is registered instead: the native table owns
+its files, the remote's stay the remote's. A refused register removes the copy; an undo
+unregisters it and removes its files.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from app.events.changes import management_events
@@ -37,6 +41,7 @@ from app.rules.contract.management import MoveNamespaceRequest, MoveTableRequest
 from app.rules.identifiers import check_name
 from app.rules.privileges import Kind, Privilege, Securable
 from app.rules.requests.tables import RegisterTableRequest
+from app.table_moves.copying import TableCopy
 from app.tables.service import TableService
 from storage.table_moves import MovedFrom, TableMoveRow, TableMoveRows
 from storage.warehouses import WarehouseRow
@@ -56,6 +61,16 @@ class MoveUnfinished(CatalogError):
         return self._headers
 
 
+def _metadata_location_of(prefix: str, loaded: dict[str, Any]) -> str:
+    location = loaded.get("metadata-location")
+    if not isinstance(location, str) or not location:
+        raise BadGateway(
+            f"The remote catalog of warehouse {prefix} answered loadTable without a metadata-location:"
+            " a staged table cannot be moved"
+        )
+    return location
+
+
 def _dotted(namespace: tuple[str, ...], name: str) -> str:
     return ".".join((*namespace, name))
 
@@ -70,6 +85,7 @@ def move_view(source_warehouse: str, row: TableMoveRow, dropped: bool = False) -
             "name": row.target_name,
         },
         "metadata-location": row.metadata_location,
+        **({"source-metadata-location": row.source_metadata_location} if row.source_metadata_location else {}),
         "remote": state,
         "moved-at": row.moved_at.isoformat(),
     }
@@ -85,10 +101,12 @@ class TableMoveService:
         federation: FederationService,
         tables: TableService,
         warehouses: WarehouseDirectory,
+        copier: TableCopy,
         *,
         rights: ManagementRights,
     ) -> None:
         self.rows = rows
+        self.copier = copier  # a move with a copy of the files (app/table_moves/copying.py)
         self.federation = federation  # the remote's load and drop
         self.tables = tables  # the native register and unregister
         self.warehouses = warehouses
@@ -143,17 +161,31 @@ class TableMoveService:
             return self._drop_remote(prefix, moved)
         if request.remote == "drop":  # refused before anything is written, as a dropTable would be
             self.federation.require_droppable(prefix, namespace, name)
-        metadata_location = self._remote_metadata_location(prefix, namespace, name)
-        events = management_events(
-            "x-move-table-home", {**audit, "metadata-location": metadata_location, **({"by": who} if who else {})}
+        loaded = self._remote_table(prefix, namespace, name)
+        remote_location = _metadata_location_of(prefix, loaded)
+        copied = None
+        if request.files == "copy":
+            copied = self._copy(source, loaded, target, to_namespace, to_name)
+        metadata_location = copied or remote_location
+        described = {**audit, "files": request.files, "metadata-location": metadata_location}
+        if copied is not None:
+            described["source-metadata-location"] = remote_location
+        events = management_events("x-move-table-home", {**described, **({"by": who} if who else {})})
+        moved_from = MovedFrom(
+            source.id, namespace, name, metadata_location, request.remote, who, remote_location if copied else None
         )
-        self.tables.register_table(
-            to.warehouse,
-            to_namespace,
-            RegisterTableRequest(name=to_name, metadata_location=metadata_location),
-            moved_from=MovedFrom(source.id, namespace, name, metadata_location, request.remote, who),
-            move_events=events,
-        )
+        try:
+            self.tables.register_table(
+                to.warehouse,
+                to_namespace,
+                RegisterTableRequest(name=to_name, metadata_location=metadata_location),
+                moved_from=moved_from,
+                move_events=events,
+            )
+        except CatalogError:
+            if copied is not None:  # the copy is nobody's: gone with the refusal
+                self.copier.remove(target, copied)
+            raise
         recorded = self.rows.of(source.id, namespace, name)
         if recorded is None:  # dropped or unregistered in the native warehouse in the meantime
             raise TableMoved(
@@ -178,6 +210,7 @@ class TableMoveService:
                 name=name,
                 target=TableMoveTarget(warehouse=request.target.warehouse, namespace=tuple(request.target.namespace)),
                 remote=request.remote,
+                files=request.files,
             )
             try:
                 moved.append(self.move(prefix, table))
@@ -210,7 +243,8 @@ class TableMoveService:
                 " cannot be undone; finish it with moveTableHome (remote drop), or register the table's current"
                 " metadata in the remote yourself"
             )
-        if self._remote_metadata_location(prefix, namespace, name, missing_ok=True) != moved.metadata_location:
+        remote_version = moved.source_metadata_location or moved.metadata_location
+        if self._remote_metadata_location(prefix, namespace, name, missing_ok=True) != remote_version:
             raise TableMoved(
                 f"The remote no longer holds table {_dotted(namespace, name)} as it was moved: the move is final;"
                 " finish it with moveTableHome (remote drop)"
@@ -223,6 +257,8 @@ class TableMoveService:
             only_at=moved.metadata_location,
             also=events,
         )
+        if moved.source_metadata_location is not None:  # the copy's files: nobody's now
+            self.copier.remove(self.warehouses.get(moved.target_warehouse), moved.metadata_location)
 
     # -- parts ---------------------------------------------------------------------------
 
@@ -248,23 +284,31 @@ class TableMoveService:
         self.rights.require_privilege(action, audit, also, table)
         return who
 
+    def _remote_table(self, prefix: str, namespace: tuple[str, ...], name: str) -> dict[str, Any]:
+        """The remote's loadTable answer (its current metadata), never a kept one it did not confirm."""
+        values = {"namespace": UNIT_SEPARATOR.join(namespace), "table": name}
+        loaded = self.federation.read(prefix, "loadTable", TABLE_PATH, values)
+        return loaded if isinstance(loaded, dict) else {}
+
     def _remote_metadata_location(
         self, prefix: str, namespace: tuple[str, ...], name: str, missing_ok: bool = False
     ) -> str | None:
-        values = {"namespace": UNIT_SEPARATOR.join(namespace), "table": name}
         try:
-            loaded = self.federation.read(prefix, "loadTable", TABLE_PATH, values)
+            loaded = self._remote_table(prefix, namespace, name)
         except RemoteRefused as exc:
             if missing_ok and exc.code == 404:
                 return None
             raise
-        location = loaded.get("metadata-location") if isinstance(loaded, dict) else None
-        if not isinstance(location, str) or not location:
-            raise BadGateway(
-                f"The remote catalog of warehouse {prefix} answered loadTable without a metadata-location:"
-                " a staged table cannot be moved"
-            )
-        return location
+        return _metadata_location_of(prefix, loaded)
+
+    def _copy(
+        self, source: WarehouseRow, loaded: dict[str, Any], target: WarehouseRow, namespace: tuple[str, ...], name: str
+    ) -> str:
+        """The table's files copied under a new location of the target namespace (as a createTable
+        there would place it): the copy's metadata location."""
+        properties = self.tables.entries.require_namespace(target, namespace)
+        location = self.tables.entries.location_for(target, namespace, name, str(uuid.uuid4()), None, properties)
+        return self.copier.copy(source, loaded, target, location)
 
     def _remote_tables(self, prefix: str, namespace: tuple[str, ...]) -> list[str]:
         """The names of the remote namespace's tables the caller may see (the listing forwarded

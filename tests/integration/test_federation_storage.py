@@ -18,6 +18,7 @@ import pyarrow as pa
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 
+from app.ground.locations import Location
 from storage.objects import S3ObjectStore
 from tests.conftest import TEST_CREDENTIAL, warehouse_body
 from tests.integration.rest_reference_support import ReferenceServer
@@ -258,3 +259,100 @@ def test_vended_credentials_of_growlers_own_for_a_table_inside_the_allowed_locat
     # without delegation asked, no key leaves Growler
     plain = httpx.get(path)
     assert "storage-credentials" not in plain.json() and services.secret_key not in plain.text
+
+
+# -- moving a table home with a copy of its files (app/table_moves/copying.py) ---------------------
+
+
+@pytest.fixture(scope="module")
+def home(server, services) -> str:
+    """A native warehouse that allows nothing of the remote's: a copy is the only way in."""
+    name = f"home-{uuid.uuid4().hex[:8]}"
+    created = httpx.post(
+        f"{server.url}{MANAGEMENT}/warehouses", json=warehouse_body(services, name, f"s3://{BUCKET}/{name}")
+    )
+    assert created.status_code == 201, created.text
+    assert httpx.post(f"{server.url}/v1/{name}/namespaces", json={"namespace": ["landed"]}).status_code == 200
+    return name
+
+
+def _keys(services) -> dict[str, str]:
+    return {
+        "s3.endpoint": services.s3_endpoint,
+        "s3.path-style-access": "true",
+        "s3.access-key-id": services.access_key,
+        "s3.secret-access-key": services.secret_key,
+        "s3.region": "us-east-1",
+    }
+
+
+def _objects(settings, location: str) -> list[str]:
+    return sorted(found.uri for found in S3ObjectStore(settings.s3).list(Location.parse(location)))
+
+
+def _copy_move(server, federated: str, namespace: str, home: str, name: str, remote: str) -> httpx.Response:
+    body = {
+        "namespace": [namespace],
+        "name": "orders",
+        "target": {"warehouse": home, "namespace": ["landed"], "name": name},
+        "remote": remote,
+        "files": "copy",
+    }
+    return httpx.post(f"{server.url}{MANAGEMENT}/warehouses/{federated}/table-moves", json=body)
+
+
+def test_a_table_moves_home_with_a_copy_of_its_files_and_owns_them(server, services, settings, federated, home):
+    namespace, table = _table(server, federated)
+    table.append(pa.Table.from_pylist([{"id": 3, "name": "c"}], schema=SCHEMA.as_arrow()))  # a second snapshot
+    remote_location = table.location()
+    remote_files = _objects(settings, remote_location)
+    name = f"copied_{uuid.uuid4().hex[:6]}"
+
+    moved = _copy_move(server, federated, namespace, home, name, "drop")
+    assert moved.status_code == 200, moved.text
+    assert moved.json()["remote"] == "dropped"
+    assert moved.json()["source-metadata-location"] == table.metadata_location
+
+    native = RestCatalog("home", uri=server.url, warehouse=home, credential=TEST_CREDENTIAL, **_keys(services))
+    landed = native.load_table(("landed", name))
+    location = landed.location()
+    assert location.startswith(f"s3://{BUCKET}/{home}/") and moved.json()["metadata-location"].startswith(location)
+    assert sorted(landed.scan().to_arrow().to_pylist(), key=lambda row: row["id"]) == [*ROWS, {"id": 3, "name": "c"}]
+    # every file the native table reaches is its own copy; the remote's files are where they were
+    assert len(landed.metadata.snapshots) == 2
+    for snapshot in landed.metadata.snapshots:
+        assert snapshot.manifest_list.startswith(f"{location}/metadata/")
+        for manifest in snapshot.manifests(landed.io):
+            assert manifest.manifest_path.startswith(f"{location}/metadata/")
+    assert all(task.file.file_path.startswith(f"{location}/data/") for task in landed.scan().plan_files())
+    assert _objects(settings, remote_location) == remote_files  # dropped there without a purge
+    # the native table is a table like any other: it takes an append
+    landed.append(pa.Table.from_pylist([{"id": 4, "name": "d"}], schema=SCHEMA.as_arrow()))
+    assert len(native.load_table(("landed", name)).scan().to_arrow()) == 4
+
+
+def test_a_copied_move_is_undone_with_its_copy_and_refusals_copy_nothing(
+    server, services, settings, reference, federated, home
+):
+    namespace, table = _table(server, federated)
+    name = f"undone_{uuid.uuid4().hex[:6]}"
+    moved = _copy_move(server, federated, namespace, home, name, "keep")
+    assert moved.status_code == 200, moved.text
+    copy_location = moved.json()["metadata-location"].rsplit("/metadata/", 1)[0]
+    assert _objects(settings, copy_location)
+    undo = {"namespace": [namespace], "name": "orders"}
+    undone = httpx.post(f"{server.url}{MANAGEMENT}/warehouses/{federated}/table-moves/undo", json=undo)
+    assert undone.status_code == 204, undone.text
+    assert _objects(settings, copy_location) == []
+    assert httpx.get(f"{server.url}/v1/{home}/namespaces/landed/tables/{name}").status_code == 404
+    assert reference.get(f"namespaces/{namespace}/tables/orders").status_code == 200
+
+    # a federated warehouse without Growler's own storage access: nothing to read the files with
+    plain = f"fed-plain-{uuid.uuid4().hex[:8]}"
+    body = {"name": plain, "federation": {"uri": reference.url, "warehouse": "remote"}}
+    assert httpx.post(f"{server.url}{MANAGEMENT}/warehouses", json=body).status_code == 201
+    refused = _copy_move(server, plain, namespace, home, f"refused_{uuid.uuid4().hex[:6]}", "keep")
+    assert refused.status_code == 400, refused.text
+    assert "own storage access" in refused.json()["error"]["message"]
+    listed = httpx.get(f"{server.url}/v1/{home}/namespaces/landed/tables").json()["identifiers"]
+    assert not [item for item in listed if item["name"].startswith("refused_")]

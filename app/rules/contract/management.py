@@ -755,6 +755,12 @@ class MoveTableRequest(ContractModel):
             description="drop (default) - drop the table from the remote catalog, its files kept; keep - leave it there, read-only through Growler, until the move is undone or finished with drop."
         ),
     ] = "drop"
+    files: Annotated[
+        Literal["in-place", "copy"],
+        Field(
+            description="in-place (default) - the native table takes the remote's metadata and files where they are; copy - they are copied into the native warehouse's storage under a new location, every path rewritten, and the native table owns the copy (needs Growler's own storage access to the remote's table - the federated warehouse's storage and allowed-locations; docs/federation.md \"Moving a table home\")."
+        ),
+    ] = "in-place"
 
 
 class NamespaceMoveTarget(ContractModel):
@@ -956,6 +962,12 @@ class MoveNamespaceRequest(ContractModel):
     namespace: Annotated[NamespaceLevels, Field(max_length=16, min_length=1)]
     target: NamespaceMoveTarget
     remote: Literal["drop", "keep"] = "drop"
+    files: Annotated[
+        Literal["in-place", "copy"],
+        Field(
+            description="as a table's move; in-place (default) - the native table takes the remote's metadata and files where they are; copy - they are copied into the native warehouse's storage under a new location, every path rewritten, and the native table owns the copy (needs Growler's own storage access to the remote's table - the federated warehouse's storage and allowed-locations; docs/federation.md \"Moving a table home\")."
+        ),
+    ] = "in-place"
 
 
 class TableMove(ContractModel):
@@ -965,8 +977,17 @@ class TableMove(ContractModel):
     source: TableMoveEnd
     target: TableMoveEnd
     metadata_location: Annotated[
-        str, Field(alias="metadata-location", description="The metadata file the move registered.")
+        str,
+        Field(
+            alias="metadata-location", description="The metadata file the move registered (a copy's, with files copy)."
+        ),
     ]
+    source_metadata_location: Annotated[
+        str | None,
+        Field(
+            alias="source-metadata-location", description="With files copy, the remote's metadata file that was copied."
+        ),
+    ] = None
     remote: Annotated[
         Literal["dropped", "kept", "drop-pending"],
         Field(
