@@ -21,8 +21,9 @@ from pyiceberg.catalog.rest import RestCatalog
 from app.ground.locations import Location
 from storage.objects import S3ObjectStore
 from tests.conftest import TEST_CREDENTIAL, warehouse_body
+from tests.integration.proc_support import wait_for
 from tests.integration.rest_reference_support import ReferenceServer
-from tests.integration.test_federation import MANAGEMENT, SCHEMA, _grant, _principal
+from tests.integration.test_federation import MANAGEMENT, SCHEMA, SETTLE_S, _grant, _principal
 
 BUCKET = "growler-test-fedstore"
 ROWS = [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]
@@ -147,7 +148,11 @@ def test_signing_is_bound_to_the_tables_folders_the_callers_grants_and_protectio
 
     _, role, reader = _principal(server)
     _grant(server, role, "read", {"type": "table", "warehouse": federated, "namespace": [namespace], "name": "orders"})
-    assert _sign(server, federated, namespace, "GET", _object_uri(services, data_file), reader).status_code == 200
+    wait_for(  # the grant reaches each worker at its own poll
+        lambda: _sign(server, federated, namespace, "GET", _object_uri(services, data_file), reader).status_code == 200,
+        "the reader's grant on the workers",
+        SETTLE_S,
+    )
     write = _sign(
         server, federated, namespace, "PUT", _object_uri(services, f"{table.location()}/data/y.parquet"), reader
     )
@@ -164,6 +169,33 @@ def test_signing_is_bound_to_the_tables_folders_the_callers_grants_and_protectio
     deleted = _sign(server, federated, namespace, "DELETE", _object_uri(services, data_file))
     assert deleted.status_code == 403 and "protected" in deleted.json()["error"]["message"], deleted.text
     assert _sign(server, federated, namespace, "GET", _object_uri(services, data_file)).status_code == 200
+
+
+def test_a_caller_with_read_restrictions_gets_no_storage_access_of_growlers_own(server, services, federated):
+    """Read restrictions meet Growler's own storage access: an untrusted restricted caller is
+    neither signed for nor vended, and its loadTable is 403, as on a native table."""
+    namespace, table = _table(server, federated)
+    data_file = next(task.file.file_path for task in table.scan().plan_files())
+    _, role, restricted = _principal(server)
+    _grant(server, role, "read", {"type": "namespace", "warehouse": federated, "namespace": [namespace]})
+    restriction = {
+        "securable": {"type": "table", "namespace": [namespace], "name": "orders"},
+        "grantee": {"type": "role", "name": role},
+        "row-filter": {"type": "gt", "term": "id", "value": 1},
+    }
+    made = httpx.post(f"{server.url}{MANAGEMENT}/warehouses/{federated}/read-restrictions", json=restriction)
+    assert made.status_code == 200, made.text
+    path = f"{server.url}/v1/{federated}/namespaces/{namespace}/tables/orders"
+
+    def refused() -> httpx.Response | None:
+        answer = _sign(server, federated, namespace, "GET", _object_uri(services, data_file), restricted)
+        return answer if answer.status_code == 403 else None
+
+    signed = wait_for(refused, "the restriction on the workers", SETTLE_S)
+    assert "not a trusted engine" in signed.json()["error"]["message"], signed.text
+    for answer in (httpx.get(f"{path}/credentials", headers=restricted), httpx.get(path, headers=restricted)):
+        assert answer.status_code == 403, answer.text
+        assert services.secret_key not in answer.text
 
 
 def test_a_table_outside_the_allowed_locations_keeps_the_remotes_answer_and_is_not_signed(
