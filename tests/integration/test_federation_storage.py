@@ -24,6 +24,7 @@ from tests.conftest import TEST_CREDENTIAL, warehouse_body
 from tests.integration.proc_support import wait_for
 from tests.integration.rest_reference_support import ReferenceServer
 from tests.integration.test_federation import MANAGEMENT, SCHEMA, SETTLE_S, _grant, _principal
+from tests.integration.test_federation_moves import _s3
 
 BUCKET = "growler-test-fedstore"
 ROWS = [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]
@@ -37,17 +38,10 @@ def remote_root(settings) -> str:
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory, services, remote_root) -> Iterator[ReferenceServer]:
-    keys = {
-        "s3.endpoint": services.s3_endpoint,
-        "s3.path-style-access": "true",
-        "s3.access-key-id": services.access_key,
-        "s3.secret-access-key": services.secret_key,
-        "client.region": "us-east-1",
-    }
     running = ReferenceServer(
         tmp_path_factory.mktemp("rest-reference-own-storage"),
         warehouse=remote_root,
-        catalog={"io-impl": "org.apache.iceberg.aws.s3.S3FileIO", **keys},
+        catalog={"io-impl": "org.apache.iceberg.aws.s3.S3FileIO", **_s3(services), "client.region": "us-east-1"},
     )
     try:
         yield running
@@ -308,16 +302,6 @@ def home(server, services) -> str:
     return name
 
 
-def _keys(services) -> dict[str, str]:
-    return {
-        "s3.endpoint": services.s3_endpoint,
-        "s3.path-style-access": "true",
-        "s3.access-key-id": services.access_key,
-        "s3.secret-access-key": services.secret_key,
-        "s3.region": "us-east-1",
-    }
-
-
 def _objects(settings, location: str) -> list[str]:
     return sorted(found.uri for found in S3ObjectStore(settings.s3).list(Location.parse(location)))
 
@@ -345,7 +329,14 @@ def test_a_table_moves_home_with_a_copy_of_its_files_and_owns_them(server, servi
     assert moved.json()["remote"] == "dropped"
     assert moved.json()["source-metadata-location"] == table.metadata_location
 
-    native = RestCatalog("home", uri=server.url, warehouse=home, credential=TEST_CREDENTIAL, **_keys(services))
+    native = RestCatalog(
+        "home",
+        uri=server.url,
+        warehouse=home,
+        credential=TEST_CREDENTIAL,
+        **_s3(services),
+        **{"s3.region": "us-east-1"},
+    )
     landed = native.load_table(("landed", name))
     location = landed.location()
     assert location.startswith(f"s3://{BUCKET}/{home}/") and moved.json()["metadata-location"].startswith(location)
