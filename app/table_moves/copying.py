@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import uuid
 from copy import copy
 from typing import Any, TypeVar
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from pyiceberg.manifest import (
     DATA_FILE_TYPE,
     DEFAULT_READ_VERSION,
@@ -51,6 +50,8 @@ from app.rules.table.files import data_path, stored_roots
 from storage.manifests import ObjectStoreFileIO, WritingObjectStoreFileIO
 from storage.objects import S3ObjectStore
 from storage.warehouses import WarehouseRow
+
+log = logging.getLogger(__name__)
 
 # Properties that place files outside the location: the copy's files are all under its location.
 PLACING_PROPERTIES = (
@@ -86,10 +87,30 @@ class TableCopy:
                 f"A format version {metadata.format_version} table cannot be moved with a copy of its files yet;"
                 ' move it with "files": "in-place"'
             )
+        if any(snapshot.manifest_list is None for snapshot in metadata.snapshots):
+            raise BadRequest("A table with snapshots of embedded manifests (v1) cannot be copied; move it in place")
         roots = self._readable_roots(source, metadata, metadata_location)
-        paths = PathMap(roots, location.rstrip("/"))
         source_store = S3ObjectStore(self.warehouses.s3_settings(source))
         target_store = S3ObjectStore(self.warehouses.s3_settings(target))
+        try:
+            return self._copied(raw, metadata, roots, location, source_store, target_store)
+        except BaseException:  # a copy cut short is nobody's: gone with the failure
+            try:
+                _remove_under(target_store, Location.parse(location))
+            except Exception as cleanup:  # noqa: BLE001 - the copy's own failure is the one to answer
+                log.warning("a cut-short copy under %s was not removed: %s", location, type(cleanup).__name__)
+            raise
+
+    def _copied(  # noqa: PLR0913 - the table and the two stores
+        self,
+        raw: dict[str, Any],
+        metadata: TableMetadata,
+        roots: list[str],
+        location: str,
+        source_store: S3ObjectStore,
+        target_store: S3ObjectStore,
+    ) -> str:
+        paths = PathMap(roots, location.rstrip("/"))
         files = TableFiles.of(*roots)
         reading = ObjectStoreFileIO(source_store, files, DOING)
         writing = WritingObjectStoreFileIO(
@@ -125,10 +146,7 @@ class TableCopy:
     def remove(self, target: WarehouseRow, metadata_location: str) -> None:
         """A copy's files, all under its location, deleted (a refused register, an undone move)."""
         location = Location.parse(metadata_location.rsplit("/metadata/", 1)[0])
-        store = S3ObjectStore(self.warehouses.s3_settings(target))
-        found = list(store.list(location))
-        for start in range(0, len(found), DELETE_BATCH):
-            store.delete(found[start : start + DELETE_BATCH])
+        _remove_under(S3ObjectStore(self.warehouses.s3_settings(target)), location)
 
     def _readable_roots(self, source: WarehouseRow, metadata: TableMetadata, metadata_location: str) -> list[str]:
         """The table's folders, every one inside the federated warehouse's allowed locations:
@@ -240,6 +258,11 @@ def _position_deletes(
     of its file_path column."""
     if data_file.file_format != FileFormat.PARQUET:
         raise BadRequest(f"Position deletes in {data_file.file_format} cannot be copied yet; move the table in place")
+    # imported here: pyarrow is some 40 MB a worker holds only once something uses it
+    # (tests/api/test_worker_imports.py)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     table = pq.read_table(io.BytesIO(source_store.read(Location.parse(data_file.file_path))))
     mapped = [paths.map(path) for path in table.column("file_path").to_pylist()]
     index = table.schema.get_field_index("file_path")
@@ -254,6 +277,12 @@ def _position_deletes(
         changed["lower_bounds"] = _bound(data_file.lower_bounds, min(mapped))
         changed["upper_bounds"] = _bound(data_file.upper_bounds, max(mapped))
     return changed
+
+
+def _remove_under(store: S3ObjectStore, location: Location) -> None:
+    found = list(store.list(location))
+    for start in range(0, len(found), DELETE_BATCH):
+        store.delete(found[start : start + DELETE_BATCH])
 
 
 def _replaced(record: R, fields: tuple[str, ...], **changes: Any) -> R:

@@ -379,3 +379,26 @@ def test_a_copied_move_is_undone_with_its_copy_and_refusals_copy_nothing(
     assert "own storage access" in refused.json()["error"]["message"]
     listed = httpx.get(f"{server.url}/v1/{home}/namespaces/landed/tables").json()["identifiers"]
     assert not [item for item in listed if item["name"].startswith("refused_")]
+
+
+def test_spark_reads_and_writes_a_table_moved_home_with_a_copy(spark, server, services, federated, home):
+    """The copy is an Iceberg table like any other for Spark: read through the native warehouse
+    (its own vended keys), appended to, its new files under the copy's location."""
+    from tests.integration.spark_support import add_catalog
+
+    namespace, _ = _table(server, federated)
+    line = spark.line.replace(".", "")
+    name = f"spark_copy_{line}_{uuid.uuid4().hex[:6]}"
+    moved = _copy_move(server, federated, namespace, home, name, "drop")
+    assert moved.status_code == 200, moved.text
+    catalog = add_catalog(spark, f"copied_{line}_{uuid.uuid4().hex[:6]}", server.url, home)
+    table = f"{catalog}.landed.{name}"
+    assert [tuple(row) for row in spark.sql(f"SELECT id, name FROM {table} ORDER BY id").collect()] == [
+        (1, "a"),
+        (2, "b"),
+    ]
+    spark.sql(f"INSERT INTO {table} VALUES (3, 'c')")
+    native = RestCatalog("home", uri=server.url, warehouse=home, credential=TEST_CREDENTIAL, **_s3(services))
+    landed = native.load_table(("landed", name))
+    assert sorted(landed.scan().to_arrow().to_pylist(), key=lambda row: row["id"]) == [*ROWS, {"id": 3, "name": "c"}]
+    assert all(task.file.file_path.startswith(f"{landed.location()}/") for task in landed.scan().plan_files())
