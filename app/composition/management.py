@@ -51,6 +51,7 @@ def build_table_moves(base: Foundation, catalog: Catalog) -> TableMoveService:
         catalog.tables,
         base.warehouses,
         TableCopy(base.warehouses),
+        catalog.namespaces,
         rights=base.rights,
     )
 

@@ -33,9 +33,10 @@ from typing import Any
 
 from app.events.changes import management_events
 from app.federation.service import TABLE_PATH, FederationService, RemoteRefused
-from app.ground.errors import BadGateway, BadRequest, CatalogError, NotFound, TableMoved
+from app.ground.errors import AlreadyExists, BadGateway, BadRequest, CatalogError, NotFound, TableMoved
 from app.ground.text import UNIT_SEPARATOR
 from app.management.rights import ManagementRights
+from app.namespaces.service import NamespaceService
 from app.namespaces.warehouses import WarehouseDirectory
 from app.rules.contract.management import MoveNamespaceRequest, MoveTableRequest, TableMoveSource, TableMoveTarget
 from app.rules.identifiers import check_name
@@ -47,6 +48,7 @@ from storage.table_moves import MovedFrom, TableMoveRow, TableMoveRows
 from storage.warehouses import WarehouseRow
 
 MAX_NAMESPACE_TABLES = 1000  # a namespace's move is one request: more tables are moved one by one
+MAX_NESTED_NAMESPACES = 100  # namespaces a nested move walks in one request
 
 
 class MoveUnfinished(CatalogError):
@@ -69,6 +71,12 @@ def _metadata_location_of(prefix: str, loaded: dict[str, Any]) -> str:
             " a staged table cannot be moved"
         )
     return location
+
+
+def _relative(moved: dict[str, Any], namespace: tuple[str, ...]) -> str:
+    """A moved table's name below the namespace a nested move started from (``orders``, ``sub.orders``)."""
+    source = moved["source"]
+    return ".".join((*source["namespace"][len(namespace) :], source["name"]))
 
 
 def _dotted(namespace: tuple[str, ...], name: str) -> str:
@@ -102,11 +110,13 @@ class TableMoveService:
         tables: TableService,
         warehouses: WarehouseDirectory,
         copier: TableCopy,
+        namespaces: NamespaceService,
         *,
         rights: ManagementRights,
     ) -> None:
         self.rows = rows
         self.copier = copier  # a move with a copy of the files (app/table_moves/copying.py)
+        self.namespaces = namespaces  # the native namespaces a nested move creates
         self.federation = federation  # the remote's load and drop
         self.tables = tables  # the native register and unregister
         self.warehouses = warehouses
@@ -198,30 +208,88 @@ class TableMoveService:
 
     def move_namespace(self, prefix: str, request: MoveNamespaceRequest) -> list[dict[str, Any]]:
         """Every table of the remote's namespace the caller may see, moved one at a time (each as
-        ``move``, with its own checks): the first that cannot be stops it, with what moved before;
-        the same request again moves the rest."""
+        ``move``, with its own checks) - with ``nested``, those of every namespace below it too,
+        each into the native namespace of the same relative path under the target (created where
+        missing). The first that cannot be moved stops it, with what moved before; the same
+        request again moves the rest."""
         self._federated(prefix)
-        namespace = tuple(request.namespace)
-        names = self._remote_tables(prefix, namespace)
-        moved: list[dict[str, Any]] = []
-        for name in names:
-            table = MoveTableRequest(
-                namespace=namespace,
-                name=name,
-                target=TableMoveTarget(warehouse=request.target.warehouse, namespace=tuple(request.target.namespace)),
-                remote=request.remote,
-                files=request.files,
+        namespace, target = tuple(request.namespace), tuple(request.target.namespace)
+        places = self._remote_namespaces(prefix, namespace) if request.nested else [()]
+        plan = [(relative, self._remote_tables(prefix, (*namespace, *relative))) for relative in places]
+        total = sum(len(names) for _, names in plan)
+        if total > MAX_NAMESPACE_TABLES:
+            raise BadRequest(
+                f"Namespace {'.'.join(namespace)} and those below it hold more than {MAX_NAMESPACE_TABLES} tables:"
+                " move them namespace by namespace (without nested)"
             )
+        moved: list[dict[str, Any]] = []
+        for relative, names in plan:
+            source, into = (*namespace, *relative), (*target, *relative)
+            current = ".".join(source)
             try:
-                moved.append(self.move(prefix, table))
+                if relative:
+                    self._ensure_native(request.target.warehouse, into)
+                for name in names:
+                    current = name if not relative else ".".join((*relative, name))
+                    table = MoveTableRequest(
+                        namespace=source,
+                        name=name,
+                        target=TableMoveTarget(warehouse=request.target.warehouse, namespace=into),
+                        remote=request.remote,
+                        files=request.files,
+                    )
+                    moved.append(self.move(prefix, table))
             except CatalogError as exc:
-                done = ", ".join(item["source"]["name"] for item in moved) or "none"
+                done = ", ".join(_relative(item, namespace) for item in moved) or "none"
                 raise MoveUnfinished(
-                    f"{len(moved)} of the {len(names)} tables of namespace {'.'.join(namespace)} moved ({done});"
-                    f" table {name}: {exc.message}. The same request again moves the rest",
+                    f"{len(moved)} of the {total} tables of namespace {'.'.join(namespace)} moved ({done});"
+                    f" table {current}: {exc.message}. The same request again moves the rest",
                     exc,
                 ) from exc
         return moved
+
+    def _remote_namespaces(self, prefix: str, namespace: tuple[str, ...]) -> list[tuple[str, ...]]:
+        """The namespace and every one below it the caller may see, as paths relative to it (the
+        namespace itself first, parents before children), at most ``MAX_NESTED_NAMESPACES``."""
+        found: list[tuple[str, ...]] = [()]
+        index = 0
+        while index < len(found):
+            parent = (*namespace, *found[index])
+            token = ""
+            while True:
+                listed = self.federation.read(
+                    prefix,
+                    "listNamespaces",
+                    "/v1/{prefix}/namespaces",
+                    {},
+                    parent=UNIT_SEPARATOR.join(parent),
+                    pageToken=token,
+                )
+                for child in listed.get("namespaces") or ():
+                    levels = tuple(str(level) for level in child)
+                    if len(levels) == len(parent) + 1 and levels[: len(parent)] == parent:
+                        found.append(levels[len(namespace) :])
+                if len(found) > MAX_NESTED_NAMESPACES:
+                    raise BadRequest(
+                        f"Namespace {'.'.join(namespace)} holds more than {MAX_NESTED_NAMESPACES} namespaces: move"
+                        " them one by one (moveNamespaceHome without nested)"
+                    )
+                token = listed.get("next-page-token") or ""
+                if not token:
+                    break
+            index += 1
+        return found
+
+    def _ensure_native(self, warehouse: str, namespace: tuple[str, ...]) -> None:
+        """The native namespace a nested one moves into, created where missing (create on its parent)."""
+        audit = {"warehouse": warehouse, "namespace": list(namespace)}
+        self.rights.require_privilege(
+            "move-table-home", audit, Privilege.CREATE, Securable.of_namespace(warehouse, namespace[:-1])
+        )
+        try:
+            self.namespaces.create_namespace(warehouse, namespace, {})
+        except AlreadyExists:
+            return
 
     def undo(self, prefix: str, request: TableMoveSource) -> None:
         source = self._federated(prefix)

@@ -509,3 +509,34 @@ def test_a_namespace_moves_home_table_by_table_and_a_rerun_finishes_it(
     assert _rows(native.load_table((target, "orders"))) == ROWS
     assert _rows(native.load_table((target, "returns"))) == ROWS[:1]
     assert httpx.get(f"{server.url}/v1/{federated}/namespaces/{namespace}/tables").json()["identifiers"] == []
+
+
+def test_a_namespace_moves_home_with_the_namespaces_below_it(server, settings, services, reference, federated, home):
+    """moveNamespaceHome with nested: the tables of each namespace below go into the native
+    namespace of the same relative path under the target, created there; the remote keeps the
+    (now empty) namespaces, as a table's move keeps its namespace."""
+    namespace, catalog = _remote_table(server, services, federated)
+    catalog.create_namespace((namespace, "daily"))
+    catalog.create_namespace((namespace, "daily", "eu"))
+    deep = catalog.create_table((namespace, "daily", "eu", "sales"), schema=SCHEMA)
+    deep.append(pa.Table.from_pylist(ROWS[:1], schema=SCHEMA.as_arrow()))
+    target = f"n_{namespace}"
+    assert httpx.post(f"{server.url}/v1/{home}/namespaces", json={"namespace": [target]}).status_code == 200
+    moves = f"{server.url}{MANAGEMENT}/warehouses/{federated}/namespace-moves"
+    body = {"namespace": [namespace], "target": {"warehouse": home, "namespace": [target]}, "nested": True}
+
+    moved = httpx.post(moves, json=body)
+    assert moved.status_code == 200, moved.text
+    assert sorted((tuple(m["target"]["namespace"]), m["target"]["name"]) for m in moved.json()["moves"]) == [
+        ((target,), "orders"),
+        ((target, "daily", "eu"), "sales"),
+    ]
+    native = RestCatalog("growler", uri=server.url, warehouse=home, credential=TEST_CREDENTIAL)
+    assert _rows(native.load_table((target, "orders"))) == ROWS
+    assert _rows(native.load_table((target, "daily", "eu", "sales"))) == ROWS[:1]
+    assert native.list_namespaces((target,)) == [(target, "daily")]
+    remote_tables = httpx.get(f"{server.url}/v1/{federated}/namespaces/{namespace}%1Fdaily%1Feu/tables")
+    assert remote_tables.status_code == 200 and remote_tables.json()["identifiers"] == []  # dropped there
+    # without nested, a namespace's move leaves those below it alone (as before)
+    again = httpx.post(moves, json={**body, "nested": False})
+    assert again.status_code == 200 and again.json()["moves"] == [], again.text

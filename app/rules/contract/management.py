@@ -968,6 +968,12 @@ class MoveNamespaceRequest(ContractModel):
             description="as a table's move; in-place (default) - the native table takes the remote's metadata and files where they are; copy - they are copied into the native warehouse's storage under a new location, every path rewritten, and the native table owns the copy (needs Growler's own storage access to the remote's table - the federated warehouse's storage and allowed-locations; docs/federation.md \"Moving a table home\")."
         ),
     ] = "in-place"
+    nested: Annotated[
+        bool,
+        Field(
+            description="Move the tables of every namespace below it too (each into the native namespace of the same relative path under the target, created where missing; create on the target's namespaces needed). At most 100 namespaces."
+        ),
+    ] = False
 
 
 class TableMove(ContractModel):
