@@ -47,7 +47,7 @@ from app.edge.http import raw_headers, read_body, replay, send_rendered, send_re
 from app.edge.observability import ROUTING_CONTEXT
 from app.edge.operations import Operation, RouteTable, Unreadable
 from app.edge.responses import JSON, HttpRequest, Rendered, render_result, takes
-from app.federation.service import SERVED_BY_GROWLER
+from app.federation.operations import SERVED_BY_GROWLER
 from app.ground.errors import UnsupportedOperation
 
 InThread = Callable[..., Awaitable[Any]]  # runs a call in the dispatcher's threads, in the request's context

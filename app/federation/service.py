@@ -36,11 +36,24 @@ from app.federation.breaker import CircuitBreaker
 from app.federation.cache import LoadedTables, loaded_key, variant_of
 from app.federation.changes import NEEDS_UUID, Namespace, changes_of, identified, kind_of
 from app.federation.moved import MovedCopies
-from app.federation.own_storage import LOAD_RESULTS, OwnStorageAccess
+from app.federation.operations import (
+    FORWARDED,
+    FORWARDED_HEADERS,
+    GUARDED,
+    JSON_TYPE,
+    NAMESPACE_PATH,
+    OWN_STORAGE_ANSWERS,
+    READS,
+    TABLE_PATH,
+    VIEW_PATH,
+    WRITES,
+)
+from app.federation.own_storage import OwnStorageAccess
 from app.federation.remote import Answer, RemoteCatalog, RemoteSettings, Route
 from app.federation.restricted import RemoteRestrictions
 from app.federation.settings import DEFAULT_BREAKER_COOLDOWN_MS, DEFAULT_BREAKER_FAILURES, DEFAULT_TIMEOUT_MS
 from app.federation.translation import (
+    answered_table,
     guarded_action,
     header,
     json_body,
@@ -67,71 +80,6 @@ from app.storage_access.delegation import Delegation
 from app.tables.access import StorageScopeOf
 from storage.protection_rows import ProtectionRows
 from storage.warehouses import WarehouseRow
-
-# The spec's operations a remote serves; Growler's own (functions, signing, the change feed,
-# unregister) are not federated in this slice: refused with 406.
-READS = frozenset(
-    {
-        "listNamespaces",
-        "loadNamespaceMetadata",
-        "namespaceExists",
-        "listTables",
-        "loadTable",
-        "tableExists",
-        "loadCredentials",
-        "reportMetrics",
-        "planTableScan",
-        "fetchPlanningResult",
-        "fetchScanTasks",
-        "cancelPlanning",
-        "listViews",
-        "loadView",
-        "viewExists",
-    }
-)
-WRITES = frozenset(
-    {
-        "createNamespace",
-        "dropNamespace",
-        "updateProperties",
-        "createTable",
-        "registerTable",
-        "updateTable",
-        "dropTable",
-        "renameTable",
-        "commitTransaction",
-        "createView",
-        "registerView",
-        "replaceView",
-        "dropView",
-        "renameView",
-    }
-)
-FORWARDED = READS | WRITES
-# Answers that carry storage access, where the warehouse's own (app/federation/own_storage.py) replaces the remote's.
-OWN_STORAGE_ANSWERS = LOAD_RESULTS | {"loadCredentials"}
-JSON_TYPE = "application/json"
-# What Growler answers itself for a federated warehouse: its change feed (the writes made through
-# Growler: app/federation/changes.py), and signing with its own storage settings (refused where the
-# warehouse has none: app/federation/own_storage.py).
-SERVED_BY_GROWLER = frozenset({"queryEvents", "signRequest"})
-# What a protection mark refuses, as on a native one - the warehouse's, or one kept by path on a
-# remote namespace, table or view (migration 0040): read fresh, not cached.
-GUARDED = frozenset({"dropTable", "dropView", "dropNamespace", "renameTable", "renameView"})
-# What of the client's request reaches the remote (never its Authorization).
-# x-request-id: the request's id (given or made: app/edge/http.py), so that a remote with a change
-# feed records Growler's writes under it and the mirror knows them (app/federation/mirror.py)
-FORWARDED_HEADERS = (
-    "content-type",
-    "x-iceberg-access-delegation",
-    "idempotency-key",
-    "if-none-match",
-    "accept",
-    "x-request-id",
-)
-TABLE_PATH = "/v1/{prefix}/namespaces/{namespace}/tables/{table}"
-VIEW_PATH = "/v1/{prefix}/namespaces/{namespace}/views/{view}"
-NAMESPACE_PATH = "/v1/{prefix}/namespaces/{namespace}"
 
 
 class RemoteRefused(CatalogError):
@@ -277,7 +225,7 @@ class FederationService:
             remote, operation_id, method, spec_path, path_values, query, sent, body, request, within_ttl
         )
         if own and operation_id != "loadCredentials":
-            table = self._answered_table(operation_id, path_values, request)
+            table = answered_table(operation_id, path_values, request, self.separator)
             delegation = Delegation.parse(header(headers, b"x-iceberg-access-delegation"))
             answer = self.own_storage.answered(row, table, answer, delegation, creating=operation_id != "loadTable")
         if restrictions is None:
@@ -313,14 +261,6 @@ class FederationService:
         route = remote.route()
         path = remote_path(TABLE_PATH, values, route, self.separator)
         return self._load(remote, prefix, values, path, "", {}, within_ttl=True)
-
-    def _answered_table(self, operation_id: str, values: dict[str, str], request: Any) -> tuple[Namespace, str]:
-        """The table a load-shaped answer is for: the path's, or the create's or register's body's name."""
-        namespace = parse_namespace(values["namespace"], self.separator)
-        if operation_id == "loadTable":
-            return namespace, values["table"]
-        name = request.get("name") if isinstance(request, dict) else None
-        return namespace, str(name or "")
 
     def _send(  # noqa: PLR0913 - forward's, once its refusals passed
         self,

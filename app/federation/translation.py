@@ -46,6 +46,16 @@ def remote_query(query: bytes, route: Route, separator: str) -> str:
     return "&".join(pairs)
 
 
+def answered_table(operation_id: str, values: dict[str, str], request: Any, separator: str) -> tuple[Namespace, str]:
+    """The table a load-shaped answer is for: the path's (loadTable), or the name the create's or
+    register's body gives."""
+    namespace = parse_namespace(values["namespace"], separator)
+    if operation_id == "loadTable":
+        return namespace, values["table"]
+    name = request.get("name") if isinstance(request, dict) else None
+    return namespace, str(name or "")
+
+
 def guarded_action(operation_id: str, values: dict[str, str], namespace: Namespace, name: str | None) -> str:
     """``drop table a.t`` / ``rename table a.t``: the refusal's words, as a native one's."""
     kind = operation_id.removeprefix("rename").removeprefix("drop").lower()

@@ -32,7 +32,8 @@ import uuid
 from typing import Any
 
 from app.events.changes import management_events
-from app.federation.service import TABLE_PATH, FederationService, RemoteRefused
+from app.federation.operations import TABLE_PATH
+from app.federation.service import FederationService, RemoteRefused
 from app.ground.errors import AlreadyExists, BadGateway, BadRequest, CatalogError, NotFound, TableMoved
 from app.ground.text import UNIT_SEPARATOR
 from app.management.rights import ManagementRights
