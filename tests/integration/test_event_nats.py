@@ -236,7 +236,6 @@ def test_the_audit_trail_reaches_jetstream_on_subjects_of_its_own(settings, nats
     from app.edge.factory import create_app
     from tests.conftest import authenticated
 
-    nats_server.start()
     app = authenticated(create_app(dataclasses.replace(settings, audit_trail=True)))
     client = app.test_client()
     name = f"audit-nats-{uuid.uuid4().hex[:6]}"
